@@ -1,0 +1,80 @@
+// A step's data: the upper batch (defines f_t) and the inner batch (g_t).
+//
+// One struct serves every family; each family documents which fields it
+// reads and validates them (Family::ValidateBatch).  Sample-based families
+// read `dense` or `csr` features plus `labels` or `targets`; the quadratic
+// family reads `M`, `c` (inner) and `d` (upper).
+#ifndef F2OBO_CORE_BATCH_H_
+#define F2OBO_CORE_BATCH_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace f2obo {
+
+struct Batch {
+  // Features: `dense` unless `sparse_features`, then `csr`.
+  bool sparse_features = false;
+  RowMatrix dense;
+  CsrMatrix csr;
+  std::vector<int32_t> labels;  // class indices in [0, C)
+  Vector targets;               // regression targets
+  Vector class_weights;         // optional per-class weights (loss_tuning)
+  // Quadratic family: g uses M (d2 x d1) and c (d2); f uses d (d2).
+  Matrix M;
+  Vector c;
+  Vector d;
+
+  // Number of samples (0 for families without samples, e.g. quadratic).
+  int rows() const {
+    return static_cast<int>(sparse_features ? csr.rows() : dense.rows());
+  }
+  int cols() const {
+    return static_cast<int>(sparse_features ? csr.cols() : dense.cols());
+  }
+  // Bytes of sample data a full pass reads (for throughput figures).
+  int64_t FeatureBytes() const;
+};
+
+struct StepData {
+  Batch upper;
+  Batch inner;
+};
+
+// A subset of a batch's rows: all of them (idx == nullptr) or the listed
+// indices (SF2OBO mini-batches).  Does not own `idx`.
+struct RowSet {
+  const int* idx = nullptr;
+  int n = 0;
+  int row(int k) const { return idx != nullptr ? idx[k] : k; }
+  static RowSet All(const Batch& b) { return RowSet{nullptr, b.rows()}; }
+};
+
+// The rows of one batch a family evaluates on.
+struct BatchView {
+  const Batch* batch = nullptr;
+  RowSet rows;
+  static BatchView All(const Batch& b) { return BatchView{&b, RowSet::All(b)}; }
+};
+
+// Builds a CSR matrix from raw arrays, validating everything first:
+// indptr has rows+1 non-decreasing entries from 0 to nnz, column indices are
+// in [0, cols) and strictly increasing within a row, values are finite.
+absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols,
+                                  const std::vector<int64_t>& indptr,
+                                  const std::vector<int32_t>& indices,
+                                  const std::vector<double>& values);
+
+// Shared checks for sample-based batches; `what` prefixes error messages
+// (e.g. "upper batch").
+absl::Status ValidateFeatures(const Batch& b, int expected_cols,
+                              const char* what);
+absl::Status ValidateLabels(const Batch& b, int classes, const char* what);
+absl::Status ValidateTargets(const Batch& b, const char* what);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_BATCH_H_

@@ -1,0 +1,106 @@
+// A problem family turns a step's batches into the pair (f_t, g_t) and
+// answers first-order (and, for metrics and baselines, HVP) queries on them.
+//
+// Contract for every method below:
+//  * x has x_dim() entries, y and v have y_dim() entries.
+//  * Output pointers are caller-owned and already sized (gx: x_dim(),
+//    gy / out: y_dim() or x_dim() as stated); they are overwritten.  A null
+//    gradient pointer means "not needed" and skips that work.
+//  * Batches passed in were accepted by ValidateBatch and Prepare.
+//  * No heap allocation after Prepare(): scratch lives in the family object.
+//    Hence a Family instance is NOT thread-safe; each session owns one.
+//  * Values are means over the view's rows (plus the family's regularizer),
+//    so a mini-batch view is an unbiased estimate of the full-batch value.
+#ifndef F2OBO_CORE_FAMILY_H_
+#define F2OBO_CORE_FAMILY_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/batch.h"
+#include "core/constraint.h"
+#include "core/types.h"
+
+namespace f2obo {
+
+// Everything needed to build a family; each family reads its own fields.
+struct FamilyConfig {
+  std::string name;        // registry key, e.g. "logistic_hpo"
+  int features = 0;        // d: columns of every batch (sample families)
+  int classes = 0;         // C (classification families)
+  int x_dim = 0;           // d1 (quadratic only; others derive it)
+  int y_dim = 0;           // d2 (quadratic only; others derive it)
+  double mu = 1.0;         // quadratic: strong convexity of g
+  double mu0 = 1e-3;       // ridge term added to keep g strongly convex in y
+  bool bump_upper = false; // quadratic: f = c exp(-||y||^2) instead of LS
+  double bump_scale = 1.0; // quadratic: the c of the bump
+};
+
+enum class BatchRole { kUpper, kInner };
+
+// Upper bounds on the smoothness constants used by "auto" step sizes.
+struct Smoothness {
+  double l_g1 = 0.0;  // ||grad2_yy g|| (operator norm)
+  double l_f1 = 0.0;  // ||grad2_yy f||
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual int x_dim() const = 0;
+  virtual int y_dim() const = 0;
+  // Whether f and the prequential metrics come with a classification accuracy.
+  virtual bool is_classification() const { return false; }
+
+  // Rejects a batch this family cannot use; the message names the field.
+  virtual absl::Status ValidateBatch(const Batch& batch, BatchRole role) const = 0;
+  // Rejects constraint sets on which g is not strongly convex in y.
+  virtual absl::Status ValidateConstraint(const ConstraintSet& /*set*/) const {
+    return absl::OkStatus();
+  }
+  // Sizes scratch for these batches.  May allocate; call before inner loops.
+  virtual void Prepare(const StepData& data) = 0;
+
+  // f on the upper batch: returns f(x, y), writes grad_x f and grad_y f.
+  virtual double F(const VecIn& x, const VecIn& y, const BatchView& upper,
+                   Vector* gx, Vector* gy) = 0;
+  // g on the inner batch: returns g(x, y), writes grad_x g and grad_y g.
+  virtual double G(const VecIn& x, const VecIn& y, const BatchView& inner,
+                   Vector* gx, Vector* gy) = 0;
+  // grad_y g at two points in one pass over the inner batch (F2OBO's z- and
+  // y-loops, paper Alg. 1 lines 5-6).  Default: two calls of G.
+  virtual void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
+                          const BatchView& inner, Vector* gy1, Vector* gy2);
+
+  // out = grad2_yy g(x, y) v        (y_dim)
+  virtual void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
+                      const VecIn& v, Vector* out) = 0;
+  // out = grad2_xy g(x, y) v        (x_dim); the d1 x d2 cross block times v
+  virtual void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
+                      const VecIn& v, Vector* out) = 0;
+  // out = grad2_yy f(x, y) v        (y_dim)
+  virtual void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
+                      const VecIn& v, Vector* out) = 0;
+
+  // Fraction of upper rows classified correctly at (x, y); nullopt for
+  // regression families.
+  virtual std::optional<double> Accuracy(const VecIn& /*x*/, const VecIn& /*y*/,
+                                         const BatchView& /*upper*/) {
+    return std::nullopt;
+  }
+
+  // Smoothness bounds at (x, y) on these batches.  Default: power iteration
+  // with HVPs (a handful of iterations, scaled up by a safety factor).
+  virtual Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                        const StepData& data);
+};
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_FAMILY_H_

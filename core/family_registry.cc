@@ -1,0 +1,42 @@
+#include "core/family_registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/families/logistic_hpo.h"
+#include "core/families/loss_tuning.h"
+#include "core/families/quadratic.h"
+#include "core/families/ridge_hpo.h"
+
+namespace f2obo {
+namespace {
+
+struct Entry {
+  const char* name;
+  absl::StatusOr<std::unique_ptr<Family>> (*create)(const FamilyConfig&);
+};
+
+constexpr Entry kFamilies[] = {
+    {"quadratic", &QuadraticFamily::Create},
+    {"ridge_hpo", &RidgeHpoFamily::Create},
+    {"logistic_hpo", &LogisticHpoFamily::Create},
+    {"loss_tuning", &LossTuningFamily::Create},
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Family>> CreateFamily(const FamilyConfig& config) {
+  for (const Entry& e : kFamilies) {
+    if (config.name == e.name) return e.create(config);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("family.name: unknown family '", config.name,
+                   "'; known: ", absl::StrJoin(FamilyNames(), ", ")));
+}
+
+std::vector<std::string> FamilyNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : kFamilies) names.emplace_back(e.name);
+  return names;
+}
+
+}  // namespace f2obo

@@ -1,0 +1,76 @@
+// Row-wise kernels over dense or CSR feature rows.  Sample-based families
+// loop over a view's rows with these, so one code path serves full batches,
+// SF2OBO mini-batches and both storage formats, and nothing allocates.
+#ifndef F2OBO_CORE_FEATURES_H_
+#define F2OBO_CORE_FEATURES_H_
+
+#include "core/batch.h"
+
+namespace f2obo {
+
+// a_i . w  (w has cols() entries)
+inline double RowDot(const Batch& b, int i, const double* w) {
+  if (b.sparse_features) {
+    const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+    const int* col = b.csr.innerIndexPtr();
+    const double* val = b.csr.valuePtr();
+    double s = 0.0;
+    for (int k = begin; k < end; ++k) s += val[k] * w[col[k]];
+    return s;
+  }
+  return b.dense.row(i).dot(
+      Eigen::Map<const Vector>(w, b.dense.cols()).transpose());
+}
+
+// out += s * a_i  (out has cols() entries)
+inline void RowAxpy(const Batch& b, int i, double s, double* out) {
+  if (b.sparse_features) {
+    const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+    const int* col = b.csr.innerIndexPtr();
+    const double* val = b.csr.valuePtr();
+    for (int k = begin; k < end; ++k) out[col[k]] += s * val[k];
+    return;
+  }
+  Eigen::Map<Vector>(out, b.dense.cols()) += s * b.dense.row(i).transpose();
+}
+
+// out (C) = W^T a_i for W d x C row-major (feature-major) at `w`.
+inline void RowTimesMatrix(const Batch& b, int i, const double* w, int classes,
+                           double* out) {
+  Eigen::Map<Vector> o(out, classes);
+  o.setZero();
+  if (b.sparse_features) {
+    const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+    const int* col = b.csr.innerIndexPtr();
+    const double* val = b.csr.valuePtr();
+    for (int k = begin; k < end; ++k) {
+      o += val[k] * Eigen::Map<const Vector>(w + static_cast<size_t>(col[k]) * classes,
+                                             classes);
+    }
+    return;
+  }
+  const Eigen::Map<const RowMatrix> W(w, b.dense.cols(), classes);
+  o.noalias() = W.transpose() * b.dense.row(i).transpose();
+}
+
+// G += a_i r^T for G d x C row-major at `g` (r has C entries).
+inline void RowOuterAdd(const Batch& b, int i, const double* r, int classes,
+                        double* g) {
+  const Eigen::Map<const Vector> rv(r, classes);
+  if (b.sparse_features) {
+    const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+    const int* col = b.csr.innerIndexPtr();
+    const double* val = b.csr.valuePtr();
+    for (int k = begin; k < end; ++k) {
+      Eigen::Map<Vector>(g + static_cast<size_t>(col[k]) * classes, classes) +=
+          val[k] * rv;
+    }
+    return;
+  }
+  Eigen::Map<RowMatrix> G(g, b.dense.cols(), classes);
+  G.noalias() += b.dense.row(i).transpose() * rv.transpose();
+}
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_FEATURES_H_
