@@ -4,7 +4,10 @@
 // the next-lower-order quantity along random unit directions:
 //   grad:  (v . grad h)      vs  (h(p + e v) - h(p - e v)) / 2e
 //   HVP:   H v               vs  (grad(p + e v) - grad(p - e v)) / 2e
-// and reports the relative error  |fd - analytic| / max(|analytic|, floor).
+// and reports the relative error |fd - analytic| / max(|analytic|, scale),
+// where for a directional derivative the scale is ||grad|| (v is a unit
+// vector), so a direction nearly orthogonal to the gradient is not
+// mistaken for a wrong gradient.
 #ifndef F2OBO_TESTS_CORE_FAMILIES_FAMILY_CHECKS_H_
 #define F2OBO_TESTS_CORE_FAMILIES_FAMILY_CHECKS_H_
 

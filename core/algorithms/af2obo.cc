@@ -1,0 +1,110 @@
+// AF2OBO, paper Algorithm 2.  Per step t, from warm starts z_t, y_t:
+//   while ||grad_y g_t(x_t, z)|| > delta_z:  z <- z - alpha grad_y g_t(x_t, z)  (lines 4-6)
+//   while ||grad_y L_t(x_t, y, lambda_t)|| > delta_y:
+//       y <- y - beta_t grad_y L_t(x_t, y, lambda_t)                             (lines 7-9)
+//   h_t, x_{t+1}, lambda_{t+1} as in Algorithm 1                                (lines 10-12)
+// Theory (Theorem 4.1): delta_y = 1/sqrt(T), delta_z = 1/sqrt(T^(1+2 tau)).
+//
+// The two loops are independent given x_t.  While both are still running
+// they share one pass over the inner batch (GradYGPair); the iterates are
+// exactly those of running them one after the other.  Each loop stops at
+// options.max_inner_iterations updates; the report flags the cap hit.
+#include "core/algorithms/af2obo.h"
+
+#include <cmath>
+
+#include "core/algorithms/first_order.h"
+
+namespace f2obo {
+namespace {
+
+class Af2obo final : public Algorithm {
+ public:
+  explicit Af2obo(const AlgorithmContext& ctx)
+      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim) {}
+
+  std::string_view name() const override { return "af2obo"; }
+
+  absl::Status Round(const StepData& data, Family& family, SessionState* s,
+                     StepReport* report) override {
+    const double lambda = s->lambda;
+    const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
+    const double alpha = o_.alpha_auto ? 1.0 / sm.l_g1 : o_.alpha;
+    const double beta =
+        o_.beta_auto ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
+                     : (o_.beta_scaling == BetaScaling::kScaled ? o_.beta / lambda
+                                                                : o_.beta);
+    const BatchView upper = BatchView::All(data.upper);
+    const BatchView inner = BatchView::All(data.inner);
+    const int cap = o_.max_inner_iterations;
+    int kz = 0, ky = 0;
+    bool z_done = false, y_done = false;
+    int64_t rows = 0;
+    while (!z_done || !y_done) {
+      // Fresh gradients at the current iterates of the loops still running.
+      if (!z_done && !y_done) {
+        family.GradYGPair(s->x, s->z, s->y, inner, &ws_.gz, &ws_.gy_g);
+        rows += inner.rows.n;
+      } else if (!z_done) {
+        family.G(s->x, s->z, inner, nullptr, &ws_.gz);
+        rows += inner.rows.n;
+      } else {
+        family.G(s->x, s->y, inner, nullptr, &ws_.gy_g);
+        rows += inner.rows.n;
+      }
+      if (!z_done) {
+        if (ws_.gz.norm() <= o_.delta_z || kz == cap) {
+          z_done = true;
+        } else {
+          s->z.noalias() -= alpha * ws_.gz;
+          ++kz;
+        }
+      }
+      if (!y_done) {
+        family.F(s->x, s->y, upper, nullptr, &ws_.gy_f);
+        rows += upper.rows.n;
+        ws_.gy_f += lambda * ws_.gy_g;  // grad_y L_t(x_t, y, lambda_t)
+        if (ws_.gy_f.norm() <= o_.delta_y || ky == cap) {
+          y_done = true;
+        } else {
+          s->y.noalias() -= beta * ws_.gy_f;
+          ++ky;
+        }
+      }
+      if (!std::isfinite(ws_.gz.squaredNorm() + ws_.gy_f.squaredNorm())) {
+        return absl::InvalidArgumentError(
+            "af2obo: inner loop diverged (non-finite gradient); step sizes too "
+            "large for this batch?");
+      }
+    }
+    rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
+    ProjectedStep(set_, o_.gamma, report->hypergradient, &s->x);
+    s->lambda = NextLambda(o_, s->t, lambda);
+
+    report->lambda = lambda;
+    report->alpha = alpha;
+    report->beta = beta;
+    report->step_sizes_auto = o_.alpha_auto || o_.beta_auto;
+    report->l_g1 = sm.l_g1;
+    report->l_f1 = sm.l_f1;
+    report->z_iterations = kz;
+    report->y_iterations = ky;
+    report->cap_hit = (kz == cap && report->residual_z > o_.delta_z) ||
+                      (ky == cap && report->residual_y > o_.delta_y);
+    report->rows_processed = rows;
+    return absl::OkStatus();
+  }
+
+ private:
+  AlgorithmOptions o_;
+  ConstraintSet set_;
+  FirstOrderWorkspace ws_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Algorithm>> CreateAf2obo(const AlgorithmContext& ctx) {
+  return std::unique_ptr<Algorithm>(new Af2obo(ctx));
+}
+
+}  // namespace f2obo

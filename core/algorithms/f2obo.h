@@ -1,0 +1,13 @@
+// F2OBO (paper Algorithm 1) and its single-loop variant F2OBO-SL (K = 1).
+#ifndef F2OBO_CORE_ALGORITHMS_F2OBO_H_
+#define F2OBO_CORE_ALGORITHMS_F2OBO_H_
+
+#include "core/algorithm_registry.h"
+
+namespace f2obo {
+
+absl::StatusOr<std::unique_ptr<Algorithm>> CreateF2obo(const AlgorithmContext& ctx);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_ALGORITHMS_F2OBO_H_

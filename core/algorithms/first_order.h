@@ -1,0 +1,49 @@
+// Pieces shared by the fully first-order rounds (paper Algorithms 1-3).
+#ifndef F2OBO_CORE_ALGORITHMS_FIRST_ORDER_H_
+#define F2OBO_CORE_ALGORITHMS_FIRST_ORDER_H_
+
+#include <cstdint>
+
+#include "core/constraint.h"
+#include "core/family.h"
+#include "core/options.h"
+#include "core/step_report.h"
+
+namespace f2obo {
+
+// Scratch for one round, sized once per session so rounds do not allocate.
+struct FirstOrderWorkspace {
+  FirstOrderWorkspace(int d1, int d2)
+      : gz(d2), gy_g(d2), gy_f(d2), gx_f(d1), gx_g_y(d1), gx_g_z(d1) {}
+  Vector gz;      // grad_y g at z
+  Vector gy_g;    // grad_y g at y
+  Vector gy_f;    // grad_y f at y
+  Vector gx_f;    // grad_x f at y
+  Vector gx_g_y;  // grad_x g at y
+  Vector gx_g_z;  // grad_x g at z
+};
+
+// lambda_{t+1} = min((1 + 1/t)^tau lambda_t, lambda_max)   (Alg. 1 line 11)
+double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
+
+// Smoothness estimate when a step size is "auto" (SPEC section 3), else
+// zeros.  Estimated at (x_t, y_t) on the full step batches.
+Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family,
+                            const VecIn& x, const VecIn& y, const StepData& data);
+
+// h_t = grad_x f(x, y) + lambda (grad_x g(x, y) - grad_x g(x, z))
+// (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).
+// Also records the final residuals ||grad_y L(y)|| and ||grad_y g(z)||
+// computed in the same passes.  Returns the rows read.
+int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
+                      const VecIn& z, double lambda, const BatchView& upper,
+                      const BatchView& inner, FirstOrderWorkspace* ws,
+                      StepReport* report);
+
+// x <- P_X(x - gamma h)   (Alg. 1 line 10, the prox form of a projected step)
+void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h,
+                   Vector* x);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_ALGORITHMS_FIRST_ORDER_H_

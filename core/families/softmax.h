@@ -1,0 +1,139 @@
+// Linear softmax classifier machinery shared by `logistic_hpo` and
+// `loss_tuning` (SPEC sections 4.3 and 4.4).
+//
+// Model layout (both families): y = (W, b) with W d x C stored feature-major,
+// i.e. W_i (the C weights of feature i) at y[i*C .. i*C + C), followed by the
+// C biases at y[d*C .. d*C + C).  Logits of sample i:  z = W^T a_i + b.
+//
+// Softmax cross-entropy of logits z (C entries) with label l:
+//   CE(z, l) = lse(z) - z_l,   grad_z = p - e_l,   Hess_z = diag(p) - p p^T,
+// where p = softmax(z) and lse(z) = log sum_j exp(z_j).
+//
+// Everything works on caller-owned C-sized buffers and never allocates.
+#ifndef F2OBO_CORE_FAMILIES_SOFTMAX_H_
+#define F2OBO_CORE_FAMILIES_SOFTMAX_H_
+
+#include <cmath>
+#include <cstddef>
+
+#include "core/batch.h"
+#include "core/features.h"
+
+namespace f2obo {
+
+// 1/n for a view of n rows (0 for an empty view, so its mean is 0, not NaN).
+inline double InverseRows(const BatchView& view) {
+  return view.rows.n > 0 ? 1.0 / view.rows.n : 0.0;
+}
+
+// Stable log(sum_j exp(z_j)).
+inline double LogSumExp(const double* z, int c) {
+  double m = z[0];
+  for (int j = 1; j < c; ++j) m = z[j] > m ? z[j] : m;
+  double s = 0.0;
+  for (int j = 0; j < c; ++j) s += std::exp(z[j] - m);
+  return m + std::log(s);
+}
+
+// Overwrites z with softmax(z) and returns lse(z) of the input, so that
+// CE(z, l) = (return value) - z_l with z_l read before the call.
+inline double SoftmaxInPlace(double* z, int c) {
+  double m = z[0];
+  for (int j = 1; j < c; ++j) m = z[j] > m ? z[j] : m;
+  double s = 0.0;
+  for (int j = 0; j < c; ++j) {
+    z[j] = std::exp(z[j] - m);
+    s += z[j];
+  }
+  const double inv = 1.0 / s;
+  for (int j = 0; j < c; ++j) z[j] *= inv;
+  return m + std::log(s);
+}
+
+// CE Hessian-vector product in logit space: u = p . dz - p (p . dz), i.e.
+// (diag(p) - p p^T) dz.  u may alias dz.
+inline void SoftmaxHvp(const double* p, const double* dz, int c, double* u) {
+  double pd = 0.0;
+  for (int j = 0; j < c; ++j) pd += p[j] * dz[j];
+  for (int j = 0; j < c; ++j) u[j] = p[j] * (dz[j] - pd);
+}
+
+// Index of the largest entry; ties go to the lowest index.
+inline int ArgMax(const double* z, int c) {
+  int best = 0;
+  for (int j = 1; j < c; ++j) {
+    if (z[j] > z[best]) best = j;
+  }
+  return best;
+}
+
+// z = W^T a_i + b for the model y (layout above).
+inline void Logits(const Batch& b, int i, const double* y, int d, int c,
+                   double* z) {
+  RowTimesMatrix(b, i, y, c, z);
+  const double* bias = y + static_cast<size_t>(d) * c;
+  for (int j = 0; j < c; ++j) z[j] += bias[j];
+}
+
+// Logits of sample i under two models in one read of a_i.
+inline void LogitsPair(const Batch& b, int i, const double* y1, const double* y2,
+                       int d, int c, double* z1, double* z2) {
+  const double* bias1 = y1 + static_cast<size_t>(d) * c;
+  const double* bias2 = y2 + static_cast<size_t>(d) * c;
+  for (int j = 0; j < c; ++j) {
+    z1[j] = bias1[j];
+    z2[j] = bias2[j];
+  }
+  auto add = [&](int feature, double a) {
+    const size_t off = static_cast<size_t>(feature) * c;
+    for (int j = 0; j < c; ++j) {
+      z1[j] += a * y1[off + j];
+      z2[j] += a * y2[off + j];
+    }
+  };
+  if (b.sparse_features) {
+    const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+    const int* col = b.csr.innerIndexPtr();
+    const double* val = b.csr.valuePtr();
+    for (int k = begin; k < end; ++k) add(col[k], val[k]);
+    return;
+  }
+  const double* row = b.dense.data() + static_cast<size_t>(i) * b.dense.cols();
+  for (int f = 0; f < d; ++f) add(f, row[f]);
+}
+
+// Gradient back-projection of a logit-space vector r for sample i:
+// G_W += a_i r^T and G_b += r, with g in the model layout.
+inline void BackProject(const Batch& b, int i, const double* r, int d, int c,
+                        double* g) {
+  RowOuterAdd(b, i, r, c, g);
+  double* gb = g + static_cast<size_t>(d) * c;
+  for (int j = 0; j < c; ++j) gb[j] += r[j];
+}
+
+// BackProject for two models in one read of a_i.
+inline void BackProjectPair(const Batch& b, int i, const double* r1,
+                            const double* r2, int d, int c, double* g1,
+                            double* g2) {
+  auto add = [&](int feature, double a) {
+    const size_t off = static_cast<size_t>(feature) * c;
+    for (int j = 0; j < c; ++j) {
+      g1[off + j] += a * r1[j];
+      g2[off + j] += a * r2[j];
+    }
+  };
+  if (b.sparse_features) {
+    const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+    const int* col = b.csr.innerIndexPtr();
+    const double* val = b.csr.valuePtr();
+    for (int k = begin; k < end; ++k) add(col[k], val[k]);
+  } else {
+    const double* row = b.dense.data() + static_cast<size_t>(i) * b.dense.cols();
+    for (int f = 0; f < d; ++f) add(f, row[f]);
+  }
+  add(d, 1.0);  // the biases follow W in the layout
+}
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_FAMILIES_SOFTMAX_H_

@@ -1,0 +1,119 @@
+#include "core/metrics/exact_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/metrics/linear_solve.h"
+
+namespace f2obo {
+
+InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
+                         const VecIn& warm, const ExactMetricsOptions& o) {
+  const int n = family.y_dim();
+  InnerSolution sol;
+  sol.y = warm;
+  Vector grad(n), step(n), trial(n), neg_grad(n);
+  double value = family.G(x, sol.y, inner, nullptr, &grad);
+  sol.grad_norm = grad.norm();
+  for (int it = 0; it < o.max_newton_iterations && sol.grad_norm > o.inner_tolerance;
+       ++it) {
+    // Inexact Newton: forcing term min(0.1, ||g||) gives superlinear convergence.
+    neg_grad = -grad;
+    const double forcing = std::min(0.1, sol.grad_norm);
+    sol.cg_iterations += ConjugateGradient(
+        [&](const Vector& v, Vector* out) { family.HvpYYG(x, sol.y, inner, v, out); },
+        neg_grad, std::max(forcing, o.cg_tolerance), o.max_cg_iterations, &step);
+    ++sol.newton_iterations;
+    // Backtracking (Armijo) on g; near the optimum g's decrease drowns in
+    // round-off, so a step that lowers ||grad|| is accepted as well.
+    const double slope = grad.dot(step);
+    bool accepted = false;
+    Vector trial_grad(n);
+    for (double s = 1.0; s > 1e-10; s *= 0.5) {
+      trial = sol.y + s * step;
+      const double v = family.G(x, trial, inner, nullptr, &trial_grad);
+      if (v <= value + 1e-4 * s * slope || trial_grad.norm() < sol.grad_norm) {
+        sol.y = trial;
+        value = v;
+        grad = trial_grad;
+        accepted = true;
+        break;
+      }
+    }
+    const double previous = sol.grad_norm;
+    sol.grad_norm = grad.norm();
+    if (!accepted || !(sol.grad_norm < previous)) break;
+  }
+  return sol;
+}
+
+TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
+                                           const StepData& data, const VecIn& warm,
+                                           const ExactMetricsOptions& o) {
+  const BatchView upper = BatchView::All(data.upper);
+  const BatchView inner = BatchView::All(data.inner);
+  TrueHypergradient out;
+  out.inner = SolveInner(family, x, inner, warm, o);
+  const Vector& ys = out.inner.y;
+  Vector gx_f(family.x_dim()), gy_f(family.y_dim()), w(family.y_dim());
+  out.value = family.F(x, ys, upper, &gx_f, &gy_f);
+  // Solve grad2_yy g w = grad_y f, then grad F = grad_x f - grad2_xy g w.
+  out.cg_iterations = ConjugateGradient(
+      [&](const Vector& v, Vector* r) { family.HvpYYG(x, ys, inner, v, r); }, gy_f,
+      o.cg_tolerance, o.max_cg_iterations, &w);
+  out.grad.resize(family.x_dim());
+  family.HvpXYG(x, ys, inner, w, &out.grad);
+  out.grad = gx_f - out.grad;
+  return out;
+}
+
+absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
+                                                 const ConstraintSet& set,
+                                                 const MetricsInput& in,
+                                                 const StepData& current,
+                                                 const StepData* previous,
+                                                 const ExactMetricsOptions& o) {
+  ExactMetrics m;
+  m.t = in.t;
+  family.Prepare(current);
+  const TrueHypergradient now = ComputeTrueHypergradient(family, in.x, current, in.y, o);
+  Vector mapping(family.x_dim());
+  GradientMapping(set, in.x, now.grad, in.gamma, &mapping);
+  m.regret_term = mapping.squaredNorm();
+  m.hypergradient_error = (in.h - now.grad).norm();
+  m.value = now.value;
+  m.true_gradient_norm = now.grad.norm();
+  m.inner_residual = now.inner.grad_norm;
+  m.newton_iterations = now.inner.newton_iterations;
+  m.cg_iterations = now.inner.cg_iterations + now.cg_iterations;
+  if (previous != nullptr) {
+    family.Prepare(*previous);
+    const InnerSolution before =
+        SolveInner(family, in.x, BatchView::All(previous->inner), now.inner.y, o);
+    const double f_before =
+        family.F(in.x, before.y, BatchView::All(previous->upper), nullptr, nullptr);
+    m.variation = std::abs(now.value - f_before);
+    m.drift = (now.inner.y - before.y).squaredNorm();
+    m.newton_iterations += before.newton_iterations;
+    m.cg_iterations += before.cg_iterations;
+  }
+  if (!std::isfinite(m.regret_term + m.hypergradient_error + m.value +
+                     m.variation.value_or(0.0) + m.drift.value_or(0.0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics of step ", in.t, ": non-finite result"));
+  }
+  return m;
+}
+
+void Accumulate(const ExactMetrics& m, RunningMetrics* r) {
+  ++r->evaluated_steps;
+  r->blreg += m.regret_term;
+  if (m.variation.has_value() && m.drift.has_value()) {
+    ++r->drift_steps;
+    r->variation += *m.variation;
+    r->drift += *m.drift;
+  }
+}
+
+}  // namespace f2obo

@@ -1,0 +1,87 @@
+// Exact per-step metrics (SPEC section 5): the true hypergradient at x_t,
+// the local-regret term, hypergradient error, function variation and
+// inner-solution drift.  These use second-order information (Newton-CG and
+// CG on HVPs) and cost more than a round, so they are computed on demand,
+// typically off the request path on a family instance of their own.
+#ifndef F2OBO_CORE_METRICS_EXACT_METRICS_H_
+#define F2OBO_CORE_METRICS_EXACT_METRICS_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "core/constraint.h"
+#include "core/family.h"
+#include "core/state.h"
+
+namespace f2obo {
+
+struct ExactMetricsOptions {
+  double inner_tolerance = 1e-10;  // target ||grad_y g_t(x, y)|| at y*
+  int max_newton_iterations = 50;
+  double cg_tolerance = 1e-12;     // relative residual of the Hessian system
+  int max_cg_iterations = 1000;
+};
+
+// y*(x) = argmin_y g(x, y) on `inner`, by Newton-CG from `warm` with a
+// backtracking line search on g.
+struct InnerSolution {
+  Vector y;
+  double grad_norm = 0.0;  // ||grad_y g(x, y)|| reached
+  int newton_iterations = 0;
+  int cg_iterations = 0;
+};
+InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
+                         const VecIn& warm, const ExactMetricsOptions& o);
+
+// grad F(x) = grad_x f - grad2_xy g [grad2_yy g]^{-1} grad_y f at (x, y*(x))
+// (paper Eq. 1), with the linear system solved by CG on HVPs.
+struct TrueHypergradient {
+  Vector grad;
+  double value = 0.0;  // F(x) = f(x, y*(x))
+  InnerSolution inner;
+  int cg_iterations = 0;
+};
+TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
+                                           const StepData& data, const VecIn& warm,
+                                           const ExactMetricsOptions& o);
+
+// What the metrics of step t need besides the batches.
+struct MetricsInput {
+  int64_t t = 0;
+  Vector x;      // x_t, the decision the round started from
+  Vector y;      // y_t (warm start for the inner solve)
+  Vector h;      // h_t, the round's hypergradient estimate
+  double gamma;  // the algorithm's upper step size
+};
+
+struct ExactMetrics {
+  int64_t t = 0;
+  double regret_term = 0.0;          // ||G_X(x_t, grad F_t(x_t), gamma)||^2
+  double hypergradient_error = 0.0;  // ||h_t - grad F_t(x_t)||
+  double value = 0.0;                // F_t(x_t)
+  double true_gradient_norm = 0.0;   // ||grad F_t(x_t)||
+  double inner_residual = 0.0;       // ||grad_y g_t(x_t, y*)|| of the solve
+  // With the previous step's batches, evaluated at x_t (not a sup over X):
+  std::optional<double> variation;   // |F_t(x_t) - F_{t-1}(x_t)|
+  std::optional<double> drift;       // ||y*_t(x_t) - y*_{t-1}(x_t)||^2
+  int newton_iterations = 0;
+  int cg_iterations = 0;
+};
+
+// Computes the metrics of step t.  `previous` may be null (first step, or
+// its batches were not kept), leaving variation and drift empty.  Fails
+// only on non-finite results.
+absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
+                                                 const ConstraintSet& set,
+                                                 const MetricsInput& in,
+                                                 const StepData& current,
+                                                 const StepData* previous,
+                                                 const ExactMetricsOptions& o = {});
+
+// Adds one step's metrics to the running sums (BLReg, V_T, H_2,T estimates).
+void Accumulate(const ExactMetrics& m, RunningMetrics* running);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_METRICS_EXACT_METRICS_H_

@@ -1,0 +1,63 @@
+#include "core/rng.h"
+
+namespace f2obo {
+namespace {
+
+uint64_t SplitMix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+inline uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+}  // namespace
+
+Rng::Rng(uint64_t seed) {
+  for (auto& w : s_) w = SplitMix64(seed);
+}
+
+Rng Rng::FromWords(const std::array<uint64_t, 4>& words) {
+  Rng r;
+  r.s_ = words;
+  return r;
+}
+
+uint64_t Rng::Next() {
+  const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = Rotl(s_[3], 45);
+  return result;
+}
+
+uint64_t Rng::UniformBelow(uint64_t n) {
+  unsigned __int128 m = static_cast<unsigned __int128>(Next()) * n;
+  uint64_t low = static_cast<uint64_t>(m);
+  if (low < n) {
+    const uint64_t threshold = -n % n;
+    while (low < threshold) {
+      m = static_cast<unsigned __int128>(Next()) * n;
+      low = static_cast<uint64_t>(m);
+    }
+  }
+  return static_cast<uint64_t>(m >> 64);
+}
+
+void Rng::SampleWithoutReplacement(int n, int k, int* perm, int* out) {
+  for (int i = 0; i < n; ++i) perm[i] = i;
+  for (int i = 0; i < k; ++i) {
+    const int j = i + static_cast<int>(UniformBelow(static_cast<uint64_t>(n - i)));
+    const int tmp = perm[i];
+    perm[i] = perm[j];
+    perm[j] = tmp;
+    out[i] = perm[i];
+  }
+}
+
+}  // namespace f2obo

@@ -1,0 +1,140 @@
+#include "core/session.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/algorithm_registry.h"
+#include "core/family_registry.h"
+
+namespace f2obo {
+namespace {
+
+struct Parts {
+  std::unique_ptr<Family> family;
+  std::unique_ptr<Algorithm> algorithm;
+};
+
+absl::StatusOr<Parts> Build(const SessionConfig& c) {
+  Parts p;
+  absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(c.family);
+  if (!family.ok()) return family.status();
+  p.family = *std::move(family);
+  const int d1 = p.family->x_dim(), d2 = p.family->y_dim();
+  if (absl::Status s = c.constraint.Validate(d1); !s.ok()) return s;
+  if (absl::Status s = p.family->ValidateConstraint(c.constraint); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Algorithm>> algorithm =
+      CreateAlgorithm(AlgorithmContext{c.algorithm, c.options, c.constraint, d1, d2});
+  if (!algorithm.ok()) return algorithm.status();
+  p.algorithm = *std::move(algorithm);
+  return p;
+}
+
+absl::Status CheckVector(const Vector& v, int dim, const char* field) {
+  if (v.size() != dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": has ", v.size(), " entries, expected ", dim));
+  }
+  if (!v.allFinite()) return absl::InvalidArgumentError(absl::StrCat(field, ": not finite"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionState> InitialState(const SessionConfig& c, const Family& f) {
+  const int d1 = f.x_dim(), d2 = f.y_dim();
+  SessionState s;
+  if (c.x0.size() == 0) {
+    s.x = Vector::Zero(d1);
+    c.constraint.Project(&s.x);
+  } else {
+    if (absl::Status st = CheckVector(c.x0, d1, "initial.x"); !st.ok()) return st;
+    if (!c.constraint.Contains(c.x0, 1e-12)) {
+      return absl::InvalidArgumentError("initial.x: outside the constraint set X");
+    }
+    s.x = c.x0;
+  }
+  s.y = c.y0.size() == 0 ? Vector::Zero(d2) : c.y0;
+  if (absl::Status st = CheckVector(s.y, d2, "initial.y"); !st.ok()) return st;
+  s.z = c.z0.size() == 0 ? s.y : c.z0;
+  if (absl::Status st = CheckVector(s.z, d2, "initial.z"); !st.ok()) return st;
+  s.t = 1;
+  s.lambda = c.options.lambda1;
+  s.rng = Rng(c.seed);
+  return s;
+}
+
+}  // namespace
+
+absl::Status ValidateSessionConfig(const SessionConfig& config) {
+  absl::StatusOr<Parts> parts = Build(config);
+  if (!parts.ok()) return parts.status();
+  return InitialState(config, *parts->family).status();
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config) {
+  absl::StatusOr<Parts> parts = Build(config);
+  if (!parts.ok()) return parts.status();
+  absl::StatusOr<SessionState> state = InitialState(config, *parts->family);
+  if (!state.ok()) return state.status();
+  return std::unique_ptr<Session>(new Session(config, std::move(parts->family),
+                                              std::move(parts->algorithm),
+                                              *std::move(state)));
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& config,
+                                                          SessionState state) {
+  absl::StatusOr<Parts> parts = Build(config);
+  if (!parts.ok()) return parts.status();
+  const int d1 = parts->family->x_dim(), d2 = parts->family->y_dim();
+  if (state.x.size() != d1 || state.y.size() != d2 || state.z.size() != d2 ||
+      state.t < 1 || !state.AllFinite()) {
+    return absl::DataLossError(absl::StrCat(
+        "session state does not fit its configuration (x ", state.x.size(), "/", d1,
+        ", y ", state.y.size(), "/", d2, ", t ", state.t, ")"));
+  }
+  return std::unique_ptr<Session>(new Session(config, std::move(parts->family),
+                                              std::move(parts->algorithm),
+                                              std::move(state)));
+}
+
+absl::StatusOr<StepReport> Session::Step(const StepData& data) {
+  if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = family_->ValidateBatch(data.inner, BatchRole::kInner); !s.ok()) {
+    return s;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  family_->Prepare(data);
+  StepReport report;
+  report.t = state_.t;
+  report.hypergradient.resize(family_->x_dim());
+  const BatchView upper = BatchView::All(data.upper);
+  report.upper_loss_before = family_->F(state_.x, state_.y, upper, nullptr, nullptr);
+  report.accuracy_before = family_->Accuracy(state_.x, state_.y, upper);
+
+  scratch_ = state_;
+  if (absl::Status s = algorithm_->Round(data, *family_, &scratch_, &report); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("step ", state_.t, ": ", s.message(),
+                                               "; session state unchanged"));
+  }
+  if (!scratch_.AllFinite() || !report.hypergradient.allFinite()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step ", state_.t, ": the round produced a non-finite ",
+        !report.hypergradient.allFinite() ? "hypergradient"
+        : !scratch_.x.allFinite()         ? "x"
+        : !scratch_.y.allFinite()         ? "y"
+        : !scratch_.z.allFinite()         ? "z"
+                                          : "lambda",
+        " (step sizes too large for this batch?); session state unchanged"));
+  }
+  scratch_.t = state_.t + 1;
+  scratch_.inner_iterations += report.z_iterations + report.y_iterations;
+  scratch_.cap_hits += report.cap_hit ? 1 : 0;
+  scratch_.rows_processed += report.rows_processed;
+  std::swap(state_, scratch_);
+  report.round_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace f2obo

@@ -1,0 +1,55 @@
+// The mutable part of a session: everything a round reads and writes, and
+// everything a checkpoint must hold to continue bit-identically.
+// Immutable configuration (family, algorithm options, X) lives in
+// SessionConfig (core/session.h).
+#ifndef F2OBO_CORE_STATE_H_
+#define F2OBO_CORE_STATE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/rng.h"
+#include "core/types.h"
+
+namespace f2obo {
+
+// Running sums of the exact metrics (SPEC section 5) over the steps at which
+// they were evaluated (every step, or every N-th under a sampling policy).
+struct RunningMetrics {
+  int64_t evaluated_steps = 0;
+  double blreg = 0.0;        // sum of regret terms r_s (paper Eq. 2)
+  double variation = 0.0;    // sum of v_s: trajectory estimate of V_T
+  double drift = 0.0;        // sum of d_s: trajectory estimate of H_2,T
+  int64_t drift_steps = 0;   // steps whose v_s, d_s were available
+};
+
+struct SessionState {
+  int64_t t = 1;        // index of the next step to apply (paper's t)
+  Vector x;             // x_t, the current decision
+  Vector y;             // y_t, warm start of the y-loop (approximates y*_lambda)
+  Vector z;             // z_t, warm start of the z-loop (approximates y*)
+  double lambda = 0.0;  // lambda_t, the penalty multiplier for step t
+  Rng rng;              // SF2OBO's sampler
+  int64_t inner_iterations = 0;  // total over all rounds
+  int64_t cap_hits = 0;          // AF2OBO rounds that hit the iteration cap
+  int64_t rows_processed = 0;    // sample rows read by rounds
+  std::vector<Vector> aux;       // algorithm-owned (momentum, windows, ...)
+  RunningMetrics metrics;
+
+  // True iff every number a round may write is finite.
+  bool AllFinite() const;
+  // Bit-exact equality (NaN-safe: compares representations).
+  bool BitEquals(const SessionState& o) const;
+};
+
+// Versioned little-endian binary encoding with an FNV-1a checksum; decoding
+// rejects truncated, corrupt or future-version input.
+std::string SerializeState(const SessionState& state);
+absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_STATE_H_

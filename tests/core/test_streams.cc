@@ -1,0 +1,73 @@
+#include "tests/core/test_streams.h"
+
+#include <Eigen/QR>
+
+#include "core/algorithm_registry.h"
+#include "tests/core/families/family_checks.h"
+
+namespace f2obo::testing {
+
+Matrix WellConditioned(int m, int n, double lo, double hi, std::mt19937_64& rng) {
+  const Matrix a = RandomMatrix(m, m, rng);
+  const Matrix b = RandomMatrix(n, n, rng);
+  const Matrix q1 = Eigen::HouseholderQR<Matrix>(a).householderQ();
+  const Matrix q2 = Eigen::HouseholderQR<Matrix>(b).householderQ();
+  Matrix s = Matrix::Zero(m, n);
+  for (int i = 0; i < n; ++i) s(i, i) = lo + (hi - lo) * i / std::max(1, n - 1);
+  return q1 * s * q2.transpose();
+}
+
+StepData QuadraticStep(const Matrix& M, const Vector& c, const Vector& d) {
+  StepData s;
+  s.inner.M = M;
+  s.inner.c = c;
+  s.upper.d = d;
+  return s;
+}
+
+Batch RegressionBatch(int rows, const Vector& w, double noise, bool sparse,
+                      std::mt19937_64& rng) {
+  Batch b;
+  const RowMatrix a = RandomMatrix(rows, static_cast<int>(w.size()), rng);
+  b.targets = a * w + noise * RandomVector(rows, rng);
+  b.sparse_features = sparse;
+  if (sparse) {
+    b.csr = a.sparseView();
+    b.csr.makeCompressed();
+  } else {
+    b.dense = a;
+  }
+  return b;
+}
+
+Batch ClassificationBatch(int rows, int features, int classes, bool sparse,
+                          std::mt19937_64& rng) {
+  Batch b;
+  RowMatrix a = RandomMatrix(rows, features, rng);
+  std::uniform_int_distribution<int> label(0, classes - 1);
+  b.labels.resize(rows);
+  for (int i = 0; i < rows; ++i) {
+    b.labels[i] = label(rng);
+    a(i, b.labels[i] % features) += 2.0;  // class-dependent mean
+  }
+  b.sparse_features = sparse;
+  if (sparse) {
+    b.csr = a.sparseView();
+    b.csr.makeCompressed();
+  } else {
+    b.dense = a;
+  }
+  return b;
+}
+
+SessionConfig ConfigFor(const std::string& algorithm, const FamilyConfig& family,
+                        const ConstraintSet& set) {
+  SessionConfig c;
+  c.family = family;
+  c.algorithm = algorithm;
+  c.options = DefaultAlgorithmOptions(algorithm);
+  c.constraint = set;
+  return c;
+}
+
+}  // namespace f2obo::testing
