@@ -1,0 +1,156 @@
+// The CG-based exact metrics against closed forms.
+#include "core/metrics/exact_metrics.h"
+
+#include <Eigen/Cholesky>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/family_registry.h"
+#include "tests/core/families/family_checks.h"
+#include "tests/core/test_streams.h"
+
+namespace f2obo {
+namespace {
+
+using testing::RandomVector;
+
+std::unique_ptr<Family> Quadratic(int d1, int d2, double mu, bool bump) {
+  FamilyConfig c;
+  c.name = "quadratic";
+  c.x_dim = d1;
+  c.y_dim = d2;
+  c.mu = mu;
+  c.bump_upper = bump;
+  c.bump_scale = 0.8;
+  return *CreateFamily(c);
+}
+
+TEST(ExactMetrics, QuadraticInnerSolutionAndHypergradientMatchClosedForms) {
+  std::mt19937_64 rng(71);
+  for (bool bump : {false, true}) {
+    auto fam = Quadratic(4, 6, 1.7, bump);
+    const Matrix M = testing::RandomMatrix(6, 4, rng);
+    const StepData step = testing::QuadraticStep(M, RandomVector(6, rng),
+                                                 RandomVector(6, rng));
+    const Vector x = RandomVector(4, rng, 0.3);
+    const auto th = ComputeTrueHypergradient(*fam, x, step, Vector::Zero(6), {});
+    const Vector ystar = M * x + step.inner.c;  // y*(x) = M x + c
+    // grad F = M^T grad_y f(y*): LS: y* - d; bump: -1.6 y* exp(-||y*||^2).
+    const Vector gyf = bump ? Vector(-2.0 * 0.8 * std::exp(-ystar.squaredNorm()) * ystar)
+                            : Vector(ystar - step.upper.d);
+    EXPECT_LE((th.inner.y - ystar).norm(), 1e-8 * std::max(1.0, ystar.norm()));
+    EXPECT_LE((th.grad - M.transpose() * gyf).norm(), 1e-8) << "bump " << bump;
+  }
+}
+
+TEST(ExactMetrics, RidgeInnerSolutionAndHypergradientMatchClosedForms) {
+  std::mt19937_64 rng(72);
+  const int d = 6;
+  for (bool sparse : {false, true}) {
+    const Vector w = RandomVector(d, rng);
+    StepData step;
+    step.inner = testing::RegressionBatch(25, w, 0.5, sparse, rng);
+    step.upper = testing::RegressionBatch(15, w, 0.1, sparse, rng);
+    FamilyConfig c;
+    c.name = "ridge_hpo";
+    c.features = d;
+    c.mu0 = 0.01;
+    auto fam = *CreateFamily(c);
+    const Vector x = RandomVector(d, rng).cwiseAbs();
+    const auto th = ComputeTrueHypergradient(*fam, x, step, Vector::Zero(d), {});
+
+    const Matrix a_in = sparse ? Matrix(step.inner.csr) : Matrix(step.inner.dense);
+    const Matrix a_up = sparse ? Matrix(step.upper.csr) : Matrix(step.upper.dense);
+    Matrix h = a_in.transpose() * a_in / 25.0;
+    h.diagonal() += (x.array() + 0.01).matrix();
+    const Eigen::LDLT<Matrix> ldlt(h);
+    const Vector ystar = ldlt.solve(a_in.transpose() * step.inner.targets / 25.0);
+    const Vector gyf = a_up.transpose() * (a_up * ystar - step.upper.targets) / 15.0;
+    const Vector grad = -(ystar.array() * ldlt.solve(gyf).array()).matrix();
+    EXPECT_LE((th.inner.y - ystar).norm(), 1e-8 * std::max(1.0, ystar.norm()));
+    EXPECT_LE((th.grad - grad).norm(), 1e-8 * std::max(1.0, grad.norm()))
+        << "sparse " << sparse;
+  }
+}
+
+TEST(ExactMetrics, RegretTermErrorVariationAndDriftMatchClosedForms) {
+  std::mt19937_64 rng(73);
+  auto fam = Quadratic(3, 3, 1.0, false);
+  const StepData prev = testing::QuadraticStep(testing::RandomMatrix(3, 3, rng),
+                                               RandomVector(3, rng), RandomVector(3, rng));
+  const StepData cur = testing::QuadraticStep(testing::RandomMatrix(3, 3, rng),
+                                              RandomVector(3, rng), RandomVector(3, rng));
+  const ConstraintSet box = ConstraintSet::Box(-0.5, 0.5);
+  MetricsInput in{7, Vector::Constant(3, 0.5), Vector::Zero(3), RandomVector(3, rng), 0.1};
+  const auto m = ComputeExactMetrics(*fam, box, in, cur, &prev);
+  ASSERT_TRUE(m.ok());
+
+  auto ystar = [&](const StepData& s) { return (s.inner.M * in.x + s.inner.c).eval(); };
+  auto value = [&](const StepData& s) { return 0.5 * (ystar(s) - s.upper.d).squaredNorm(); };
+  const Vector grad = cur.inner.M.transpose() * (ystar(cur) - cur.upper.d);
+  const Vector mapping =
+      (in.x - (in.x - 0.1 * grad).cwiseMax(-0.5).cwiseMin(0.5)) / 0.1;
+  EXPECT_EQ(m->t, 7);
+  EXPECT_NEAR(m->regret_term, mapping.squaredNorm(), 1e-9);
+  EXPECT_NEAR(m->hypergradient_error, (in.h - grad).norm(), 1e-9);
+  EXPECT_NEAR(m->value, value(cur), 1e-9);
+  ASSERT_TRUE(m->variation.has_value() && m->drift.has_value());
+  EXPECT_NEAR(*m->variation, std::abs(value(cur) - value(prev)), 1e-9);
+  EXPECT_NEAR(*m->drift, (ystar(cur) - ystar(prev)).squaredNorm(), 1e-9);
+
+  RunningMetrics running;
+  Accumulate(*m, &running);
+  Accumulate(*m, &running);
+  EXPECT_EQ(running.evaluated_steps, 2);
+  EXPECT_DOUBLE_EQ(running.blreg, 2 * m->regret_term);
+  EXPECT_DOUBLE_EQ(running.drift, 2 * *m->drift);
+}
+
+TEST(ExactMetrics, WithoutPreviousBatchesVariationAndDriftAreAbsent) {
+  std::mt19937_64 rng(74);
+  auto fam = Quadratic(2, 2, 1.0, false);
+  const StepData cur = testing::QuadraticStep(Matrix::Identity(2, 2), RandomVector(2, rng),
+                                              RandomVector(2, rng));
+  const auto m = ComputeExactMetrics(*fam, ConstraintSet::None(),
+                                     MetricsInput{1, Vector::Zero(2), Vector::Zero(2),
+                                                  Vector::Zero(2), 0.1},
+                                     cur, nullptr);
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->variation.has_value());
+  EXPECT_FALSE(m->drift.has_value());
+  RunningMetrics running;
+  Accumulate(*m, &running);
+  EXPECT_EQ(running.drift_steps, 0);
+}
+
+TEST(ExactMetrics, NewtonSolvesTheLogisticInnerProblemToTolerance) {
+  std::mt19937_64 rng(75);
+  FamilyConfig c;
+  c.name = "logistic_hpo";
+  c.features = 5;
+  c.classes = 3;
+  c.mu0 = 1e-2;
+  auto fam = *CreateFamily(c);
+  StepData step{testing::ClassificationBatch(30, 5, 3, false, rng),
+                testing::ClassificationBatch(40, 5, 3, false, rng)};
+  fam->Prepare(step);
+  const Vector x = Vector::Constant(5, 0.05);
+  const InnerSolution sol = SolveInner(*fam, x, BatchView::All(step.inner),
+                                       Vector::Zero(fam->y_dim()), {});
+  EXPECT_LE(sol.grad_norm, 1e-10);
+  EXPECT_LE(sol.newton_iterations, 20);  // quadratic convergence, not GD
+  // The true hypergradient matches a finite difference of F(x) = f(x, y*(x)).
+  const auto th = ComputeTrueHypergradient(*fam, x, step, sol.y, {});
+  const Vector u = RandomVector(5, rng).normalized();
+  const double e = 1e-5;
+  auto F = [&](const Vector& xx) {
+    const auto s = SolveInner(*fam, xx, BatchView::All(step.inner), sol.y, {});
+    return fam->F(xx, s.y, BatchView::All(step.upper), nullptr, nullptr);
+  };
+  const double fd = (F(x + e * u) - F(x - e * u)) / (2 * e);
+  EXPECT_NEAR(fd, th.grad.dot(u), 1e-6 * std::max(1.0, th.grad.norm()));
+}
+
+}  // namespace
+}  // namespace f2obo

@@ -1,0 +1,177 @@
+// Session::Step is transactional: bad input or a diverging round returns a
+// precise error and leaves the state bit-for-bit unchanged.
+#include "core/session.h"
+
+#include <random>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/core/families/family_checks.h"
+#include "tests/core/test_streams.h"
+
+namespace f2obo {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kFeatures = 6, kClasses = 3;
+
+std::unique_ptr<Session> LogisticSession(const std::string& algorithm) {
+  FamilyConfig fam;
+  fam.name = "logistic_hpo";
+  fam.features = kFeatures;
+  fam.classes = kClasses;
+  return *Session::Create(
+      testing::ConfigFor(algorithm, fam, ConstraintSet::Box(0.0, 0.1)));
+}
+
+StepData LogisticStep(std::mt19937_64& rng, bool sparse = false) {
+  return StepData{testing::ClassificationBatch(20, kFeatures, kClasses, sparse, rng),
+                  testing::ClassificationBatch(30, kFeatures, kClasses, sparse, rng)};
+}
+
+// Applies `bad` and checks the error mentions `needle` and nothing changed.
+void ExpectRejectedUnchanged(Session& s, const StepData& bad, const std::string& needle) {
+  const SessionState before = s.state();
+  const auto r = s.Step(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr(needle));
+  EXPECT_TRUE(s.state().BitEquals(before));
+}
+
+class SessionRejects : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SessionRejects, BadBatchesWithAPreciseErrorAndUnchangedState) {
+  std::mt19937_64 rng(51);
+  auto s = LogisticSession(GetParam());
+  ASSERT_TRUE(s->Step(LogisticStep(rng)).ok());  // a non-trivial state first
+
+  StepData nan = LogisticStep(rng);
+  nan.inner.dense(4, 2) = std::nan("");
+  ExpectRejectedUnchanged(*s, nan, "inner batch: feature (row 4, column 2) is not finite");
+
+  StepData wide = LogisticStep(rng);
+  wide.upper.dense = testing::RandomMatrix(30, kFeatures + 2, rng);
+  ExpectRejectedUnchanged(*s, wide, "upper batch: rows have 8 features");
+
+  StepData label = LogisticStep(rng);
+  label.inner.labels[3] = kClasses;
+  ExpectRejectedUnchanged(*s, label, "label[3] = 3 outside [0, 3)");
+
+  StepData empty = LogisticStep(rng);
+  empty.upper = Batch();
+  ExpectRejectedUnchanged(*s, empty, "upper batch: empty batch");
+
+  StepData csr = LogisticStep(rng, /*sparse=*/true);
+  csr.inner.csr.valuePtr()[0] = std::numeric_limits<double>::infinity();
+  ExpectRejectedUnchanged(*s, csr, "csr value 0 is not finite");
+
+  StepData missing = LogisticStep(rng);
+  missing.upper.labels.pop_back();
+  ExpectRejectedUnchanged(*s, missing, "19 labels for 20 rows");
+
+  // And the session still steps normally afterwards.
+  EXPECT_TRUE(s->Step(LogisticStep(rng)).ok());
+  EXPECT_EQ(s->state().t, 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, SessionRejects,
+                         ::testing::Values("f2obo", "f2obo_sl", "af2obo", "sf2obo"));
+
+TEST(Session, DivergingRoundFailsAndLeavesStateUnchanged) {
+  FamilyConfig fam;
+  fam.name = "quadratic";
+  fam.x_dim = 2;
+  fam.y_dim = 2;
+  SessionConfig config = testing::ConfigFor("f2obo", fam, ConstraintSet::None());
+  config.options.alpha = 1e300;  // z overflows to inf in the first inner step
+  auto s = *Session::Create(config);
+  const SessionState before = s->state();
+  const auto r = s->Step(testing::QuadraticStep(Matrix::Identity(2, 2),
+                                                Vector::Ones(2), Vector::Zero(2)));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("non-finite"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("state unchanged"));
+  EXPECT_TRUE(s->state().BitEquals(before));
+}
+
+TEST(Session, MalformedCsrIsRejectedBeforeItBecomesABatch) {
+  const struct {
+    std::vector<int64_t> indptr;
+    std::vector<int32_t> indices;
+    std::vector<double> values;
+    const char* needle;
+  } cases[] = {
+      {{0, 1}, {0}, {1.0}, "indptr: has 2 entries, expected rows + 1 = 3"},
+      {{0, 2, 1}, {0, 1}, {1.0, 1.0}, "must start at 0 and end at nnz"},
+      {{0, 2, 2}, {1, 0}, {1.0, 1.0}, "not strictly increasing"},
+      {{0, 1, 2}, {0, 9}, {1.0, 1.0}, "column 9 outside [0, 4)"},
+      {{0, 1, 2}, {0, 1}, {1.0, std::nan("")}, "csr.values[1]: not finite"},
+      {{0, 1, 2}, {0, 1}, {1.0}, "2 indices but 1 values"},
+      {{0, 2, 1, 2}, {0, 1}, {1.0, 1.0}, "indptr: decreases at row 1"},
+  };
+  for (const auto& c : cases) {
+    const int rows = static_cast<int>(c.indptr.size()) - 1;
+    const auto m = MakeCsr(rows == 3 ? 3 : 2, 4, c.indptr, c.indices, c.values);
+    ASSERT_FALSE(m.ok()) << c.needle;
+    EXPECT_THAT(std::string(m.status().message()), HasSubstr(c.needle));
+  }
+  const auto ok = MakeCsr(2, 4, {0, 1, 3}, {2, 0, 3}, {1.0, 2.0, 3.0});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->coeff(0, 2), 1.0);
+  EXPECT_EQ(ok->coeff(1, 3), 3.0);
+}
+
+TEST(Session, CreateValidatesTheInitialPointAndConstraint) {
+  FamilyConfig fam;
+  fam.name = "quadratic";
+  fam.x_dim = 2;
+  fam.y_dim = 3;
+  SessionConfig c = testing::ConfigFor("f2obo", fam, ConstraintSet::Box(0.0, 1.0));
+  c.x0 = Vector::Constant(2, 2.0);
+  EXPECT_THAT(std::string(Session::Create(c).status().message()),
+              HasSubstr("initial.x: outside the constraint set"));
+  c.x0 = Vector::Constant(3, 0.5);
+  EXPECT_THAT(std::string(Session::Create(c).status().message()),
+              HasSubstr("initial.x: has 3 entries, expected 2"));
+  c.x0 = Vector();
+  c.y0 = Vector::Ones(2);
+  EXPECT_THAT(std::string(Session::Create(c).status().message()),
+              HasSubstr("initial.y: has 2 entries, expected 3"));
+  c.y0 = Vector();
+  c.constraint = ConstraintSet::Box(1.0, 0.0);
+  EXPECT_THAT(std::string(Session::Create(c).status().message()),
+              HasSubstr("constraint.box: lo > hi"));
+  c.constraint = ConstraintSet::Box(0.5, 1.0);
+  const auto s = Session::Create(c);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->state().x, Vector::Constant(2, 0.5));  // projection of 0
+  c.family.name = "nope";
+  EXPECT_THAT(std::string(Session::Create(c).status().message()),
+              HasSubstr("family.name: unknown family 'nope'"));
+  c.family.name = "quadratic";
+  c.algorithm = "sgd";
+  EXPECT_THAT(std::string(Session::Create(c).status().message()),
+              HasSubstr("algorithm: unknown algorithm 'sgd'"));
+}
+
+TEST(Session, PrequentialLossIsMeasuredBeforeTheRoundLearns) {
+  std::mt19937_64 rng(52);
+  auto s = LogisticSession("f2obo");
+  const StepData step = LogisticStep(rng);
+  const Vector x = s->state().x, y = s->state().y;
+  Vector unused(s->family().y_dim());
+  const double expected =
+      s->family().F(x, y, BatchView::All(step.upper), nullptr, nullptr);
+  const auto r = s->Step(step);
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->upper_loss_before, expected);  // y = 0: log C per row
+  EXPECT_NEAR(r->upper_loss_before, std::log(3.0), 1e-12);
+  ASSERT_TRUE(r->accuracy_before.has_value());
+}
+
+}  // namespace
+}  // namespace f2obo
