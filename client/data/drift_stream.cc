@@ -1,0 +1,130 @@
+#include "client/data/drift_stream.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/rng.h"
+
+namespace f2obo::data {
+namespace {
+
+double Uniform01(Rng& rng) { return (rng.Next() >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+DriftingStream::DriftingStream(const Dataset& dataset, DriftOptions options)
+    : data_(dataset), o_(std::move(options)) {}
+
+double DriftingStream::KeepProbability(int64_t t, int label) const {
+  if (o_.imbalance_rhos.empty()) return 1.0;
+  const int64_t phase = std::min<int64_t>((t - 1) / std::max<int64_t>(1, o_.phase_steps),
+                                          o_.imbalance_rhos.size() - 1);
+  return std::pow(o_.imbalance_rhos[phase], label);
+}
+
+double DriftingStream::NoiseProbability(int64_t t) const {
+  double p = 0.0;
+  for (const auto& [step, prob] : o_.label_noise)
+    if (t >= step) p = prob;
+  return p;
+}
+
+StepData DriftingStream::Make(int64_t t) const {
+  // A generator per step: seed and t fully determine the step's data.
+  Rng rng(o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t));
+  const int n = data_.rows();
+  const bool labelled = !data_.labels.empty();
+  std::vector<int> rows;
+  rows.reserve(o_.rows_per_step);
+  while (static_cast<int>(rows.size()) < o_.rows_per_step) {
+    const int i = static_cast<int>(rng.UniformBelow(n));
+    if (!labelled || Uniform01(rng) < KeepProbability(t, data_.labels[i])) rows.push_back(i);
+  }
+  const int n_up = std::clamp(static_cast<int>(std::lround(o_.upper_fraction * rows.size())),
+                              1, static_cast<int>(rows.size()) - 1);
+  const std::vector<int> up(rows.begin(), rows.begin() + n_up);
+  const std::vector<int> in(rows.begin() + n_up, rows.end());
+  auto labels_of = [&](const std::vector<int>& r, bool noisy) {
+    std::vector<int32_t> l;
+    if (!labelled) return l;
+    const double p = noisy ? NoiseProbability(t) : 0.0;
+    for (int i : r) {
+      int32_t label = data_.labels[i];
+      if (p > 0.0 && Uniform01(rng) < p) {
+        label = static_cast<int32_t>(rng.UniformBelow(data_.classes));
+      }
+      l.push_back(label);
+    }
+    return l;
+  };
+  StepData s;
+  const std::vector<int32_t> up_labels = labels_of(up, o_.noise_in_upper);
+  const std::vector<int32_t> in_labels = labels_of(in, true);
+  s.upper = TakeRows(up, up_labels);
+  s.inner = TakeRows(in, in_labels);
+  return s;
+}
+
+Batch DriftingStream::TakeRows(const std::vector<int>& rows,
+                               const std::vector<int32_t>& labels) const {
+  Batch b;
+  b.labels = labels;
+  b.targets.resize(static_cast<Eigen::Index>(rows.size()));
+  for (size_t k = 0; k < rows.size(); ++k) b.targets[k] = data_.targets[rows[k]];
+  b.sparse_features = data_.sparse;
+  if (!data_.sparse) {
+    b.dense.resize(static_cast<Eigen::Index>(rows.size()), data_.dense.cols());
+    for (size_t k = 0; k < rows.size(); ++k) b.dense.row(k) = data_.dense.row(rows[k]);
+    return b;
+  }
+  b.csr.resize(static_cast<Eigen::Index>(rows.size()), data_.csr.cols());
+  Eigen::Index nnz = 0;
+  for (int r : rows) nnz += data_.csr.outerIndexPtr()[r + 1] - data_.csr.outerIndexPtr()[r];
+  b.csr.resizeNonZeros(nnz);
+  int at = 0;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    b.csr.outerIndexPtr()[k] = at;
+    for (int p = data_.csr.outerIndexPtr()[rows[k]]; p < data_.csr.outerIndexPtr()[rows[k] + 1];
+         ++p, ++at) {
+      b.csr.innerIndexPtr()[at] = data_.csr.innerIndexPtr()[p];
+      b.csr.valuePtr()[at] = data_.csr.valuePtr()[p];
+    }
+  }
+  b.csr.outerIndexPtr()[rows.size()] = at;
+  return b;
+}
+
+absl::StatusOr<std::vector<double>> ParseRhos(const std::string& text) {
+  std::vector<double> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    double v;
+    if (!absl::SimpleAtod(part, &v) || !(v > 0.0 && v <= 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("imbalance: '", part, "' is not a rho in (0, 1]"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<int64_t, double>>> ParseNoise(const std::string& text) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    const std::vector<absl::string_view> kv = absl::StrSplit(part, ':');
+    int64_t step;
+    double p;
+    if (kv.size() != 2 || !absl::SimpleAtoi(kv[0], &step) || !absl::SimpleAtod(kv[1], &p) ||
+        step < 1 || !(p >= 0.0 && p <= 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("label noise: '", part, "' is not step:probability"));
+    }
+    out.emplace_back(step, p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace f2obo::data

@@ -1,0 +1,58 @@
+// Replays a dataset as a drifting stream of (upper, inner) batches, with the
+// drift schedules of the paper's experiments:
+//  * class-imbalance phases (Sec. 6.1): in phase p, a row of class i is kept
+//    with probability rho_p^i (e.g. rho 0.6 -> 0.7 -> 0.8 -> 0.9, 100 steps each);
+//  * label noise (Sec. 6.2): from a given step on, each training (inner) label
+//    is replaced with probability p by a uniformly random class.
+// Step t's batches depend only on (seed, t), so a client that resumes or
+// retries step t regenerates exactly the same data.
+#ifndef F2OBO_CLIENT_DATA_DRIFT_STREAM_H_
+#define F2OBO_CLIENT_DATA_DRIFT_STREAM_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "client/data/dataset.h"
+#include "core/batch.h"
+
+namespace f2obo::data {
+
+struct DriftOptions {
+  int rows_per_step = 256;      // rows drawn per step, split into the batches
+  double upper_fraction = 0.5;  // share of the rows that form the upper batch
+  std::vector<double> imbalance_rhos;  // one rho per phase; empty = balanced
+  int64_t phase_steps = 100;           // steps per imbalance phase
+  // (first step, probability) pairs, sorted by step: the latest applies.
+  std::vector<std::pair<int64_t, double>> label_noise;
+  bool noise_in_upper = false;  // also corrupt validation labels
+  uint64_t seed = 1;
+};
+
+class DriftingStream {
+ public:
+  // `dataset` must outlive the stream.
+  DriftingStream(const Dataset& dataset, DriftOptions options);
+
+  // Batches of step t (t >= 1).
+  StepData Make(int64_t t) const;
+
+  // Keep-probability of class `label` at step t (1 without imbalance).
+  double KeepProbability(int64_t t, int label) const;
+  // Label-noise probability in force at step t.
+  double NoiseProbability(int64_t t) const;
+
+ private:
+  Batch TakeRows(const std::vector<int>& rows, const std::vector<int32_t>& labels) const;
+
+  const Dataset& data_;
+  DriftOptions o_;
+};
+
+// Parses "0.6,0.7,0.8,0.9" and "2500:0.05,5000:0.10" style flag values.
+absl::StatusOr<std::vector<double>> ParseRhos(const std::string& text);
+absl::StatusOr<std::vector<std::pair<int64_t, double>>> ParseNoise(const std::string& text);
+
+}  // namespace f2obo::data
+
+#endif  // F2OBO_CLIENT_DATA_DRIFT_STREAM_H_

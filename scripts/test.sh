@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds everything (tests included) and runs ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
+cd build && ctest --output-on-failure -j"$(nproc)" --timeout 900
