@@ -1,0 +1,102 @@
+#include "client/client.h"
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace f2obo::client {
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  args.SetMaxSendMessageSize(options_.max_message_bytes);
+  channel_ = grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::F2obo::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(
+                        static_cast<int64_t>(options_.rpc_timeout_seconds * 1000)));
+  return ctx;
+}
+
+#define F2OBO_UNARY(Method, Request, Response)            \
+  Response out;                                           \
+  auto ctx = NewContext();                                \
+  const grpc::Status s = stub_->Method(ctx.get(), Request, &out); \
+  if (!s.ok()) return FromGrpc(s);                        \
+  return out
+
+absl::StatusOr<v1::SessionInfo> Client::CreateSession(const v1::CreateSessionRequest& req) {
+  F2OBO_UNARY(CreateSession, req, v1::SessionInfo);
+}
+
+absl::StatusOr<v1::SessionInfo> Client::GetSession(const std::string& id) {
+  v1::GetSessionRequest req;
+  req.set_session_id(id);
+  F2OBO_UNARY(GetSession, req, v1::SessionInfo);
+}
+
+absl::StatusOr<v1::ListSessionsResponse> Client::ListSessions() {
+  v1::ListSessionsRequest req;
+  F2OBO_UNARY(ListSessions, req, v1::ListSessionsResponse);
+}
+
+absl::StatusOr<v1::Decision> Client::GetDecision(const std::string& id) {
+  v1::GetDecisionRequest req;
+  req.set_session_id(id);
+  F2OBO_UNARY(GetDecision, req, v1::Decision);
+}
+
+#undef F2OBO_UNARY
+
+absl::Status Client::DeleteSession(const std::string& id) {
+  v1::DeleteSessionRequest req;
+  req.set_session_id(id);
+  v1::DeleteSessionResponse out;
+  auto ctx = NewContext();
+  return FromGrpc(stub_->DeleteSession(ctx.get(), req, &out));
+}
+
+absl::StatusOr<v1::StepReply> Client::Step(const v1::StepRequest& req) {
+  double backoff = options_.initial_backoff_seconds;
+  grpc::Status last;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      backoff *= 2;
+    }
+    v1::StepReply out;
+    auto ctx = NewContext();
+    ctx->set_wait_for_ready(attempt > 0);  // after a failure, wait out reconnects
+    last = stub_->Step(ctx.get(), req, &out);
+    if (last.ok()) return out;
+    if (last.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      break;
+    }
+  }
+  return FromGrpc(last);
+}
+
+absl::StatusOr<bool> Client::Healthy(const std::string& service) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(service);
+  grpc::health::v1::HealthCheckResponse out;
+  auto ctx = NewContext();
+  const grpc::Status s = health->Check(ctx.get(), req, &out);
+  if (!s.ok()) return FromGrpc(s);
+  return out.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+}
+
+}  // namespace f2obo::client

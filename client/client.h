@@ -1,0 +1,56 @@
+// C++ client of f2obo.v1.F2obo.  Unary calls return absl::StatusOr; Step
+// retries transient failures (UNAVAILABLE, DEADLINE_EXCEEDED) with
+// exponential backoff, which is safe because the server applies each step
+// index exactly once and answers a retried index from its reply cache.
+//
+// Thread-safety: a Client may be shared by threads (gRPC stubs are).
+#ifndef F2OBO_CLIENT_CLIENT_H_
+#define F2OBO_CLIENT_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "f2obo/v1/f2obo.grpc.pb.h"
+
+namespace f2obo::client {
+
+struct ClientOptions {
+  std::string target = "127.0.0.1:50051";
+  int max_attempts = 6;             // per Step, including the first
+  double initial_backoff_seconds = 0.05;
+  double rpc_timeout_seconds = 120;  // per attempt
+  int max_message_bytes = 64 << 20;
+};
+
+absl::Status FromGrpc(const grpc::Status& status);
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+
+  absl::StatusOr<v1::SessionInfo> CreateSession(const v1::CreateSessionRequest& req);
+  absl::StatusOr<v1::SessionInfo> GetSession(const std::string& id);
+  absl::StatusOr<v1::ListSessionsResponse> ListSessions();
+  absl::Status DeleteSession(const std::string& id);
+  absl::StatusOr<v1::Decision> GetDecision(const std::string& id);
+  absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& req);
+  // True when the standard health service reports SERVING.
+  absl::StatusOr<bool> Healthy(const std::string& service = "");
+
+  v1::F2obo::Stub& stub() { return *stub_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  // A context with the per-attempt deadline applied.
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+
+ private:
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::F2obo::Stub> stub_;
+};
+
+}  // namespace f2obo::client
+
+#endif  // F2OBO_CLIENT_CLIENT_H_

@@ -1,0 +1,40 @@
+// Conversions between the wire contract (f2obo.v1) and core types.
+// Decoding validates structure (shapes, CSR layout, enum names) and returns
+// INVALID_ARGUMENT naming the field; the family then validates content.
+#ifndef F2OBO_PROTO_F2OBO_V1_CONVERT_H_
+#define F2OBO_PROTO_F2OBO_V1_CONVERT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/metrics/exact_metrics.h"
+#include "core/session.h"
+#include "f2obo/v1/f2obo.pb.h"
+
+namespace f2obo {
+
+// Spec -> config with the algorithm's defaults for absent options.
+absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec);
+// Config -> spec with every option filled in.
+v1::SessionSpec ToSessionSpec(const SessionConfig& config, int exact_every);
+
+// Wire batch -> core batch; `what` prefixes errors ("upper", "inner").
+absl::StatusOr<Batch> ToBatch(const v1::Batch& batch, const std::string& what);
+// Core batch -> wire batch (exact inverse of ToBatch).
+void ToProto(const Batch& batch, v1::Batch* out);
+
+void ToProto(const StepReport& report, v1::RoundReport* out);
+void ToProto(const RunningMetrics& running, v1::RunningMetrics* out);
+void ToProto(const ExactMetrics& m, const RunningMetrics& running, v1::ExactMetrics* out);
+
+inline Vector ToVector(const google::protobuf::RepeatedField<double>& v) {
+  return Eigen::Map<const Vector>(v.data(), v.size());
+}
+inline void ToRepeated(const VecIn& v, google::protobuf::RepeatedField<double>* out) {
+  out->Resize(static_cast<int>(v.size()), 0.0);
+  Eigen::Map<Vector>(out->mutable_data(), v.size()) = v;
+}
+
+}  // namespace f2obo
+
+#endif  // F2OBO_PROTO_F2OBO_V1_CONVERT_H_

@@ -1,0 +1,84 @@
+// f2obo-server: the online bilevel optimization service.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC listen address host:port (port 0 picks a free port)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Prometheus /metrics HTTP address host:port; binds only there (\"\" = off)");
+ABSL_FLAG(int, metrics_threads, 1,
+          "Worker threads computing exact (second-order) metrics off the request path");
+ABSL_FLAG(int, max_pending_metrics, 64,
+          "Per-session queue of metric jobs; beyond it exact metrics are skipped (and said so)");
+ABSL_FLAG(int, http_threads, 2, "Threads serving the metrics HTTP port");
+ABSL_FLAG(bool, per_session_labels, true,
+          "Export per-session series with a session_id label (turn off for very many sessions)");
+ABSL_FLAG(int, max_sessions, 1000, "Maximum number of sessions (RESOURCE_EXHAUSTED beyond)");
+ABSL_FLAG(int, max_batch_rows, 100000, "Maximum rows in one batch");
+ABSL_FLAG(int, max_batch_cols, 1000000, "Maximum feature columns in one batch");
+ABSL_FLAG(int64_t, max_batch_nnz, 50000000, "Maximum stored values in one batch");
+ABSL_FLAG(int64_t, max_y_dim, 50000000, "Maximum inner variables (y) of one session");
+ABSL_FLAG(int, max_message_bytes, 64 << 20, "Maximum gRPC message size in bytes");
+ABSL_FLAG(int, reply_cache, 16, "Replies kept per session to answer retried steps");
+ABSL_FLAG(double, shutdown_grace_seconds, 10.0,
+          "On SIGTERM/SIGINT, time given to in-flight RPCs before they are cancelled");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves online bilevel optimization sessions over gRPC (f2obo.v1.F2obo) and "
+      "exports Prometheus metrics.");
+  absl::ParseCommandLine(argc, argv);
+
+  // Block the stop signals in every thread; main waits for them below.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  f2obo::server::ServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.metrics_threads = absl::GetFlag(FLAGS_metrics_threads);
+  o.max_pending_metrics = absl::GetFlag(FLAGS_max_pending_metrics);
+  o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.per_session_labels = absl::GetFlag(FLAGS_per_session_labels);
+  o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  o.limits.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  o.limits.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);
+  o.limits.max_batch_cols = absl::GetFlag(FLAGS_max_batch_cols);
+  o.limits.max_batch_nnz = absl::GetFlag(FLAGS_max_batch_nnz);
+  o.limits.max_y_dim = absl::GetFlag(FLAGS_max_y_dim);
+  o.limits.reply_cache = absl::GetFlag(FLAGS_reply_cache);
+
+  absl::StatusOr<std::unique_ptr<f2obo::server::Server>> server =
+      f2obo::server::Server::Start(o);
+  if (!server.ok()) {
+    std::fprintf(stderr, "f2obo-server: %s\n", std::string(server.status().message()).c_str());
+    return 1;
+  }
+  const std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  // One machine-readable line: tests and scripts read the bound ports here.
+  std::printf("f2obo-server listening on %s:%d, metrics on %s\n", host.c_str(),
+              (*server)->grpc_port(),
+              o.metrics_listen.empty()
+                  ? "(disabled)"
+                  : (o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) + ":" +
+                     std::to_string((*server)->metrics_port()) + "/metrics")
+                        .c_str());
+  std::fflush(stdout);
+
+  int signal = 0;
+  sigwait(&stop, &signal);
+  std::fprintf(stderr, "f2obo-server: %s received, shutting down\n",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Shutdown(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  std::fprintf(stderr, "f2obo-server: stopped\n");
+  return 0;
+}

@@ -1,0 +1,87 @@
+#include "server/server.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace f2obo::server {
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  if (options.listen.empty()) return absl::InvalidArgumentError("--listen: must be set");
+  if (options.metrics_threads < 1) {
+    return absl::InvalidArgumentError("--metrics_threads: must be >= 1");
+  }
+  if (options.limits.max_sessions < 1 || options.limits.max_batch_rows < 1 ||
+      options.limits.reply_cache < 1) {
+    return absl::InvalidArgumentError(
+        "--max_sessions, --max_batch_rows, --reply_cache: must be >= 1");
+  }
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  s->service_metrics_ = std::make_unique<ServiceMetrics>(&s->registry_, options.per_session_labels);
+  ServiceMetrics* sm = s->service_metrics_.get();
+  s->pipeline_ = std::make_unique<MetricsPipeline>(
+      options.metrics_threads, options.max_pending_metrics,
+      [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
+  s->sessions_ = std::make_unique<SessionManager>(options.limits, s->pipeline_.get());
+  SessionManager* sessions = s->sessions_.get();
+  s->service_ = std::make_unique<F2oboService>(
+      sessions, [sm, sessions](const char* method, grpc::StatusCode code, double seconds) {
+        sm->OnRpc(method, code, seconds);
+        sm->SetSessionCount(sessions->size());
+      });
+  s->service_->set_session_deleted_hook(
+      [sm](const std::string& id) { sm->OnSessionDeleted(id); });
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->grpc_port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // Sync-server threads poll their queues this often; it bounds how long
+  // Shutdown() waits for idle threads to notice.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 100);
+  builder.RegisterService(s->service_.get());
+  s->grpc_ = builder.BuildAndStart();
+  if (s->grpc_ == nullptr || s->grpc_port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen: cannot bind ", options.listen));
+  }
+  if (!options.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> exporter =
+        metrics::HttpExporter::Start(options.metrics_listen, options.http_threads);
+    if (!exporter.ok()) {
+      s->Shutdown(0);
+      return absl::Status(exporter.status().code(),
+                          absl::StrCat("--metrics_listen: ", exporter.status().message()));
+    }
+    s->exporter_ = *std::move(exporter);
+    s->exporter_->Handle("/metrics", metrics::MetricsHandler(&s->registry_));
+  }
+  return s;
+}
+
+void Server::Shutdown(double grace_seconds) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (grpc_ != nullptr) {
+    grpc_->GetHealthCheckService()->SetServingStatus(false);
+    service_->BeginShutdown();  // watch streams end promptly
+    // Stops accepting; in-flight RPCs (rounds included) finish within the
+    // grace period, after which they are cancelled.
+    grpc_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(static_cast<int64_t>(grace_seconds * 1000)));
+    grpc_->Wait();
+  }
+  if (pipeline_ != nullptr) pipeline_->Stop();
+  exporter_.reset();
+}
+
+Server::~Server() { Shutdown(0); }
+
+}  // namespace f2obo::server

@@ -1,0 +1,63 @@
+// f2obo-server assembled: gRPC service (+ health, reflection), session
+// manager, metrics pipeline and the Prometheus HTTP endpoint.
+#ifndef F2OBO_SERVER_SERVER_H_
+#define F2OBO_SERVER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/server.h>
+
+#include "absl/status/statusor.h"
+#include "server/metrics/http_exporter.h"
+#include "server/metrics/registry.h"
+#include "server/metrics_pipeline.h"
+#include "server/service.h"
+#include "server/service_metrics.h"
+#include "server/session_manager.h"
+
+namespace f2obo::server {
+
+// Filled from flags in main() only.
+struct ServerOptions {
+  std::string listen = "127.0.0.1:50051";
+  std::string metrics_listen = "127.0.0.1:9464";  // "" disables /metrics
+  int metrics_threads = 1;         // exact-metric workers
+  int max_pending_metrics = 64;    // per session, before exact metrics are skipped
+  int http_threads = 2;
+  int max_message_bytes = 64 << 20;
+  bool per_session_labels = true;  // session_id label on per-session series
+  Limits limits;
+};
+
+class Server {
+ public:
+  // Validates the options, binds both ports and starts serving.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  ~Server();
+
+  int grpc_port() const { return grpc_port_; }
+  int metrics_port() const { return exporter_ ? exporter_->port() : 0; }
+
+  // Graceful stop: health NOT_SERVING, end watch streams, stop accepting,
+  // let in-flight rounds finish (up to `grace_seconds`), stop workers.
+  void Shutdown(double grace_seconds = 10.0);
+
+ private:
+  Server() = default;
+
+  ServerOptions options_;
+  metrics::Registry registry_;
+  std::unique_ptr<ServiceMetrics> service_metrics_;
+  std::unique_ptr<MetricsPipeline> pipeline_;
+  std::unique_ptr<SessionManager> sessions_;
+  std::unique_ptr<F2oboService> service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<metrics::HttpExporter> exporter_;
+  int grpc_port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_SERVER_H_

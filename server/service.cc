@@ -1,0 +1,109 @@
+#include "server/service.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "server/status.h"
+
+namespace f2obo::server {
+namespace {
+
+template <typename T>
+absl::Status Assign(absl::StatusOr<T> result, T* out) {
+  if (!result.ok()) return result.status();
+  *out = *std::move(result);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::Status F2oboService::Handle(const char* method,
+                                  const std::function<absl::Status()>& body) {
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status status = ToGrpcStatus(body());
+  if (observer_) {
+    observer_(method, status.error_code(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return status;
+}
+
+grpc::Status F2oboService::CreateSession(grpc::ServerContext*,
+                                         const v1::CreateSessionRequest* req,
+                                         v1::SessionInfo* out) {
+  return Handle("CreateSession", [&] { return Assign(sessions_->Create(*req), out); });
+}
+
+grpc::Status F2oboService::GetSession(grpc::ServerContext*, const v1::GetSessionRequest* req,
+                                      v1::SessionInfo* out) {
+  return Handle("GetSession", [&] { return Assign(sessions_->Get(req->session_id()), out); });
+}
+
+grpc::Status F2oboService::ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+                                        v1::ListSessionsResponse* out) {
+  return Handle("ListSessions", [&] {
+    for (v1::SessionInfo& info : sessions_->List()) *out->add_sessions() = std::move(info);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status F2oboService::DeleteSession(grpc::ServerContext*,
+                                         const v1::DeleteSessionRequest* req,
+                                         v1::DeleteSessionResponse*) {
+  return Handle("DeleteSession", [&] {
+    absl::Status s = sessions_->Delete(req->session_id());
+    if (s.ok() && deleted_hook_) deleted_hook_(req->session_id());
+    return s;
+  });
+}
+
+grpc::Status F2oboService::Step(grpc::ServerContext*, const v1::StepRequest* req,
+                                v1::StepReply* out) {
+  return Handle("Step", [&] { return Assign(sessions_->Step(*req), out); });
+}
+
+grpc::Status F2oboService::Steps(
+    grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>* stream) {
+  v1::StepRequest req;
+  while (stream->Read(&req)) {
+    v1::StepReply reply;
+    const grpc::Status status =
+        Handle("Steps", [&] { return Assign(sessions_->Step(req), &reply); });
+    if (!status.ok()) return status;
+    // No lock is held here: a slow reader only slows its own stream.
+    if (!stream->Write(reply)) break;
+    if (ctx->IsCancelled()) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status F2oboService::GetDecision(grpc::ServerContext*, const v1::GetDecisionRequest* req,
+                                       v1::Decision* out) {
+  return Handle("GetDecision",
+                [&] { return Assign(sessions_->GetDecision(req->session_id()), out); });
+}
+
+grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
+                                        const v1::WatchMetricsRequest* req,
+                                        grpc::ServerWriter<v1::StepMetrics>* writer) {
+  return Handle("WatchMetrics", [&]() -> absl::Status {
+    absl::StatusOr<std::shared_ptr<SessionMetrics>> channel =
+        sessions_->Metrics(req->session_id());
+    if (!channel.ok()) return channel.status();
+    int64_t after = req->after_t();
+    const auto cancelled = [&] { return ctx->IsCancelled() || shutting_down_.load(); };
+    for (;;) {
+      std::optional<v1::StepMetrics> next = (*channel)->NextAfter(after, cancelled);
+      if (!next.has_value()) break;
+      after = next->t();
+      if (!writer->Write(*next)) return absl::OkStatus();  // client went away
+    }
+    if (shutting_down_) return absl::UnavailableError("server shutting down");
+    if ((*channel)->closed()) {
+      return absl::NotFoundError(absl::StrCat("session '", req->session_id(), "' was deleted"));
+    }
+    return absl::CancelledError("watch cancelled");
+  });
+}
+
+}  // namespace f2obo::server

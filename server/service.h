@@ -1,0 +1,60 @@
+// The f2obo.v1.F2obo gRPC service: thin handlers over SessionManager.
+// Every handler runs through one wrapper that times it, maps its status in
+// one place (ToGrpcStatus) and reports it to the RPC observer.
+#ifndef F2OBO_SERVER_SERVICE_H_
+#define F2OBO_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "f2obo/v1/f2obo.grpc.pb.h"
+#include "server/session_manager.h"
+
+namespace f2obo::server {
+
+// Called once per finished RPC (and per applied stream message for Steps).
+using RpcObserver =
+    std::function<void(const char* method, grpc::StatusCode code, double seconds)>;
+
+class F2oboService final : public v1::F2obo::Service {
+ public:
+  F2oboService(SessionManager* sessions, RpcObserver observer)
+      : sessions_(sessions), observer_(std::move(observer)) {}
+
+  // Makes WatchMetrics streams end promptly (server shutdown).
+  void BeginShutdown() { shutting_down_ = true; }
+  // Called after a session is deleted (drops its per-session series).
+  void set_session_deleted_hook(std::function<void(const std::string&)> hook) {
+    deleted_hook_ = std::move(hook);
+  }
+
+  grpc::Status CreateSession(grpc::ServerContext*, const v1::CreateSessionRequest*,
+                             v1::SessionInfo*) override;
+  grpc::Status GetSession(grpc::ServerContext*, const v1::GetSessionRequest*,
+                          v1::SessionInfo*) override;
+  grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+                            v1::ListSessionsResponse*) override;
+  grpc::Status DeleteSession(grpc::ServerContext*, const v1::DeleteSessionRequest*,
+                             v1::DeleteSessionResponse*) override;
+  grpc::Status Step(grpc::ServerContext*, const v1::StepRequest*, v1::StepReply*) override;
+  grpc::Status Steps(grpc::ServerContext*,
+                     grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>*) override;
+  grpc::Status GetDecision(grpc::ServerContext*, const v1::GetDecisionRequest*,
+                           v1::Decision*) override;
+  grpc::Status WatchMetrics(grpc::ServerContext*, const v1::WatchMetricsRequest*,
+                            grpc::ServerWriter<v1::StepMetrics>*) override;
+
+ private:
+  // Times `body`, maps its status, reports to the observer.
+  grpc::Status Handle(const char* method, const std::function<absl::Status()>& body);
+
+  SessionManager* const sessions_;
+  RpcObserver observer_;
+  std::function<void(const std::string&)> deleted_hook_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_SERVICE_H_

@@ -1,0 +1,129 @@
+#include "server/service_metrics.h"
+
+#include <cstdlib>
+#include <cstdio>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace f2obo::server {
+namespace {
+
+// Registration happens once at start with fixed, valid names: a failure is
+// a programming error, reported loudly.
+template <typename T>
+T* OrDie(absl::StatusOr<T*> r) {
+  if (!r.ok()) {
+    std::fprintf(stderr, "f2obo-server: metric registration: %s\n",
+                 std::string(r.status().message()).c_str());
+    std::abort();
+  }
+  return *r;
+}
+
+const char* CodeName(grpc::StatusCode c) {
+  static const char* const kNames[] = {
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const int i = static_cast<int>(c);
+  return i >= 0 && i <= 16 ? kNames[i] : "UNKNOWN";
+}
+
+}  // namespace
+
+ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
+    : per_session_(per_session_labels) {
+  const std::vector<double> rpc_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                           0.05,   0.1,   0.25,   0.5,   1,    2.5, 10};
+  requests_ = OrDie(r->AddCounter("f2obo_rpc_requests_total",
+                                  "gRPC requests handled, by method (Steps: per message).",
+                                  {"method"}));
+  errors_ = OrDie(r->AddCounter("f2obo_rpc_errors_total",
+                                "gRPC requests that failed, by method and status code.",
+                                {"method", "code"}));
+  latency_ = OrDie(r->AddHistogram("f2obo_rpc_duration_seconds",
+                                   "Time to handle a gRPC request, by method.", {"method"},
+                                   rpc_buckets));
+  round_latency_ = OrDie(r->AddHistogram(
+      "f2obo_round_duration_seconds",
+      "Time of one optimization round (validation, prequential metrics, round).", {},
+      rpc_buckets));
+  sessions_ = OrDie(r->AddGauge("f2obo_sessions", "Sessions held by the server.", {}));
+  steps_ = OrDie(r->AddCounter("f2obo_steps_total", "Steps applied across all sessions.", {}));
+  rows_ = OrDie(r->AddCounter("f2obo_rows_ingested_total",
+                              "Sample rows read by rounds across all sessions.", {}));
+  cap_hits_ = OrDie(r->AddCounter("f2obo_inner_cap_hits_total",
+                                  "AF2OBO rounds that stopped an inner loop at its cap.", {}));
+  exact_skipped_ = OrDie(r->AddCounter(
+      "f2obo_exact_metrics_skipped_total",
+      "Steps whose due exact metrics were skipped (worker behind or non-finite).", {}));
+  const std::vector<std::string> s = {"session_id"};
+  t_ = OrDie(r->AddGauge("f2obo_session_step", "Index t of the last applied step.", s));
+  blreg_ = OrDie(r->AddGauge("f2obo_session_blreg",
+                             "Cumulative local regret BLReg(t) over evaluated steps (Eq. 2).", s));
+  regret_term_ = OrDie(r->AddGauge(
+      "f2obo_session_regret_term",
+      "Last local-regret term ||G_X(x_t, grad F_t(x_t), gamma)||^2.", s));
+  hypergradient_error_ = OrDie(r->AddGauge(
+      "f2obo_session_hypergradient_error",
+      "Last ||h_t - grad F_t(x_t)||, the algorithm's hypergradient error.", s));
+  variation_ = OrDie(r->AddGauge(
+      "f2obo_session_variation_estimate",
+      "Running sum of |F_t(x_t) - F_{t-1}(x_t)|: trajectory estimate of V_T.", s));
+  drift_ = OrDie(r->AddGauge(
+      "f2obo_session_drift_estimate",
+      "Running sum of ||y*_t(x_t) - y*_{t-1}(x_t)||^2: trajectory estimate of H_2,T.", s));
+  lambda_ = OrDie(r->AddGauge("f2obo_session_lambda", "Multiplier lambda_t of the last round.", s));
+  inner_iterations_ = OrDie(r->AddGauge("f2obo_session_inner_iterations",
+                                        "Inner gradient steps (z plus y) of the last round.", s));
+  value_ = OrDie(r->AddGauge("f2obo_session_objective",
+                             "F_t(x_t) at the last evaluated step.", s));
+  upper_loss_ = OrDie(r->AddGauge(
+      "f2obo_session_prequential_loss",
+      "Upper loss f_t(x_t, y_t) on the step's fresh batch before the round.", s));
+}
+
+void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double seconds) {
+  requests_->WithLabels({method}).Increment();
+  if (code != grpc::StatusCode::OK) errors_->WithLabels({method, CodeName(code)}).Increment();
+  latency_->WithLabels({method}).Observe(seconds);
+}
+
+void ServiceMetrics::SetSessionCount(size_t n) {
+  sessions_->WithLabels({}).Set(static_cast<double>(n));
+}
+
+void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
+  const v1::RoundReport& r = m.report();
+  steps_->WithLabels({}).Increment();
+  rows_->WithLabels({}).Increment(static_cast<double>(r.rows_processed()));
+  round_latency_->WithLabels({}).Observe(r.round_seconds());
+  if (r.cap_hit()) cap_hits_->WithLabels({}).Increment();
+  if (!m.exact_skipped_reason().empty()) exact_skipped_->WithLabels({}).Increment();
+  if (!per_session_) return;
+  const std::vector<std::string> id = {m.session_id()};
+  t_->WithLabels(id).Set(static_cast<double>(m.t()));
+  lambda_->WithLabels(id).Set(r.lambda());
+  inner_iterations_->WithLabels(id).Set(r.z_iterations() + r.y_iterations());
+  upper_loss_->WithLabels(id).Set(r.upper_loss_before());
+  if (m.has_exact()) {
+    const v1::ExactMetrics& e = m.exact();
+    blreg_->WithLabels(id).Set(e.running().blreg());
+    regret_term_->WithLabels(id).Set(e.regret_term());
+    hypergradient_error_->WithLabels(id).Set(e.hypergradient_error());
+    variation_->WithLabels(id).Set(e.running().variation_sum());
+    drift_->WithLabels(id).Set(e.running().drift_sum());
+    value_->WithLabels(id).Set(e.value());
+  }
+}
+
+void ServiceMetrics::OnSessionDeleted(const std::string& id) {
+  for (metrics::GaugeFamily* g : {t_, blreg_, regret_term_, hypergradient_error_, variation_,
+                                  drift_, lambda_, inner_iterations_, value_, upper_loss_}) {
+    g->Remove({id});
+  }
+}
+
+}  // namespace f2obo::server

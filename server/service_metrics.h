@@ -1,0 +1,56 @@
+// The service's Prometheus series: server-wide request, error, latency,
+// session and ingest figures, and per-session optimization metrics (t,
+// BLReg, regret term, hypergradient error, V_T / H_2,T estimates, lambda,
+// inner iterations, F_t(x_t)).  Per-session series carry a session_id label
+// that can be switched off for servers with very many sessions; the
+// server-wide series remain.
+//
+// Thread-safety: thread-safe (the registry's series are atomic).
+#ifndef F2OBO_SERVER_SERVICE_METRICS_H_
+#define F2OBO_SERVER_SERVICE_METRICS_H_
+
+#include <string>
+
+#include <grpcpp/support/status.h>
+
+#include "f2obo/v1/f2obo.pb.h"
+#include "server/metrics/registry.h"
+
+namespace f2obo::server {
+
+class ServiceMetrics {
+ public:
+  ServiceMetrics(metrics::Registry* registry, bool per_session_labels);
+
+  void OnRpc(const char* method, grpc::StatusCode code, double seconds);
+  void OnStepMetrics(const v1::StepMetrics& m);
+  void SetSessionCount(size_t n);
+  void OnSessionDeleted(const std::string& id);
+
+ private:
+  const bool per_session_;
+  metrics::CounterFamily* requests_;
+  metrics::CounterFamily* errors_;
+  metrics::HistogramFamily* latency_;
+  metrics::HistogramFamily* round_latency_;
+  metrics::GaugeFamily* sessions_;
+  metrics::CounterFamily* steps_;
+  metrics::CounterFamily* rows_;
+  metrics::CounterFamily* cap_hits_;
+  metrics::CounterFamily* exact_skipped_;
+  // Per session (label session_id).
+  metrics::GaugeFamily* t_;
+  metrics::GaugeFamily* blreg_;
+  metrics::GaugeFamily* regret_term_;
+  metrics::GaugeFamily* hypergradient_error_;
+  metrics::GaugeFamily* variation_;
+  metrics::GaugeFamily* drift_;
+  metrics::GaugeFamily* lambda_;
+  metrics::GaugeFamily* inner_iterations_;
+  metrics::GaugeFamily* value_;
+  metrics::GaugeFamily* upper_loss_;
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_SERVICE_METRICS_H_

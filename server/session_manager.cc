@@ -1,0 +1,283 @@
+#include "server/session_manager.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/family_registry.h"
+#include "f2obo/v1/convert.h"
+
+namespace f2obo::server {
+namespace {
+
+bool ValidId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char ch : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Exact metrics cost O(CG iterations x HVP): every step for small problems,
+// every 10th for large ones unless the client says otherwise.
+int DefaultExactEvery(int y_dim) { return y_dim <= 2000 ? 1 : 10; }
+
+}  // namespace
+
+SessionManager::SessionManager(Limits limits, MetricsPipeline* pipeline)
+    : limits_(limits), pipeline_(pipeline) {}
+
+absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::Find(
+    const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+  }
+  return it->second;
+}
+
+v1::SessionInfo SessionManager::Info(const Entry& e) {
+  const Session& s = *e.session;
+  v1::SessionInfo info;
+  info.set_session_id(e.id);
+  *info.mutable_spec() = ToSessionSpec(s.config(), e.exact_every);
+  const SessionState& st = s.state();
+  info.set_next_t(st.t);
+  info.set_lambda(st.lambda);
+  info.set_x_dim(static_cast<int32_t>(st.x.size()));
+  info.set_y_dim(static_cast<int32_t>(st.y.size()));
+  info.set_inner_iterations(st.inner_iterations);
+  info.set_cap_hits(st.cap_hits);
+  info.set_rows_processed(st.rows_processed);
+  ToProto(st.metrics, info.mutable_metrics());
+  return info;
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
+  if (!req.session_id().empty() && !ValidId(req.session_id())) {
+    return absl::InvalidArgumentError(
+        "session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
+  }
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(req.spec());
+  if (!config.ok()) return config.status();
+  const int64_t y_guess = static_cast<int64_t>(config->family.features + 1) *
+                              std::max(config->family.classes, 1) +
+                          config->family.y_dim;
+  if (y_guess > limits_.max_y_dim) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "spec.family: a session of about ", y_guess,
+        " inner variables exceeds the per-session limit max_y_dim = ", limits_.max_y_dim));
+  }
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
+  if (!session.ok()) return session.status();
+  const int y_dim = (*session)->family().y_dim();
+  int exact_every = DefaultExactEvery(y_dim);
+  if (req.spec().metrics().has_exact_every()) {
+    exact_every = req.spec().metrics().exact_every();
+    if (exact_every < 0) {
+      return absl::InvalidArgumentError("spec.metrics.exact_every: must be >= 0");
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Family>> metrics_family = CreateFamily(config->family);
+  if (!metrics_family.ok()) return metrics_family.status();
+
+  auto entry = std::make_shared<Entry>();
+  entry->exact_every = exact_every;
+  entry->session = *std::move(session);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (static_cast<int>(sessions_.size()) >= limits_.max_sessions) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "sessions: the server holds max_sessions = ", limits_.max_sessions));
+    }
+    entry->id = req.session_id();
+    while (entry->id.empty() || sessions_.count(entry->id) > 0) {
+      if (!req.session_id().empty()) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("session '", req.session_id(), "' already exists"));
+      }
+      entry->id = absl::StrCat("s", next_generated_id_++);
+    }
+    sessions_[entry->id] = entry;
+  }
+  // The worker's accumulator writes into the session state under its lock.
+  std::weak_ptr<Entry> weak = entry;
+  entry->metrics = pipeline_->Open(
+      entry->id, *std::move(metrics_family), config->constraint,
+      [weak](const ExactMetrics& m) {
+        RunningMetrics out;
+        if (std::shared_ptr<Entry> e = weak.lock()) {
+          std::lock_guard<std::mutex> lock(e->mu);
+          Accumulate(m, e->session->mutable_metrics());
+          out = e->session->state().metrics;
+        }
+        return out;
+      });
+  std::lock_guard<std::mutex> lock(entry->mu);
+  return Info(*entry);
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Get(const std::string& id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
+  if (!e.ok()) return e.status();
+  std::lock_guard<std::mutex> lock((*e)->mu);
+  return Info(**e);
+}
+
+std::vector<v1::SessionInfo> SessionManager::List() const {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, e] : sessions_) entries.push_back(e);
+  }
+  std::vector<v1::SessionInfo> out;
+  for (const auto& e : entries) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    out.push_back(Info(*e));
+  }
+  return out;
+}
+
+absl::Status SessionManager::Delete(const std::string& id) {
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = sessions_.find(id);
+    if (it == sessions_.end()) {
+      return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+    }
+    e = std::move(it->second);
+    sessions_.erase(it);
+  }
+  e->metrics->Close();
+  return absl::OkStatus();
+}
+
+size_t SessionManager::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_.size();
+}
+
+absl::Status SessionManager::CheckLimits(const v1::Batch& b, const char* what) const {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  if (b.has_dense()) {
+    rows = b.dense().rows();
+    cols = b.dense().cols();
+    nnz = b.dense().values_size();
+  } else if (b.has_csr()) {
+    rows = b.csr().rows();
+    cols = b.csr().cols();
+    nnz = b.csr().values_size();
+  }
+  if (rows > limits_.max_batch_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": ", rows, " rows exceed max_batch_rows = ", limits_.max_batch_rows));
+  }
+  if (cols > limits_.max_batch_cols) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": ", cols, " columns exceed max_batch_cols = ", limits_.max_batch_cols));
+  }
+  if (nnz > limits_.max_batch_nnz) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": ", nnz, " values exceed max_batch_nnz = ", limits_.max_batch_nnz));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
+  if (!found.ok()) return found.status();
+  Entry& e = **found;
+  {
+    // A retry of an applied step is answered from the cache before any
+    // decoding, so it costs nothing and cannot fail differently.
+    std::lock_guard<std::mutex> lock(e.mu);
+    const int64_t next = e.session->state().t;
+    if (req.t() != next) {
+      for (const v1::StepReply& r : e.replies) {
+        if (r.t() == req.t()) {
+          v1::StepReply copy = r;
+          copy.set_replayed(true);
+          return copy;
+        }
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "step index t = ", req.t(), " refused: session '", e.id, "' expects t = ", next,
+          req.t() < next ? " (that step was applied and is no longer in the reply cache)"
+                         : ""));
+    }
+  }
+  if (absl::Status s = CheckLimits(req.upper(), "upper"); !s.ok()) return s;
+  if (absl::Status s = CheckLimits(req.inner(), "inner"); !s.ok()) return s;
+  auto data = std::make_shared<StepData>();
+  absl::StatusOr<Batch> upper = ToBatch(req.upper(), "upper");
+  if (!upper.ok()) return upper.status();
+  absl::StatusOr<Batch> inner = ToBatch(req.inner(), "inner");
+  if (!inner.ok()) return inner.status();
+  data->upper = *std::move(upper);
+  data->inner = *std::move(inner);
+
+  std::lock_guard<std::mutex> lock(e.mu);
+  Session& s = *e.session;
+  if (req.t() != s.state().t) {  // another request for this index won the race
+    for (const v1::StepReply& r : e.replies) {
+      if (r.t() == req.t()) {
+        v1::StepReply copy = r;
+        copy.set_replayed(true);
+        return copy;
+      }
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "step index t = ", req.t(), " refused: session '", e.id, "' expects t = ",
+        s.state().t));
+  }
+  MetricsJob job;
+  job.t = req.t();
+  job.input.t = req.t();
+  job.input.x = s.state().x;
+  job.input.y = s.state().y;
+  job.input.gamma = s.config().options.gamma;
+  absl::StatusOr<StepReport> report = s.Step(*data);
+  if (!report.ok()) return report.status();
+
+  v1::StepReply reply;
+  reply.set_session_id(e.id);
+  reply.set_t(req.t());
+  ToRepeated(s.state().x, reply.mutable_x());
+  ToProto(*report, reply.mutable_report());
+  if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
+    *reply.mutable_latest_exact() = *std::move(latest);
+  }
+  e.replies.push_back(reply);
+  while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
+
+  job.input.h = report->hypergradient;
+  job.report = *std::move(report);
+  job.data = std::move(data);
+  job.exact_due = e.exact_every > 0 && job.t % e.exact_every == 0;
+  pipeline_->Enqueue(e.metrics, std::move(job));
+  return reply;
+}
+
+absl::StatusOr<v1::Decision> SessionManager::GetDecision(const std::string& id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
+  if (!e.ok()) return e.status();
+  std::lock_guard<std::mutex> lock((*e)->mu);
+  const SessionState& st = (*e)->session->state();
+  v1::Decision d;
+  d.set_session_id(id);
+  d.set_t(st.t);
+  ToRepeated(st.x, d.mutable_x());
+  ToRepeated(st.y, d.mutable_y());
+  d.set_lambda(st.lambda);
+  return d;
+}
+
+absl::StatusOr<std::shared_ptr<SessionMetrics>> SessionManager::Metrics(
+    const std::string& id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
+  if (!e.ok()) return e.status();
+  return (*e)->metrics;
+}
+
+}  // namespace f2obo::server

@@ -1,0 +1,74 @@
+// Owns every session: creation, lookup, exactly-once step application,
+// decisions.  The gRPC layer is a thin shell around this class.
+//
+// Thread-safety: thread-safe.  Different sessions step in parallel; one
+// session's steps are serialized by its own mutex.  Lock order: the map
+// lock is never held while a session lock is taken.
+#ifndef F2OBO_SERVER_SESSION_MANAGER_H_
+#define F2OBO_SERVER_SESSION_MANAGER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/session.h"
+#include "f2obo/v1/f2obo.pb.h"
+#include "server/metrics_pipeline.h"
+
+namespace f2obo::server {
+
+struct Limits {
+  int max_sessions = 1000;
+  int max_batch_rows = 100000;
+  int max_batch_cols = 1000000;
+  int64_t max_batch_nnz = 50000000;
+  int64_t max_y_dim = 50000000;  // per-session state size guard (doubles)
+  int reply_cache = 16;          // replies kept per session for retries
+};
+
+class SessionManager {
+ public:
+  SessionManager(Limits limits, MetricsPipeline* pipeline);
+
+  absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request);
+  absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
+  std::vector<v1::SessionInfo> List() const;
+  absl::Status Delete(const std::string& id);
+
+  // Exactly-once step semantics (see the proto).  On error nothing changed.
+  absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& request);
+
+  absl::StatusOr<v1::Decision> GetDecision(const std::string& id) const;
+  absl::StatusOr<std::shared_ptr<SessionMetrics>> Metrics(const std::string& id) const;
+
+  size_t size() const;
+
+ private:
+  struct Entry {
+    std::string id;
+    int exact_every = 0;
+    std::shared_ptr<SessionMetrics> metrics;
+    mutable std::mutex mu;                 // serializes steps and readers
+    std::unique_ptr<Session> session;      // guarded by mu
+    std::deque<v1::StepReply> replies;     // guarded by mu; newest last
+  };
+
+  absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
+  absl::Status CheckLimits(const v1::Batch& batch, const char* what) const;
+  static v1::SessionInfo Info(const Entry& e);  // requires e.mu
+
+  const Limits limits_;
+  MetricsPipeline* const pipeline_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> sessions_;  // guarded by mu_
+  uint64_t next_generated_id_ = 1;                          // guarded by mu_
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_SESSION_MANAGER_H_

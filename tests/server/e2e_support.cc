@@ -1,0 +1,90 @@
+#include "tests/server/e2e_support.h"
+
+#include <random>
+
+#include "f2obo/v1/convert.h"
+#include "tests/core/families/family_checks.h"
+#include "tests/core/test_streams.h"
+
+namespace f2obo::testing {
+
+std::vector<FamilyCase> AllFamilyCases() {
+  std::vector<FamilyCase> out;
+  FamilyCase q;
+  q.name = "quadratic";
+  q.family.set_name("quadratic");
+  q.family.set_x_dim(3);
+  q.family.set_y_dim(4);
+  q.constraint.mutable_ball()->set_radius(2.0);
+  out.push_back(q);
+
+  FamilyCase r;
+  r.name = "ridge_hpo";
+  r.family.set_name("ridge_hpo");
+  r.family.set_features(5);
+  r.constraint.mutable_box()->add_lo(0.0);
+  r.constraint.mutable_box()->add_hi(1.0);
+  out.push_back(r);
+
+  for (bool sparse : {false, true}) {
+    FamilyCase l;
+    l.name = sparse ? "logistic_hpo_csr" : "logistic_hpo";
+    l.family.set_name("logistic_hpo");
+    l.family.set_features(6);
+    l.family.set_classes(3);
+    l.constraint.mutable_box()->add_lo(0.0);
+    l.constraint.mutable_box()->add_hi(0.1);
+    l.sparse = sparse;
+    out.push_back(l);
+  }
+  FamilyCase t;
+  t.name = "loss_tuning";
+  t.family.set_name("loss_tuning");
+  t.family.set_features(6);
+  t.family.set_classes(3);
+  t.constraint.set_unconstrained(true);
+  out.push_back(t);
+  return out;
+}
+
+std::vector<std::string> AllAlgorithms() { return {"f2obo", "f2obo_sl", "af2obo", "sf2obo"}; }
+
+v1::SessionSpec SpecFor(const FamilyCase& f, const std::string& algorithm, uint64_t seed) {
+  v1::SessionSpec spec;
+  *spec.mutable_family() = f.family;
+  spec.set_algorithm(algorithm);
+  *spec.mutable_constraint() = f.constraint;
+  spec.set_seed(seed);
+  spec.mutable_options()->set_gamma(0.01);
+  if (algorithm == "af2obo") spec.mutable_options()->set_max_inner_iterations(200);
+  return spec;
+}
+
+StepData StepFor(const FamilyCase& f, int64_t t) {
+  std::mt19937_64 rng(1000003 * static_cast<uint64_t>(t) + f.name.size());
+  if (f.family.name() == "quadratic") {
+    const int d1 = f.family.x_dim(), d2 = f.family.y_dim();
+    return QuadraticStep(Matrix(RandomMatrix(d2, d1, rng)) * 0.5, RandomVector(d2, rng),
+                         RandomVector(d2, rng));
+  }
+  if (f.family.name() == "ridge_hpo") {
+    const Vector w = Vector::LinSpaced(f.family.features(), -1.0, 1.0);
+    return StepData{RegressionBatch(12, w, 0.1, f.sparse, rng),
+                    RegressionBatch(20, w, 0.5, f.sparse, rng)};
+  }
+  return StepData{ClassificationBatch(12, f.family.features(), f.family.classes(), f.sparse, rng),
+                  ClassificationBatch(20, f.family.features(), f.family.classes(), f.sparse,
+                                      rng)};
+}
+
+v1::StepRequest RequestFor(const FamilyCase& f, const std::string& session, int64_t t) {
+  const StepData s = StepFor(f, t);
+  v1::StepRequest req;
+  req.set_session_id(session);
+  req.set_t(t);
+  ToProto(s.upper, req.mutable_upper());
+  ToProto(s.inner, req.mutable_inner());
+  return req;
+}
+
+}  // namespace f2obo::testing

@@ -1,0 +1,79 @@
+#include "tests/server/server_process.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <regex>
+
+namespace f2obo::testing {
+
+ServerProcess::ServerProcess(std::vector<std::string> extra_flags) {
+  int out[2];
+  if (pipe(out) != 0) return;
+  std::vector<std::string> args = {F2OBO_SERVER_PATH, "--listen=127.0.0.1:0",
+                                   "--metrics_listen=127.0.0.1:0"};
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  // Read the announcement line: "... listening on H:P, metrics on H:M/metrics".
+  char ch;
+  while (read(out[0], &ch, 1) == 1 && ch != '\n') banner_.push_back(ch);
+  close(out[0]);
+  std::smatch m;
+  static const std::regex kLine(R"(listening on [^ ]+:(\d+), metrics on [^ ]+:(\d+)/metrics)");
+  if (std::regex_search(banner_, m, kLine)) {
+    grpc_port_ = std::stoi(m[1]);
+    metrics_port_ = std::stoi(m[2]);
+  }
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) Stop(SIGKILL);
+}
+
+int ServerProcess::Stop(int signal) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, signal);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, n);
+    }
+  }
+  close(fd);
+  return response;
+}
+
+}  // namespace f2obo::testing

@@ -1,0 +1,268 @@
+// End to end: the real f2obo-server binary on loopback, driven over gRPC.
+#include <signal.h>
+
+#include <memory>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "core/session.h"
+#include "f2obo/v1/convert.h"
+#include "tests/server/e2e_support.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::AllAlgorithms;
+using testing::AllFamilyCases;
+using testing::FamilyCase;
+using testing::RequestFor;
+using testing::ServerProcess;
+using testing::SpecFor;
+using testing::StepFor;
+
+constexpr int kSteps = 200;
+
+// The core library's trajectory x_2 .. x_{T+1} for the same spec and batches.
+std::vector<Vector> CoreTrajectory(const FamilyCase& f, const v1::SessionSpec& spec, int steps) {
+  auto config = ToSessionConfig(spec);
+  EXPECT_TRUE(config.ok()) << config.status();
+  auto session = *Session::Create(*config);
+  std::vector<Vector> xs;
+  for (int t = 1; t <= steps; ++t) {
+    // Through the wire format and back, exactly as the server sees it.
+    const v1::StepRequest req = RequestFor(f, "", t);
+    StepData data{*ToBatch(req.upper(), "upper"), *ToBatch(req.inner(), "inner")};
+    EXPECT_TRUE(session->Step(data).ok());
+    xs.push_back(session->state().x);
+  }
+  return xs;
+}
+
+bool BitEqual(const google::protobuf::RepeatedField<double>& a, const Vector& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * b.size()) == 0;
+}
+
+class ServiceE2e : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess({"--metrics_threads=2"});
+    ASSERT_TRUE(server_->started()) << server_->banner();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  client::Client NewClient() { return client::Client({server_->target()}); }
+  static ServerProcess* server_;
+};
+ServerProcess* ServiceE2e::server_ = nullptr;
+
+TEST_F(ServiceE2e, EveryAlgorithmAndFamilyMatchesTheCoreBitForBitThroughStepAndSteps) {
+  client::Client c = NewClient();
+  for (const FamilyCase& f : AllFamilyCases()) {
+    for (const std::string& algorithm : AllAlgorithms()) {
+      SCOPED_TRACE(f.name + " / " + algorithm);
+      const v1::SessionSpec spec = SpecFor(f, algorithm, 7);
+      const std::vector<Vector> expected = CoreTrajectory(f, spec, kSteps);
+      v1::CreateSessionRequest create;
+      *create.mutable_spec() = spec;
+      const auto unary = c.CreateSession(create);
+      const auto streamed = c.CreateSession(create);
+      ASSERT_TRUE(unary.ok() && streamed.ok()) << unary.status() << streamed.status();
+
+      for (int t = 1; t <= kSteps; ++t) {
+        const auto reply = c.Step(RequestFor(f, unary->session_id(), t));
+        ASSERT_TRUE(reply.ok()) << "t = " << t << ": " << reply.status();
+        ASSERT_EQ(reply->t(), t);
+        ASSERT_TRUE(BitEqual(reply->x(), expected[t - 1])) << "Step diverged at t = " << t;
+      }
+      auto ctx = c.NewContext();
+      auto stream = c.stub().Steps(ctx.get());
+      for (int t = 1; t <= kSteps; ++t) {
+        ASSERT_TRUE(stream->Write(RequestFor(f, streamed->session_id(), t)));
+        v1::StepReply reply;
+        ASSERT_TRUE(stream->Read(&reply));
+        ASSERT_EQ(reply.t(), t);
+        ASSERT_TRUE(BitEqual(reply.x(), expected[t - 1])) << "Steps diverged at t = " << t;
+      }
+      stream->WritesDone();
+      EXPECT_TRUE(stream->Finish().ok());
+      const auto decision = c.GetDecision(streamed->session_id());
+      ASSERT_TRUE(decision.ok());
+      EXPECT_EQ(decision->t(), kSteps + 1);
+      EXPECT_TRUE(BitEqual(decision->x(), expected.back()));
+      EXPECT_TRUE(c.DeleteSession(unary->session_id()).ok());
+      EXPECT_TRUE(c.DeleteSession(streamed->session_id()).ok());
+    }
+  }
+}
+
+TEST_F(ServiceE2e, AStepSentTwiceIsAppliedOnceAndASkippedIndexNamesTheExpectedOne) {
+  client::Client c = NewClient();
+  const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo
+  v1::CreateSessionRequest create;
+  create.set_session_id("idempotent");
+  *create.mutable_spec() = SpecFor(f, "sf2obo", 3);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  const auto first = c.Step(RequestFor(f, "idempotent", 1));
+  const auto second = c.Step(RequestFor(f, "idempotent", 2));
+  ASSERT_TRUE(first.ok() && second.ok());
+  const auto again = c.Step(RequestFor(f, "idempotent", 2));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->replayed());
+  EXPECT_FALSE(second->replayed());
+  EXPECT_THAT(again->x(), ::testing::ElementsAreArray(second->x()));
+  const auto info = c.GetSession("idempotent");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->next_t(), 3);
+
+  const auto skipped = c.Step(RequestFor(f, "idempotent", 5));
+  ASSERT_FALSE(skipped.ok());
+  EXPECT_EQ(skipped.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(skipped.status().message()), HasSubstr("expects t = 3"));
+  EXPECT_EQ(c.GetSession("idempotent")->next_t(), 3);
+  EXPECT_TRUE(c.DeleteSession("idempotent").ok());
+}
+
+TEST_F(ServiceE2e, ThirtyTwoSessionsFromEightThreadsMatchSequentialTrajectories) {
+  const std::vector<FamilyCase> families = AllFamilyCases();
+  const std::vector<std::string> algorithms = AllAlgorithms();
+  constexpr int kSessions = 32, kThreads = 8, kLen = 40;
+  struct Job {
+    FamilyCase f;
+    v1::SessionSpec spec;
+    std::string id;
+    std::vector<Vector> expected;
+    std::vector<std::string> failures;
+  };
+  std::vector<Job> jobs(kSessions);
+  client::Client c = NewClient();
+  for (int i = 0; i < kSessions; ++i) {
+    jobs[i].f = families[i % families.size()];
+    jobs[i].spec = SpecFor(jobs[i].f, algorithms[i % algorithms.size()], 100 + i);
+    jobs[i].expected = CoreTrajectory(jobs[i].f, jobs[i].spec, kLen);
+    v1::CreateSessionRequest create;
+    *create.mutable_spec() = jobs[i].spec;
+    const auto info = c.CreateSession(create);
+    ASSERT_TRUE(info.ok());
+    jobs[i].id = info->session_id();
+  }
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      client::Client mine = NewClient();
+      // Interleave: each thread advances its sessions round-robin.
+      for (int t = 1; t <= kLen; ++t) {
+        for (int i = th; i < kSessions; i += kThreads) {
+          const auto r = mine.Step(RequestFor(jobs[i].f, jobs[i].id, t));
+          if (!r.ok() || !BitEqual(r->x(), jobs[i].expected[t - 1])) {
+            jobs[i].failures.push_back("t=" + std::to_string(t));
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Job& j : jobs) {
+    EXPECT_TRUE(j.failures.empty()) << j.id << " " << j.failures.front();
+    EXPECT_TRUE(c.DeleteSession(j.id).ok());
+  }
+}
+
+TEST_F(ServiceE2e, WatchMetricsDeliversEveryStepInOrderWithExactMetrics) {
+  client::Client c = NewClient();
+  const FamilyCase f = AllFamilyCases()[0];  // quadratic: exact metrics every step
+  v1::CreateSessionRequest create;
+  create.set_session_id("watched");
+  *create.mutable_spec() = SpecFor(f, "af2obo", 1);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  for (int t = 1; t <= 30; ++t) ASSERT_TRUE(c.Step(RequestFor(f, "watched", t)).ok());
+  grpc::ClientContext ctx;
+  v1::WatchMetricsRequest req;
+  req.set_session_id("watched");
+  auto reader = c.stub().WatchMetrics(&ctx, req);
+  double blreg = 0.0;
+  for (int t = 1; t <= 30; ++t) {
+    v1::StepMetrics m;
+    ASSERT_TRUE(reader->Read(&m));
+    ASSERT_EQ(m.t(), t);
+    ASSERT_TRUE(m.has_exact()) << m.exact_skipped_reason();
+    blreg += m.exact().regret_term();
+    EXPECT_NEAR(m.exact().running().blreg(), blreg, 1e-12 * std::max(1.0, blreg));
+    EXPECT_EQ(m.exact().has_drift(), t > 1);  // needs the previous step's batches
+  }
+  ctx.TryCancel();
+  const auto info = c.GetSession("watched");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->metrics().evaluated_steps(), 30);
+  EXPECT_TRUE(c.DeleteSession("watched").ok());
+}
+
+TEST_F(ServiceE2e, PrometheusEndpointServesValidSeriesIncludingPerSessionRegret) {
+  client::Client c = NewClient();
+  const FamilyCase f = AllFamilyCases()[0];
+  v1::CreateSessionRequest create;
+  create.set_session_id("scraped");
+  *create.mutable_spec() = SpecFor(f, "f2obo", 1);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  for (int t = 1; t <= 5; ++t) ASSERT_TRUE(c.Step(RequestFor(f, "scraped", t)).ok());
+  // Wait (by watching, not sleeping) until step 5's metrics are published.
+  {
+    grpc::ClientContext ctx;
+    v1::WatchMetricsRequest req;
+    req.set_session_id("scraped");
+    req.set_after_t(4);
+    auto reader = c.stub().WatchMetrics(&ctx, req);
+    v1::StepMetrics m;
+    ASSERT_TRUE(reader->Read(&m));
+    ASSERT_EQ(m.t(), 5);
+    ctx.TryCancel();
+  }
+  const std::string http = testing::HttpGet(server_->metrics_port(), "/metrics");
+  EXPECT_THAT(http, HasSubstr("200 OK"));
+  EXPECT_THAT(http, HasSubstr("f2obo_session_blreg{session_id=\"scraped\"}"));
+  EXPECT_THAT(http, HasSubstr("f2obo_rpc_requests_total{method=\"Step\"}"));
+  EXPECT_THAT(http, HasSubstr("f2obo_session_step{session_id=\"scraped\"} 5"));
+  const std::string body = http.substr(http.find("\r\n\r\n") + 4);
+  FILE* promtool = popen(PROMTOOL_PATH " check metrics > /dev/null 2>&1", "w");
+  ASSERT_NE(promtool, nullptr);
+  fwrite(body.data(), 1, body.size(), promtool);
+  EXPECT_EQ(pclose(promtool), 0) << body;
+  EXPECT_TRUE(c.DeleteSession("scraped").ok());
+  EXPECT_THAT(testing::HttpGet(server_->metrics_port(), "/metrics"),
+              ::testing::Not(HasSubstr("session_id=\"scraped\"")));
+}
+
+TEST_F(ServiceE2e, HealthServiceReportsServing) {
+  client::Client c = NewClient();
+  const auto healthy = c.Healthy();
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_TRUE(*healthy);
+}
+
+TEST(ServerLifecycle, SigtermFinishesInFlightStreamsAndExitsZero) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.banner();
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[0];
+  v1::CreateSessionRequest create;
+  create.set_session_id("s");
+  *create.mutable_spec() = SpecFor(f, "f2obo", 1);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  ASSERT_TRUE(c.Step(RequestFor(f, "s", 1)).ok());
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+TEST(ServerLifecycle, RefusesBadFlagsWithAClearMessage) {
+  ServerProcess server({"--metrics_threads=0"});
+  EXPECT_FALSE(server.started());
+  EXPECT_EQ(server.Stop(SIGKILL), 1);
+}
+
+}  // namespace
+}  // namespace f2obo
