@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages f2obo builds and runs with (needs root).
+#   deps.sh          build + run dependencies
+#   deps.sh --test   also the tools the test suite drives (promtool, Python gRPC)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+packages=(
+  build-essential cmake pkg-config ca-certificates
+  libeigen3-dev libabsl-dev zlib1g-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  # civetweb's CMake package refers to the civetweb binary, so both.
+  libcivetweb-dev civetweb
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+if [ "${1:-}" = "--test" ]; then
+  packages+=(prometheus python3-grpcio python3-protobuf)
+fi
 as_root apt-get update -qq
-as_root apt-get install -y -qq --no-install-recommends \
-  build-essential cmake pkg-config ca-certificates \
-  libeigen3-dev libabsl-dev zlib1g-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev \
-  dataset-fashion-mnist >/dev/null
+as_root apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

@@ -184,6 +184,20 @@ absl::Status SessionManager::CheckLimits(const v1::Batch& b, const char* what) c
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::StepReply> SessionManager::CachedOrRefused(const Entry& e, int64_t t) {
+  for (const v1::StepReply& r : e.replies) {
+    if (r.t() == t) {
+      v1::StepReply copy = r;
+      copy.set_replayed(true);
+      return copy;
+    }
+  }
+  const int64_t next = e.session->state().t;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "step index t = ", t, " refused: session '", e.id, "' expects t = ", next,
+      t < next ? " (that step was applied and is no longer in the reply cache)" : ""));
+}
+
 absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
   if (!found.ok()) return found.status();
@@ -192,20 +206,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
     // A retry of an applied step is answered from the cache before any
     // decoding, so it costs nothing and cannot fail differently.
     std::lock_guard<std::mutex> lock(e.mu);
-    const int64_t next = e.session->state().t;
-    if (req.t() != next) {
-      for (const v1::StepReply& r : e.replies) {
-        if (r.t() == req.t()) {
-          v1::StepReply copy = r;
-          copy.set_replayed(true);
-          return copy;
-        }
-      }
-      return absl::FailedPreconditionError(absl::StrCat(
-          "step index t = ", req.t(), " refused: session '", e.id, "' expects t = ", next,
-          req.t() < next ? " (that step was applied and is no longer in the reply cache)"
-                         : ""));
-    }
+    if (req.t() != e.session->state().t) return CachedOrRefused(e, req.t());
   }
   if (absl::Status s = CheckLimits(req.upper(), "upper"); !s.ok()) return s;
   if (absl::Status s = CheckLimits(req.inner(), "inner"); !s.ok()) return s;
@@ -219,18 +220,8 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
 
   std::lock_guard<std::mutex> lock(e.mu);
   Session& s = *e.session;
-  if (req.t() != s.state().t) {  // another request for this index won the race
-    for (const v1::StepReply& r : e.replies) {
-      if (r.t() == req.t()) {
-        v1::StepReply copy = r;
-        copy.set_replayed(true);
-        return copy;
-      }
-    }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "step index t = ", req.t(), " refused: session '", e.id, "' expects t = ",
-        s.state().t));
-  }
+  // Another request for this index may have won the race while we decoded.
+  if (req.t() != s.state().t) return CachedOrRefused(e, req.t());
   MetricsJob job;
   job.t = req.t();
   job.input.t = req.t();

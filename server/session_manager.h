@@ -61,6 +61,9 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
   absl::Status CheckLimits(const v1::Batch& batch, const char* what) const;
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu
+  // For t != next_t: the cached reply of t (marked replayed) or
+  // FAILED_PRECONDITION naming the expected index.  Requires e.mu.
+  static absl::StatusOr<v1::StepReply> CachedOrRefused(const Entry& e, int64_t t);
 
   const Limits limits_;
   MetricsPipeline* const pipeline_;

@@ -25,11 +25,8 @@ class F2obo final : public Algorithm {
                      StepReport* report) override {
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
-    const double alpha = o_.alpha_auto ? 1.0 / sm.l_g1 : o_.alpha;
-    const double beta =
-        o_.beta_auto ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
-                     : (o_.beta_scaling == BetaScaling::kScaled ? o_.beta / lambda
-                                                                : o_.beta);
+    const StepSizes steps = DeterministicStepSizes(o_, sm, lambda);
+    const double alpha = steps.alpha, beta = steps.beta;
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
     int64_t rows = 0;
@@ -45,12 +42,7 @@ class F2obo final : public Algorithm {
     ProjectedStep(set_, o_.gamma, report->hypergradient, &s->x);
     s->lambda = NextLambda(o_, s->t, lambda);
 
-    report->lambda = lambda;
-    report->alpha = alpha;
-    report->beta = beta;
-    report->step_sizes_auto = o_.alpha_auto || o_.beta_auto;
-    report->l_g1 = sm.l_g1;
-    report->l_f1 = sm.l_f1;
+    RecordStepSizes(o_, sm, lambda, steps, report);
     report->z_iterations = report->y_iterations = o_.inner_steps;
     report->rows_processed = rows;
     return absl::OkStatus();

@@ -16,6 +16,26 @@ Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family,
   return family.EstimateSmoothness(x, y, data);
 }
 
+StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm,
+                                 double lambda) {
+  StepSizes s;
+  s.alpha = o.alpha_auto ? 1.0 / sm.l_g1 : o.alpha;
+  s.beta = o.beta_auto ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
+           : o.beta_scaling == BetaScaling::kScaled ? o.beta / lambda
+                                                    : o.beta;
+  return s;
+}
+
+void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
+                     const StepSizes& steps, StepReport* report) {
+  report->lambda = lambda;
+  report->alpha = steps.alpha;
+  report->beta = steps.beta;
+  report->step_sizes_auto = o.alpha_auto || o.beta_auto;
+  report->l_g1 = sm.l_g1;
+  report->l_f1 = sm.l_f1;
+}
+
 int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
                       const VecIn& z, double lambda, const BatchView& upper,
                       const BatchView& inner, FirstOrderWorkspace* ws,

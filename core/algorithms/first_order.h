@@ -31,6 +31,20 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
 Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family,
                             const VecIn& x, const VecIn& y, const StepData& data);
 
+// Step sizes of Algorithms 1-2: alpha (or 1/L_g1 when auto) and beta_t =
+// beta / lambda_t ("scaled"), beta ("fixed"), or 1/(2 lambda_t L_g1 + L_f1)
+// when auto (theory: beta_t <= 1/(2 lambda_t L_g1), Theorem 3.1).
+struct StepSizes {
+  double alpha = 0.0;
+  double beta = 0.0;
+};
+StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm,
+                                 double lambda);
+
+// Records the round's multiplier, step sizes and smoothness estimates.
+void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
+                     const StepSizes& steps, StepReport* report);
+
 // h_t = grad_x f(x, y) + lambda (grad_x g(x, y) - grad_x g(x, z))
 // (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).
 // Also records the final residuals ||grad_y L(y)|| and ||grad_y g(z)||

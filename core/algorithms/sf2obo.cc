@@ -69,12 +69,7 @@ class Sf2obo final : public Algorithm {
     ProjectedStep(set_, o_.gamma, report->hypergradient, &s->x);
     s->lambda = NextLambda(o_, t, lambda);
 
-    report->lambda = lambda;
-    report->alpha = alpha;
-    report->beta = beta;
-    report->step_sizes_auto = o_.alpha_auto || o_.beta_auto;
-    report->l_g1 = sm.l_g1;
-    report->l_f1 = sm.l_f1;
+    RecordStepSizes(o_, sm, lambda, StepSizes{alpha, beta}, report);
     report->z_iterations = report->y_iterations = k_steps;
     report->batch_size = b_in;
     report->hyper_batch_size = bh_in;
