@@ -29,14 +29,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       options.metrics_threads, options.max_pending_metrics,
       [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
   s->sessions_ = std::make_unique<SessionManager>(options.limits, s->pipeline_.get());
-  SessionManager* sessions = s->sessions_.get();
-  s->service_ = std::make_unique<F2oboService>(
-      sessions, [sm, sessions](const char* method, grpc::StatusCode code, double seconds) {
-        sm->OnRpc(method, code, seconds);
-        sm->SetSessionCount(sessions->size());
-      });
-  s->service_->set_session_deleted_hook(
-      [sm](const std::string& id) { sm->OnSessionDeleted(id); });
+  s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), sm);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

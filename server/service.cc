@@ -21,8 +21,8 @@ grpc::Status F2oboService::Handle(const char* method,
                                   const std::function<absl::Status()>& body) {
   const auto start = std::chrono::steady_clock::now();
   const grpc::Status status = ToGrpcStatus(body());
-  if (observer_) {
-    observer_(method, status.error_code(),
+  if (observer_ != nullptr) {
+    observer_->OnRpc(method, status.error_code(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return status;
@@ -31,7 +31,11 @@ grpc::Status F2oboService::Handle(const char* method,
 grpc::Status F2oboService::CreateSession(grpc::ServerContext*,
                                          const v1::CreateSessionRequest* req,
                                          v1::SessionInfo* out) {
-  return Handle("CreateSession", [&] { return Assign(sessions_->Create(*req), out); });
+  return Handle("CreateSession", [&] {
+    absl::Status s = Assign(sessions_->Create(*req), out);
+    if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
+    return s;
+  });
 }
 
 grpc::Status F2oboService::GetSession(grpc::ServerContext*, const v1::GetSessionRequest* req,
@@ -52,7 +56,7 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext*,
                                          v1::DeleteSessionResponse*) {
   return Handle("DeleteSession", [&] {
     absl::Status s = sessions_->Delete(req->session_id());
-    if (s.ok() && deleted_hook_) deleted_hook_(req->session_id());
+    if (s.ok() && observer_ != nullptr) observer_->OnSessionDeleted(req->session_id());
     return s;
   });
 }

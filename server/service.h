@@ -13,21 +13,24 @@
 
 namespace f2obo::server {
 
-// Called once per finished RPC (and per applied stream message for Steps).
-using RpcObserver =
-    std::function<void(const char* method, grpc::StatusCode code, double seconds)>;
+// What the service tells its observers (the Prometheus series).
+class ServiceObserver {
+ public:
+  virtual ~ServiceObserver() = default;
+  // Once per finished RPC (per message for the Steps stream).
+  virtual void OnRpc(const char* method, grpc::StatusCode code, double seconds) = 0;
+  virtual void OnSessionCreated(const std::string& id) = 0;
+  virtual void OnSessionDeleted(const std::string& id) = 0;
+};
 
 class F2oboService final : public v1::F2obo::Service {
  public:
-  F2oboService(SessionManager* sessions, RpcObserver observer)
-      : sessions_(sessions), observer_(std::move(observer)) {}
+  // `observer` may be null; both must outlive the service.
+  F2oboService(SessionManager* sessions, ServiceObserver* observer)
+      : sessions_(sessions), observer_(observer) {}
 
   // Makes WatchMetrics streams end promptly (server shutdown).
   void BeginShutdown() { shutting_down_ = true; }
-  // Called after a session is deleted (drops its per-session series).
-  void set_session_deleted_hook(std::function<void(const std::string&)> hook) {
-    deleted_hook_ = std::move(hook);
-  }
 
   grpc::Status CreateSession(grpc::ServerContext*, const v1::CreateSessionRequest*,
                              v1::SessionInfo*) override;
@@ -50,8 +53,7 @@ class F2oboService final : public v1::F2obo::Service {
   grpc::Status Handle(const char* method, const std::function<absl::Status()>& body);
 
   SessionManager* const sessions_;
-  RpcObserver observer_;
-  std::function<void(const std::string&)> deleted_hook_;
+  ServiceObserver* const observer_;
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -91,8 +91,10 @@ void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double sec
   latency_->WithLabels({method}).Observe(seconds);
 }
 
-void ServiceMetrics::SetSessionCount(size_t n) {
-  sessions_->WithLabels({}).Set(static_cast<double>(n));
+void ServiceMetrics::OnSessionCreated(const std::string& id) {
+  sessions_->WithLabels({}).Add(1);
+  std::lock_guard<std::mutex> lock(series_mu_);
+  live_.insert(id);
 }
 
 void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
@@ -103,6 +105,8 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   if (r.cap_hit()) cap_hits_->WithLabels({}).Increment();
   if (!m.exact_skipped_reason().empty()) exact_skipped_->WithLabels({}).Increment();
   if (!per_session_) return;
+  std::lock_guard<std::mutex> lock(series_mu_);
+  if (!live_.contains(m.session_id())) return;
   const std::vector<std::string> id = {m.session_id()};
   t_->WithLabels(id).Set(static_cast<double>(m.t()));
   lambda_->WithLabels(id).Set(r.lambda());
@@ -120,6 +124,9 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
 }
 
 void ServiceMetrics::OnSessionDeleted(const std::string& id) {
+  sessions_->WithLabels({}).Add(-1);
+  std::lock_guard<std::mutex> lock(series_mu_);
+  live_.erase(id);
   for (metrics::GaugeFamily* g : {t_, blreg_, regret_term_, hypergradient_error_, variation_,
                                   drift_, lambda_, inner_iterations_, value_, upper_loss_}) {
     g->Remove({id});

@@ -9,26 +9,35 @@
 #ifndef F2OBO_SERVER_SERVICE_METRICS_H_
 #define F2OBO_SERVER_SERVICE_METRICS_H_
 
+#include <mutex>
 #include <string>
 
 #include <grpcpp/support/status.h>
 
 #include "f2obo/v1/f2obo.pb.h"
+#include "absl/container/flat_hash_set.h"
 #include "server/metrics/registry.h"
+#include "server/service.h"
 
 namespace f2obo::server {
 
-class ServiceMetrics {
+class ServiceMetrics final : public ServiceObserver {
  public:
   ServiceMetrics(metrics::Registry* registry, bool per_session_labels);
 
-  void OnRpc(const char* method, grpc::StatusCode code, double seconds);
+  void OnRpc(const char* method, grpc::StatusCode code, double seconds) override;
+  void OnSessionCreated(const std::string& id) override;
+  void OnSessionDeleted(const std::string& id) override;
+  // From the metrics pipeline's workers.
   void OnStepMetrics(const v1::StepMetrics& m);
-  void SetSessionCount(size_t n);
-  void OnSessionDeleted(const std::string& id);
 
  private:
   const bool per_session_;
+  // Per-session series are updated and removed under this lock, and only
+  // for live sessions: a late message of a deleted session must neither
+  // touch a removed series nor bring it back.
+  std::mutex series_mu_;
+  absl::flat_hash_set<std::string> live_;  // guarded by series_mu_
   metrics::CounterFamily* requests_;
   metrics::CounterFamily* errors_;
   metrics::HistogramFamily* latency_;

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <thread>
@@ -95,19 +97,34 @@ void Poke(int family, const std::string& ip, int port) {
   }
   const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return;
-  connect(fd, reinterpret_cast<const sockaddr*>(&storage), len);
+  // Refused or not, the attempt is all that is needed.
+  (void)connect(fd, reinterpret_cast<const sockaddr*>(&storage), len);
   close(fd);
 }
 
-void SendResponse(mg_connection* conn, const HttpExporter::Response& response,
-                  bool with_body) {
-  mg_response_header_start(conn, response.status);
-  mg_response_header_add(conn, "Content-Type", response.content_type.c_str(), -1);
-  mg_response_header_add(conn, "Content-Length", absl::StrCat(response.body.size()).c_str(),
-                         -1);
+// Writes the whole response.  The header block is built here rather than
+// with mg_response_header_send, which formats its Date header with the
+// non-reentrant gmtime() (Debian builds civetweb without REENTRANT_TIME) and
+// so races when two workers answer at once.
+void SendResponse(mg_connection* conn, const mg_request_info& info,
+                  const HttpExporter::Response& response, bool with_body) {
+  const time_t now = time(nullptr);
+  tm utc = {};
+  gmtime_r(&now, &utc);
+  char date[64];
+  strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &utc);
+  const bool http10 = info.http_version != nullptr && strcmp(info.http_version, "1.0") == 0;
   // Metrics and dashboards are snapshots; a cached copy is a wrong one.
-  mg_response_header_add(conn, "Cache-Control", "no-store", -1);
-  mg_response_header_send(conn);
+  // keep-alive is off, so every response closes its connection.
+  const std::string head = absl::StrCat(
+      http10 ? "HTTP/1.0 " : "HTTP/1.1 ", response.status, " ",
+      mg_get_response_code_text(conn, response.status), "\r\n",
+      "Content-Type: ", response.content_type, "\r\n",
+      "Content-Length: ", response.body.size(), "\r\n",
+      "Cache-Control: no-store\r\n",
+      "Date: ", date, "\r\n",
+      "Connection: close\r\n\r\n");
+  mg_write(conn, head.data(), head.size());
   if (with_body && !response.body.empty()) {
     mg_write(conn, response.body.data(), response.body.size());
   }
@@ -138,6 +155,8 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
                            nullptr};
   mg_callbacks callbacks = {};
   auto exporter = std::unique_ptr<HttpExporter>(new HttpExporter());
+  exporter->family_ = address->family;
+  exporter->wake_ip_ = address->wake_ip;
   mg_init_data init = {};
   init.callbacks = &callbacks;
   init.user_data = exporter.get();
@@ -164,8 +183,6 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
         absl::StrCat("civetweb started on ", listen_address, " but reports no port"));
   }
   exporter->port_ = bound[0].port;
-  exporter->family_ = address->family;
-  exporter->wake_ip_ = address->wake_ip;
   return exporter;
 }
 
@@ -222,13 +239,14 @@ int HttpExporter::Serve(mg_connection* conn) {
     response = Response{404, "text/plain; charset=utf-8", "404 Not Found\n"};
   } else {
     response = (*handler)(request);
-    if (response.status < 100 || response.status > 599) {
+    // Both end up verbatim in the header block.
+    if (response.status < 100 || response.status > 599 ||
+        response.content_type.find_first_of("\r\n") != std::string::npos) {
       response = Response{500, "text/plain; charset=utf-8",
-                          absl::StrCat("handler returned invalid status ", response.status,
-                                       "\n")};
+                          "handler returned an invalid status or content type\n"};
     }
   }
-  SendResponse(conn, response, request.method != "HEAD");
+  SendResponse(conn, *info, response, request.method != "HEAD");
   return response.status;  // 1..999 tells civetweb the request was handled.
 }
 
