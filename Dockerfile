@@ -1,19 +1,25 @@
-# Multi-stage build on Debian 12.  Until the server lands (see README), the
-# image runs the in-process replay demo.
+# f2obo-server image: multi-stage on Debian 12, built from source, non-root.
+# (No Docker engine runs on our build machines: this file is not exercised
+# by the test suite; see README.)
 FROM debian:12 AS build
 WORKDIR /src
 COPY . .
 RUN bash scripts/deps.sh \
  && cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DF2OBO_BUILD_TESTS=OFF \
       -DF2OBO_BUILD_BENCHMARKS=OFF \
- && cmake --build /build -j"$(nproc)" --target f2obo-replay
+ && cmake --build /build -j"$(nproc)" --target f2obo-server f2obo-cli
 
 FROM debian:12
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libabsl20220623 zlib1g dataset-fashion-mnist \
+      libgrpc++1.51 libprotobuf32 libabsl20220623 libcivetweb1 libsqlite3-0 zlib1g \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 f2obo
-COPY --from=build /build/apps/f2obo-replay /usr/local/bin/f2obo-replay
+ && useradd --system --uid 10001 --home-dir /data f2obo \
+ && mkdir -p /data && chown f2obo /data
+COPY --from=build /build/server/f2obo-server /build/client/f2obo-cli /usr/local/bin/
 USER f2obo
-ENTRYPOINT ["/usr/local/bin/f2obo-replay"]
+WORKDIR /data
+VOLUME /data
+EXPOSE 50051 9464
+HEALTHCHECK --interval=10s --timeout=3s CMD ["f2obo-cli", "health", "--server=127.0.0.1:50051"]
+ENTRYPOINT ["f2obo-server", "--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464"]

@@ -97,6 +97,19 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& c
 }
 
 absl::StatusOr<StepReport> Session::Step(const StepData& data) {
+  absl::StatusOr<StepReport> report = Prepare(data);
+  if (report.ok()) Commit();
+  return report;
+}
+
+void Session::Commit() {
+  if (!has_pending_) return;
+  std::swap(state_, scratch_);
+  has_pending_ = false;
+}
+
+absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
+  has_pending_ = false;
   if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
     return s;
   }
@@ -131,7 +144,7 @@ absl::StatusOr<StepReport> Session::Step(const StepData& data) {
   scratch_.inner_iterations += report.z_iterations + report.y_iterations;
   scratch_.cap_hits += report.cap_hit ? 1 : 0;
   scratch_.rows_processed += report.rows_processed;
-  std::swap(state_, scratch_);
+  has_pending_ = true;
   report.round_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -42,7 +42,17 @@ class Session {
   // Applies step state().t: validates both batches (INVALID_ARGUMENT naming
   // the field), runs one round on a scratch copy and commits it only if
   // every number is finite.  On any error the state is exactly unchanged.
+  // Equivalent to Prepare() followed by Commit().
   absl::StatusOr<StepReport> Step(const StepData& data);
+
+  // Two-phase form, for callers that must make the new state durable
+  // before it becomes current: Prepare() runs the round into a pending
+  // state (the current state is untouched); Commit() makes it current;
+  // a second Prepare() or Abort() discards it.
+  absl::StatusOr<StepReport> Prepare(const StepData& data);
+  const SessionState& pending_state() const { return scratch_; }
+  void Commit();
+  void Abort() { has_pending_ = false; }
 
   const SessionConfig& config() const { return config_; }
   const SessionState& state() const { return state_; }
@@ -62,6 +72,7 @@ class Session {
   std::unique_ptr<Algorithm> algorithm_;
   SessionState state_;
   SessionState scratch_;  // the round's working copy (reused across steps)
+  bool has_pending_ = false;
 };
 
 // Builds and validates the family, algorithm and initial state of `config`

@@ -10,7 +10,7 @@ packages=(
   libeigen3-dev libabsl-dev zlib1g-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # civetweb's CMake package refers to the civetweb binary, so both.
-  libcivetweb-dev civetweb
+  libcivetweb-dev civetweb libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )

@@ -26,6 +26,19 @@ ABSL_FLAG(int64_t, max_batch_nnz, 50000000, "Maximum stored values in one batch"
 ABSL_FLAG(int64_t, max_y_dim, 50000000, "Maximum inner variables (y) of one session");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "Maximum gRPC message size in bytes");
 ABSL_FLAG(int, reply_cache, 16, "Replies kept per session to answer retried steps");
+ABSL_FLAG(int, max_inner_iterations, 100000,
+          "Maximum inner iterations per loop of one round that a session may ask for");
+ABSL_FLAG(std::string, data_dir, "f2obo-data",
+          "Directory of the session store (SQLite); \"\" keeps sessions in memory only");
+ABSL_FLAG(std::string, durability, "sync",
+          "sync: a step is acknowledged only once durable (group commit across sessions); "
+          "none: no fsync, no waiting (benchmarks; a crash may lose recent steps)");
+ABSL_FLAG(std::string, token_file, "",
+          "Bearer tokens, one '<read|write> <token>' per line; without it the server is open");
+ABSL_FLAG(std::string, tls_cert_file, "", "PEM server certificate chain; enables TLS");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle; when set, clients must present a certificate it signed (mTLS)");
 ABSL_FLAG(double, shutdown_grace_seconds, 10.0,
           "On SIGTERM/SIGINT, time given to in-flight RPCs before they are cancelled");
 
@@ -56,12 +69,39 @@ int main(int argc, char** argv) {
   o.limits.max_batch_nnz = absl::GetFlag(FLAGS_max_batch_nnz);
   o.limits.max_y_dim = absl::GetFlag(FLAGS_max_y_dim);
   o.limits.reply_cache = absl::GetFlag(FLAGS_reply_cache);
+  o.limits.max_inner_iterations = absl::GetFlag(FLAGS_max_inner_iterations);
+  o.data_dir = absl::GetFlag(FLAGS_data_dir);
+  const std::string durability = absl::GetFlag(FLAGS_durability);
+  if (durability != "sync" && durability != "none") {
+    std::fprintf(stderr, "f2obo-server: --durability: '%s' is not 'sync' or 'none'\n",
+                 durability.c_str());
+    return 1;
+  }
+  o.durability = durability == "sync" ? f2obo::server::Durability::kSync
+                                      : f2obo::server::Durability::kNone;
+  o.token_file = absl::GetFlag(FLAGS_token_file);
+  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  o.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
 
   absl::StatusOr<std::unique_ptr<f2obo::server::Server>> server =
       f2obo::server::Server::Start(o);
   if (!server.ok()) {
     std::fprintf(stderr, "f2obo-server: %s\n", std::string(server.status().message()).c_str());
     return 1;
+  }
+  for (const std::string& problem : (*server)->recovery_problems()) {
+    std::fprintf(stderr, "f2obo-server: NOT LOADED: %s\n", problem.c_str());
+  }
+  if (!o.data_dir.empty()) {
+    std::fprintf(stderr, "f2obo-server: %zu session(s) restored from %s (durability %s)\n",
+                 (*server)->session_count(), o.data_dir.c_str(), durability.c_str());
+  }
+  if (o.token_file.empty()) {
+    std::fprintf(stderr,
+                 "f2obo-server: WARNING: no --token_file: ANY client that reaches %s may "
+                 "create, step and delete sessions\n",
+                 o.listen.c_str());
   }
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
   // One machine-readable line: tests and scripts read the bound ports here.

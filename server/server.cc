@@ -7,9 +7,50 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_builder.h>
 
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/security/server_credentials.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace f2obo::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert_file and --tls_key_file go together");
+  }
+  if (o.tls_cert_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_ca_file needs --tls_cert_file");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  absl::StatusOr<std::string> cert = ReadFile(o.tls_cert_file, "--tls_cert_file");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadFile(o.tls_key_file, "--tls_key_file");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!o.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadFile(o.tls_client_ca_file, "--tls_client_ca_file");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.listen.empty()) return absl::InvalidArgumentError("--listen: must be set");
@@ -21,20 +62,42 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::InvalidArgumentError(
         "--max_sessions, --max_batch_rows, --reply_cache: must be >= 1");
   }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
+  if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
+  if (!options.token_file.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth =
+        TokenAuthenticator::FromFile(options.token_file);
+    if (!auth.ok()) return auth.status();
+    s->auth_ = *std::move(auth);
+  }
+  if (!options.data_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<SessionStore>> store =
+        SessionStore::Open(options.data_dir, options.durability);
+    if (!store.ok()) return store.status();
+    s->store_ = *std::move(store);
+  }
   s->service_metrics_ = std::make_unique<ServiceMetrics>(&s->registry_, options.per_session_labels);
   ServiceMetrics* sm = s->service_metrics_.get();
   s->pipeline_ = std::make_unique<MetricsPipeline>(
       options.metrics_threads, options.max_pending_metrics,
       [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
-  s->sessions_ = std::make_unique<SessionManager>(options.limits, s->pipeline_.get());
-  s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), sm);
+  s->sessions_ =
+      std::make_unique<SessionManager>(options.limits, s->pipeline_.get(), s->store_.get());
+  absl::StatusOr<std::vector<std::string>> problems = s->sessions_->Recover();
+  if (!problems.ok()) {
+    return absl::Status(problems.status().code(),
+                        absl::StrCat("recovering sessions: ", problems.status().message()));
+  }
+  s->recovery_problems_ = *std::move(problems);
+  for (const v1::SessionInfo& info : s->sessions_->List()) sm->OnSessionCreated(info.session_id());
+  s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), sm, s->auth_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->grpc_port_);
+  builder.AddListeningPort(options.listen, *credentials, &s->grpc_port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // Sync-server threads poll their queues this often; it bounds how long
@@ -73,6 +136,7 @@ void Server::Shutdown(double grace_seconds) {
   }
   if (pipeline_ != nullptr) pipeline_->Stop();
   exporter_.reset();
+  store_.reset();  // drains pending writes
 }
 
 Server::~Server() { Shutdown(0); }

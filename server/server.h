@@ -11,10 +11,12 @@
 #include "absl/status/statusor.h"
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/registry.h"
+#include "server/auth.h"
 #include "server/metrics_pipeline.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
 #include "server/session_manager.h"
+#include "server/store/session_store.h"
 
 namespace f2obo::server {
 
@@ -28,6 +30,14 @@ struct ServerOptions {
   int max_message_bytes = 64 << 20;
   bool per_session_labels = true;  // session_id label on per-session series
   Limits limits;
+  // Persistence: "" keeps sessions in memory only.
+  std::string data_dir = "f2obo-data";
+  Durability durability = Durability::kSync;
+  // Security.  Without a token file every caller may write (said loudly).
+  std::string token_file;
+  std::string tls_cert_file;       // PEM; with tls_key_file enables TLS
+  std::string tls_key_file;
+  std::string tls_client_ca_file;  // PEM; set = require and verify client certs
 };
 
 class Server {
@@ -37,6 +47,9 @@ class Server {
   ~Server();
 
   int grpc_port() const { return grpc_port_; }
+  // Sessions that could not be restored at start (one message each).
+  const std::vector<std::string>& recovery_problems() const { return recovery_problems_; }
+  size_t session_count() const { return sessions_->size(); }
   int metrics_port() const { return exporter_ ? exporter_->port() : 0; }
 
   // Graceful stop: health NOT_SERVING, end watch streams, stop accepting,
@@ -47,6 +60,9 @@ class Server {
   Server() = default;
 
   ServerOptions options_;
+  std::vector<std::string> recovery_problems_;
+  std::unique_ptr<TokenAuthenticator> auth_;
+  std::unique_ptr<SessionStore> store_;
   metrics::Registry registry_;
   std::unique_ptr<ServiceMetrics> service_metrics_;
   std::unique_ptr<MetricsPipeline> pipeline_;

@@ -17,10 +17,12 @@ absl::Status Assign(absl::StatusOr<T> result, T* out) {
 
 }  // namespace
 
-grpc::Status F2oboService::Handle(const char* method,
-                                  const std::function<absl::Status()>& body) {
+grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx,
+                                  Access access, const std::function<absl::Status()>& body) {
   const auto start = std::chrono::steady_clock::now();
-  const grpc::Status status = ToGrpcStatus(body());
+  absl::Status result = auth_ != nullptr ? auth_->Check(*ctx, access) : absl::OkStatus();
+  if (result.ok()) result = body();
+  const grpc::Status status = ToGrpcStatus(result);
   if (observer_ != nullptr) {
     observer_->OnRpc(method, status.error_code(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -28,42 +30,43 @@ grpc::Status F2oboService::Handle(const char* method,
   return status;
 }
 
-grpc::Status F2oboService::CreateSession(grpc::ServerContext*,
+grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
                                          const v1::CreateSessionRequest* req,
                                          v1::SessionInfo* out) {
-  return Handle("CreateSession", [&] {
+  return Handle("CreateSession", ctx, Access::kWrite, [&] {
     absl::Status s = Assign(sessions_->Create(*req), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
     return s;
   });
 }
 
-grpc::Status F2oboService::GetSession(grpc::ServerContext*, const v1::GetSessionRequest* req,
+grpc::Status F2oboService::GetSession(grpc::ServerContext* ctx, const v1::GetSessionRequest* req,
                                       v1::SessionInfo* out) {
-  return Handle("GetSession", [&] { return Assign(sessions_->Get(req->session_id()), out); });
+  return Handle("GetSession", ctx, Access::kRead,
+                [&] { return Assign(sessions_->Get(req->session_id()), out); });
 }
 
-grpc::Status F2oboService::ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+grpc::Status F2oboService::ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
                                         v1::ListSessionsResponse* out) {
-  return Handle("ListSessions", [&] {
+  return Handle("ListSessions", ctx, Access::kRead, [&] {
     for (v1::SessionInfo& info : sessions_->List()) *out->add_sessions() = std::move(info);
     return absl::OkStatus();
   });
 }
 
-grpc::Status F2oboService::DeleteSession(grpc::ServerContext*,
+grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
                                          const v1::DeleteSessionRequest* req,
                                          v1::DeleteSessionResponse*) {
-  return Handle("DeleteSession", [&] {
+  return Handle("DeleteSession", ctx, Access::kWrite, [&] {
     absl::Status s = sessions_->Delete(req->session_id());
     if (s.ok() && observer_ != nullptr) observer_->OnSessionDeleted(req->session_id());
     return s;
   });
 }
 
-grpc::Status F2oboService::Step(grpc::ServerContext*, const v1::StepRequest* req,
+grpc::Status F2oboService::Step(grpc::ServerContext* ctx, const v1::StepRequest* req,
                                 v1::StepReply* out) {
-  return Handle("Step", [&] { return Assign(sessions_->Step(*req), out); });
+  return Handle("Step", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(*req), out); });
 }
 
 grpc::Status F2oboService::Steps(
@@ -72,7 +75,7 @@ grpc::Status F2oboService::Steps(
   while (stream->Read(&req)) {
     v1::StepReply reply;
     const grpc::Status status =
-        Handle("Steps", [&] { return Assign(sessions_->Step(req), &reply); });
+        Handle("Steps", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(req), &reply); });
     if (!status.ok()) return status;
     // No lock is held here: a slow reader only slows its own stream.
     if (!stream->Write(reply)) break;
@@ -81,16 +84,16 @@ grpc::Status F2oboService::Steps(
   return grpc::Status::OK;
 }
 
-grpc::Status F2oboService::GetDecision(grpc::ServerContext*, const v1::GetDecisionRequest* req,
+grpc::Status F2oboService::GetDecision(grpc::ServerContext* ctx, const v1::GetDecisionRequest* req,
                                        v1::Decision* out) {
-  return Handle("GetDecision",
+  return Handle("GetDecision", ctx, Access::kRead,
                 [&] { return Assign(sessions_->GetDecision(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
                                         const v1::WatchMetricsRequest* req,
                                         grpc::ServerWriter<v1::StepMetrics>* writer) {
-  return Handle("WatchMetrics", [&]() -> absl::Status {
+  return Handle("WatchMetrics", ctx, Access::kRead, [&]() -> absl::Status {
     absl::StatusOr<std::shared_ptr<SessionMetrics>> channel =
         sessions_->Metrics(req->session_id());
     if (!channel.ok()) return channel.status();
@@ -107,6 +110,24 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
       return absl::NotFoundError(absl::StrCat("session '", req->session_id(), "' was deleted"));
     }
     return absl::CancelledError("watch cancelled");
+  });
+}
+
+grpc::Status F2oboService::ExportSession(grpc::ServerContext* ctx,
+                                         const v1::ExportSessionRequest* req,
+                                         v1::SessionExport* out) {
+  // The export holds the complete state: it needs a write token.
+  return Handle("ExportSession", ctx, Access::kWrite,
+                [&] { return Assign(sessions_->Export(req->session_id()), out); });
+}
+
+grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
+                                         const v1::ImportSessionRequest* req,
+                                         v1::SessionInfo* out) {
+  return Handle("ImportSession", ctx, Access::kWrite, [&] {
+    absl::Status s = Assign(sessions_->Import(*req), out);
+    if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
+    return s;
   });
 }
 

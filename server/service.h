@@ -9,6 +9,7 @@
 #include <string>
 
 #include "f2obo/v1/f2obo.grpc.pb.h"
+#include "server/auth.h"
 #include "server/session_manager.h"
 
 namespace f2obo::server {
@@ -25,9 +26,11 @@ class ServiceObserver {
 
 class F2oboService final : public v1::F2obo::Service {
  public:
-  // `observer` may be null; both must outlive the service.
-  F2oboService(SessionManager* sessions, ServiceObserver* observer)
-      : sessions_(sessions), observer_(observer) {}
+  // `observer` and `auth` may be null (no auth: every caller may write);
+  // all must outlive the service.
+  F2oboService(SessionManager* sessions, ServiceObserver* observer,
+               const TokenAuthenticator* auth)
+      : sessions_(sessions), observer_(observer), auth_(auth) {}
 
   // Makes WatchMetrics streams end promptly (server shutdown).
   void BeginShutdown() { shutting_down_ = true; }
@@ -47,13 +50,19 @@ class F2oboService final : public v1::F2obo::Service {
                            v1::Decision*) override;
   grpc::Status WatchMetrics(grpc::ServerContext*, const v1::WatchMetricsRequest*,
                             grpc::ServerWriter<v1::StepMetrics>*) override;
+  grpc::Status ExportSession(grpc::ServerContext*, const v1::ExportSessionRequest*,
+                             v1::SessionExport*) override;
+  grpc::Status ImportSession(grpc::ServerContext*, const v1::ImportSessionRequest*,
+                             v1::SessionInfo*) override;
 
  private:
-  // Times `body`, maps its status, reports to the observer.
-  grpc::Status Handle(const char* method, const std::function<absl::Status()>& body);
+  // Authorizes, times `body`, maps its status, reports to the observer.
+  grpc::Status Handle(const char* method, const grpc::ServerContext* ctx, Access access,
+                      const std::function<absl::Status()>& body);
 
   SessionManager* const sessions_;
   ServiceObserver* const observer_;
+  const TokenAuthenticator* const auth_;
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -23,8 +23,8 @@ int DefaultExactEvery(int y_dim) { return y_dim <= 2000 ? 1 : 10; }
 
 }  // namespace
 
-SessionManager::SessionManager(Limits limits, MetricsPipeline* pipeline)
-    : limits_(limits), pipeline_(pipeline) {}
+SessionManager::SessionManager(Limits limits, MetricsPipeline* pipeline, SessionStore* store)
+    : limits_(limits), pipeline_(pipeline), store_(store) {}
 
 absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::Find(
     const std::string& id) const {
@@ -53,57 +53,74 @@ v1::SessionInfo SessionManager::Info(const Entry& e) {
   return info;
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
-  if (!req.session_id().empty() && !ValidId(req.session_id())) {
-    return absl::InvalidArgumentError(
-        "session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
-  }
-  absl::StatusOr<SessionConfig> config = ToSessionConfig(req.spec());
+absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
+    const v1::SessionSpec& spec) const {
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
   if (!config.ok()) return config.status();
-  const int64_t y_guess = static_cast<int64_t>(config->family.features + 1) *
+  // Bound the state before anything is allocated (an upper estimate of y).
+  const int64_t y_bound = static_cast<int64_t>(config->family.features + 1) *
                               std::max(config->family.classes, 1) +
                           config->family.y_dim;
-  if (y_guess > limits_.max_y_dim) {
+  if (y_bound > limits_.max_y_dim) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "spec.family: a session of about ", y_guess,
+        "spec.family: a session of about ", y_bound,
         " inner variables exceeds the per-session limit max_y_dim = ", limits_.max_y_dim));
   }
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
-  if (!session.ok()) return session.status();
-  const int y_dim = (*session)->family().y_dim();
-  int exact_every = DefaultExactEvery(y_dim);
-  if (req.spec().metrics().has_exact_every()) {
-    exact_every = req.spec().metrics().exact_every();
-    if (exact_every < 0) {
-      return absl::InvalidArgumentError("spec.metrics.exact_every: must be >= 0");
-    }
+  const AlgorithmOptions& o = config->options;
+  if (o.inner_steps > limits_.max_inner_iterations ||
+      o.max_inner_iterations > limits_.max_inner_iterations ||
+      (o.inner_schedule == InnerSchedule::kTheory &&
+       o.max_scheduled_inner_steps > limits_.max_inner_iterations)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.inner_steps / max_inner_iterations / max_scheduled_inner_steps: above the "
+        "server limit max_inner_iterations = ", limits_.max_inner_iterations));
   }
-  absl::StatusOr<std::unique_ptr<Family>> metrics_family = CreateFamily(config->family);
-  if (!metrics_family.ok()) return metrics_family.status();
+  if (spec.metrics().has_exact_every() && spec.metrics().exact_every() < 0) {
+    return absl::InvalidArgumentError("spec.metrics.exact_every: must be >= 0");
+  }
+  return config;
+}
 
-  auto entry = std::make_shared<Entry>();
-  entry->exact_every = exact_every;
-  entry->session = *std::move(session);
+absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
+                                                        bool generate_id, bool persisted) {
+  Session& session = *entry->session;
+  absl::StatusOr<std::unique_ptr<Family>> metrics_family =
+      CreateFamily(session.config().family);
+  if (!metrics_family.ok()) return metrics_family.status();
+  // The entry is locked while it becomes reachable and durable, so a step
+  // racing with its creation waits until the session exists on disk.
+  std::unique_lock<std::mutex> entry_lock(entry->mu);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (static_cast<int>(sessions_.size()) >= limits_.max_sessions) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "sessions: the server holds max_sessions = ", limits_.max_sessions));
     }
-    entry->id = req.session_id();
-    while (entry->id.empty() || sessions_.count(entry->id) > 0) {
-      if (!req.session_id().empty()) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("session '", req.session_id(), "' already exists"));
-      }
-      entry->id = absl::StrCat("s", next_generated_id_++);
+    if (generate_id) {
+      do {
+        entry->id = absl::StrCat("s", next_generated_id_++);
+      } while (sessions_.count(entry->id) > 0);
+    } else if (sessions_.count(entry->id) > 0) {
+      return absl::AlreadyExistsError(absl::StrCat("session '", entry->id, "' already exists"));
     }
     sessions_[entry->id] = entry;
+  }
+  if (store_ != nullptr && !persisted) {
+    const std::vector<v1::StepReply> replies(entry->replies.begin(), entry->replies.end());
+    absl::Status s = store_->PutSession(entry->id,
+                                        ToSessionSpec(session.config(), entry->exact_every),
+                                        SerializeState(session.state()), session.state().t,
+                                        replies);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      sessions_.erase(entry->id);
+      return s;
+    }
   }
   // The worker's accumulator writes into the session state under its lock.
   std::weak_ptr<Entry> weak = entry;
   entry->metrics = pipeline_->Open(
-      entry->id, *std::move(metrics_family), config->constraint,
+      entry->id, *std::move(metrics_family), session.config().constraint,
       [weak](const ExactMetrics& m) {
         RunningMetrics out;
         if (std::shared_ptr<Entry> e = weak.lock()) {
@@ -113,8 +130,94 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRe
         }
         return out;
       });
-  std::lock_guard<std::mutex> lock(entry->mu);
   return Info(*entry);
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
+  if (!req.session_id().empty() && !ValidId(req.session_id())) {
+    return absl::InvalidArgumentError(
+        "session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
+  }
+  absl::StatusOr<SessionConfig> config = CheckedConfig(req.spec());
+  if (!config.ok()) return config.status();
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
+  if (!session.ok()) return session.status();
+  auto entry = std::make_shared<Entry>();
+  entry->id = req.session_id();
+  entry->exact_every = req.spec().metrics().has_exact_every()
+                           ? req.spec().metrics().exact_every()
+                           : DefaultExactEvery((*session)->family().y_dim());
+  entry->session = *std::move(session);
+  return Install(std::move(entry), req.session_id().empty(), /*persisted=*/false);
+}
+
+absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
+  if (!e.ok()) return e.status();
+  std::lock_guard<std::mutex> lock((*e)->mu);
+  v1::SessionExport out;
+  out.set_session_id(id);
+  *out.mutable_spec() = ToSessionSpec((*e)->session->config(), (*e)->exact_every);
+  out.set_state(SerializeState((*e)->session->state()));
+  for (const v1::StepReply& r : (*e)->replies) *out.add_replies() = r;
+  return out;
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req) {
+  const v1::SessionExport& ex = req.session();
+  const std::string id = req.session_id().empty() ? ex.session_id() : req.session_id();
+  if (!ValidId(id)) {
+    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64}");
+  }
+  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
+  if (!config.ok()) return config.status();
+  absl::StatusOr<SessionState> state = DeserializeState(ex.state());
+  if (!state.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("session.state: ", state.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Restore(*config, *std::move(state));
+  if (!session.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->id = id;
+  entry->exact_every = ex.spec().metrics().exact_every();
+  entry->session = *std::move(session);
+  for (v1::StepReply r : ex.replies()) {
+    r.set_session_id(id);
+    entry->replies.push_back(std::move(r));
+  }
+  return Install(std::move(entry), /*generate_id=*/false, /*persisted=*/false);
+}
+
+absl::StatusOr<std::vector<std::string>> SessionManager::Recover() {
+  if (store_ == nullptr) return std::vector<std::string>{};
+  absl::StatusOr<LoadedStore> loaded = store_->LoadAll();
+  if (!loaded.ok()) return loaded.status();
+  std::vector<std::string> problems = loaded->damaged;
+  for (StoredSession& stored : loaded->sessions) {
+    absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec);
+    absl::StatusOr<SessionState> state =
+        config.ok() ? DeserializeState(stored.state) : config.status();
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        state.ok() ? Session::Restore(*config, *std::move(state)) : state.status();
+    if (!session.ok()) {
+      problems.push_back(
+          absl::StrCat("session '", stored.id, "': ", session.status().message()));
+      continue;
+    }
+    auto entry = std::make_shared<Entry>();
+    entry->id = stored.id;
+    entry->exact_every = stored.spec.metrics().exact_every();
+    entry->session = *std::move(session);
+    for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
+    absl::StatusOr<v1::SessionInfo> info =
+        Install(std::move(entry), /*generate_id=*/false, /*persisted=*/true);
+    if (!info.ok()) {
+      problems.push_back(absl::StrCat("session '", stored.id, "': ", info.status().message()));
+    }
+  }
+  return problems;
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Get(const std::string& id) const {
@@ -146,8 +249,16 @@ absl::Status SessionManager::Delete(const std::string& id) {
     if (it == sessions_.end()) {
       return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     }
-    e = std::move(it->second);
-    sessions_.erase(it);
+    e = it->second;
+  }
+  // Serialize with the session's steps; gone from disk before from memory.
+  std::lock_guard<std::mutex> entry_lock(e->mu);
+  if (store_ != nullptr) {
+    if (absl::Status s = store_->DeleteSession(id); !s.ok()) return s;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions_.erase(id);
   }
   e->metrics->Close();
   return absl::OkStatus();
@@ -228,17 +339,30 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
   job.input.x = s.state().x;
   job.input.y = s.state().y;
   job.input.gamma = s.config().options.gamma;
-  absl::StatusOr<StepReport> report = s.Step(*data);
+  absl::StatusOr<StepReport> report = s.Prepare(*data);
   if (!report.ok()) return report.status();
 
   v1::StepReply reply;
   reply.set_session_id(e.id);
   reply.set_t(req.t());
-  ToRepeated(s.state().x, reply.mutable_x());
+  ToRepeated(s.pending_state().x, reply.mutable_x());
   ToProto(*report, reply.mutable_report());
   if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
     *reply.mutable_latest_exact() = *std::move(latest);
   }
+  // Acknowledged only once durable: the new state becomes current after
+  // the store has it (group-committed with other sessions' steps).
+  if (store_ != nullptr) {
+    absl::Status durable = store_->CommitStep(e.id, req.t() + 1, SerializeState(s.pending_state()),
+                                              reply, limits_.reply_cache);
+    if (!durable.ok()) {
+      s.Abort();
+      return absl::UnavailableError(absl::StrCat(
+          "step ", req.t(), " not applied: could not make it durable (", durable.message(),
+          "); session state unchanged, retry the step"));
+    }
+  }
+  s.Commit();
   e.replies.push_back(reply);
   while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
 

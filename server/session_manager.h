@@ -19,6 +19,7 @@
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "server/metrics_pipeline.h"
+#include "server/store/session_store.h"
 
 namespace f2obo::server {
 
@@ -29,13 +30,21 @@ struct Limits {
   int64_t max_batch_nnz = 50000000;
   int64_t max_y_dim = 50000000;  // per-session state size guard (doubles)
   int reply_cache = 16;          // replies kept per session for retries
+  int max_inner_iterations = 100000;  // per inner loop of one round
 };
 
 class SessionManager {
  public:
-  SessionManager(Limits limits, MetricsPipeline* pipeline);
+  // `store` may be null (in-memory sessions).  Both must outlive this.
+  SessionManager(Limits limits, MetricsPipeline* pipeline, SessionStore* store);
+
+  // Loads every stored session, each resuming at its last acknowledged
+  // step.  Returns one message per session that could not be loaded.
+  absl::StatusOr<std::vector<std::string>> Recover();
 
   absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request);
+  absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
+  absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request);
   absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
   std::vector<v1::SessionInfo> List() const;
   absl::Status Delete(const std::string& id);
@@ -59,6 +68,12 @@ class SessionManager {
   };
 
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
+  // Validates `spec` against the limits and builds its session config.
+  absl::StatusOr<SessionConfig> CheckedConfig(const v1::SessionSpec& spec) const;
+  // Makes `entry` (session set, id possibly empty) reachable: assigns an id
+  // if needed, persists it (unless `persisted`) and opens its metrics.
+  absl::StatusOr<v1::SessionInfo> Install(std::shared_ptr<Entry> entry, bool generate_id,
+                                          bool persisted);
   absl::Status CheckLimits(const v1::Batch& batch, const char* what) const;
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu
   // For t != next_t: the cached reply of t (marked replayed) or
@@ -67,6 +82,7 @@ class SessionManager {
 
   const Limits limits_;
   MetricsPipeline* const pipeline_;
+  SessionStore* const store_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> sessions_;  // guarded by mu_
   uint64_t next_generated_id_ = 1;                          // guarded by mu_

@@ -10,7 +10,7 @@ trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 protoc -I "$proto_dir" --python_out="$work" --grpc_out="$work" \
   --plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" "$proto_dir/f2obo/v1/f2obo.proto"
 mkfifo "$work/banner"
-"$server" --listen=127.0.0.1:0 --metrics_listen= > "$work/banner" &
+"$server" --listen=127.0.0.1:0 --metrics_listen= --data_dir="$work/data" > "$work/banner" &
 pid=$!
 read -r line < "$work/banner"
 port="$(echo "$line" | sed -E 's/.*listening on [^ ]+:([0-9]+),.*/\1/')"

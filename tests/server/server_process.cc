@@ -8,16 +8,26 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 
 namespace f2obo::testing {
 
-ServerProcess::ServerProcess(std::vector<std::string> extra_flags) {
+std::string MakeTempDir() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string templ = std::string(base != nullptr ? base : "/tmp") + "/f2obo-test-XXXXXX";
+  return mkdtemp(templ.data()) != nullptr ? templ : "";
+}
+
+ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string data_dir)
+    : data_dir_(data_dir.empty() ? MakeTempDir() : data_dir),
+      owns_data_dir_(data_dir.empty()) {
   int out[2];
   if (pipe(out) != 0) return;
   std::vector<std::string> args = {F2OBO_SERVER_PATH, "--listen=127.0.0.1:0",
-                                   "--metrics_listen=127.0.0.1:0"};
+                                   "--metrics_listen=127.0.0.1:0", "--data_dir=" + data_dir_};
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
   pid_ = fork();
   if (pid_ == 0) {
@@ -45,6 +55,8 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_flags) {
 
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Stop(SIGKILL);
+  std::error_code ignored;
+  if (owns_data_dir_) std::filesystem::remove_all(data_dir_, ignored);
 }
 
 int ServerProcess::Stop(int signal) {

@@ -14,15 +14,18 @@ namespace f2obo::testing {
 class ServerProcess {
  public:
   // Starts F2OBO_SERVER_PATH with --listen=127.0.0.1:0
-  // --metrics_listen=127.0.0.1:0 plus `extra_flags`.
-  explicit ServerProcess(std::vector<std::string> extra_flags = {});
-  ~ServerProcess();  // SIGKILLs a still-running server
+  // --metrics_listen=127.0.0.1:0 --data_dir=<data_dir> plus `extra_flags`.
+  // An empty `data_dir` makes a fresh temporary directory.
+  explicit ServerProcess(std::vector<std::string> extra_flags = {}, std::string data_dir = "");
+  // SIGKILLs a still-running server; removes a data directory it made.
+  ~ServerProcess();
 
   bool started() const { return grpc_port_ > 0; }
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
   const std::string& banner() const { return banner_; }
+  const std::string& data_dir() const { return data_dir_; }
 
   // Sends `signal` and waits; returns the exit code (128 + signal if killed).
   int Stop(int signal);
@@ -32,7 +35,12 @@ class ServerProcess {
   int grpc_port_ = 0;
   int metrics_port_ = 0;
   std::string banner_;
+  std::string data_dir_;
+  bool owns_data_dir_ = false;  // made here: removed by the destructor
 };
+
+// A new empty directory under the test's temporary directory.
+std::string MakeTempDir();
 
 // GET http://127.0.0.1:port/path; returns the raw HTTP response.
 std::string HttpGet(int port, const std::string& path);

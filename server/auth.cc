@@ -1,0 +1,84 @@
+#include "server/auth.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace f2obo::server {
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  // Walk the longer length; fold the length difference into the result.
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromFile(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--token_file: cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return FromText(text.str(), path);
+}
+
+absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromText(
+    const std::string& text, const std::string& source) {
+  auto auth = std::make_unique<TokenAuthenticator>();
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    line = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const std::vector<absl::string_view> parts =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (parts.size() != 2 || (parts[0] != "read" && parts[0] != "write") ||
+        parts[1].size() < 16) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":", line_no, ": want '<read|write> <token of at least 16 characters>'"));
+    }
+    auth->tokens_.push_back(
+        Token{parts[0] == "write" ? Access::kWrite : Access::kRead, std::string(parts[1])});
+  }
+  if (auth->tokens_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": no tokens"));
+  }
+  return auth;
+}
+
+absl::Status TokenAuthenticator::Check(const grpc::ServerContext& context,
+                                       Access needed) const {
+  const auto& md = context.client_metadata();
+  const auto it = md.find("authorization");
+  if (it == md.end()) {
+    return absl::UnauthenticatedError("missing 'authorization: Bearer <token>' metadata");
+  }
+  const std::string value(it->second.data(), it->second.size());
+  const std::string kPrefix = "Bearer ";
+  if (value.size() <= kPrefix.size() || value.compare(0, kPrefix.size(), kPrefix) != 0) {
+    return absl::UnauthenticatedError("authorization metadata must be 'Bearer <token>'");
+  }
+  return CheckToken(value.substr(kPrefix.size()), needed);
+}
+
+absl::Status TokenAuthenticator::CheckToken(const std::string& presented, Access needed) const {
+  bool found = false, allowed = false;
+  for (const Token& t : tokens_) {  // every token is compared, match or not
+    const bool eq = ConstantTimeEquals(presented, t.secret);
+    found |= eq;
+    allowed |= eq && (t.role == Access::kWrite || needed == Access::kRead);
+  }
+  if (!found) return absl::UnauthenticatedError("unknown token");
+  if (!allowed) return absl::PermissionDeniedError("this token may only read");
+  return absl::OkStatus();
+}
+
+}  // namespace f2obo::server

@@ -1,0 +1,48 @@
+// Bearer-token authorization.  Tokens come from a file, one per line:
+//     <role> <token>        role: "read" or "write"; '#' starts a comment
+// A read token may call GetDecision, GetSession, ListSessions and
+// WatchMetrics; a write token may call everything.  Clients send
+// "authorization: Bearer <token>" metadata.  Tokens are compared in
+// constant time (no early exit on the first differing byte or token).
+#ifndef F2OBO_SERVER_AUTH_H_
+#define F2OBO_SERVER_AUTH_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/server_context.h>
+
+#include "absl/status/statusor.h"
+
+namespace f2obo::server {
+
+enum class Access { kRead, kWrite };
+
+class TokenAuthenticator {
+ public:
+  static absl::StatusOr<std::unique_ptr<TokenAuthenticator>> FromFile(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<TokenAuthenticator>> FromText(const std::string& text,
+                                                                      const std::string& source);
+
+  // OK, UNAUTHENTICATED (no or unknown token) or PERMISSION_DENIED (a read
+  // token on a write method).
+  absl::Status Check(const grpc::ServerContext& context, Access needed) const;
+  absl::Status CheckToken(const std::string& presented, Access needed) const;
+
+  size_t size() const { return tokens_.size(); }
+
+ private:
+  struct Token {
+    Access role;
+    std::string secret;
+  };
+  std::vector<Token> tokens_;
+};
+
+// Equal contents, in time independent of where (or whether) they differ.
+bool ConstantTimeEquals(const std::string& a, const std::string& b);
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_AUTH_H_

@@ -1,0 +1,98 @@
+// Durable storage of sessions in an embedded SQLite database.
+//
+// What is stored: each session's spec (as given, defaults filled in), its
+// state after the last acknowledged step (core/state.h encoding, with its
+// own checksum) and its last replies (to answer a retry after a restart).
+// Not stored: the previous step's batches; after a restart the first
+// step's drift metrics say so instead.
+//
+// Durability policies:
+//  * kSync: CommitStep returns only once the write is durable (WAL,
+//    synchronous=FULL).  A single writer thread batches the writes pending
+//    from all sessions into one transaction (group commit), so concurrent
+//    streams share fsyncs instead of queueing for one each.
+//  * kNone: the same writes, without fsync and without waiting for them
+//    (benchmarks; a crash may lose recent steps).
+//
+// Thread-safety: thread-safe.
+#ifndef F2OBO_SERVER_STORE_SESSION_STORE_H_
+#define F2OBO_SERVER_STORE_SESSION_STORE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "f2obo/v1/f2obo.pb.h"
+
+struct sqlite3;
+
+namespace f2obo::server {
+
+enum class Durability { kSync, kNone };
+
+struct StoredSession {
+  std::string id;
+  v1::SessionSpec spec;
+  std::string state;                  // SerializeState bytes
+  std::vector<v1::StepReply> replies;  // oldest first
+};
+
+struct LoadedStore {
+  std::vector<StoredSession> sessions;
+  std::vector<std::string> damaged;  // one message per session not loaded
+};
+
+class SessionStore {
+ public:
+  // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.
+  static absl::StatusOr<std::unique_ptr<SessionStore>> Open(const std::string& dir,
+                                                            Durability durability);
+  ~SessionStore();
+
+  // Every session in the store.  A session whose rows are unreadable or
+  // whose state fails its checksum is listed in `damaged`, not loaded.
+  absl::StatusOr<LoadedStore> LoadAll();
+
+  // Durable (whatever the policy) before returning.  `t` is the state's
+  // next step index (1 for a new session, more for an import).
+  absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec,
+                          const std::string& state, int64_t t,
+                          const std::vector<v1::StepReply>& replies = {});
+  absl::Status DeleteSession(const std::string& id);
+
+  // Records an acknowledged step: the session's state after it and its
+  // reply; keeps the newest `keep_replies` replies.  Under kSync, returns
+  // once durable.
+  absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
+                          const v1::StepReply& reply, int keep_replies);
+
+  Durability durability() const { return durability_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Write;
+  SessionStore(sqlite3* db, std::string path, Durability durability);
+  void WriterLoop();
+  absl::Status Submit(std::shared_ptr<Write> w, bool wait);
+  absl::Status Apply(const Write& w);
+  absl::Status Exec(const char* sql);
+
+  sqlite3* db_;
+  const std::string path_;
+  const Durability durability_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Write>> queue_;  // guarded by mu_
+  bool stopping_ = false;                     // guarded by mu_
+  std::thread writer_;
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_STORE_SESSION_STORE_H_
