@@ -17,12 +17,24 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options_.max_message_bytes);
   args.SetMaxSendMessageSize(options_.max_message_bytes);
-  channel_ = grpc::CreateCustomChannel(options_.target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (options_.tls || !options_.root_certs.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.root_certs;
+    ssl.pem_cert_chain = options_.cert_chain;
+    ssl.pem_private_key = options_.private_key;
+    creds = grpc::SslCredentials(ssl);
+    if (!options_.tls_target_name.empty()) {
+      args.SetSslTargetNameOverride(options_.tls_target_name);
+    }
+  }
+  channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   stub_ = v1::F2obo::NewStub(channel_);
 }
 
 std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
+  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
   ctx->set_deadline(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(
                         static_cast<int64_t>(options_.rpc_timeout_seconds * 1000)));

@@ -23,6 +23,16 @@ struct ClientOptions {
   double initial_backoff_seconds = 0.05;
   double rpc_timeout_seconds = 120;  // per attempt
   int max_message_bytes = 64 << 20;
+  // Sent as "authorization: Bearer <token>" on every call when set.
+  std::string token = "";
+  // TLS: PEM contents.  Setting root_certs (or tls = true to use the
+  // system roots) switches the channel to TLS; cert_chain + private_key
+  // present a client certificate (mTLS).
+  bool tls = false;
+  std::string root_certs = "";
+  std::string cert_chain = "";
+  std::string private_key = "";
+  std::string tls_target_name = "";  // override the name checked in the server cert
 };
 
 absl::Status FromGrpc(const grpc::Status& status);

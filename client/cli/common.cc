@@ -1,0 +1,75 @@
+// Global and shared flags of f2obo-cli, error reporting and output helpers.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "client/cli/cli.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+          "Address host:port of the f2obo server (every subcommand)");
+ABSL_FLAG(double, timeout, 30.0,
+          "Deadline in seconds of each unary RPC (streams have none)");
+ABSL_FLAG(int, max_attempts, 6,
+          "Attempts per unary Step (--mode=unary) and consecutive reconnects of a "
+          "broken Steps stream, with exponential backoff");
+ABSL_FLAG(bool, verbose, false,
+          "More output: the filled-in session spec after create, the dataset and step range "
+          "of stream");
+ABSL_FLAG(std::string, session, "", "Session id to act on");
+ABSL_FLAG(std::optional<int>, steps, std::nullopt,
+          "Number of steps to send, starting at the session's next_t (default: 400 for "
+          "stream, 200 for loadgen)");
+ABSL_FLAG(std::optional<int64_t>, until, std::nullopt,
+          "stream: last step index to send (overrides --steps; re-running the same "
+          "command resumes an interrupted stream).  metrics: stop after this step");
+ABSL_FLAG(int, rows_per_step, 512,
+          "Rows per step, split into the upper (validation) and inner (training) batches");
+
+namespace f2obo::cli {
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "f2obo-cli: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+int RpcError(const std::string& what, const absl::Status& status) {
+  std::fprintf(stderr, "f2obo-cli: %s: %s: %s\n", what.c_str(),
+               absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return kExitRpc;
+}
+
+client::ClientOptions ClientOptionsFromFlags() {
+  client::ClientOptions o;
+  o.target = absl::GetFlag(FLAGS_server);
+  o.rpc_timeout_seconds = std::max(0.001, absl::GetFlag(FLAGS_timeout));
+  o.max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
+  return o;
+}
+
+std::string Num(double v, int precision) { return absl::StrFormat("%.*g", precision, v); }
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+const std::vector<std::string>& GlobalFlagNames() {
+  static const auto* names =
+      new std::vector<std::string>{"server", "timeout", "max_attempts", "verbose"};
+  return *names;
+}
+
+}  // namespace f2obo::cli

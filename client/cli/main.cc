@@ -1,0 +1,265 @@
+// f2obo-cli: command-line client of the f2obo service.
+//
+//   f2obo-cli <command> [--flag=value ...]
+//
+// Flags are Abseil flags, parsed here per subcommand: a flag that does not
+// apply to the subcommand, an unknown flag or a bad value is a usage error
+// (exit 2).  `f2obo-cli help [command]` and `<command> --help` describe the
+// flags of a subcommand.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/cli/cli.h"
+
+namespace f2obo::cli {
+namespace {
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::string details;
+  std::vector<std::string> flags;  // besides the global ones
+  int (*run)();
+};
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const std::vector<Command>& Commands() {
+  static const auto* commands = new std::vector<Command>{
+      {"create", "Create a session; prints its id",
+       "Option flags left unset take the algorithm's defaults (--verbose prints the "
+       "filled-in spec).  --dataset infers --features and --classes.",
+       Concat(SpecFlagNames(), {"dataset"}), RunCreate},
+      {"stream", "Replay a dataset as a drifting stream into a session",
+       "Sends steps next_t .. next_t + steps - 1 (or .. --until) of the drifting stream, "
+       "starting from the session's next_t, so re-running resumes an interrupted stream.  "
+       "--create creates the session first from the spec flags.",
+       Concat({"session", "data", "steps", "until", "rows_per_step", "upper_fraction",
+               "imbalance", "phase_steps", "label_noise", "noise_in_upper", "mode",
+               "print_every", "create"},
+              SpecFlagNames()),
+       RunStream},
+      {"decision", "Print a session's current decision (t, lambda, x)", "",
+       {"session", "all", "show"}, RunDecision},
+      {"sessions", "List sessions as a table", "", {}, RunSessions},
+      {"delete", "Delete a session", "", {"session"}, RunDelete},
+      {"metrics", "Write a session's per-step metrics as CSV",
+       "Columns: t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,"
+       "upper_loss_before,accuracy_before,round_seconds,regret_term,blreg,"
+       "hypergradient_error,value,variation,drift,exact_skipped_reason (empty when absent).",
+       {"session", "out", "follow", "after", "until"}, RunMetrics},
+      {"health", "Exit 0 iff the server's health service reports SERVING", "", {}, RunHealth},
+      {"loadgen", "Load generator: concurrent synthetic streams, throughput and latency",
+       "Creates --sessions sessions, streams --steps synthetic steps into each (one Steps "
+       "stream per session), prints steps/s and p50/p95/p99 step latency, then deletes "
+       "the sessions.  --features and --classes default to 784 and 10.",
+       Concat({"sessions", "steps", "rows_per_step", "threads", "max_seconds"},
+              SpecFlagNames()),
+       RunLoadgen},
+  };
+  return *commands;
+}
+
+const Command* Find(const std::string& name) {
+  for (const Command& c : Commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+// Wraps `text` at 78 columns with `indent` spaces before every line.
+std::string Wrap(const std::string& text, int indent) {
+  std::string out, line;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!line.empty() && line.size() + word.size() + 1 + indent > 78) {
+      absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+      line.clear();
+    }
+    absl::StrAppend(&line, line.empty() ? "" : " ", word);
+  }
+  if (!line.empty()) absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+  return out;
+}
+
+void PrintFlags(FILE* out, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;
+    std::string def = flag->DefaultValue();
+    if (flag->IsOfType<std::string>()) def = absl::StrCat("\"", def, "\"");
+    if (def.empty()) def = "unset";
+    std::fprintf(out, "  --%s (default: %s)\n%s", name.c_str(), def.c_str(),
+                 Wrap(flag->Help(), 6).c_str());
+  }
+}
+
+void PrintOverview(FILE* out) {
+  std::fprintf(out,
+               "f2obo-cli: command-line client of the f2obo online bilevel optimization "
+               "service.\n\nUsage: f2obo-cli <command> [--flag=value ...]\n\nCommands:\n");
+  for (const Command& c : Commands()) {
+    std::fprintf(out, "  %-9s %s\n", c.name.c_str(), c.summary.c_str());
+  }
+  std::fprintf(out, "  %-9s %s\n", "help", "This list, or 'help <command>' for its flags");
+  std::fprintf(out, "\nGlobal flags (every command):\n");
+  PrintFlags(out, GlobalFlagNames());
+  std::fprintf(out,
+               "\nExit codes: 0 ok, 1 RPC error, 2 usage error.  "
+               "'f2obo-cli <command> --help' lists a command's flags.\n");
+}
+
+void PrintCommandHelp(FILE* out, const Command& c) {
+  std::fprintf(out, "Usage: f2obo-cli %s [--flag=value ...]\n\n%s\n", c.name.c_str(),
+               Wrap(c.summary + ". " + c.details, 0).c_str());
+  if (!c.flags.empty()) {
+    std::fprintf(out, "Flags:\n");
+    PrintFlags(out, c.flags);
+    std::fprintf(out, "\n");
+  }
+  std::fprintf(out, "Global flags:\n");
+  PrintFlags(out, GlobalFlagNames());
+}
+
+bool IsBool(const absl::CommandLineFlag& f) {
+  return f.IsOfType<bool>() || f.IsOfType<std::optional<bool>>();
+}
+
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::pair<absl::CommandLineFlag*, std::string>> values;
+  std::vector<std::string> errors;  // reported unless help was asked for
+  bool help = false, helpfull = false;
+};
+
+Args Split(int argc, char** argv) {
+  Args a;
+  bool flags_done = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (flags_done || arg.size() < 2 || arg[0] != '-') {
+      a.positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    arg = arg.substr(arg[1] == '-' ? 2 : 1);
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    std::optional<std::string> value;
+    if (eq != std::string::npos) value = arg.substr(eq + 1);
+    if (name == "help" || name == "h" || name == "helpfull") {
+      (name == "helpfull" ? a.helpfull : a.help) = true;
+      continue;
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && absl::StartsWith(name, "no") && !value) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      if (flag != nullptr && IsBool(*flag)) {
+        a.values.emplace_back(flag, "false");
+        continue;
+      }
+      flag = nullptr;
+    }
+    if (flag == nullptr) {
+      a.errors.push_back(absl::StrCat("unknown flag --", name));
+      continue;
+    }
+    if (!value) {
+      if (IsBool(*flag)) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        a.errors.push_back(absl::StrCat("flag --", name, " needs a value"));
+        continue;
+      }
+    }
+    a.values.emplace_back(flag, *value);
+  }
+  return a;
+}
+
+int Main(int argc, char** argv) {
+  Args args = Split(argc, argv);
+  const std::string name = args.positional.empty() ? "" : args.positional[0];
+  if (args.helpfull) {
+    PrintOverview(stdout);
+    for (const Command& c : Commands()) {
+      std::printf("\n---- %s\n", c.name.c_str());
+      PrintCommandHelp(stdout, c);
+    }
+    return kExitOk;
+  }
+  if (name == "help" || (args.help && name.empty())) {
+    const std::string topic = args.positional.size() > 1 ? args.positional[1] : "";
+    if (topic.empty()) {
+      PrintOverview(stdout);
+      return kExitOk;
+    }
+    const Command* c = Find(topic);
+    if (c == nullptr) return UsageError(absl::StrCat("unknown command '", topic, "'"));
+    PrintCommandHelp(stdout, *c);
+    return kExitOk;
+  }
+  if (name.empty()) {
+    PrintOverview(stderr);
+    return UsageError("no command given");
+  }
+  const Command* command = Find(name);
+  if (command == nullptr) {
+    return UsageError(absl::StrCat("unknown command '", name, "' (see 'f2obo-cli help')"));
+  }
+  if (args.help) {
+    PrintCommandHelp(stdout, *command);
+    return kExitOk;
+  }
+  if (!args.errors.empty()) {
+    return UsageError(absl::StrCat(args.errors.front(), " (see 'f2obo-cli help ", name, "')"));
+  }
+  if (args.positional.size() > 1) {
+    return UsageError(absl::StrCat("unexpected argument '", args.positional[1], "'"));
+  }
+  for (auto& [flag, value] : args.values) {
+    const std::string flag_name(flag->Name());
+    const auto& global = GlobalFlagNames();
+    if (std::find(global.begin(), global.end(), flag_name) == global.end() &&
+        std::find(command->flags.begin(), command->flags.end(), flag_name) ==
+            command->flags.end()) {
+      return UsageError(absl::StrCat("flag --", flag_name, " does not apply to '", name,
+                                     "' (see 'f2obo-cli help ", name, "')"));
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return UsageError(absl::StrCat("--", flag_name, ": ", error));
+    }
+  }
+  return command->run();
+}
+
+}  // namespace
+}  // namespace f2obo::cli
+
+int main(int argc, char** argv) {
+  try {
+    return f2obo::cli::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "f2obo-cli: %s\n", e.what());
+    return f2obo::cli::kExitRpc;
+  }
+}

@@ -1,0 +1,118 @@
+// `metrics`: WatchMetrics of one session as CSV, one row per step in step
+// order.  Without --follow it stops at the session's last applied step
+// (GetSession's next_t - 1, or --until); with --follow it keeps writing
+// rows as steps are applied until the session is deleted (or --until).
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "client/cli/cli.h"
+
+ABSL_FLAG(std::string, out, "", "metrics: CSV file to write ('' = stdout)");
+ABSL_FLAG(bool, follow, false,
+          "metrics: keep watching live steps until the session is deleted (or --until)");
+ABSL_FLAG(int64_t, after, 0,
+          "metrics: only steps with t > after (0 = from the oldest step the server still "
+          "buffers, the last 1024)");
+
+namespace f2obo::cli {
+namespace {
+
+constexpr char kHeader[] =
+    "t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,upper_loss_before,"
+    "accuracy_before,round_seconds,regret_term,blreg,hypergradient_error,value,variation,"
+    "drift,exact_skipped_reason";
+
+std::string G(double v) { return absl::StrFormat("%.10g", v); }
+
+std::string CsvQuote(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
+}
+
+std::string Row(const v1::StepMetrics& m) {
+  const v1::RoundReport& r = m.report();
+  std::string row = absl::StrCat(
+      m.t(), ",", G(r.lambda()), ",", r.z_iterations(), ",", r.y_iterations(), ",",
+      r.cap_hit() ? 1 : 0, ",", G(r.residual_z()), ",", G(r.residual_y()), ",",
+      G(r.upper_loss_before()), ",", r.has_accuracy_before() ? G(r.accuracy_before()) : "", ",",
+      G(r.round_seconds()), ",");
+  if (m.has_exact()) {
+    const v1::ExactMetrics& e = m.exact();
+    absl::StrAppend(&row, G(e.regret_term()), ",", G(e.running().blreg()), ",",
+                    G(e.hypergradient_error()), ",", G(e.value()), ",",
+                    e.has_variation() ? G(e.variation()) : "", ",",
+                    e.has_drift() ? G(e.drift()) : "", ",");
+  } else {
+    absl::StrAppend(&row, ",,,,,,");
+  }
+  absl::StrAppend(&row, CsvQuote(m.exact_skipped_reason()));
+  return row;
+}
+
+}  // namespace
+
+int RunMetrics() {
+  const std::string id = absl::GetFlag(FLAGS_session);
+  if (id.empty()) return UsageError("--session is required");
+  const int64_t after = absl::GetFlag(FLAGS_after);
+  if (after < 0) return UsageError("--after: must be >= 0");
+  const bool follow = absl::GetFlag(FLAGS_follow);
+  client::Client c(ClientOptionsFromFlags());
+
+  // The last step to wait for; -1: none (follow until the stream ends).
+  int64_t last = -1;
+  if (const std::optional<int64_t> until = absl::GetFlag(FLAGS_until)) {
+    last = *until;
+  } else if (!follow) {
+    absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
+    if (!info.ok()) return RpcError("metrics", info.status());
+    last = info->next_t() - 1;
+  }
+
+  const std::string path = absl::GetFlag(FLAGS_out);
+  FILE* out = path.empty() ? stdout : std::fopen(path.c_str(), "w");
+  if (out == nullptr) return UsageError(absl::StrCat("--out: cannot write '", path, "'"));
+  std::fprintf(out, "%s\n", kHeader);
+  int64_t rows = 0;
+  absl::Status status;
+  if (last < 0 || last > after) {
+    grpc::ClientContext ctx;  // no deadline: steps may still be in flight
+    v1::WatchMetricsRequest req;
+    req.set_session_id(id);
+    req.set_after_t(after);
+    auto reader = c.stub().WatchMetrics(&ctx, req);
+    v1::StepMetrics m;
+    bool reached = false;
+    while (reader->Read(&m)) {
+      std::fprintf(out, "%s\n", Row(m).c_str());
+      ++rows;
+      if (follow) std::fflush(out);
+      if (last >= 0 && m.t() >= last) {
+        reached = true;
+        ctx.TryCancel();
+        break;
+      }
+    }
+    status = client::FromGrpc(reader->Finish());
+    if (reached) status = absl::OkStatus();
+    // With --follow, the stream ends normally when the session is deleted.
+    if (follow && status.code() == absl::StatusCode::kNotFound &&
+        absl::StrContains(status.message(), "was deleted")) {
+      status = absl::OkStatus();
+    }
+  }
+  const bool write_ok = std::fflush(out) == 0 && (out == stdout || std::fclose(out) == 0);
+  if (!status.ok()) return RpcError("metrics", status);
+  if (!write_ok) return UsageError(absl::StrCat("--out: error writing '", path, "'"));
+  if (!path.empty()) {
+    std::printf("wrote %lld rows to %s\n", static_cast<long long>(rows), path.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace f2obo::cli

@@ -1,0 +1,114 @@
+// Session management subcommands: create, sessions, decision, delete, health.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli/cli.h"
+#include "client/data/dataset.h"
+#include "google/protobuf/text_format.h"
+
+ABSL_FLAG(std::string, dataset, "",
+          "create: read this dataset (same forms as stream --data) to infer --features and "
+          "--classes");
+ABSL_FLAG(bool, all, false, "decision: print every entry of x (full precision)");
+ABSL_FLAG(int, show, 10, "decision: number of leading entries of x to print");
+
+namespace f2obo::cli {
+
+namespace {
+
+std::string SpecText(const v1::SessionSpec& spec) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(spec, &text);
+  return text;
+}
+
+std::string SessionIdFlag(int* exit_code) {
+  const std::string id = absl::GetFlag(FLAGS_session);
+  if (id.empty()) *exit_code = UsageError("--session is required");
+  return id;
+}
+
+}  // namespace
+
+int RunCreate() {
+  std::optional<int> features, classes;
+  if (const std::string path = absl::GetFlag(FLAGS_dataset); !path.empty()) {
+    absl::StatusOr<data::Dataset> ds = data::ReadDataset(path);
+    if (!ds.ok()) return UsageError(absl::StrCat("--dataset: ", ds.status().message()));
+    features = ds->features();
+    if (ds->classes > 0) classes = ds->classes;
+  }
+  absl::StatusOr<v1::CreateSessionRequest> req = CreateRequestFromFlags(features, classes);
+  if (!req.ok()) return UsageError(std::string(req.status().message()));
+  client::Client c(ClientOptionsFromFlags());
+  absl::StatusOr<v1::SessionInfo> info = c.CreateSession(*req);
+  if (!info.ok()) return RpcError("create", info.status());
+  std::printf("%s\n", info->session_id().c_str());
+  if (absl::GetFlag(FLAGS_verbose)) {
+    std::printf("x_dim: %d\ny_dim: %d\nnext_t: %lld\nlambda: %s\n%s", info->x_dim(),
+                info->y_dim(), static_cast<long long>(info->next_t()),
+                Num(info->lambda()).c_str(), SpecText(info->spec()).c_str());
+  }
+  return kExitOk;
+}
+
+int RunSessions() {
+  client::Client c(ClientOptionsFromFlags());
+  absl::StatusOr<v1::ListSessionsResponse> list = c.ListSessions();
+  if (!list.ok()) return RpcError("sessions", list.status());
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "ALGORITHM", "FAMILY", "NEXT_T", "BLREG", "LAMBDA", "ROWS"}};
+  for (const v1::SessionInfo& s : list->sessions()) {
+    rows.push_back({s.session_id(), s.spec().algorithm(), s.spec().family().name(),
+                    absl::StrCat(s.next_t()),
+                    s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
+                    Num(s.lambda(), 4), absl::StrCat(s.rows_processed())});
+  }
+  PrintTable(rows);
+  return kExitOk;
+}
+
+int RunDecision() {
+  int code = kExitOk;
+  const std::string id = SessionIdFlag(&code);
+  if (code != kExitOk) return code;
+  if (absl::GetFlag(FLAGS_show) < 0) return UsageError("--show: must be >= 0");
+  client::Client c(ClientOptionsFromFlags());
+  absl::StatusOr<v1::Decision> d = c.GetDecision(id);
+  if (!d.ok()) return RpcError("decision", d.status());
+  const bool all = absl::GetFlag(FLAGS_all);
+  const int n = all ? d->x_size() : std::min(d->x_size(), absl::GetFlag(FLAGS_show));
+  std::string x;
+  for (int i = 0; i < n; ++i) {
+    absl::StrAppend(&x, i > 0 ? " " : "",
+                    all ? absl::StrFormat("%.17g", d->x(i)) : Num(d->x(i)));
+  }
+  std::printf("session: %s\nt: %lld\nlambda: %s\nx_dim: %d\nx: %s%s\n", d->session_id().c_str(),
+              static_cast<long long>(d->t()), Num(d->lambda(), 17).c_str(), d->x_size(),
+              x.c_str(), n < d->x_size() ? " ..." : "");
+  return kExitOk;
+}
+
+int RunDelete() {
+  int code = kExitOk;
+  const std::string id = SessionIdFlag(&code);
+  if (code != kExitOk) return code;
+  client::Client c(ClientOptionsFromFlags());
+  if (absl::Status s = c.DeleteSession(id); !s.ok()) return RpcError("delete", s);
+  std::printf("deleted %s\n", id.c_str());
+  return kExitOk;
+}
+
+int RunHealth() {
+  client::Client c(ClientOptionsFromFlags());
+  absl::StatusOr<bool> serving = c.Healthy();
+  if (!serving.ok()) return RpcError("health", serving.status());
+  std::printf("%s\n", *serving ? "SERVING" : "NOT_SERVING");
+  return *serving ? kExitOk : kExitRpc;
+}
+
+}  // namespace f2obo::cli

@@ -1,0 +1,265 @@
+// `stream`: replays a dataset as a drifting stream into a session over the
+// network (the twin of f2obo-replay).  Starts at the session's next_t and,
+// since DriftingStream::Make(t) depends only on (seed, t), resuming after an
+// interruption (or reconnecting after UNAVAILABLE) sends exactly the batches
+// an uninterrupted run would have sent.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli/cli.h"
+#include "client/data/drift_stream.h"
+#include "f2obo/v1/convert.h"
+
+ABSL_FLAG(std::string, data,
+          "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz,"
+          "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
+          "Dataset: an IDX pair 'images,labels' (gzip ok), a .csv (label in the last column) "
+          "or a LibSVM file (.svm, .libsvm, .txt)");
+ABSL_FLAG(double, upper_fraction, 0.5, "Share of each step's rows in the upper batch");
+ABSL_FLAG(std::string, imbalance, "0.6,0.7,0.8,0.9",
+          "Class-imbalance phases: rho per phase, class i kept w.p. rho^i ('' = balanced)");
+ABSL_FLAG(int, phase_steps, 100, "Steps per imbalance phase");
+ABSL_FLAG(std::string, label_noise, "",
+          "Label noise schedule 'step:prob,...': from each step on, inner labels are "
+          "replaced w.p. prob by a random class");
+ABSL_FLAG(bool, noise_in_upper, false, "Also corrupt the upper (validation) labels");
+ABSL_FLAG(std::string, mode, "stream",
+          "stream: the bidirectional Steps RPC (reconnects and resumes on UNAVAILABLE); "
+          "unary: one Step RPC per step, retried on transient errors");
+ABSL_FLAG(int, print_every, 20,
+          "When stdout is not a terminal, print a progress line every N steps");
+ABSL_FLAG(bool, create, false,
+          "Create the session first from the spec flags (as `create`; features and classes "
+          "from the dataset; id from --id or --session)");
+
+namespace f2obo::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Progress: one updating line on a terminal, else a line every N steps.
+class Progress {
+ public:
+  Progress(int64_t first, int64_t last)
+      : first_(first), last_(last), tty_(isatty(fileno(stdout)) == 1),
+        every_(std::max(1, absl::GetFlag(FLAGS_print_every))), start_(Clock::now()) {}
+
+  void Update(const v1::StepReply& r) {
+    ++done_;
+    window_.push_back(r.report());
+    if (static_cast<int>(window_.size()) > every_) window_.pop_front();
+    lambda_ = r.report().lambda();
+    if (r.has_latest_exact()) blreg_ = Num(r.latest_exact().running().blreg(), 4);
+    const bool final = r.t() >= last_;
+    if (tty_) {
+      const auto now = Clock::now();
+      if (!final && now - last_print_ < std::chrono::milliseconds(100)) return;
+      last_print_ = now;
+      std::printf("\r\033[K%s", Line(r.t()).c_str());
+      if (final) std::printf("\n");
+    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final) {
+      std::printf("%s\n", Line(r.t()).c_str());
+    }
+    std::fflush(stdout);
+  }
+  // Ends an unfinished terminal line (before an error or reconnect message).
+  void Break() {
+    if (tty_ && done_ > 0) std::printf("\n");
+  }
+  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  int64_t done() const { return done_; }
+
+ private:
+  std::string Line(int64_t t) const {
+    double loss = 0, acc = 0;
+    int with_acc = 0;
+    for (const v1::RoundReport& r : window_) {
+      loss += r.upper_loss_before();
+      if (r.has_accuracy_before()) acc += r.accuracy_before(), ++with_acc;
+    }
+    const double n = std::max<size_t>(1, window_.size());
+    return absl::StrFormat(
+        "step %d (%d/%d)  %.1f steps/s  preq.loss %.4f  preq.acc %s  lambda %s  BLReg %s", t,
+        done_, last_ - first_ + 1, done_ / std::max(1e-9, Seconds()), loss / n,
+        with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", Num(lambda_, 4), blreg_);
+  }
+
+  const int64_t first_, last_;
+  const bool tty_;
+  const int every_;
+  const Clock::time_point start_;
+  Clock::time_point last_print_;
+  int64_t done_ = 0;
+  std::deque<v1::RoundReport> window_;  // the last --print_every rounds
+  double lambda_ = 0;
+  std::string blreg_ = "-";
+};
+
+v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::string& id,
+                            int64_t t) {
+  const StepData step = stream.Make(t);
+  v1::StepRequest req;
+  req.set_session_id(id);
+  req.set_t(t);
+  ToProto(step.upper, req.mutable_upper());
+  ToProto(step.inner, req.mutable_inner());
+  return req;
+}
+
+// Steps [t, last] over the Steps RPC; on a broken stream, reconnects (with
+// backoff) and resumes from the server's next_t.
+absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
+                         const std::string& id, int64_t t, int64_t last, Progress& progress) {
+  const int max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
+  double backoff = 0.25;
+  int failures = 0;
+  while (t <= last) {
+    grpc::ClientContext ctx;  // no deadline: a stream lasts as long as it must
+    auto rpc = c.stub().Steps(&ctx);
+    v1::StepRequest req = MakeRequest(stream, id, t);
+    v1::StepReply reply;
+    bool broken = false;
+    while (t <= last) {
+      if (!rpc->Write(req)) {
+        broken = true;
+        break;
+      }
+      // Build the next batch while the server works on this one.
+      if (t < last) req = MakeRequest(stream, id, t + 1);
+      if (!rpc->Read(&reply)) {
+        broken = true;
+        break;
+      }
+      if (reply.t() != t) {
+        ctx.TryCancel();
+        rpc->Finish();
+        return absl::InternalError(absl::StrCat("reply for t = ", reply.t(), ", expected ", t));
+      }
+      progress.Update(reply);
+      ++t;
+      failures = 0;
+      backoff = 0.25;
+    }
+    if (!broken) {
+      rpc->WritesDone();
+      return client::FromGrpc(rpc->Finish());
+    }
+    absl::Status s = client::FromGrpc(rpc->Finish());
+    if (s.ok()) s = absl::UnavailableError("the server ended the stream early");
+    if (s.code() != absl::StatusCode::kUnavailable || ++failures >= max_attempts) return s;
+    progress.Break();
+    std::fprintf(stderr, "f2obo-cli: stream: UNAVAILABLE: %s; reconnecting (attempt %d of %d)\n",
+                 std::string(s.message()).c_str(), failures + 1, max_attempts);
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    backoff = std::min(2 * backoff, 8.0);
+    // Resume from the server's count (waiting up to --timeout for it to come
+    // back): steps it applied are never sent again.
+    v1::GetSessionRequest get;
+    get.set_session_id(id);
+    v1::SessionInfo info;
+    auto get_ctx = c.NewContext();
+    get_ctx->set_wait_for_ready(true);
+    s = client::FromGrpc(c.stub().GetSession(get_ctx.get(), get, &info));
+    if (s.ok()) {
+      t = info.next_t();
+    } else if (s.code() != absl::StatusCode::kUnavailable &&
+               s.code() != absl::StatusCode::kDeadlineExceeded) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunStream() {
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "stream" && mode != "unary") {
+    return UsageError(absl::StrCat("--mode: '", mode, "' is not 'stream' or 'unary'"));
+  }
+  const std::optional<int> steps = absl::GetFlag(FLAGS_steps);
+  if (steps && *steps < 0) return UsageError("--steps: must be >= 0");
+  data::DriftOptions drift;
+  drift.rows_per_step = absl::GetFlag(FLAGS_rows_per_step);
+  drift.upper_fraction = absl::GetFlag(FLAGS_upper_fraction);
+  drift.phase_steps = absl::GetFlag(FLAGS_phase_steps);
+  drift.noise_in_upper = absl::GetFlag(FLAGS_noise_in_upper);
+  drift.seed = absl::GetFlag(FLAGS_seed);
+  if (drift.rows_per_step < 2) return UsageError("--rows_per_step: must be >= 2");
+  if (!(drift.upper_fraction > 0 && drift.upper_fraction < 1)) {
+    return UsageError("--upper_fraction: must lie in (0, 1)");
+  }
+  if (drift.phase_steps < 1) return UsageError("--phase_steps: must be >= 1");
+  auto rhos = data::ParseRhos(absl::GetFlag(FLAGS_imbalance));
+  if (!rhos.ok()) return UsageError(absl::StrCat("--imbalance: ", rhos.status().message()));
+  auto noise = data::ParseNoise(absl::GetFlag(FLAGS_label_noise));
+  if (!noise.ok()) return UsageError(absl::StrCat("--label_noise: ", noise.status().message()));
+  drift.imbalance_rhos = *rhos;
+  drift.label_noise = *noise;
+
+  std::string id = absl::GetFlag(FLAGS_session);
+  const bool create = absl::GetFlag(FLAGS_create);
+  if (id.empty() && !create) return UsageError("--session is required (or --create)");
+  absl::StatusOr<data::Dataset> ds = data::ReadDataset(absl::GetFlag(FLAGS_data));
+  if (!ds.ok()) return UsageError(absl::StrCat("--data: ", ds.status().message()));
+  if (ds->rows() == 0) return UsageError("--data: the dataset has no rows");
+
+  client::Client c(ClientOptionsFromFlags());
+  if (create) {
+    absl::StatusOr<v1::CreateSessionRequest> req = CreateRequestFromFlags(
+        ds->features(), ds->classes > 0 ? std::optional<int>(ds->classes) : std::nullopt);
+    if (!req.ok()) return UsageError(std::string(req.status().message()));
+    if (req->session_id().empty()) req->set_session_id(id);
+    absl::StatusOr<v1::SessionInfo> info = c.CreateSession(*req);
+    if (!info.ok()) return RpcError("create", info.status());
+    id = info->session_id();
+    std::printf("created session %s\n", id.c_str());
+  }
+  absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
+  if (!info.ok()) return RpcError("stream", info.status());
+  const int64_t first = info->next_t();
+  const std::optional<int64_t> until = absl::GetFlag(FLAGS_until);
+  const int64_t last = until ? *until : first + steps.value_or(400) - 1;
+  if (absl::GetFlag(FLAGS_verbose)) {
+    std::printf("streaming %s (%d rows x %d features, %d classes) to %s, steps %lld..%lld\n",
+                absl::GetFlag(FLAGS_data).c_str(), ds->rows(), ds->features(), ds->classes,
+                id.c_str(), static_cast<long long>(first), static_cast<long long>(last));
+  }
+  if (last < first) {
+    std::printf("session %s is at next_t = %lld: nothing to send\n", id.c_str(),
+                static_cast<long long>(first));
+    return kExitOk;
+  }
+  const data::DriftingStream stream(*ds, drift);
+  Progress progress(first, last);
+  absl::Status status;
+  if (mode == "unary") {
+    for (int64_t t = first; t <= last && status.ok(); ++t) {
+      absl::StatusOr<v1::StepReply> reply = c.Step(MakeRequest(stream, id, t));
+      if (reply.ok()) progress.Update(*reply);
+      status = reply.status();
+    }
+  } else {
+    status = StreamSteps(c, stream, id, first, last, progress);
+  }
+  if (!status.ok()) {
+    progress.Break();
+    return RpcError(absl::StrCat("stream ", id), status);
+  }
+  std::printf("streamed %lld steps to %s in %.2f s (%.1f steps/s); next_t = %lld\n",
+              static_cast<long long>(progress.done()), id.c_str(), progress.Seconds(),
+              progress.done() / std::max(1e-9, progress.Seconds()),
+              static_cast<long long>(last + 1));
+  return kExitOk;
+}
+
+}  // namespace f2obo::cli
