@@ -3,8 +3,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/algorithms/af2obo.h"
+#include "core/algorithms/aobo.h"
 #include "core/algorithms/f2obo.h"
+#include "core/algorithms/fsobo.h"
+#include "core/algorithms/obbo.h"
 #include "core/algorithms/sf2obo.h"
+#include "core/algorithms/sobbo.h"
+#include "core/algorithms/sobow.h"
+#include "core/algorithms/sogd.h"
 
 namespace f2obo {
 namespace {
@@ -36,6 +42,12 @@ constexpr Entry kAlgorithms[] = {
     {"f2obo_sl", &CreateF2obo, &SingleLoopDefaults, &SingleLoopCheck},
     {"af2obo", &CreateAf2obo, nullptr, nullptr},
     {"sf2obo", &CreateSf2obo, &StochasticDefaults, nullptr},
+    {"obbo", &CreateObbo, nullptr, nullptr},
+    {"sobow", &CreateSobow, &SobowDefaults, nullptr},
+    {"aobo", &CreateAobo, nullptr, nullptr},
+    {"fsobo", &CreateFsobo, &FsoboDefaults, &FsoboCheck},
+    {"sobbo", &CreateSobbo, &SobboDefaults, nullptr},
+    {"sogd", &CreateSogd, nullptr, nullptr},
 };
 
 const Entry* Find(const std::string& name) {

@@ -1,6 +1,7 @@
 #include "core/options.h"
 
 #include <cmath>
+#include <initializer_list>
 
 #include "absl/strings/str_cat.h"
 
@@ -27,9 +28,52 @@ absl::Status FirstFailure(std::initializer_list<Check> checks) {
 bool PositiveFinite(double v) { return v > 0.0 && std::isfinite(v); }
 bool NonNegativeFinite(double v) { return v >= 0.0 && std::isfinite(v); }
 
+bool OneOf(std::string_view a, std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names)
+    if (a == n) return true;
+  return false;
+}
+
+static_assert(AlgorithmOptions::kMaxWindow == 1000, "update the window rule below");
+
+// The second-order baselines read a different set of fields (no lambda, no
+// beta); each row below applies only to the algorithms that read the field.
+absl::Status ValidateBaseline(const AlgorithmOptions& o, std::string_view a) {
+  const bool fixed_k = OneOf(a, {"obbo", "sobow", "sobbo"});
+  const bool aid = OneOf(a, {"sobow", "aobo", "fsobo", "sogd"});
+  const bool multi_step_aid = OneOf(a, {"sobow", "aobo", "fsobo"});
+  const bool windowed = OneOf(a, {"obbo", "sobow", "sobbo"});
+  const bool sampled = OneOf(a, {"sobbo", "sogd"});
+  return FirstFailure({
+      {"alpha", o.alpha_auto || PositiveFinite(o.alpha), "must be finite and > 0, or auto"},
+      {"gamma", PositiveFinite(o.gamma), "must be finite and > 0"},
+      {"inner_steps",
+       !fixed_k || (o.inner_steps >= 1 && o.inner_steps <= o.max_inner_iterations),
+       "must be in [1, max_inner_iterations]"},
+      {"delta", a != "aobo" || PositiveFinite(o.delta), "must be finite and > 0"},
+      {"max_inner_iterations", a != "aobo" || o.max_inner_iterations >= 1,
+       "must be >= 1"},
+      {"linear_system_steps",
+       !multi_step_aid || (o.linear_system_steps >= 1 &&
+                           o.linear_system_steps <= o.max_inner_iterations),
+       "must be in [1, max_inner_iterations]"},
+      {"linear_system_step", !aid || PositiveFinite(o.linear_system_step),
+       "must be finite and > 0"},
+      {"window",
+       !windowed || (o.window >= 1 && o.window <= AlgorithmOptions::kMaxWindow),
+       "must be in [1, 1000]"},
+      {"momentum", a != "sogd" || (o.momentum >= 0.0 && o.momentum < 1.0),
+       "must be in [0, 1)"},
+      {"sample_rows", !sampled || o.sample_rows >= 1, "must be >= 1"},
+  });
+}
+
 }  // namespace
 
 absl::Status AlgorithmOptions::Validate(std::string_view algorithm) const {
+  if (OneOf(algorithm, {"obbo", "sobow", "aobo", "fsobo", "sobbo", "sogd"})) {
+    return ValidateBaseline(*this, algorithm);
+  }
   const bool stochastic = algorithm == "sf2obo";
   const bool adaptive = algorithm == "af2obo";
   absl::Status s = FirstFailure({

@@ -63,6 +63,28 @@ struct AlgorithmOptions {
   double inner_schedule_scale = 1.0;  // c_K
   int max_scheduled_inner_steps = 1000;
 
+  // Second-order baselines (SPEC section 3 "Baselines";
+  // core/algorithms/{obbo,sobow,aobo,fsobo,sobbo,sogd}.cc).  They ignore
+  // the lambda fields and beta; they read alpha (the inner GD step on y, or
+  // auto = 1/L_g1), gamma, inner_steps (K: obbo, sobow, sobbo) and:
+  //   AID linear system grad2_yy g v = grad_y f, solved by
+  //   linear_system_steps (M) steps of v <- v - eta (grad2_yy g v - grad_y f)
+  //   with eta = linear_system_step, warm-started from the previous round's v
+  //   (sobow, aobo, fsobo, sogd; fsobo fixes M = 1, sogd takes one step).
+  int linear_system_steps = 5;       // M (paper Appendix A: 5 for AOBO, SOBOW)
+  double linear_system_step = 0.1;   // eta (paper Appendix A: SOGD beta = 0.1)
+  // The x-step uses the uniform mean of the last min(t, window) hypergradient
+  // estimates (obbo, sobow, sobbo; registry defaults: sobow 10, sobbo 50).
+  int window = 1;                    // w, at most kMaxWindow
+  static constexpr int kMaxWindow = 1000;  // bounds the checkpointed state
+  // SOGD: m_t = momentum m_{t-1} + (1 - momentum) h_t (paper Appendix A: 0.9).
+  double momentum = 0.9;
+  // Rows per mini-batch draw (sobbo, sogd), capped at the batch's rows.
+  int sample_rows = 64;
+  // AOBO: the y-loop runs until ||grad_y g_t(x_t, y)|| <= delta, at most
+  // max_inner_iterations steps (paper Appendix A: delta = 0.1).
+  double delta = 0.1;
+
   // Checks the fields `algorithm` uses; the error names the field.
   absl::Status Validate(std::string_view algorithm) const;
 };

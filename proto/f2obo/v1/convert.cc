@@ -55,6 +55,12 @@ absl::Status ApplyOptions(const v1::AlgorithmOptions& p, AlgorithmOptions* o) {
   SetIf(p.has_inner_schedule_scale(), p.inner_schedule_scale(), &o->inner_schedule_scale);
   SetIf(p.has_max_scheduled_inner_steps(), p.max_scheduled_inner_steps(),
         &o->max_scheduled_inner_steps);
+  SetIf(p.has_linear_system_steps(), p.linear_system_steps(), &o->linear_system_steps);
+  SetIf(p.has_linear_system_step(), p.linear_system_step(), &o->linear_system_step);
+  SetIf(p.has_window(), p.window(), &o->window);
+  SetIf(p.has_momentum(), p.momentum(), &o->momentum);
+  SetIf(p.has_sample_rows(), p.sample_rows(), &o->sample_rows);
+  SetIf(p.has_delta(), p.delta(), &o->delta);
   if (p.has_beta_scaling()) {
     if (p.beta_scaling() == "scaled") {
       o->beta_scaling = BetaScaling::kScaled;
@@ -157,6 +163,12 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   p->set_inner_schedule(o.inner_schedule == InnerSchedule::kFixed ? "fixed" : "theory");
   p->set_inner_schedule_scale(o.inner_schedule_scale);
   p->set_max_scheduled_inner_steps(o.max_scheduled_inner_steps);
+  p->set_linear_system_steps(o.linear_system_steps);
+  p->set_linear_system_step(o.linear_system_step);
+  p->set_window(o.window);
+  p->set_momentum(o.momentum);
+  p->set_sample_rows(o.sample_rows);
+  p->set_delta(o.delta);
   switch (c.constraint.kind) {
     case ConstraintSet::Kind::kNone:
       s.mutable_constraint()->set_unconstrained(true);

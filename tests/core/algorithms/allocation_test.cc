@@ -163,6 +163,8 @@ Problem MakeProblem(const std::string& kind) {
 
 // Inner-loop length: K for f2obo / sf2obo; for af2obo, loose tolerances
 // (the loops stop at once) versus tight ones (they run to the cap of 50).
+// The second-order baselines: K (obbo, sobow, sobbo) or delta (aobo), and
+// M linear-system steps (sobow, aobo) likewise 5 versus 50.
 SessionConfig RoundConfig(const std::string& algorithm, const Problem& p, bool many) {
   SessionConfig c = testing::ConfigFor(algorithm, p.family, p.constraint);
   c.seed = 5;
@@ -170,6 +172,9 @@ SessionConfig RoundConfig(const std::string& algorithm, const Problem& p, bool m
   c.options.max_inner_iterations = 50;
   c.options.delta_y = c.options.delta_z = many ? 1e-14 : 1e6;
   c.options.batch_scale = 8.0;  // sf2obo: mini-batches smaller than the batch
+  c.options.delta = many ? 1e-14 : 1e6;
+  c.options.linear_system_steps = many ? 50 : 5;
+  c.options.sample_rows = 8;  // sobbo: mini-batches smaller than the batch
   return c;
 }
 
@@ -222,7 +227,9 @@ TEST_P(InnerIterationAllocations, DoNotGrowWithTheNumberOfInnerIterations) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, InnerIterationAllocations,
-    ::testing::Combine(::testing::Values("f2obo", "af2obo", "sf2obo"),
+    // fsobo and sogd have no inner loop (one step of each kind per round).
+    ::testing::Combine(::testing::Values("f2obo", "af2obo", "sf2obo", "obbo", "sobow",
+                                         "aobo", "sobbo"),
                        ::testing::Values("quadratic", "ridge_hpo", "logistic_hpo_dense",
                                          "logistic_hpo_csr", "loss_tuning_dense")),
     [](const ::testing::TestParamInfo<Param>& info) {

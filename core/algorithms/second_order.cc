@@ -1,0 +1,109 @@
+#include "core/algorithms/second_order.h"
+
+#include <algorithm>
+
+namespace f2obo {
+
+double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
+                     const VecIn& y, const StepData& data, StepReport* report) {
+  double alpha = o.alpha;
+  report->l_g1 = report->l_f1 = 0.0;
+  if (o.alpha_auto) {
+    const Smoothness sm = family.EstimateSmoothness(x, y, data);
+    alpha = 1.0 / sm.l_g1;
+    report->l_g1 = sm.l_g1;
+    report->l_f1 = sm.l_f1;
+  }
+  report->lambda = 0.0;
+  report->alpha = alpha;
+  report->beta = 0.0;
+  report->step_sizes_auto = o.alpha_auto;
+  return alpha;
+}
+
+int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
+                  const BatchView& inner, SecondOrderWorkspace* ws, StepReport* report) {
+  family.G(x, y, inner, nullptr, &ws->gy_g);
+  report->residual_y = ws->gy_g.norm();
+  return inner.rows.n;
+}
+
+int64_t AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
+                         const BatchView& upper, const BatchView& inner, int steps,
+                         double eta, Vector* v, SecondOrderWorkspace* ws) {
+  family.F(x, y, upper, &ws->gx_f, &ws->gy_f);
+  for (int m = 0; m < steps; ++m) {
+    family.HvpYYG(x, y, inner, *v, &ws->hv_y);
+    ws->hv_y -= ws->gy_f;  // residual of grad2_yy g v = grad_y f
+    v->noalias() -= eta * ws->hv_y;
+  }
+  family.HvpXYG(x, y, inner, *v, &ws->hv_x);
+  ws->h.noalias() = ws->gx_f - ws->hv_x;
+  return upper.rows.n + static_cast<int64_t>(steps + 1) * inner.rows.n;
+}
+
+int64_t ItdHypergradient(Family& family, const VecIn& x,
+                         const std::vector<Vector>& iterates, int k_steps, double alpha,
+                         const BatchView& upper, const BatchView& inner,
+                         SecondOrderWorkspace* ws) {
+  family.F(x, iterates[k_steps], upper, &ws->gx_f, &ws->v);
+  ws->h = ws->gx_f;
+  int64_t rows = upper.rows.n;
+  for (int k = k_steps - 1; k >= 0; --k) {
+    family.HvpXYG(x, iterates[k], inner, ws->v, &ws->hv_x);
+    ws->h.noalias() -= alpha * ws->hv_x;
+    rows += inner.rows.n;
+    if (k == 0) break;  // dy^0/dx = 0: the last v is not needed
+    family.HvpYYG(x, iterates[k], inner, ws->v, &ws->hv_y);
+    ws->v.noalias() -= alpha * ws->hv_y;
+    rows += inner.rows.n;
+  }
+  return rows;
+}
+
+bool EnsureAux(const std::vector<int>& sizes, SessionState* state) {
+  std::vector<Vector>& aux = state->aux;
+  bool fits = aux.size() == sizes.size();
+  for (size_t i = 0; fits && i < sizes.size(); ++i) fits = aux[i].size() == sizes[i];
+  if (fits) return false;
+  aux.assign(sizes.size(), Vector());
+  for (size_t i = 0; i < sizes.size(); ++i) aux[i] = Vector::Zero(sizes[i]);
+  return true;
+}
+
+void HypergradientWindow::AppendLayout(std::vector<int>* sizes) const {
+  sizes->insert(sizes->end(), width_, d1_);
+  sizes->push_back(2);  // {filled, next}
+}
+
+void HypergradientWindow::PushAndAverage(const Vector& h, std::vector<Vector>* aux,
+                                         Vector* mean) const {
+  Vector& book = (*aux)[first_ + width_];
+  // Counts are small integers, exact in a double; clamp a corrupt slot.
+  int filled = std::clamp(static_cast<int>(book[0]), 0, width_);
+  int next = std::clamp(static_cast<int>(book[1]), 0, width_ - 1);
+  (*aux)[first_ + next] = h;
+  filled = std::min(filled + 1, width_);
+  next = (next + 1) % width_;
+  book[0] = filled;
+  book[1] = next;
+  mean->setZero();
+  for (int i = 0; i < filled; ++i) *mean += (*aux)[first_ + i];
+  *mean /= static_cast<double>(filled);
+}
+
+void RowSampler::Reserve(const StepData& data) {
+  const size_t n_up = data.upper.rows(), n_in = data.inner.rows();
+  if (perm_.size() < std::max(n_up, n_in)) perm_.resize(std::max(n_up, n_in));
+  if (up_idx_.size() < n_up) up_idx_.resize(n_up);
+  if (in_idx_.size() < n_in) in_idx_.resize(n_in);
+}
+
+BatchView RowSampler::Draw(const Batch& b, int k, Rng* rng, std::vector<int>* idx) {
+  const int n = b.rows();
+  if (k >= n) return BatchView::All(b);
+  rng->SampleWithoutReplacement(n, k, perm_.data(), idx->data());
+  return BatchView{&b, RowSet{idx->data(), k}};
+}
+
+}  // namespace f2obo

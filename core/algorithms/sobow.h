@@ -1,0 +1,18 @@
+// SOBOW, the single-loop online bilevel optimizer with window averaging of
+// Lin et al. (2023): inner GD steps, an AID hypergradient with a warm-started
+// linear system, and a window mean for the x-step.  See sobow.cc.
+#ifndef F2OBO_CORE_ALGORITHMS_SOBOW_H_
+#define F2OBO_CORE_ALGORITHMS_SOBOW_H_
+
+#include "core/algorithm_registry.h"
+
+namespace f2obo {
+
+absl::StatusOr<std::unique_ptr<Algorithm>> CreateSobow(const AlgorithmContext& ctx);
+
+// Registry defaults: K = 1, M = 5, w = 10 (see sobow.cc).
+void SobowDefaults(AlgorithmOptions* o);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_ALGORITHMS_SOBOW_H_
