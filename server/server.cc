@@ -126,7 +126,7 @@ void Server::Shutdown(double grace_seconds) {
   if (stopped_) return;
   stopped_ = true;
   if (grpc_ != nullptr) {
-    grpc_->GetHealthCheckService()->SetServingStatus(false);
+    if (grpc_->GetHealthCheckService()) grpc_->GetHealthCheckService()->SetServingStatus(false);
     service_->BeginShutdown();  // watch streams end promptly
     // Stops accepting; in-flight RPCs (rounds included) finish within the
     // grace period, after which they are cancelled.

@@ -1,6 +1,7 @@
 #include "tests/server/server_process.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <regex>
 
 namespace f2obo::testing {
@@ -28,10 +31,14 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string d
   if (pipe(out) != 0) return;
   std::vector<std::string> args = {F2OBO_SERVER_PATH, "--listen=127.0.0.1:0",
                                    "--metrics_listen=127.0.0.1:0", "--data_dir=" + data_dir_};
+  // Later flags win, so extra_flags may override the listen addresses.
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  const std::string log = data_dir_ + "-stderr.log";
+  const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], STDOUT_FILENO);
+    if (err >= 0) dup2(err, STDERR_FILENO);
     close(out[0]);
     close(out[1]);
     std::vector<char*> argv;
@@ -41,6 +48,7 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string d
     _exit(127);
   }
   close(out[1]);
+  if (err >= 0) close(err);
   // Read the announcement line: "... listening on H:P, metrics on H:M/metrics".
   char ch;
   while (read(out[0], &ch, 1) == 1 && ch != '\n') banner_.push_back(ch);
@@ -56,7 +64,17 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string d
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Stop(SIGKILL);
   std::error_code ignored;
-  if (owns_data_dir_) std::filesystem::remove_all(data_dir_, ignored);
+  if (owns_data_dir_) {
+    std::filesystem::remove_all(data_dir_, ignored);
+    std::filesystem::remove(data_dir_ + "-stderr.log", ignored);
+  }
+}
+
+std::string ServerProcess::Stderr() const {
+  std::ifstream in(data_dir_ + "-stderr.log");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 int ServerProcess::Stop(int signal) {

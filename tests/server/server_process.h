@@ -26,6 +26,9 @@ class ServerProcess {
   std::string target() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
   const std::string& banner() const { return banner_; }
   const std::string& data_dir() const { return data_dir_; }
+  // Everything the server wrote to stderr so far (appended across
+  // restarts on the same data directory).
+  std::string Stderr() const;
 
   // Sends `signal` and waits; returns the exit code (128 + signal if killed).
   int Stop(int signal);
