@@ -15,7 +15,7 @@ packages=(
   dataset-fashion-mnist
 )
 if [ "${1:-}" = "--test" ]; then
-  packages+=(prometheus python3-grpcio python3-protobuf)
+  packages+=(prometheus python3-grpcio python3-protobuf openssl)
 fi
 as_root apt-get update -qq
 as_root apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

@@ -71,6 +71,9 @@ grpc::Status F2oboService::Step(grpc::ServerContext* ctx, const v1::StepRequest*
 
 grpc::Status F2oboService::Steps(
     grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>* stream) {
+  // Authorize the stream itself, even one that never sends a message.
+  const grpc::Status allowed = Handle("Steps", ctx, Access::kWrite, [] { return absl::OkStatus(); });
+  if (!allowed.ok()) return allowed;
   v1::StepRequest req;
   while (stream->Read(&req)) {
     v1::StepReply reply;

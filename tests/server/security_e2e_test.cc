@@ -1,0 +1,217 @@
+// Authentication (bearer tokens with roles) and TLS / mutual TLS, over real
+// gRPC on loopback with certificates generated here by openssl.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "tests/server/e2e_support.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using testing::AllFamilyCases;
+using testing::FamilyCase;
+using testing::MakeTempDir;
+using testing::RequestFor;
+using testing::ServerProcess;
+using testing::SpecFor;
+
+constexpr char kRead[] = "read-token-0123456789abcdef";
+constexpr char kWrite[] = "write-token-0123456789abcdef";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Calls every RPC once and returns the status codes by method.
+std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
+  std::map<std::string, grpc::StatusCode> out;
+  auto code = [](const absl::Status& s) { return static_cast<grpc::StatusCode>(s.code()); };
+  const FamilyCase f = AllFamilyCases()[0];
+  v1::CreateSessionRequest create;
+  create.set_session_id("guarded");
+  *create.mutable_spec() = SpecFor(f, "f2obo", 1);
+  out["CreateSession"] = code(c.CreateSession(create).status());
+  out["Step"] = code(c.Step(RequestFor(f, "guarded", 1)).status());
+  out["GetSession"] = code(c.GetSession("guarded").status());
+  out["ListSessions"] = code(c.ListSessions().status());
+  out["GetDecision"] = code(c.GetDecision("guarded").status());
+  {
+    auto ctx = c.NewContext();
+    auto stream = c.stub().Steps(ctx.get());
+    stream->WritesDone();
+    out["Steps"] = stream->Finish().error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::WatchMetricsRequest req;
+    req.set_session_id("guarded");
+    req.set_after_t(1000000);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+    auto reader = c.stub().WatchMetrics(ctx.get(), req);
+    v1::StepMetrics m;
+    reader->Read(&m);
+    out["WatchMetrics"] = reader->Finish().error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::ExportSessionRequest req;
+    req.set_session_id("guarded");
+    v1::SessionExport ex;
+    out["ExportSession"] = c.stub().ExportSession(ctx.get(), req, &ex).error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::ImportSessionRequest req;
+    v1::SessionInfo info;
+    out["ImportSession"] = c.stub().ImportSession(ctx.get(), req, &info).error_code();
+  }
+  out["DeleteSession"] = code(c.DeleteSession("guarded"));
+  return out;
+}
+
+class AuthE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = MakeTempDir();
+    token_file_ = dir + "/tokens";
+    std::ofstream(token_file_) << "# role token\nread " << kRead << "\nwrite " << kWrite << "\n";
+    server_ = std::make_unique<ServerProcess>(
+        std::vector<std::string>{"--token_file=" + token_file_});
+    ASSERT_TRUE(server_->started()) << server_->Stderr();
+  }
+  client::Client ClientWith(const std::string& token) {
+    client::ClientOptions o{server_->target()};
+    o.token = token;
+    o.max_attempts = 1;
+    return client::Client(o);
+  }
+  std::string token_file_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(AuthE2e, EveryRpcWithoutATokenOrWithAWrongOneIsUnauthenticated) {
+  for (const std::string& token : {std::string(), std::string("not-a-real-token-at-all")}) {
+    client::Client c = ClientWith(token);
+    for (const auto& [method, code] : CallEverything(c)) {
+      EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED) << method << " token '" << token << "'";
+    }
+  }
+}
+
+TEST_F(AuthE2e, AReadTokenReadsButMayNotWrite) {
+  client::Client writer = ClientWith(kWrite);
+  const FamilyCase f = AllFamilyCases()[0];
+  v1::CreateSessionRequest create;
+  create.set_session_id("guarded");
+  *create.mutable_spec() = SpecFor(f, "f2obo", 1);
+  ASSERT_TRUE(writer.CreateSession(create).ok());
+  client::Client reader = ClientWith(kRead);
+  const auto codes = CallEverything(reader);
+  for (const char* m : {"CreateSession", "Step", "Steps", "ExportSession", "ImportSession",
+                        "DeleteSession"}) {
+    EXPECT_EQ(codes.at(m), grpc::StatusCode::PERMISSION_DENIED) << m;
+  }
+  for (const char* m : {"GetSession", "ListSessions", "GetDecision"}) {
+    EXPECT_EQ(codes.at(m), grpc::StatusCode::OK) << m;
+  }
+  EXPECT_EQ(codes.at("WatchMetrics"), grpc::StatusCode::DEADLINE_EXCEEDED);  // allowed, idle
+}
+
+TEST_F(AuthE2e, AWriteTokenMayDoEverything) {
+  client::Client c = ClientWith(kWrite);
+  const auto codes = CallEverything(c);
+  for (const char* m : {"CreateSession", "Step", "GetSession", "ListSessions", "GetDecision",
+                        "ExportSession", "DeleteSession", "Steps"}) {
+    EXPECT_EQ(codes.at(m), grpc::StatusCode::OK) << m;
+  }
+  // An empty import is refused for its content, not for the caller.
+  EXPECT_EQ(codes.at("ImportSession"), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(AuthStartup, WithoutATokenFileTheServerSaysItIsOpen) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  EXPECT_THAT(server.Stderr(), ::testing::HasSubstr("WARNING: no --token_file"));
+}
+
+// A CA, a server certificate for 127.0.0.1 / localhost, a client certificate.
+struct Pki {
+  std::string dir;
+  bool ok = false;
+  Pki() : dir(MakeTempDir()) {
+    const std::string d = dir;
+    const std::string script =
+        "cd '" + d + "' && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+        "-subj /CN=f2obo-test-ca >/dev/null 2>&1 && "
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr "
+        "-subj /CN=localhost >/dev/null 2>&1 && "
+        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext && "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+        "-out server.pem -days 2 -extfile san.ext >/dev/null 2>&1 && "
+        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr "
+        "-subj /CN=f2obo-client >/dev/null 2>&1 && "
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+        "-out client.pem -days 2 >/dev/null 2>&1";
+    ok = std::system(script.c_str()) == 0;
+  }
+  std::string path(const char* name) const { return dir + "/" + name; }
+};
+
+client::Client TlsClient(const ServerProcess& s, const Pki& pki, bool with_cert) {
+  client::ClientOptions o{"localhost:" + std::to_string(s.grpc_port())};
+  o.root_certs = Slurp(pki.path("ca.pem"));
+  if (with_cert) {
+    o.cert_chain = Slurp(pki.path("client.pem"));
+    o.private_key = Slurp(pki.path("client.key"));
+  }
+  o.max_attempts = 1;
+  o.rpc_timeout_seconds = 5;
+  return client::Client(o);
+}
+
+TEST(TlsE2e, ServesTlsAndRefusesPlaintextClients) {
+  Pki pki;
+  ASSERT_TRUE(pki.ok) << "openssl failed";
+  ServerProcess server({"--tls_cert_file=" + pki.path("server.pem"),
+                        "--tls_key_file=" + pki.path("server.key")});
+  ASSERT_TRUE(server.started()) << server.Stderr();
+  client::Client tls = TlsClient(server, pki, /*with_cert=*/false);
+  EXPECT_TRUE(tls.ListSessions().ok()) << tls.ListSessions().status();
+  client::ClientOptions plain_options{server.target()};
+  plain_options.max_attempts = 1;
+  plain_options.rpc_timeout_seconds = 5;
+  client::Client plain(plain_options);
+  EXPECT_EQ(plain.ListSessions().status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(TlsE2e, MutualTlsRequiresAClientCertificateSignedByTheCa) {
+  Pki pki;
+  ASSERT_TRUE(pki.ok) << "openssl failed";
+  ServerProcess server({"--tls_cert_file=" + pki.path("server.pem"),
+                        "--tls_key_file=" + pki.path("server.key"),
+                        "--tls_client_ca_file=" + pki.path("ca.pem")});
+  ASSERT_TRUE(server.started()) << server.Stderr();
+  client::Client with_cert = TlsClient(server, pki, /*with_cert=*/true);
+  EXPECT_TRUE(with_cert.ListSessions().ok()) << with_cert.ListSessions().status();
+  client::Client without = TlsClient(server, pki, /*with_cert=*/false);
+  EXPECT_EQ(without.ListSessions().status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(TlsStartup, RefusesAKeyWithoutACertificate) {
+  ServerProcess server({"--tls_key_file=/nonexistent.key"});
+  EXPECT_FALSE(server.started());
+  EXPECT_THAT(server.Stderr(), ::testing::HasSubstr("--tls_cert_file and --tls_key_file go together"));
+}
+
+}  // namespace
+}  // namespace f2obo
