@@ -85,14 +85,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
   s->sessions_ =
       std::make_unique<SessionManager>(options.limits, s->pipeline_.get(), s->store_.get());
-  absl::StatusOr<std::vector<std::string>> problems = s->sessions_->Recover();
+  std::vector<StoredGroup> stored_groups;
+  absl::StatusOr<std::vector<std::string>> problems = s->sessions_->Recover(&stored_groups);
   if (!problems.ok()) {
     return absl::Status(problems.status().code(),
                         absl::StrCat("recovering sessions: ", problems.status().message()));
   }
   s->recovery_problems_ = *std::move(problems);
   for (const v1::SessionInfo& info : s->sessions_->List()) sm->OnSessionCreated(info.session_id());
-  s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), sm, s->auth_.get());
+  s->groups_ = std::make_unique<GroupManager>(s->sessions_.get(), s->store_.get());
+  s->groups_->Restore(stored_groups);
+  s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), s->groups_.get(), sm,
+                                               s->auth_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -126,7 +130,9 @@ void Server::Shutdown(double grace_seconds) {
   if (stopped_) return;
   stopped_ = true;
   if (grpc_ != nullptr) {
-    if (grpc_->GetHealthCheckService()) grpc_->GetHealthCheckService()->SetServingStatus(false);
+    if (grpc_->GetHealthCheckService() != nullptr) {
+      grpc_->GetHealthCheckService()->SetServingStatus(false);
+    }
     service_->BeginShutdown();  // watch streams end promptly
     // Stops accepting; in-flight RPCs (rounds included) finish within the
     // grace period, after which they are cancelled.

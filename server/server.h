@@ -12,6 +12,7 @@
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/registry.h"
 #include "server/auth.h"
+#include "server/groups.h"
 #include "server/metrics_pipeline.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
@@ -67,6 +68,7 @@ class Server {
   std::unique_ptr<ServiceMetrics> service_metrics_;
   std::unique_ptr<MetricsPipeline> pipeline_;
   std::unique_ptr<SessionManager> sessions_;
+  std::unique_ptr<GroupManager> groups_;
   std::unique_ptr<F2oboService> service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<metrics::HttpExporter> exporter_;

@@ -134,4 +134,44 @@ grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx,
+                                       const v1::CreateGroupRequest* req, v1::GroupInfo* out) {
+  return Handle("CreateGroup", ctx, Access::kWrite, [&] {
+    absl::Status s = Assign(groups_->Create(*req), out);
+    if (s.ok() && observer_ != nullptr) {
+      for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
+    }
+    return s;
+  });
+}
+
+grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroupRequest* req,
+                                    v1::GroupInfo* out) {
+  return Handle("GetGroup", ctx, Access::kRead,
+                [&] { return Assign(groups_->Get(req->group_id()), out); });
+}
+
+grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
+                                     v1::GroupStepReply* out) {
+  return Handle("StepGroup", ctx, Access::kWrite,
+                [&] { return Assign(groups_->Step(*req), out); });
+}
+
+grpc::Status F2oboService::StepsGroup(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>* stream) {
+  const grpc::Status allowed =
+      Handle("StepsGroup", ctx, Access::kWrite, [] { return absl::OkStatus(); });
+  if (!allowed.ok()) return allowed;
+  v1::GroupStepRequest req;
+  while (stream->Read(&req)) {
+    v1::GroupStepReply reply;
+    const grpc::Status status =
+        Handle("StepsGroup", ctx, Access::kWrite, [&] { return Assign(groups_->Step(req), &reply); });
+    if (!status.ok()) return status;
+    if (!stream->Write(reply) || ctx->IsCancelled()) break;
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace f2obo::server

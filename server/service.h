@@ -10,6 +10,7 @@
 
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/auth.h"
+#include "server/groups.h"
 #include "server/session_manager.h"
 
 namespace f2obo::server {
@@ -28,9 +29,9 @@ class F2oboService final : public v1::F2obo::Service {
  public:
   // `observer` and `auth` may be null (no auth: every caller may write);
   // all must outlive the service.
-  F2oboService(SessionManager* sessions, ServiceObserver* observer,
+  F2oboService(SessionManager* sessions, GroupManager* groups, ServiceObserver* observer,
                const TokenAuthenticator* auth)
-      : sessions_(sessions), observer_(observer), auth_(auth) {}
+      : sessions_(sessions), groups_(groups), observer_(observer), auth_(auth) {}
 
   // Makes WatchMetrics streams end promptly (server shutdown).
   void BeginShutdown() { shutting_down_ = true; }
@@ -54,6 +55,15 @@ class F2oboService final : public v1::F2obo::Service {
                              v1::SessionExport*) override;
   grpc::Status ImportSession(grpc::ServerContext*, const v1::ImportSessionRequest*,
                              v1::SessionInfo*) override;
+  grpc::Status CreateGroup(grpc::ServerContext*, const v1::CreateGroupRequest*,
+                           v1::GroupInfo*) override;
+  grpc::Status GetGroup(grpc::ServerContext*, const v1::GetGroupRequest*,
+                        v1::GroupInfo*) override;
+  grpc::Status StepGroup(grpc::ServerContext*, const v1::GroupStepRequest*,
+                         v1::GroupStepReply*) override;
+  grpc::Status StepsGroup(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>*) override;
 
  private:
   // Authorizes, times `body`, maps its status, reports to the observer.
@@ -61,6 +71,7 @@ class F2oboService final : public v1::F2obo::Service {
                       const std::function<absl::Status()>& body);
 
   SessionManager* const sessions_;
+  GroupManager* const groups_;
   ServiceObserver* const observer_;
   const TokenAuthenticator* const auth_;
   std::atomic<bool> shutting_down_{false};

@@ -190,10 +190,12 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   return Install(std::move(entry), /*generate_id=*/false, /*persisted=*/false);
 }
 
-absl::StatusOr<std::vector<std::string>> SessionManager::Recover() {
+absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
+    std::vector<StoredGroup>* groups) {
   if (store_ == nullptr) return std::vector<std::string>{};
   absl::StatusOr<LoadedStore> loaded = store_->LoadAll();
   if (!loaded.ok()) return loaded.status();
+  if (groups != nullptr) *groups = std::move(loaded->groups);
   std::vector<std::string> problems = loaded->damaged;
   for (StoredSession& stored : loaded->sessions) {
     absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec);
@@ -309,33 +311,60 @@ absl::StatusOr<v1::StepReply> SessionManager::CachedOrRefused(const Entry& e, in
       t < next ? " (that step was applied and is no longer in the reply cache)" : ""));
 }
 
+absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
+    const v1::Batch& upper, const v1::Batch& inner) const {
+  if (absl::Status s = CheckLimits(upper, "upper"); !s.ok()) return s;
+  if (absl::Status s = CheckLimits(inner, "inner"); !s.ok()) return s;
+  auto data = std::make_shared<StepData>();
+  absl::StatusOr<Batch> u = ToBatch(upper, "upper");
+  if (!u.ok()) return u.status();
+  absl::StatusOr<Batch> i = ToBatch(inner, "inner");
+  if (!i.ok()) return i.status();
+  data->upper = *std::move(u);
+  data->inner = *std::move(i);
+  return std::shared_ptr<const StepData>(std::move(data));
+}
+
 absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
   if (!found.ok()) return found.status();
-  Entry& e = **found;
   {
     // A retry of an applied step is answered from the cache before any
     // decoding, so it costs nothing and cannot fail differently.
-    std::lock_guard<std::mutex> lock(e.mu);
-    if (req.t() != e.session->state().t) return CachedOrRefused(e, req.t());
+    std::lock_guard<std::mutex> lock((*found)->mu);
+    if (req.t() != (*found)->session->state().t) return CachedOrRefused(**found, req.t());
   }
-  if (absl::Status s = CheckLimits(req.upper(), "upper"); !s.ok()) return s;
-  if (absl::Status s = CheckLimits(req.inner(), "inner"); !s.ok()) return s;
-  auto data = std::make_shared<StepData>();
-  absl::StatusOr<Batch> upper = ToBatch(req.upper(), "upper");
-  if (!upper.ok()) return upper.status();
-  absl::StatusOr<Batch> inner = ToBatch(req.inner(), "inner");
-  if (!inner.ok()) return inner.status();
-  data->upper = *std::move(upper);
-  data->inner = *std::move(inner);
+  absl::StatusOr<std::shared_ptr<const StepData>> data = Decode(req.upper(), req.inner());
+  if (!data.ok()) return data.status();
+  return Apply(**found, req.t(), *data);
+}
 
+absl::Status SessionManager::ValidateBatches(const std::string& id,
+                                             const StepData& data) const {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  std::lock_guard<std::mutex> lock((*found)->mu);
+  Family& family = (*found)->session->family();
+  if (absl::Status s = family.ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) return s;
+  return family.ValidateBatch(data.inner, BatchRole::kInner);
+}
+
+absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
+    const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data) {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  return Apply(**found, t, data);
+}
+
+absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
+                                                    const std::shared_ptr<const StepData>& data) {
   std::lock_guard<std::mutex> lock(e.mu);
   Session& s = *e.session;
   // Another request for this index may have won the race while we decoded.
-  if (req.t() != s.state().t) return CachedOrRefused(e, req.t());
+  if (t != s.state().t) return CachedOrRefused(e, t);
   MetricsJob job;
-  job.t = req.t();
-  job.input.t = req.t();
+  job.t = t;
+  job.input.t = t;
   job.input.x = s.state().x;
   job.input.y = s.state().y;
   job.input.gamma = s.config().options.gamma;
@@ -344,7 +373,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
 
   v1::StepReply reply;
   reply.set_session_id(e.id);
-  reply.set_t(req.t());
+  reply.set_t(t);
   ToRepeated(s.pending_state().x, reply.mutable_x());
   ToProto(*report, reply.mutable_report());
   if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
@@ -353,12 +382,12 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
   // Acknowledged only once durable: the new state becomes current after
   // the store has it (group-committed with other sessions' steps).
   if (store_ != nullptr) {
-    absl::Status durable = store_->CommitStep(e.id, req.t() + 1, SerializeState(s.pending_state()),
+    absl::Status durable = store_->CommitStep(e.id, t + 1, SerializeState(s.pending_state()),
                                               reply, limits_.reply_cache);
     if (!durable.ok()) {
       s.Abort();
       return absl::UnavailableError(absl::StrCat(
-          "step ", req.t(), " not applied: could not make it durable (", durable.message(),
+          "step ", t, " not applied: could not make it durable (", durable.message(),
           "); session state unchanged, retry the step"));
     }
   }
@@ -368,7 +397,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
 
   job.input.h = report->hypergradient;
   job.report = *std::move(report);
-  job.data = std::move(data);
+  job.data = data;
   job.exact_due = e.exact_every > 0 && job.t % e.exact_every == 0;
   pipeline_->Enqueue(e.metrics, std::move(job));
   return reply;

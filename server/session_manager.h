@@ -39,8 +39,9 @@ class SessionManager {
   SessionManager(Limits limits, MetricsPipeline* pipeline, SessionStore* store);
 
   // Loads every stored session, each resuming at its last acknowledged
-  // step.  Returns one message per session that could not be loaded.
-  absl::StatusOr<std::vector<std::string>> Recover();
+  // step.  Returns one message per session that could not be loaded; the
+  // stored groups go to `groups` (may be null).
+  absl::StatusOr<std::vector<std::string>> Recover(std::vector<StoredGroup>* groups = nullptr);
 
   absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request);
   absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
@@ -51,6 +52,16 @@ class SessionManager {
 
   // Exactly-once step semantics (see the proto).  On error nothing changed.
   absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& request);
+
+  // The two halves of Step, for callers applying one upload to several
+  // sessions (groups): decode and check a step's batches against the
+  // limits; apply decoded batches to session `id` as step t.
+  absl::StatusOr<std::shared_ptr<const StepData>> Decode(const v1::Batch& upper,
+                                                         const v1::Batch& inner) const;
+  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
+                                             const std::shared_ptr<const StepData>& data);
+  // The family checks of session `id` on these batches, without a round.
+  absl::Status ValidateBatches(const std::string& id, const StepData& data) const;
 
   absl::StatusOr<v1::Decision> GetDecision(const std::string& id) const;
   absl::StatusOr<std::shared_ptr<SessionMetrics>> Metrics(const std::string& id) const;
@@ -75,6 +86,8 @@ class SessionManager {
   absl::StatusOr<v1::SessionInfo> Install(std::shared_ptr<Entry> entry, bool generate_id,
                                           bool persisted);
   absl::Status CheckLimits(const v1::Batch& batch, const char* what) const;
+  absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
+                                      const std::shared_ptr<const StepData>& data);
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu
   // For t != next_t: the cached reply of t (marked replayed) or
   // FAILED_PRECONDITION naming the expected index.  Requires e.mu.

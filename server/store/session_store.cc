@@ -7,12 +7,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/state.h"
 
 namespace f2obo::server {
 
 struct SessionStore::Write {
-  enum Kind { kPut, kDelete, kStep } kind;
+  enum Kind { kPut, kDelete, kStep, kGroup } kind;
   std::string id;
   std::string spec;   // kPut
   std::string state;  // kPut, kStep
@@ -90,6 +92,7 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
       "state BLOB NOT NULL, t INTEGER NOT NULL)",
       "CREATE TABLE IF NOT EXISTS replies (id TEXT NOT NULL, t INTEGER NOT NULL, "
       "reply BLOB NOT NULL, PRIMARY KEY (id, t))",
+      "CREATE TABLE IF NOT EXISTS groups (id TEXT PRIMARY KEY, members TEXT NOT NULL)",
   };
   for (const char* sql : setup) {
     if (absl::Status s = store->Exec(sql); !s.ok()) {
@@ -168,7 +171,28 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
     }
     out.sessions.push_back(std::move(s));
   }
+  Stmt groups(db_, "SELECT id, members FROM groups ORDER BY id");
+  if (!groups.ok()) return groups.Error("listing groups");
+  int rc;
+  while ((rc = groups.Step()) == SQLITE_ROW) {
+    StoredGroup g;
+    g.id = groups.Column(0);
+    for (absl::string_view m : absl::StrSplit(groups.Column(1), '\n', absl::SkipEmpty())) {
+      g.members.emplace_back(m);
+    }
+    out.groups.push_back(std::move(g));
+  }
+  if (rc != SQLITE_DONE) out.damaged.push_back("groups: unreadable");
   return out;
+}
+
+absl::Status SessionStore::PutGroup(const std::string& id,
+                                    const std::vector<std::string>& members) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kGroup;
+  w->id = id;
+  w->spec = absl::StrJoin(members, "\n");
+  return Submit(std::move(w), /*wait=*/true);
 }
 
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
@@ -232,6 +256,10 @@ absl::Status SessionStore::Apply(const Write& w) {
         }
       }
       return absl::OkStatus();
+    }
+    case Write::kGroup: {
+      Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members) VALUES (?, ?)");
+      return g.Text(1, w.id).Text(2, w.spec).Run("saving a group");
     }
     case Write::kDelete: {
       Stmt a(db_, "DELETE FROM sessions WHERE id = ?");

@@ -43,8 +43,14 @@ struct StoredSession {
   std::vector<v1::StepReply> replies;  // oldest first
 };
 
+struct StoredGroup {
+  std::string id;
+  std::vector<std::string> members;  // session ids, in member order
+};
+
 struct LoadedStore {
   std::vector<StoredSession> sessions;
+  std::vector<StoredGroup> groups;
   std::vector<std::string> damaged;  // one message per session not loaded
 };
 
@@ -65,6 +71,8 @@ class SessionStore {
                           const std::string& state, int64_t t,
                           const std::vector<v1::StepReply>& replies = {});
   absl::Status DeleteSession(const std::string& id);
+  // Side-by-side groups: the member list of group `id` (durable).
+  absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members);
 
   // Records an acknowledged step: the session's state after it and its
   // reply; keeps the newest `keep_replies` replies.  Under kSync, returns
