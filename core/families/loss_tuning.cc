@@ -12,22 +12,7 @@ namespace f2obo {
 
 absl::StatusOr<std::unique_ptr<Family>> LossTuningFamily::Create(
     const FamilyConfig& config) {
-  if (config.features <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "family.features: loss_tuning needs d > 0, got ", config.features));
-  }
-  if (config.classes < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "family.classes: loss_tuning needs C >= 2, got ", config.classes));
-  }
-  if (static_cast<int64_t>(config.features + 1) * config.classes >
-      std::numeric_limits<int>::max()) {
-    return absl::InvalidArgumentError(
-        "family.features: (d + 1) * C does not fit the parameter vector");
-  }
-  if (!(config.mu0 > 0.0) || !std::isfinite(config.mu0)) {
-    return absl::InvalidArgumentError("family.mu0: must be finite and > 0");
-  }
+  if (absl::Status s = ValidateSoftmaxConfig(config, "loss_tuning"); !s.ok()) return s;
   return std::unique_ptr<Family>(
       new LossTuningFamily(config.features, config.classes, config.mu0));
 }

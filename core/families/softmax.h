@@ -15,11 +15,36 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/batch.h"
 #include "core/features.h"
+#include "core/family.h"
 
 namespace f2obo {
+
+// Config checks shared by the softmax families (d > 0, C >= 2, mu_0 > 0,
+// and a parameter vector of (d + 1) C entries that fits an int).
+inline absl::Status ValidateSoftmaxConfig(const FamilyConfig& config, const char* family) {
+  if (config.features <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "family.features: ", family, " needs d > 0, got ", config.features));
+  }
+  if (config.classes < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "family.classes: ", family, " needs C >= 2, got ", config.classes));
+  }
+  if (static_cast<int64_t>(config.features + 1) * config.classes > (int64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError(
+        "family.features: (d + 1) * C does not fit the parameter vector");
+  }
+  if (!(config.mu0 > 0.0) || !std::isfinite(config.mu0)) {
+    return absl::InvalidArgumentError("family.mu0: must be finite and > 0");
+  }
+  return absl::OkStatus();
+}
 
 // 1/n for a view of n rows (0 for an empty view, so its mean is 0, not NaN).
 inline double InverseRows(const BatchView& view) {
