@@ -133,11 +133,15 @@ void Server::Shutdown(double grace_seconds) {
     if (grpc_->GetHealthCheckService() != nullptr) {
       grpc_->GetHealthCheckService()->SetServingStatus(false);
     }
-    service_->BeginShutdown();  // watch streams end promptly
-    // Stops accepting; in-flight RPCs (rounds included) finish within the
-    // grace period, after which they are cancelled.
-    grpc_->Shutdown(std::chrono::system_clock::now() +
-                    std::chrono::milliseconds(static_cast<int64_t>(grace_seconds * 1000)));
+    service_->BeginShutdown();  // watches end, streams stop taking messages
+    // Let in-flight rounds finish (up to the grace period), then stop
+    // accepting.  gRPC would otherwise also wait the whole deadline for
+    // idle client connections to go away, so the deadline given to it is
+    // short once nothing is running; handlers still running are not
+    // killed by it (sync API), only their calls are cancelled.
+    const auto grace = std::chrono::milliseconds(static_cast<int64_t>(grace_seconds * 1000));
+    service_->WaitIdle(std::chrono::steady_clock::now() + grace);
+    grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
     grpc_->Wait();
   }
   if (pipeline_ != nullptr) pipeline_->Stop();

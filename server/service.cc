@@ -17,8 +17,25 @@ absl::Status Assign(absl::StatusOr<T> result, T* out) {
 
 }  // namespace
 
+bool F2oboService::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(idle_mu_);
+  return idle_cv_.wait_until(lock, deadline, [&] { return in_flight_ == 0; });
+}
+
 grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx,
                                   Access access, const std::function<absl::Status()>& body) {
+  // Counts the handler as in flight so a graceful shutdown can wait for it.
+  struct InFlight {
+    F2oboService* self;
+    explicit InFlight(F2oboService* s) : self(s) {
+      std::lock_guard<std::mutex> lock(self->idle_mu_);
+      ++self->in_flight_;
+    }
+    ~InFlight() {
+      std::lock_guard<std::mutex> lock(self->idle_mu_);
+      if (--self->in_flight_ == 0) self->idle_cv_.notify_all();
+    }
+  } in_flight(this);
   const auto start = std::chrono::steady_clock::now();
   absl::Status result = auth_ != nullptr ? auth_->Check(*ctx, access) : absl::OkStatus();
   if (result.ok()) result = body();
@@ -76,6 +93,7 @@ grpc::Status F2oboService::Steps(
   if (!allowed.ok()) return allowed;
   v1::StepRequest req;
   while (stream->Read(&req)) {
+    if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
     v1::StepReply reply;
     const grpc::Status status =
         Handle("Steps", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(req), &reply); });
@@ -165,6 +183,7 @@ grpc::Status F2oboService::StepsGroup(
   if (!allowed.ok()) return allowed;
   v1::GroupStepRequest req;
   while (stream->Read(&req)) {
+    if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
     v1::GroupStepReply reply;
     const grpc::Status status =
         Handle("StepsGroup", ctx, Access::kWrite, [&] { return Assign(groups_->Step(req), &reply); });

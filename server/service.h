@@ -5,6 +5,9 @@
 #define F2OBO_SERVER_SERVICE_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <functional>
 #include <string>
 
@@ -33,8 +36,12 @@ class F2oboService final : public v1::F2obo::Service {
                const TokenAuthenticator* auth)
       : sessions_(sessions), groups_(groups), observer_(observer), auth_(auth) {}
 
-  // Makes WatchMetrics streams end promptly (server shutdown).
+  // Server shutdown, phase 1: streams stop taking new messages (ending
+  // with UNAVAILABLE after the message in hand) and watches end.
   void BeginShutdown() { shutting_down_ = true; }
+  // Phase 2: waits until no handler is running or `deadline` passes;
+  // returns whether the service went idle.
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
 
   grpc::Status CreateSession(grpc::ServerContext*, const v1::CreateSessionRequest*,
                              v1::SessionInfo*) override;
@@ -75,6 +82,9 @@ class F2oboService final : public v1::F2obo::Service {
   ServiceObserver* const observer_;
   const TokenAuthenticator* const auth_;
   std::atomic<bool> shutting_down_{false};
+  std::mutex idle_mu_;
+  std::condition_variable idle_cv_;
+  int in_flight_ = 0;  // handlers running; guarded by idle_mu_
 };
 
 }  // namespace f2obo::server

@@ -245,17 +245,45 @@ TEST_F(ServiceE2e, HealthServiceReportsServing) {
   EXPECT_TRUE(*healthy);
 }
 
-TEST(ServerLifecycle, SigtermFinishesInFlightStreamsAndExitsZero) {
-  ServerProcess server;
-  ASSERT_TRUE(server.started()) << server.banner();
+TEST(ServerLifecycle, SigtermFinishesTheRoundInFlightAndExitsZero) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo
+  bool replied = false;
+  {
+    ServerProcess server({}, dir);
+    ASSERT_TRUE(server.started()) << server.banner();
+    client::Client c({server.target()});
+    v1::CreateSessionRequest create;
+    create.set_session_id("s");
+    *create.mutable_spec() = SpecFor(f, "af2obo", 1);
+    create.mutable_spec()->mutable_options()->set_delta_y(1e-12);  // long rounds
+    create.mutable_spec()->mutable_options()->set_delta_z(1e-12);
+    create.mutable_spec()->mutable_options()->set_max_inner_iterations(20000);
+    ASSERT_TRUE(c.CreateSession(create).ok());
+    auto ctx = c.NewContext();
+    auto stream = c.stub().Steps(ctx.get());
+    ASSERT_TRUE(stream->Write(RequestFor(f, "s", 1)));
+    v1::StepReply reply;
+    ASSERT_TRUE(stream->Read(&reply));
+    // Step 2 is on its way (or already running) when SIGTERM arrives.
+    ASSERT_TRUE(stream->Write(RequestFor(f, "s", 2)));
+    std::thread stopper([&] { EXPECT_EQ(server.Stop(SIGTERM), 0); });
+    replied = stream->Read(&reply);
+    const grpc::Status status = stream->Finish();
+    stopper.join();
+    if (replied) {
+      EXPECT_EQ(reply.t(), 2);
+    } else {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+    }
+  }
+  // Whatever the timing: a step is durable exactly when it was acknowledged.
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started());
   client::Client c({server.target()});
-  const FamilyCase f = AllFamilyCases()[0];
-  v1::CreateSessionRequest create;
-  create.set_session_id("s");
-  *create.mutable_spec() = SpecFor(f, "f2obo", 1);
-  ASSERT_TRUE(c.CreateSession(create).ok());
-  ASSERT_TRUE(c.Step(RequestFor(f, "s", 1)).ok());
-  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  const auto info = c.GetSession("s");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->next_t(), replied ? 3 : 2);
 }
 
 TEST(ServerLifecycle, RefusesBadFlagsWithAClearMessage) {
