@@ -17,5 +17,8 @@ packages=(
 if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus python3-grpcio python3-protobuf openssl)
 fi
+# A machine whose last package run was interrupted refuses every apt-get
+# until dpkg finishes configuring; doing it first is harmless otherwise.
+as_root dpkg --configure -a
 as_root apt-get update -qq
 as_root apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
