@@ -7,10 +7,12 @@
 #include "core/algorithms/f2obo.h"
 #include "core/algorithms/fsobo.h"
 #include "core/algorithms/obbo.h"
+#include "core/algorithms/pzobo.h"
 #include "core/algorithms/sf2obo.h"
 #include "core/algorithms/sobbo.h"
 #include "core/algorithms/sobow.h"
 #include "core/algorithms/sogd.h"
+#include "core/algorithms/svrb.h"
 
 namespace f2obo {
 namespace {
@@ -48,6 +50,9 @@ constexpr Entry kAlgorithms[] = {
     {"fsobo", &CreateFsobo, &FsoboDefaults, &FsoboCheck},
     {"sobbo", &CreateSobbo, &SobboDefaults, nullptr},
     {"sogd", &CreateSogd, nullptr, nullptr},
+    {"svrb", &CreateSvrb, nullptr, nullptr},
+    {"pzobo", &CreatePzobo, nullptr, nullptr},
+    {"pzobo_s", &CreatePzobo, nullptr, nullptr},
 };
 
 const Entry* Find(const std::string& name) {

@@ -35,6 +35,8 @@ bool OneOf(std::string_view a, std::initializer_list<std::string_view> names) {
 }
 
 static_assert(AlgorithmOptions::kMaxWindow == 1000, "update the window rule below");
+static_assert(AlgorithmOptions::kMaxDirections == 10000, "update the pz_directions rule");
+static_assert(AlgorithmOptions::kMaxExplicitDim == 2048, "update the max_explicit_dim rule");
 
 // The second-order baselines read a different set of fields (no lambda, no
 // beta); each row below applies only to the algorithms that read the field.
@@ -68,9 +70,42 @@ absl::Status ValidateBaseline(const AlgorithmOptions& o, std::string_view a) {
   });
 }
 
+// SVRB and PZOBO / PZOBO-S (same conventions as the baselines above: no
+// lambda, no beta; each row applies only to the algorithms that read it).
+absl::Status ValidateVarianceReducedOrZerothOrder(const AlgorithmOptions& o,
+                                                  std::string_view a) {
+  const bool svrb = a == "svrb";
+  return FirstFailure({
+      {"alpha", o.alpha_auto || PositiveFinite(o.alpha), "must be finite and > 0, or auto"},
+      {"gamma", PositiveFinite(o.gamma), "must be finite and > 0"},
+      {"inner_steps",
+       svrb || (o.inner_steps >= 1 && o.inner_steps <= o.max_inner_iterations),
+       "must be in [1, max_inner_iterations]"},
+      {"momentum", !svrb || (o.momentum >= 0.0 && o.momentum < 1.0),
+       "must be in [0, 1)"},
+      {"sample_rows", a == "pzobo" || o.sample_rows >= 1, "must be >= 1"},
+      {"max_explicit_dim",
+       !svrb || (o.max_explicit_dim >= 1 &&
+                 o.max_explicit_dim <= AlgorithmOptions::kMaxExplicitDim),
+       "must be in [1, 2048]"},
+      {"jacobian_clip", !svrb || PositiveFinite(o.jacobian_clip),
+       "must be finite and > 0"},
+      {"hessian_floor", !svrb || PositiveFinite(o.hessian_floor),
+       "must be finite and > 0"},
+      {"pz_directions",
+       svrb || (o.pz_directions >= 1 &&
+                o.pz_directions <= AlgorithmOptions::kMaxDirections),
+       "must be in [1, 10000]"},
+      {"pz_smoothing", svrb || PositiveFinite(o.pz_smoothing), "must be finite and > 0"},
+  });
+}
+
 }  // namespace
 
 absl::Status AlgorithmOptions::Validate(std::string_view algorithm) const {
+  if (OneOf(algorithm, {"svrb", "pzobo", "pzobo_s"})) {
+    return ValidateVarianceReducedOrZerothOrder(*this, algorithm);
+  }
   if (OneOf(algorithm, {"obbo", "sobow", "aobo", "fsobo", "sobbo", "sogd"})) {
     return ValidateBaseline(*this, algorithm);
   }

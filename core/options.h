@@ -85,6 +85,24 @@ struct AlgorithmOptions {
   // max_inner_iterations steps (paper Appendix A: delta = 0.1).
   double delta = 0.1;
 
+  // SVRB (core/algorithms/svrb.cc) reads alpha (the y-step on the STORM
+  // estimate of grad_y g, or auto), gamma, sample_rows (B rows per draw),
+  // momentum (1 - a, the STORM weight on the previous estimate; default 0.9,
+  // a = 0.1) and the fields below.  It builds explicit d1 x d2 and d2 x d2
+  // derivative matrices, so sessions with x_dim or y_dim above
+  // max_explicit_dim are refused when they are created.
+  int max_explicit_dim = 256;    // at most kMaxExplicitDim
+  static constexpr int kMaxExplicitDim = 2048;  // bounds memory and checkpoints
+  double jacobian_clip = 100.0;  // C: singular values of the grad2_xy g estimate capped at C
+  double hessian_floor = 1e-3;   // lambda: eigenvalues of the grad2_yy g estimate raised to lambda
+  // PZOBO / PZOBO-S (core/algorithms/pzobo.cc) read alpha (inner GD step, or
+  // auto), inner_steps (N GD steps per path), gamma, sample_rows (pzobo_s:
+  // B rows per draw) and: Q Gaussian directions and the smoothing mu of the
+  // perturbed paths x_t + mu u_j.
+  int pz_directions = 10;        // Q, at most kMaxDirections
+  static constexpr int kMaxDirections = 10000;  // bounds the round's cost
+  double pz_smoothing = 0.01;    // mu
+
   // Checks the fields `algorithm` uses; the error names the field.
   absl::Status Validate(std::string_view algorithm) const;
 };
