@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/session_routing.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace f2obo::client {
@@ -28,7 +29,10 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
       args.SetSslTargetNameOverride(options_.tls_target_name);
     }
   }
-  channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  if (options_.session_header) interceptors.push_back(SessionRoutingInterceptorFactory());
+  channel_ = grpc::experimental::CreateCustomChannelWithInterceptors(options_.target, creds, args,
+                                                                     std::move(interceptors));
   stub_ = v1::F2obo::NewStub(channel_);
 }
 

@@ -33,6 +33,9 @@ struct ClientOptions {
   std::string cert_chain = "";
   std::string private_key = "";
   std::string tls_target_name = "";  // override the name checked in the server cert
+  // Adds "x-f2obo-session: <routing key>" metadata to session-scoped calls,
+  // for a proxy that routes by session (client/session_routing.h).
+  bool session_header = true;
 };
 
 absl::Status FromGrpc(const grpc::Status& status);

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/cli.h"
+#include "client/session_routing.h"
 #include "f2obo/v1/convert.h"
 
 ABSL_FLAG(int, sessions, 16, "loadgen: number of sessions (1..1000), one Steps stream each");
@@ -100,6 +101,7 @@ void Work(client::Client& c, const std::vector<v1::StepRequest>& pool,
     lanes[i].id = ids[i];
     lanes[i].ctx = std::make_unique<grpc::ClientContext>();
     lanes[i].ctx->set_deadline(deadline);
+    client::PrepareStreamContext(lanes[i].ctx.get());  // first Write: x-f2obo-session
     lanes[i].rpc = c.stub().Steps(lanes[i].ctx.get());
   }
   v1::StepReply reply;

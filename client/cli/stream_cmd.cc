@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli/cli.h"
 #include "client/data/drift_stream.h"
+#include "client/session_routing.h"
 #include "f2obo/v1/convert.h"
 
 ABSL_FLAG(std::string, data,
@@ -124,6 +125,7 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
   int failures = 0;
   while (t <= last) {
     grpc::ClientContext ctx;  // no deadline: a stream lasts as long as it must
+    client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
     auto rpc = c.stub().Steps(&ctx);
     v1::StepRequest req = MakeRequest(stream, id, t);
     v1::StepReply reply;
