@@ -22,4 +22,7 @@ WORKDIR /data
 VOLUME /data
 EXPOSE 50051 9464
 HEALTHCHECK --interval=10s --timeout=3s CMD ["f2obo-cli", "health", "--server=127.0.0.1:50051"]
-ENTRYPOINT ["f2obo-server", "--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464"]
+# Flags in CMD, so `docker run f2obo:latest --flag=...` (or compose's
+# `command:`) replaces them instead of repeating them.
+ENTRYPOINT ["f2obo-server"]
+CMD ["--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464"]
