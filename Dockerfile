@@ -1,6 +1,7 @@
 # f2obo-server image: multi-stage on Debian 12, built from source, non-root.
-# (No Docker engine runs on our build machines: this file is not exercised
-# by the test suite; see README.)
+# (No Docker engine runs on our build machines, so the test suite never
+# builds it; tests/deploy checks its flags, ports, user, copied paths and
+# that its runtime packages provide every library the binaries load.)
 FROM debian:12 AS build
 WORKDIR /src
 COPY . .

@@ -15,7 +15,7 @@ packages=(
   dataset-fashion-mnist
 )
 if [ "${1:-}" = "--test" ]; then
-  packages+=(prometheus python3-grpcio python3-protobuf openssl)
+  packages+=(prometheus python3-grpcio python3-protobuf openssl python3-yaml)
 fi
 # A machine whose last package run was interrupted refuses every apt-get
 # until dpkg finishes configuring; doing it first is harmless otherwise.
