@@ -25,7 +25,9 @@ ABSL_FLAG(std::optional<int>, x_dim, std::nullopt, "quadratic only: d1, the dime
 ABSL_FLAG(std::optional<int>, y_dim, std::nullopt, "quadratic only: d2, the dimension of y");
 ABSL_FLAG(std::optional<double>, mu0, std::nullopt,
           "Ridge term mu_0 > 0 keeping g strongly convex in y (server default 1e-3)");
-ABSL_FLAG(std::string, algorithm, "sf2obo", "Algorithm: f2obo | f2obo_sl | af2obo | sf2obo");
+ABSL_FLAG(std::string, algorithm, "sf2obo",
+          "Algorithm: f2obo | f2obo_sl | af2obo | sf2obo, or a baseline: obbo | sobow | aobo | "
+          "fsobo | sobbo | sogd | svrb | pzobo | pzobo_s");
 ABSL_FLAG(std::optional<double>, lambda1, std::nullopt, "lambda_1, the initial penalty");
 ABSL_FLAG(std::optional<double>, tau, std::nullopt,
           "Penalty growth: lambda_{t+1} = (1 + 1/t)^tau lambda_t");
@@ -56,6 +58,17 @@ ABSL_FLAG(std::optional<double>, inner_schedule_scale, std::nullopt,
           "sf2obo: c_K of the theory schedule");
 ABSL_FLAG(std::optional<int>, max_scheduled_inner_steps, std::nullopt,
           "sf2obo: cap on the theory schedule's K_t");
+ABSL_FLAG(std::optional<int>, max_explicit_dim, std::nullopt,
+          "svrb: largest x_dim and y_dim accepted (explicit matrices; server default 256, "
+          "at most 2048)");
+ABSL_FLAG(std::optional<double>, jacobian_clip, std::nullopt,
+          "svrb: C, singular values of the grad2_xy g estimate clipped at C (default 100)");
+ABSL_FLAG(std::optional<double>, hessian_floor, std::nullopt,
+          "svrb: lambda, eigenvalues of the grad2_yy g estimate raised to lambda (default 1e-3)");
+ABSL_FLAG(std::optional<int>, pz_directions, std::nullopt,
+          "pzobo, pzobo_s: Q, Gaussian directions (perturbed inner paths) per step (default 10)");
+ABSL_FLAG(std::optional<double>, pz_smoothing, std::nullopt,
+          "pzobo, pzobo_s: mu, the perturbed paths run at x + mu u (default 0.01)");
 ABSL_FLAG(std::string, box, "",
           "Feasible set X: 'lo,hi' (the box [lo, hi]^d) or 'none' (unconstrained); empty: "
           "[0, 0.1] for logistic_hpo, [0, 1] for ridge_hpo, unconstrained otherwise");
@@ -96,6 +109,7 @@ const std::vector<std::string>& SpecFlagNames() {
       "tau", "lambda_max", "alpha", "alpha_auto", "beta", "beta_auto", "beta_scaling", "gamma",
       "inner_steps", "delta_y", "delta_z", "max_inner_iterations", "alpha_decay", "beta_decay",
       "batch_growth", "hyper_batch_growth", "batch_scale", "inner_schedule",
+      "max_explicit_dim", "jacobian_clip", "hessian_floor", "pz_directions", "pz_smoothing",
       "inner_schedule_scale", "max_scheduled_inner_steps", "box", "seed", "exact_every"};
   return *names;
 }
@@ -138,6 +152,11 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
   F2OBO_CLI_OPTION(batch_scale);
   F2OBO_CLI_OPTION(inner_schedule_scale);
   F2OBO_CLI_OPTION(max_scheduled_inner_steps);
+  F2OBO_CLI_OPTION(max_explicit_dim);
+  F2OBO_CLI_OPTION(jacobian_clip);
+  F2OBO_CLI_OPTION(hessian_floor);
+  F2OBO_CLI_OPTION(pz_directions);
+  F2OBO_CLI_OPTION(pz_smoothing);
 #undef F2OBO_CLI_OPTION
   if (const std::string s = absl::GetFlag(FLAGS_beta_scaling); !s.empty()) o->set_beta_scaling(s);
   if (const std::string s = absl::GetFlag(FLAGS_inner_schedule); !s.empty()) {

@@ -102,6 +102,62 @@ TEST_F(ServiceE2e, EveryAlgorithmAndFamilyMatchesTheCoreBitForBitThroughStepAndS
   }
 }
 
+// svrb, pzobo, pzobo_s (not in AllAlgorithms): their options travel over
+// the wire (GetSession reports them back) and every family's trajectory
+// matches the core bit for bit; svrb refuses a problem above
+// max_explicit_dim at CreateSession, naming the option.
+TEST_F(ServiceE2e, SvrbAndPzoboMatchTheCoreBitForBitWithTheirOptionsOverTheWire) {
+  client::Client c = NewClient();
+  constexpr int kShortSteps = 30;
+  for (const FamilyCase& f : AllFamilyCases()) {
+    for (const std::string algorithm : {"svrb", "pzobo", "pzobo_s"}) {
+      SCOPED_TRACE(f.name + " / " + algorithm);
+      v1::SessionSpec spec = SpecFor(f, algorithm, 11);
+      v1::AlgorithmOptions* o = spec.mutable_options();
+      o->set_sample_rows(5);
+      o->set_max_explicit_dim(64);
+      o->set_jacobian_clip(3.0);
+      o->set_hessian_floor(0.05);
+      o->set_pz_directions(3);
+      o->set_pz_smoothing(0.003);
+      const std::vector<Vector> expected = CoreTrajectory(f, spec, kShortSteps);
+      v1::CreateSessionRequest create;
+      *create.mutable_spec() = spec;
+      const auto created = c.CreateSession(create);
+      ASSERT_TRUE(created.ok()) << created.status();
+      const auto info = c.GetSession(created->session_id());
+      ASSERT_TRUE(info.ok()) << info.status();
+      const v1::AlgorithmOptions& back = info->spec().options();
+      EXPECT_EQ(back.max_explicit_dim(), 64);
+      EXPECT_EQ(back.jacobian_clip(), 3.0);
+      EXPECT_EQ(back.hessian_floor(), 0.05);
+      EXPECT_EQ(back.pz_directions(), 3);
+      EXPECT_EQ(back.pz_smoothing(), 0.003);
+      for (int t = 1; t <= kShortSteps; ++t) {
+        const auto reply = c.Step(RequestFor(f, created->session_id(), t));
+        ASSERT_TRUE(reply.ok()) << "t = " << t << ": " << reply.status();
+        ASSERT_TRUE(BitEqual(reply->x(), expected[t - 1])) << "diverged at t = " << t;
+      }
+      EXPECT_TRUE(c.DeleteSession(created->session_id()).ok());
+    }
+  }
+  v1::CreateSessionRequest big;
+  v1::SessionSpec* spec = big.mutable_spec();
+  spec->mutable_family()->set_name("quadratic");
+  spec->mutable_family()->set_x_dim(3);
+  spec->mutable_family()->set_y_dim(300);
+  spec->set_algorithm("svrb");
+  const auto refused = c.CreateSession(big);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("options.max_explicit_dim: svrb builds explicit"));
+  spec->mutable_options()->set_max_explicit_dim(300);
+  const auto allowed = c.CreateSession(big);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_TRUE(c.DeleteSession(allowed->session_id()).ok());
+}
+
 TEST_F(ServiceE2e, AStepSentTwiceIsAppliedOnceAndASkippedIndexNamesTheExpectedOne) {
   client::Client c = NewClient();
   const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo

@@ -61,6 +61,11 @@ absl::Status ApplyOptions(const v1::AlgorithmOptions& p, AlgorithmOptions* o) {
   SetIf(p.has_momentum(), p.momentum(), &o->momentum);
   SetIf(p.has_sample_rows(), p.sample_rows(), &o->sample_rows);
   SetIf(p.has_delta(), p.delta(), &o->delta);
+  SetIf(p.has_max_explicit_dim(), p.max_explicit_dim(), &o->max_explicit_dim);
+  SetIf(p.has_jacobian_clip(), p.jacobian_clip(), &o->jacobian_clip);
+  SetIf(p.has_hessian_floor(), p.hessian_floor(), &o->hessian_floor);
+  SetIf(p.has_pz_directions(), p.pz_directions(), &o->pz_directions);
+  SetIf(p.has_pz_smoothing(), p.pz_smoothing(), &o->pz_smoothing);
   if (p.has_beta_scaling()) {
     if (p.beta_scaling() == "scaled") {
       o->beta_scaling = BetaScaling::kScaled;
@@ -169,6 +174,11 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   p->set_momentum(o.momentum);
   p->set_sample_rows(o.sample_rows);
   p->set_delta(o.delta);
+  p->set_max_explicit_dim(o.max_explicit_dim);
+  p->set_jacobian_clip(o.jacobian_clip);
+  p->set_hessian_floor(o.hessian_floor);
+  p->set_pz_directions(o.pz_directions);
+  p->set_pz_smoothing(o.pz_smoothing);
   switch (c.constraint.kind) {
     case ConstraintSet::Kind::kNone:
       s.mutable_constraint()->set_unconstrained(true);

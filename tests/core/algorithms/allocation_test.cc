@@ -228,8 +228,9 @@ TEST_P(InnerIterationAllocations, DoNotGrowWithTheNumberOfInnerIterations) {
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, InnerIterationAllocations,
     // fsobo and sogd have no inner loop (one step of each kind per round).
+    // svrb is single-loop too (one y-step per round).
     ::testing::Combine(::testing::Values("f2obo", "af2obo", "sf2obo", "obbo", "sobow",
-                                         "aobo", "sobbo"),
+                                         "aobo", "sobbo", "pzobo", "pzobo_s"),
                        ::testing::Values("quadratic", "ridge_hpo", "logistic_hpo_dense",
                                          "logistic_hpo_csr", "loss_tuning_dense")),
     [](const ::testing::TestParamInfo<Param>& info) {
