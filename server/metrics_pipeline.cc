@@ -136,6 +136,15 @@ std::optional<v1::StepMetrics> SessionMetrics::NextAfter(
   }
 }
 
+std::vector<v1::StepMetrics> SessionMetrics::Snapshot(int64_t after_t, size_t max) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::upper_bound(published_.begin(), published_.end(), after_t,
+                             [](int64_t t, const v1::StepMetrics& m) { return t < m.t(); });
+  std::vector<v1::StepMetrics> out;
+  for (; it != published_.end() && out.size() < max; ++it) out.push_back(*it);
+  return out;
+}
+
 std::optional<v1::ExactMetrics> SessionMetrics::LatestExact() const {
   std::lock_guard<std::mutex> lock(mu_);
   return latest_exact_;

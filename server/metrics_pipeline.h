@@ -83,6 +83,9 @@ class SessionMetrics {
   // closed or cancelled.
   std::optional<v1::StepMetrics> NextAfter(int64_t after_t,
                                            const std::function<bool()>& cancelled);
+  // The buffered messages with t > after_t, oldest first, at most `max` of
+  // them (the oldest ones).  Never waits: a copy of what is there now.
+  std::vector<v1::StepMetrics> Snapshot(int64_t after_t, size_t max = kBuffered) const;
   // Newest exact metrics published so far.
   std::optional<v1::ExactMetrics> LatestExact() const;
   // Ends watchers (session deleted or server stopping).

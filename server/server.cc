@@ -13,6 +13,7 @@
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/dashboard/dashboard.h"
 
 namespace f2obo::server {
 namespace {
@@ -80,6 +81,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   s->service_metrics_ = std::make_unique<ServiceMetrics>(&s->registry_, options.per_session_labels);
   ServiceMetrics* sm = s->service_metrics_.get();
+  // The configured maximum, for alerts on f2obo_sessions nearing it.
+  if (auto limit = s->registry_.AddGauge("f2obo_sessions_limit",
+                                         "Maximum number of sessions (--max_sessions).", {});
+      limit.ok()) {
+    (*limit)->WithLabels({}).Set(options.limits.max_sessions);
+  }
   s->pipeline_ = std::make_unique<MetricsPipeline>(
       options.metrics_threads, options.max_pending_metrics,
       [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
@@ -122,6 +129,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
     s->exporter_ = *std::move(exporter);
     s->exporter_->Handle("/metrics", metrics::MetricsHandler(&s->registry_));
+    // The live dashboard: "/" and its JSON API under "/api/".
+    dashboard::RegisterDashboard(s->exporter_.get(), s->sessions_.get(), s->groups_.get());
   }
   return s;
 }

@@ -1,0 +1,67 @@
+// The dashboard's JSON API: read-only views of sessions, their published
+// per-step metrics and their decisions, polled by the page (page/app.js).
+//
+//   GET /api/sessions
+//       {"sessions": [{"id", "group"?, "algorithm", "family", "next_t",
+//                      "lambda", "blreg", "evaluated_steps", "variation_sum",
+//                      "drift_sum", "x_dim", "y_dim", "inner_iterations",
+//                      "cap_hits", "rows_processed"}, ...],
+//        "groups": [{"id", "members": [session id, ...]}, ...]}
+//       "group" is set on members of a side-by-side group.
+//   GET /api/metrics?session=<id>[&after=<t>]
+//       {"session_id", "steps": [...]}: the buffered per-step metrics (the
+//       server keeps the last 1024 per session) with t > after (default 0),
+//       oldest first.  Each step: t, lambda, z_iterations, y_iterations,
+//       round_seconds, upper_loss_before, rows_processed, accuracy_before?,
+//       cap_hit?; when exact metrics were computed for it also regret_term,
+//       blreg, hypergradient_error, value, variation?, drift?,
+//       variation_sum, drift_sum; exact_skipped (a reason) when they were
+//       due but not computed.
+//   GET /api/decision?session=<id>[&max=<n>]
+//       {"session_id", "t", "lambda", "x_dim", "x": [the first n entries of
+//       x_t, default 1000]}
+//
+// The exporter routes exact paths, so the session id travels in the query
+// string (URL-encoded; it must match [A-Za-z0-9._-]{1,64}).  Numbers that
+// are not finite are null.  Errors are JSON as well, {"error": "..."}, with
+// 400 (bad parameter), 404 (no such session) or 405 (method other than GET
+// or HEAD).
+//
+// Thread-safety: the handlers are thread-safe (the session and group
+// managers and the metrics buffers are).
+#ifndef F2OBO_SERVER_DASHBOARD_API_H_
+#define F2OBO_SERVER_DASHBOARD_API_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "f2obo/v1/f2obo.pb.h"
+#include "server/dashboard/json_writer.h"
+#include "server/groups.h"
+#include "server/metrics/http_exporter.h"
+#include "server/session_manager.h"
+
+namespace f2obo::dashboard {
+
+using HttpRequest = metrics::HttpExporter::Request;
+using HttpResponse = metrics::HttpExporter::Response;
+
+// `groups` may be null (no groups listed).
+HttpResponse ServeSessions(const server::SessionManager& sessions,
+                           const server::GroupManager* groups, const HttpRequest& request);
+HttpResponse ServeMetrics(const server::SessionManager& sessions, const HttpRequest& request);
+HttpResponse ServeDecision(const server::SessionManager& sessions, const HttpRequest& request);
+
+// Parses "a=1&b=x%2Fy" into {a: "1", b: "x/y"} ('+' is a space, a key
+// without '=' has an empty value, a repeated key keeps its last value).  A
+// malformed percent escape is an InvalidArgument error.
+absl::StatusOr<std::map<std::string, std::string>> ParseQuery(absl::string_view query);
+
+// One published step as a JSON object (the "steps" entries above).
+void WriteStep(const v1::StepMetrics& m, JsonWriter& w);
+
+}  // namespace f2obo::dashboard
+
+#endif  // F2OBO_SERVER_DASHBOARD_API_H_
