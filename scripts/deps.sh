@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages f2obo builds and runs with (needs root).
 #   deps.sh          build + run dependencies
-#   deps.sh --test   also the tools the test suite drives (promtool, Python gRPC)
+#   deps.sh --test   also the tools the test suite drives (promtool, Python gRPC,
+#                    headless Chromium)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -16,6 +17,8 @@ packages=(
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus python3-grpcio python3-protobuf openssl python3-yaml)
+  # The dashboard test drives the page in headless Chromium.
+  packages+=(chromium chromium-driver)
 fi
 # A machine whose last package run was interrupted refuses every apt-get
 # until dpkg finishes configuring; doing it first is harmless otherwise.

@@ -1,0 +1,196 @@
+// The dashboard page in headless Chromium (driven by chromedriver) against a
+// real f2obo-server on loopback while a group streams steps into it: the
+// charts fill with the published steps and keep advancing as more arrive,
+// without a reload; the page fetches nothing but the server's own API.
+// Screenshots (PNG) are left in this test's build directory.
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "tests/server/dashboard/webdriver.h"
+#include "tests/server/e2e_support.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using google::protobuf::Value;
+using testing::AllFamilyCases;
+using testing::BrowserSession;
+using testing::ChromeDriver;
+using testing::FamilyCase;
+using testing::ServerProcess;
+
+// Generous: the machine may be busy; each wait ends as soon as it holds.
+constexpr auto kWait = std::chrono::seconds(90);
+const char* const kMembers[] = {"f2obo", "af2obo", "sf2obo"};
+// Every chart the page draws for a regression family (accuracy is left out).
+const char* const kCharts[] = {"blreg", "regret_term", "hypergradient_error", "variation_sum",
+                               "drift_sum", "lambda", "inner_iterations", "value",
+                               "latency_ms", "upper_loss_before"};
+
+// Polls `done` until it holds or the deadline passes; the pause only
+// spaces the polls out.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return done();
+}
+
+// Sends group steps first..last over an open StepsGroup stream.
+void StreamSteps(grpc::ClientReaderWriter<v1::GroupStepRequest, v1::GroupStepReply>& stream,
+                 const FamilyCase& f, int first, int last) {
+  for (int t = first; t <= last; ++t) {
+    const v1::StepRequest single = testing::RequestFor(f, "", t);
+    v1::GroupStepRequest req;
+    req.set_group_id("live");
+    req.set_t(t);
+    *req.mutable_upper() = single.upper();
+    *req.mutable_inner() = single.inner();
+    v1::GroupStepReply reply;
+    ASSERT_TRUE(stream.Write(req));
+    ASSERT_TRUE(stream.Read(&reply));
+    ASSERT_EQ(reply.members_size(), 3);
+    for (const v1::MemberStepResult& m : reply.members()) ASSERT_EQ(m.code(), 0) << m.message();
+  }
+}
+
+class Page {
+ public:
+  explicit Page(BrowserSession& b) : b_(b) {}
+
+  // A number the script returns; -1 when the script fails or returns none.
+  double Number(const std::string& script) {
+    absl::StatusOr<Value> v = b_.Execute(script);
+    return v.ok() && v->has_number_value() ? v->number_value() : -1;
+  }
+  // data-points of the line of `session` in chart `metric` (-1: no line).
+  double Points(const std::string& metric, const std::string& session) {
+    return Number(Line(metric, session) + "return l ? +l.dataset.points : -1;");
+  }
+  // Vertices actually drawn in that line.
+  double Vertices(const std::string& metric, const std::string& session) {
+    return Number(Line(metric, session) +
+                  "return l ? l.getAttribute('points').trim().split(/\\s+/).length : -1;");
+  }
+  double LastT(const std::string& metric, const std::string& session) {
+    return Number(Line(metric, session) + "return l ? +l.dataset.lastT : -1;");
+  }
+  void SaveScreenshot(const std::string& name) {
+    absl::StatusOr<std::string> png = b_.Screenshot();
+    ASSERT_TRUE(png.ok()) << png.status();
+    ASSERT_GT(png->size(), 10000u);  // a rendered page, not a blank one
+    ASSERT_EQ(png->substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    const std::string path = std::string(F2OBO_DASHBOARD_SCREENSHOT_DIR) + "/" + name;
+    std::ofstream(path, std::ios::binary) << *png;
+    std::printf("screenshot: %s\n", path.c_str());
+  }
+
+ private:
+  static std::string Line(const std::string& metric, const std::string& session) {
+    return "const l = document.querySelector('svg[data-metric=\"" + metric +
+           "\"] polyline[data-session=\"" + session + "\"]');";
+  }
+  BrowserSession& b_;
+};
+
+TEST(DashboardBrowser, ChartsFillAndAdvanceWhileAGroupStreams) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.banner();
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[1];  // ridge_hpo: exact metrics on every step
+  ASSERT_EQ(f.name, "ridge_hpo");
+  v1::CreateGroupRequest create;
+  create.set_group_id("live");
+  *create.mutable_spec() = testing::SpecFor(f, "f2obo", 7);
+  for (const char* a : kMembers) {
+    v1::GroupMember* m = create.add_members();
+    m->set_name(a);
+    m->set_algorithm(a);
+  }
+  ASSERT_TRUE(c.CreateGroup(create).ok());
+  auto stream_ctx = c.NewContext();
+  auto stream = c.stub().StepsGroup(stream_ctx.get());
+  StreamSteps(*stream, f, 1, 15);
+
+  ChromeDriver driver(F2OBO_CHROMEDRIVER_PATH, 60);
+  ASSERT_TRUE(driver.status().ok()) << driver.status();
+  absl::StatusOr<BrowserSession> browser = BrowserSession::Start(
+      driver.port(), F2OBO_CHROMIUM_PATH,
+      {"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+       "--window-size=1400,1100"});
+  ASSERT_TRUE(browser.ok()) << browser.status();
+  Page page(*browser);
+  const std::string origin = "http://127.0.0.1:" + std::to_string(server.metrics_port());
+  ASSERT_TRUE(browser->Navigate(origin + "/#session=live.f2obo").ok());
+  // Survives only as long as the page is not reloaded.
+  ASSERT_EQ(page.Number("window.f2oboTestMark = 7; return 7;"), 7);
+
+  // Every step published so far shows, in every chart.
+  EXPECT_TRUE(WaitFor([&] { return page.Points("blreg", "live.f2obo") == 15; }))
+      << "blreg points: " << page.Points("blreg", "live.f2obo");
+  for (const char* chart : kCharts) {
+    EXPECT_EQ(page.Points(chart, "live.f2obo"), 15) << chart;
+    EXPECT_EQ(page.Vertices(chart, "live.f2obo"), 15) << chart;
+    EXPECT_EQ(page.LastT(chart, "live.f2obo"), 15) << chart;
+  }
+  EXPECT_EQ(page.Number("return document.querySelectorAll('svg[data-metric]').length;"),
+            static_cast<double>(std::size(kCharts)));  // ridge_hpo: no accuracy chart
+  // The decision shown is x_16 (the one the next step will use).
+  EXPECT_EQ(page.Number("const d = document.querySelector('.decision-row'); "
+                        "return d ? +d.dataset.t : -1;"),
+            16);
+  page.SaveScreenshot("dashboard_session.png");
+
+  // More steps arrive while the page is open: the lines advance.
+  StreamSteps(*stream, f, 16, 30);
+  EXPECT_TRUE(WaitFor([&] { return page.LastT("blreg", "live.f2obo") == 30; }))
+      << "blreg last t: " << page.LastT("blreg", "live.f2obo");
+  for (const char* chart : kCharts) {
+    EXPECT_TRUE(WaitFor([&] { return page.Points(chart, "live.f2obo") == 30; })) << chart;
+    EXPECT_EQ(page.Vertices(chart, "live.f2obo"), 30) << chart;
+  }
+  EXPECT_EQ(page.Number("return window.f2oboTestMark;"), 7) << "the page was reloaded";
+
+  // Comparing the group: every member's line on every chart.
+  ASSERT_EQ(page.Number("location.hash = '#group=live'; return 1;"), 1);
+  for (const char* chart : kCharts) {
+    for (const char* m : kMembers) {
+      const std::string id = std::string("live.") + m;
+      EXPECT_TRUE(WaitFor([&] { return page.Points(chart, id) == 30; })) << chart << " " << id;
+    }
+    EXPECT_EQ(page.Number(std::string("return +document.querySelector('svg[data-metric=\"") +
+                          chart + "\"]').dataset.series;"),
+              3)
+        << chart;
+  }
+  EXPECT_EQ(page.Number("return document.querySelectorAll('.decision-row').length;"), 3);
+  EXPECT_EQ(page.Number("return window.f2oboTestMark;"), 7) << "the page was reloaded";
+
+  // Nothing was fetched from anywhere but this server's API.
+  const std::string foreign = "performance.getEntriesByType('resource').filter(e => "
+                              "!e.name.startsWith('" + origin + "/api/'))";
+  absl::StatusOr<Value> names = browser->Execute("return " + foreign + ".map(e => e.name).join(' ');");
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(names->string_value(), "");
+  EXPECT_GT(page.Number("return performance.getEntriesByType('resource').length;"), 0);
+  page.SaveScreenshot("dashboard_compare.png");
+
+  stream->WritesDone();
+  v1::GroupStepReply ignored;
+  EXPECT_FALSE(stream->Read(&ignored));
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+}  // namespace
+}  // namespace f2obo
