@@ -73,6 +73,16 @@ absl::StatusOr<v1::Decision> Client::GetDecision(const std::string& id) {
   F2OBO_UNARY(GetDecision, req, v1::Decision);
 }
 
+absl::StatusOr<v1::GroupInfo> Client::CreateGroup(const v1::CreateGroupRequest& req) {
+  F2OBO_UNARY(CreateGroup, req, v1::GroupInfo);
+}
+
+absl::StatusOr<v1::GroupInfo> Client::GetGroup(const std::string& id) {
+  v1::GetGroupRequest req;
+  req.set_group_id(id);
+  F2OBO_UNARY(GetGroup, req, v1::GroupInfo);
+}
+
 #undef F2OBO_UNARY
 
 absl::Status Client::DeleteSession(const std::string& id) {
@@ -83,18 +93,22 @@ absl::Status Client::DeleteSession(const std::string& id) {
   return FromGrpc(stub_->DeleteSession(ctx.get(), req, &out));
 }
 
-absl::StatusOr<v1::StepReply> Client::Step(const v1::StepRequest& req) {
-  double backoff = options_.initial_backoff_seconds;
+namespace {
+
+// Calls `rpc(ctx, &out)` up to `max_attempts` times, retrying UNAVAILABLE
+// and DEADLINE_EXCEEDED with exponential backoff.
+template <typename Reply, typename Rpc>
+absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double backoff, Rpc rpc) {
   grpc::Status last;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
     if (attempt > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
       backoff *= 2;
     }
-    v1::StepReply out;
-    auto ctx = NewContext();
+    Reply out;
+    auto ctx = c.NewContext();
     ctx->set_wait_for_ready(attempt > 0);  // after a failure, wait out reconnects
-    last = stub_->Step(ctx.get(), req, &out);
+    last = rpc(ctx.get(), &out);
     if (last.ok()) return out;
     if (last.error_code() != grpc::StatusCode::UNAVAILABLE &&
         last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -102,6 +116,22 @@ absl::StatusOr<v1::StepReply> Client::Step(const v1::StepRequest& req) {
     }
   }
   return FromGrpc(last);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::StepReply> Client::Step(const v1::StepRequest& req) {
+  return WithRetries<v1::StepReply>(
+      *this, options_.max_attempts, options_.initial_backoff_seconds,
+      [&](grpc::ClientContext* ctx, v1::StepReply* out) { return stub_->Step(ctx, req, out); });
+}
+
+absl::StatusOr<v1::GroupStepReply> Client::StepGroup(const v1::GroupStepRequest& req) {
+  return WithRetries<v1::GroupStepReply>(
+      *this, options_.max_attempts, options_.initial_backoff_seconds,
+      [&](grpc::ClientContext* ctx, v1::GroupStepReply* out) {
+        return stub_->StepGroup(ctx, req, out);
+      });
 }
 
 absl::StatusOr<bool> Client::Healthy(const std::string& service) {

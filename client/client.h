@@ -50,6 +50,11 @@ class Client {
   absl::Status DeleteSession(const std::string& id);
   absl::StatusOr<v1::Decision> GetDecision(const std::string& id);
   absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& req);
+  // Side-by-side groups.  StepGroup retries like Step (each member applies
+  // an index once; a retried index answers from the members' reply caches).
+  absl::StatusOr<v1::GroupInfo> CreateGroup(const v1::CreateGroupRequest& req);
+  absl::StatusOr<v1::GroupInfo> GetGroup(const std::string& id);
+  absl::StatusOr<v1::GroupStepReply> StepGroup(const v1::GroupStepRequest& req);
   // True when the standard health service reports SERVING.
   absl::StatusOr<bool> Healthy(const std::string& service = "");
 

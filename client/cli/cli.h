@@ -35,6 +35,8 @@ ABSL_DECLARE_FLAG(std::optional<int>, features);
 ABSL_DECLARE_FLAG(std::optional<int>, classes);
 ABSL_DECLARE_FLAG(std::string, algorithm);
 ABSL_DECLARE_FLAG(uint64_t, seed);
+// Groups (group_cmd.cc).
+ABSL_DECLARE_FLAG(std::string, group);
 
 namespace f2obo::cli {
 
@@ -77,6 +79,13 @@ int RunHealth();
 int RunStream();
 int RunMetrics();
 int RunLoadgen();
+int RunCreateGroup();
+int RunGroup();
+int RunEvaluate();
+
+// The values of every --member flag given, in order (main.cc collects them:
+// unlike other flags, --member may be repeated).
+std::vector<std::string>& MemberFlagValues();
 
 }  // namespace f2obo::cli
 

@@ -47,12 +47,33 @@ const std::vector<Command>& Commands() {
       {"stream", "Replay a dataset as a drifting stream into a session",
        "Sends steps next_t .. next_t + steps - 1 (or .. --until) of the drifting stream, "
        "starting from the session's next_t, so re-running resumes an interrupted stream.  "
-       "--create creates the session first from the spec flags.",
-       Concat({"session", "data", "steps", "until", "rows_per_step", "upper_fraction",
+       "--create creates the session first from the spec flags.  --group=<id> instead "
+       "uploads each step once to every member of a group (StepsGroup), starting from "
+       "the smallest next_t of its members, with one progress entry per member.",
+       Concat({"session", "group", "data", "steps", "until", "rows_per_step", "upper_fraction",
                "imbalance", "phase_steps", "label_noise", "noise_in_upper", "mode",
                "print_every", "create"},
               SpecFlagNames()),
        RunStream},
+      {"create-group", "Create a side-by-side group: one family, several algorithms",
+       "Family, dimensions, constraint, seed and metrics policy come from the spec flags "
+       "once; each --member=name:algorithm[:key=value,...] adds a member session "
+       "<group>.<name> (repeat the flag, 1 to 16 members).  Keys are AlgorithmOptions "
+       "fields (e.g. gamma=0.01,inner_steps=3,alpha_auto=true); option flags such as "
+       "--gamma apply to every member, a member's own keys win.  --group (or --id) names "
+       "the group.  "
+       "Then 'stream --group=<id>' uploads each step once for all members.",
+       Concat(SpecFlagNames(), {"group", "dataset", "member"}), RunCreateGroup},
+      {"group", "Show a group's members: algorithm, next t, BLReg, lambda", "",
+       {"group"}, RunGroup},
+      {"evaluate", "Score a session's current decision (x, y) on a held-out dataset",
+       "Fetches the spec and the decision (x_t, y_t) of --session (or of every member of "
+       "--group) and evaluates them with the family's own code on --test_data (default: the "
+       "Fashion-MNIST test set) and, when --train_data is set, on a training set: mean "
+       "cross-entropy of the plain logits, accuracy, balanced accuracy (mean per-class "
+       "recall over the classes present).  Classification families (logistic_hpo, "
+       "loss_tuning) only.  Prints a table, or CSV with --out.",
+       {"session", "group", "test_data", "train_data", "eval_rows", "out"}, RunEvaluate},
       {"decision", "Print a session's current decision (t, lambda, x)", "",
        {"session", "all", "show"}, RunDecision},
       {"sessions", "List sessions as a table", "", {}, RunSessions},
@@ -112,9 +133,9 @@ void PrintOverview(FILE* out) {
                "f2obo-cli: command-line client of the f2obo online bilevel optimization "
                "service.\n\nUsage: f2obo-cli <command> [--flag=value ...]\n\nCommands:\n");
   for (const Command& c : Commands()) {
-    std::fprintf(out, "  %-9s %s\n", c.name.c_str(), c.summary.c_str());
+    std::fprintf(out, "  %-12s %s\n", c.name.c_str(), c.summary.c_str());
   }
-  std::fprintf(out, "  %-9s %s\n", "help", "This list, or 'help <command>' for its flags");
+  std::fprintf(out, "  %-12s %s\n", "help", "This list, or 'help <command>' for its flags");
   std::fprintf(out, "\nGlobal flags (every command):\n");
   PrintFlags(out, GlobalFlagNames());
   std::fprintf(out,
@@ -244,6 +265,7 @@ int Main(int argc, char** argv) {
       return UsageError(absl::StrCat("flag --", flag_name, " does not apply to '", name,
                                      "' (see 'f2obo-cli help ", name, "')"));
     }
+    if (flag_name == "member") MemberFlagValues().push_back(value);  // repeatable
     std::string error;
     if (!flag->ParseFrom(value, &error)) {
       return UsageError(absl::StrCat("--", flag_name, ": ", error));

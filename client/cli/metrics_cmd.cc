@@ -12,7 +12,8 @@
 #include "absl/strings/str_replace.h"
 #include "client/cli/cli.h"
 
-ABSL_FLAG(std::string, out, "", "metrics: CSV file to write ('' = stdout)");
+ABSL_FLAG(std::string, out, "",
+          "metrics, evaluate: CSV file to write ('' = stdout; evaluate prints a table)");
 ABSL_FLAG(bool, follow, false,
           "metrics: keep watching live steps until the session is deleted (or --until)");
 ABSL_FLAG(int64_t, after, 0,

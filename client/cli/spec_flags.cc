@@ -72,6 +72,10 @@ ABSL_FLAG(std::optional<double>, pz_smoothing, std::nullopt,
 ABSL_FLAG(std::string, box, "",
           "Feasible set X: 'lo,hi' (the box [lo, hi]^d) or 'none' (unconstrained); empty: "
           "[0, 0.1] for logistic_hpo, [0, 1] for ridge_hpo, unconstrained otherwise");
+ABSL_FLAG(std::string, x0, "",
+          "Initial decision x_1: comma-separated values, 'v*n' repeats v n times (e.g. "
+          "loss_tuning with C = 10: --x0=1*10,0*10 starts at gamma = 1, Delta = 0); empty: "
+          "the projection of 0 onto X");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the session's sampler and of the data stream");
 ABSL_FLAG(std::optional<int>, exact_every, std::nullopt,
           "Exact (second-order) metrics every N-th step, 0 = off (server default: every step "
@@ -79,6 +83,22 @@ ABSL_FLAG(std::optional<int>, exact_every, std::nullopt,
 
 namespace f2obo::cli {
 namespace {
+
+absl::Status SetX0(v1::SessionSpec* spec) {
+  const std::string text = absl::GetFlag(FLAGS_x0);
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    const std::vector<absl::string_view> vn = absl::StrSplit(part, absl::MaxSplits('*', 1));
+    double v = 0;
+    int n = 1;
+    if (!absl::SimpleAtod(vn[0], &v) || (vn.size() == 2 && !absl::SimpleAtoi(vn[1], &n)) ||
+        n < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--x0: '", part, "' is not a number or 'value*count'"));
+    }
+    for (int i = 0; i < n; ++i) spec->add_x0(v);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status SetConstraint(const std::string& family, v1::ConstraintSpec* c) {
   std::string box = absl::GetFlag(FLAGS_box);
@@ -110,7 +130,7 @@ const std::vector<std::string>& SpecFlagNames() {
       "inner_steps", "delta_y", "delta_z", "max_inner_iterations", "alpha_decay", "beta_decay",
       "batch_growth", "hyper_batch_growth", "batch_scale", "inner_schedule",
       "max_explicit_dim", "jacobian_clip", "hessian_floor", "pz_directions", "pz_smoothing",
-      "inner_schedule_scale", "max_scheduled_inner_steps", "box", "seed", "exact_every"};
+      "inner_schedule_scale", "max_scheduled_inner_steps", "box", "x0", "seed", "exact_every"};
   return *names;
 }
 
@@ -163,6 +183,7 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
     o->set_inner_schedule(s);
   }
   if (absl::Status s = SetConstraint(f->name(), spec->mutable_constraint()); !s.ok()) return s;
+  if (absl::Status s = SetX0(spec); !s.ok()) return s;
   spec->set_seed(absl::GetFlag(FLAGS_seed));
   if (auto v = absl::GetFlag(FLAGS_exact_every)) spec->mutable_metrics()->set_exact_every(*v);
 

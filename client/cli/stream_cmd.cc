@@ -11,6 +11,7 @@
 #include <deque>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -181,6 +182,224 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
   return absl::OkStatus();
 }
 
+// ------------------------------------------------------------- groups
+
+v1::GroupStepRequest MakeGroupRequest(const data::DriftingStream& stream, const std::string& id,
+                                      int64_t t) {
+  const StepData step = stream.Make(t);
+  v1::GroupStepRequest req;
+  req.set_group_id(id);
+  req.set_t(t);
+  ToProto(step.upper, req.mutable_upper());
+  ToProto(step.inner, req.mutable_inner());
+  return req;
+}
+
+// Progress of a group stream: the same cadence as Progress, one entry per
+// member (prequential loss and accuracy over the last --print_every steps,
+// and the member's latest BLReg).
+class GroupProgress {
+ public:
+  GroupProgress(int64_t first, int64_t last, const std::string& group)
+      : first_(first), last_(last), prefix_(group + "."),
+        tty_(isatty(fileno(stdout)) == 1), every_(std::max(1, absl::GetFlag(FLAGS_print_every))),
+        start_(Clock::now()) {}
+
+  // A member's failure, as a status naming it; OK when every member applied.
+  static absl::Status MemberFailure(const v1::GroupStepReply& r) {
+    for (const v1::MemberStepResult& m : r.members()) {
+      if (m.code() != 0) {
+        return absl::Status(static_cast<absl::StatusCode>(m.code()),
+                            absl::StrCat("member ", m.session_id(), " at t = ", r.t(), ": ",
+                                         m.message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void Update(const v1::GroupStepReply& r) {
+    ++done_;
+    if (members_.size() != static_cast<size_t>(r.members_size())) {
+      members_.assign(r.members_size(), Member{});
+    }
+    for (int i = 0; i < r.members_size(); ++i) {
+      const v1::MemberStepResult& m = r.members(i);
+      Member& s = members_[i];
+      s.name = m.session_id().rfind(prefix_, 0) == 0 ? m.session_id().substr(prefix_.size())
+                                                      : m.session_id();
+      s.window.push_back(m.reply().report());
+      if (static_cast<int>(s.window.size()) > every_) s.window.pop_front();
+      if (m.reply().has_latest_exact()) s.blreg = Num(m.reply().latest_exact().running().blreg(), 4);
+    }
+    const bool final = r.t() >= last_;
+    if (tty_) {
+      const auto now = Clock::now();
+      if (!final && now - last_print_ < std::chrono::milliseconds(100)) return;
+      last_print_ = now;
+      std::printf("\r\033[K%s", Line(r.t()).c_str());
+      if (final) std::printf("\n");
+    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final) {
+      std::printf("%s\n", Line(r.t()).c_str());
+    }
+    std::fflush(stdout);
+  }
+  void Break() {
+    if (tty_ && done_ > 0) std::printf("\n");
+  }
+  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  int64_t done() const { return done_; }
+
+ private:
+  struct Member {
+    std::string name;
+    std::deque<v1::RoundReport> window;
+    std::string blreg = "-";
+  };
+
+  std::string Line(int64_t t) const {
+    std::string line = absl::StrFormat("step %d (%d/%d)  %.1f steps/s", t, done_,
+                                       last_ - first_ + 1, done_ / std::max(1e-9, Seconds()));
+    for (const Member& m : members_) {
+      double loss = 0, acc = 0;
+      int with_acc = 0;
+      for (const v1::RoundReport& r : m.window) {
+        loss += r.upper_loss_before();
+        if (r.has_accuracy_before()) acc += r.accuracy_before(), ++with_acc;
+      }
+      const double n = std::max<size_t>(1, m.window.size());
+      absl::StrAppendFormat(&line, "  | %s loss %.4f acc %s BLReg %s", m.name, loss / n,
+                            with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-",
+                            m.blreg);
+    }
+    return line;
+  }
+
+  const int64_t first_, last_;
+  const std::string prefix_;
+  const bool tty_;
+  const int every_;
+  const Clock::time_point start_;
+  Clock::time_point last_print_;
+  int64_t done_ = 0;
+  std::vector<Member> members_;
+};
+
+// The smallest next_t over the group's members.
+absl::StatusOr<int64_t> GroupNextT(client::Client& c, const std::string& id) {
+  absl::StatusOr<v1::GroupInfo> info = c.GetGroup(id);
+  if (!info.ok()) return info.status();
+  if (info->members_size() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("group '", id, "' has no members"));
+  }
+  int64_t next = info->members(0).next_t();
+  for (const v1::SessionInfo& m : info->members()) next = std::min(next, m.next_t());
+  return next;
+}
+
+// Group steps [t, last] over StepsGroup, reconnecting like StreamSteps.
+absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& stream,
+                              const std::string& id, int64_t t, int64_t last,
+                              GroupProgress& progress) {
+  const int max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
+  double backoff = 0.25;
+  int failures = 0;
+  while (t <= last) {
+    grpc::ClientContext ctx;
+    client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
+    auto rpc = c.stub().StepsGroup(&ctx);
+    v1::GroupStepRequest req = MakeGroupRequest(stream, id, t);
+    v1::GroupStepReply reply;
+    bool broken = false;
+    while (t <= last) {
+      if (!rpc->Write(req)) {
+        broken = true;
+        break;
+      }
+      if (t < last) req = MakeGroupRequest(stream, id, t + 1);
+      if (!rpc->Read(&reply)) {
+        broken = true;
+        break;
+      }
+      absl::Status member = GroupProgress::MemberFailure(reply);
+      if (reply.t() != t) {
+        member = absl::InternalError(absl::StrCat("reply for t = ", reply.t(), ", expected ", t));
+      }
+      if (!member.ok()) {
+        ctx.TryCancel();
+        rpc->Finish();
+        return member;
+      }
+      progress.Update(reply);
+      ++t;
+      failures = 0;
+      backoff = 0.25;
+    }
+    if (!broken) {
+      rpc->WritesDone();
+      return client::FromGrpc(rpc->Finish());
+    }
+    absl::Status s = client::FromGrpc(rpc->Finish());
+    if (s.ok()) s = absl::UnavailableError("the server ended the stream early");
+    if (s.code() != absl::StatusCode::kUnavailable || ++failures >= max_attempts) return s;
+    progress.Break();
+    std::fprintf(stderr, "f2obo-cli: stream: UNAVAILABLE: %s; reconnecting (attempt %d of %d)\n",
+                 std::string(s.message()).c_str(), failures + 1, max_attempts);
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    backoff = std::min(2 * backoff, 8.0);
+    absl::StatusOr<int64_t> next = GroupNextT(c, id);
+    if (next.ok()) {
+      t = *next;
+    } else if (next.status().code() != absl::StatusCode::kUnavailable &&
+               next.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      return next.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `stream --group`: the data and drift flags exactly as for a session.
+int RunGroupStream(const data::Dataset& ds, const data::DriftOptions& drift,
+                   const std::string& mode, std::optional<int> steps) {
+  const std::string id = absl::GetFlag(FLAGS_group);
+  client::Client c(ClientOptionsFromFlags());
+  absl::StatusOr<int64_t> first = GroupNextT(c, id);
+  if (!first.ok()) return RpcError("stream", first.status());
+  const std::optional<int64_t> until = absl::GetFlag(FLAGS_until);
+  const int64_t last = until ? *until : *first + steps.value_or(400) - 1;
+  if (absl::GetFlag(FLAGS_verbose)) {
+    std::printf("streaming %s (%d rows x %d features, %d classes) to group %s, steps "
+                "%lld..%lld\n",
+                absl::GetFlag(FLAGS_data).c_str(), ds.rows(), ds.features(), ds.classes,
+                id.c_str(), static_cast<long long>(*first), static_cast<long long>(last));
+  }
+  if (last < *first) {
+    std::printf("group %s is at next_t = %lld: nothing to send\n", id.c_str(),
+                static_cast<long long>(*first));
+    return kExitOk;
+  }
+  const data::DriftingStream stream(ds, drift);
+  GroupProgress progress(*first, last, id);
+  absl::Status status;
+  if (mode == "unary") {
+    for (int64_t t = *first; t <= last && status.ok(); ++t) {
+      absl::StatusOr<v1::GroupStepReply> reply = c.StepGroup(MakeGroupRequest(stream, id, t));
+      status = reply.ok() ? GroupProgress::MemberFailure(*reply) : reply.status();
+      if (status.ok()) progress.Update(*reply);
+    }
+  } else {
+    status = StreamGroupSteps(c, stream, id, *first, last, progress);
+  }
+  if (!status.ok()) {
+    progress.Break();
+    return RpcError(absl::StrCat("stream group ", id), status);
+  }
+  std::printf("streamed %lld steps to group %s in %.2f s (%.1f steps/s); next_t = %lld\n",
+              static_cast<long long>(progress.done()), id.c_str(), progress.Seconds(),
+              progress.done() / std::max(1e-9, progress.Seconds()),
+              static_cast<long long>(last + 1));
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunStream() {
@@ -210,10 +429,17 @@ int RunStream() {
 
   std::string id = absl::GetFlag(FLAGS_session);
   const bool create = absl::GetFlag(FLAGS_create);
-  if (id.empty() && !create) return UsageError("--session is required (or --create)");
+  const bool group = !absl::GetFlag(FLAGS_group).empty();
+  if (group && (!id.empty() || create)) {
+    return UsageError("--group streams into an existing group: not with --session or --create");
+  }
+  if (id.empty() && !create && !group) {
+    return UsageError("--session is required (or --create, or --group)");
+  }
   absl::StatusOr<data::Dataset> ds = data::ReadDataset(absl::GetFlag(FLAGS_data));
   if (!ds.ok()) return UsageError(absl::StrCat("--data: ", ds.status().message()));
   if (ds->rows() == 0) return UsageError("--data: the dataset has no rows");
+  if (group) return RunGroupStream(*ds, drift, mode, steps);
 
   client::Client c(ClientOptionsFromFlags());
   if (create) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -114,12 +115,17 @@ class CliE2e : public ::testing::Test {
     char tmpl[] = "/tmp/f2obo_cli_e2e_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = new std::string(tmpl);
-    // 300 rows, 4 features, 3 classes from a fixed linear teacher.
-    std::ofstream csv(*dir_ + "/data.csv");
+    // 300 training and 150 test rows, 4 features, 3 classes from a fixed
+    // linear teacher.
+    WriteCsv(*dir_ + "/data.csv", 300, 5);
+    WriteCsv(*dir_ + "/test.csv", 150, 6);
+  }
+  static void WriteCsv(const std::string& path, int rows, unsigned seed) {
+    std::ofstream csv(path);
     csv << "f0,f1,f2,f3,label\n";
-    std::mt19937 rng(5);
+    std::mt19937 rng(seed);
     std::normal_distribution<double> normal;
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < rows; ++i) {
       double a[4], score[3] = {0, 0, 0};
       for (int j = 0; j < 4; ++j) {
         a[j] = normal(rng);
@@ -170,7 +176,7 @@ TEST_F(CliE2e, HelpListsTheSubcommandsAndTheirFlags) {
   const Result help = RunCli({"help"});
   EXPECT_EQ(help.code, 0);
   for (const char* c : {"create", "stream", "decision", "sessions", "delete", "metrics",
-                        "health", "loadgen", "--server"}) {
+                        "health", "loadgen", "create-group", "group", "evaluate", "--server"}) {
     EXPECT_THAT(help.out, HasSubstr(c));
   }
   const Result none = RunCli({});
@@ -358,6 +364,203 @@ TEST_F(CliE2e, LoadgenReportsLatencyAndDeletesItsSessions) {
   EXPECT_THAT(r.out, ::testing::ContainsRegex("p50 [0-9.]+ ms  p95 [0-9.]+ ms  p99 [0-9.]+ ms"));
   EXPECT_THAT(r.out, HasSubstr("errors: 0"));
   EXPECT_THAT(Cli({"sessions"}).out, Not(HasSubstr("lg-")));
+}
+
+// Side-by-side groups through the CLI: one upload per step for every member,
+// and each member ends exactly (bit for bit) where a lone session created
+// and streamed with the same CLI arguments ends.
+TEST_F(CliE2e, GroupMembersEndExactlyWhereLoneSessionsStreamedTheSameWayEnd) {
+  // loss_tuning: x (gamma_j, Delta_j) is unconstrained, so it moves.
+  const Result created = Cli({"create-group", "--group=side", "--family=loss_tuning",
+                              "--features=4", "--classes=3", "--x0=1*3,0*3", "--seed=7",
+                              "--gamma=0.05", "--member=fo:f2obo:inner_steps=3",
+                              "--member=sf:sf2obo", "--member=af:af2obo:max_inner_iterations=20",
+                              "--member=ob:obbo"});
+  ASSERT_EQ(created.code, 0) << created.err;
+  EXPECT_THAT(created.out, HasSubstr("side\n"));
+  EXPECT_THAT(created.out, HasSubstr("side.fo  f2obo"));
+  EXPECT_THAT(created.out, HasSubstr("side.ob  obbo"));
+  struct Lone {
+    std::string id;
+    std::vector<std::string> flags;
+  };
+  const std::vector<Lone> lone = {
+      {"lone-fo", {"--algorithm=f2obo", "--inner_steps=3"}},
+      {"lone-sf", {"--algorithm=sf2obo"}},
+      {"lone-af", {"--algorithm=af2obo", "--max_inner_iterations=20"}},
+      {"lone-ob", {"--algorithm=obbo"}},
+  };
+  for (const Lone& l : lone) {
+    std::vector<std::string> args = {"create",      "--id=" + l.id, "--family=loss_tuning",
+                                     "--features=4", "--classes=3",  "--x0=1*3,0*3",
+                                     "--seed=7",     "--gamma=0.05"};
+    args.insert(args.end(), l.flags.begin(), l.flags.end());
+    const Result r = Cli(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const std::vector<std::string> drift = {Data(), "--rows_per_step=32", "--phase_steps=10",
+                                          "--seed=7", "--label_noise=15:0.2"};
+  auto with = [&](std::vector<std::string> a) {
+    a.insert(a.end(), drift.begin(), drift.end());
+    return a;
+  };
+  // 12 steps over StepsGroup, then the rest with unary StepGroup: the second
+  // run resumes from the members' next_t.
+  const Result first = Cli(with({"stream", "--group=side", "--steps=12", "--print_every=4"}));
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_THAT(first.out, HasSubstr("step 12 (12/12)"));
+  for (const char* m : {"| fo loss", "| sf loss", "| af loss", "| ob loss"}) {
+    EXPECT_THAT(first.out, HasSubstr(m));
+  }
+  EXPECT_THAT(first.out, HasSubstr("streamed 12 steps to group side"));
+  const Result second =
+      Cli(with({"stream", "--group=side", "--steps=18", "--mode=unary", "--print_every=6"}));
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("step 13 (1/18)"));
+  EXPECT_THAT(second.out, HasSubstr("next_t = 31"));
+  for (const Lone& l : lone) {
+    const Result r = Cli(with({"stream", "--session=" + l.id, "--steps=30"}));
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+
+  const std::string names[] = {"fo", "sf", "af", "ob"};
+  std::vector<std::string> xs;
+  for (int i = 0; i < 4; ++i) {
+    const Result member = Cli({"decision", "--session=side." + names[i], "--all"});
+    const Result alone = Cli({"decision", "--session=" + lone[i].id, "--all"});
+    ASSERT_EQ(member.code, 0) << member.err;
+    ASSERT_EQ(alone.code, 0) << alone.err;
+    EXPECT_EQ(Field(member.out, "t"), "31") << names[i];
+    EXPECT_EQ(Field(member.out, "x"), Field(alone.out, "x")) << names[i];
+    EXPECT_EQ(Field(member.out, "lambda"), Field(alone.out, "lambda")) << names[i];
+    xs.push_back(Field(member.out, "x"));
+  }
+  // The comparison is not vacuous: the algorithms moved x, differently.
+  EXPECT_NE(xs[0], "1 1 1 0 0 0");
+  EXPECT_NE(xs[0], xs[1]);
+  EXPECT_NE(xs[0], xs[3]);
+
+  const Result shown = Cli({"group", "--group=side"});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("group side: 4 members"));
+  EXPECT_THAT(shown.out, HasSubstr("BLREG"));
+  EXPECT_THAT(shown.out, ::testing::ContainsRegex("side\\.af +af2obo +31 +[0-9.e+-]+ +[0-9]+ "));
+  EXPECT_THAT(shown.out, ::testing::ContainsRegex("side\\.ob +obbo +31 "));
+
+  const Result missing = Cli({"group", "--group=nope"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("NOT_FOUND"));
+  const Result stream_missing = Cli(with({"stream", "--group=nope", "--steps=2"}));
+  EXPECT_EQ(stream_missing.code, 1);
+  EXPECT_THAT(stream_missing.err, HasSubstr("NOT_FOUND"));
+}
+
+TEST_F(CliE2e, CreateGroupRejectsBadMembersNamingThem) {
+  const std::vector<std::string> base = {"create-group", "--group=bad", "--features=4",
+                                         "--classes=3"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return Cli(a);
+  };
+  const Result none = with({});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_THAT(none.err, HasSubstr("--member"));
+  const Result shape = with({"--member=lonely"});
+  EXPECT_EQ(shape.code, 2);
+  EXPECT_THAT(shape.err, HasSubstr("not name:algorithm"));
+  const Result key = with({"--member=a:f2obo:nonsense=1"});
+  EXPECT_EQ(key.code, 2);
+  EXPECT_THAT(key.err, HasSubstr("unknown option 'nonsense'"));
+  const Result value = with({"--member=a:f2obo:gamma=fast"});
+  EXPECT_EQ(value.code, 2);
+  EXPECT_THAT(value.err, HasSubstr("option 'gamma': cannot parse 'fast'"));
+  const Result algo = with({"--member=a:f2obo", "--member=b:nope"});
+  EXPECT_EQ(algo.code, 2);
+  EXPECT_THAT(algo.err, HasSubstr("member 'b'"));
+  EXPECT_THAT(algo.err, HasSubstr("nope"));
+  const Result option = with({"--member=a:f2obo:gamma=-1"});
+  EXPECT_EQ(option.code, 2);
+  EXPECT_THAT(option.err, HasSubstr("member 'a'"));
+  EXPECT_THAT(option.err, HasSubstr("gamma"));
+  // Refused by the server (duplicate member names): exit 1, nothing created.
+  const Result dup = with({"--member=a:f2obo", "--member=a:sf2obo"});
+  EXPECT_EQ(dup.code, 1);
+  EXPECT_THAT(dup.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_EQ(Cli({"group", "--group=bad"}).code, 1);
+  EXPECT_THAT(Cli({"sessions"}).out, Not(HasSubstr("bad.a")));
+}
+
+// The value in column `column` of the data row of `session` in evaluate's table.
+double EvalColumn(const std::string& table, const std::string& session, const std::string& column) {
+  std::istringstream in(table);
+  std::string line;
+  std::getline(in, line);
+  std::istringstream head(line);
+  std::vector<std::string> names;
+  for (std::string w; head >> w;) names.push_back(w);
+  const auto at = std::find(names.begin(), names.end(), column);
+  if (at == names.end()) return -1;
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::vector<std::string> cells;
+    for (std::string w; row >> w;) cells.push_back(w);
+    if (!cells.empty() && cells[0] == session && cells.size() == names.size()) {
+      return std::stod(cells[at - names.begin()]);
+    }
+  }
+  return -1;
+}
+
+TEST_F(CliE2e, EvaluateScoresTheDecisionOnHeldOutData) {
+  const std::string test = "--test_data=" + *dir_ + "/test.csv";
+  const std::string train = "--train_data=" + *dir_ + "/data.csv";
+  const Result created = Cli({"create", "--id=scored", "--features=4", "--classes=3",
+                              "--algorithm=f2obo", "--alpha=0.5", "--beta=0.5"});
+  ASSERT_EQ(created.code, 0) << created.err;
+  // At y = 0 every logit is 0: cross-entropy log 3, argmax class 0, so the
+  // accuracy is the share of class 0 and the balanced accuracy 1/3.
+  std::ifstream csv(*dir_ + "/test.csv");
+  std::string line;
+  std::getline(csv, line);
+  int rows = 0, zeros = 0;
+  while (std::getline(csv, line)) ++rows, zeros += line.back() == '0';
+  const Result before = Cli({"evaluate", "--session=scored", test, train});
+  ASSERT_EQ(before.code, 0) << before.err;
+  EXPECT_NEAR(EvalColumn(before.out, "scored", "test_loss"), std::log(3.0), 1e-12);
+  EXPECT_NEAR(EvalColumn(before.out, "scored", "test_accuracy"),
+              static_cast<double>(zeros) / rows, 1e-12);
+  EXPECT_NEAR(EvalColumn(before.out, "scored", "test_balanced_accuracy"), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(EvalColumn(before.out, "scored", "train_loss"), std::log(3.0), 1e-12);
+
+  ASSERT_EQ(Cli(StreamArgs("scored", {"--steps=40", "--imbalance="})).code, 0);
+  const std::string out_path = *dir_ + "/scored.csv";
+  const Result after = Cli({"evaluate", "--session=scored", test, train, "--out=" + out_path});
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_THAT(after.out, HasSubstr("wrote 1 rows"));
+  std::ifstream in(out_path);
+  std::string header, row;
+  ASSERT_TRUE(std::getline(in, header));
+  ASSERT_TRUE(std::getline(in, row));
+  EXPECT_EQ(header,
+            "session,algorithm,t,test_loss,test_accuracy,test_balanced_accuracy,train_loss,"
+            "train_accuracy,train_balanced_accuracy");
+  std::vector<double> v;
+  std::istringstream cells(row.substr(row.find(",41,") + 4));
+  for (std::string c; std::getline(cells, c, ',');) v.push_back(std::stod(c));
+  ASSERT_EQ(v.size(), 6u) << row;
+  EXPECT_LT(v[0], std::log(3.0) - 0.2);  // learned: the held-out loss fell
+  EXPECT_GT(v[1], 0.7);                  // the teacher is linear
+  EXPECT_GT(v[2], 0.6);
+  EXPECT_LT(v[3], std::log(3.0) - 0.2);
+
+  const Result bad = Cli({"evaluate", "--session=scored", "--test_data=/nonexistent.csv"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--test_data"));
+  EXPECT_EQ(Cli({"evaluate", test}).code, 2);  // neither --session nor --group
+  const Result gone = Cli({"evaluate", "--session=nope", test});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_THAT(gone.err, HasSubstr("NOT_FOUND"));
 }
 
 }  // namespace

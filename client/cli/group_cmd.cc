@@ -1,0 +1,183 @@
+// Side-by-side groups: `create-group` (one family and data, several
+// algorithms) and `group` (the members' progress).  `stream --group` is in
+// stream_cmd.cc.
+//
+// A member is given as --member=name:algorithm[:key=value,...]; the keys
+// are AlgorithmOptions field names (proto/f2obo/v1/f2obo.proto), set by
+// protobuf reflection so every option of every algorithm is reachable.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/cli/cli.h"
+#include "client/data/dataset.h"
+#include "core/session.h"
+#include "f2obo/v1/convert.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/reflection.h"
+
+ABSL_FLAG(std::string, group, "",
+          "Group id: create-group names the group (or use --id), stream --group streams "
+          "into every member, group and evaluate show its members");
+ABSL_FLAG(std::string, member, "",
+          "create-group: a member 'name:algorithm[:key=value,...]' (repeat the flag); keys "
+          "are AlgorithmOptions fields, e.g. --member=fast:f2obo:gamma=0.01,inner_steps=3");
+
+ABSL_DECLARE_FLAG(std::string, dataset);  // sessions_cmd.cc
+
+namespace f2obo::cli {
+
+std::vector<std::string>& MemberFlagValues() {
+  static auto* values = new std::vector<std::string>();
+  return *values;
+}
+
+namespace {
+
+// Sets one AlgorithmOptions field from "key=value".
+absl::Status SetOption(absl::string_view kv, v1::AlgorithmOptions* o) {
+  const size_t eq = kv.find('=');
+  if (eq == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", kv, "' is not key=value"));
+  }
+  const std::string key(absl::StripAsciiWhitespace(kv.substr(0, eq)));
+  const std::string value(absl::StripAsciiWhitespace(kv.substr(eq + 1)));
+  const google::protobuf::FieldDescriptor* field = o->GetDescriptor()->FindFieldByName(key);
+  if (field == nullptr || field->is_repeated()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown option '", key, "' (an AlgorithmOptions field)"));
+  }
+  const google::protobuf::Reflection* r = o->GetReflection();
+  bool ok = true;
+  switch (field->cpp_type()) {
+    case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE: {
+      double v;
+      ok = absl::SimpleAtod(value, &v);
+      if (ok) r->SetDouble(o, field, v);
+      break;
+    }
+    case google::protobuf::FieldDescriptor::CPPTYPE_INT32: {
+      int32_t v;
+      ok = absl::SimpleAtoi(value, &v);
+      if (ok) r->SetInt32(o, field, v);
+      break;
+    }
+    case google::protobuf::FieldDescriptor::CPPTYPE_INT64: {
+      int64_t v;
+      ok = absl::SimpleAtoi(value, &v);
+      if (ok) r->SetInt64(o, field, v);
+      break;
+    }
+    case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: {
+      bool v;
+      ok = absl::SimpleAtob(value, &v);
+      if (ok) r->SetBool(o, field, v);
+      break;
+    }
+    case google::protobuf::FieldDescriptor::CPPTYPE_STRING:
+      r->SetString(o, field, value);
+      break;
+    default:
+      ok = false;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("option '", key, "': cannot parse '", value, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Parses "name:algorithm[:key=value,...]".
+absl::StatusOr<v1::GroupMember> ParseMember(const std::string& text) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits(':', 2));
+  if (parts.size() < 2 || parts[0].empty() || parts[1].empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--member: '", text, "' is not name:algorithm[:key=value,...]"));
+  }
+  v1::GroupMember m;
+  m.set_name(std::string(parts[0]));
+  m.set_algorithm(std::string(parts[1]));
+  if (parts.size() == 3) {
+    for (absl::string_view kv : absl::StrSplit(parts[2], ',', absl::SkipEmpty())) {
+      if (absl::Status s = SetOption(kv, m.mutable_options()); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--member=", text, ": ", s.message()));
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+int RunCreateGroup() {
+  std::string id = absl::GetFlag(FLAGS_group);
+  if (id.empty()) id = absl::GetFlag(FLAGS_id);
+  if (id.empty()) return UsageError("--group (or --id) is required: the group's id");
+  if (MemberFlagValues().empty()) {
+    return UsageError("at least one --member=name:algorithm[:key=value,...] is required");
+  }
+  std::optional<int> features, classes;
+  if (const std::string path = absl::GetFlag(FLAGS_dataset); !path.empty()) {
+    absl::StatusOr<data::Dataset> ds = data::ReadDataset(path);
+    if (!ds.ok()) return UsageError(absl::StrCat("--dataset: ", ds.status().message()));
+    features = ds->features();
+    if (ds->classes > 0) classes = ds->classes;
+  }
+  // The shared part: family, constraint, seed, metrics policy and the
+  // option flags every member starts from.
+  absl::StatusOr<v1::CreateSessionRequest> base = CreateRequestFromFlags(features, classes);
+  if (!base.ok()) return UsageError(std::string(base.status().message()));
+  v1::CreateGroupRequest req;
+  req.set_group_id(id);
+  *req.mutable_spec() = base->spec();
+  for (const std::string& text : MemberFlagValues()) {
+    absl::StatusOr<v1::GroupMember> m = ParseMember(text);
+    if (!m.ok()) return UsageError(std::string(m.status().message()));
+    // Validate the member's merged spec with the core code the server runs,
+    // so a bad option is a usage error naming the member and the field.
+    v1::SessionSpec spec = req.spec();
+    spec.set_algorithm(m->algorithm());
+    spec.mutable_options()->MergeFrom(m->options());
+    absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+    absl::Status valid = config.ok() ? ValidateSessionConfig(*config) : config.status();
+    if (!valid.ok()) {
+      return UsageError(absl::StrCat("member '", m->name(), "': ", valid.message()));
+    }
+    *req.add_members() = *std::move(m);
+  }
+  client::Client c(ClientOptionsFromFlags());
+  absl::StatusOr<v1::GroupInfo> info = c.CreateGroup(req);
+  if (!info.ok()) return RpcError("create-group", info.status());
+  std::printf("%s\n", info->group_id().c_str());
+  for (const v1::SessionInfo& m : info->members()) {
+    std::printf("  %s  %s\n", m.session_id().c_str(), m.spec().algorithm().c_str());
+  }
+  return kExitOk;
+}
+
+int RunGroup() {
+  const std::string id = absl::GetFlag(FLAGS_group);
+  if (id.empty()) return UsageError("--group is required");
+  client::Client c(ClientOptionsFromFlags());
+  absl::StatusOr<v1::GroupInfo> info = c.GetGroup(id);
+  if (!info.ok()) return RpcError("group", info.status());
+  std::vector<std::vector<std::string>> rows = {
+      {"MEMBER", "ALGORITHM", "NEXT_T", "BLREG", "EXACT_STEPS", "LAMBDA", "INNER_ITERS", "ROWS"}};
+  for (const v1::SessionInfo& s : info->members()) {
+    rows.push_back({s.session_id(), s.spec().algorithm(), absl::StrCat(s.next_t()),
+                    s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
+                    absl::StrCat(s.metrics().evaluated_steps()), Num(s.lambda(), 4),
+                    absl::StrCat(s.inner_iterations()), absl::StrCat(s.rows_processed())});
+  }
+  std::printf("group %s: %d members\n", info->group_id().c_str(), info->members_size());
+  PrintTable(rows);
+  return kExitOk;
+}
+
+}  // namespace f2obo::cli
