@@ -57,14 +57,18 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
     const v1::SessionSpec& spec) const {
   absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
   if (!config.ok()) return config.status();
-  // Bound the state before anything is allocated (an upper estimate of y).
-  const int64_t y_bound = static_cast<int64_t>(config->family.features + 1) *
-                              std::max(config->family.classes, 1) +
-                          config->family.y_dim;
+  // Bound the state before anything is allocated: an upper estimate of y
+  // plus x (quadratic's x_dim), in 64 bits, a negative dimension counting as
+  // 0 (the families refuse those), so that no field can hide another.
+  const FamilyConfig& f = config->family;
+  const auto dim = [](int v) { return static_cast<int64_t>(std::max(v, 0)); };
+  const int64_t y_bound = (dim(f.features) + 1) * std::max<int64_t>(dim(f.classes), 1) +
+                          dim(f.y_dim) + dim(f.x_dim);
   if (y_bound > limits_.max_y_dim) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "spec.family: a session of about ", y_bound,
-        " inner variables exceeds the per-session limit max_y_dim = ", limits_.max_y_dim));
+        " state variables (x and y) exceeds the per-session limit max_y_dim = ",
+        limits_.max_y_dim));
   }
   const AlgorithmOptions& o = config->options;
   if (o.inner_steps > limits_.max_inner_iterations ||
