@@ -17,6 +17,10 @@ ABSL_FLAG(int, metrics_threads, 1,
 ABSL_FLAG(int, max_pending_metrics, 64,
           "Per-session queue of metric jobs; beyond it exact metrics are skipped (and said so)");
 ABSL_FLAG(int, http_threads, 2, "Threads serving the metrics HTTP port");
+ABSL_FLAG(bool, dashboard, true,
+          "Serve the live dashboard (/) and its JSON API (/api/...) on the metrics port.  Like "
+          "/metrics it has no authentication, and it also shows decisions x_t: turn it off "
+          "where the metrics port is reachable by anyone who must not see them");
 ABSL_FLAG(bool, per_session_labels, true,
           "Export per-session series with a session_id label (turn off for very many sessions)");
 ABSL_FLAG(int, max_sessions, 1000, "Maximum number of sessions (RESOURCE_EXHAUSTED beyond)");
@@ -61,6 +65,7 @@ int main(int argc, char** argv) {
   o.metrics_threads = absl::GetFlag(FLAGS_metrics_threads);
   o.max_pending_metrics = absl::GetFlag(FLAGS_max_pending_metrics);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.dashboard = absl::GetFlag(FLAGS_dashboard);
   o.per_session_labels = absl::GetFlag(FLAGS_per_session_labels);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   o.limits.max_sessions = absl::GetFlag(FLAGS_max_sessions);

@@ -129,8 +129,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
     s->exporter_ = *std::move(exporter);
     s->exporter_->Handle("/metrics", metrics::MetricsHandler(&s->registry_));
-    // The live dashboard: "/" and its JSON API under "/api/".
-    dashboard::RegisterDashboard(s->exporter_.get(), s->sessions_.get(), s->groups_.get());
+    if (options.dashboard) {  // the live page at "/" and its JSON API under "/api/"
+      dashboard::RegisterDashboard(s->exporter_.get(), s->sessions_.get(), s->groups_.get());
+    }
   }
   return s;
 }

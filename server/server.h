@@ -28,6 +28,7 @@ struct ServerOptions {
   int metrics_threads = 1;         // exact-metric workers
   int max_pending_metrics = 64;    // per session, before exact metrics are skipped
   int http_threads = 2;
+  bool dashboard = true;           // "/" and "/api/..." on the metrics port
   int max_message_bytes = 64 << 20;
   bool per_session_labels = true;  // session_id label on per-session series
   Limits limits;

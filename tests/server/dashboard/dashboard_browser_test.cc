@@ -192,5 +192,24 @@ TEST(DashboardBrowser, ChartsFillAndAdvanceWhileAGroupStreams) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// The flag's two positions, over plain HTTP (no browser needed).
+TEST(DashboardServer, ServedByDefaultAndNotWithDashboardFalse) {
+  ServerProcess on;
+  ASSERT_TRUE(on.started()) << on.banner();
+  EXPECT_THAT(testing::HttpGet(on.metrics_port(), "/"), ::testing::StartsWith("HTTP/1.0 200"));
+  EXPECT_THAT(testing::HttpGet(on.metrics_port(), "/"), ::testing::HasSubstr("<!doctype html>"));
+  EXPECT_THAT(testing::HttpGet(on.metrics_port(), "/api/sessions"),
+              ::testing::HasSubstr("{\"sessions\":[],\"groups\":[]}"));
+
+  ServerProcess off({"--dashboard=false"});
+  ASSERT_TRUE(off.started()) << off.banner();
+  for (const char* path : {"/", "/api/sessions", "/api/metrics?session=a", "/api/decision"}) {
+    EXPECT_THAT(testing::HttpGet(off.metrics_port(), path), ::testing::StartsWith("HTTP/1.0 404"))
+        << path;
+  }
+  EXPECT_THAT(testing::HttpGet(off.metrics_port(), "/metrics"),
+              ::testing::StartsWith("HTTP/1.0 200"));
+}
+
 }  // namespace
 }  // namespace f2obo
