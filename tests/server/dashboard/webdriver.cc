@@ -60,7 +60,8 @@ absl::StatusOr<HttpReply> Http(int port, const std::string& method, const std::s
                    body.size(), "\r\nConnection: close\r\n\r\n", body);
   size_t sent = 0;
   while (sent < request.size()) {
-    const ssize_t n = write(fd, request.data() + sent, request.size() - sent);
+    // MSG_NOSIGNAL: a driver that went away is an error here, not SIGPIPE.
+    const ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n <= 0) {
       close(fd);
       return absl::UnavailableError("writing to chromedriver failed");
