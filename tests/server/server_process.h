@@ -21,6 +21,7 @@ class ServerProcess {
   ~ServerProcess();
 
   bool started() const { return grpc_port_ > 0; }
+  pid_t pid() const { return pid_; }  // -1 once stopped
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
