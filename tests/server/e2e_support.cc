@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "core/algorithm_registry.h"
 #include "f2obo/v1/convert.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -47,7 +48,9 @@ std::vector<FamilyCase> AllFamilyCases() {
   return out;
 }
 
-std::vector<std::string> AllAlgorithms() { return {"f2obo", "f2obo_sl", "af2obo", "sf2obo"}; }
+// Every registered algorithm: a new one joins the e2e and crash tests by
+// registering itself.
+std::vector<std::string> AllAlgorithms() { return AlgorithmNames(); }
 
 v1::SessionSpec SpecFor(const FamilyCase& f, const std::string& algorithm, uint64_t seed) {
   v1::SessionSpec spec;
