@@ -101,8 +101,8 @@ TEST_F(ServiceE2e, EveryAlgorithmAndFamilyMatchesTheCoreBitForBitThroughStepAndS
     }
   }
 }
+
 // svrb, pzobo, pzobo_s with non-default options: the options travel over
-// svrb, pzobo, pzobo_s (not in AllAlgorithms): their options travel over
 // the wire (GetSession reports them back) and every family's trajectory
 // matches the core bit for bit; svrb refuses a problem above
 // max_explicit_dim at CreateSession, naming the option.
