@@ -98,8 +98,10 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
     m.newton_iterations += before.newton_iterations;
     m.cg_iterations += before.cg_iterations;
   }
-  if (!std::isfinite(m.regret_term + m.hypergradient_error + m.value +
-                     m.variation.value_or(0.0) + m.drift.value_or(0.0))) {
+  // Every reported number, including the solve's residual and the true
+  // gradient's norm (finite features can still overflow a norm).
+  if (!std::isfinite(m.regret_term + m.hypergradient_error + m.value + m.true_gradient_norm +
+                     m.inner_residual + m.variation.value_or(0.0) + m.drift.value_or(0.0))) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics of step ", in.t, ": non-finite result"));
   }

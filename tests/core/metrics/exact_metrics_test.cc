@@ -2,6 +2,7 @@
 #include "core/metrics/exact_metrics.h"
 
 #include <Eigen/Cholesky>
+#include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -150,6 +151,36 @@ TEST(ExactMetrics, NewtonSolvesTheLogisticInnerProblemToTolerance) {
   };
   const double fd = (F(x + e * u) - F(x - e * u)) / (2 * e);
   EXPECT_NEAR(fd, th.grad.dot(u), 1e-6 * std::max(1.0, th.grad.norm()));
+}
+
+// Found by fuzz/step_harness (input in fuzz/corpus/): features of 1e200 are
+// finite, but the gradient's norm overflows, the Newton solve stops at once
+// and the metrics came back OK with inner_residual = inf (and a meaningless
+// true hypergradient).  The contract: OK means every metric is finite.
+TEST(ExactMetrics, OverflowingGradientNormIsAnErrorNotAnInfiniteMetric) {
+  std::mt19937_64 rng(76);
+  FamilyConfig c;
+  c.name = "logistic_hpo";
+  c.features = 3;
+  c.classes = 2;
+  auto fam = *CreateFamily(c);
+  StepData step{testing::ClassificationBatch(8, 3, 2, false, rng),
+                testing::ClassificationBatch(8, 3, 2, false, rng)};
+  step.inner.dense(0, 0) = 1e200;
+  const int y_dim = fam->y_dim();
+  const auto m = ComputeExactMetrics(*fam, ConstraintSet::Box(0.0, 0.1),
+                                     MetricsInput{1, Vector::Constant(3, 0.05),
+                                                  Vector::Zero(y_dim), Vector::Zero(3), 0.1},
+                                     step, &step);
+  if (m.ok()) {
+    EXPECT_TRUE(std::isfinite(m->inner_residual)) << m->inner_residual;
+    EXPECT_TRUE(std::isfinite(m->true_gradient_norm)) << m->true_gradient_norm;
+    EXPECT_TRUE(std::isfinite(m->regret_term) && std::isfinite(m->hypergradient_error) &&
+                std::isfinite(m->value) && std::isfinite(*m->variation) &&
+                std::isfinite(*m->drift));
+  } else {
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+  }
 }
 
 }  // namespace
