@@ -19,6 +19,8 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus python3-grpcio python3-protobuf openssl python3-yaml)
   # The dashboard test drives the page in headless Chromium.
   packages+=(chromium chromium-driver)
+  # fuzz/run_fuzz.sh: clang with libFuzzer/ASan/UBSan runtimes, llvm-symbolizer.
+  packages+=(clang-14 libclang-rt-14-dev llvm-14)
 fi
 # A machine whose last package run was interrupted refuses every apt-get
 # until dpkg finishes configuring; doing it first is harmless otherwise.

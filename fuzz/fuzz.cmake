@@ -1,0 +1,40 @@
+# The fuzz build (top-level -DF2OBO_FUZZ=ON, driven by fuzz/run_fuzz.sh):
+# clang with libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer on
+# every project source it compiles, and only what the fuzzer needs: the core
+# library, the contract and its conversions (proto/), and the server's
+# session manager, metrics pipeline and store, linked against Debian's
+# gRPC, protobuf, Abseil and SQLite (not rebuilt).
+if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  message(FATAL_ERROR "F2OBO_FUZZ needs clang (CXX=clang++-14); this is ${CMAKE_CXX_COMPILER_ID}")
+endif()
+# Build type Fuzz: optimized enough to run fast, with assertions (Eigen's
+# index checks included) and line tables for the reports.
+set(CMAKE_CXX_FLAGS_FUZZ "-O1 -gline-tables-only -fno-omit-frame-pointer")
+add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all)
+add_link_options(-fsanitize=address,undefined)
+
+add_subdirectory(core)
+add_subdirectory(proto)
+
+find_package(SQLite3 REQUIRED)
+add_library(f2obo_fuzz_harness STATIC
+  ${PROJECT_SOURCE_DIR}/fuzz/step_harness.cc
+  ${PROJECT_SOURCE_DIR}/server/session_manager.cc
+  ${PROJECT_SOURCE_DIR}/server/metrics_pipeline.cc
+  ${PROJECT_SOURCE_DIR}/server/store/session_store.cc
+)
+target_link_libraries(f2obo_fuzz_harness PUBLIC f2obo_api SQLite::SQLite3)
+
+add_executable(step_fuzzer ${PROJECT_SOURCE_DIR}/fuzz/step_fuzzer.cc)
+target_link_libraries(step_fuzzer PRIVATE f2obo_fuzz_harness)
+target_link_options(step_fuzzer PRIVATE -fsanitize=fuzzer)
+
+# The seed generator: valid requests of every family and algorithm, from the
+# same builders as the end-to-end tests.
+add_executable(make_corpus
+  ${PROJECT_SOURCE_DIR}/fuzz/make_corpus.cc
+  ${PROJECT_SOURCE_DIR}/tests/server/e2e_support.cc
+  ${PROJECT_SOURCE_DIR}/tests/core/test_streams.cc
+  ${PROJECT_SOURCE_DIR}/tests/core/families/family_checks.cc
+)
+target_link_libraries(make_corpus PRIVATE f2obo_fuzz_harness)
