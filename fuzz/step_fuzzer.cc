@@ -4,6 +4,7 @@
 // README.md for how to run it.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include <google/protobuf/stubs/logging.h>

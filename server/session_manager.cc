@@ -1,5 +1,7 @@
 #include "server/session_manager.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "core/family_registry.h"
 #include "f2obo/v1/convert.h"
@@ -182,6 +184,18 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Restore(*config, *std::move(state));
   if (!session.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
+  }
+  // The reply cache answers retries of applied steps only: oldest first,
+  // each index below the state's next one (a reply for a later index would
+  // be served, marked replayed, for a step never applied).
+  int64_t previous = std::numeric_limits<int64_t>::min();
+  for (const v1::StepReply& r : ex.replies()) {
+    if (r.t() <= previous || r.t() >= (*session)->state().t) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "session.replies: step indices must increase and stay below the state's next "
+          "index ", (*session)->state().t, "; found t = ", r.t()));
+    }
+    previous = r.t();
   }
   auto entry = std::make_shared<Entry>();
   entry->id = id;

@@ -67,5 +67,34 @@ TEST_F(SessionLimitsTest, NegativeFeaturesCannotHideAHugeYDim) {
   EXPECT_EQ(mgr_.size(), 0u);
 }
 
+// An imported reply cache may hold only applied steps: a reply for an index
+// at or past the state's next one was served, marked replayed, for a step
+// never applied (and shadowed the real reply of that index once applied).
+TEST_F(SessionLimitsTest, ImportRefusesRepliesForStepsNotApplied) {
+  ASSERT_TRUE(Create("quadratic", 0, 0, 2, 2).ok());
+  ASSERT_EQ(mgr_.List().size(), 1u);
+  absl::StatusOr<v1::SessionExport> ex = mgr_.Export(mgr_.List()[0].session_id());
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  ASSERT_EQ(ex->replies_size(), 0);
+  v1::ImportSessionRequest req;
+  req.set_session_id("copy");
+  *req.mutable_session() = *ex;
+  v1::StepReply* fake = req.mutable_session()->add_replies();
+  fake->set_t(5);  // the state's next index is 1
+  fake->add_x(42.0);
+  absl::Status s = mgr_.Import(req).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("session.replies"), std::string::npos) << s;
+  fake->set_t(1);  // the next index itself: not applied either
+  EXPECT_EQ(mgr_.Import(req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.mutable_session()->clear_replies();
+  EXPECT_TRUE(mgr_.Import(req).ok());
+  // Without the fake reply, step 5 is refused, not "replayed".
+  v1::StepRequest step;
+  step.set_session_id("copy");
+  step.set_t(5);
+  EXPECT_EQ(mgr_.Step(step).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace f2obo::server
