@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <regex>
+#include <thread>
 #include <utility>
 
 #include <google/protobuf/util/json_util.h>
@@ -177,8 +178,18 @@ ChromeDriver::ChromeDriver(const std::string& chromedriver_path, double timeout_
 
 ChromeDriver::~ChromeDriver() {
   if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
+    // A signal would leave its browsers running (orphaned); /shutdown quits
+    // them all, also one whose session reply never arrived, then exits.
+    if (port_ > 0) (void)Http(port_, "GET", "/shutdown", "");
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+    while (waitpid(pid_, nullptr, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        kill(pid_, SIGTERM);
+        waitpid(pid_, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
   if (stdout_fd_ >= 0) close(stdout_fd_);
 }

@@ -22,7 +22,7 @@ class ChromeDriver {
  public:
   // Waits up to `timeout_seconds` for the announcement; see status().
   ChromeDriver(const std::string& chromedriver_path, double timeout_seconds);
-  ~ChromeDriver();  // SIGTERM, then waits
+  ~ChromeDriver();  // quits every browser it started, then waits for it to exit
   ChromeDriver(const ChromeDriver&) = delete;
   ChromeDriver& operator=(const ChromeDriver&) = delete;
 
