@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <thread>
 #include <utility>
@@ -137,6 +139,14 @@ Value StringValue(const std::string& s) {
 }  // namespace
 
 ChromeDriver::ChromeDriver(const std::string& chromedriver_path, double timeout_seconds) {
+  // Chromium leaves directories in $TMPDIR; give it one of its own.
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string templ = std::string(base != nullptr ? base : "/tmp") + "/f2obo-chromedriver-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) {
+    status_ = absl::InternalError("mkdtemp() failed");
+    return;
+  }
+  tmp_dir_ = templ;
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) {
     status_ = absl::InternalError("pipe() failed");
@@ -145,6 +155,7 @@ ChromeDriver::ChromeDriver(const std::string& chromedriver_path, double timeout_
   pid_ = fork();
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive a crashed test
+    setenv("TMPDIR", tmp_dir_.c_str(), 1);
     dup2(out[1], STDOUT_FILENO);
     execl(chromedriver_path.c_str(), chromedriver_path.c_str(), "--port=0",
           static_cast<char*>(nullptr));
@@ -192,6 +203,8 @@ ChromeDriver::~ChromeDriver() {
     }
   }
   if (stdout_fd_ >= 0) close(stdout_fd_);
+  std::error_code ignored;
+  if (!tmp_dir_.empty()) std::filesystem::remove_all(tmp_dir_, ignored);
 }
 
 absl::StatusOr<BrowserSession> BrowserSession::Start(int driver_port,

@@ -33,6 +33,7 @@ class ChromeDriver {
   pid_t pid_ = -1;
   int port_ = 0;
   int stdout_fd_ = -1;
+  std::string tmp_dir_;  // its (and its browsers') TMPDIR, removed at the end
   absl::Status status_;
 };
 
