@@ -7,7 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Tests and benchmarks off: their tools (promtool, chromium) come with
+# deps.sh --test only, and the demo needs just the two programs.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DF2OBO_BUILD_TESTS=OFF \
+  -DF2OBO_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target f2obo-server f2obo-cli
 
 GRPC="${F2OBO_LISTEN:-127.0.0.1:50051}"
@@ -20,6 +23,7 @@ trap 'kill -TERM "$server" 2>/dev/null || true; wait "$server" || true; rm -f "$
 trap 'exit 130' INT TERM
 read -r banner <"$fifo"
 echo "$banner"
+echo "Live dashboard:     http://$METRICS/"
 echo "Prometheus metrics: http://$METRICS/metrics"
 # A demo session left by an earlier run (sessions are durable) is replaced.
 ./build/client/f2obo-cli delete --server="$GRPC" --session=demo >/dev/null 2>&1 || true
@@ -29,6 +33,6 @@ echo "Prometheus metrics: http://$METRICS/metrics"
   --exact_every=20 "$@"
 ./build/client/f2obo-cli decision --server="$GRPC" --session=demo
 echo
-echo "Server still running on $GRPC (metrics on http://$METRICS/metrics)."
+echo "Server still running on $GRPC (dashboard http://$METRICS/, metrics http://$METRICS/metrics)."
 echo "Try: ./build/client/f2obo-cli sessions --server=$GRPC    Ctrl-C stops the server."
 wait "$server"
