@@ -65,7 +65,7 @@ def plot_regret(runs, path):
         ax.fill_between(common, vals.min(axis=0), vals.max(axis=0), alpha=0.15)
     ax.set_yscale("log")
     ax.set_xlabel("time step t")
-    ax.set_ylabel("BLReg(t) (sum of ||G_X(x_s, grad F_s, gamma)||^2 over exact steps)")
+    ax.set_ylabel("BLReg(t), summed over every 20th step")
     ax.set_title("Parametric loss tuning, imbalanced drifting Fashion-MNIST")
     ax.legend(fontsize=8, ncol=2)
     ax.grid(alpha=0.3)

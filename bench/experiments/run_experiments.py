@@ -100,6 +100,20 @@ class Cli:
             raise RuntimeError(f"f2obo-cli {args[0]} failed ({r.returncode}): {r.stderr.strip()}")
         return r
 
+    def spawn(self, *args):
+        """Starts the CLI in the background; finish() waits for it."""
+        cmd = ["nice", "-n", str(self.nice), self.exe, *args, f"--server={self.target}"]
+        self.log.write("$ " + " ".join(cmd[3:]) + " &\n")
+        self.log.flush()
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(self, proc):
+        out, err = proc.communicate()
+        self.log.write(out + err)
+        self.log.flush()
+        if proc.returncode != 0:
+            raise RuntimeError(f"f2obo-cli failed ({proc.returncode}): {err.strip()}")
+
 
 def pooled_dataset(workdir, k):
     """Fashion-MNIST average-pooled k x k (as IDX files); returns (train, test) specs."""
@@ -136,7 +150,8 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
-def run_group(cli, exp, seed, members, shared, stream_args, outdir, train, test, eval_rows):
+def run_group(cli, exp, seed, members, shared, steps, stream_args, outdir, train, test,
+              eval_rows):
     """One group (all algorithms) on one seed; returns {member: result dict}."""
     group = f"{exp}s{seed}"
     # A member the server (or the CLI's local check) refuses, e.g. SVRB above
@@ -154,14 +169,21 @@ def run_group(cli, exp, seed, members, shared, stream_args, outdir, train, test,
         member_flags = [f"--member={n}:{a}" + (f":{o}" if o else "")
                         for n, (a, o) in accepted.items()]
         r = cli("create-group", f"--group={group}", *shared, *member_flags, check=False)
+    # The server buffers a session's last 1024 per-step messages, so each
+    # member's metrics are written by a watcher running during the stream.
+    watchers = {name: cli.spawn("metrics", f"--session={group}.{name}", f"--until={steps}",
+                                "--out=" + os.path.join(outdir, f"{exp}_seed{seed}_{name}_metrics.csv"))
+                for name in accepted}
     t0 = time.time()
-    cli("stream", f"--group={group}", f"--seed={seed}", *stream_args)
+    cli("stream", f"--group={group}", f"--seed={seed}", f"--steps={steps}", *stream_args)
     wall = time.time() - t0
     results = {}
-    for name in accepted:
-        path = os.path.join(outdir, f"{exp}_seed{seed}_{name}_metrics.csv")
-        cli("metrics", f"--session={group}.{name}", f"--out={path}")
-        results[name] = {"metrics": read_csv(path)}
+    for name, proc in watchers.items():
+        cli.finish(proc)
+        rows = read_csv(os.path.join(outdir, f"{exp}_seed{seed}_{name}_metrics.csv"))
+        if [int(r["t"]) for r in rows] != list(range(1, steps + 1)):
+            raise RuntimeError(f"{group}.{name}: the metrics CSV does not hold steps 1..{steps}")
+        results[name] = {"metrics": rows}
     eval_path = os.path.join(outdir, f"{exp}_seed{seed}_evaluate.csv")
     cli("evaluate", f"--group={group}", f"--test_data={test}", f"--train_data={train}",
         f"--eval_rows={eval_rows}", f"--out={eval_path}")
@@ -173,6 +195,7 @@ def run_group(cli, exp, seed, members, shared, stream_args, outdir, train, test,
 
 
 def mean_std(values):
+    values = [v for v in values if v == v]  # drop NaN (e.g. BLReg without exact metrics)
     if not values:
         return float("nan"), float("nan")
     return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
@@ -245,6 +268,49 @@ def markdown(exp, rows, refused, walls):
     return "\n".join(lines)
 
 
+def write_tables(outdir):
+    """tables.md: every experiment's table present in `outdir`, in order."""
+    parts = []
+    for exp in ("a", "b", "b49"):
+        path = os.path.join(outdir, f"{exp}_table.md")
+        if os.path.exists(path):
+            with open(path) as fh:
+                parts.append(fh.read().strip())
+    with open(os.path.join(outdir, "tables.md"), "w") as fh:
+        fh.write("\n\n".join(parts) + "\n")
+
+
+def resummarize(outdir, exp):
+    """Rebuilds <exp>'s summary and table from the CSVs a run left in `outdir`."""
+    seeds = {}
+    for name in sorted(os.listdir(outdir)):
+        if name.startswith(f"{exp}_seed") and name.endswith("_evaluate.csv"):
+            seed = int(name[len(exp) + 5:-len("_evaluate.csv")])
+            res = {}
+            for row in read_csv(os.path.join(outdir, name)):
+                member = row["session"].split(".", 1)[1]
+                res[member] = {"eval": row, "metrics": read_csv(
+                    os.path.join(outdir, f"{exp}_seed{seed}_{member}_metrics.csv"))}
+            seeds[seed] = res
+    refused = {}
+    path = os.path.join(outdir, f"{exp}_refused.txt")
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                if ": " in line:
+                    n, msg = line.rstrip("\n").split(": ", 1)
+                    refused[n] = msg
+    walls = []
+    path = os.path.join(outdir, f"{exp}_walls.txt")
+    if os.path.exists(path):
+        with open(path) as fh:
+            walls = [float(w) for w in fh.read().split()]
+    per_seed = [(seeds[k], {}, 0.0) for k in sorted(seeds)]
+    rows = summarize(exp, per_seed, refused, outdir)
+    with open(os.path.join(outdir, f"{exp}_table.md"), "w") as fh:
+        fh.write(markdown(exp, rows, refused, walls) + "\n")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -263,7 +329,14 @@ def main():
                    help="niceness of the server and the CLI (default 10; 0 with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="experiment b, 300 steps, 1 seed; fail unless every training loss fell")
+    p.add_argument("--summarize_only", action="store_true",
+                   help="rebuild the summaries and tables of --experiments from the CSVs in --out")
     args = p.parse_args()
+    if args.summarize_only:
+        for exp in args.experiments.split(","):
+            resummarize(args.out, exp)
+        write_tables(args.out)
+        return 0
     build = os.path.abspath(args.build)
     if args.quick:
         args.experiments, args.seeds, args.steps_b = "b", 1, 300
@@ -271,7 +344,7 @@ def main():
         args.nice = 0 if args.quick else 10
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="f2obo_exp_")
-    log = open(os.path.join(args.out, "commands.log"), "w")
+    log = open(os.path.join(args.out, "commands.log"), "a")
     server = Server(build, work, args.nice)
     cli = Cli(build, server.target, log, args.nice)
     report = []
@@ -285,7 +358,7 @@ def main():
                 shared = ["--family=loss_tuning", "--dataset=" + TRAIN, "--x0=1*10,0*10",
                           "--alpha=0.01", "--beta=0.01", "--gamma=0.01", "--exact_every=20"]
                 phase = max(1, steps // 4)
-                stream = ["--data=" + TRAIN, f"--steps={steps}", "--rows_per_step=256",
+                stream = ["--data=" + TRAIN, "--rows_per_step=256",
                           "--imbalance=0.6,0.7,0.8,0.9", f"--phase_steps={phase}",
                           "--print_every=50"]
             else:
@@ -301,20 +374,24 @@ def main():
                 q = steps // 4
                 shared = ["--family=logistic_hpo", "--dataset=" + train, "--box=0,0.1",
                           "--alpha=0.01", "--beta=0.01", "--gamma=0.1", "--exact_every=0"]
-                stream = ["--data=" + train, f"--steps={steps}", "--rows_per_step=512",
+                stream = ["--data=" + train, "--rows_per_step=512",
                           "--imbalance=", f"--label_noise={q + 1}:0.05,{2 * q + 1}:0.10,{3 * q + 1}:0.15",
                           "--print_every=500"]
             per_seed, refused_all = [], {}
             for seed in range(1, seeds + 1):
-                res, refused, wall = run_group(cli, exp, seed, members, shared, stream, args.out,
-                                               train, test, args.eval_rows)
+                res, refused, wall = run_group(cli, exp, seed, members, shared, steps, stream,
+                                               args.out, train, test, args.eval_rows)
                 refused_all.update(refused)
                 per_seed.append((res, refused, wall))
                 print(f"[{exp}] seed {seed}: {len(res)} algorithms, {wall:.0f} s", flush=True)
+            walls = [w for _, _, w in per_seed]
+            with open(os.path.join(args.out, f"{exp}_walls.txt"), "w") as fh:
+                fh.write(" ".join(f"{w:.1f}" for w in walls) + "\n")
             rows = summarize(exp, per_seed, refused_all, args.out)
-            report.append(markdown(exp, rows, refused_all, [w for _, _, w in per_seed]))
-            with open(os.path.join(args.out, "tables.md"), "w") as fh:  # after each experiment
-                fh.write("\n\n".join(report) + "\n")
+            report.append(markdown(exp, rows, refused_all, walls))
+            with open(os.path.join(args.out, f"{exp}_table.md"), "w") as fh:
+                fh.write(report[-1] + "\n")
+            write_tables(args.out)
             print(f"[{exp}] done in {time.time() - t0:.0f} s", flush=True)
             if args.quick:
                 for res, _, _ in per_seed:
