@@ -23,29 +23,8 @@ struct BadCase {
   const char* needle;
 };
 
-class BadInputE2e : public ::testing::Test {
- protected:
-  void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"--max_batch_rows=50", "--max_sessions=3"});
-    ASSERT_TRUE(server_->started()) << server_->banner();
-    client_ = std::make_unique<client::Client>(client::ClientOptions{server_->target()});
-  }
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<client::Client> client_;
-};
-
-TEST_F(BadInputE2e, EveryBadStepGetsItsStatusAndLeavesTheSessionUnchanged) {
-  const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo, 6 features, 3 classes
-  v1::CreateSessionRequest create;
-  create.set_session_id("victim");
-  *create.mutable_spec() = SpecFor(f, "af2obo", 1);
-  ASSERT_TRUE(client_->CreateSession(create).ok());
-  ASSERT_TRUE(client_->Step(RequestFor(f, "victim", 1)).ok());
-  const auto before = client_->GetDecision("victim");
-  ASSERT_TRUE(before.ok());
-
-  const BadCase cases[] = {
+std::vector<BadCase> BadStepCases() {
+  return {
       {"unknown session", [](v1::StepRequest* r) { r->set_session_id("nobody"); },
        absl::StatusCode::kNotFound, "session 'nobody' not found"},
       {"wrong dimension",
@@ -84,7 +63,32 @@ TEST_F(BadInputE2e, EveryBadStepGetsItsStatusAndLeavesTheSessionUnchanged) {
          c->add_values(1);
        },
        absl::StatusCode::kInvalidArgument, "upper.csr.indices: row 0 columns not strictly"},
-  };
+    };
+}
+
+class BadInputE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(
+        std::vector<std::string>{"--max_batch_rows=50", "--max_sessions=3"});
+    ASSERT_TRUE(server_->started()) << server_->banner();
+    client_ = std::make_unique<client::Client>(client::ClientOptions{server_->target()});
+  }
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(BadInputE2e, EveryBadStepGetsItsStatusAndLeavesTheSessionUnchanged) {
+  const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo, 6 features, 3 classes
+  v1::CreateSessionRequest create;
+  create.set_session_id("victim");
+  *create.mutable_spec() = SpecFor(f, "af2obo", 1);
+  ASSERT_TRUE(client_->CreateSession(create).ok());
+  ASSERT_TRUE(client_->Step(RequestFor(f, "victim", 1)).ok());
+  const auto before = client_->GetDecision("victim");
+  ASSERT_TRUE(before.ok());
+
+  const std::vector<BadCase> cases = BadStepCases();
   for (const BadCase& c : cases) {
     SCOPED_TRACE(c.name);
     v1::StepRequest req = RequestFor(f, "victim", 2);
@@ -103,6 +107,47 @@ TEST_F(BadInputE2e, EveryBadStepGetsItsStatusAndLeavesTheSessionUnchanged) {
   EXPECT_TRUE(client_->Step(RequestFor(f, "victim", 2)).ok());
 }
 
+// The stream ends with the first bad request's status; every step
+// acknowledged before it stays applied, the bad one changes nothing.
+TEST_F(BadInputE2e, ABadRequestOnTheStepsStreamEndsItWithItsStatusAndChangesNothing) {
+  const FamilyCase f = AllFamilyCases()[2];
+  v1::CreateSessionRequest create;
+  create.set_session_id("streamed");
+  *create.mutable_spec() = SpecFor(f, "sf2obo", 1);
+  ASSERT_TRUE(client_->CreateSession(create).ok());
+  int64_t next_t = 1;
+  for (const BadCase& c : BadStepCases()) {
+    SCOPED_TRACE(c.name);
+    const auto before = client_->GetDecision("streamed");
+    ASSERT_TRUE(before.ok());
+    ASSERT_EQ(before->t(), next_t);
+    auto ctx = client_->NewContext();
+    auto stream = client_->stub().Steps(ctx.get());
+    v1::StepReply reply;
+    // One good step, acknowledged, then the bad one.
+    ASSERT_TRUE(stream->Write(RequestFor(f, "streamed", next_t)));
+    ASSERT_TRUE(stream->Read(&reply));
+    EXPECT_EQ(reply.t(), next_t);
+    const auto acknowledged = client_->GetDecision("streamed");
+    ASSERT_TRUE(acknowledged.ok());
+    ++next_t;
+    v1::StepRequest bad = RequestFor(f, "streamed", next_t);
+    c.spoil(&bad);
+    stream->Write(bad);  // may fail if the server already closed the stream
+    stream->WritesDone();
+    EXPECT_FALSE(stream->Read(&reply)) << "a reply to a bad request";
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(static_cast<int>(status.error_code()), static_cast<int>(c.code))
+        << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(c.needle));
+    const auto after = client_->GetDecision("streamed");
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after->t(), next_t);
+    EXPECT_THAT(after->x(), ::testing::ElementsAreArray(acknowledged->x()));
+    EXPECT_THAT(after->y(), ::testing::ElementsAreArray(acknowledged->y()));
+  }
+}
+
 TEST_F(BadInputE2e, InvalidSessionRequestsNameTheFieldAndCreateNothing) {
   const FamilyCase f = AllFamilyCases()[2];
   v1::CreateSessionRequest bad;
@@ -114,16 +159,19 @@ TEST_F(BadInputE2e, InvalidSessionRequestsNameTheFieldAndCreateNothing) {
 
   *bad.mutable_spec() = SpecFor(f, "nope", 1);
   r = client_->CreateSession(bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("unknown algorithm 'nope'"));
 
   *bad.mutable_spec() = SpecFor(f, "f2obo", 1);
   bad.mutable_spec()->mutable_options()->set_beta_scaling("cubic");
   r = client_->CreateSession(bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("options.beta_scaling"));
 
   *bad.mutable_spec() = SpecFor(f, "f2obo", 1);
   bad.set_session_id("has space");
   r = client_->CreateSession(bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("session_id"));
   const auto list = client_->ListSessions();
   ASSERT_TRUE(list.ok());
