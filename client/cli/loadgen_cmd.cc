@@ -1,4 +1,4 @@
-// `loadgen`: a bounded load generator.  Creates --sessions sessions, drives
+// `bench` (alias `loadgen`): a bounded load generator.  Creates --sessions sessions, drives
 // each with synthetic batches over its own Steps stream from --threads
 // threads, reports throughput and client-observed step latency
 // percentiles, and deletes its sessions at the end (also after errors, the
@@ -222,9 +222,18 @@ int RunLoadgen() {
   std::sort(lat.begin(), lat.end());
   const int64_t done = static_cast<int64_t>(lat.size());
   const double rate = done / std::max(seconds, 1e-9);
+  // Upload volume: the serialized size of the batches each step carries
+  // (the pool is used cyclically, so its mean is exact up to rounding).
+  double request_bytes = 0;
+  for (const v1::StepRequest& r : pool) request_bytes += static_cast<double>(r.ByteSizeLong());
+  request_bytes /= kPool;
+  const std::string volume =
+      f.name() == "quadratic"
+          ? absl::StrFormat(" (%.4g MB/s)", rate * request_bytes / 1e6)
+          : absl::StrFormat(" (%.0f rows/s, %.4g MB/s)", rate * rows, rate * request_bytes / 1e6);
   std::printf("completed %lld of %lld steps in %.2f s: %.1f steps/s%s%s\n",
               static_cast<long long>(done), static_cast<long long>(n) * steps, seconds, rate,
-              f.name() == "quadratic" ? "" : absl::StrFormat(" (%.0f rows/s)", rate * rows).c_str(),
+              volume.c_str(),
               g_interrupted ? ", interrupted"
               : done < static_cast<int64_t>(n) * steps && errors.empty()
                   ? ", stopped at --max_seconds"

@@ -84,10 +84,15 @@ const std::vector<Command>& Commands() {
        "hypergradient_error,value,variation,drift,exact_skipped_reason (empty when absent).",
        {"session", "out", "follow", "after", "until"}, RunMetrics},
       {"health", "Exit 0 iff the server's health service reports SERVING", "", {}, RunHealth},
-      {"loadgen", "Load generator: concurrent synthetic streams, throughput and latency",
+      {"bench", "Load generator: concurrent synthetic streams, throughput and latency",
        "Creates --sessions sessions, streams --steps synthetic steps into each (one Steps "
-       "stream per session), prints steps/s and p50/p95/p99 step latency, then deletes "
-       "the sessions.  --features and --classes default to 784 and 10.",
+       "stream per session), prints steps/s, rows/s, MB/s (serialized batches uploaded) and "
+       "p50/p95/p99 client-observed step latency, then deletes the sessions.  --features "
+       "and --classes default to 784 and 10.  'loadgen' is the same command.",
+       Concat({"sessions", "steps", "rows_per_step", "threads", "max_seconds"},
+              SpecFlagNames()),
+       RunLoadgen},
+      {"loadgen", "Same as bench", "",
        Concat({"sessions", "steps", "rows_per_step", "threads", "max_seconds"},
               SpecFlagNames()),
        RunLoadgen},

@@ -176,7 +176,7 @@ TEST_F(CliE2e, HelpListsTheSubcommandsAndTheirFlags) {
   const Result help = RunCli({"help"});
   EXPECT_EQ(help.code, 0);
   for (const char* c : {"create", "stream", "decision", "sessions", "delete", "metrics",
-                        "health", "loadgen", "create-group", "group", "evaluate", "--server"}) {
+                        "health", "bench", "loadgen", "create-group", "group", "evaluate", "--server"}) {
     EXPECT_THAT(help.out, HasSubstr(c));
   }
   const Result none = RunCli({});
@@ -356,14 +356,35 @@ TEST_F(CliE2e, BadInputIsReportedNotCrashedOn) {
   EXPECT_THAT(again.err, HasSubstr("ALREADY_EXISTS"));
 }
 
-TEST_F(CliE2e, LoadgenReportsLatencyAndDeletesItsSessions) {
-  const Result r = Cli({"loadgen", "--sessions=3", "--threads=2", "--steps=8", "--features=4",
+TEST_F(CliE2e, BenchReportsRatesConsistentWithTheBatchAndDeletesItsSessions) {
+  const Result r = Cli({"bench", "--sessions=3", "--threads=2", "--steps=8", "--features=4",
                         "--classes=3", "--rows_per_step=16", "--id=lg", "--max_seconds=20"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("completed 24 of 24 steps"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("p50 [0-9.]+ ms  p95 [0-9.]+ ms  p99 [0-9.]+ ms"));
   EXPECT_THAT(r.out, HasSubstr("errors: 0"));
+  // 16 rows of 4 doubles per step (two batches of 8) carry 512 bytes of
+  // features plus labels and framing: bytes/step from MB/s / steps/s lies
+  // in [512, 1024), and rows/s / steps/s is the 16 rows.
+  double steps_per_s = 0, rows_per_s = 0, mb_per_s = 0;
+  const size_t at = r.out.find(" steps/s (");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t start = r.out.rfind(' ', at - 1) + 1;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + start, "%lf steps/s (%lf rows/s, %lf MB/s)", &steps_per_s,
+                        &rows_per_s, &mb_per_s),
+            3)
+      << r.out;
+  ASSERT_GT(steps_per_s, 0);
+  EXPECT_NEAR(rows_per_s / steps_per_s, 16, 16 * 0.01) << r.out;
+  const double bytes_per_step = mb_per_s * 1e6 / steps_per_s;
+  EXPECT_GE(bytes_per_step, 512 * 0.999) << r.out;
+  EXPECT_LT(bytes_per_step, 1024) << r.out;
   EXPECT_THAT(Cli({"sessions"}).out, Not(HasSubstr("lg-")));
+  // The old name still works.
+  const Result alias = Cli({"loadgen", "--sessions=1", "--steps=2", "--features=4", "--classes=3",
+                            "--rows_per_step=4", "--id=al", "--max_seconds=20"});
+  EXPECT_EQ(alias.code, 0) << alias.err;
+  EXPECT_THAT(alias.out, HasSubstr("completed 2 of 2 steps"));
 }
 
 // Side-by-side groups through the CLI: one upload per step for every member,
