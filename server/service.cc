@@ -75,7 +75,7 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
                                          const v1::DeleteSessionRequest* req,
                                          v1::DeleteSessionResponse*) {
   return Handle("DeleteSession", ctx, Access::kWrite, [&] {
-    absl::Status s = sessions_->Delete(req->session_id());
+    absl::Status s = groups_->DeleteSession(req->session_id());  // refuses group members
     if (s.ok() && observer_ != nullptr) observer_->OnSessionDeleted(req->session_id());
     return s;
   });
@@ -173,6 +173,20 @@ grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupSt
                                      v1::GroupStepReply* out) {
   return Handle("StepGroup", ctx, Access::kWrite,
                 [&] { return Assign(groups_->Step(*req), out); });
+}
+
+grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx,
+                                       const v1::DeleteGroupRequest* req,
+                                       v1::DeleteGroupResponse* out) {
+  return Handle("DeleteGroup", ctx, Access::kWrite, [&]() -> absl::Status {
+    absl::StatusOr<std::vector<std::string>> deleted = groups_->Delete(req->group_id());
+    if (!deleted.ok()) return deleted.status();
+    for (const std::string& id : *deleted) {
+      if (observer_ != nullptr) observer_->OnSessionDeleted(id);
+      out->add_session_ids(id);
+    }
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status F2oboService::StepsGroup(

@@ -71,6 +71,8 @@ class F2oboService final : public v1::F2obo::Service {
   grpc::Status StepsGroup(
       grpc::ServerContext*,
       grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>*) override;
+  grpc::Status DeleteGroup(grpc::ServerContext*, const v1::DeleteGroupRequest*,
+                           v1::DeleteGroupResponse*) override;
 
  private:
   // Authorizes, times `body`, maps its status, reports to the observer.
