@@ -72,6 +72,14 @@ std::vector<std::string> SessionIds(client::Client& c) {
   return ids;
 }
 
+std::vector<double> Vec(const google::protobuf::RepeatedField<double>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+std::vector<double> Vec(const Vector& v) {
+  return std::vector<double>(v.data(), v.data() + v.size());
+}
+
 TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
   ServerProcess server;
   ASSERT_TRUE(server.started());
@@ -87,10 +95,17 @@ TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
   EXPECT_EQ(info.members(0).session_id(), "cmp.f2obo");
   EXPECT_EQ(info.members(0).spec().options().inner_steps(), 3);
 
-  // Lone reference sessions from the members' filled-in specs.
+  // Lone references from the members' filled-in specs: a core session and
+  // a lone session on the same server, both fed the same batches.
   std::vector<std::unique_ptr<Session>> lone;
+  std::vector<std::string> lone_ids;
   for (const v1::SessionInfo& m : info.members()) {
     lone.push_back(*Session::Create(*ToSessionConfig(m.spec())));
+    v1::CreateSessionRequest alone;
+    alone.set_session_id("lone-" + m.session_id().substr(4));
+    *alone.mutable_spec() = m.spec();
+    ASSERT_TRUE(c.CreateSession(alone).ok());
+    lone_ids.push_back(alone.session_id());
   }
   constexpr int kSteps = 60;
   auto ctx = c.NewContext();
@@ -109,12 +124,30 @@ TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
     const StepData data{*ToBatch(req.upper(), "upper"), *ToBatch(req.inner(), "inner")};
     for (int i = 0; i < 4; ++i) {
       ASSERT_TRUE(lone[i]->Step(data).ok());
+      v1::StepRequest alone_req;
+      alone_req.set_session_id(lone_ids[i]);
+      alone_req.set_t(t);
+      *alone_req.mutable_upper() = req.upper();
+      *alone_req.mutable_inner() = req.inner();
+      const absl::StatusOr<v1::StepReply> alone = c.Step(alone_req);
+      ASSERT_TRUE(alone.ok()) << alone.status();
       ASSERT_EQ(reply.members(i).code(), 0) << reply.members(i).message();
-      const auto& x = reply.members(i).reply().x();
-      ASSERT_EQ(std::vector<double>(x.begin(), x.end()),
-                std::vector<double>(lone[i]->state().x.data(),
-                                    lone[i]->state().x.data() + lone[i]->state().x.size()))
-          << kAlgorithms[i] << " diverged from its lone run at t = " << t;
+      const std::vector<double> x = Vec(reply.members(i).reply().x());
+      // Bit for bit (operator== on doubles), against both references.
+      ASSERT_EQ(x, Vec(lone[i]->state().x))
+          << kAlgorithms[i] << " diverged from its lone core run at t = " << t;
+      ASSERT_EQ(x, Vec(alone->x()))
+          << kAlgorithms[i] << " diverged from its lone server session at t = " << t;
+      // The whole decision (x, y, lambda) too, not only the reply's x.
+      const absl::StatusOr<v1::Decision> member = c.GetDecision(info.members(i).session_id());
+      const absl::StatusOr<v1::Decision> solo = c.GetDecision(lone_ids[i]);
+      ASSERT_TRUE(member.ok() && solo.ok());
+      ASSERT_EQ(member->t(), t + 1);
+      ASSERT_EQ(Vec(member->x()), Vec(solo->x())) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(Vec(member->y()), Vec(solo->y())) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(Vec(member->y()), Vec(lone[i]->state().y)) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(member->lambda(), solo->lambda()) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(member->lambda(), lone[i]->state().lambda) << kAlgorithms[i] << " t = " << t;
     }
   }
   stream->WritesDone();
@@ -125,6 +158,15 @@ TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
   auto retry_ctx = c.NewContext();
   ASSERT_TRUE(c.stub().StepGroup(retry_ctx.get(), GroupRequest(f, kSteps), &again).ok());
   for (const v1::MemberStepResult& m : again.members()) EXPECT_TRUE(m.reply().replayed());
+
+  // The comparison is not vacuous: the members moved, and not alike.
+  std::vector<std::vector<double>> xs;
+  for (const v1::SessionInfo& m : info.members()) {
+    xs.push_back(Vec(c.GetDecision(m.session_id())->x()));
+  }
+  const std::unique_ptr<Session> fresh = *Session::Create(*ToSessionConfig(info.members(0).spec()));
+  EXPECT_NE(xs[0], Vec(fresh->state().x));
+  for (int i = 1; i < 4; ++i) EXPECT_NE(xs[0], xs[i]) << kAlgorithms[i];
 }
 
 TEST(Groups, ABadBatchFailsTheWholeGroupAndAdvancesNoMember) {
