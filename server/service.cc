@@ -47,6 +47,13 @@ grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext*
   return status;
 }
 
+void F2oboService::ReportMembers(const v1::GroupStepReply& reply) {
+  if (observer_ == nullptr) return;
+  for (const v1::MemberStepResult& m : reply.members()) {
+    observer_->OnGroupMemberStep(static_cast<grpc::StatusCode>(m.code()));
+  }
+}
+
 grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
                                          const v1::CreateSessionRequest* req,
                                          v1::SessionInfo* out) {
@@ -171,8 +178,11 @@ grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroup
 
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
                                      v1::GroupStepReply* out) {
-  return Handle("StepGroup", ctx, Access::kWrite,
-                [&] { return Assign(groups_->Step(*req), out); });
+  return Handle("StepGroup", ctx, Access::kWrite, [&] {
+    absl::Status s = Assign(groups_->Step(*req), out);
+    if (s.ok()) ReportMembers(*out);
+    return s;
+  });
 }
 
 grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx,
@@ -199,8 +209,11 @@ grpc::Status F2oboService::StepsGroup(
   while (stream->Read(&req)) {
     if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
     v1::GroupStepReply reply;
-    const grpc::Status status =
-        Handle("StepsGroup", ctx, Access::kWrite, [&] { return Assign(groups_->Step(req), &reply); });
+    const grpc::Status status = Handle("StepsGroup", ctx, Access::kWrite, [&] {
+      absl::Status s = Assign(groups_->Step(req), &reply);
+      if (s.ok()) ReportMembers(reply);
+      return s;
+    });
     if (!status.ok()) return status;
     if (!stream->Write(reply) || ctx->IsCancelled()) break;
   }

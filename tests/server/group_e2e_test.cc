@@ -390,5 +390,37 @@ TEST(Groups, AStoredGroupMissingAMemberIsReportedAndNotServedHalf) {
   EXPECT_THAT(SessionIds(after), ::testing::IsEmpty());
 }
 
+// The value of the /metrics sample `series` (name{labels}), or -1.
+double Scrape(const ServerProcess& server, const std::string& series) {
+  const std::string text = testing::HttpGet(server.metrics_port(), "/metrics");
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(Groups, MemberStepOutcomesAreCountedByCode) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[0];
+  // Exported before the first group step.
+  EXPECT_EQ(Scrape(server, "f2obo_group_member_steps_total{code=\"OK\"}"), 0);
+  ASSERT_TRUE(CreateGroup(c, FourMemberGroup(f)).ok());
+  ASSERT_TRUE(c.StepGroup(GroupRequest(f, 1)).ok());
+  // One member runs ahead alone: at t = 3 it applies, the others expect 2.
+  v1::StepRequest ahead = RequestFor(f, "cmp.f2obo", 2);
+  ASSERT_TRUE(c.Step(ahead).ok());
+  const absl::StatusOr<v1::GroupStepReply> mixed = c.StepGroup(GroupRequest(f, 3));
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ(mixed->members(0).code(), 0);
+  EXPECT_EQ(mixed->members(1).code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  // A group step refused as a whole is no member outcome.
+  v1::GroupStepRequest bad = GroupRequest(f, 2);
+  bad.clear_inner();
+  EXPECT_FALSE(c.StepGroup(bad).ok());
+  EXPECT_EQ(Scrape(server, "f2obo_group_member_steps_total{code=\"OK\"}"), 5);
+  EXPECT_EQ(Scrape(server, "f2obo_group_member_steps_total{code=\"FAILED_PRECONDITION\"}"), 3);
+}
+
 }  // namespace
 }  // namespace f2obo
