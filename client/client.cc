@@ -93,6 +93,15 @@ absl::Status Client::DeleteSession(const std::string& id) {
   return FromGrpc(stub_->DeleteSession(ctx.get(), req, &out));
 }
 
+absl::StatusOr<v1::DeleteGroupResponse> Client::DeleteGroup(const std::string& id) {
+  v1::DeleteGroupRequest req;
+  req.set_group_id(id);
+  v1::DeleteGroupResponse out;
+  auto ctx = NewContext();
+  if (absl::Status s = FromGrpc(stub_->DeleteGroup(ctx.get(), req, &out)); !s.ok()) return s;
+  return out;
+}
+
 namespace {
 
 // Calls `rpc(ctx, &out)` up to `max_attempts` times, retrying UNAVAILABLE

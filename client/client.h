@@ -55,6 +55,9 @@ class Client {
   absl::StatusOr<v1::GroupInfo> CreateGroup(const v1::CreateGroupRequest& req);
   absl::StatusOr<v1::GroupInfo> GetGroup(const std::string& id);
   absl::StatusOr<v1::GroupStepReply> StepGroup(const v1::GroupStepRequest& req);
+  // Deletes the group and its members; not retried (like DeleteSession: a
+  // retry after a lost reply would report NOT_FOUND).
+  absl::StatusOr<v1::DeleteGroupResponse> DeleteGroup(const std::string& id);
   // True when the standard health service reports SERVING.
   absl::StatusOr<bool> Healthy(const std::string& service = "");
 

@@ -37,6 +37,7 @@ std::string IdOf(absl::string_view method, const void* message) {
   }
   if (method == "CreateGroup") return As<v1::CreateGroupRequest>(message).group_id();
   if (method == "GetGroup") return As<v1::GetGroupRequest>(message).group_id();
+  if (method == "DeleteGroup") return As<v1::DeleteGroupRequest>(message).group_id();
   if (method == "StepGroup" || method == "StepsGroup") {
     return As<v1::GroupStepRequest>(message).group_id();
   }

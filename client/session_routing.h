@@ -5,8 +5,8 @@
 // When ClientOptions::session_header is set (the default), session-scoped
 // calls carry "x-f2obo-session: <routing key>", where the routing key is
 // the session id up to its first '.': a group's members "<group>.<member>"
-// route with their group (CreateGroup, StepGroup and StepsGroup send the
-// group id), so a group stays on one replica.  The key is taken from the
+// route with their group (CreateGroup, GetGroup, StepGroup, StepsGroup and
+// DeleteGroup send the group id), so a group stays on one replica.  The key is taken from the
 // request message by a channel interceptor, so every call made through
 // Client::stub() gets it, with one caveat: a bidirectional stream (Steps,
 // StepsGroup) sends its metadata when it opens, before any message, unless

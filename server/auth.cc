@@ -1,6 +1,7 @@
 #include "server/auth.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +34,9 @@ absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromFile
 absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromText(
     const std::string& text, const std::string& source) {
   auto auth = std::make_unique<TokenAuthenticator>();
+  // A token listed twice is most likely an editing mistake, and with two
+  // roles its effective role would depend on the order of the checks.
+  std::map<std::string, int> first_line;  // token -> line it was first given on
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -44,6 +48,12 @@ absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromText
         parts[1].size() < 16) {
       return absl::InvalidArgumentError(absl::StrCat(
           source, ":", line_no, ": want '<read|write> <token of at least 16 characters>'"));
+    }
+    const auto [seen, is_new] = first_line.emplace(std::string(parts[1]), line_no);
+    if (!is_new) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":", line_no, ": duplicate token (already given on line ", seen->second,
+          "); each token must appear once, with one role"));
     }
     auth->tokens_.push_back(
         Token{parts[0] == "write" ? Access::kWrite : Access::kRead, std::string(parts[1])});

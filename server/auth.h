@@ -1,7 +1,7 @@
 // Bearer-token authorization.  Tokens come from a file, one per line:
 //     <role> <token>        role: "read" or "write"; '#' starts a comment
-// A read token may call GetDecision, GetSession, ListSessions and
-// WatchMetrics; a write token may call everything.  Clients send
+// A read token may call GetDecision, GetGroup, GetSession, ListSessions
+// and WatchMetrics; a write token may call everything.  Clients send
 // "authorization: Bearer <token>" metadata.  Tokens are compared in
 // constant time (no early exit on the first differing byte or token).
 #ifndef F2OBO_SERVER_AUTH_H_

@@ -17,16 +17,46 @@ bool ValidName(const std::string& s) {
 
 }  // namespace
 
-void GroupManager::Restore(const std::vector<StoredGroup>& groups) {
+std::vector<std::string> GroupManager::Restore(const std::vector<StoredGroup>& groups) {
+  std::vector<std::string> problems;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const StoredGroup& g : groups) groups_[g.id] = g.members;
+  for (const StoredGroup& g : groups) {
+    Group& group = groups_[g.id];
+    group.members = g.members;
+    for (const std::string& m : g.members) {
+      if (sessions_->Get(m).ok()) continue;
+      // Serving the others as the group would silently compare fewer
+      // algorithms than were asked for.
+      group.unavailable = absl::StrCat("group '", g.id, "' is not served: its member session '",
+                                       m, "' could not be loaded at start-up; DeleteGroup "
+                                       "removes the group and its remaining members");
+      problems.push_back(group.unavailable);
+      break;
+    }
+  }
+  return problems;
+}
+
+std::string GroupManager::OwnerOf(const std::string& session_id) const {
+  for (const auto& [id, g] : groups_) {
+    for (const std::string& m : g.members) {
+      if (m == session_id) return id;
+    }
+  }
+  for (const auto& [id, members] : busy_) {
+    for (const std::string& m : members) {
+      if (m == session_id) return id;
+    }
+  }
+  return "";
 }
 
 absl::StatusOr<std::vector<std::string>> GroupManager::Members(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = groups_.find(id);
   if (it == groups_.end()) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
-  return it->second;
+  if (!it->second.unavailable.empty()) return absl::FailedPreconditionError(it->second.unavailable);
+  return it->second.members;
 }
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest& req) {
@@ -38,51 +68,119 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
         absl::StrCat("members: a group has 1 to ", kMaxMembers, " members"));
   }
   std::set<std::string> names;
+  std::vector<std::string> ids;
   for (int i = 0; i < req.members_size(); ++i) {
     if (!ValidName(req.members(i).name()) || !names.insert(req.members(i).name()).second) {
       return absl::InvalidArgumentError(absl::StrCat(
           "members[", i, "].name: must be unique and match [A-Za-z0-9_-]{1,32}"));
     }
+    ids.push_back(absl::StrCat(req.group_id(), ".", req.members(i).name()));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (groups_.count(req.group_id()) > 0) {
+    if (groups_.count(req.group_id()) > 0 || busy_.count(req.group_id()) > 0) {
       return absl::AlreadyExistsError(absl::StrCat("group '", req.group_id(), "' already exists"));
     }
+    for (const std::string& id : ids) {
+      if (deleting_sessions_.count(id) > 0) {
+        return absl::AbortedError(
+            absl::StrCat("session '", id, "' is being deleted; retry CreateGroup"));
+      }
+    }
+    // Checked up front so that a group too large is refused without
+    // creating (and persisting) some members first.  A race with other
+    // creations is still caught by each member's own check below.
+    const int max = sessions_->limits().max_sessions;
+    const size_t held = sessions_->size();
+    if (held + ids.size() > static_cast<size_t>(max)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "members: a group of ", ids.size(), " sessions would exceed max_sessions = ", max,
+          " (the server holds ", held, ")"));
+    }
+    busy_[req.group_id()] = ids;
   }
+  const auto release = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_.erase(req.group_id());
+  };
+  const auto roll_back = [&](size_t created) {
+    for (size_t i = 0; i < created; ++i) sessions_->Delete(ids[i]).IgnoreError();  // all or none
+    release();
+  };
   v1::GroupInfo info;
   info.set_group_id(req.group_id());
-  std::vector<std::string> ids;
   for (int i = 0; i < req.members_size(); ++i) {
     const v1::GroupMember& m = req.members(i);
     v1::CreateSessionRequest create;
-    create.set_session_id(absl::StrCat(req.group_id(), ".", m.name()));
+    create.set_session_id(ids[i]);
     *create.mutable_spec() = req.spec();
     create.mutable_spec()->set_algorithm(m.algorithm());
     create.mutable_spec()->mutable_options()->MergeFrom(m.options());
     absl::StatusOr<v1::SessionInfo> member = sessions_->Create(create);
     if (!member.ok()) {
-      for (const std::string& id : ids) sessions_->Delete(id).IgnoreError();  // all or none
+      roll_back(i);
       return absl::Status(member.status().code(),
                           absl::StrCat("members[", i, "] (", m.name(), "): ",
                                        member.status().message()));
     }
-    ids.push_back(member->session_id());
     *info.add_members() = *std::move(member);
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (groups_.count(req.group_id()) > 0) {  // lost a race with an identical request
-    for (const std::string& id : ids) sessions_->Delete(id).IgnoreError();
-    return absl::AlreadyExistsError(absl::StrCat("group '", req.group_id(), "' already exists"));
   }
   if (store_ != nullptr) {
     if (absl::Status s = store_->PutGroup(req.group_id(), ids); !s.ok()) {
-      for (const std::string& id : ids) sessions_->Delete(id).IgnoreError();
+      roll_back(ids.size());
       return s;
     }
   }
-  groups_[req.group_id()] = ids;
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_.erase(req.group_id());
+  groups_[req.group_id()] = Group{ids, ""};
   return info;
+}
+
+absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string& id) {
+  Group group;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = groups_.find(id);
+    if (it == groups_.end()) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
+    group = it->second;
+    // Claimed while its members go, so that neither a new group of the same
+    // id nor a step to it can interleave.
+    busy_[id] = group.members;
+    groups_.erase(it);
+  }
+  if (store_ != nullptr) {
+    if (absl::Status s = store_->DeleteGroup(id, group.members); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_.erase(id);
+      groups_[id] = std::move(group);
+      return s;
+    }
+  }
+  std::vector<std::string> deleted;
+  for (const std::string& m : group.members) {
+    // Only NOT_FOUND is possible here (a member missing since start-up).
+    if (sessions_->Delete(m, /*from_store=*/false).ok()) deleted.push_back(m);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_.erase(id);
+  return deleted;
+}
+
+absl::Status GroupManager::DeleteSession(const std::string& session_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "session '", session_id, "' is a member of group '", owner,
+          "': delete the group instead (DeleteGroup)"));
+    }
+    deleting_sessions_.insert(session_id);
+  }
+  absl::Status s = sessions_->Delete(session_id);
+  std::lock_guard<std::mutex> lock(mu_);
+  deleting_sessions_.erase(deleting_sessions_.find(session_id));
+  return s;
 }
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Get(const std::string& id) const {

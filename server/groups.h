@@ -10,6 +10,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,14 @@ class GroupManager {
       : sessions_(sessions), store_(store) {}
 
   // Groups loaded at start (their member sessions were recovered already).
-  void Restore(const std::vector<StoredGroup>& groups);
+  // A group with a member that was not recovered is kept but not served
+  // (Get and Step fail naming the member; Delete removes what remains);
+  // returns one message per such group.
+  std::vector<std::string> Restore(const std::vector<StoredGroup>& groups);
 
-  // Creates every member session (all or none) and the group.
+  // Creates every member session (all or none) and the group.  The members
+  // count against max_sessions: a group that would exceed it is refused
+  // before any member is created.
   absl::StatusOr<v1::GroupInfo> Create(const v1::CreateGroupRequest& request);
   absl::StatusOr<v1::GroupInfo> Get(const std::string& id) const;
   // Applies the step to every member.  Fails as a whole only when the
@@ -39,14 +45,34 @@ class GroupManager {
   // that the family rejects): then no member changed.  Otherwise each
   // member's outcome is in its MemberStepResult.
   absl::StatusOr<v1::GroupStepReply> Step(const v1::GroupStepRequest& request);
+  // Deletes the group and its members (from the store in one transaction);
+  // returns the member sessions deleted.
+  absl::StatusOr<std::vector<std::string>> Delete(const std::string& id);
+  // Deletes a session that belongs to no group; a member of a group (live,
+  // being created or being deleted) is refused with FAILED_PRECONDITION.
+  absl::Status DeleteSession(const std::string& session_id);
 
  private:
+  struct Group {
+    std::vector<std::string> members;  // session ids, in member order
+    std::string unavailable;           // why the group is not served ("" if it is)
+  };
+
   absl::StatusOr<std::vector<std::string>> Members(const std::string& id) const;
+  // The group claiming session `session_id`, or "".  Requires mu_.
+  std::string OwnerOf(const std::string& session_id) const;
 
   SessionManager* const sessions_;
   SessionStore* const store_;
   mutable std::mutex mu_;
-  std::map<std::string, std::vector<std::string>> groups_;  // guarded by mu_
+  std::map<std::string, Group> groups_;  // guarded by mu_
+  // Groups being created or deleted (id -> member ids): their ids and their
+  // members' ids are claimed, so no request can slip in between the
+  // member sessions and the group record.  Guarded by mu_.
+  std::map<std::string, std::vector<std::string>> busy_;
+  // Lone sessions being deleted: a group may not claim them meanwhile (the
+  // deletion would remove the new member).  Guarded by mu_.
+  std::multiset<std::string> deleting_sessions_;
 };
 
 }  // namespace f2obo::server

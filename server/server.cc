@@ -101,7 +101,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->recovery_problems_ = *std::move(problems);
   for (const v1::SessionInfo& info : s->sessions_->List()) sm->OnSessionCreated(info.session_id());
   s->groups_ = std::make_unique<GroupManager>(s->sessions_.get(), s->store_.get());
-  s->groups_->Restore(stored_groups);
+  for (std::string& problem : s->groups_->Restore(stored_groups)) {
+    s->recovery_problems_.push_back(std::move(problem));
+  }
   s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), s->groups_.get(), sm,
                                                s->auth_.get());
 

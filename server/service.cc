@@ -47,6 +47,13 @@ grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext*
   return status;
 }
 
+void F2oboService::ReportMembers(const v1::GroupStepReply& reply) {
+  if (observer_ == nullptr) return;
+  for (const v1::MemberStepResult& m : reply.members()) {
+    observer_->OnGroupMemberStep(static_cast<grpc::StatusCode>(m.code()));
+  }
+}
+
 grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
                                          const v1::CreateSessionRequest* req,
                                          v1::SessionInfo* out) {
@@ -75,7 +82,7 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
                                          const v1::DeleteSessionRequest* req,
                                          v1::DeleteSessionResponse*) {
   return Handle("DeleteSession", ctx, Access::kWrite, [&] {
-    absl::Status s = sessions_->Delete(req->session_id());
+    absl::Status s = groups_->DeleteSession(req->session_id());  // refuses group members
     if (s.ok() && observer_ != nullptr) observer_->OnSessionDeleted(req->session_id());
     return s;
   });
@@ -171,8 +178,25 @@ grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroup
 
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
                                      v1::GroupStepReply* out) {
-  return Handle("StepGroup", ctx, Access::kWrite,
-                [&] { return Assign(groups_->Step(*req), out); });
+  return Handle("StepGroup", ctx, Access::kWrite, [&] {
+    absl::Status s = Assign(groups_->Step(*req), out);
+    if (s.ok()) ReportMembers(*out);
+    return s;
+  });
+}
+
+grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx,
+                                       const v1::DeleteGroupRequest* req,
+                                       v1::DeleteGroupResponse* out) {
+  return Handle("DeleteGroup", ctx, Access::kWrite, [&]() -> absl::Status {
+    absl::StatusOr<std::vector<std::string>> deleted = groups_->Delete(req->group_id());
+    if (!deleted.ok()) return deleted.status();
+    for (const std::string& id : *deleted) {
+      if (observer_ != nullptr) observer_->OnSessionDeleted(id);
+      out->add_session_ids(id);
+    }
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status F2oboService::StepsGroup(
@@ -185,8 +209,11 @@ grpc::Status F2oboService::StepsGroup(
   while (stream->Read(&req)) {
     if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
     v1::GroupStepReply reply;
-    const grpc::Status status =
-        Handle("StepsGroup", ctx, Access::kWrite, [&] { return Assign(groups_->Step(req), &reply); });
+    const grpc::Status status = Handle("StepsGroup", ctx, Access::kWrite, [&] {
+      absl::Status s = Assign(groups_->Step(req), &reply);
+      if (s.ok()) ReportMembers(reply);
+      return s;
+    });
     if (!status.ok()) return status;
     if (!stream->Write(reply) || ctx->IsCancelled()) break;
   }

@@ -26,6 +26,9 @@ class ServiceObserver {
   virtual void OnRpc(const char* method, grpc::StatusCode code, double seconds) = 0;
   virtual void OnSessionCreated(const std::string& id) = 0;
   virtual void OnSessionDeleted(const std::string& id) = 0;
+  // Once per member of an applied group step (StepGroup, StepsGroup), with
+  // that member's outcome; a group step refused as a whole is only an RPC.
+  virtual void OnGroupMemberStep(grpc::StatusCode code) = 0;
 };
 
 class F2oboService final : public v1::F2obo::Service {
@@ -71,11 +74,15 @@ class F2oboService final : public v1::F2obo::Service {
   grpc::Status StepsGroup(
       grpc::ServerContext*,
       grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>*) override;
+  grpc::Status DeleteGroup(grpc::ServerContext*, const v1::DeleteGroupRequest*,
+                           v1::DeleteGroupResponse*) override;
 
  private:
   // Authorizes, times `body`, maps its status, reports to the observer.
   grpc::Status Handle(const char* method, const grpc::ServerContext* ctx, Access access,
                       const std::function<absl::Status()>& body);
+  // Tells the observer each member's outcome of an applied group step.
+  void ReportMembers(const v1::GroupStepReply& reply);
 
   SessionManager* const sessions_;
   GroupManager* const groups_;

@@ -59,6 +59,14 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   exact_skipped_ = OrDie(r->AddCounter(
       "f2obo_exact_metrics_skipped_total",
       "Steps whose due exact metrics were skipped (worker behind or non-finite).", {}));
+  group_member_steps_ = OrDie(r->AddCounter(
+      "f2obo_group_member_steps_total",
+      "Member outcomes of group steps (StepGroup, StepsGroup), by the member's gRPC status "
+      "code; a group step refused as a whole counts in f2obo_rpc_errors_total only.",
+      {"code"}));
+  // Exported from the start, so that rate() has a series before the first
+  // group step.
+  group_member_steps_->WithLabels({"OK"});
   const std::vector<std::string> s = {"session_id"};
   t_ = OrDie(r->AddGauge("f2obo_session_step", "Index t of the last applied step.", s));
   blreg_ = OrDie(r->AddGauge("f2obo_session_blreg",
@@ -89,6 +97,10 @@ void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double sec
   requests_->WithLabels({method}).Increment();
   if (code != grpc::StatusCode::OK) errors_->WithLabels({method, CodeName(code)}).Increment();
   latency_->WithLabels({method}).Observe(seconds);
+}
+
+void ServiceMetrics::OnGroupMemberStep(grpc::StatusCode code) {
+  group_member_steps_->WithLabels({CodeName(code)}).Increment();
 }
 
 void ServiceMetrics::OnSessionCreated(const std::string& id) {

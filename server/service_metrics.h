@@ -28,6 +28,7 @@ class ServiceMetrics final : public ServiceObserver {
   void OnRpc(const char* method, grpc::StatusCode code, double seconds) override;
   void OnSessionCreated(const std::string& id) override;
   void OnSessionDeleted(const std::string& id) override;
+  void OnGroupMemberStep(grpc::StatusCode code) override;
   // From the metrics pipeline's workers.
   void OnStepMetrics(const v1::StepMetrics& m);
 
@@ -47,6 +48,7 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::CounterFamily* rows_;
   metrics::CounterFamily* cap_hits_;
   metrics::CounterFamily* exact_skipped_;
+  metrics::CounterFamily* group_member_steps_;
   // Per session (label session_id).
   metrics::GaugeFamily* t_;
   metrics::GaugeFamily* blreg_;

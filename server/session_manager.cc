@@ -261,7 +261,7 @@ std::vector<v1::SessionInfo> SessionManager::List() const {
   return out;
 }
 
-absl::Status SessionManager::Delete(const std::string& id) {
+absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
   std::shared_ptr<Entry> e;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -273,7 +273,7 @@ absl::Status SessionManager::Delete(const std::string& id) {
   }
   // Serialize with the session's steps; gone from disk before from memory.
   std::lock_guard<std::mutex> entry_lock(e->mu);
-  if (store_ != nullptr) {
+  if (store_ != nullptr && from_store) {
     if (absl::Status s = store_->DeleteSession(id); !s.ok()) return s;
   }
   {

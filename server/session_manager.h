@@ -48,7 +48,9 @@ class SessionManager {
   absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request);
   absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
   std::vector<v1::SessionInfo> List() const;
-  absl::Status Delete(const std::string& id);
+  // `from_store` false: the caller already removed the session from the
+  // store (a group deletion removes all its members in one transaction).
+  absl::Status Delete(const std::string& id, bool from_store = true);
 
   // Exactly-once step semantics (see the proto).  On error nothing changed.
   absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& request);
@@ -67,6 +69,7 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<SessionMetrics>> Metrics(const std::string& id) const;
 
   size_t size() const;
+  const Limits& limits() const { return limits_; }
 
  private:
   struct Entry {

@@ -189,8 +189,7 @@ def run_group(cli, exp, seed, members, shared, steps, stream_args, outdir, train
         f"--eval_rows={eval_rows}", f"--out={eval_path}")
     for row in read_csv(eval_path):
         results[row["session"].split(".", 1)[1]]["eval"] = row
-    for name in accepted:
-        cli("delete", f"--session={group}.{name}")
+    cli("delete", f"--group={group}")  # the group and every member
     return results, refused, wall
 
 

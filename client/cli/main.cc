@@ -77,7 +77,10 @@ const std::vector<Command>& Commands() {
       {"decision", "Print a session's current decision (t, lambda, x)", "",
        {"session", "all", "show"}, RunDecision},
       {"sessions", "List sessions as a table", "", {}, RunSessions},
-      {"delete", "Delete a session", "", {"session"}, RunDelete},
+      {"delete", "Delete a session, or a group with all its members",
+       "--session deletes one session; a member of a group is refused (naming the group). "
+       "--group deletes the group and every member session.",
+       {"session", "group"}, RunDelete},
       {"metrics", "Write a session's per-step metrics as CSV",
        "Columns: t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,"
        "upper_loss_before,accuracy_before,round_seconds,regret_term,blreg,"

@@ -94,12 +94,21 @@ int RunDecision() {
 }
 
 int RunDelete() {
-  int code = kExitOk;
-  const std::string id = SessionIdFlag(&code);
-  if (code != kExitOk) return code;
+  const std::string session = absl::GetFlag(FLAGS_session);
+  const std::string group = absl::GetFlag(FLAGS_group);
+  if (session.empty() == group.empty()) {
+    return UsageError("delete: give exactly one of --session and --group");
+  }
   client::Client c(ClientOptionsFromFlags());
-  if (absl::Status s = c.DeleteSession(id); !s.ok()) return RpcError("delete", s);
-  std::printf("deleted %s\n", id.c_str());
+  if (!group.empty()) {
+    absl::StatusOr<v1::DeleteGroupResponse> r = c.DeleteGroup(group);
+    if (!r.ok()) return RpcError("delete", r.status());
+    std::printf("deleted group %s (%d sessions)\n", group.c_str(), r->session_ids_size());
+    for (const std::string& id : r->session_ids()) std::printf("deleted %s\n", id.c_str());
+    return kExitOk;
+  }
+  if (absl::Status s = c.DeleteSession(session); !s.ok()) return RpcError("delete", s);
+  std::printf("deleted %s\n", session.c_str());
   return kExitOk;
 }
 

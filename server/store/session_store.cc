@@ -14,9 +14,9 @@
 namespace f2obo::server {
 
 struct SessionStore::Write {
-  enum Kind { kPut, kDelete, kStep, kGroup } kind;
+  enum Kind { kPut, kDelete, kStep, kGroup, kDeleteGroup } kind;
   std::string id;
-  std::string spec;   // kPut
+  std::string spec;   // kPut; kGroup, kDeleteGroup: member ids, one a line
   std::string state;  // kPut, kStep
   int64_t t = 0;      // kPut, kStep
   std::string reply;  // kStep
@@ -195,6 +195,15 @@ absl::Status SessionStore::PutGroup(const std::string& id,
   return Submit(std::move(w), /*wait=*/true);
 }
 
+absl::Status SessionStore::DeleteGroup(const std::string& id,
+                                       const std::vector<std::string>& members) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kDeleteGroup;
+  w->id = id;
+  w->spec = absl::StrJoin(members, "\n");
+  return Submit(std::move(w), /*wait=*/true);
+}
+
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
                                       const std::string& state, int64_t t,
                                       const std::vector<v1::StepReply>& replies) {
@@ -237,6 +246,13 @@ absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
   return w->status;
 }
 
+absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
+  Stmt a(db_, "DELETE FROM sessions WHERE id = ?");
+  if (absl::Status s = a.Text(1, id).Run("deleting a session"); !s.ok()) return s;
+  Stmt b(db_, "DELETE FROM replies WHERE id = ?");
+  return b.Text(1, id).Run("deleting replies");
+}
+
 absl::Status SessionStore::Apply(const Write& w) {
   switch (w.kind) {
     case Write::kPut: {
@@ -261,11 +277,15 @@ absl::Status SessionStore::Apply(const Write& w) {
       Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members) VALUES (?, ?)");
       return g.Text(1, w.id).Text(2, w.spec).Run("saving a group");
     }
-    case Write::kDelete: {
-      Stmt a(db_, "DELETE FROM sessions WHERE id = ?");
-      if (absl::Status s = a.Text(1, w.id).Run("deleting a session"); !s.ok()) return s;
-      Stmt b(db_, "DELETE FROM replies WHERE id = ?");
-      return b.Text(1, w.id).Run("deleting replies");
+    case Write::kDelete:
+      return DeleteSessionRows(w.id);
+    case Write::kDeleteGroup: {
+      // One Write is applied inside one transaction (see WriterLoop).
+      for (absl::string_view m : absl::StrSplit(w.spec, '\n', absl::SkipEmpty())) {
+        if (absl::Status s = DeleteSessionRows(std::string(m)); !s.ok()) return s;
+      }
+      Stmt g(db_, "DELETE FROM groups WHERE id = ?");
+      return g.Text(1, w.id).Run("deleting a group");
     }
     case Write::kStep: {
       Stmt a(db_, "UPDATE sessions SET state = ?, t = ? WHERE id = ?");

@@ -73,6 +73,9 @@ class SessionStore {
   absl::Status DeleteSession(const std::string& id);
   // Side-by-side groups: the member list of group `id` (durable).
   absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members);
+  // Group `id` and its member sessions (with their replies), in one
+  // transaction: a crash leaves either all of them or none.
+  absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members);
 
   // Records an acknowledged step: the session's state after it and its
   // reply; keeps the newest `keep_replies` replies.  Under kSync, returns
@@ -89,6 +92,7 @@ class SessionStore {
   void WriterLoop();
   absl::Status Submit(std::shared_ptr<Write> w, bool wait);
   absl::Status Apply(const Write& w);
+  absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
   absl::Status Exec(const char* sql);
 
   sqlite3* db_;

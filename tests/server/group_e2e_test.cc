@@ -1,6 +1,7 @@
 // Side-by-side groups over real gRPC: one upload, every member advanced,
 // each exactly as it would run alone.
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +15,9 @@
 namespace f2obo {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::AllFamilyCases;
 using testing::FamilyCase;
 using testing::RequestFor;
@@ -46,6 +49,37 @@ v1::GroupStepRequest GroupRequest(const FamilyCase& f, int64_t t) {
   return req;
 }
 
+grpc::Status CreateGroup(client::Client& c, const v1::CreateGroupRequest& req,
+                         v1::GroupInfo* info = nullptr) {
+  v1::GroupInfo ignored;
+  auto ctx = c.NewContext();
+  return c.stub().CreateGroup(ctx.get(), req, info != nullptr ? info : &ignored);
+}
+
+grpc::Status GetGroup(client::Client& c, const std::string& id, v1::GroupInfo* info = nullptr) {
+  v1::GetGroupRequest req;
+  req.set_group_id(id);
+  v1::GroupInfo ignored;
+  auto ctx = c.NewContext();
+  return c.stub().GetGroup(ctx.get(), req, info != nullptr ? info : &ignored);
+}
+
+std::vector<std::string> SessionIds(client::Client& c) {
+  std::vector<std::string> ids;
+  const absl::StatusOr<v1::ListSessionsResponse> list = c.ListSessions();
+  if (!list.ok()) return {"ListSessions failed: " + list.status().ToString()};
+  for (const v1::SessionInfo& s : list->sessions()) ids.push_back(s.session_id());
+  return ids;
+}
+
+std::vector<double> Vec(const google::protobuf::RepeatedField<double>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+std::vector<double> Vec(const Vector& v) {
+  return std::vector<double>(v.data(), v.data() + v.size());
+}
+
 TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
   ServerProcess server;
   ASSERT_TRUE(server.started());
@@ -61,10 +95,17 @@ TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
   EXPECT_EQ(info.members(0).session_id(), "cmp.f2obo");
   EXPECT_EQ(info.members(0).spec().options().inner_steps(), 3);
 
-  // Lone reference sessions from the members' filled-in specs.
+  // Lone references from the members' filled-in specs: a core session and
+  // a lone session on the same server, both fed the same batches.
   std::vector<std::unique_ptr<Session>> lone;
+  std::vector<std::string> lone_ids;
   for (const v1::SessionInfo& m : info.members()) {
     lone.push_back(*Session::Create(*ToSessionConfig(m.spec())));
+    v1::CreateSessionRequest alone;
+    alone.set_session_id("lone-" + m.session_id().substr(4));
+    *alone.mutable_spec() = m.spec();
+    ASSERT_TRUE(c.CreateSession(alone).ok());
+    lone_ids.push_back(alone.session_id());
   }
   constexpr int kSteps = 60;
   auto ctx = c.NewContext();
@@ -83,12 +124,30 @@ TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
     const StepData data{*ToBatch(req.upper(), "upper"), *ToBatch(req.inner(), "inner")};
     for (int i = 0; i < 4; ++i) {
       ASSERT_TRUE(lone[i]->Step(data).ok());
+      v1::StepRequest alone_req;
+      alone_req.set_session_id(lone_ids[i]);
+      alone_req.set_t(t);
+      *alone_req.mutable_upper() = req.upper();
+      *alone_req.mutable_inner() = req.inner();
+      const absl::StatusOr<v1::StepReply> alone = c.Step(alone_req);
+      ASSERT_TRUE(alone.ok()) << alone.status();
       ASSERT_EQ(reply.members(i).code(), 0) << reply.members(i).message();
-      const auto& x = reply.members(i).reply().x();
-      ASSERT_EQ(std::vector<double>(x.begin(), x.end()),
-                std::vector<double>(lone[i]->state().x.data(),
-                                    lone[i]->state().x.data() + lone[i]->state().x.size()))
-          << kAlgorithms[i] << " diverged from its lone run at t = " << t;
+      const std::vector<double> x = Vec(reply.members(i).reply().x());
+      // Bit for bit (operator== on doubles), against both references.
+      ASSERT_EQ(x, Vec(lone[i]->state().x))
+          << kAlgorithms[i] << " diverged from its lone core run at t = " << t;
+      ASSERT_EQ(x, Vec(alone->x()))
+          << kAlgorithms[i] << " diverged from its lone server session at t = " << t;
+      // The whole decision (x, y, lambda) too, not only the reply's x.
+      const absl::StatusOr<v1::Decision> member = c.GetDecision(info.members(i).session_id());
+      const absl::StatusOr<v1::Decision> solo = c.GetDecision(lone_ids[i]);
+      ASSERT_TRUE(member.ok() && solo.ok());
+      ASSERT_EQ(member->t(), t + 1);
+      ASSERT_EQ(Vec(member->x()), Vec(solo->x())) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(Vec(member->y()), Vec(solo->y())) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(Vec(member->y()), Vec(lone[i]->state().y)) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(member->lambda(), solo->lambda()) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(member->lambda(), lone[i]->state().lambda) << kAlgorithms[i] << " t = " << t;
     }
   }
   stream->WritesDone();
@@ -99,6 +158,15 @@ TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
   auto retry_ctx = c.NewContext();
   ASSERT_TRUE(c.stub().StepGroup(retry_ctx.get(), GroupRequest(f, kSteps), &again).ok());
   for (const v1::MemberStepResult& m : again.members()) EXPECT_TRUE(m.reply().replayed());
+
+  // The comparison is not vacuous: the members moved, and not alike.
+  std::vector<std::vector<double>> xs;
+  for (const v1::SessionInfo& m : info.members()) {
+    xs.push_back(Vec(c.GetDecision(m.session_id())->x()));
+  }
+  const std::unique_ptr<Session> fresh = *Session::Create(*ToSessionConfig(info.members(0).spec()));
+  EXPECT_NE(xs[0], Vec(fresh->state().x));
+  for (int i = 1; i < 4; ++i) EXPECT_NE(xs[0], xs[i]) << kAlgorithms[i];
 }
 
 TEST(Groups, ABadBatchFailsTheWholeGroupAndAdvancesNoMember) {
@@ -161,6 +229,197 @@ TEST(Groups, SurviveARestart) {
   ASSERT_TRUE(c.stub().GetGroup(ctx.get(), get, &info).ok());
   ASSERT_EQ(info.members_size(), 4);
   for (const v1::SessionInfo& m : info.members()) EXPECT_EQ(m.next_t(), 2);
+}
+
+TEST(Groups, DeleteGroupDeletesTheGroupAndEveryMemberAndUnknownOnesAreNotFound) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[0];
+  ASSERT_TRUE(CreateGroup(c, FourMemberGroup(f)).ok());
+  v1::CreateSessionRequest lone;
+  lone.set_session_id("bystander");
+  *lone.mutable_spec() = SpecFor(f, "f2obo", 1);
+  ASSERT_TRUE(c.CreateSession(lone).ok());
+
+  const absl::StatusOr<v1::DeleteGroupResponse> deleted = c.DeleteGroup("cmp");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_THAT(deleted->session_ids(),
+              ElementsAre("cmp.f2obo", "cmp.af2obo", "cmp.sf2obo", "cmp.obbo"));
+  EXPECT_THAT(SessionIds(c), ElementsAre("bystander"));
+  EXPECT_EQ(GetGroup(c, "cmp").error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::GroupStepReply reply;
+  auto step_ctx = c.NewContext();
+  EXPECT_EQ(c.stub().StepGroup(step_ctx.get(), GroupRequest(f, 1), &reply).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  const absl::Status again = c.DeleteGroup("cmp").status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(again.message(), HasSubstr("group 'cmp' not found"));
+  EXPECT_EQ(c.DeleteGroup("bystander").status().code(), absl::StatusCode::kNotFound);
+
+  // The id and the member ids are free again.
+  EXPECT_TRUE(CreateGroup(c, FourMemberGroup(f)).ok());
+}
+
+TEST(Groups, AMemberCannotBeDeletedAloneTheErrorNamesItsGroup) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[0];
+  ASSERT_TRUE(CreateGroup(c, FourMemberGroup(f)).ok());
+  const absl::Status s = c.DeleteSession("cmp.sf2obo");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("member of group 'cmp'"));
+  EXPECT_THAT(s.message(), HasSubstr("DeleteGroup"));
+  EXPECT_TRUE(c.GetSession("cmp.sf2obo").ok());
+  v1::GroupInfo info;
+  ASSERT_TRUE(GetGroup(c, "cmp", &info).ok());
+  EXPECT_EQ(info.members_size(), 4);
+  // Lone sessions are deleted as before, even with a '.' in their id.
+  v1::CreateSessionRequest lone;
+  lone.set_session_id("cmpx.f2obo");
+  *lone.mutable_spec() = SpecFor(f, "f2obo", 1);
+  ASSERT_TRUE(c.CreateSession(lone).ok());
+  EXPECT_TRUE(c.DeleteSession("cmpx.f2obo").ok());
+  EXPECT_EQ(c.DeleteSession("cmpx.f2obo").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Groups, MembersCountAgainstMaxSessionsAndATooLargeGroupCreatesNothing) {
+  ServerProcess server({"--max_sessions=5"});
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[0];
+  for (const char* id : {"a", "b"}) {
+    v1::CreateSessionRequest lone;
+    lone.set_session_id(id);
+    *lone.mutable_spec() = SpecFor(f, "f2obo", 1);
+    ASSERT_TRUE(c.CreateSession(lone).ok());
+  }
+  const grpc::Status s = CreateGroup(c, FourMemberGroup(f));  // 2 + 4 > 5
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("max_sessions = 5"));
+  EXPECT_THAT(s.error_message(), HasSubstr("group of 4 sessions"));
+  EXPECT_THAT(SessionIds(c), ElementsAre("a", "b"));
+  EXPECT_EQ(GetGroup(c, "cmp").error_code(), grpc::StatusCode::NOT_FOUND);
+  // Three members fit exactly; then not even a lone session does.
+  v1::CreateGroupRequest three = FourMemberGroup(f);
+  three.mutable_members()->RemoveLast();
+  ASSERT_TRUE(CreateGroup(c, three).ok());
+  v1::CreateSessionRequest more;
+  *more.mutable_spec() = SpecFor(f, "f2obo", 1);
+  EXPECT_EQ(c.CreateSession(more).status().code(), absl::StatusCode::kResourceExhausted);
+  // Deleting the group frees its three places.
+  ASSERT_TRUE(c.DeleteGroup("cmp").ok());
+  EXPECT_TRUE(c.CreateSession(more).ok());
+}
+
+TEST(Groups, ADeletedGroupStaysDeletedAfterARestart) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[0];
+  {
+    ServerProcess server({}, dir);
+    ASSERT_TRUE(server.started());
+    client::Client c({server.target()});
+    ASSERT_TRUE(CreateGroup(c, FourMemberGroup(f)).ok());
+    v1::CreateGroupRequest other = FourMemberGroup(f);
+    other.set_group_id("kept");
+    ASSERT_TRUE(CreateGroup(c, other).ok());
+    ASSERT_TRUE(c.DeleteGroup("cmp").ok());
+    server.Stop(SIGKILL);
+  }
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started());
+  EXPECT_THAT(server.Stderr(), Not(HasSubstr("NOT LOADED")));
+  client::Client c({server.target()});
+  EXPECT_EQ(GetGroup(c, "cmp").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(SessionIds(c),
+              ElementsAre("kept.af2obo", "kept.f2obo", "kept.obbo", "kept.sf2obo"));
+  v1::GroupInfo info;
+  ASSERT_TRUE(GetGroup(c, "kept", &info).ok());
+  EXPECT_EQ(info.members_size(), 4);
+}
+
+// Removes a stored session's row, as if it had been lost.
+void DropStoredSession(const std::string& db_path, const std::string& id) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  const std::string sql = "DELETE FROM sessions WHERE id = '" + id + "'";
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST(Groups, AStoredGroupMissingAMemberIsReportedAndNotServedHalf) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[0];
+  {
+    ServerProcess server({}, dir);
+    ASSERT_TRUE(server.started());
+    client::Client c({server.target()});
+    ASSERT_TRUE(CreateGroup(c, FourMemberGroup(f)).ok());
+    ASSERT_EQ(server.Stop(SIGTERM), 0);
+  }
+  DropStoredSession(dir + "/f2obo.sqlite3", "cmp.sf2obo");
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started()) << server.Stderr();
+  EXPECT_THAT(server.Stderr(),
+              HasSubstr("NOT LOADED: group 'cmp' is not served: its member session "
+                        "'cmp.sf2obo' could not be loaded"));
+  client::Client c({server.target()});
+  const grpc::Status get = GetGroup(c, "cmp");
+  EXPECT_EQ(get.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(get.error_message(), HasSubstr("'cmp.sf2obo'"));
+  v1::GroupStepReply reply;
+  auto step_ctx = c.NewContext();
+  EXPECT_EQ(c.stub().StepGroup(step_ctx.get(), GroupRequest(f, 1), &reply).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  for (const char* m : {"cmp.f2obo", "cmp.af2obo", "cmp.obbo"}) {
+    EXPECT_EQ(c.GetSession(m)->next_t(), 1) << m;  // no member was stepped
+    EXPECT_EQ(c.DeleteSession(m).code(), absl::StatusCode::kFailedPrecondition) << m;
+  }
+  // DeleteGroup clears what remains, for good.
+  const absl::StatusOr<v1::DeleteGroupResponse> deleted = c.DeleteGroup("cmp");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_THAT(deleted->session_ids(), ElementsAre("cmp.f2obo", "cmp.af2obo", "cmp.obbo"));
+  EXPECT_THAT(SessionIds(c), ::testing::IsEmpty());
+  ASSERT_EQ(server.Stop(SIGTERM), 0);
+  ServerProcess again({}, dir);
+  ASSERT_TRUE(again.started());
+  client::Client after({again.target()});
+  EXPECT_EQ(GetGroup(after, "cmp").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(SessionIds(after), ::testing::IsEmpty());
+}
+
+// The value of the /metrics sample `series` (name{labels}), or -1.
+double Scrape(const ServerProcess& server, const std::string& series) {
+  const std::string text = testing::HttpGet(server.metrics_port(), "/metrics");
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(Groups, MemberStepOutcomesAreCountedByCode) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[0];
+  // Exported before the first group step.
+  EXPECT_EQ(Scrape(server, "f2obo_group_member_steps_total{code=\"OK\"}"), 0);
+  ASSERT_TRUE(CreateGroup(c, FourMemberGroup(f)).ok());
+  ASSERT_TRUE(c.StepGroup(GroupRequest(f, 1)).ok());
+  // One member runs ahead alone: at t = 3 it applies, the others expect 2.
+  v1::StepRequest ahead = RequestFor(f, "cmp.f2obo", 2);
+  ASSERT_TRUE(c.Step(ahead).ok());
+  const absl::StatusOr<v1::GroupStepReply> mixed = c.StepGroup(GroupRequest(f, 3));
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ(mixed->members(0).code(), 0);
+  EXPECT_EQ(mixed->members(1).code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  // A group step refused as a whole is no member outcome.
+  v1::GroupStepRequest bad = GroupRequest(f, 2);
+  bad.clear_inner();
+  EXPECT_FALSE(c.StepGroup(bad).ok());
+  EXPECT_EQ(Scrape(server, "f2obo_group_member_steps_total{code=\"OK\"}"), 5);
+  EXPECT_EQ(Scrape(server, "f2obo_group_member_steps_total{code=\"FAILED_PRECONDITION\"}"), 3);
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 // gRPC on loopback with certificates generated here by openssl.
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "google/protobuf/descriptor.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
 
@@ -31,19 +33,70 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-// Calls every RPC once and returns the status codes by method.
+enum class Role { kRead, kWrite };
+
+// Every RPC of f2obo.v1.F2obo and the role it needs.
+// EveryServiceRpcIsListedAndCalled fails when the service gains an RPC that
+// is not listed here (and called by CallEverything), so no RPC escapes the
+// checks below.
+const std::map<std::string, Role>& Rpcs() {
+  static const auto* rpcs = new std::map<std::string, Role>{
+      {"CreateSession", Role::kWrite}, {"GetSession", Role::kRead},
+      {"ListSessions", Role::kRead},   {"DeleteSession", Role::kWrite},
+      {"Step", Role::kWrite},          {"Steps", Role::kWrite},
+      {"GetDecision", Role::kRead},    {"WatchMetrics", Role::kRead},
+      {"ExportSession", Role::kWrite}, {"ImportSession", Role::kWrite},
+      {"CreateGroup", Role::kWrite},   {"GetGroup", Role::kRead},
+      {"StepGroup", Role::kWrite},     {"StepsGroup", Role::kWrite},
+      {"DeleteGroup", Role::kWrite},
+  };
+  return *rpcs;
+}
+
+// The method names of the service, from the generated descriptor.
+std::set<std::string> ServiceMethods() {
+  const google::protobuf::ServiceDescriptor* service =
+      v1::GetSessionRequest::descriptor()->file()->FindServiceByName("F2obo");
+  std::set<std::string> out;
+  if (service == nullptr) return out;
+  for (int i = 0; i < service->method_count(); ++i) out.insert(service->method(i)->name());
+  return out;
+}
+
+template <typename Map>
+std::set<std::string> Keys(const Map& m) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : m) out.insert(k);
+  return out;
+}
+
+constexpr char kSession[] = "guarded";
+constexpr char kGroup[] = "guardedg";
+
+v1::CreateGroupRequest GuardedGroup() {
+  v1::CreateGroupRequest req;
+  req.set_group_id(kGroup);
+  *req.mutable_spec() = SpecFor(AllFamilyCases()[0], "f2obo", 1);
+  v1::GroupMember* m = req.add_members();
+  m->set_name("m");
+  m->set_algorithm("f2obo");
+  return req;
+}
+
+// Calls every RPC once and returns the status codes by method.  With a
+// write token every call but ImportSession (an empty export) succeeds.
 std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
   std::map<std::string, grpc::StatusCode> out;
   auto code = [](const absl::Status& s) { return static_cast<grpc::StatusCode>(s.code()); };
   const FamilyCase f = AllFamilyCases()[0];
   v1::CreateSessionRequest create;
-  create.set_session_id("guarded");
+  create.set_session_id(kSession);
   *create.mutable_spec() = SpecFor(f, "f2obo", 1);
   out["CreateSession"] = code(c.CreateSession(create).status());
-  out["Step"] = code(c.Step(RequestFor(f, "guarded", 1)).status());
-  out["GetSession"] = code(c.GetSession("guarded").status());
+  out["Step"] = code(c.Step(RequestFor(f, kSession, 1)).status());
+  out["GetSession"] = code(c.GetSession(kSession).status());
   out["ListSessions"] = code(c.ListSessions().status());
-  out["GetDecision"] = code(c.GetDecision("guarded").status());
+  out["GetDecision"] = code(c.GetDecision(kSession).status());
   {
     auto ctx = c.NewContext();
     auto stream = c.stub().Steps(ctx.get());
@@ -53,7 +106,7 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
   {
     auto ctx = c.NewContext();
     v1::WatchMetricsRequest req;
-    req.set_session_id("guarded");
+    req.set_session_id(kSession);
     req.set_after_t(1000000);
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
     auto reader = c.stub().WatchMetrics(ctx.get(), req);
@@ -64,7 +117,7 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
   {
     auto ctx = c.NewContext();
     v1::ExportSessionRequest req;
-    req.set_session_id("guarded");
+    req.set_session_id(kSession);
     v1::SessionExport ex;
     out["ExportSession"] = c.stub().ExportSession(ctx.get(), req, &ex).error_code();
   }
@@ -74,7 +127,25 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
     v1::SessionInfo info;
     out["ImportSession"] = c.stub().ImportSession(ctx.get(), req, &info).error_code();
   }
-  out["DeleteSession"] = code(c.DeleteSession("guarded"));
+  out["CreateGroup"] = code(c.CreateGroup(GuardedGroup()).status());
+  out["GetGroup"] = code(c.GetGroup(kGroup).status());
+  {
+    const v1::StepRequest single = RequestFor(f, "", 1);
+    v1::GroupStepRequest req;
+    req.set_group_id(kGroup);
+    req.set_t(1);
+    *req.mutable_upper() = single.upper();
+    *req.mutable_inner() = single.inner();
+    out["StepGroup"] = code(c.StepGroup(req).status());
+  }
+  {
+    auto ctx = c.NewContext();
+    auto stream = c.stub().StepsGroup(ctx.get());
+    stream->WritesDone();
+    out["StepsGroup"] = stream->Finish().error_code();
+  }
+  out["DeleteSession"] = code(c.DeleteSession(kSession));
+  out["DeleteGroup"] = code(c.DeleteGroup(kGroup).status());
   return out;
 }
 
@@ -98,43 +169,97 @@ class AuthE2e : public ::testing::Test {
   std::unique_ptr<ServerProcess> server_;
 };
 
+TEST(AuthCoverage, EveryServiceRpcIsListedAndCalled) {
+  const std::set<std::string> methods = ServiceMethods();
+  ASSERT_FALSE(methods.empty()) << "service f2obo.v1.F2obo not found in the generated code";
+  // A failure here: give the new RPC its role in Rpcs() and a call in
+  // CallEverything().
+  EXPECT_EQ(Keys(Rpcs()), methods);
+}
+
 TEST_F(AuthE2e, EveryRpcWithoutATokenOrWithAWrongOneIsUnauthenticated) {
   for (const std::string& token : {std::string(), std::string("not-a-real-token-at-all")}) {
     client::Client c = ClientWith(token);
-    for (const auto& [method, code] : CallEverything(c)) {
+    const auto codes = CallEverything(c);
+    EXPECT_EQ(Keys(codes), ServiceMethods()) << "CallEverything misses an RPC";
+    for (const auto& [method, code] : codes) {
       EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED) << method << " token '" << token << "'";
     }
   }
+  // Nothing was created by the refused calls.
+  client::Client writer = ClientWith(kWrite);
+  EXPECT_EQ(writer.ListSessions()->sessions_size(), 0);
 }
 
 TEST_F(AuthE2e, AReadTokenReadsButMayNotWrite) {
   client::Client writer = ClientWith(kWrite);
   const FamilyCase f = AllFamilyCases()[0];
   v1::CreateSessionRequest create;
-  create.set_session_id("guarded");
+  create.set_session_id(kSession);
   *create.mutable_spec() = SpecFor(f, "f2obo", 1);
   ASSERT_TRUE(writer.CreateSession(create).ok());
+  ASSERT_TRUE(writer.CreateGroup(GuardedGroup()).ok());
   client::Client reader = ClientWith(kRead);
   const auto codes = CallEverything(reader);
-  for (const char* m : {"CreateSession", "Step", "Steps", "ExportSession", "ImportSession",
-                        "DeleteSession"}) {
-    EXPECT_EQ(codes.at(m), grpc::StatusCode::PERMISSION_DENIED) << m;
+  EXPECT_EQ(Keys(codes), ServiceMethods()) << "CallEverything misses an RPC";
+  for (const auto& [method, role] : Rpcs()) {
+    const auto it = codes.find(method);
+    ASSERT_NE(it, codes.end()) << method << " was not called";
+    if (role == Role::kWrite) {
+      EXPECT_EQ(it->second, grpc::StatusCode::PERMISSION_DENIED) << method;
+    } else if (method == "WatchMetrics") {
+      EXPECT_EQ(it->second, grpc::StatusCode::DEADLINE_EXCEEDED) << method;  // allowed, idle
+    } else {
+      EXPECT_EQ(it->second, grpc::StatusCode::OK) << method;
+    }
   }
-  for (const char* m : {"GetSession", "ListSessions", "GetDecision"}) {
-    EXPECT_EQ(codes.at(m), grpc::StatusCode::OK) << m;
-  }
-  EXPECT_EQ(codes.at("WatchMetrics"), grpc::StatusCode::DEADLINE_EXCEEDED);  // allowed, idle
+  // The refused writes changed nothing.
+  EXPECT_EQ(writer.GetSession(kSession)->next_t(), 1);
+  EXPECT_EQ(writer.GetGroup(kGroup)->members(0).next_t(), 1);
+  EXPECT_EQ(writer.ListSessions()->sessions_size(), 2);
 }
 
 TEST_F(AuthE2e, AWriteTokenMayDoEverything) {
   client::Client c = ClientWith(kWrite);
   const auto codes = CallEverything(c);
-  for (const char* m : {"CreateSession", "Step", "GetSession", "ListSessions", "GetDecision",
-                        "ExportSession", "DeleteSession", "Steps"}) {
-    EXPECT_EQ(codes.at(m), grpc::StatusCode::OK) << m;
+  EXPECT_EQ(Keys(codes), ServiceMethods()) << "CallEverything misses an RPC";
+  for (const auto& [method, code] : codes) {
+    if (method == "WatchMetrics") {
+      EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED) << method;  // allowed, idle
+    } else if (method == "ImportSession") {
+      // An empty import is refused for its content, not for the caller.
+      EXPECT_EQ(code, grpc::StatusCode::INVALID_ARGUMENT) << method;
+    } else {
+      EXPECT_EQ(code, grpc::StatusCode::OK) << method;
+    }
   }
-  // An empty import is refused for its content, not for the caller.
-  EXPECT_EQ(codes.at("ImportSession"), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(c.ListSessions()->sessions_size(), 0);  // both deletions went through
+}
+
+// Writes `text` as a token file and starts a server on it.
+std::unique_ptr<ServerProcess> ServerWithTokens(const std::string& text) {
+  const std::string path = MakeTempDir() + "/tokens";
+  std::ofstream(path) << text;
+  return std::make_unique<ServerProcess>(std::vector<std::string>{"--token_file=" + path});
+}
+
+TEST(AuthStartup, ATokenGivenTwiceIsAStartUpErrorNamingTheLine) {
+  // Same token, two roles: which one would win is not for the order of a
+  // file to decide.
+  const std::string two_roles = std::string("# tokens\nread ") + kRead + "\nwrite " + kWrite +
+                                "\n\nwrite " + kRead + "  # again\n";
+  std::unique_ptr<ServerProcess> server = ServerWithTokens(two_roles);
+  EXPECT_FALSE(server->started());
+  EXPECT_THAT(server->Stderr(), ::testing::ContainsRegex(
+                                    "/tokens:5: duplicate token \\(already given on line 2\\)"));
+  // Same token, same role.
+  server = ServerWithTokens(std::string("write ") + kWrite + "\nwrite " + kWrite + "\n");
+  EXPECT_FALSE(server->started());
+  EXPECT_THAT(server->Stderr(), ::testing::ContainsRegex(
+                                    "/tokens:2: duplicate token \\(already given on line 1\\)"));
+  // Distinct tokens start.
+  server = ServerWithTokens(std::string("read ") + kRead + "\nwrite " + kWrite + "\n");
+  EXPECT_TRUE(server->started()) << server->Stderr();
 }
 
 TEST(AuthStartup, WithoutATokenFileTheServerSaysItIsOpen) {

@@ -512,6 +512,29 @@ TEST_F(CliE2e, CreateGroupRejectsBadMembersNamingThem) {
   EXPECT_THAT(Cli({"sessions"}).out, Not(HasSubstr("bad.a")));
 }
 
+TEST_F(CliE2e, DeleteGroupRemovesTheGroupAndItsMembersButAMemberAloneIsRefused) {
+  const Result created = Cli({"create-group", "--group=gone", "--features=4", "--classes=3",
+                              "--member=a:f2obo", "--member=b:sf2obo"});
+  ASSERT_EQ(created.code, 0) << created.err;
+  const Result member = Cli({"delete", "--session=gone.a"});
+  EXPECT_EQ(member.code, 1);
+  EXPECT_THAT(member.err, HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(member.err, HasSubstr("member of group 'gone'"));
+  const Result both = Cli({"delete", "--session=gone.a", "--group=gone"});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_THAT(both.err, HasSubstr("exactly one of --session and --group"));
+
+  const Result deleted = Cli({"delete", "--group=gone"});
+  ASSERT_EQ(deleted.code, 0) << deleted.err;
+  EXPECT_EQ(deleted.out, "deleted group gone (2 sessions)\ndeleted gone.a\ndeleted gone.b\n");
+  EXPECT_THAT(Cli({"sessions"}).out, Not(HasSubstr("gone.")));
+  EXPECT_EQ(Cli({"group", "--group=gone"}).code, 1);
+  const Result again = Cli({"delete", "--group=gone"});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.err, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(again.err, HasSubstr("group 'gone' not found"));
+}
+
 // The value in column `column` of the data row of `session` in evaluate's table.
 double EvalColumn(const std::string& table, const std::string& session, const std::string& column) {
   std::istringstream in(table);
