@@ -67,7 +67,7 @@ TEST_P(SessionRejects, BadBatchesWithAPreciseErrorAndUnchangedState) {
 
   StepData csr = LogisticStep(rng, /*sparse=*/true);
   csr.inner.csr.valuePtr()[0] = std::numeric_limits<double>::infinity();
-  ExpectRejectedUnchanged(*s, csr, "csr value 0 is not finite");
+  ExpectRejectedUnchanged(*s, csr, "inner batch: csr.values[0]: not finite");
 
   StepData missing = LogisticStep(rng);
   missing.upper.labels.pop_back();
