@@ -1,6 +1,7 @@
 #include "core/session.h"
 
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -123,6 +124,15 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
   report.hypergradient.resize(family_->x_dim());
   const BatchView upper = BatchView::All(data.upper);
   report.upper_loss_before = family_->F(state_.x, state_.y, upper, nullptr, nullptr);
+  // With finite, validated inputs f_t can still overflow (huge features times
+  // the current y exceed DBL_MAX); a non-finite loss would otherwise be
+  // reported as if it were a measurement, so the step is refused here.
+  if (!std::isfinite(report.upper_loss_before)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step ", state_.t, ": non-finite f_t(x_t, y_t) = ", report.upper_loss_before,
+        " on the upper batch (feature values too large for the current point?); "
+        "session state unchanged"));
+  }
   report.accuracy_before = family_->Accuracy(state_.x, state_.y, upper);
 
   scratch_ = state_;
