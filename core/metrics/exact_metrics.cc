@@ -16,6 +16,7 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
   Vector grad(n), step(n), trial(n), neg_grad(n);
   double value = family.G(x, sol.y, inner, nullptr, &grad);
   sol.grad_norm = grad.norm();
+  const double initial_norm = sol.grad_norm;
   for (int it = 0; it < o.max_newton_iterations && sol.grad_norm > o.inner_tolerance;
        ++it) {
     // Inexact Newton: forcing term min(0.1, ||g||) gives superlinear convergence.
@@ -45,6 +46,8 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
     sol.grad_norm = grad.norm();
     if (!accepted || !(sol.grad_norm < previous)) break;
   }
+  sol.converged = sol.grad_norm <= o.inner_tolerance;
+  sol.relative_residual = initial_norm > 0.0 ? sol.grad_norm / initial_norm : 0.0;
   return sol;
 }
 
@@ -59,9 +62,12 @@ TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
   Vector gx_f(family.x_dim()), gy_f(family.y_dim()), w(family.y_dim());
   out.value = family.F(x, ys, upper, &gx_f, &gy_f);
   // Solve grad2_yy g w = grad_y f, then grad F = grad_x f - grad2_xy g w.
+  CgOutcome cg;
   out.cg_iterations = ConjugateGradient(
       [&](const Vector& v, Vector* r) { family.HvpYYG(x, ys, inner, v, r); }, gy_f,
-      o.cg_tolerance, o.max_cg_iterations, &w);
+      o.cg_tolerance, o.max_cg_iterations, &w, &cg);
+  out.cg_converged = cg.converged;
+  out.cg_relative_residual = cg.relative_residual;
   out.grad.resize(family.x_dim());
   family.HvpXYG(x, ys, inner, w, &out.grad);
   out.grad = gx_f - out.grad;
@@ -87,6 +93,10 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
   m.inner_residual = now.inner.grad_norm;
   m.newton_iterations = now.inner.newton_iterations;
   m.cg_iterations = now.inner.cg_iterations + now.cg_iterations;
+  m.inner_converged = now.inner.converged;
+  m.inner_relative_residual = now.inner.relative_residual;
+  m.cg_converged = now.cg_converged;
+  m.cg_relative_residual = now.cg_relative_residual;
   if (previous != nullptr) {
     family.Prepare(*previous);
     const InnerSolution before =
@@ -97,6 +107,7 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
     m.drift = (now.inner.y - before.y).squaredNorm();
     m.newton_iterations += before.newton_iterations;
     m.cg_iterations += before.cg_iterations;
+    m.previous_inner_converged = before.converged;
   }
   // Every reported number, including the solve's residual and the true
   // gradient's norm (finite features can still overflow a norm).
