@@ -111,8 +111,14 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
   }
   // Every reported number, including the solve's residual and the true
   // gradient's norm (finite features can still overflow a norm).
-  if (!std::isfinite(m.regret_term + m.hypergradient_error + m.value + m.true_gradient_norm +
-                     m.inner_residual + m.variation.value_or(0.0) + m.drift.value_or(0.0))) {
+  // Checked one by one: their sum can overflow although each is finite.
+  bool finite = true;
+  for (double v : {m.regret_term, m.hypergradient_error, m.value, m.true_gradient_norm,
+                   m.inner_residual, m.inner_relative_residual, m.cg_relative_residual,
+                   m.variation.value_or(0.0), m.drift.value_or(0.0)}) {
+    finite = finite && std::isfinite(v);
+  }
+  if (!finite) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics of step ", in.t, ": non-finite result"));
   }

@@ -184,6 +184,27 @@ TEST(ExactMetrics, OverflowingGradientNormIsAnErrorNotAnInfiniteMetric) {
   }
 }
 
+// Each metric is checked for finiteness on its own: value = 0.6e308 and
+// regret_term = 1.2e308 are both finite, but their sum overflows, and the
+// metrics were refused as "non-finite".
+TEST(ExactMetrics, FiniteMetricsWhoseSumOverflowsAreAccepted) {
+  auto fam = Quadratic(1, 1, 1.0, false);
+  const double r = std::sqrt(1.2e308);  // y* - d with y* = 0
+  const StepData step = testing::QuadraticStep(Matrix::Identity(1, 1), Vector::Zero(1),
+                                               Vector::Constant(1, -r));
+  const auto m = ComputeExactMetrics(*fam, ConstraintSet::None(),
+                                     MetricsInput{1, Vector::Zero(1), Vector::Zero(1),
+                                                  Vector::Constant(1, r), 0.1},
+                                     step, nullptr);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->value, 0.6e308);
+  EXPECT_DOUBLE_EQ(m->regret_term, 1.2e308);
+  EXPECT_FALSE(std::isfinite(m->value + m->regret_term));  // the sum the check used
+  EXPECT_TRUE(m->inner_converged);
+  EXPECT_TRUE(m->cg_converged);
+}
+
+
 // The convergence flags: a capped solve still returns finite, plausible
 // numbers, so the metrics say whether each solve met its tolerance.
 struct LogisticProblem {
