@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +31,18 @@ absl::StatusOr<Parts> Build(const SessionConfig& c) {
   if (!algorithm.ok()) return algorithm.status();
   p.algorithm = *std::move(algorithm);
   return p;
+}
+
+// Counters in the state are imported from outside (Session::Restore), so
+// they can sit anywhere in int64; adding to them must not overflow (UB).
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  if (b > 0 && a > std::numeric_limits<int64_t>::max() - b) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  if (b < 0 && a < std::numeric_limits<int64_t>::min() - b) {
+    return std::numeric_limits<int64_t>::min();
+  }
+  return a + b;
 }
 
 absl::Status CheckVector(const Vector& v, int dim, const char* field) {
@@ -111,6 +125,11 @@ void Session::Commit() {
 
 absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
   has_pending_ = false;
+  // t + 1 below must exist (a restored state may carry any t >= 1).
+  if (state_.t == std::numeric_limits<int64_t>::max()) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "step ", state_.t, ": the step counter is at its maximum; session state unchanged"));
+  }
   if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
     return s;
   }
@@ -151,9 +170,11 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
         " (step sizes too large for this batch?); session state unchanged"));
   }
   scratch_.t = state_.t + 1;
-  scratch_.inner_iterations += report.z_iterations + report.y_iterations;
-  scratch_.cap_hits += report.cap_hit ? 1 : 0;
-  scratch_.rows_processed += report.rows_processed;
+  scratch_.inner_iterations = SaturatingAdd(
+      scratch_.inner_iterations,
+      static_cast<int64_t>(report.z_iterations) + report.y_iterations);
+  scratch_.cap_hits = SaturatingAdd(scratch_.cap_hits, report.cap_hit ? 1 : 0);
+  scratch_.rows_processed = SaturatingAdd(scratch_.rows_processed, report.rows_processed);
   has_pending_ = true;
   report.round_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/metrics/linear_solve.h"
@@ -126,10 +128,13 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
 }
 
 void Accumulate(const ExactMetrics& m, RunningMetrics* r) {
-  ++r->evaluated_steps;
+  // The running counters come from a (possibly imported) state: saturate
+  // rather than overflow.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (r->evaluated_steps < kMax) ++r->evaluated_steps;
   r->blreg += m.regret_term;
   if (m.variation.has_value() && m.drift.has_value()) {
-    ++r->drift_steps;
+    if (r->drift_steps < kMax) ++r->drift_steps;
     r->variation += *m.variation;
     r->drift += *m.drift;
   }
