@@ -1,6 +1,8 @@
 #include "core/batch.h"
 
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +18,68 @@ int64_t Batch::FeatureBytes() const {
   return static_cast<int64_t>(dense.size()) * static_cast<int64_t>(sizeof(double));
 }
 
+namespace {
+
+// The structural checks shared by MakeCsr (raw arrays from the wire) and
+// ValidateFeatures (a CsrMatrix built in-process): the row kernels in
+// core/features.h index w[col[k]] and valuePtr()[k] with no bounds checks, so
+// one bad offset or column is an out-of-bounds read, not a wrong number.
+// `outer` has rows + 1 entries; entries [outer[0], outer[rows]) of `inner`
+// and `val` are read, and `stored` is how many the arrays hold.  Checks run
+// in an order that never reads past what an earlier check has bounded: the
+// offsets first (all of them, before any column), then each row's entries.
+// Duplicate columns within a row are refused (strictly increasing), not
+// summed: Eigen's sparse kernels and coeff() assume no duplicates, and a
+// client that sends them almost certainly has a bug in its encoder.
+template <typename OuterT, typename InnerT>
+absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer,
+                               const InnerT* inner, const double* val,
+                               int64_t stored, const std::string& prefix) {
+  if (outer[0] < 0 || static_cast<int64_t>(outer[0]) > stored) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, "indptr[0] = ", outer[0], " outside [0, ", stored, "]"));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t begin = outer[r], end = outer[r + 1];
+    if (end < begin) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          prefix, "indptr: decreases at row ", r, " (indptr[", r, "] = ", begin,
+          ", indptr[", r + 1, "] = ", end, ")"));
+    }
+    if (end > stored) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          prefix, "indptr[", r + 1, "] = ", end, " exceeds nnz = ", stored,
+          " (row ", r, ")"));
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t begin = outer[r], end = outer[r + 1];
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t col = inner[k];
+      if (col < 0 || col >= cols) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            prefix, "indices[", k, "]: column ", col, " outside [0, ", cols,
+            ") (row ", r, ")"));
+      }
+      if (k > begin && col <= static_cast<int64_t>(inner[k - 1])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            prefix, "indices: row ", r, " columns not strictly increasing at ",
+            k, " (column ", col, " after ", inner[k - 1],
+            col == static_cast<int64_t>(inner[k - 1]) ? ", a duplicate" : "",
+            ")"));
+      }
+      if (!std::isfinite(val[k])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            prefix, "values[", k, "]: not finite (row ", r, ", column ", col,
+            ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols,
                                   const std::vector<int64_t>& indptr,
                                   const std::vector<int32_t>& indices,
@@ -24,44 +88,32 @@ absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols,
     return absl::InvalidArgumentError(
         absl::StrCat("csr: negative shape ", rows, " x ", cols));
   }
-  if (indptr.size() != static_cast<size_t>(rows) + 1) {
+  // int64 so that rows = INT_MAX does not overflow in the message.
+  const int64_t expected_indptr = static_cast<int64_t>(rows) + 1;
+  if (indptr.size() != static_cast<size_t>(expected_indptr)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "csr.indptr: has ", indptr.size(), " entries, expected rows + 1 = ",
-        rows + 1));
+        expected_indptr));
   }
   if (indices.size() != values.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("csr: ", indices.size(), " indices but ", values.size(),
                      " values"));
   }
-  if (indptr.front() != 0 ||
-      indptr.back() != static_cast<int64_t>(indices.size())) {
+  // CsrMatrix stores offsets as int.
+  if (indices.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "csr.indptr: must start at 0 and end at nnz = ", indices.size(),
-        ", got ", indptr.front(), " .. ", indptr.back()));
+        "csr: nnz = ", indices.size(), " exceeds ", std::numeric_limits<int>::max()));
   }
-  for (int r = 0; r < rows; ++r) {
-    const int64_t begin = indptr[r], end = indptr[r + 1];
-    if (end < begin) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("csr.indptr: decreases at row ", r));
-    }
-    for (int64_t k = begin; k < end; ++k) {
-      const int32_t col = indices[k];
-      if (col < 0 || col >= cols) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "csr.indices[", k, "]: column ", col, " outside [0, ", cols, ")"));
-      }
-      if (k > begin && col <= indices[k - 1]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "csr.indices: row ", r, " columns not strictly increasing at ", k));
-      }
-      if (!std::isfinite(values[k])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("csr.values[", k, "]: not finite"));
-      }
-    }
+  const int64_t nnz = static_cast<int64_t>(indices.size());
+  if (indptr.front() != 0 || indptr.back() != nnz) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "csr.indptr: must start at 0 and end at nnz = ", nnz, ", got ",
+        indptr.front(), " .. ", indptr.back()));
   }
+  absl::Status st = CheckCsrStructure(rows, cols, indptr.data(), indices.data(),
+                                      values.data(), nnz, "csr.");
+  if (!st.ok()) return st;
   CsrMatrix m(rows, cols);
   m.resizeNonZeros(static_cast<Eigen::Index>(values.size()));
   for (int r = 0; r <= rows; ++r) {
@@ -89,13 +141,14 @@ absl::Status ValidateFeatures(const Batch& b, int expected_cols,
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": csr features must be compressed"));
     }
-    const double* v = b.csr.valuePtr();
-    for (Eigen::Index k = 0; k < b.csr.nonZeros(); ++k) {
-      if (!std::isfinite(v[k])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": csr value ", k, " is not finite"));
-      }
-    }
+    // A CsrMatrix assembled in-process (not through MakeCsr) may have been
+    // filled through its raw arrays, so the structure is checked again here
+    // before the unchecked row kernels read it.
+    absl::Status st = CheckCsrStructure(
+        b.csr.rows(), b.csr.cols(), b.csr.outerIndexPtr(),
+        b.csr.innerIndexPtr(), b.csr.valuePtr(),
+        static_cast<int64_t>(b.csr.data().size()), absl::StrCat(what, ": csr."));
+    if (!st.ok()) return st;
   } else if (!b.dense.allFinite()) {
     for (Eigen::Index r = 0; r < b.dense.rows(); ++r) {
       for (Eigen::Index j = 0; j < b.dense.cols(); ++j) {

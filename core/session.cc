@@ -1,6 +1,9 @@
 #include "core/session.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +31,18 @@ absl::StatusOr<Parts> Build(const SessionConfig& c) {
   if (!algorithm.ok()) return algorithm.status();
   p.algorithm = *std::move(algorithm);
   return p;
+}
+
+// Counters in the state are imported from outside (Session::Restore), so
+// they can sit anywhere in int64; adding to them must not overflow (UB).
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  if (b > 0 && a > std::numeric_limits<int64_t>::max() - b) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  if (b < 0 && a < std::numeric_limits<int64_t>::min() - b) {
+    return std::numeric_limits<int64_t>::min();
+  }
+  return a + b;
 }
 
 absl::Status CheckVector(const Vector& v, int dim, const char* field) {
@@ -110,6 +125,11 @@ void Session::Commit() {
 
 absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
   has_pending_ = false;
+  // t + 1 below must exist (a restored state may carry any t >= 1).
+  if (state_.t == std::numeric_limits<int64_t>::max()) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "step ", state_.t, ": the step counter is at its maximum; session state unchanged"));
+  }
   if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
     return s;
   }
@@ -123,6 +143,15 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
   report.hypergradient.resize(family_->x_dim());
   const BatchView upper = BatchView::All(data.upper);
   report.upper_loss_before = family_->F(state_.x, state_.y, upper, nullptr, nullptr);
+  // With finite, validated inputs f_t can still overflow (huge features times
+  // the current y exceed DBL_MAX); a non-finite loss would otherwise be
+  // reported as if it were a measurement, so the step is refused here.
+  if (!std::isfinite(report.upper_loss_before)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step ", state_.t, ": non-finite f_t(x_t, y_t) = ", report.upper_loss_before,
+        " on the upper batch (feature values too large for the current point?); "
+        "session state unchanged"));
+  }
   report.accuracy_before = family_->Accuracy(state_.x, state_.y, upper);
 
   scratch_ = state_;
@@ -141,9 +170,11 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
         " (step sizes too large for this batch?); session state unchanged"));
   }
   scratch_.t = state_.t + 1;
-  scratch_.inner_iterations += report.z_iterations + report.y_iterations;
-  scratch_.cap_hits += report.cap_hit ? 1 : 0;
-  scratch_.rows_processed += report.rows_processed;
+  scratch_.inner_iterations = SaturatingAdd(
+      scratch_.inner_iterations,
+      static_cast<int64_t>(report.z_iterations) + report.y_iterations);
+  scratch_.cap_hits = SaturatingAdd(scratch_.cap_hits, report.cap_hit ? 1 : 0);
+  scratch_.rows_processed = SaturatingAdd(scratch_.rows_processed, report.rows_processed);
   has_pending_ = true;
   report.round_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

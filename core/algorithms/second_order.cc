@@ -79,9 +79,15 @@ void HypergradientWindow::AppendLayout(std::vector<int>* sizes) const {
 void HypergradientWindow::PushAndAverage(const Vector& h, std::vector<Vector>* aux,
                                          Vector* mean) const {
   Vector& book = (*aux)[first_ + width_];
-  // Counts are small integers, exact in a double; clamp a corrupt slot.
-  int filled = std::clamp(static_cast<int>(book[0]), 0, width_);
-  int next = std::clamp(static_cast<int>(book[1]), 0, width_ - 1);
+  // Counts are small integers, exact in a double; clamp a corrupt slot (an
+  // imported state can hold any finite double there).  The clamp happens in
+  // double, before the conversion: converting a double outside int's range
+  // is undefined behaviour (x86 yields INT_MIN, so 1e300 became 0, not w).
+  auto count = [](double v, int hi) {
+    return v >= 0.0 ? static_cast<int>(std::min(v, static_cast<double>(hi))) : 0;
+  };
+  int filled = count(book[0], width_);
+  int next = count(book[1], width_ - 1);
   (*aux)[first_ + next] = h;
   filled = std::min(filled + 1, width_);
   next = (next + 1) % width_;

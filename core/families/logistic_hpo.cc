@@ -45,11 +45,10 @@ double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view,
     const int l = b.labels[i];
     Logits(b, i, y.data(), d_, c_, z);
     if (gy == nullptr) {
-      loss += LogSumExp(z, c_) - z[l];
+      loss += SoftmaxCrossEntropy(z, c_, l);
       continue;
     }
-    const double zl = z[l];
-    loss += SoftmaxInPlace(z, c_) - zl;
+    loss += SoftmaxInPlace(z, c_, l);
     z[l] -= 1.0;  // r = p - e_l
     for (int j = 0; j < c_; ++j) z[j] *= inv_n;
     BackProject(b, i, z, d_, c_, gy->data());

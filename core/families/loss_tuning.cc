@@ -68,11 +68,10 @@ double LossTuningFamily::F(const VecIn&, const VecIn& y, const BatchView& upper,
     if (w == 0.0) continue;
     Logits(b, i, y.data(), d_, c_, s);
     if (gy == nullptr) {
-      loss += w * (LogSumExp(s, c_) - s[l]);
+      loss += w * SoftmaxCrossEntropy(s, c_, l);
       continue;
     }
-    const double sl = s[l];
-    loss += w * (SoftmaxInPlace(s, c_) - sl);
+    loss += w * SoftmaxInPlace(s, c_, l);
     s[l] -= 1.0;
     for (int j = 0; j < c_; ++j) s[j] *= w;
     BackProject(b, i, s, d_, c_, gy->data());
@@ -95,11 +94,10 @@ double LossTuningFamily::G(const VecIn& x, const VecIn& y, const BatchView& inne
     Logits(b, i, y.data(), d_, c_, s);
     Adjust(x, s, z);
     if (gx == nullptr && gy == nullptr) {
-      loss += LogSumExp(z, c_) - z[l];
+      loss += SoftmaxCrossEntropy(z, c_, l);
       continue;
     }
-    const double zl = z[l];
-    loss += SoftmaxInPlace(z, c_) - zl;
+    loss += SoftmaxInPlace(z, c_, l);
     z[l] -= 1.0;  // r = p - e_l
     if (gx != nullptr) {
       for (int j = 0; j < c_; ++j) {

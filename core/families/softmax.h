@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -36,7 +37,10 @@ inline absl::Status ValidateSoftmaxConfig(const FamilyConfig& config, const char
     return absl::InvalidArgumentError(absl::StrCat(
         "family.classes: ", family, " needs C >= 2, got ", config.classes));
   }
-  if (static_cast<int64_t>(config.features + 1) * config.classes > (int64_t{1} << 31) - 1) {
+  // features + 1 is formed in int64: in int it overflows for d = INT_MAX and
+  // the product wrapped negative, passing the check.
+  if ((static_cast<int64_t>(config.features) + 1) * config.classes >
+      static_cast<int64_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError(
         "family.features: (d + 1) * C does not fit the parameter vector");
   }
@@ -51,28 +55,52 @@ inline double InverseRows(const BatchView& view) {
   return view.rows.n > 0 ? 1.0 / view.rows.n : 0.0;
 }
 
-// Stable log(sum_j exp(z_j)).
-inline double LogSumExp(const double* z, int c) {
+// Numerics of the helpers below, for logits of any magnitude:
+//  * exp is only ever taken of z_j - max(z) <= 0, so it cannot overflow;
+//  * the cross-entropy is formed as (max(z) - z_l) + log(sum_j exp(z_j - max)),
+//    never as lse(z) - z_l: with |z| ~ 1e300, lse(z) rounds to max(z) and the
+//    difference would lose the O(1) part entirely (e.g. 0 instead of log 2
+//    for two tied logits).  The result is finite whenever max(z) - z_l is.
+//  * logits that overflowed to +-inf (finite features times finite weights
+//    can exceed DBL_MAX) have no meaningful softmax; the helpers then return
+//    NaN and write NaN probabilities on purpose, so that the NaN reaches the
+//    gradient and Session::Prepare refuses the round with the state
+//    unchanged, instead of a plausible-looking number being used.
+
+// Largest entry of z (c >= 1).
+inline double MaxLogit(const double* z, int c) {
   double m = z[0];
   for (int j = 1; j < c; ++j) m = z[j] > m ? z[j] : m;
-  double s = 0.0;
-  for (int j = 0; j < c; ++j) s += std::exp(z[j] - m);
-  return m + std::log(s);
+  return m;
 }
 
-// Overwrites z with softmax(z) and returns lse(z) of the input, so that
-// CE(z, l) = (return value) - z_l with z_l read before the call.
-inline double SoftmaxInPlace(double* z, int c) {
-  double m = z[0];
-  for (int j = 1; j < c; ++j) m = z[j] > m ? z[j] : m;
+// CE(z, l) = lse(z) - z_l without overwriting z.
+inline double SoftmaxCrossEntropy(const double* z, int c, int l) {
+  const double m = MaxLogit(z, c);
+  if (!std::isfinite(m)) return std::numeric_limits<double>::quiet_NaN();
+  double s = 0.0;
+  for (int j = 0; j < c; ++j) s += std::exp(z[j] - m);
+  return (m - z[l]) + std::log(s);
+}
+
+// Overwrites z with softmax(z); if l >= 0, returns CE(z, l) of the input
+// (else 0).
+inline double SoftmaxInPlace(double* z, int c, int l = -1) {
+  const double m = MaxLogit(z, c);
+  if (!std::isfinite(m)) {
+    for (int j = 0; j < c; ++j) z[j] = std::numeric_limits<double>::quiet_NaN();
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  const double gap = l >= 0 ? m - z[l] : 0.0;
   double s = 0.0;
   for (int j = 0; j < c; ++j) {
     z[j] = std::exp(z[j] - m);
     s += z[j];
   }
+  // s >= 1 (the max contributes exp(0)), so the division is safe.
   const double inv = 1.0 / s;
   for (int j = 0; j < c; ++j) z[j] *= inv;
-  return m + std::log(s);
+  return l >= 0 ? gap + std::log(s) : 0.0;
 }
 
 // CE Hessian-vector product in logit space: u = p . dz - p (p . dz), i.e.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/metrics/linear_solve.h"
@@ -16,6 +18,7 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
   Vector grad(n), step(n), trial(n), neg_grad(n);
   double value = family.G(x, sol.y, inner, nullptr, &grad);
   sol.grad_norm = grad.norm();
+  const double initial_norm = sol.grad_norm;
   for (int it = 0; it < o.max_newton_iterations && sol.grad_norm > o.inner_tolerance;
        ++it) {
     // Inexact Newton: forcing term min(0.1, ||g||) gives superlinear convergence.
@@ -45,6 +48,8 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
     sol.grad_norm = grad.norm();
     if (!accepted || !(sol.grad_norm < previous)) break;
   }
+  sol.converged = sol.grad_norm <= o.inner_tolerance;
+  sol.relative_residual = initial_norm > 0.0 ? sol.grad_norm / initial_norm : 0.0;
   return sol;
 }
 
@@ -59,9 +64,12 @@ TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
   Vector gx_f(family.x_dim()), gy_f(family.y_dim()), w(family.y_dim());
   out.value = family.F(x, ys, upper, &gx_f, &gy_f);
   // Solve grad2_yy g w = grad_y f, then grad F = grad_x f - grad2_xy g w.
+  CgOutcome cg;
   out.cg_iterations = ConjugateGradient(
       [&](const Vector& v, Vector* r) { family.HvpYYG(x, ys, inner, v, r); }, gy_f,
-      o.cg_tolerance, o.max_cg_iterations, &w);
+      o.cg_tolerance, o.max_cg_iterations, &w, &cg);
+  out.cg_converged = cg.converged;
+  out.cg_relative_residual = cg.relative_residual;
   out.grad.resize(family.x_dim());
   family.HvpXYG(x, ys, inner, w, &out.grad);
   out.grad = gx_f - out.grad;
@@ -87,6 +95,10 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
   m.inner_residual = now.inner.grad_norm;
   m.newton_iterations = now.inner.newton_iterations;
   m.cg_iterations = now.inner.cg_iterations + now.cg_iterations;
+  m.inner_converged = now.inner.converged;
+  m.inner_relative_residual = now.inner.relative_residual;
+  m.cg_converged = now.cg_converged;
+  m.cg_relative_residual = now.cg_relative_residual;
   if (previous != nullptr) {
     family.Prepare(*previous);
     const InnerSolution before =
@@ -97,11 +109,18 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
     m.drift = (now.inner.y - before.y).squaredNorm();
     m.newton_iterations += before.newton_iterations;
     m.cg_iterations += before.cg_iterations;
+    m.previous_inner_converged = before.converged;
   }
   // Every reported number, including the solve's residual and the true
   // gradient's norm (finite features can still overflow a norm).
-  if (!std::isfinite(m.regret_term + m.hypergradient_error + m.value + m.true_gradient_norm +
-                     m.inner_residual + m.variation.value_or(0.0) + m.drift.value_or(0.0))) {
+  // Checked one by one: their sum can overflow although each is finite.
+  bool finite = true;
+  for (double v : {m.regret_term, m.hypergradient_error, m.value, m.true_gradient_norm,
+                   m.inner_residual, m.inner_relative_residual, m.cg_relative_residual,
+                   m.variation.value_or(0.0), m.drift.value_or(0.0)}) {
+    finite = finite && std::isfinite(v);
+  }
+  if (!finite) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics of step ", in.t, ": non-finite result"));
   }
@@ -109,10 +128,13 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
 }
 
 void Accumulate(const ExactMetrics& m, RunningMetrics* r) {
-  ++r->evaluated_steps;
+  // The running counters come from a (possibly imported) state: saturate
+  // rather than overflow.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (r->evaluated_steps < kMax) ++r->evaluated_steps;
   r->blreg += m.regret_term;
   if (m.variation.has_value() && m.drift.has_value()) {
-    ++r->drift_steps;
+    if (r->drift_steps < kMax) ++r->drift_steps;
     r->variation += *m.variation;
     r->drift += *m.drift;
   }

@@ -28,6 +28,11 @@ struct ExactMetricsOptions {
 struct InnerSolution {
   Vector y;
   double grad_norm = 0.0;  // ||grad_y g(x, y)|| reached
+  // grad_norm / ||grad_y g(x, warm)|| (0 if the warm start was exact).
+  double relative_residual = 0.0;
+  // grad_norm <= inner_tolerance; false when Newton stopped at
+  // max_newton_iterations or stalled (the line search found no progress).
+  bool converged = false;
   int newton_iterations = 0;
   int cg_iterations = 0;
 };
@@ -41,6 +46,10 @@ struct TrueHypergradient {
   double value = 0.0;  // F(x) = f(x, y*(x))
   InnerSolution inner;
   int cg_iterations = 0;
+  // The CG solve of grad2_yy g w = grad_y f: whether it reached
+  // cg_tolerance, and ||grad2_yy g w - grad_y f|| / ||grad_y f|| at the end.
+  bool cg_converged = false;
+  double cg_relative_residual = 0.0;
 };
 TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
                                            const StepData& data, const VecIn& warm,
@@ -67,6 +76,22 @@ struct ExactMetrics {
   std::optional<double> drift;       // ||y*_t(x_t) - y*_{t-1}(x_t)||^2
   int newton_iterations = 0;
   int cg_iterations = 0;
+  // Whether the numbers above can be trusted to the configured tolerances
+  // (a capped or stalled solve still returns finite, plausible numbers):
+  //  * inner_converged: the step-t inner solve reached inner_tolerance
+  //    (its residual is inner_residual; inner_relative_residual is that over
+  //    the residual at the warm start y_t);
+  //  * cg_converged: the hypergradient system reached cg_tolerance, with
+  //    final relative residual cg_relative_residual;
+  //  * previous_inner_converged: the step t-1 inner solve behind variation
+  //    and drift (empty when they are).
+  // false by default, so a metrics struct not filled by ComputeExactMetrics
+  // reads as unconverged.
+  bool inner_converged = false;
+  double inner_relative_residual = 0.0;
+  bool cg_converged = false;
+  double cg_relative_residual = 0.0;
+  std::optional<bool> previous_inner_converged;
 };
 
 // Computes the metrics of step t.  `previous` may be null (first step, or

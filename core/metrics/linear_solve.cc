@@ -1,13 +1,16 @@
 #include "core/metrics/linear_solve.h"
 
+#include <cmath>
+
 namespace f2obo {
 
 int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_tol,
-                      int max_it, Vector* w) {
+                      int max_it, Vector* w, CgOutcome* outcome) {
   const int n = static_cast<int>(b.size());
   w->setZero(n);
   Vector r = b, p = b, ap(n);
-  double rr = r.squaredNorm();
+  const double bb = r.squaredNorm();
+  double rr = bb;
   const double target = rel_tol * rel_tol * rr;
   int it = 0;
   while (it < max_it && rr > target && rr > 0.0) {
@@ -21,6 +24,12 @@ int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_t
     p = r + (rr_next / rr) * p;
     rr = rr_next;
     ++it;
+  }
+  if (outcome != nullptr) {
+    outcome->iterations = it;
+    outcome->relative_residual = bb > 0.0 ? std::sqrt(rr / bb) : 0.0;
+    // rr <= target is the loop's own exit test; b = 0 is solved by w = 0.
+    outcome->converged = bb == 0.0 || rr <= target;
   }
   return it;
 }

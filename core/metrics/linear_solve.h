@@ -12,10 +12,21 @@ namespace f2obo {
 
 using LinearOperator = std::function<void(const Vector& v, Vector* out)>;
 
+// How a CG solve ended.  The residual is CG's recursively updated one (the
+// quantity the stopping test reads), so `converged` and `relative_residual`
+// agree; it tracks the true ||A w - b|| to round-off.
+struct CgOutcome {
+  int iterations = 0;
+  double relative_residual = 0.0;  // ||r|| / ||b||; 0 when b = 0
+  bool converged = false;          // relative_residual <= rel_tol
+};
+
 // Solves A w = b from w = 0 until ||A w - b|| <= rel_tol ||b|| or max_it
-// iterations; returns the iterations used.  `w` is resized to b's size.
+// iterations (or A is found not positive definite along a direction);
+// returns the iterations used.  `w` is resized to b's size.  If `outcome`
+// is not null it receives how the solve ended.
 int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_tol,
-                      int max_it, Vector* w);
+                      int max_it, Vector* w, CgOutcome* outcome = nullptr);
 
 }  // namespace f2obo
 

@@ -2,12 +2,15 @@
 // precise error and leaves the state bit-for-bit unchanged.
 #include "core/session.h"
 
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/metrics/exact_metrics.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
@@ -67,7 +70,7 @@ TEST_P(SessionRejects, BadBatchesWithAPreciseErrorAndUnchangedState) {
 
   StepData csr = LogisticStep(rng, /*sparse=*/true);
   csr.inner.csr.valuePtr()[0] = std::numeric_limits<double>::infinity();
-  ExpectRejectedUnchanged(*s, csr, "csr value 0 is not finite");
+  ExpectRejectedUnchanged(*s, csr, "inner batch: csr.values[0]: not finite");
 
   StepData missing = LogisticStep(rng);
   missing.upper.labels.pop_back();
@@ -171,6 +174,57 @@ TEST(Session, PrequentialLossIsMeasuredBeforeTheRoundLearns) {
   EXPECT_DOUBLE_EQ(r->upper_loss_before, expected);  // y = 0: log C per row
   EXPECT_NEAR(r->upper_loss_before, std::log(3.0), 1e-12);
   ASSERT_TRUE(r->accuracy_before.has_value());
+}
+
+// A restored state may carry any t >= 1 and any counters (ImportSession):
+// the step after INT64_MAX is refused rather than overflowing t, and the
+// counters saturate instead of overflowing.
+TEST(Session, CountersAtTheirMaximumSaturateAndTheLastStepIsRefused) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  std::mt19937_64 rng(53);
+  const SessionConfig config = testing::ConfigFor(
+      "f2obo",
+      [] {
+        FamilyConfig f;
+        f.name = "logistic_hpo";
+        f.features = kFeatures;
+        f.classes = kClasses;
+        return f;
+      }(),
+      ConstraintSet::Box(0.0, 0.1));
+  auto fresh = *Session::Create(config);
+  ASSERT_TRUE(fresh->Step(LogisticStep(rng)).ok());
+
+  SessionState near = fresh->state();
+  near.t = kMax - 1;
+  near.inner_iterations = kMax - 1;
+  near.rows_processed = kMax - 1;
+  auto s = *Session::Restore(config, near);
+  const auto r = s->Step(LogisticStep(rng));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->z_iterations + r->y_iterations, 1);
+  EXPECT_GT(r->rows_processed, 1);
+  EXPECT_EQ(s->state().t, kMax);
+  EXPECT_EQ(s->state().inner_iterations, kMax);
+  EXPECT_EQ(s->state().rows_processed, kMax);
+
+  const SessionState last = s->state();
+  const auto refused = s->Step(LogisticStep(rng));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("step counter is at its maximum; session state unchanged"));
+  EXPECT_TRUE(s->state().BitEquals(last));
+
+  RunningMetrics running;
+  running.evaluated_steps = kMax;
+  running.drift_steps = kMax;
+  ExactMetrics m;
+  m.variation = 1.0;
+  m.drift = 1.0;
+  Accumulate(m, &running);
+  EXPECT_EQ(running.evaluated_steps, kMax);
+  EXPECT_EQ(running.drift_steps, kMax);
 }
 
 }  // namespace

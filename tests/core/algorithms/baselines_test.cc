@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/algorithms/second_order.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/session.h"
@@ -224,6 +225,51 @@ TEST(Obbo, CountsEveryOraclePassInRowsProcessed) {
   const StepReport report = *session->Step(p.step);
   // K forward gradients, f once, 2K - 1 HVPs backward, one residual pass.
   EXPECT_EQ(report.rows_processed, 4 * 30 + 20 + 7 * 30 + 30);
+}
+
+// The window's {filled, next} bookkeeping lives in the checkpointed state,
+// so an imported state can hold any finite double there: it is clamped to
+// the valid range in double, never converted out of int's range (undefined
+// behaviour; on x86 1e300 became INT_MIN and so 0 entries, not w).
+TEST(HypergradientWindow, CorruptBookkeepingIsClampedToTheValidRange) {
+  const int width = 4;
+  const HypergradientWindow window(0, width, 2);
+  std::vector<int> sizes;
+  window.AppendLayout(&sizes);
+  ASSERT_EQ(sizes.size(), static_cast<size_t>(width + 1));
+  auto fresh = [&] {
+    std::vector<Vector> aux;
+    for (int i = 0; i < width; ++i) aux.push_back(Vector::Constant(2, i + 1.0));
+    aux.push_back(Vector::Zero(2));
+    return aux;
+  };
+  const Vector h = Vector::Constant(2, 10.0);
+  Vector mean(2);
+
+  // filled = 1e300 -> w, next = -1e300 -> 0: slot 0 takes h, mean of all 4.
+  std::vector<Vector> aux = fresh();
+  aux[width] << 1e300, -1e300;
+  window.PushAndAverage(h, &aux, &mean);
+  EXPECT_EQ(aux[width][0], width);
+  EXPECT_EQ(aux[width][1], 1);
+  EXPECT_DOUBLE_EQ(mean[0], (10.0 + 2.0 + 3.0 + 4.0) / 4.0);
+
+  // next = 1e10 -> w - 1: the last slot takes h.
+  aux = fresh();
+  aux[width] << 2.0, 1e10;
+  window.PushAndAverage(h, &aux, &mean);
+  EXPECT_EQ(aux[width - 1][0], 10.0);
+  EXPECT_EQ(aux[width][0], 3);
+  EXPECT_EQ(aux[width][1], 0);
+  EXPECT_DOUBLE_EQ(mean[0], (1.0 + 2.0 + 3.0) / 3.0);
+
+  // NaN counts read as 0.
+  aux = fresh();
+  aux[width] << std::nan(""), std::nan("");
+  window.PushAndAverage(h, &aux, &mean);
+  EXPECT_EQ(aux[width][0], 1);
+  EXPECT_EQ(aux[width][1], 1);
+  EXPECT_DOUBLE_EQ(mean[0], 10.0);
 }
 
 }  // namespace

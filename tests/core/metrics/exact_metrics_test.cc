@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/family_registry.h"
+#include "core/metrics/linear_solve.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
@@ -181,6 +182,150 @@ TEST(ExactMetrics, OverflowingGradientNormIsAnErrorNotAnInfiniteMetric) {
   } else {
     EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
   }
+}
+
+// Each metric is checked for finiteness on its own: value = 0.6e308 and
+// regret_term = 1.2e308 are both finite, but their sum overflows, and the
+// metrics were refused as "non-finite".
+TEST(ExactMetrics, FiniteMetricsWhoseSumOverflowsAreAccepted) {
+  auto fam = Quadratic(1, 1, 1.0, false);
+  const double r = std::sqrt(1.2e308);  // y* - d with y* = 0
+  const StepData step = testing::QuadraticStep(Matrix::Identity(1, 1), Vector::Zero(1),
+                                               Vector::Constant(1, -r));
+  const auto m = ComputeExactMetrics(*fam, ConstraintSet::None(),
+                                     MetricsInput{1, Vector::Zero(1), Vector::Zero(1),
+                                                  Vector::Constant(1, r), 0.1},
+                                     step, nullptr);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->value, 0.6e308);
+  EXPECT_DOUBLE_EQ(m->regret_term, 1.2e308);
+  EXPECT_FALSE(std::isfinite(m->value + m->regret_term));  // the sum the check used
+  EXPECT_TRUE(m->inner_converged);
+  EXPECT_TRUE(m->cg_converged);
+}
+
+
+// The convergence flags: a capped solve still returns finite, plausible
+// numbers, so the metrics say whether each solve met its tolerance.
+struct LogisticProblem {
+  std::unique_ptr<Family> fam;
+  StepData step;
+  MetricsInput in;
+};
+
+LogisticProblem MakeLogisticProblem(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  FamilyConfig c;
+  c.name = "logistic_hpo";
+  c.features = 5;
+  c.classes = 3;
+  c.mu0 = 1e-2;
+  LogisticProblem p{*CreateFamily(c),
+                    StepData{testing::ClassificationBatch(30, 5, 3, false, rng),
+                             testing::ClassificationBatch(40, 5, 3, false, rng)},
+                    {}};
+  p.in = MetricsInput{3, Vector::Constant(5, 0.05), Vector::Zero(p.fam->y_dim()),
+                      Vector::Zero(5), 0.1};
+  return p;
+}
+
+TEST(ExactMetricsConvergence, DefaultSolvesReportConvergedWithResidualsWithinTolerance) {
+  LogisticProblem p = MakeLogisticProblem(77);
+  const ExactMetricsOptions o;
+  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
+                                     &p.step, o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->inner_converged);
+  EXPECT_LE(m->inner_residual, o.inner_tolerance);
+  EXPECT_GT(m->inner_relative_residual, 0.0);
+  EXPECT_LT(m->inner_relative_residual, 1e-6);
+  EXPECT_TRUE(m->cg_converged);
+  EXPECT_LE(m->cg_relative_residual, o.cg_tolerance);
+  ASSERT_TRUE(m->previous_inner_converged.has_value());
+  EXPECT_TRUE(*m->previous_inner_converged);
+
+  const auto first = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
+                                         nullptr, o);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->previous_inner_converged.has_value());
+}
+
+TEST(ExactMetricsConvergence, ANewtonIterationCapIsReportedAsUnconverged) {
+  LogisticProblem p = MakeLogisticProblem(78);
+  ExactMetricsOptions o;
+  o.max_newton_iterations = 1;  // from y = 0, one Newton step is far from 1e-10
+  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
+                                     &p.step, o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->newton_iterations, 2);  // one for step t, one for step t - 1
+  EXPECT_FALSE(m->inner_converged);
+  EXPECT_GT(m->inner_residual, o.inner_tolerance);
+  ASSERT_TRUE(m->previous_inner_converged.has_value());
+  EXPECT_FALSE(*m->previous_inner_converged);
+  // The relative residual is the reached norm over the warm start's.
+  p.fam->Prepare(p.step);
+  Vector g0(p.fam->y_dim());
+  p.fam->G(p.in.x, p.in.y, BatchView::All(p.step.inner), nullptr, &g0);
+  EXPECT_NEAR(m->inner_relative_residual, m->inner_residual / g0.norm(), 1e-15);
+  EXPECT_LT(m->inner_relative_residual, 1.0);  // the one step did help
+
+  o.max_newton_iterations = 0;  // no step at all: residual ratio exactly 1
+  const InnerSolution none =
+      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
+  EXPECT_FALSE(none.converged);
+  EXPECT_EQ(none.relative_residual, 1.0);
+}
+
+TEST(ExactMetricsConvergence, ACgIterationCapIsReportedAsUnconverged) {
+  LogisticProblem p = MakeLogisticProblem(79);
+  ExactMetricsOptions o;
+  p.fam->Prepare(p.step);
+  // Solve the inner problem fully first, then cap only the hypergradient CG.
+  const InnerSolution sol =
+      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
+  ASSERT_TRUE(sol.converged);
+  o.max_cg_iterations = 1;  // y_dim = 18 with a non-isotropic Hessian
+  const TrueHypergradient capped = ComputeTrueHypergradient(*p.fam, p.in.x, p.step, sol.y, o);
+  EXPECT_EQ(capped.cg_iterations, 1);
+  EXPECT_FALSE(capped.cg_converged);
+  EXPECT_GT(capped.cg_relative_residual, o.cg_tolerance);
+  EXPECT_TRUE(std::isfinite(capped.grad.norm()));  // plausible, yet unconverged
+
+  MetricsInput warm = p.in;
+  warm.y = sol.y;
+  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), warm, p.step,
+                                     nullptr, o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->cg_converged);
+  EXPECT_EQ(m->cg_relative_residual, capped.cg_relative_residual);
+}
+
+TEST(ConjugateGradient, OutcomeReportsTheTrueRelativeResidualAndConvergence) {
+  std::mt19937_64 rng(80);
+  const Matrix q = testing::WellConditioned(6, 6, 1.0, 1.0, rng);  // orthogonal
+  Vector eig(6);
+  eig << 0.1, 0.5, 1.0, 2.0, 5.0, 10.0;
+  const Matrix a = q * eig.asDiagonal() * q.transpose();
+  const Vector b = RandomVector(6, rng);
+  auto apply = [&](const Vector& v, Vector* out) { *out = a * v; };
+  Vector w;
+  CgOutcome capped;
+  EXPECT_EQ(ConjugateGradient(apply, b, 1e-12, 2, &w, &capped), 2);
+  EXPECT_EQ(capped.iterations, 2);
+  EXPECT_FALSE(capped.converged);
+  EXPECT_NEAR(capped.relative_residual, (a * w - b).norm() / b.norm(), 1e-12);
+  EXPECT_GT(capped.relative_residual, 1e-12);
+
+  CgOutcome full;
+  ConjugateGradient(apply, b, 1e-12, 100, &w, &full);
+  EXPECT_TRUE(full.converged);
+  EXPECT_LE(full.relative_residual, 1e-12);
+  EXPECT_LE((a * w - b).norm() / b.norm(), 1e-10);
+
+  CgOutcome zero;
+  EXPECT_EQ(ConjugateGradient(apply, Vector::Zero(6), 1e-12, 100, &w, &zero), 0);
+  EXPECT_TRUE(zero.converged);
+  EXPECT_EQ(zero.relative_residual, 0.0);
 }
 
 }  // namespace
