@@ -5,15 +5,22 @@
 //    nor persist (a store write after the delete resurrected the session
 //    at the next restart);
 //  * a session being created is invisible until it is complete;
-//  * an import without exact_every gets the same default as a create.
+//  * an import without exact_every gets the same default as a create;
+//  * stopping the metrics pipeline (server shutdown) drains its queue;
+//  * once the service shuts down, new calls are refused with UNAVAILABLE
+//    while a round already admitted completes.
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "core/family_registry.h"
 #include "gtest/gtest.h"
 #include "server/metrics_pipeline.h"
+#include "server/service.h"
 #include "server/session_manager.h"
 #include "server/store/session_store.h"
 #include "tests/server/e2e_support.h"
@@ -184,6 +191,87 @@ TEST_F(SessionLifecycleTest, ImportWithoutExactEveryGetsTheCreateDefault) {
   imported = mgr_->Import(import);
   ASSERT_TRUE(imported.ok()) << imported.status();
   EXPECT_EQ(imported->spec().metrics().exact_every(), 0);
+}
+
+TEST_F(SessionLifecycleTest, ShutdownRefusesNewCallsButFinishesTheAdmittedRound) {
+  ASSERT_TRUE(Create("a").ok());
+  F2oboService service(mgr_.get(), nullptr, nullptr, nullptr);
+  grpc::ServerContext ctx;
+  v1::GetSessionRequest get;
+  get.set_session_id("a");
+  v1::SessionInfo info;
+  ASSERT_TRUE(service.GetSession(&ctx, &get, &info).ok());
+
+  // The shutdown begins while a Step is inside the session manager.
+  bool hooked = false;
+  SessionManager::TestHooks hooks;
+  hooks.after_find = [&](const std::string&) {
+    hooked = true;
+    service.BeginShutdown();
+    // The admitted round keeps the service busy...
+    EXPECT_FALSE(service.WaitIdle(std::chrono::steady_clock::now()));
+    // ...and any new call is refused.
+    grpc::ServerContext other;
+    v1::SessionInfo unused;
+    const grpc::Status refused = service.GetSession(&other, &get, &unused);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(refused.error_message(), "server is shutting down");
+    v1::StepReply no_reply;
+    const v1::StepRequest step2 = RequestFor(quadratic_, "a", 2);
+    EXPECT_EQ(service.Step(&other, &step2, &no_reply).error_code(),
+              grpc::StatusCode::UNAVAILABLE);
+  };
+  mgr_->SetTestHooks(hooks);
+  const v1::StepRequest step1 = RequestFor(quadratic_, "a", 1);
+  v1::StepReply reply;
+  const grpc::Status status = service.Step(&ctx, &step1, &reply);
+  ASSERT_TRUE(hooked);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(reply.t(), 1);
+  EXPECT_TRUE(service.WaitIdle(std::chrono::steady_clock::now()));
+  mgr_->SetTestHooks({});
+  // Applied once: the refused step 2 never reached the session.
+  absl::StatusOr<v1::SessionInfo> after = mgr_->Get("a");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->next_t(), 2);
+}
+
+// A graceful shutdown drains the metrics pipeline: jobs of acknowledged
+// steps still queued when Stop() begins are processed and published (the
+// workers used to return at once, dropping them).
+TEST(MetricsPipelineStop, DrainsQueuedJobsBeforeJoiningTheWorkers) {
+  constexpr int kJobs = 20;
+  MetricsPipeline* pipeline_ptr = nullptr;
+  std::atomic<int> observed{0};
+  // The only worker is held in its first job until Stop() has begun, so
+  // the other jobs are certainly still queued then (a condition, not a
+  // sleep).
+  MetricsPipeline pipeline(1, 64, [&](const v1::StepMetrics&) {
+    if (observed++ == 0) {
+      while (!pipeline_ptr->stopping()) std::this_thread::yield();
+    }
+  });
+  pipeline_ptr = &pipeline;
+  FamilyConfig family;
+  family.name = "quadratic";
+  family.x_dim = 2;
+  family.y_dim = 2;
+  absl::StatusOr<std::unique_ptr<Family>> f = CreateFamily(family);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::shared_ptr<SessionMetrics> channel =
+      pipeline.Open("s", *std::move(f), ConstraintSet::None(),
+                    [](const ExactMetrics&) { return RunningMetrics{}; });
+  for (int t = 1; t <= kJobs; ++t) {
+    MetricsJob job;
+    job.t = t;
+    pipeline.Enqueue(channel, std::move(job));
+  }
+  pipeline.Stop();
+  EXPECT_EQ(observed.load(), kJobs);
+  const std::vector<v1::StepMetrics> published = channel->Snapshot(0);
+  ASSERT_EQ(published.size(), static_cast<size_t>(kJobs));
+  EXPECT_EQ(published.back().t(), kJobs);
+  EXPECT_TRUE(channel->closed());
 }
 
 }  // namespace
