@@ -22,10 +22,12 @@ F2oboService::InFlight::InFlight(F2oboService* service) : service_(service) {
   if (service_->shutting_down_) return;
   admitted_ = true;
   ++service_->in_flight_;
+  if (service_->observer_ != nullptr) service_->observer_->OnInFlight(+1);
 }
 
 F2oboService::InFlight::~InFlight() {
   if (!admitted_) return;
+  if (service_->observer_ != nullptr) service_->observer_->OnInFlight(-1);
   std::lock_guard<std::mutex> lock(service_->idle_mu_);
   if (--service_->in_flight_ == 0) service_->idle_cv_.notify_all();
 }
@@ -152,7 +154,9 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
     if ((*channel)->closed()) {
       return absl::NotFoundError(absl::StrCat("session '", req->session_id(), "' was deleted"));
     }
-    return absl::CancelledError("watch cancelled");
+    // The client ended its watch: the normal way a watch ends, not an
+    // error (it would inflate f2obo_rpc_errors_total{code="CANCELLED"}).
+    return absl::OkStatus();
   });
 }
 

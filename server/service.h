@@ -26,6 +26,9 @@ class ServiceObserver {
   virtual void OnRpc(const char* method, grpc::StatusCode code, double seconds) = 0;
   virtual void OnSessionCreated(const std::string& id) = 0;
   virtual void OnSessionDeleted(const std::string& id) = 0;
+  // +1 when a handler (or one message of a stream, with its reply) is
+  // admitted, -1 when it is done.
+  virtual void OnInFlight(int delta) { (void)delta; }
 };
 
 class F2oboService final : public v1::F2obo::Service {

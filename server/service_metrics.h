@@ -28,6 +28,7 @@ class ServiceMetrics final : public ServiceObserver {
   void OnRpc(const char* method, grpc::StatusCode code, double seconds) override;
   void OnSessionCreated(const std::string& id) override;
   void OnSessionDeleted(const std::string& id) override;
+  void OnInFlight(int delta) override;
   // From the metrics pipeline's workers.
   void OnStepMetrics(const v1::StepMetrics& m);
 
@@ -41,6 +42,7 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::CounterFamily* requests_;
   metrics::CounterFamily* errors_;
   metrics::HistogramFamily* latency_;
+  metrics::GaugeFamily* in_flight_;
   metrics::HistogramFamily* round_latency_;
   metrics::GaugeFamily* sessions_;
   metrics::CounterFamily* steps_;

@@ -1,9 +1,12 @@
 // Graceful shutdown of the real server under load: SIGTERM while eight
 // Steps streams are running.  The server must exit 0, every step whose
 // reply a client received must survive the restart, and no step may be
-// applied without its reply having been sent or applied twice.
+// applied without its reply having been sent or applied twice.  Also the
+// server's own accounting of running RPCs (f2obo_rpc_in_flight) and of a
+// watch the client ends.
 #include <signal.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -145,6 +148,48 @@ TEST(GracefulShutdown, SigtermDuringEightStreamsKeepsEveryAcknowledgedStepExactl
   EXPECT_EQ(server.Stop(SIGTERM), 0);
   std::filesystem::remove_all(dir);
   std::filesystem::remove(dir + "-stderr.log");
+}
+
+// A client ending its WatchMetrics is how watches end: it is counted as a
+// request, not as an error (it inflated f2obo_rpc_errors_total with
+// CANCELLED), and the watch leaves f2obo_rpc_in_flight when it ends.
+TEST(RpcMetrics, ClientCancelledWatchIsNotAnErrorAndLeavesTheInFlightGauge) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.banner();
+  const FamilyCase f = AllFamilyCases()[0];
+  client::Client c({server.target()});
+  v1::CreateSessionRequest create;
+  create.set_session_id("w");
+  *create.mutable_spec() = SpecFor(f, "f2obo", 3);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  ASSERT_TRUE(c.Step(RequestFor(f, "w", 1)).ok());
+
+  auto ctx = c.NewContext();
+  v1::WatchMetricsRequest watch;
+  watch.set_session_id("w");
+  auto reader = c.stub().WatchMetrics(ctx.get(), watch);
+  v1::StepMetrics m;
+  ASSERT_TRUE(reader->Read(&m));  // the handler is running (it sent this)
+  EXPECT_EQ(m.t(), 1);
+  const std::string during = testing::HttpGet(server.metrics_port(), "/metrics");
+  EXPECT_NE(during.find("\nf2obo_rpc_in_flight 1\n"), std::string::npos) << during;
+
+  ctx->TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The server notices the cancellation at its next poll of the watch;
+  // wait for the handler to have finished (a condition, bounded).
+  const std::string counted = "\nf2obo_rpc_requests_total{method=\"WatchMetrics\"} 1\n";
+  const std::string idle = "\nf2obo_rpc_in_flight 0\n";
+  std::string after;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  do {
+    after = testing::HttpGet(server.metrics_port(), "/metrics");
+  } while ((after.find(counted) == std::string::npos || after.find(idle) == std::string::npos) &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_NE(after.find(counted), std::string::npos) << after;
+  EXPECT_NE(after.find(idle), std::string::npos) << after;
+  EXPECT_EQ(after.find("f2obo_rpc_errors_total{method=\"WatchMetrics\""), std::string::npos)
+      << after;
 }
 
 }  // namespace

@@ -20,7 +20,9 @@
 #include "core/family_registry.h"
 #include "gtest/gtest.h"
 #include "server/metrics_pipeline.h"
+#include "server/metrics/registry.h"
 #include "server/service.h"
+#include "server/service_metrics.h"
 #include "server/session_manager.h"
 #include "server/store/session_store.h"
 #include "tests/server/e2e_support.h"
@@ -234,6 +236,27 @@ TEST_F(SessionLifecycleTest, ShutdownRefusesNewCallsButFinishesTheAdmittedRound)
   absl::StatusOr<v1::SessionInfo> after = mgr_->Get("a");
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->next_t(), 2);
+}
+
+// f2obo_rpc_in_flight counts the handler while it runs.
+TEST_F(SessionLifecycleTest, InFlightGaugeCountsTheRunningHandler) {
+  ASSERT_TRUE(Create("a").ok());
+  metrics::Registry registry;
+  ServiceMetrics observer(&registry, true);
+  F2oboService service(mgr_.get(), nullptr, &observer, nullptr);
+  const std::string idle = "\nf2obo_rpc_in_flight 0\n";
+  const std::string busy = "\nf2obo_rpc_in_flight 1\n";
+  EXPECT_NE(registry.Render().find(idle), std::string::npos) << registry.Render();
+  std::string during;
+  SessionManager::TestHooks hooks;
+  hooks.after_find = [&](const std::string&) { during = registry.Render(); };
+  mgr_->SetTestHooks(hooks);
+  grpc::ServerContext ctx;
+  const v1::StepRequest step = RequestFor(quadratic_, "a", 1);
+  v1::StepReply reply;
+  ASSERT_TRUE(service.Step(&ctx, &step, &reply).ok());
+  EXPECT_NE(during.find(busy), std::string::npos) << during;
+  EXPECT_NE(registry.Render().find(idle), std::string::npos) << registry.Render();
 }
 
 // A graceful shutdown drains the metrics pipeline: jobs of acknowledged
