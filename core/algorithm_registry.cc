@@ -22,6 +22,9 @@ struct Entry {
   absl::StatusOr<std::unique_ptr<Algorithm>> (*create)(const AlgorithmContext&);
   void (*defaults)(AlgorithmOptions*);  // may be null
   absl::Status (*extra_check)(const AlgorithmOptions&);  // may be null
+  // Whether its rounds read SessionState::lambda (the penalty methods);
+  // a restored state must then carry a usable one.
+  bool reads_lambda;
 };
 
 void SingleLoopDefaults(AlgorithmOptions* o) {
@@ -40,19 +43,19 @@ void StochasticDefaults(AlgorithmOptions* o) {
 }
 
 constexpr Entry kAlgorithms[] = {
-    {"f2obo", &CreateF2obo, nullptr, nullptr},
-    {"f2obo_sl", &CreateF2obo, &SingleLoopDefaults, &SingleLoopCheck},
-    {"af2obo", &CreateAf2obo, nullptr, nullptr},
-    {"sf2obo", &CreateSf2obo, &StochasticDefaults, nullptr},
-    {"obbo", &CreateObbo, nullptr, nullptr},
-    {"sobow", &CreateSobow, &SobowDefaults, nullptr},
-    {"aobo", &CreateAobo, nullptr, nullptr},
-    {"fsobo", &CreateFsobo, &FsoboDefaults, &FsoboCheck},
-    {"sobbo", &CreateSobbo, &SobboDefaults, nullptr},
-    {"sogd", &CreateSogd, nullptr, nullptr},
-    {"svrb", &CreateSvrb, nullptr, nullptr},
-    {"pzobo", &CreatePzobo, nullptr, nullptr},
-    {"pzobo_s", &CreatePzobo, nullptr, nullptr},
+    {"f2obo", &CreateF2obo, nullptr, nullptr, true},
+    {"f2obo_sl", &CreateF2obo, &SingleLoopDefaults, &SingleLoopCheck, true},
+    {"af2obo", &CreateAf2obo, nullptr, nullptr, true},
+    {"sf2obo", &CreateSf2obo, &StochasticDefaults, nullptr, true},
+    {"obbo", &CreateObbo, nullptr, nullptr, false},
+    {"sobow", &CreateSobow, &SobowDefaults, nullptr, false},
+    {"aobo", &CreateAobo, nullptr, nullptr, false},
+    {"fsobo", &CreateFsobo, &FsoboDefaults, &FsoboCheck, false},
+    {"sobbo", &CreateSobbo, &SobboDefaults, nullptr, false},
+    {"sogd", &CreateSogd, nullptr, nullptr, false},
+    {"svrb", &CreateSvrb, nullptr, nullptr, false},
+    {"pzobo", &CreatePzobo, nullptr, nullptr, false},
+    {"pzobo_s", &CreatePzobo, nullptr, nullptr, false},
 };
 
 const Entry* Find(const std::string& name) {
@@ -82,6 +85,11 @@ absl::StatusOr<std::unique_ptr<Algorithm>> CreateAlgorithm(const AlgorithmContex
     if (absl::Status s = e->extra_check(ctx.options); !s.ok()) return s;
   }
   return e->create(ctx);
+}
+
+bool AlgorithmReadsLambda(const std::string& name) {
+  const Entry* e = Find(name);
+  return e != nullptr && e->reads_lambda;
 }
 
 std::vector<std::string> AlgorithmNames() {

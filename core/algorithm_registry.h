@@ -32,6 +32,9 @@ AlgorithmOptions DefaultAlgorithmOptions(const std::string& algorithm);
 // Validates ctx.options for ctx.name and builds the algorithm.
 absl::StatusOr<std::unique_ptr<Algorithm>> CreateAlgorithm(const AlgorithmContext& ctx);
 
+// Whether `algorithm`'s rounds read SessionState::lambda (false if unknown).
+bool AlgorithmReadsLambda(const std::string& algorithm);
+
 std::vector<std::string> AlgorithmNames();
 
 }  // namespace f2obo

@@ -99,12 +99,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& c
                                                           SessionState state) {
   absl::StatusOr<Parts> parts = Build(config);
   if (!parts.ok()) return parts.status();
-  const int d1 = parts->family->x_dim(), d2 = parts->family->y_dim();
-  if (state.x.size() != d1 || state.y.size() != d2 || state.z.size() != d2 ||
-      state.t < 1 || !state.AllFinite()) {
-    return absl::DataLossError(absl::StrCat(
-        "session state does not fit its configuration (x ", state.x.size(), "/", d1,
-        ", y ", state.y.size(), "/", d2, ", t ", state.t, ")"));
+  if (absl::Status s = ValidateState(state, parts->family->x_dim(), parts->family->y_dim(),
+                                     AlgorithmReadsLambda(config.algorithm));
+      !s.ok()) {
+    return s;
   }
   return std::unique_ptr<Session>(new Session(config, std::move(parts->family),
                                               std::move(parts->algorithm),

@@ -1,5 +1,6 @@
 #include "core/state.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -135,6 +136,45 @@ std::string SerializeState(const SessionState& s) {
   w.I64(s.metrics.drift_steps);
   w.U64(Fnv1a(w.out().data(), w.out().size()));
   return std::move(w.out());
+}
+
+absl::Status ValidateState(const SessionState& s, int x_dim, int y_dim, bool reads_lambda) {
+  const auto vector = [](const Vector& v, int dim, const char* field) -> absl::Status {
+    if (v.size() != dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.", field, ": has ", v.size(), " entries, expected ", dim));
+    }
+    if (!v.allFinite()) {
+      return absl::InvalidArgumentError(absl::StrCat("state.", field, ": not finite"));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status st = vector(s.x, x_dim, "x"); !st.ok()) return st;
+  if (absl::Status st = vector(s.y, y_dim, "y"); !st.ok()) return st;
+  if (absl::Status st = vector(s.z, y_dim, "z"); !st.ok()) return st;
+  constexpr int64_t kMaxT = int64_t{1} << 53;
+  if (s.t < 1 || s.t > kMaxT) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state.t: ", s.t, " is outside [1, 2^53]"));
+  }
+  const std::array<uint64_t, 4>& words = s.rng.words();
+  if (words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0) {
+    return absl::InvalidArgumentError(
+        "state.rng: all-zero generator state (xoshiro256** would draw only zeros)");
+  }
+  if (reads_lambda && !(std::isfinite(s.lambda) && s.lambda > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state.lambda: ", s.lambda, " is not a finite positive number"));
+  }
+  for (size_t i = 0; i < s.aux.size(); ++i) {
+    if (!s.aux[i].allFinite()) {
+      return absl::InvalidArgumentError(absl::StrCat("state.aux[", i, "]: not finite"));
+    }
+  }
+  if (!std::isfinite(s.lambda)) {
+    return absl::InvalidArgumentError("state.lambda: not finite");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes) {

@@ -50,6 +50,15 @@ struct SessionState {
 std::string SerializeState(const SessionState& state);
 absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes);
 
+// Whether a state that did not come from this process's own rounds (an
+// import, a stored record) can be resumed by a session of these shapes:
+// INVALID_ARGUMENT naming the first offending field otherwise.  Checks the
+// shapes of x, y, z; finiteness; t in [1, 2^53] (t is used as a double in
+// the schedules, exact only up to 2^53); a non-zero RNG state (xoshiro256**
+// stays at zero forever from the all-zero state); and, when the algorithm
+// reads it, a finite positive lambda.
+absl::Status ValidateState(const SessionState& state, int x_dim, int y_dim, bool reads_lambda);
+
 }  // namespace f2obo
 
 #endif  // F2OBO_CORE_STATE_H_

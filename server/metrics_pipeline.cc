@@ -61,13 +61,20 @@ void MetricsPipeline::Stop() {
   for (const auto& s : open) s->Close();
 }
 
+bool MetricsPipeline::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
+}
+
 void MetricsPipeline::WorkerLoop() {
   for (;;) {
     std::shared_ptr<SessionMetrics> s;
     {
       std::unique_lock<std::mutex> lock(mu_);
       ready_cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
-      if (stopping_) return;
+      // Stopping drains: every job already queued (steps acknowledged
+      // before the shutdown) is processed and published first.
+      if (ready_.empty()) return;
       s = std::move(ready_.front());
       ready_.pop_front();
     }

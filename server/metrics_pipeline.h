@@ -58,6 +58,8 @@ class MetricsPipeline {
 
   // Finishes queued jobs, ends every watcher, joins the workers.
   void Stop();
+  // Whether Stop() has begun.
+  bool stopping() const;
 
  private:
   void WorkerLoop();
@@ -65,7 +67,7 @@ class MetricsPipeline {
 
   const int max_pending_;
   MetricsObserver observer_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable ready_cv_;
   std::deque<std::shared_ptr<SessionMetrics>> ready_;  // guarded by mu_
   bool stopping_ = false;                              // guarded by mu_

@@ -17,25 +17,46 @@ absl::Status Assign(absl::StatusOr<T> result, T* out) {
 
 }  // namespace
 
+F2oboService::InFlight::InFlight(F2oboService* service) : service_(service) {
+  std::lock_guard<std::mutex> lock(service_->idle_mu_);
+  if (service_->shutting_down_) return;
+  admitted_ = true;
+  ++service_->in_flight_;
+  if (service_->observer_ != nullptr) service_->observer_->OnInFlight(+1);
+}
+
+F2oboService::InFlight::~InFlight() {
+  if (!admitted_) return;
+  if (service_->observer_ != nullptr) service_->observer_->OnInFlight(-1);
+  std::lock_guard<std::mutex> lock(service_->idle_mu_);
+  if (--service_->in_flight_ == 0) service_->idle_cv_.notify_all();
+}
+
+void F2oboService::BeginShutdown() {
+  std::lock_guard<std::mutex> lock(idle_mu_);
+  shutting_down_ = true;
+}
+
 bool F2oboService::WaitIdle(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(idle_mu_);
   return idle_cv_.wait_until(lock, deadline, [&] { return in_flight_ == 0; });
 }
 
+grpc::Status F2oboService::Refuse(const char* method) {
+  const grpc::Status status(grpc::StatusCode::UNAVAILABLE, "server is shutting down");
+  if (observer_ != nullptr) observer_->OnRpc(method, status.error_code(), 0.0);
+  return status;
+}
+
 grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx,
                                   Access access, const std::function<absl::Status()>& body) {
-  // Counts the handler as in flight so a graceful shutdown can wait for it.
-  struct InFlight {
-    F2oboService* self;
-    explicit InFlight(F2oboService* s) : self(s) {
-      std::lock_guard<std::mutex> lock(self->idle_mu_);
-      ++self->in_flight_;
-    }
-    ~InFlight() {
-      std::lock_guard<std::mutex> lock(self->idle_mu_);
-      if (--self->in_flight_ == 0) self->idle_cv_.notify_all();
-    }
-  } in_flight(this);
+  const InFlight in_flight(this);
+  if (!in_flight.admitted()) return Refuse(method);
+  return Serve(method, ctx, access, body);
+}
+
+grpc::Status F2oboService::Serve(const char* method, const grpc::ServerContext* ctx,
+                                 Access access, const std::function<absl::Status()>& body) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status result = auth_ != nullptr ? auth_->Check(*ctx, access) : absl::OkStatus();
   if (result.ok()) result = body();
@@ -100,10 +121,13 @@ grpc::Status F2oboService::Steps(
   if (!allowed.ok()) return allowed;
   v1::StepRequest req;
   while (stream->Read(&req)) {
-    if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
+    // The round and its reply are one unit for a graceful shutdown: a
+    // step applied (and persisted) is also answered.
+    const InFlight round(this);
+    if (!round.admitted()) return Refuse("Steps");
     v1::StepReply reply;
     const grpc::Status status =
-        Handle("Steps", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(req), &reply); });
+        Serve("Steps", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(req), &reply); });
     if (!status.ok()) return status;
     // No lock is held here: a slow reader only slows its own stream.
     if (!stream->Write(reply)) break;
@@ -133,11 +157,13 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
       after = next->t();
       if (!writer->Write(*next)) return absl::OkStatus();  // client went away
     }
-    if (shutting_down_) return absl::UnavailableError("server shutting down");
+    if (shutting_down_) return absl::UnavailableError("server is shutting down");
     if ((*channel)->closed()) {
       return absl::NotFoundError(absl::StrCat("session '", req->session_id(), "' was deleted"));
     }
-    return absl::CancelledError("watch cancelled");
+    // The client ended its watch: the normal way a watch ends, not an
+    // error (it would inflate f2obo_rpc_errors_total{code="CANCELLED"}).
+    return absl::OkStatus();
   });
 }
 
@@ -207,9 +233,10 @@ grpc::Status F2oboService::StepsGroup(
   if (!allowed.ok()) return allowed;
   v1::GroupStepRequest req;
   while (stream->Read(&req)) {
-    if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
+    const InFlight round(this);  // as in Steps
+    if (!round.admitted()) return Refuse("StepsGroup");
     v1::GroupStepReply reply;
-    const grpc::Status status = Handle("StepsGroup", ctx, Access::kWrite, [&] {
+    const grpc::Status status = Serve("StepsGroup", ctx, Access::kWrite, [&] {
       absl::Status s = Assign(groups_->Step(req), &reply);
       if (s.ok()) ReportMembers(reply);
       return s;

@@ -29,6 +29,9 @@ class ServiceObserver {
   // Once per member of an applied group step (StepGroup, StepsGroup), with
   // that member's outcome; a group step refused as a whole is only an RPC.
   virtual void OnGroupMemberStep(grpc::StatusCode code) = 0;
+  // +1 when a handler (or one message of a stream, with its reply) is
+  // admitted, -1 when it is done.
+  virtual void OnInFlight(int delta) { (void)delta; }
 };
 
 class F2oboService final : public v1::F2obo::Service {
@@ -39,11 +42,12 @@ class F2oboService final : public v1::F2obo::Service {
                const TokenAuthenticator* auth)
       : sessions_(sessions), groups_(groups), observer_(observer), auth_(auth) {}
 
-  // Server shutdown, phase 1: streams stop taking new messages (ending
-  // with UNAVAILABLE after the message in hand) and watches end.
-  void BeginShutdown() { shutting_down_ = true; }
-  // Phase 2: waits until no handler is running or `deadline` passes;
-  // returns whether the service went idle.
+  // Server shutdown, phase 1: new RPCs and new stream messages are refused
+  // with UNAVAILABLE ("server is shutting down"), watches end; rounds
+  // already admitted run to completion and send their replies.
+  void BeginShutdown();
+  // Phase 2: waits until no admitted handler or stream round (with its
+  // reply) is running, or `deadline` passes; returns whether it went idle.
   bool WaitIdle(std::chrono::steady_clock::time_point deadline);
 
   grpc::Status CreateSession(grpc::ServerContext*, const v1::CreateSessionRequest*,
@@ -78,11 +82,33 @@ class F2oboService final : public v1::F2obo::Service {
                            v1::DeleteGroupResponse*) override;
 
  private:
-  // Authorizes, times `body`, maps its status, reports to the observer.
+  // Admission of one unit of work (a handler, or one message of a stream
+  // with its reply): counted while alive, so that a graceful shutdown waits
+  // for it; not admitted once the shutdown began.  Admission and the
+  // shutdown flag share idle_mu_, so WaitIdle never misses a late entrant.
+  class InFlight {
+   public:
+    explicit InFlight(F2oboService* service);
+    ~InFlight();
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+    bool admitted() const { return admitted_; }
+
+   private:
+    F2oboService* const service_;
+    bool admitted_ = false;
+  };
+
+  // Admits (see InFlight), then Serve()s; UNAVAILABLE once shutting down.
   grpc::Status Handle(const char* method, const grpc::ServerContext* ctx, Access access,
                       const std::function<absl::Status()>& body);
   // Tells the observer each member's outcome of an applied group step.
   void ReportMembers(const v1::GroupStepReply& reply);
+  // Authorizes, times `body`, maps its status, reports to the observer.
+  grpc::Status Serve(const char* method, const grpc::ServerContext* ctx, Access access,
+                     const std::function<absl::Status()>& body);
+  // The refusal of work arriving during shutdown (reported to the observer).
+  grpc::Status Refuse(const char* method);
 
   SessionManager* const sessions_;
   GroupManager* const groups_;
@@ -91,7 +117,7 @@ class F2oboService final : public v1::F2obo::Service {
   std::atomic<bool> shutting_down_{false};
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
-  int in_flight_ = 0;  // handlers running; guarded by idle_mu_
+  int in_flight_ = 0;  // admitted work running; guarded by idle_mu_
 };
 
 }  // namespace f2obo::server

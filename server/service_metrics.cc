@@ -46,6 +46,12 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   latency_ = OrDie(r->AddHistogram("f2obo_rpc_duration_seconds",
                                    "Time to handle a gRPC request, by method.", {"method"},
                                    rpc_buckets));
+  in_flight_ = OrDie(r->AddGauge(
+      "f2obo_rpc_in_flight",
+      "gRPC handlers running now (a stream counts once per message being processed; an "
+      "open WatchMetrics counts while it waits).",
+      {}));
+  in_flight_->WithLabels({}).Set(0);  // exported from the start
   round_latency_ = OrDie(r->AddHistogram(
       "f2obo_round_duration_seconds",
       "Time of one optimization round (validation, prequential metrics, round).", {},
@@ -102,6 +108,7 @@ void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double sec
 void ServiceMetrics::OnGroupMemberStep(grpc::StatusCode code) {
   group_member_steps_->WithLabels({CodeName(code)}).Increment();
 }
+void ServiceMetrics::OnInFlight(int delta) { in_flight_->WithLabels({}).Add(delta); }
 
 void ServiceMetrics::OnSessionCreated(const std::string& id) {
   sessions_->WithLabels({}).Add(1);

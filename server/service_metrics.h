@@ -29,6 +29,7 @@ class ServiceMetrics final : public ServiceObserver {
   void OnSessionCreated(const std::string& id) override;
   void OnSessionDeleted(const std::string& id) override;
   void OnGroupMemberStep(grpc::StatusCode code) override;
+  void OnInFlight(int delta) override;
   // From the metrics pipeline's workers.
   void OnStepMetrics(const v1::StepMetrics& m);
 
@@ -42,6 +43,7 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::CounterFamily* requests_;
   metrics::CounterFamily* errors_;
   metrics::HistogramFamily* latency_;
+  metrics::GaugeFamily* in_flight_;
   metrics::HistogramFamily* round_latency_;
   metrics::GaugeFamily* sessions_;
   metrics::CounterFamily* steps_;

@@ -20,8 +20,13 @@ bool ValidId(const std::string& id) {
 }
 
 // Exact metrics cost O(CG iterations x HVP): every step for small problems,
-// every 10th for large ones unless the client says otherwise.
-int DefaultExactEvery(int y_dim) { return y_dim <= 2000 ? 1 : 10; }
+// every 10th for large ones unless the client says otherwise.  One rule for
+// every way a session comes to be (create, import, recovery), so that an
+// imported session without the field does not silently lose its metrics.
+int ExactEvery(const v1::SessionSpec& spec, Session& session) {
+  if (spec.metrics().has_exact_every()) return spec.metrics().exact_every();
+  return session.family().y_dim() <= 2000 ? 1 : 10;
+}
 
 }  // namespace
 
@@ -36,6 +41,11 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::Find(
     return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
   }
   return it->second;
+}
+
+absl::Status SessionManager::CheckNotRemoved(const Entry& e) {
+  if (!e.removed) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("session '", e.id, "' was deleted"));
 }
 
 v1::SessionInfo SessionManager::Info(const Entry& e) {
@@ -93,23 +103,26 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
   absl::StatusOr<std::unique_ptr<Family>> metrics_family =
       CreateFamily(session.config().family);
   if (!metrics_family.ok()) return metrics_family.status();
-  // The entry is locked while it becomes reachable and durable, so a step
-  // racing with its creation waits until the session exists on disk.
-  std::unique_lock<std::mutex> entry_lock(entry->mu);
+  // Reserve the id, then build everything outside the map lock; the entry
+  // is published only once complete, so no RPC can see a session that is
+  // not durable yet, has no metrics channel, or is about to be rolled back.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (static_cast<int>(sessions_.size()) >= limits_.max_sessions) {
+    if (static_cast<int>(sessions_.size() + installing_.size()) >= limits_.max_sessions) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "sessions: the server holds max_sessions = ", limits_.max_sessions));
     }
+    const auto taken = [&](const std::string& id) {
+      return sessions_.count(id) > 0 || installing_.count(id) > 0;
+    };
     if (generate_id) {
       do {
         entry->id = absl::StrCat("s", next_generated_id_++);
-      } while (sessions_.count(entry->id) > 0);
-    } else if (sessions_.count(entry->id) > 0) {
+      } while (taken(entry->id));
+    } else if (taken(entry->id)) {
       return absl::AlreadyExistsError(absl::StrCat("session '", entry->id, "' already exists"));
     }
-    sessions_[entry->id] = entry;
+    installing_.insert(entry->id);
   }
   if (store_ != nullptr && !persisted) {
     const std::vector<v1::StepReply> replies(entry->replies.begin(), entry->replies.end());
@@ -119,7 +132,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
                                         replies);
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
-      sessions_.erase(entry->id);
+      installing_.erase(entry->id);
       return s;
     }
   }
@@ -136,7 +149,18 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
         }
         return out;
       });
-  return Info(*entry);
+  v1::SessionInfo info;
+  {
+    std::lock_guard<std::mutex> lock(entry->mu);
+    info = Info(*entry);
+  }
+  if (hooks_.before_publish) hooks_.before_publish(entry->id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    installing_.erase(entry->id);
+    sessions_[entry->id] = entry;
+  }
+  return info;
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
@@ -150,9 +174,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRe
   if (!session.ok()) return session.status();
   auto entry = std::make_shared<Entry>();
   entry->id = req.session_id();
-  entry->exact_every = req.spec().metrics().has_exact_every()
-                           ? req.spec().metrics().exact_every()
-                           : DefaultExactEvery((*session)->family().y_dim());
+  entry->exact_every = ExactEvery(req.spec(), **session);
   entry->session = *std::move(session);
   return Install(std::move(entry), req.session_id().empty(), /*persisted=*/false);
 }
@@ -161,6 +183,7 @@ absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) 
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
   std::lock_guard<std::mutex> lock((*e)->mu);
+  if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
   v1::SessionExport out;
   out.set_session_id(id);
   *out.mutable_spec() = ToSessionSpec((*e)->session->config(), (*e)->exact_every);
@@ -199,7 +222,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   }
   auto entry = std::make_shared<Entry>();
   entry->id = id;
-  entry->exact_every = ex.spec().metrics().exact_every();
+  entry->exact_every = ExactEvery(ex.spec(), **session);
   entry->session = *std::move(session);
   for (v1::StepReply r : ex.replies()) {
     r.set_session_id(id);
@@ -228,7 +251,7 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
     }
     auto entry = std::make_shared<Entry>();
     entry->id = stored.id;
-    entry->exact_every = stored.spec.metrics().exact_every();
+    entry->exact_every = ExactEvery(stored.spec, **session);
     entry->session = *std::move(session);
     for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
     absl::StatusOr<v1::SessionInfo> info =
@@ -244,6 +267,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Get(const std::string& id) const
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
   std::lock_guard<std::mutex> lock((*e)->mu);
+  if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
   return Info(**e);
 }
 
@@ -256,31 +280,39 @@ std::vector<v1::SessionInfo> SessionManager::List() const {
   std::vector<v1::SessionInfo> out;
   for (const auto& e : entries) {
     std::lock_guard<std::mutex> lock(e->mu);
-    out.push_back(Info(*e));
+    if (!e->removed) out.push_back(Info(*e));
   }
   return out;
 }
 
 absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
-  std::shared_ptr<Entry> e;
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  Entry& e = **found;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
+    // Serialize with the session's steps; gone from disk before from
+    // memory, and marked removed before its lock is released, so that a
+    // step that found the entry earlier neither applies nor persists
+    // (which would bring the session back at the next restart).
+    // `from_store` = false: the caller (a group delete) already removed it
+    // from the store in its own transaction.
+    std::lock_guard<std::mutex> entry_lock(e.mu);
+    if (e.removed) {  // a concurrent Delete won
       return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     }
-    e = it->second;
+    if (store_ != nullptr && from_store) {
+      if (absl::Status s = store_->DeleteSession(id); !s.ok()) return s;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto it = sessions_.find(id);
+      if (it != sessions_.end() && it->second == *found) sessions_.erase(it);
+    }
+    e.removed = true;
   }
-  // Serialize with the session's steps; gone from disk before from memory.
-  std::lock_guard<std::mutex> entry_lock(e->mu);
-  if (store_ != nullptr && from_store) {
-    if (absl::Status s = store_->DeleteSession(id); !s.ok()) return s;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    sessions_.erase(id);
-  }
-  e->metrics->Close();
+  e.metrics->Close();
+  return absl::OkStatus();
+}
   return absl::OkStatus();
 }
 
@@ -346,10 +378,12 @@ absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
 absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
   if (!found.ok()) return found.status();
+  if (hooks_.after_find) hooks_.after_find(req.session_id());
   {
     // A retry of an applied step is answered from the cache before any
     // decoding, so it costs nothing and cannot fail differently.
     std::lock_guard<std::mutex> lock((*found)->mu);
+    if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
     if (req.t() != (*found)->session->state().t) return CachedOrRefused(**found, req.t());
   }
   absl::StatusOr<std::shared_ptr<const StepData>> data = Decode(req.upper(), req.inner());
@@ -362,6 +396,7 @@ absl::Status SessionManager::ValidateBatches(const std::string& id,
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
   std::lock_guard<std::mutex> lock((*found)->mu);
+  if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
   Family& family = (*found)->session->family();
   if (absl::Status s = family.ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) return s;
   return family.ValidateBatch(data.inner, BatchRole::kInner);
@@ -377,6 +412,9 @@ absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
 absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
                                                     const std::shared_ptr<const StepData>& data) {
   std::lock_guard<std::mutex> lock(e.mu);
+  // Deleted while this request decoded (or waited for the lock): nothing
+  // may be applied or written for it any more.
+  if (absl::Status removed = CheckNotRemoved(e); !removed.ok()) return removed;
   Session& s = *e.session;
   // Another request for this index may have won the race while we decoded.
   if (t != s.state().t) return CachedOrRefused(e, t);
@@ -425,6 +463,7 @@ absl::StatusOr<v1::Decision> SessionManager::GetDecision(const std::string& id) 
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
   std::lock_guard<std::mutex> lock((*e)->mu);
+  if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
   const SessionState& st = (*e)->session->state();
   v1::Decision d;
   d.set_session_id(id);

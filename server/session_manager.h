@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,21 +73,39 @@ class SessionManager {
   size_t size() const;
   const Limits& limits() const { return limits_; }
 
+  // Callbacks at fixed points of the lifecycle, so that white-box tests can
+  // interleave operations deterministically (no sleeps).  Set by tests only,
+  // before any concurrent use; each is called without any lock held.
+  struct TestHooks {
+    // Step: after the session was looked up, before its lock is taken.
+    std::function<void(const std::string& id)> after_find;
+    // Create/Import/Recover: the entry is complete (persisted, metrics
+    // open) and about to become findable.
+    std::function<void(const std::string& id)> before_publish;
+  };
+  void SetTestHooks(TestHooks hooks) { hooks_ = std::move(hooks); }
+
  private:
   struct Entry {
     std::string id;
     int exact_every = 0;
-    std::shared_ptr<SessionMetrics> metrics;
+    std::shared_ptr<SessionMetrics> metrics;  // set before the entry is findable
     mutable std::mutex mu;                 // serializes steps and readers
     std::unique_ptr<Session> session;      // guarded by mu
     std::deque<v1::StepReply> replies;     // guarded by mu; newest last
+    // Set by Delete once the session left the map and the store: holders
+    // of the entry found before then must neither serve it nor persist it.
+    bool removed = false;                  // guarded by mu
   };
 
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
+  // NOT_FOUND for an entry deleted after it was found.  Requires e.mu.
+  static absl::Status CheckNotRemoved(const Entry& e);
   // Validates `spec` against the limits and builds its session config.
   absl::StatusOr<SessionConfig> CheckedConfig(const v1::SessionSpec& spec) const;
-  // Makes `entry` (session set, id possibly empty) reachable: assigns an id
-  // if needed, persists it (unless `persisted`) and opens its metrics.
+  // Makes `entry` (session set, id possibly empty) reachable: reserves an
+  // id (generated if asked), persists it (unless `persisted`), opens its
+  // metrics, and only then publishes it in the map.
   absl::StatusOr<v1::SessionInfo> Install(std::shared_ptr<Entry> entry, bool generate_id,
                                           bool persisted);
   absl::Status CheckLimits(const v1::Batch& batch, const char* what) const;
@@ -101,7 +121,11 @@ class SessionManager {
   SessionStore* const store_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> sessions_;  // guarded by mu_
+  // Ids reserved by installs in progress: not findable yet, but taken (and
+  // counted toward max_sessions).  Guarded by mu_.
+  std::set<std::string> installing_;
   uint64_t next_generated_id_ = 1;                          // guarded by mu_
+  TestHooks hooks_;
 };
 
 }  // namespace f2obo::server

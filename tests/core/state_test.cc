@@ -1,10 +1,14 @@
 #include "core/state.h"
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
 
+#include "core/session.h"
 #include "tests/core/families/family_checks.h"
+#include "tests/core/test_streams.h"
 
 namespace f2obo {
 namespace {
@@ -58,6 +62,117 @@ TEST(SessionState, AllFiniteSpotsNaNAnywhere) {
   EXPECT_TRUE(s.AllFinite());
   s.aux[0][1] = std::nan("");
   EXPECT_FALSE(s.AllFinite());
+}
+
+// ValidateState on RandomState() (x 5, y 9) with one field spoiled: the
+// error is INVALID_ARGUMENT and names the field.
+void ExpectRefused(const SessionState& s, bool reads_lambda, const std::string& field) {
+  const absl::Status st = ValidateState(s, 5, 9, reads_lambda);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << field << ": " << st;
+  EXPECT_NE(st.message().find(field), std::string::npos) << field << ": " << st;
+}
+
+TEST(SessionState, ValidateAcceptsAWellFormedState) {
+  EXPECT_TRUE(ValidateState(RandomState(), 5, 9, true).ok());
+  SessionState s = RandomState();
+  s.t = int64_t{1} << 53;  // the largest index still exact as a double
+  EXPECT_TRUE(ValidateState(s, 5, 9, true).ok());
+  s.t = 1;
+  EXPECT_TRUE(ValidateState(s, 5, 9, true).ok());
+}
+
+TEST(SessionState, ValidateRefusesAnAllZeroRngState) {
+  // xoshiro256** from the all-zero state draws zeros forever.
+  Rng zero = Rng::FromWords({0, 0, 0, 0});
+  EXPECT_EQ(zero.Next(), 0u);
+  EXPECT_EQ(zero.Next(), 0u);
+  SessionState s = RandomState();
+  s.rng = Rng::FromWords({0, 0, 0, 0});
+  ExpectRefused(s, false, "state.rng");
+  s.rng = Rng::FromWords({0, 0, 0, 1});  // one bit suffices
+  EXPECT_TRUE(ValidateState(s, 5, 9, false).ok());
+}
+
+TEST(SessionState, ValidateRefusesStepIndicesOutsideOneToTwoPow53) {
+  for (int64_t t : {int64_t{0}, int64_t{-1}, (int64_t{1} << 53) + 1,
+                    std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {
+    SessionState s = RandomState();
+    s.t = t;
+    ExpectRefused(s, false, "state.t");
+  }
+}
+
+TEST(SessionState, ValidateRefusesUnusableLambdaOnlyWhereItIsRead) {
+  for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    SessionState s = RandomState();
+    s.lambda = bad;
+    ExpectRefused(s, /*reads_lambda=*/true, "state.lambda");
+  }
+  // Algorithms without a penalty ignore lambda: zero or negative is harmless,
+  // but a non-finite number is refused everywhere (AllFinite would say so).
+  SessionState s = RandomState();
+  s.lambda = 0.0;
+  EXPECT_TRUE(ValidateState(s, 5, 9, false).ok());
+  s.lambda = -3.0;
+  EXPECT_TRUE(ValidateState(s, 5, 9, false).ok());
+  s.lambda = std::nan("");
+  ExpectRefused(s, false, "state.lambda");
+}
+
+TEST(SessionState, ValidateRefusesDimensionMismatchesAndNonFiniteValues) {
+  SessionState s = RandomState();
+  s.x.resize(4);
+  ExpectRefused(s, false, "state.x");
+  s = RandomState();
+  s.y.resize(10);
+  ExpectRefused(s, false, "state.y");
+  s = RandomState();
+  s.z.resize(0);
+  ExpectRefused(s, false, "state.z");
+  s = RandomState();
+  s.y[3] = std::numeric_limits<double>::infinity();
+  ExpectRefused(s, false, "state.y");
+  s = RandomState();
+  s.aux[0][0] = std::nan("");
+  ExpectRefused(s, false, "state.aux[0]");
+}
+
+// Session::Restore applies the checks with the algorithm's own view of lambda.
+TEST(SessionState, RestoreRefusesInvalidStatesWithInvalidArgument) {
+  FamilyConfig fam;
+  fam.name = "quadratic";
+  fam.x_dim = 2;
+  fam.y_dim = 3;
+  const SessionConfig f2obo = testing::ConfigFor("f2obo", fam, ConstraintSet::Box(-1.0, 1.0));
+  const SessionConfig sogd = testing::ConfigFor("sogd", fam, ConstraintSet::Box(-1.0, 1.0));
+  const SessionState good = (*Session::Create(f2obo))->state();
+  ASSERT_TRUE(Session::Restore(f2obo, good).ok());
+
+  SessionState s = good;
+  s.lambda = 0.0;
+  absl::StatusOr<std::unique_ptr<Session>> r = Session::Restore(f2obo, s);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("state.lambda"), std::string::npos) << r.status();
+  EXPECT_TRUE(Session::Restore(sogd, s).ok()) << "sogd does not read lambda";
+
+  s = good;
+  s.rng = Rng::FromWords({0, 0, 0, 0});
+  r = Session::Restore(sogd, s);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("state.rng"), std::string::npos) << r.status();
+
+  s = good;
+  s.x.resize(3);
+  r = Session::Restore(f2obo, s);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("state.x: has 3 entries, expected 2"), std::string::npos)
+      << r.status();
+
+  s = good;
+  s.t = 0;
+  r = Session::Restore(f2obo, s);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("state.t"), std::string::npos) << r.status();
 }
 
 TEST(Rng, IsDeterministicAndRestorableFromItsWords) {

@@ -1,0 +1,301 @@
+// SessionManager's lifecycle races, on the manager directly with a real
+// (temporary-directory) store.  The interleavings are forced through
+// SessionManager::TestHooks, so each test is deterministic without sleeps:
+//  * a Step that found its session just before a Delete must neither apply
+//    nor persist (a store write after the delete resurrected the session
+//    at the next restart);
+//  * a session being created is invisible until it is complete;
+//  * an import without exact_every gets the same default as a create;
+//  * stopping the metrics pipeline (server shutdown) drains its queue;
+//  * once the service shuts down, new calls are refused with UNAVAILABLE
+//    while a round already admitted completes.
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/family_registry.h"
+#include "gtest/gtest.h"
+#include "server/metrics_pipeline.h"
+#include "server/metrics/registry.h"
+#include "server/service.h"
+#include "server/service_metrics.h"
+#include "server/session_manager.h"
+#include "server/store/session_store.h"
+#include "tests/server/e2e_support.h"
+
+namespace f2obo::server {
+namespace {
+
+using testing::AllFamilyCases;
+using testing::FamilyCase;
+using testing::RequestFor;
+using testing::SpecFor;
+
+std::string NewTempDir() {
+  std::string templ = ::testing::TempDir() + "f2obo-lifecycle-XXXXXX";
+  return mkdtemp(templ.data()) != nullptr ? templ : "";
+}
+
+class SessionLifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = NewTempDir();
+    ASSERT_FALSE(dir_.empty());
+    OpenManager();
+  }
+  void TearDown() override {
+    mgr_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void OpenManager() {
+    mgr_.reset();
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<SessionStore>> store =
+        SessionStore::Open(dir_, Durability::kSync);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    mgr_ = std::make_unique<SessionManager>(Limits{}, &pipeline_, store_.get());
+  }
+  // The sessions a restarted server would load.
+  size_t StoredSessions() {
+    absl::StatusOr<LoadedStore> loaded = store_->LoadAll();
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    return loaded.ok() ? loaded->sessions.size() : 0;
+  }
+  absl::StatusOr<v1::SessionInfo> Create(const std::string& id) {
+    v1::CreateSessionRequest req;
+    req.set_session_id(id);
+    *req.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
+    return mgr_->Create(req);
+  }
+
+  const FamilyCase quadratic_ = AllFamilyCases()[0];
+  std::string dir_;
+  MetricsPipeline pipeline_{1, 4, nullptr};
+  std::unique_ptr<SessionStore> store_;
+  std::unique_ptr<SessionManager> mgr_;
+};
+
+TEST_F(SessionLifecycleTest, StepRacingDeleteIsNotFoundAndLeavesNothingStored) {
+  ASSERT_TRUE(Create("a").ok());
+  ASSERT_TRUE(mgr_->Step(RequestFor(quadratic_, "a", 1)).ok());
+  ASSERT_EQ(StoredSessions(), 1u);
+
+  // The Delete runs entirely between the Step's lookup and its lock.
+  int deletes = 0;
+  SessionManager::TestHooks hooks;
+  hooks.after_find = [&](const std::string& id) {
+    ++deletes;
+    EXPECT_TRUE(mgr_->Delete(id).ok());
+  };
+  mgr_->SetTestHooks(hooks);
+  const absl::StatusOr<v1::StepReply> step = mgr_->Step(RequestFor(quadratic_, "a", 2));
+  ASSERT_EQ(deletes, 1);
+  EXPECT_EQ(step.status().code(), absl::StatusCode::kNotFound) << step.status();
+  EXPECT_NE(step.status().message().find("'a' was deleted"), std::string::npos)
+      << step.status();
+
+  EXPECT_EQ(StoredSessions(), 0u);
+  // And a restart (a new manager on the same directory) does not bring it back.
+  OpenManager();
+  absl::StatusOr<std::vector<std::string>> problems = mgr_->Recover();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  EXPECT_TRUE(problems->empty());
+  EXPECT_EQ(mgr_->size(), 0u);
+  EXPECT_EQ(mgr_->Get("a").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SessionLifecycleTest, RetriedStepRacingDeleteIsNotServedFromTheCache) {
+  ASSERT_TRUE(Create("a").ok());
+  ASSERT_TRUE(mgr_->Step(RequestFor(quadratic_, "a", 1)).ok());
+  SessionManager::TestHooks hooks;
+  hooks.after_find = [&](const std::string& id) { EXPECT_TRUE(mgr_->Delete(id).ok()); };
+  mgr_->SetTestHooks(hooks);
+  // t = 1 is in the reply cache; a deleted session answers nothing.
+  EXPECT_EQ(mgr_->Step(RequestFor(quadratic_, "a", 1)).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(SessionLifecycleTest, SessionBeingCreatedIsInvisibleUntilComplete) {
+  int calls = 0;
+  SessionManager::TestHooks hooks;
+  hooks.before_publish = [&](const std::string& id) {
+    ++calls;
+    ASSERT_EQ(id, "new");
+    // Complete (already durable) but not yet published.
+    EXPECT_EQ(StoredSessions(), 1u);
+    EXPECT_EQ(mgr_->Get(id).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_TRUE(mgr_->List().empty());
+    EXPECT_EQ(mgr_->Step(RequestFor(quadratic_, id, 1)).status().code(),
+              absl::StatusCode::kNotFound);
+    EXPECT_EQ(mgr_->Metrics(id).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(mgr_->GetDecision(id).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(mgr_->Delete(id).code(), absl::StatusCode::kNotFound);
+    // The id is taken all the same: a second create of it must not slip in.
+    EXPECT_EQ(Create(id).status().code(), absl::StatusCode::kAlreadyExists);
+  };
+  mgr_->SetTestHooks(hooks);
+  absl::StatusOr<v1::SessionInfo> created = Create("new");
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(calls, 1);
+  mgr_->SetTestHooks({});
+  EXPECT_TRUE(mgr_->Get("new").ok());
+  EXPECT_EQ(mgr_->List().size(), 1u);
+  EXPECT_TRUE(mgr_->Metrics("new").ok());
+  EXPECT_TRUE(mgr_->Step(RequestFor(quadratic_, "new", 1)).ok());
+}
+
+TEST_F(SessionLifecycleTest, ReservedIdsCountTowardMaxSessions) {
+  Limits limits;
+  limits.max_sessions = 1;
+  SessionManager mgr(limits, &pipeline_, nullptr);
+  SessionManager::TestHooks hooks;
+  hooks.before_publish = [&](const std::string&) {
+    v1::CreateSessionRequest other;
+    *other.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
+    EXPECT_EQ(mgr.Create(other).status().code(), absl::StatusCode::kResourceExhausted);
+  };
+  mgr.SetTestHooks(hooks);
+  v1::CreateSessionRequest req;
+  *req.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
+  ASSERT_TRUE(mgr.Create(req).ok());
+  EXPECT_EQ(mgr.size(), 1u);
+}
+
+TEST_F(SessionLifecycleTest, ImportWithoutExactEveryGetsTheCreateDefault) {
+  v1::CreateSessionRequest req;
+  req.set_session_id("orig");
+  *req.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
+  req.mutable_spec()->mutable_metrics()->clear_exact_every();
+  absl::StatusOr<v1::SessionInfo> created = mgr_->Create(req);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const int expected = created->spec().metrics().exact_every();
+  ASSERT_EQ(expected, 1);  // a small session: exact metrics every step
+
+  absl::StatusOr<v1::SessionExport> ex = mgr_->Export("orig");
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  v1::ImportSessionRequest import;
+  import.set_session_id("copy");
+  *import.mutable_session() = *ex;
+  import.mutable_session()->mutable_spec()->mutable_metrics()->clear_exact_every();
+  absl::StatusOr<v1::SessionInfo> imported = mgr_->Import(import);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->spec().metrics().exact_every(), expected);  // was 0: no metrics
+
+  // An explicit value is kept, 0 included.
+  import.set_session_id("explicit");
+  import.mutable_session()->mutable_spec()->mutable_metrics()->set_exact_every(0);
+  imported = mgr_->Import(import);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->spec().metrics().exact_every(), 0);
+}
+
+TEST_F(SessionLifecycleTest, ShutdownRefusesNewCallsButFinishesTheAdmittedRound) {
+  ASSERT_TRUE(Create("a").ok());
+  F2oboService service(mgr_.get(), nullptr, nullptr, nullptr);
+  grpc::ServerContext ctx;
+  v1::GetSessionRequest get;
+  get.set_session_id("a");
+  v1::SessionInfo info;
+  ASSERT_TRUE(service.GetSession(&ctx, &get, &info).ok());
+
+  // The shutdown begins while a Step is inside the session manager.
+  bool hooked = false;
+  SessionManager::TestHooks hooks;
+  hooks.after_find = [&](const std::string&) {
+    hooked = true;
+    service.BeginShutdown();
+    // The admitted round keeps the service busy...
+    EXPECT_FALSE(service.WaitIdle(std::chrono::steady_clock::now()));
+    // ...and any new call is refused.
+    grpc::ServerContext other;
+    v1::SessionInfo unused;
+    const grpc::Status refused = service.GetSession(&other, &get, &unused);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(refused.error_message(), "server is shutting down");
+    v1::StepReply no_reply;
+    const v1::StepRequest step2 = RequestFor(quadratic_, "a", 2);
+    EXPECT_EQ(service.Step(&other, &step2, &no_reply).error_code(),
+              grpc::StatusCode::UNAVAILABLE);
+  };
+  mgr_->SetTestHooks(hooks);
+  const v1::StepRequest step1 = RequestFor(quadratic_, "a", 1);
+  v1::StepReply reply;
+  const grpc::Status status = service.Step(&ctx, &step1, &reply);
+  ASSERT_TRUE(hooked);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(reply.t(), 1);
+  EXPECT_TRUE(service.WaitIdle(std::chrono::steady_clock::now()));
+  mgr_->SetTestHooks({});
+  // Applied once: the refused step 2 never reached the session.
+  absl::StatusOr<v1::SessionInfo> after = mgr_->Get("a");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->next_t(), 2);
+}
+
+// f2obo_rpc_in_flight counts the handler while it runs.
+TEST_F(SessionLifecycleTest, InFlightGaugeCountsTheRunningHandler) {
+  ASSERT_TRUE(Create("a").ok());
+  metrics::Registry registry;
+  ServiceMetrics observer(&registry, true);
+  F2oboService service(mgr_.get(), nullptr, &observer, nullptr);
+  const std::string idle = "\nf2obo_rpc_in_flight 0\n";
+  const std::string busy = "\nf2obo_rpc_in_flight 1\n";
+  EXPECT_NE(registry.Render().find(idle), std::string::npos) << registry.Render();
+  std::string during;
+  SessionManager::TestHooks hooks;
+  hooks.after_find = [&](const std::string&) { during = registry.Render(); };
+  mgr_->SetTestHooks(hooks);
+  grpc::ServerContext ctx;
+  const v1::StepRequest step = RequestFor(quadratic_, "a", 1);
+  v1::StepReply reply;
+  ASSERT_TRUE(service.Step(&ctx, &step, &reply).ok());
+  EXPECT_NE(during.find(busy), std::string::npos) << during;
+  EXPECT_NE(registry.Render().find(idle), std::string::npos) << registry.Render();
+}
+
+// A graceful shutdown drains the metrics pipeline: jobs of acknowledged
+// steps still queued when Stop() begins are processed and published (the
+// workers used to return at once, dropping them).
+TEST(MetricsPipelineStop, DrainsQueuedJobsBeforeJoiningTheWorkers) {
+  constexpr int kJobs = 20;
+  MetricsPipeline* pipeline_ptr = nullptr;
+  std::atomic<int> observed{0};
+  // The only worker is held in its first job until Stop() has begun, so
+  // the other jobs are certainly still queued then (a condition, not a
+  // sleep).
+  MetricsPipeline pipeline(1, 64, [&](const v1::StepMetrics&) {
+    if (observed++ == 0) {
+      while (!pipeline_ptr->stopping()) std::this_thread::yield();
+    }
+  });
+  pipeline_ptr = &pipeline;
+  FamilyConfig family;
+  family.name = "quadratic";
+  family.x_dim = 2;
+  family.y_dim = 2;
+  absl::StatusOr<std::unique_ptr<Family>> f = CreateFamily(family);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::shared_ptr<SessionMetrics> channel =
+      pipeline.Open("s", *std::move(f), ConstraintSet::None(),
+                    [](const ExactMetrics&) { return RunningMetrics{}; });
+  for (int t = 1; t <= kJobs; ++t) {
+    MetricsJob job;
+    job.t = t;
+    pipeline.Enqueue(channel, std::move(job));
+  }
+  pipeline.Stop();
+  EXPECT_EQ(observed.load(), kJobs);
+  const std::vector<v1::StepMetrics> published = channel->Snapshot(0);
+  ASSERT_EQ(published.size(), static_cast<size_t>(kJobs));
+  EXPECT_EQ(published.back().t(), kJobs);
+  EXPECT_TRUE(channel->closed());
+}
+
+}  // namespace
+}  // namespace f2obo::server
