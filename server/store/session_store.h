@@ -6,6 +6,15 @@
 // Not stored: the previous step's batches; after a restart the first
 // step's drift metrics say so instead.
 //
+// Integrity: SQLite does not checksum its pages, so every stored blob
+// (spec, state, each cached reply, each group's member list) carries a
+// 64-bit checksum of its bytes, its session or group id and its step
+// index, written with it and verified by LoadAll(); a record failing it is
+// reported and not loaded, the others load.  The file as a whole is
+// checked at Open (PRAGMA quick_check): a damaged file is refused, so the
+// server never starts empty over it, nor writes into it.  Schema versions
+// are in PRAGMA user_version; Open migrates older files in place.
+//
 // Durability policies:
 //  * kSync: CommitStep returns only once the write is durable (WAL,
 //    synchronous=FULL).  A single writer thread batches the writes pending
@@ -56,13 +65,22 @@ struct LoadedStore {
 
 class SessionStore {
  public:
-  // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.
+  // The schema version this code writes (PRAGMA user_version).
+  //  0: no checksums (files written before version 1).
+  //  1: a checksum column per blob.
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.  Fails
+  // (FailedPrecondition, naming the path) if the file is damaged or if a
+  // newer server wrote it.
   static absl::StatusOr<std::unique_ptr<SessionStore>> Open(const std::string& dir,
                                                             Durability durability);
   ~SessionStore();
 
-  // Every session in the store.  A session whose rows are unreadable or
-  // whose state fails its checksum is listed in `damaged`, not loaded.
+  // Every session in the store.  A session any of whose records (spec,
+  // state, cached replies) is unreadable or fails its checksum, and a group
+  // whose member list does, is listed in `damaged` (one message naming it
+  // and what is wrong), not loaded.
   absl::StatusOr<LoadedStore> LoadAll();
 
   // Durable (whatever the policy) before returning.  `t` is the state's
@@ -86,6 +104,8 @@ class SessionStore {
  private:
   struct Write;
   SessionStore(sqlite3* db, std::string path, Durability durability);
+  absl::Status CheckFile(const std::string& dir);
+  absl::Status Migrate();
   void WriterLoop();
   absl::Status Submit(std::shared_ptr<Write> w, bool wait);
   absl::Status Apply(const Write& w);
