@@ -1,7 +1,10 @@
 #include "server/store/session_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -123,15 +126,47 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
     return absl::FailedPreconditionError(
         absl::StrCat("--data_dir: cannot create ", dir, ": ", std::strerror(errno)));
   }
+  // One server per directory: two would each hold sessions the other
+  // overwrites.  SQLite's own locks serialise transactions, not owners.
+  const std::string lock_path = dir + "/LOCK";
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--data_dir: cannot open ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {};
+    const ssize_t n = pread(lock_fd, holder, sizeof(holder) - 1, 0);
+    close(lock_fd);
+    if (err != EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--data_dir: cannot lock ", lock_path, ": ", std::strerror(err)));
+    }
+    std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--data_dir ", dir, " is already in use by another f2obo-server",
+        pid.empty() ? "" : absl::StrCat(" (pid ", pid, ")"), ", which holds ", lock_path,
+        "; give each server its own --data_dir"));
+  }
+  // The holder's pid, for the message above only (the flock is the lock).
+  if (ftruncate(lock_fd, 0) == 0) {
+    const std::string pid = absl::StrCat(getpid(), "\n");
+    const ssize_t written = pwrite(lock_fd, pid.data(), pid.size(), 0);
+    (void)written;
+  }
   const std::string path = dir + "/f2obo.sqlite3";
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
+    close(lock_fd);
     return absl::FailedPreconditionError(absl::StrCat("store: cannot open ", path, ": ", msg));
   }
-  std::unique_ptr<SessionStore> store(new SessionStore(db, path, durability));
+  // From here the store owns `db` and `lock_fd`.
+  std::unique_ptr<SessionStore> store(new SessionStore(db, lock_fd, path, durability));
   sqlite3_create_function_v2(db, "f2obo_sum", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
                              SqlRecordSum, nullptr, nullptr, nullptr);
   if (absl::Status s = store->CheckFile(dir); !s.ok()) return s;
@@ -224,8 +259,8 @@ absl::Status SessionStore::Migrate() {
   return absl::OkStatus();
 }
 
-SessionStore::SessionStore(sqlite3* db, std::string path, Durability durability)
-    : db_(db), path_(std::move(path)), durability_(durability) {}
+SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability)
+    : db_(db), lock_fd_(lock_fd), path_(std::move(path)), durability_(durability) {}
 
 SessionStore::~SessionStore() {
   {
@@ -235,6 +270,7 @@ SessionStore::~SessionStore() {
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();  // drains the queue first
   sqlite3_close(db_);
+  close(lock_fd_);  // last: the directory is free once the file is closed
 }
 
 absl::Status SessionStore::Exec(const char* sql) {

@@ -15,6 +15,9 @@
 // server never starts empty over it, nor writes into it.  Schema versions
 // are in PRAGMA user_version; Open migrates older files in place.
 //
+// Exclusive: Open takes a non-blocking flock on <dir>/LOCK for the store's
+// lifetime, so a second server on the same directory fails to start.
+//
 // Durability policies:
 //  * kSync: CommitStep returns only once the write is durable (WAL,
 //    synchronous=FULL).  A single writer thread batches the writes pending
@@ -71,8 +74,8 @@ class SessionStore {
   static constexpr int kSchemaVersion = 1;
 
   // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.  Fails
-  // (FailedPrecondition, naming the path) if the file is damaged or if a
-  // newer server wrote it.
+  // (FailedPrecondition, naming the path) if another process holds the
+  // directory, if the file is damaged, or if a newer server wrote it.
   static absl::StatusOr<std::unique_ptr<SessionStore>> Open(const std::string& dir,
                                                             Durability durability);
   ~SessionStore();
@@ -103,7 +106,7 @@ class SessionStore {
 
  private:
   struct Write;
-  SessionStore(sqlite3* db, std::string path, Durability durability);
+  SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability);
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
   void WriterLoop();
@@ -112,6 +115,7 @@ class SessionStore {
   absl::Status Exec(const char* sql);
 
   sqlite3* db_;
+  const int lock_fd_;  // holds the flock on <dir>/LOCK
   const std::string path_;
   const Durability durability_;
   std::mutex mu_;

@@ -346,5 +346,17 @@ TEST_F(StoreTest, AFileFromANewerServerIsRefused) {
   EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));
 }
 
+TEST_F(StoreTest, ASecondOpenOfTheSameDirectoryFailsUntilTheFirstCloses) {
+  auto first = SessionStore::Open(dir_, Durability::kSync);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const auto second = SessionStore::Open(dir_, Durability::kSync);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr(dir_ + " is already in use"));
+  EXPECT_THAT(second.status().message(), HasSubstr("pid " + std::to_string(getpid())));
+  first->reset();
+  EXPECT_TRUE(SessionStore::Open(dir_, Durability::kSync).ok());
+}
+
 }  // namespace
 }  // namespace f2obo::server
