@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,6 +26,7 @@ struct SessionStore::Write {
   std::string reply;  // kStep
   std::vector<std::pair<int64_t, std::string>> replies;  // kPut
   int keep = 0;       // kStep
+  size_t bytes = 0;   // payload size, for the queue bound
   bool done = false;
   absl::Status status;
 };
@@ -121,7 +123,8 @@ class Stmt {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::string& dir,
-                                                                 Durability durability) {
+                                                                 Durability durability,
+                                                                 size_t max_queued_bytes) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
         absl::StrCat("--data_dir: cannot create ", dir, ": ", std::strerror(errno)));
@@ -166,7 +169,11 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
     return absl::FailedPreconditionError(absl::StrCat("store: cannot open ", path, ": ", msg));
   }
   // From here the store owns `db` and `lock_fd`.
-  std::unique_ptr<SessionStore> store(new SessionStore(db, lock_fd, path, durability));
+  std::unique_ptr<SessionStore> store(
+      new SessionStore(db, lock_fd, path, durability, max_queued_bytes));
+  // Only outside readers (a backup, the sqlite3 shell) can hold the file
+  // now; wait for them rather than fail a step.
+  sqlite3_busy_timeout(db, 5000);
   sqlite3_create_function_v2(db, "f2obo_sum", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
                              SqlRecordSum, nullptr, nullptr, nullptr);
   if (absl::Status s = store->CheckFile(dir); !s.ok()) return s;
@@ -259,8 +266,13 @@ absl::Status SessionStore::Migrate() {
   return absl::OkStatus();
 }
 
-SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability)
-    : db_(db), lock_fd_(lock_fd), path_(std::move(path)), durability_(durability) {}
+SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
+                           size_t max_queued_bytes)
+    : db_(db),
+      lock_fd_(lock_fd),
+      path_(std::move(path)),
+      durability_(durability),
+      max_queued_bytes_(max_queued_bytes) {}
 
 SessionStore::~SessionStore() {
   {
@@ -271,6 +283,11 @@ SessionStore::~SessionStore() {
   if (writer_.joinable()) writer_.join();  // drains the queue first
   sqlite3_close(db_);
   close(lock_fd_);  // last: the directory is free once the file is closed
+}
+
+size_t SessionStore::max_queued_bytes_seen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return max_queued_bytes_seen_;
 }
 
 absl::Status SessionStore::Exec(const char* sql) {
@@ -438,9 +455,20 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
 }
 
 absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
+  w->bytes = w->spec.size() + w->state.size() + w->reply.size();
+  for (const auto& r : w->replies) w->bytes += r.second.size();
   std::unique_lock<std::mutex> lock(mu_);
+  // Bounded queue: a writer that falls behind (kNone does not wait for its
+  // writes) holds back new ones instead of growing memory.  The writer takes
+  // the whole queue at once, so room comes with its next batch; an empty
+  // queue admits a write of any size.
+  cv_.wait(lock, [&] {
+    return stopping_ || queue_.empty() || queued_bytes_ + w->bytes <= max_queued_bytes_;
+  });
   if (stopping_) return absl::UnavailableError("store: shutting down");
   queue_.push_back(w);
+  queued_bytes_ += w->bytes;
+  max_queued_bytes_seen_ = std::max(max_queued_bytes_seen_, queued_bytes_);
   cv_.notify_all();
   if (!wait) return absl::OkStatus();
   cv_.wait(lock, [&] { return w->done; });
@@ -529,7 +557,9 @@ void SessionStore::WriterLoop() {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and drained
       batch.swap(queue_);
+      queued_bytes_ = 0;
     }
+    cv_.notify_all();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.
     bool batch_ok = Exec("BEGIN IMMEDIATE").ok();
     for (const auto& w : batch) {

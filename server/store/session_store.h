@@ -24,13 +24,15 @@
 //    from all sessions into one transaction (group commit), so concurrent
 //    streams share fsyncs instead of queueing for one each.
 //  * kNone: the same writes, without fsync and without waiting for them
-//    (benchmarks; a crash may lose recent steps).
+//    (benchmarks; a crash may lose recent steps).  The queue of writes not
+//    yet applied is bounded (kMaxQueuedBytes): past it, CommitStep waits.
 //
 // Thread-safety: thread-safe.
 #ifndef F2OBO_SERVER_STORE_SESSION_STORE_H_
 #define F2OBO_SERVER_STORE_SESSION_STORE_H_
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -72,12 +74,17 @@ class SessionStore {
   //  0: no checksums (files written before version 1).
   //  1: a checksum column per blob.
   static constexpr int kSchemaVersion = 1;
+  // Under kNone, CommitStep does not wait for its write; it waits only when
+  // this many bytes are already queued, so a slow disk bounds the memory.
+  // (Under kSync every caller waits anyway.)
+  static constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
 
   // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.  Fails
   // (FailedPrecondition, naming the path) if another process holds the
   // directory, if the file is damaged, or if a newer server wrote it.
-  static absl::StatusOr<std::unique_ptr<SessionStore>> Open(const std::string& dir,
-                                                            Durability durability);
+  static absl::StatusOr<std::unique_ptr<SessionStore>> Open(
+      const std::string& dir, Durability durability,
+      size_t max_queued_bytes = kMaxQueuedBytes);
   ~SessionStore();
 
   // Every session in the store.  A session any of whose records (spec,
@@ -102,11 +109,14 @@ class SessionStore {
                           const v1::StepReply& reply, int keep_replies);
 
   Durability durability() const { return durability_; }
+  // The most bytes ever queued at once (tests: the kNone bound holds).
+  size_t max_queued_bytes_seen() const;
   const std::string& path() const { return path_; }
 
  private:
   struct Write;
-  SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability);
+  SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
+               size_t max_queued_bytes);
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
   void WriterLoop();
@@ -118,9 +128,12 @@ class SessionStore {
   const int lock_fd_;  // holds the flock on <dir>/LOCK
   const std::string path_;
   const Durability durability_;
-  std::mutex mu_;
+  const size_t max_queued_bytes_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Write>> queue_;  // guarded by mu_
+  size_t queued_bytes_ = 0;                   // guarded by mu_
+  size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
   std::thread writer_;
 };

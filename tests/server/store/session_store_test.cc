@@ -358,5 +358,32 @@ TEST_F(StoreTest, ASecondOpenOfTheSameDirectoryFailsUntilTheFirstCloses) {
   EXPECT_TRUE(SessionStore::Open(dir_, Durability::kSync).ok());
 }
 
+TEST_F(StoreTest, TheNoneWriteBehindQueueStaysBoundedAndLosesNothingOnClose) {
+  constexpr size_t kBound = 256 << 10;
+  const std::string state_of_1 = StateBytes(1, 0, 8000);  // ~64 KiB each
+  constexpr int kCommits = 300;
+  std::vector<std::string> states;  // made up front: submitting is then a copy
+  for (int64_t t = 1; t <= kCommits; ++t) states.push_back(StateBytes(t + 1, 0, 8000));
+  const std::string last = states.back();
+  {
+    auto store = SessionStore::Open(dir_, Durability::kNone, kBound);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutSession("n", SpecFor("n"), state_of_1, 1).ok());
+    // Unbounded, these non-waiting writes (~19 MiB, each a copy) would pile
+    // up far beyond the bound while the writer walks pages for each.
+    for (int64_t t = 1; t <= kCommits; ++t) {
+      ASSERT_TRUE((*store)->CommitStep("n", t + 1, std::move(states[t - 1]), ReplyFor("n", t),
+                                       kKeep).ok());
+    }
+    EXPECT_LE((*store)->max_queued_bytes_seen(), kBound);
+    EXPECT_GT((*store)->max_queued_bytes_seen(), 0u);
+  }
+  const LoadedStore loaded = Reload(dir_);
+  EXPECT_THAT(loaded.damaged, IsEmpty());
+  ASSERT_THAT(loaded.sessions, SizeIs(1));
+  EXPECT_EQ(loaded.sessions[0].state, last);
+  EXPECT_THAT(loaded.sessions[0].replies, SizeIs(kKeep));
+}
+
 }  // namespace
 }  // namespace f2obo::server
