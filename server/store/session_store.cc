@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,7 @@ struct SessionStore::Write {
   std::vector<std::pair<int64_t, std::string>> replies;  // kPut
   int keep = 0;       // kStep
   size_t bytes = 0;   // payload size, for the queue bound
+  bool waited = false;  // a caller waits for `status`
   bool done = false;
   absl::Status status;
 };
@@ -285,6 +287,11 @@ SessionStore::~SessionStore() {
   close(lock_fd_);  // last: the directory is free once the file is closed
 }
 
+int64_t SessionStore::unwaited_failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unwaited_failures_;
+}
+
 size_t SessionStore::max_queued_bytes_seen() const {
   std::lock_guard<std::mutex> lock(mu_);
   return max_queued_bytes_seen_;
@@ -466,6 +473,7 @@ absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
     return stopping_ || queue_.empty() || queued_bytes_ + w->bytes <= max_queued_bytes_;
   });
   if (stopping_) return absl::UnavailableError("store: shutting down");
+  w->waited = wait;
   queue_.push_back(w);
   queued_bytes_ += w->bytes;
   max_queued_bytes_seen_ = std::max(max_queued_bytes_seen_, queued_bytes_);
@@ -578,6 +586,24 @@ void SessionStore::WriterLoop() {
         if (s.ok()) s = Exec("COMMIT");
         if (!s.ok()) Exec("ROLLBACK").IgnoreError();
         w->status = s;
+      }
+    }
+    // A write nobody waits for (kNone's steps) cannot report its failure to
+    // a caller: say it on stderr instead of losing durability silently
+    // (1st, 2nd, 4th, 8th, ... failure, so a full disk cannot flood the log).
+    for (const auto& w : batch) {
+      if (w->waited || w->status.ok()) continue;
+      int64_t n;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        n = ++unwaited_failures_;
+      }
+      if ((n & (n - 1)) == 0) {
+        std::fprintf(stderr,
+                     "f2obo-server: store: a step of session '%s' was not saved (%s); %lld "
+                     "unsaved so far: a restart resumes from older steps\n",
+                     w->id.c_str(), std::string(w->status.message()).c_str(),
+                     static_cast<long long>(n));
       }
     }
     {

@@ -109,6 +109,9 @@ class SessionStore {
                           const v1::StepReply& reply, int keep_replies);
 
   Durability durability() const { return durability_; }
+  // Writes that failed with no caller waiting for them (kNone's steps);
+  // each is also reported on stderr (rate-limited).
+  int64_t unwaited_failures() const;
   // The most bytes ever queued at once (tests: the kNone bound holds).
   size_t max_queued_bytes_seen() const;
   const std::string& path() const { return path_; }
@@ -134,6 +137,7 @@ class SessionStore {
   std::deque<std::shared_ptr<Write>> queue_;  // guarded by mu_
   size_t queued_bytes_ = 0;                   // guarded by mu_
   size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
+  int64_t unwaited_failures_ = 0;             // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
   std::thread writer_;
 };

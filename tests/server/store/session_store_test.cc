@@ -385,5 +385,16 @@ TEST_F(StoreTest, TheNoneWriteBehindQueueStaysBoundedAndLosesNothingOnClose) {
   EXPECT_THAT(loaded.sessions[0].replies, SizeIs(kKeep));
 }
 
+TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
+  auto store = SessionStore::Open(dir_, Durability::kNone);
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Under kNone a step's write is not waited for: its failure (here, a
+  // session the store does not hold) cannot reach the caller.
+  EXPECT_TRUE((*store)->CommitStep("ghost", 2, StateBytes(2, 0), ReplyFor("ghost", 1), kKeep).ok());
+  // Writes apply in order: once this waited one is done, so is the step.
+  ASSERT_TRUE((*store)->PutGroup("g", {"ghost"}).ok());
+  EXPECT_EQ((*store)->unwaited_failures(), 1);
+}
+
 }  // namespace
 }  // namespace f2obo::server
