@@ -1,9 +1,14 @@
 #include "server/store/session_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -22,11 +27,58 @@ struct SessionStore::Write {
   std::string reply;  // kStep
   std::vector<std::pair<int64_t, std::string>> replies;  // kPut
   int keep = 0;       // kStep
+  size_t bytes = 0;   // payload size, for the queue bound
+  bool waited = false;  // a caller waits for `status`
   bool done = false;
   absl::Status status;
 };
 
 namespace {
+
+// The checksum of one stored blob: 64-bit FNV-1a over a tag naming the
+// column, the record's id, its step index and the blob's bytes, so a blob
+// moved to another row, another session or another step fails it too.
+// FNV-1a detects every single-byte change (each step is a bijection of the
+// hash state).  Stored as SQLite's signed 64-bit INTEGER.
+int64_t RecordSum(absl::string_view tag, absl::string_view id, int64_t t,
+                  absl::string_view blob) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const auto mix = [&h](const void* p, size_t n) {
+    const unsigned char* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 0x100000001b3ULL;
+    }
+  };
+  const auto field = [&](absl::string_view v) {
+    const uint64_t n = v.size();  // length-prefixed: no two splits hash alike
+    mix(&n, sizeof(n));
+    mix(v.data(), v.size());
+  };
+  field(tag);
+  field(id);
+  mix(&t, sizeof(t));
+  field(blob);
+  int64_t out;
+  std::memcpy(&out, &h, sizeof(out));
+  return out;
+}
+
+// f2obo_sum(tag, id, t, blob): RecordSum as an SQL function, for migrating
+// existing rows inside one UPDATE.
+void SqlRecordSum(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  if (argc != 4) {
+    sqlite3_result_error(ctx, "f2obo_sum: 4 arguments", -1);
+    return;
+  }
+  const auto bytes = [](sqlite3_value* v) {
+    const void* p = sqlite3_value_blob(v);  // text or blob: the same bytes
+    return absl::string_view(static_cast<const char*>(p),
+                             p == nullptr ? 0 : sqlite3_value_bytes(v));
+  };
+  sqlite3_result_int64(ctx, RecordSum(bytes(argv[0]), bytes(argv[1]),
+                                      sqlite3_value_int64(argv[2]), bytes(argv[3])));
+}
 
 // RAII prepared statement.
 class Stmt {
@@ -53,6 +105,8 @@ class Stmt {
     const void* p = sqlite3_column_blob(stmt_, i);
     return std::string(static_cast<const char*>(p), sqlite3_column_bytes(stmt_, i));
   }
+  int64_t ColumnInt(int i) const { return sqlite3_column_int64(stmt_, i); }
+  bool IsNull(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
   absl::Status Error(const char* what) const {
     return absl::InternalError(absl::StrCat("store: ", what, ": ", sqlite3_errmsg(db_)));
   }
@@ -71,10 +125,41 @@ class Stmt {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::string& dir,
-                                                                 Durability durability) {
+                                                                 Durability durability,
+                                                                 size_t max_queued_bytes) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
         absl::StrCat("--data_dir: cannot create ", dir, ": ", std::strerror(errno)));
+  }
+  // One server per directory: two would each hold sessions the other
+  // overwrites.  SQLite's own locks serialise transactions, not owners.
+  const std::string lock_path = dir + "/LOCK";
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--data_dir: cannot open ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {};
+    const ssize_t n = pread(lock_fd, holder, sizeof(holder) - 1, 0);
+    close(lock_fd);
+    if (err != EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--data_dir: cannot lock ", lock_path, ": ", std::strerror(err)));
+    }
+    std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--data_dir ", dir, " is already in use by another f2obo-server",
+        pid.empty() ? "" : absl::StrCat(" (pid ", pid, ")"), ", which holds ", lock_path,
+        "; give each server its own --data_dir"));
+  }
+  // The holder's pid, for the message above only (the flock is the lock).
+  if (ftruncate(lock_fd, 0) == 0) {
+    const std::string pid = absl::StrCat(getpid(), "\n");
+    const ssize_t written = pwrite(lock_fd, pid.data(), pid.size(), 0);
+    (void)written;
   }
   const std::string path = dir + "/f2obo.sqlite3";
   sqlite3* db = nullptr;
@@ -82,29 +167,114 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
                       nullptr) != SQLITE_OK) {
     const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
+    close(lock_fd);
     return absl::FailedPreconditionError(absl::StrCat("store: cannot open ", path, ": ", msg));
   }
-  std::unique_ptr<SessionStore> store(new SessionStore(db, path, durability));
+  // From here the store owns `db` and `lock_fd`.
+  std::unique_ptr<SessionStore> store(
+      new SessionStore(db, lock_fd, path, durability, max_queued_bytes));
+  // Only outside readers (a backup, the sqlite3 shell) can hold the file
+  // now; wait for them rather than fail a step.
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_create_function_v2(db, "f2obo_sum", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                             SqlRecordSum, nullptr, nullptr, nullptr);
+  if (absl::Status s = store->CheckFile(dir); !s.ok()) return s;
   const char* setup[] = {
       "PRAGMA journal_mode=WAL",
       durability == Durability::kSync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF",
-      "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, spec BLOB NOT NULL, "
-      "state BLOB NOT NULL, t INTEGER NOT NULL)",
-      "CREATE TABLE IF NOT EXISTS replies (id TEXT NOT NULL, t INTEGER NOT NULL, "
-      "reply BLOB NOT NULL, PRIMARY KEY (id, t))",
-      "CREATE TABLE IF NOT EXISTS groups (id TEXT PRIMARY KEY, members TEXT NOT NULL)",
   };
   for (const char* sql : setup) {
     if (absl::Status s = store->Exec(sql); !s.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(path, ": ", s.message()));
     }
   }
+  if (absl::Status s = store->Migrate(); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("store ", path, ": ", s.message()));
+  }
   store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
   return store;
 }
 
-SessionStore::SessionStore(sqlite3* db, std::string path, Durability durability)
-    : db_(db), path_(std::move(path)), durability_(durability) {}
+absl::Status SessionStore::CheckFile(const std::string& dir) {
+  // Pages SQLite cannot read, or b-trees that do not hold together: starting
+  // empty over them would hide every session, and writing into them may
+  // spread the damage.  Refuse, and say what to do.
+  std::vector<std::string> problems;
+  {
+    Stmt check(db_, "PRAGMA quick_check(5)");
+    if (!check.ok()) {
+      problems.push_back(sqlite3_errmsg(db_));
+    } else {
+      int rc;
+      while ((rc = check.Step()) == SQLITE_ROW) {
+        std::string line = check.Column(0);
+        if (line != "ok") problems.push_back(std::move(line));
+      }
+      if (rc != SQLITE_DONE) problems.push_back(sqlite3_errmsg(db_));
+    }
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "store ", path_, " is damaged (", absl::StrJoin(problems, "; "),
+      "): refusing to start on it.  Move ", dir,
+      " aside or restore it from a backup; `sqlite3 <file> .recover` may salvage the intact "
+      "sessions (their checksums are verified when loaded)"));
+}
+
+absl::Status SessionStore::Migrate() {
+  int version = -1;
+  {
+    Stmt v(db_, "PRAGMA user_version");
+    if (!v.ok() || v.Step() != SQLITE_ROW) return v.Error("reading the schema version");
+    version = static_cast<int>(v.ColumnInt(0));
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "schema version ", version, " was written by a newer f2obo-server (this one knows up to ",
+        kSchemaVersion, ")"));
+  }
+  if (version == kSchemaVersion) return absl::OkStatus();
+  // Version 0 -> 1: a new file takes the same path (version 0 tables, then
+  // the migration), so the migration runs on every fresh store.  Rows
+  // already there get their checksums from their bytes as they are; the
+  // checks version 0 had (the state's own checksum, the protobuf parses)
+  // still run at load, so no check is lost.  One transaction: a crash
+  // mid-way leaves the file at version 0.
+  const char* migrate[] = {
+      "BEGIN IMMEDIATE",
+      "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, spec BLOB NOT NULL, "
+      "state BLOB NOT NULL, t INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS replies (id TEXT NOT NULL, t INTEGER NOT NULL, "
+      "reply BLOB NOT NULL, PRIMARY KEY (id, t))",
+      "CREATE TABLE IF NOT EXISTS groups (id TEXT PRIMARY KEY, members TEXT NOT NULL)",
+      "ALTER TABLE sessions ADD COLUMN spec_sum INTEGER",
+      "ALTER TABLE sessions ADD COLUMN state_sum INTEGER",
+      "ALTER TABLE replies ADD COLUMN reply_sum INTEGER",
+      "ALTER TABLE groups ADD COLUMN members_sum INTEGER",
+      "UPDATE sessions SET spec_sum = f2obo_sum('spec', id, 0, spec), "
+      "state_sum = f2obo_sum('state', id, t, state)",
+      "UPDATE replies SET reply_sum = f2obo_sum('reply', id, t, reply)",
+      "UPDATE groups SET members_sum = f2obo_sum('group', id, 0, members)",
+      "PRAGMA user_version = 1",
+      "COMMIT",
+  };
+  for (const char* sql : migrate) {
+    if (absl::Status s = Exec(sql); !s.ok()) {
+      Exec("ROLLBACK").IgnoreError();
+      return absl::Status(s.code(), absl::StrCat("migrating from schema version ", version,
+                                                 ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
+                           size_t max_queued_bytes)
+    : db_(db),
+      lock_fd_(lock_fd),
+      path_(std::move(path)),
+      durability_(durability),
+      max_queued_bytes_(max_queued_bytes) {}
 
 SessionStore::~SessionStore() {
   {
@@ -114,6 +284,17 @@ SessionStore::~SessionStore() {
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();  // drains the queue first
   sqlite3_close(db_);
+  close(lock_fd_);  // last: the directory is free once the file is closed
+}
+
+int64_t SessionStore::unwaited_failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unwaited_failures_;
+}
+
+size_t SessionStore::max_queued_bytes_seen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return max_queued_bytes_seen_;
 }
 
 absl::Status SessionStore::Exec(const char* sql) {
@@ -125,6 +306,21 @@ absl::Status SessionStore::Exec(const char* sql) {
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+// Why the checksum in column `col` of `row` does not vouch for a blob whose
+// checksum is `computed`; empty if it does.
+std::string SumProblem(const Stmt& row, int col, int64_t computed) {
+  if (row.IsNull(col)) return "checksum missing (corrupt record)";
+  const int64_t stored = row.ColumnInt(col);
+  if (stored == computed) return "";
+  return absl::StrCat("checksum mismatch (corrupt record: stored ",
+                      absl::Hex(static_cast<uint64_t>(stored), absl::kZeroPad16), ", computed ",
+                      absl::Hex(static_cast<uint64_t>(computed), absl::kZeroPad16), ")");
+}
+
+}  // namespace
 
 absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
   LoadedStore out;
@@ -140,49 +336,87 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
   for (const std::string& id : ids) {
     StoredSession s;
     s.id = id;
-    Stmt row(db_, "SELECT spec, state FROM sessions WHERE id = ?");
+    const auto damaged = [&](absl::string_view what) {
+      out.damaged.push_back(absl::StrCat("session '", id, "': ", what));
+    };
+    Stmt row(db_, "SELECT spec, state, t, spec_sum, state_sum FROM sessions WHERE id = ?");
     if (!row.ok() || row.Text(1, id).Step() != SQLITE_ROW) {
-      out.damaged.push_back(absl::StrCat("session '", id, "': unreadable row (",
-                                         sqlite3_errmsg(db_), ")"));
+      damaged(absl::StrCat("unreadable row (", sqlite3_errmsg(db_), ")"));
       continue;
     }
-    if (!s.spec.ParseFromString(row.Column(0))) {
-      out.damaged.push_back(absl::StrCat("session '", id, "': spec does not parse"));
-      continue;
-    }
+    const std::string spec = row.Column(0);
     s.state = row.Column(1);
-    if (absl::StatusOr<SessionState> st = DeserializeState(s.state); !st.ok()) {
-      out.damaged.push_back(absl::StrCat("session '", id, "': ", st.status().message()));
+    const int64_t t = row.ColumnInt(2);
+    if (std::string p = SumProblem(row, 3, RecordSum("spec", id, 0, spec)); !p.empty()) {
+      damaged(absl::StrCat("spec ", p));
       continue;
     }
-    Stmt replies(db_, "SELECT reply FROM replies WHERE id = ? ORDER BY t");
+    if (std::string p = SumProblem(row, 4, RecordSum("state", id, t, s.state)); !p.empty()) {
+      damaged(absl::StrCat("state ", p));
+      continue;
+    }
+    if (!s.spec.ParseFromString(spec)) {
+      damaged("spec does not parse");
+      continue;
+    }
+    absl::StatusOr<SessionState> st = DeserializeState(s.state);
+    if (!st.ok()) {
+      damaged(st.status().message());
+      continue;
+    }
+    if (st->t != t) {
+      damaged(absl::StrCat("state is at step ", st->t, " but its row says ", t));
+      continue;
+    }
+    Stmt replies(db_, "SELECT t, reply, reply_sum FROM replies WHERE id = ? ORDER BY t");
     if (!replies.ok()) return replies.Error("reading replies");
     replies.Text(1, id);
-    int rc;
-    bool bad = false;
-    while ((rc = replies.Step()) == SQLITE_ROW) {
+    int rc = SQLITE_DONE;
+    std::string bad;
+    while (bad.empty() && (rc = replies.Step()) == SQLITE_ROW) {
+      const int64_t rt = replies.ColumnInt(0);
+      const std::string bytes = replies.Column(1);
       v1::StepReply r;
-      bad = bad || !r.ParseFromString(replies.Column(0));
+      // (Rows are keyed by the reply's step after a PutSession, by the next
+      // step after a CommitStep; the checksum binds the reply to its key.)
+      if (std::string p = SumProblem(replies, 2, RecordSum("reply", id, rt, bytes)); !p.empty()) {
+        bad = absl::StrCat("cached reply at t=", rt, ": ", p);
+      } else if (!r.ParseFromString(bytes)) {
+        bad = absl::StrCat("cached reply at t=", rt, " does not parse");
+      }
       s.replies.push_back(std::move(r));
     }
-    if (bad || rc != SQLITE_DONE) {
-      out.damaged.push_back(absl::StrCat("session '", id, "': reply cache unreadable"));
+    if (bad.empty() && rc != SQLITE_DONE) {
+      bad = absl::StrCat("reply cache unreadable (", sqlite3_errmsg(db_), ")");
+    }
+    if (!bad.empty()) {
+      // Not loaded without it: a client retrying an acknowledged step would
+      // otherwise get no reply, or a different one.
+      damaged(bad);
       continue;
     }
     out.sessions.push_back(std::move(s));
   }
-  Stmt groups(db_, "SELECT id, members FROM groups ORDER BY id");
+  Stmt groups(db_, "SELECT id, members, members_sum FROM groups ORDER BY id");
   if (!groups.ok()) return groups.Error("listing groups");
   int rc;
   while ((rc = groups.Step()) == SQLITE_ROW) {
     StoredGroup g;
     g.id = groups.Column(0);
-    for (absl::string_view m : absl::StrSplit(groups.Column(1), '\n', absl::SkipEmpty())) {
+    const std::string members = groups.Column(1);
+    if (std::string p = SumProblem(groups, 2, RecordSum("group", g.id, 0, members)); !p.empty()) {
+      // Its member sessions load on their own; only the grouping is lost.
+      out.damaged.push_back(absl::StrCat("group '", g.id, "': member list ", p));
+      continue;
+    }
+    for (absl::string_view m : absl::StrSplit(members, '\n', absl::SkipEmpty())) {
       g.members.emplace_back(m);
     }
     out.groups.push_back(std::move(g));
   }
-  if (rc != SQLITE_DONE) out.damaged.push_back("groups: unreadable");
+  if (rc != SQLITE_DONE) {
+    out.damaged.push_back(absl::StrCat("groups: unreadable (", sqlite3_errmsg(db_), ")"));
+  }
   return out;
 }
 
@@ -237,9 +471,21 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
 }
 
 absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
+  w->bytes = w->spec.size() + w->state.size() + w->reply.size();
+  for (const auto& r : w->replies) w->bytes += r.second.size();
   std::unique_lock<std::mutex> lock(mu_);
+  // Bounded queue: a writer that falls behind (kNone does not wait for its
+  // writes) holds back new ones instead of growing memory.  The writer takes
+  // the whole queue at once, so room comes with its next batch; an empty
+  // queue admits a write of any size.
+  cv_.wait(lock, [&] {
+    return stopping_ || queue_.empty() || queued_bytes_ + w->bytes <= max_queued_bytes_;
+  });
   if (stopping_) return absl::UnavailableError("store: shutting down");
+  w->waited = wait;
   queue_.push_back(w);
+  queued_bytes_ += w->bytes;
+  max_queued_bytes_seen_ = std::max(max_queued_bytes_seen_, queued_bytes_);
   cv_.notify_all();
   if (!wait) return absl::OkStatus();
   cv_.wait(lock, [&] { return w->done; });
@@ -256,17 +502,28 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
 absl::Status SessionStore::Apply(const Write& w) {
   switch (w.kind) {
     case Write::kPut: {
-      Stmt s(db_, "INSERT OR REPLACE INTO sessions (id, spec, state, t) VALUES (?, ?, ?, ?)");
-      if (absl::Status st = s.Text(1, w.id).Blob(2, w.spec).Blob(3, w.state).Int(4, w.t).Run(
-              "saving a session");
+      Stmt s(db_,
+             "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum) "
+             "VALUES (?, ?, ?, ?, ?, ?)");
+      if (absl::Status st = s.Text(1, w.id)
+                                .Blob(2, w.spec)
+                                .Blob(3, w.state)
+                                .Int(4, w.t)
+                                .Int(5, RecordSum("spec", w.id, 0, w.spec))
+                                .Int(6, RecordSum("state", w.id, w.t, w.state))
+                                .Run("saving a session");
           !st.ok()) {
         return st;
       }
       Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
       if (absl::Status st = clear.Text(1, w.id).Run("clearing replies"); !st.ok()) return st;
       for (const auto& [t, reply] : w.replies) {
-        Stmt r(db_, "INSERT INTO replies (id, t, reply) VALUES (?, ?, ?)");
-        if (absl::Status st = r.Text(1, w.id).Int(2, t).Blob(3, reply).Run("saving a reply");
+        Stmt r(db_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+        if (absl::Status st = r.Text(1, w.id)
+                                  .Int(2, t)
+                                  .Blob(3, reply)
+                                  .Int(4, RecordSum("reply", w.id, t, reply))
+                                  .Run("saving a reply");
             !st.ok()) {
           return st;
         }
@@ -274,8 +531,11 @@ absl::Status SessionStore::Apply(const Write& w) {
       return absl::OkStatus();
     }
     case Write::kGroup: {
-      Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members) VALUES (?, ?)");
-      return g.Text(1, w.id).Text(2, w.spec).Run("saving a group");
+      Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
+      return g.Text(1, w.id)
+          .Text(2, w.spec)
+          .Int(3, RecordSum("group", w.id, 0, w.spec))
+          .Run("saving a group");
     }
     case Write::kDelete:
       return DeleteSessionRows(w.id);
@@ -288,16 +548,25 @@ absl::Status SessionStore::Apply(const Write& w) {
       return g.Text(1, w.id).Run("deleting a group");
     }
     case Write::kStep: {
-      Stmt a(db_, "UPDATE sessions SET state = ?, t = ? WHERE id = ?");
-      if (absl::Status s = a.Blob(1, w.state).Int(2, w.t).Text(3, w.id).Run("saving a step");
+      Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ? WHERE id = ?");
+      if (absl::Status s = a.Blob(1, w.state)
+                               .Int(2, w.t)
+                               .Int(3, RecordSum("state", w.id, w.t, w.state))
+                               .Text(4, w.id)
+                               .Run("saving a step");
           !s.ok()) {
         return s;
       }
       if (sqlite3_changes(db_) != 1) {
         return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
       }
-      Stmt b(db_, "INSERT OR REPLACE INTO replies (id, t, reply) VALUES (?, ?, ?)");
-      if (absl::Status s = b.Text(1, w.id).Int(2, w.t).Blob(3, w.reply).Run("saving a reply");
+      Stmt b(db_,
+             "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+      if (absl::Status s = b.Text(1, w.id)
+                               .Int(2, w.t)
+                               .Blob(3, w.reply)
+                               .Int(4, RecordSum("reply", w.id, w.t, w.reply))
+                               .Run("saving a reply");
           !s.ok()) {
         return s;
       }
@@ -316,7 +585,9 @@ void SessionStore::WriterLoop() {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and drained
       batch.swap(queue_);
+      queued_bytes_ = 0;
     }
+    cv_.notify_all();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.
     bool batch_ok = Exec("BEGIN IMMEDIATE").ok();
     for (const auto& w : batch) {
@@ -335,6 +606,24 @@ void SessionStore::WriterLoop() {
         if (s.ok()) s = Exec("COMMIT");
         if (!s.ok()) Exec("ROLLBACK").IgnoreError();
         w->status = s;
+      }
+    }
+    // A write nobody waits for (kNone's steps) cannot report its failure to
+    // a caller: say it on stderr instead of losing durability silently
+    // (1st, 2nd, 4th, 8th, ... failure, so a full disk cannot flood the log).
+    for (const auto& w : batch) {
+      if (w->waited || w->status.ok()) continue;
+      int64_t n;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        n = ++unwaited_failures_;
+      }
+      if ((n & (n - 1)) == 0) {
+        std::fprintf(stderr,
+                     "f2obo-server: store: a step of session '%s' was not saved (%s); %lld "
+                     "unsaved so far: a restart resumes from older steps\n",
+                     w->id.c_str(), std::string(w->status.message()).c_str(),
+                     static_cast<long long>(n));
       }
     }
     {

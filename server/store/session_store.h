@@ -6,19 +6,33 @@
 // Not stored: the previous step's batches; after a restart the first
 // step's drift metrics say so instead.
 //
+// Integrity: SQLite does not checksum its pages, so every stored blob
+// (spec, state, each cached reply, each group's member list) carries a
+// 64-bit checksum of its bytes, its session or group id and its step
+// index, written with it and verified by LoadAll(); a record failing it is
+// reported and not loaded, the others load.  The file as a whole is
+// checked at Open (PRAGMA quick_check): a damaged file is refused, so the
+// server never starts empty over it, nor writes into it.  Schema versions
+// are in PRAGMA user_version; Open migrates older files in place.
+//
+// Exclusive: Open takes a non-blocking flock on <dir>/LOCK for the store's
+// lifetime, so a second server on the same directory fails to start.
+//
 // Durability policies:
 //  * kSync: CommitStep returns only once the write is durable (WAL,
 //    synchronous=FULL).  A single writer thread batches the writes pending
 //    from all sessions into one transaction (group commit), so concurrent
 //    streams share fsyncs instead of queueing for one each.
 //  * kNone: the same writes, without fsync and without waiting for them
-//    (benchmarks; a crash may lose recent steps).
+//    (benchmarks; a crash may lose recent steps).  The queue of writes not
+//    yet applied is bounded (kMaxQueuedBytes): past it, CommitStep waits.
 //
 // Thread-safety: thread-safe.
 #ifndef F2OBO_SERVER_STORE_SESSION_STORE_H_
 #define F2OBO_SERVER_STORE_SESSION_STORE_H_
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -56,13 +70,27 @@ struct LoadedStore {
 
 class SessionStore {
  public:
-  // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.
-  static absl::StatusOr<std::unique_ptr<SessionStore>> Open(const std::string& dir,
-                                                            Durability durability);
+  // The schema version this code writes (PRAGMA user_version).
+  //  0: no checksums (files written before version 1).
+  //  1: a checksum column per blob.
+  static constexpr int kSchemaVersion = 1;
+  // Under kNone, CommitStep does not wait for its write; it waits only when
+  // this many bytes are already queued, so a slow disk bounds the memory.
+  // (Under kSync every caller waits anyway.)
+  static constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
+
+  // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.  Fails
+  // (FailedPrecondition, naming the path) if another process holds the
+  // directory, if the file is damaged, or if a newer server wrote it.
+  static absl::StatusOr<std::unique_ptr<SessionStore>> Open(
+      const std::string& dir, Durability durability,
+      size_t max_queued_bytes = kMaxQueuedBytes);
   ~SessionStore();
 
-  // Every session in the store.  A session whose rows are unreadable or
-  // whose state fails its checksum is listed in `damaged`, not loaded.
+  // Every session in the store.  A session any of whose records (spec,
+  // state, cached replies) is unreadable or fails its checksum, and a group
+  // whose member list does, is listed in `damaged` (one message naming it
+  // and what is wrong), not loaded.
   absl::StatusOr<LoadedStore> LoadAll();
 
   // Durable (whatever the policy) before returning.  `t` is the state's
@@ -84,11 +112,19 @@ class SessionStore {
                           const v1::StepReply& reply, int keep_replies);
 
   Durability durability() const { return durability_; }
+  // Writes that failed with no caller waiting for them (kNone's steps);
+  // each is also reported on stderr (rate-limited).
+  int64_t unwaited_failures() const;
+  // The most bytes ever queued at once (tests: the kNone bound holds).
+  size_t max_queued_bytes_seen() const;
   const std::string& path() const { return path_; }
 
  private:
   struct Write;
-  SessionStore(sqlite3* db, std::string path, Durability durability);
+  SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
+               size_t max_queued_bytes);
+  absl::Status CheckFile(const std::string& dir);
+  absl::Status Migrate();
   void WriterLoop();
   absl::Status Submit(std::shared_ptr<Write> w, bool wait);
   absl::Status Apply(const Write& w);
@@ -96,11 +132,16 @@ class SessionStore {
   absl::Status Exec(const char* sql);
 
   sqlite3* db_;
+  const int lock_fd_;  // holds the flock on <dir>/LOCK
   const std::string path_;
   const Durability durability_;
-  std::mutex mu_;
+  const size_t max_queued_bytes_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Write>> queue_;  // guarded by mu_
+  size_t queued_bytes_ = 0;                   // guarded by mu_
+  size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
+  int64_t unwaited_failures_ = 0;             // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
   std::thread writer_;
 };
