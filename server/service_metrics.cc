@@ -38,7 +38,8 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   const std::vector<double> rpc_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                            0.05,   0.1,   0.25,   0.5,   1,    2.5, 10};
   requests_ = OrDie(r->AddCounter("f2obo_rpc_requests_total",
-                                  "gRPC requests handled, by method (Steps: per stream and per message).",
+                                  "gRPC requests handled, by method (Steps, StepsGroup: per message; "
+                                  "StepsOpen, StepsGroupOpen: per stream opened).",
                                   {"method"}));
   errors_ = OrDie(r->AddCounter("f2obo_rpc_errors_total",
                                 "gRPC requests that failed, by method and status code.",

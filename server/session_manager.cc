@@ -313,8 +313,6 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
   e.metrics->Close();
   return absl::OkStatus();
 }
-  return absl::OkStatus();
-}
 
 size_t SessionManager::size() const {
   std::lock_guard<std::mutex> lock(mu_);

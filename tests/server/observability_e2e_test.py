@@ -10,7 +10,8 @@ so tools such as grpcurl can call the service without our .proto.
 
 Labels: with --per_session_labels=false a streamed session leaves no
 session_id label anywhere on /metrics while the server-wide series count
-its steps; with the default, the session's series carry its id.
+its steps (each step once; the stream's opening apart, as "StepsOpen");
+with the default, the session's series carry its id.
 Usage: observability_e2e_test.py --server=BIN --cli=BIN --proto=FILE
 """
 import argparse
@@ -153,13 +154,10 @@ def stream_session(cli_bin, port, work, sid):
          "--rows_per_step=20"])
 
 
-def steps_counted(text):
-    """Successful Steps counted by the server-wide RPC counter."""
-    total = 0.0
-    for m in re.finditer(r'^f2obo_rpc_requests_total\{([^}]*)\} (\S+)$', text, re.M):
-        if 'method="Steps"' in m.group(1):
-            total += float(m.group(2))
-    return total
+def requests_counted(text, method):
+    """f2obo_rpc_requests_total of `method` (0 when absent)."""
+    m = re.search(r'^f2obo_rpc_requests_total\{method="%s"\} (\S+)$' % method, text, re.M)
+    return float(m.group(1)) if m else 0.0
 
 
 def main():
@@ -181,11 +179,14 @@ def main():
             proc.terminate()
             proc.wait(timeout=30)
         with_id = [l for l in text.splitlines() if 'session_id="' in l and not l.startswith("#")]
-        print("per_session_labels=%s: %d series with session_id, %d Steps requests counted" %
-              (labels, len(with_id), steps_counted(text)))
-        if steps_counted(text) < 5:
-            fail("per_session_labels=%s: server-wide f2obo_rpc_requests_total{method=\"Steps\"} "
-                 "counted %s requests, streamed 5" % (labels, steps_counted(text)))
+        steps, opens = requests_counted(text, "Steps"), requests_counted(text, "StepsOpen")
+        print("per_session_labels=%s: %d series with session_id; Steps %g, StepsOpen %g" %
+              (labels, len(with_id), steps, opens))
+        # One stream of 5 steps: 5 step requests (what the latency histogram
+        # of method="Steps" times), the stream's opening counted apart.
+        if (steps, opens) != (5, 1):
+            fail("per_session_labels=%s: f2obo_rpc_requests_total counted Steps %g and StepsOpen "
+                 "%g for one stream of 5 steps (want 5 and 1)" % (labels, steps, opens))
         if labels and not any('session_id="%s"' % sid in l for l in with_id):
             fail("per_session_labels=true: no series carries session_id=\"%s\"" % sid)
         if not labels and with_id:
