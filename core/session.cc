@@ -123,8 +123,8 @@ void Session::Commit() {
 
 absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
   has_pending_ = false;
-  // t + 1 below must exist (a restored state may carry any t >= 1).
-  if (state_.t == std::numeric_limits<int64_t>::max()) {
+  // t + 1 must stay a restorable index (ValidateState: t <= 2^53).
+  if (state_.t >= kMaxStepIndex) {
     return absl::OutOfRangeError(absl::StrCat(
         "step ", state_.t, ": the step counter is at its maximum; session state unchanged"));
   }

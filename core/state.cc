@@ -152,8 +152,7 @@ absl::Status ValidateState(const SessionState& s, int x_dim, int y_dim, bool rea
   if (absl::Status st = vector(s.x, x_dim, "x"); !st.ok()) return st;
   if (absl::Status st = vector(s.y, y_dim, "y"); !st.ok()) return st;
   if (absl::Status st = vector(s.z, y_dim, "z"); !st.ok()) return st;
-  constexpr int64_t kMaxT = int64_t{1} << 53;
-  if (s.t < 1 || s.t > kMaxT) {
+  if (s.t < 1 || s.t > kMaxStepIndex) {
     return absl::InvalidArgumentError(
         absl::StrCat("state.t: ", s.t, " is outside [1, 2^53]"));
   }

@@ -59,6 +59,11 @@ absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes);
 // reads it, a finite positive lambda.
 absl::Status ValidateState(const SessionState& state, int x_dim, int y_dim, bool reads_lambda);
 
+// The largest step index a state may carry (see ValidateState); a session
+// at this index refuses further steps, so every state it saves stays
+// restorable.
+inline constexpr int64_t kMaxStepIndex = int64_t{1} << 53;
+
 }  // namespace f2obo
 
 #endif  // F2OBO_CORE_STATE_H_

@@ -196,7 +196,7 @@ TEST(Session, CountersAtTheirMaximumSaturateAndTheLastStepIsRefused) {
   ASSERT_TRUE(fresh->Step(LogisticStep(rng)).ok());
 
   SessionState near = fresh->state();
-  near.t = kMax - 1;
+  near.t = kMaxStepIndex - 1;  // the largest index a state may carry, minus one
   near.inner_iterations = kMax - 1;
   near.rows_processed = kMax - 1;
   auto s = *Session::Restore(config, near);
@@ -204,7 +204,7 @@ TEST(Session, CountersAtTheirMaximumSaturateAndTheLastStepIsRefused) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->z_iterations + r->y_iterations, 1);
   EXPECT_GT(r->rows_processed, 1);
-  EXPECT_EQ(s->state().t, kMax);
+  EXPECT_EQ(s->state().t, kMaxStepIndex);
   EXPECT_EQ(s->state().inner_iterations, kMax);
   EXPECT_EQ(s->state().rows_processed, kMax);
 
