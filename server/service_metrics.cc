@@ -66,6 +66,12 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   exact_skipped_ = OrDie(r->AddCounter(
       "f2obo_exact_metrics_skipped_total",
       "Steps whose due exact metrics were skipped (worker behind or non-finite).", {}));
+  exact_unconverged_ = OrDie(r->AddCounter(
+      "f2obo_exact_metrics_unconverged_total",
+      "Exact metrics published although their inner or CG solve stopped short of its "
+      "tolerance (their regret term and hypergradient error are approximate).",
+      {}));
+  exact_unconverged_->WithLabels({});  // exported from the start, for rate()
   group_member_steps_ = OrDie(r->AddCounter(
       "f2obo_group_member_steps_total",
       "Member outcomes of group steps (StepGroup, StepsGroup), by the member's gRPC status "
@@ -124,6 +130,9 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   round_latency_->WithLabels({}).Observe(r.round_seconds());
   if (r.cap_hit()) cap_hits_->WithLabels({}).Increment();
   if (!m.exact_skipped_reason().empty()) exact_skipped_->WithLabels({}).Increment();
+  if (m.has_exact() && !(m.exact().inner_converged() && m.exact().cg_converged())) {
+    exact_unconverged_->WithLabels({}).Increment();
+  }
   if (!per_session_) return;
   std::lock_guard<std::mutex> lock(series_mu_);
   if (!live_.contains(m.session_id())) return;

@@ -50,6 +50,7 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::CounterFamily* rows_;
   metrics::CounterFamily* cap_hits_;
   metrics::CounterFamily* exact_skipped_;
+  metrics::CounterFamily* exact_unconverged_;
   metrics::CounterFamily* group_member_steps_;
   // Per session (label session_id).
   metrics::GaugeFamily* t_;

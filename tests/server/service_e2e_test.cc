@@ -251,6 +251,10 @@ TEST_F(ServiceE2e, WatchMetricsDeliversEveryStepInOrderWithExactMetrics) {
     blreg += m.exact().regret_term();
     EXPECT_NEAR(m.exact().running().blreg(), blreg, 1e-12 * std::max(1.0, blreg));
     EXPECT_EQ(m.exact().has_drift(), t > 1);  // needs the previous step's batches
+    // A well-conditioned quadratic: both solves reach their tolerances.
+    EXPECT_TRUE(m.exact().inner_converged()) << m.exact().inner_relative_residual();
+    EXPECT_TRUE(m.exact().cg_converged()) << m.exact().cg_relative_residual();
+    EXPECT_LT(m.exact().cg_relative_residual(), 1e-10);
   }
   ctx.TryCancel();
   const auto info = c.GetSession("watched");

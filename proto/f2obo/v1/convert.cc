@@ -300,6 +300,10 @@ void ToProto(const ExactMetrics& m, const RunningMetrics& running, v1::ExactMetr
   if (m.variation.has_value()) out->set_variation(*m.variation);
   if (m.drift.has_value()) out->set_drift(*m.drift);
   ToProto(running, out->mutable_running());
+  out->set_inner_converged(m.inner_converged);
+  out->set_inner_relative_residual(m.inner_relative_residual);
+  out->set_cg_converged(m.cg_converged);
+  out->set_cg_relative_residual(m.cg_relative_residual);
 }
 
 }  // namespace f2obo
