@@ -1,0 +1,170 @@
+// SessionStore::Open and what it checks before the first load: the
+// data-directory lock, the file's integrity and the schema version (with
+// the migration of older files).
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/store/record_sum.h"
+#include "server/store/session_store.h"
+#include "server/store/sqlite_stmt.h"
+
+namespace f2obo::server {
+
+using store_detail::SqlRecordSum;
+using store_detail::Stmt;
+
+absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::string& dir,
+                                                                 Durability durability,
+                                                                 size_t max_queued_bytes) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--data_dir: cannot create ", dir, ": ", std::strerror(errno)));
+  }
+  // One server per directory: two would each hold sessions the other
+  // overwrites.  SQLite's own locks serialise transactions, not owners.
+  const std::string lock_path = dir + "/LOCK";
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--data_dir: cannot open ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {};
+    const ssize_t n = pread(lock_fd, holder, sizeof(holder) - 1, 0);
+    close(lock_fd);
+    if (err != EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--data_dir: cannot lock ", lock_path, ": ", std::strerror(err)));
+    }
+    std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--data_dir ", dir, " is already in use by another f2obo-server",
+        pid.empty() ? "" : absl::StrCat(" (pid ", pid, ")"), ", which holds ", lock_path,
+        "; give each server its own --data_dir"));
+  }
+  // The holder's pid, for the message above only (the flock is the lock).
+  if (ftruncate(lock_fd, 0) == 0) {
+    const std::string pid = absl::StrCat(getpid(), "\n");
+    const ssize_t written = pwrite(lock_fd, pid.data(), pid.size(), 0);
+    (void)written;
+  }
+  const std::string path = dir + "/f2obo.sqlite3";
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    close(lock_fd);
+    return absl::FailedPreconditionError(absl::StrCat("store: cannot open ", path, ": ", msg));
+  }
+  // From here the store owns `db` and `lock_fd`.
+  std::unique_ptr<SessionStore> store(
+      new SessionStore(db, lock_fd, path, durability, max_queued_bytes));
+  // Only outside readers (a backup, the sqlite3 shell) can hold the file
+  // now; wait for them rather than fail a step.
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_create_function_v2(db, "f2obo_sum", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                             SqlRecordSum, nullptr, nullptr, nullptr);
+  if (absl::Status s = store->CheckFile(dir); !s.ok()) return s;
+  const char* setup[] = {
+      "PRAGMA journal_mode=WAL",
+      durability == Durability::kSync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF",
+  };
+  for (const char* sql : setup) {
+    if (absl::Status s = store->Exec(sql); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(path, ": ", s.message()));
+    }
+  }
+  if (absl::Status s = store->Migrate(); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("store ", path, ": ", s.message()));
+  }
+  store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
+  return store;
+}
+
+absl::Status SessionStore::CheckFile(const std::string& dir) {
+  // Pages SQLite cannot read, or b-trees that do not hold together: starting
+  // empty over them would hide every session, and writing into them may
+  // spread the damage.  Refuse, and say what to do.
+  std::vector<std::string> problems;
+  {
+    Stmt check(db_, "PRAGMA quick_check(5)");
+    if (!check.ok()) {
+      problems.push_back(sqlite3_errmsg(db_));
+    } else {
+      int rc;
+      while ((rc = check.Step()) == SQLITE_ROW) {
+        std::string line = check.Column(0);
+        if (line != "ok") problems.push_back(std::move(line));
+      }
+      if (rc != SQLITE_DONE) problems.push_back(sqlite3_errmsg(db_));
+    }
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "store ", path_, " is damaged (", absl::StrJoin(problems, "; "),
+      "): refusing to start on it.  Move ", dir,
+      " aside or restore it from a backup; `sqlite3 <file> .recover` may salvage the intact "
+      "sessions (their checksums are verified when loaded)"));
+}
+
+absl::Status SessionStore::Migrate() {
+  int version = -1;
+  {
+    Stmt v(db_, "PRAGMA user_version");
+    if (!v.ok() || v.Step() != SQLITE_ROW) return v.Error("reading the schema version");
+    version = static_cast<int>(v.ColumnInt(0));
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "schema version ", version, " was written by a newer f2obo-server (this one knows up to ",
+        kSchemaVersion, ")"));
+  }
+  if (version == kSchemaVersion) return absl::OkStatus();
+  // Version 0 -> 1: a new file takes the same path (version 0 tables, then
+  // the migration), so the migration runs on every fresh store.  Rows
+  // already there get their checksums from their bytes as they are; the
+  // checks version 0 had (the state's own checksum, the protobuf parses)
+  // still run at load, so no check is lost.  One transaction: a crash
+  // mid-way leaves the file at version 0.
+  const char* migrate[] = {
+      "BEGIN IMMEDIATE",
+      "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, spec BLOB NOT NULL, "
+      "state BLOB NOT NULL, t INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS replies (id TEXT NOT NULL, t INTEGER NOT NULL, "
+      "reply BLOB NOT NULL, PRIMARY KEY (id, t))",
+      "CREATE TABLE IF NOT EXISTS groups (id TEXT PRIMARY KEY, members TEXT NOT NULL)",
+      "ALTER TABLE sessions ADD COLUMN spec_sum INTEGER",
+      "ALTER TABLE sessions ADD COLUMN state_sum INTEGER",
+      "ALTER TABLE replies ADD COLUMN reply_sum INTEGER",
+      "ALTER TABLE groups ADD COLUMN members_sum INTEGER",
+      "UPDATE sessions SET spec_sum = f2obo_sum('spec', id, 0, spec), "
+      "state_sum = f2obo_sum('state', id, t, state)",
+      "UPDATE replies SET reply_sum = f2obo_sum('reply', id, t, reply)",
+      "UPDATE groups SET members_sum = f2obo_sum('group', id, 0, members)",
+      "PRAGMA user_version = 1",
+      "COMMIT",
+  };
+  for (const char* sql : migrate) {
+    if (absl::Status s = Exec(sql); !s.ok()) {
+      Exec("ROLLBACK").IgnoreError();
+      return absl::Status(s.code(), absl::StrCat("migrating from schema version ", version,
+                                                 ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace f2obo::server
