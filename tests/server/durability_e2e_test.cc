@@ -15,9 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
-#include "core/session.h"
 #include "core/state.h"
-#include "f2obo/v1/convert.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
 
@@ -27,22 +25,13 @@ namespace {
 using ::testing::HasSubstr;
 using testing::AllAlgorithms;
 using testing::AllFamilyCases;
+using testing::CoreState;
 using testing::FamilyCase;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;
 
 // The reference: the core library's state after `steps` uninterrupted steps.
-SessionState ReferenceState(const FamilyCase& f, const v1::SessionSpec& spec, int steps) {
-  auto session = *Session::Create(*ToSessionConfig(spec));
-  for (int t = 1; t <= steps; ++t) {
-    const v1::StepRequest req = RequestFor(f, "", t);
-    EXPECT_TRUE(session->Step(StepData{*ToBatch(req.upper(), "upper"),
-                                       *ToBatch(req.inner(), "inner")}).ok());
-  }
-  return session->state();
-}
-
 v1::SessionSpec NoMetrics(v1::SessionSpec spec) {
   spec.mutable_metrics()->set_exact_every(0);  // keeps the state deterministic
   return spec;
@@ -145,9 +134,9 @@ TEST(Durability, KillNineAtTwentyRandomMomentsLosesAndRepeatsNoAcknowledgedStep)
     const auto state = DeserializeState(ex.state());
     ASSERT_TRUE(state.ok());
     EXPECT_EQ(state->t, kSteps + 1) << ids[i];
-    EXPECT_TRUE(state->BitEquals(
-        ReferenceState(f, NoMetrics(SpecFor(f, algorithms[i], 5)), kSteps)))
-        << ids[i] << " differs from the uninterrupted run";
+    const auto expected = CoreState(f, NoMetrics(SpecFor(f, algorithms[i], 5)), kSteps);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    EXPECT_TRUE(state->BitEquals(*expected)) << ids[i] << " differs from the uninterrupted run";
     std::printf("%s: %d replies came from the durable reply cache\n", ids[i].c_str(),
                 replayed[i]);
   }

@@ -2,7 +2,9 @@
 
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "core/algorithm_registry.h"
+#include "core/session.h"
 #include "f2obo/v1/convert.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -88,6 +90,22 @@ v1::StepRequest RequestFor(const FamilyCase& f, const std::string& session, int6
   ToProto(s.upper, req.mutable_upper());
   ToProto(s.inner, req.mutable_inner());
   return req;
+}
+
+absl::StatusOr<SessionState> CoreState(const FamilyCase& f, const v1::SessionSpec& spec,
+                                       int64_t steps) {
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+  if (!config.ok()) return config.status();
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
+  if (!session.ok()) return session.status();
+  for (int64_t t = 1; t <= steps; ++t) {
+    const v1::StepRequest req = RequestFor(f, "", t);
+    const absl::Status s = (*session)->Step(StepData{*ToBatch(req.upper(), "upper"),
+                                                     *ToBatch(req.inner(), "inner")})
+                               .status();
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(f.name, " step ", t, ": ", s.message()));
+  }
+  return (*session)->state();
 }
 
 }  // namespace f2obo::testing

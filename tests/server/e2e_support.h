@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/batch.h"
+#include "core/state.h"
 #include "f2obo/v1/f2obo.pb.h"
 
 namespace f2obo::testing {
@@ -27,6 +29,12 @@ v1::SessionSpec SpecFor(const FamilyCase& f, const std::string& algorithm, uint6
 // Batches of step t for this family case, identical on every call.
 StepData StepFor(const FamilyCase& f, int64_t t);
 v1::StepRequest RequestFor(const FamilyCase& f, const std::string& session, int64_t t);
+
+// The core library's state after `steps` uninterrupted steps of `spec` on
+// RequestFor's batches, decoded as the server decodes them: what a server
+// session must hold after the same steps, bit for bit.  An error names the
+// step that failed.
+absl::StatusOr<SessionState> CoreState(const FamilyCase& f, const v1::SessionSpec& spec, int64_t steps);
 
 }  // namespace f2obo::testing
 

@@ -17,9 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
-#include "core/session.h"
 #include "core/state.h"
-#include "f2obo/v1/convert.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
 
@@ -28,6 +26,7 @@ namespace {
 
 using testing::AllAlgorithms;
 using testing::AllFamilyCases;
+using testing::CoreState;
 using testing::FamilyCase;
 using testing::RequestFor;
 using testing::ServerProcess;
@@ -36,17 +35,6 @@ using testing::SpecFor;
 v1::SessionSpec NoMetrics(v1::SessionSpec spec) {
   spec.mutable_metrics()->set_exact_every(0);  // keeps the state deterministic
   return spec;
-}
-
-// The core library's state after `steps` uninterrupted steps.
-SessionState ReferenceState(const FamilyCase& f, const v1::SessionSpec& spec, int64_t steps) {
-  auto session = *Session::Create(*ToSessionConfig(spec));
-  for (int64_t t = 1; t <= steps; ++t) {
-    const v1::StepRequest req = RequestFor(f, "", t);
-    EXPECT_TRUE(session->Step(StepData{*ToBatch(req.upper(), "upper"),
-                                       *ToBatch(req.inner(), "inner")}).ok());
-  }
-  return session->state();
 }
 
 TEST(GracefulShutdown, SigtermDuringEightStreamsKeepsEveryAcknowledgedStepExactlyOnce) {
@@ -142,7 +130,9 @@ TEST(GracefulShutdown, SigtermDuringEightStreamsKeepsEveryAcknowledgedStepExactl
     ASSERT_TRUE(c.stub().ExportSession(ctx.get(), req, &ex).ok());
     const auto state = DeserializeState(ex.state());
     ASSERT_TRUE(state.ok()) << state.status();
-    EXPECT_TRUE(state->BitEquals(ReferenceState(f, specs[i], acked[i])))
+    const auto expected = CoreState(f, specs[i], acked[i]);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    EXPECT_TRUE(state->BitEquals(*expected))
         << ids[i] << " is not the state of steps 1.." << acked[i] << " applied once each";
   }
   EXPECT_EQ(server.Stop(SIGTERM), 0);
