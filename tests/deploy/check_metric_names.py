@@ -80,6 +80,18 @@ def parse_exposition(text):
     return series
 
 
+def write_toy_csv(path, rows, features, classes, seed):
+    """A small classification CSV (features, then the label), generated here:
+    feature j leans towards the label j % classes.  Returns `path`."""
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(rows):
+            label = rng.randrange(classes)
+            row = [rng.gauss(label * 0.5 * (j % classes == label), 1.0) for j in range(features)]
+            f.write(",".join("%.5f" % v for v in row) + ",%d\n" % label)
+    return path
+
+
 def scrape(port):
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
         return r.read().decode()
@@ -155,14 +167,8 @@ def main():
     proc, port, mport = start_server(a.server, work)
     try:
         target = "--server=127.0.0.1:%d" % port
-        # A small 3-class CSV dataset (label last), generated here.
-        rng = random.Random(7)
-        csv = os.path.join(work, "toy.csv")
-        with open(csv, "w") as f:
-            for _ in range(600):
-                label = rng.randrange(3)
-                row = [rng.gauss(label * 0.5 * (j % 3 == label), 1.0) for j in range(6)]
-                f.write(",".join("%.5f" % v for v in row) + ",%d\n" % label)
+        csv = write_toy_csv(os.path.join(work, "toy.csv"), rows=600, features=6, classes=3,
+                            seed=7)
         sid = "deploycheck"
         cli([a.cli, "create", target, "--id=" + sid, "--family=logistic_hpo",
              "--dataset=" + csv, "--algorithm=af2obo", "--exact_every=1"])

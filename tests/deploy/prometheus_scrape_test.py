@@ -19,7 +19,6 @@ Usage: prometheus_scrape_test.py --server=BIN --cli=BIN --deploy=DIR --prometheu
 import argparse
 import json
 import os
-import random
 import shutil
 import socket
 import subprocess
@@ -32,7 +31,8 @@ import urllib.request
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_metric_names import cli, scrape, start_server, value_of  # noqa: E402
+from check_metric_names import (cli, scrape, start_server, value_of,  # noqa: E402
+                                write_toy_csv)
 
 DEADLINE_S = 90
 
@@ -101,13 +101,8 @@ def main():
     failures = []
     try:
         target = "--server=127.0.0.1:%d" % port
-        rng = random.Random(11)
-        csv = os.path.join(work, "toy.csv")
-        with open(csv, "w") as f:
-            for _ in range(400):
-                label = rng.randrange(3)
-                row = [rng.gauss(0.8 * (j % 3 == label), 1.0) for j in range(5)]
-                f.write(",".join("%.5f" % v for v in row) + ",%d\n" % label)
+        csv = write_toy_csv(os.path.join(work, "toy.csv"), rows=400, features=5, classes=3,
+                            seed=11)
         sid = "promscrape"
         cli([a.cli, "create", target, "--id=" + sid, "--family=logistic_hpo",
              "--dataset=" + csv, "--algorithm=sf2obo", "--exact_every=1"])

@@ -16,7 +16,6 @@ Usage: observability_e2e_test.py --server=BIN --cli=BIN --proto=FILE
 """
 import argparse
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -27,7 +26,7 @@ import grpc
 from google.protobuf import descriptor_pb2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy"))
-from check_metric_names import cli, scrape  # noqa: E402
+from check_metric_names import cli, scrape, write_toy_csv  # noqa: E402
 
 REFLECTION = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 failures = []
@@ -141,12 +140,7 @@ def check_reflection(port, proto_path):
 
 
 def stream_session(cli_bin, port, work, sid):
-    rng = random.Random(3)
-    csv = os.path.join(work, "toy.csv")
-    with open(csv, "w") as f:
-        for _ in range(200):
-            label = rng.randrange(2)
-            f.write(",".join("%.4f" % rng.gauss(label, 1.0) for _ in range(4)) + ",%d\n" % label)
+    csv = write_toy_csv(os.path.join(work, "toy.csv"), rows=200, features=4, classes=2, seed=3)
     target = "--server=127.0.0.1:%d" % port
     cli([cli_bin, "create", target, "--id=" + sid, "--family=logistic_hpo",
          "--dataset=" + csv, "--algorithm=f2obo", "--exact_every=0"])
