@@ -3,15 +3,17 @@
 // numbers as over the service, without a server; useful for demos, for
 // choosing hyperparameters offline and for reproducing the paper's setups.
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <variant>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "client/data/drift_stream.h"
-#include "core/algorithm_registry.h"
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/bilevel_state.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 
 ABSL_FLAG(std::string, data,
@@ -78,6 +80,12 @@ int Run() {
     return 2;
   }
   Session& s = **session;
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
+      s.problem().NewMetricsEvaluator();
+  if (!evaluator.ok()) {
+    std::fprintf(stderr, "f2obo-replay: %s\n", std::string(evaluator.status().message()).c_str());
+    return 2;
+  }
   std::printf("f2obo-replay: %s on %s, %d rows x %d features, %d classes, %d steps\n",
               config.algorithm.c_str(), family.c_str(), ds->rows(), ds->features(),
               ds->classes, absl::GetFlag(FLAGS_steps));
@@ -88,7 +96,7 @@ int Run() {
   StepData previous;
   for (int t = 1; t <= absl::GetFlag(FLAGS_steps); ++t) {
     const StepData step = stream.Make(t);
-    MetricsInput in{t, s.state().x, s.state().y, Vector(), config.options.gamma};
+    const std::shared_ptr<const SessionState> before = s.snapshot();
     absl::StatusOr<StepReport> r = s.Step(step);
     if (!r.ok()) {
       std::fprintf(stderr, "f2obo-replay: %s\n", std::string(r.status().message()).c_str());
@@ -96,19 +104,20 @@ int Run() {
     }
     std::string metrics = absl::StrFormat("%10s %10s %10s", "-", "-", "-");
     if (every > 0 && t % every == 0) {
-      in.h = r->hypergradient;
-      absl::StatusOr<ExactMetrics> m = ComputeExactMetrics(
-          s.family(), config.constraint, in, step, t > 1 ? &previous : nullptr);
+      absl::StatusOr<ClassMetrics> m =
+          (*evaluator)->Evaluate(*before, *r, step, t > 1 ? &previous : nullptr);
       if (m.ok()) {
-        Accumulate(*m, s.mutable_metrics());
-        metrics = absl::StrFormat("%10.3e %10.3e %10.3e", m->regret_term,
-                                  s.state().metrics.blreg, m->hypergradient_error);
+        s.AddMetrics(*m);
+        const ExactMetrics& e = std::get<ExactMetrics>(*m);
+        metrics = absl::StrFormat("%10.3e %10.3e %10.3e", e.regret_term,
+                                  s.metrics().sums[kBlreg], e.hypergradient_error);
       }
     }
     if (t % print_every == 0 || t == 1) {
-      std::printf("%6d %8.4f %8.3f %9.2f %6d %s %9.2f\n", t, r->upper_loss_before,
-                  r->accuracy_before.value_or(0.0), r->lambda,
-                  r->z_iterations + r->y_iterations, metrics.c_str(), 1e3 * r->round_seconds);
+      std::printf("%6d %8.4f %8.3f %9.2f %6lld %s %9.2f\n", t, r->upper_loss_before,
+                  r->accuracy_before.value_or(0.0), std::get<BilevelReport>(r->detail).lambda,
+                  static_cast<long long>(r->inner_iterations), metrics.c_str(),
+                  1e3 * r->round_seconds);
       std::fflush(stdout);
     }
     previous = step;

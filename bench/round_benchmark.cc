@@ -22,7 +22,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_state.h"
+#include "core/problem_registry.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/session.h"
@@ -171,8 +172,9 @@ void BM_Round(benchmark::State& state, const std::string& algorithm, bool sparse
     }
     next = (next + 1) % w.ring.size();
     rows += r->rows_processed;
-    kz += r->z_iterations;
-    ky += r->y_iterations;
+    const BilevelReport& b = std::get<BilevelReport>(r->detail);
+    kz += b.z_iterations;
+    ky += b.y_iterations;
     caps += r->cap_hit ? 1 : 0;
   }
   using benchmark::Counter;
@@ -236,14 +238,14 @@ void RunExactMetrics(benchmark::State& state, const SessionConfig& config,
   std::unique_ptr<Family> family = *CreateFamily(config.family);
   MetricsInput in{};
   for (const StepData& step : ring) {
-    in = MetricsInput{session->state().t, session->state().x, session->state().y,
-                      Vector(), config.options.gamma};
+    in = MetricsInput{session->state().t, session->state().x,
+                      BilevelView(session->state()).y, Vector(), config.options.gamma};
     absl::StatusOr<StepReport> r = session->Step(step);
     if (!r.ok()) {
       state.SkipWithError(r.status().ToString().c_str());
       return;
     }
-    in.h = r->hypergradient;
+    in.h = std::get<BilevelReport>(r->detail).hypergradient;
   }
   const StepData& current = ring.back();
   const StepData& previous = ring[ring.size() - 2];

@@ -1,29 +1,34 @@
-// An online bilevel algorithm: one round per time step on a session state.
+// A bilevel algorithm: one round per time step on a session's bilevel state
+// (core/bilevel/bilevel_state.h).  Its registry entry (core/algorithm_info.h,
+// listed in core/algorithm_registry.cc) says everything else about it.
 #ifndef F2OBO_CORE_ALGORITHM_H_
 #define F2OBO_CORE_ALGORITHM_H_
 
-#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "core/batch.h"
+#include "core/bilevel/bilevel_report.h"
+#include "core/bilevel/bilevel_state.h"
 #include "core/family.h"
-#include "core/state.h"
-#include "core/step_report.h"
 
 namespace f2obo {
 
-class Algorithm {
+class BilevelAlgorithm {
  public:
-  virtual ~Algorithm() = default;
-  virtual std::string_view name() const = 0;
+  virtual ~BilevelAlgorithm() = default;
 
-  // Runs round state->t on validated, prepared batches, updating `state` in
-  // place (x, y, z, lambda, t, rng, counters) and filling `report`.
-  // Callers pass a scratch copy and commit it only if this returns OK and
-  // the result is finite (Session::Step); an algorithm may therefore leave
-  // `state` half-written when it fails.
-  virtual absl::Status Round(const StepData& data, Family& family,
-                             SessionState* state, StepReport* report) = 0;
+  // Runs round s->t on validated, prepared batches, updating the state in
+  // place (x, y, z, lambda, rng, aux) and filling `report` (sized: its
+  // hypergradient has x_dim entries).  The caller passes a scratch copy and
+  // commits it only if this returns OK and the result is in range; an
+  // algorithm may therefore leave the state half-written when it fails.
+  virtual absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                             BilevelReport* report) = 0;
+
+  // The sizes of the vectors it keeps in SessionState::aux between rounds
+  // (empty: none).  A restored state must carry exactly these, or none.
+  virtual std::vector<int> AuxLayout() const { return {}; }
 };
 
 }  // namespace f2obo

@@ -1,14 +1,15 @@
-// Algorithms by name.  Adding one = one file plus one line in
-// algorithm_registry.cc.
+// The bilevel class's algorithms, by name.  Adding one: its file (the
+// algorithm and its entry) plus one line in algorithm_registry.cc.
 #ifndef F2OBO_CORE_ALGORITHM_REGISTRY_H_
 #define F2OBO_CORE_ALGORITHM_REGISTRY_H_
 
 #include <memory>
-#include <string>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/algorithm.h"
+#include "core/algorithm_info.h"
 #include "core/constraint.h"
 #include "core/options.h"
 
@@ -17,25 +18,33 @@ namespace f2obo {
 // What a factory gets: validated options (copied, never referenced) and the
 // session's shapes.
 struct AlgorithmContext {
-  std::string name;
+  absl::string_view name;
   AlgorithmOptions options;
   ConstraintSet constraint;
   int x_dim = 0;
   int y_dim = 0;
 };
 
-// The defaults a session of `algorithm` starts from (the paper's settings
-// for it; e.g. f2obo_sl takes K = 1, tau = 1/3).  Unknown names get the
-// generic defaults; CreateAlgorithm reports them.
-AlgorithmOptions DefaultAlgorithmOptions(const std::string& algorithm);
+struct BilevelAlgorithmEntry {
+  AlgorithmInfo info;
+  // Builds the algorithm for validated options; may still refuse a session
+  // it cannot serve (e.g. svrb's explicit-dimension limit).
+  absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> (*create)(const AlgorithmContext&);
+};
 
-// Validates ctx.options for ctx.name and builds the algorithm.
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateAlgorithm(const AlgorithmContext& ctx);
+// In registration order.
+const std::vector<const BilevelAlgorithmEntry*>& BilevelAlgorithms();
+// nullptr if `name` is not a bilevel algorithm.
+const BilevelAlgorithmEntry* FindBilevelAlgorithm(absl::string_view name);
 
-// Whether `algorithm`'s rounds read SessionState::lambda (false if unknown).
-bool AlgorithmReadsLambda(const std::string& algorithm);
+// Validates ctx.options for the bilevel algorithm ctx.name (its rules and
+// check) and builds it; INVALID_ARGUMENT naming the field otherwise.
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> CreateBilevelAlgorithm(
+    const AlgorithmContext& ctx);
 
-std::vector<std::string> AlgorithmNames();
+// Whether the penalty multiplier lambda is part of what the entry's rounds
+// read (the F2OBO family): they read lambda1.
+inline bool ReadsLambda(const AlgorithmInfo& info) { return info.reads.Has(Opt::lambda1); }
 
 }  // namespace f2obo
 

@@ -23,22 +23,10 @@
 #include "absl/status/statusor.h"
 #include "core/batch.h"
 #include "core/constraint.h"
+#include "core/family_config.h"
 #include "core/types.h"
 
 namespace f2obo {
-
-// Everything needed to build a family; each family reads its own fields.
-struct FamilyConfig {
-  std::string name;        // registry key, e.g. "logistic_hpo"
-  int features = 0;        // d: columns of every batch (sample families)
-  int classes = 0;         // C (classification families)
-  int x_dim = 0;           // d1 (quadratic only; others derive it)
-  int y_dim = 0;           // d2 (quadratic only; others derive it)
-  double mu = 1.0;         // quadratic: strong convexity of g
-  double mu0 = 1e-3;       // ridge term added to keep g strongly convex in y
-  bool bump_upper = false; // quadratic: f = c exp(-||y||^2) instead of LS
-  double bump_scale = 1.0; // quadratic: the c of the bump
-};
 
 enum class BatchRole { kUpper, kInner };
 
@@ -87,6 +75,10 @@ class Family {
   // out = grad2_yy f(x, y) v        (y_dim)
   virtual void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
                       const VecIn& v, Vector* out) = 0;
+
+  // The start x_1 of a session that gives no initial point, before the
+  // projection onto X (default: 0).
+  virtual void DefaultX(Vector* x) const { x->setZero(); }
 
   // Fraction of upper rows classified correctly at (x, y); nullopt for
   // regression families.

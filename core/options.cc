@@ -1,147 +1,204 @@
 #include "core/options.h"
 
 #include <cmath>
-#include <initializer_list>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace f2obo {
 namespace {
 
-// One row of the validation table: a field, its value and the rule.
-struct Check {
-  const char* field;
-  bool ok;
-  const char* rule;
-};
+// Choice names, in enum order (the wire and the CLI use the names).
+template <typename T>
+std::vector<std::string> ChoiceNames() {
+  return {};
+}
+template <>
+std::vector<std::string> ChoiceNames<BetaScaling>() {
+  return {"scaled", "fixed"};
+}
+template <>
+std::vector<std::string> ChoiceNames<InnerSchedule>() {
+  return {"fixed", "theory"};
+}
+template <>
+std::vector<std::string> ChoiceNames<GammaSchedule>() {
+  return {"constant", "theory"};
+}
 
-absl::Status FirstFailure(std::initializer_list<Check> checks) {
-  for (const Check& c : checks) {
-    if (!c.ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("options.", c.field, ": ", c.rule));
-    }
+template <typename T>
+constexpr OptionType TypeOf() {
+  if constexpr (std::is_enum_v<T>) return OptionType::kChoice;
+  if constexpr (std::is_same_v<T, bool>) return OptionType::kBool;
+  if constexpr (std::is_integral_v<T>) return OptionType::kInt;
+  return OptionType::kDouble;
+}
+
+template <typename T>
+double ToNumber(T v) {
+  if constexpr (std::is_enum_v<T>) {
+    return static_cast<double>(static_cast<int>(v));
+  } else {
+    return static_cast<double>(v);
   }
-  return absl::OkStatus();
 }
 
-bool PositiveFinite(double v) { return v > 0.0 && std::isfinite(v); }
-bool NonNegativeFinite(double v) { return v >= 0.0 && std::isfinite(v); }
-
-bool OneOf(std::string_view a, std::initializer_list<std::string_view> names) {
-  for (std::string_view n : names)
-    if (a == n) return true;
-  return false;
+template <typename T>
+void FromNumber(double v, T* out) {
+  if constexpr (std::is_enum_v<T>) {
+    *out = static_cast<T>(static_cast<int>(v));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    *out = v != 0.0;
+  } else {
+    *out = static_cast<T>(v);
+  }
 }
 
-static_assert(AlgorithmOptions::kMaxWindow == 1000, "update the window rule below");
-static_assert(AlgorithmOptions::kMaxDirections == 10000, "update the pz_directions rule");
-static_assert(AlgorithmOptions::kMaxExplicitDim == 2048, "update the max_explicit_dim rule");
-
-// The second-order baselines read a different set of fields (no lambda, no
-// beta); each row below applies only to the algorithms that read the field.
-absl::Status ValidateBaseline(const AlgorithmOptions& o, std::string_view a) {
-  const bool fixed_k = OneOf(a, {"obbo", "sobow", "sobbo"});
-  const bool aid = OneOf(a, {"sobow", "aobo", "fsobo", "sogd"});
-  const bool multi_step_aid = OneOf(a, {"sobow", "aobo", "fsobo"});
-  const bool windowed = OneOf(a, {"obbo", "sobow", "sobbo"});
-  const bool sampled = OneOf(a, {"sobbo", "sogd"});
-  return FirstFailure({
-      {"alpha", o.alpha_auto || PositiveFinite(o.alpha), "must be finite and > 0, or auto"},
-      {"gamma", PositiveFinite(o.gamma), "must be finite and > 0"},
-      {"inner_steps",
-       !fixed_k || (o.inner_steps >= 1 && o.inner_steps <= o.max_inner_iterations),
-       "must be in [1, max_inner_iterations]"},
-      {"delta", a != "aobo" || PositiveFinite(o.delta), "must be finite and > 0"},
-      {"max_inner_iterations", a != "aobo" || o.max_inner_iterations >= 1,
-       "must be >= 1"},
-      {"linear_system_steps",
-       !multi_step_aid || (o.linear_system_steps >= 1 &&
-                           o.linear_system_steps <= o.max_inner_iterations),
-       "must be in [1, max_inner_iterations]"},
-      {"linear_system_step", !aid || PositiveFinite(o.linear_system_step),
-       "must be finite and > 0"},
-      {"window",
-       !windowed || (o.window >= 1 && o.window <= AlgorithmOptions::kMaxWindow),
-       "must be in [1, 1000]"},
-      {"momentum", a != "sogd" || (o.momentum >= 0.0 && o.momentum < 1.0),
-       "must be in [0, 1)"},
-      {"sample_rows", !sampled || o.sample_rows >= 1, "must be >= 1"},
-  });
+std::vector<OptionInfo> BuildTable() {
+  const AlgorithmOptions defaults;
+  std::vector<OptionInfo> table;
+#define F2OBO_OPTION(type, name, def, rule, help)                                     \
+  table.push_back(OptionInfo{                                                         \
+      Opt::name, #name, TypeOf<type>(), rule, help, ChoiceNames<type>(),              \
+      ToNumber(defaults.name), [](const AlgorithmOptions& o) { return ToNumber(o.name); }, \
+      [](AlgorithmOptions* o, double v) { FromNumber(v, &o->name); }});
+#include "core/options.def"
+#undef F2OBO_OPTION
+  return table;
 }
 
-// SVRB and PZOBO / PZOBO-S (same conventions as the baselines above: no
-// lambda, no beta; each row applies only to the algorithms that read it).
-absl::Status ValidateVarianceReducedOrZerothOrder(const AlgorithmOptions& o,
-                                                  std::string_view a) {
-  const bool svrb = a == "svrb";
-  return FirstFailure({
-      {"alpha", o.alpha_auto || PositiveFinite(o.alpha), "must be finite and > 0, or auto"},
-      {"gamma", PositiveFinite(o.gamma), "must be finite and > 0"},
-      {"inner_steps",
-       svrb || (o.inner_steps >= 1 && o.inner_steps <= o.max_inner_iterations),
-       "must be in [1, max_inner_iterations]"},
-      {"momentum", !svrb || (o.momentum >= 0.0 && o.momentum < 1.0),
-       "must be in [0, 1)"},
-      {"sample_rows", a == "pzobo" || o.sample_rows >= 1, "must be >= 1"},
-      {"max_explicit_dim",
-       !svrb || (o.max_explicit_dim >= 1 &&
-                 o.max_explicit_dim <= AlgorithmOptions::kMaxExplicitDim),
-       "must be in [1, 2048]"},
-      {"jacobian_clip", !svrb || PositiveFinite(o.jacobian_clip),
-       "must be finite and > 0"},
-      {"hessian_floor", !svrb || PositiveFinite(o.hessian_floor),
-       "must be finite and > 0"},
-      {"pz_directions",
-       svrb || (o.pz_directions >= 1 &&
-                o.pz_directions <= AlgorithmOptions::kMaxDirections),
-       "must be in [1, 10000]"},
-      {"pz_smoothing", svrb || PositiveFinite(o.pz_smoothing), "must be finite and > 0"},
-  });
+std::string Number(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return absl::StrCat(v);
 }
 
 }  // namespace
 
-absl::Status AlgorithmOptions::Validate(std::string_view algorithm) const {
-  if (OneOf(algorithm, {"svrb", "pzobo", "pzobo_s"})) {
-    return ValidateVarianceReducedOrZerothOrder(*this, algorithm);
+bool OptionRule::Accepts(double v) const {
+  if (any) return true;
+  if (std::isnan(v)) return false;
+  if (std::isinf(v)) return infinity_allowed && v > 0;
+  if (lo_open ? !(v > lo) : !(v >= lo)) return false;
+  if (hi_open ? !(v < hi) : !(v <= hi)) return false;
+  return true;
+}
+
+std::string OptionRule::Describe() const {
+  if (any) return "any value";
+  std::string range;
+  if (hi == kMaxOptionMagnitude && !hi_open) {
+    range = absl::StrCat(lo_open ? "> " : ">= ", Number(lo), " and finite (at most ",
+                         Number(hi), ")");
+  } else if (hi == 2147483647.0) {
+    range = absl::StrCat(">= ", Number(lo));
+  } else {
+    range = absl::StrCat("in ", lo_open ? "(" : "[", Number(lo), ", ", Number(hi),
+                         hi_open ? ")" : "]");
   }
-  if (OneOf(algorithm, {"obbo", "sobow", "aobo", "fsobo", "sobbo", "sogd"})) {
-    return ValidateBaseline(*this, algorithm);
+  return absl::StrCat("must be ", range, infinity_allowed ? ", or inf for none" : "");
+}
+
+const std::vector<OptionInfo>& OptionTable() {
+  static const auto* table = new std::vector<OptionInfo>(BuildTable());
+  return *table;
+}
+
+const OptionInfo& GetOptionInfo(Opt id) { return OptionTable()[static_cast<size_t>(id)]; }
+
+const OptionInfo* FindOption(absl::string_view name) {
+  for (const OptionInfo& info : OptionTable()) {
+    if (name == info.name) return &info;
   }
-  const bool stochastic = algorithm == "sf2obo";
-  const bool adaptive = algorithm == "af2obo";
-  absl::Status s = FirstFailure({
-      {"lambda1", PositiveFinite(lambda1), "must be finite and > 0"},
-      {"tau", NonNegativeFinite(tau), "must be finite and >= 0"},
-      {"lambda_max", lambda_max >= lambda1, "must be >= lambda1 (inf for no cap)"},
-      {"alpha", alpha_auto || PositiveFinite(alpha), "must be finite and > 0, or auto"},
-      {"beta", beta_auto || PositiveFinite(beta), "must be finite and > 0, or auto"},
-      {"gamma", PositiveFinite(gamma), "must be finite and > 0"},
-  });
-  if (!s.ok()) return s;
-  if (adaptive) {
-    return FirstFailure({
-        {"delta_y", PositiveFinite(delta_y), "must be finite and > 0"},
-        {"delta_z", PositiveFinite(delta_z), "must be finite and > 0"},
-        {"max_inner_iterations", max_inner_iterations >= 1, "must be >= 1"},
-    });
+  return nullptr;
+}
+
+absl::Status SetOptionNumber(const OptionInfo& info, double v, AlgorithmOptions* o) {
+  const auto bad = [&](const char* why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.", info.name, ": ", Number(v), " ", why));
+  };
+  switch (info.type) {
+    case OptionType::kDouble:
+      break;
+    case OptionType::kInt:
+      if (!(std::floor(v) == v && v >= -2147483648.0 && v <= 2147483647.0)) {
+        return bad("is not a 32-bit integer");
+      }
+      break;
+    case OptionType::kBool:
+      if (v != 0.0 && v != 1.0) return bad("is not a boolean (0 or 1)");
+      break;
+    case OptionType::kChoice:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.", info.name, ": takes a name, one of ", absl::StrJoin(info.choices, ", ")));
   }
-  s = FirstFailure({{"inner_steps",
-                     inner_steps >= 1 && inner_steps <= max_inner_iterations,
-                     "must be in [1, max_inner_iterations]"}});
-  if (!s.ok() || !stochastic) return s;
-  return FirstFailure({
-      {"alpha_decay", NonNegativeFinite(alpha_decay), "a must be finite and >= 0"},
-      {"beta_decay", NonNegativeFinite(beta_decay), "b must be finite and >= 0"},
-      {"batch_growth", NonNegativeFinite(batch_growth), "B2 must be finite and >= 0"},
-      {"hyper_batch_growth", NonNegativeFinite(hyper_batch_growth),
-       "B1 must be finite and >= 0"},
-      {"batch_scale", PositiveFinite(batch_scale), "must be finite and > 0"},
-      {"inner_schedule_scale", PositiveFinite(inner_schedule_scale),
-       "c_K must be finite and > 0"},
-      {"max_scheduled_inner_steps", max_scheduled_inner_steps >= 1, "must be >= 1"},
-  });
+  info.set(o, v);
+  return absl::OkStatus();
+}
+
+absl::Status SetOptionChoice(const OptionInfo& info, absl::string_view value,
+                             AlgorithmOptions* o) {
+  for (size_t i = 0; i < info.choices.size(); ++i) {
+    if (value == info.choices[i]) {
+      info.set(o, static_cast<double>(i));
+      return absl::OkStatus();
+    }
+  }
+  if (info.type != OptionType::kChoice) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.", info.name, ": takes a number, not '", value, "'"));
+  }
+  std::string names;
+  for (absl::string_view c : info.choices) absl::StrAppend(&names, names.empty() ? "" : " | ", c);
+  return absl::InvalidArgumentError(
+      absl::StrCat("options.", info.name, ": '", value, "' is not one of ", names));
+}
+
+std::string OptionValueText(const OptionInfo& info, const AlgorithmOptions& o) {
+  const double v = info.get(o);
+  switch (info.type) {
+    case OptionType::kBool:
+      return v != 0.0 ? "true" : "false";
+    case OptionType::kChoice:
+      return std::string(info.choices[static_cast<size_t>(v)]);
+    case OptionType::kInt:
+      return absl::StrCat(static_cast<int64_t>(v));
+    case OptionType::kDouble:
+      break;
+  }
+  return Number(v);
+}
+
+// Options whose value is not used while a boolean option is on (an auto
+// step size needs no fixed value), so their rule is not checked then.
+namespace {
+
+struct Waiver {
+  Opt option;
+  Opt waived_by;
+};
+constexpr Waiver kWaivers[] = {{Opt::alpha, Opt::alpha_auto}, {Opt::beta, Opt::beta_auto}};
+
+bool Waived(const AlgorithmOptions& o, Opt id) {
+  for (const Waiver& w : kWaivers) {
+    if (w.option == id && GetOptionInfo(w.waived_by).get(o) != 0.0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status ValidateOptions(const AlgorithmOptions& o, const OptionSet& reads) {
+  for (const OptionInfo& info : OptionTable()) {
+    if (!reads.Has(info.id) || Waived(o, info.id)) continue;
+    const double v = info.get(o);
+    if (!info.rule.Accepts(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("options.", info.name, ": ", Number(v), " ", info.rule.Describe()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace f2obo

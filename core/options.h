@@ -1,17 +1,29 @@
-// Hyperparameters of the first-order online bilevel algorithms (SPEC
-// section 3).  One flat struct serves every algorithm, Ceres-style: each
-// algorithm reads the groups it needs, and Validate(algorithm) checks exactly
-// those, naming the offending field.  Defaults are the paper's experimental
-// settings (Appendix A) unless stated.
+// Algorithm hyperparameters: one flat struct serves every algorithm of every
+// problem class (Ceres-style); each algorithm reads the fields its registry
+// entry lists (AlgorithmInfo::reads, core/algorithm_info.h).  The fields,
+// their defaults, rules and help texts are declared once, in
+// core/options.def; this header turns that list into the struct, an
+// `Opt` enumerator per option and a table for generic code (validation,
+// proto conversion, CLI flags, help).
 #ifndef F2OBO_CORE_OPTIONS_H_
 #define F2OBO_CORE_OPTIONS_H_
 
+#include <bitset>
+#include <initializer_list>
 #include <limits>
-#include <string_view>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
 
 #include "absl/status/status.h"
 
 namespace f2obo {
+
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Every real option and every input number is at most this in magnitude, so
+// that a product of two of them stays finite (SPEC: bad input never bricks
+// a session).
+inline constexpr double kMaxOptionMagnitude = 1e150;
 
 // How F2OBO / AF2OBO scale the y-step with lambda_t.
 enum class BetaScaling {
@@ -25,87 +37,111 @@ enum class InnerSchedule {
   kTheory,  // K_t = ceil(c_K max(t^(b - tau), t^a) log(t + 1))  (Theorem 5.1)
 };
 
-struct AlgorithmOptions {
-  // lambda_{t+1} = (1 + 1/t)^tau lambda_t, i.e. lambda_t = lambda1 t^tau,
-  // capped at lambda_max (a cap departs from the theory; infinite = none).
-  double lambda1 = 5.0;
-  double tau = 1.0;
-  double lambda_max = std::numeric_limits<double>::infinity();
-
-  // Inner step sizes.  "auto": alpha = 1/L_g1 and
-  // beta_t = 1/(2 lambda_t L_g1 + L_f1) from a per-step smoothness estimate.
-  double alpha = 0.1;
-  bool alpha_auto = false;
-  double beta = 0.1;
-  bool beta_auto = false;
-  BetaScaling beta_scaling = BetaScaling::kScaled;
-
-  double gamma = 0.001;  // upper step size (projected gradient on x)
-  int inner_steps = 5;   // K (F2OBO, SF2OBO with a fixed schedule)
-
-  // AF2OBO (Alg. 2): loop until ||grad_y g(z)|| <= delta_z and
-  // ||grad_y L(y)|| <= delta_y; each loop stops at max_inner_iterations and
-  // the round reports the cap hit.
-  double delta_y = 0.5;
-  double delta_z = 0.1;
-  int max_inner_iterations = 10000;
-
-  // SF2OBO (Alg. 3): alpha_t = alpha / t^a, beta_t = beta / (lambda1 t^b),
-  // B_t = ceil(batch_scale t^B2), Bhat_t = ceil(batch_scale t^B1), each capped
-  // at the batch's rows.  Defaults: Corollary 5.2 (a = 0, b = 1/6, B1 = B2 =
-  // 2/3; it also takes tau = 1/6, set by the sf2obo registry defaults).
-  double alpha_decay = 0.0;         // a
-  double beta_decay = 1.0 / 6.0;    // b
-  double batch_growth = 2.0 / 3.0;  // B2 (inner-loop mini-batches)
-  double hyper_batch_growth = 2.0 / 3.0;  // B1 (hypergradient draws)
-  double batch_scale = 1.0;
-  InnerSchedule inner_schedule = InnerSchedule::kFixed;
-  double inner_schedule_scale = 1.0;  // c_K
-  int max_scheduled_inner_steps = 1000;
-
-  // Second-order baselines (SPEC section 3 "Baselines";
-  // core/algorithms/{obbo,sobow,aobo,fsobo,sobbo,sogd}.cc).  They ignore
-  // the lambda fields and beta; they read alpha (the inner GD step on y, or
-  // auto = 1/L_g1), gamma, inner_steps (K: obbo, sobow, sobbo) and:
-  //   AID linear system grad2_yy g v = grad_y f, solved by
-  //   linear_system_steps (M) steps of v <- v - eta (grad2_yy g v - grad_y f)
-  //   with eta = linear_system_step, warm-started from the previous round's v
-  //   (sobow, aobo, fsobo, sogd; fsobo fixes M = 1, sogd takes one step).
-  int linear_system_steps = 5;       // M (paper Appendix A: 5 for AOBO, SOBOW)
-  double linear_system_step = 0.1;   // eta (paper Appendix A: SOGD beta = 0.1)
-  // The x-step uses the uniform mean of the last min(t, window) hypergradient
-  // estimates (obbo, sobow, sobbo; registry defaults: sobow 10, sobbo 50).
-  int window = 1;                    // w, at most kMaxWindow
-  static constexpr int kMaxWindow = 1000;  // bounds the checkpointed state
-  // SOGD: m_t = momentum m_{t-1} + (1 - momentum) h_t (paper Appendix A: 0.9).
-  double momentum = 0.9;
-  // Rows per mini-batch draw (sobbo, sogd), capped at the batch's rows.
-  int sample_rows = 64;
-  // AOBO: the y-loop runs until ||grad_y g_t(x_t, y)|| <= delta, at most
-  // max_inner_iterations steps (paper Appendix A: delta = 0.1).
-  double delta = 0.1;
-
-  // SVRB (core/algorithms/svrb.cc) reads alpha (the y-step on the STORM
-  // estimate of grad_y g, or auto), gamma, sample_rows (B rows per draw),
-  // momentum (1 - a, the STORM weight on the previous estimate; default 0.9,
-  // a = 0.1) and the fields below.  It builds explicit d1 x d2 and d2 x d2
-  // derivative matrices, so sessions with x_dim or y_dim above
-  // max_explicit_dim are refused when they are created.
-  int max_explicit_dim = 256;    // at most kMaxExplicitDim
-  static constexpr int kMaxExplicitDim = 2048;  // bounds memory and checkpoints
-  double jacobian_clip = 100.0;  // C: singular values of the grad2_xy g estimate capped at C
-  double hessian_floor = 1e-3;   // lambda: eigenvalues of the grad2_yy g estimate raised to lambda
-  // PZOBO / PZOBO-S (core/algorithms/pzobo.cc) read alpha (inner GD step, or
-  // auto), inner_steps (N GD steps per path), gamma, sample_rows (pzobo_s:
-  // B rows per draw) and: Q Gaussian directions and the smoothing mu of the
-  // perturbed paths x_t + mu u_j.
-  int pz_directions = 10;        // Q, at most kMaxDirections
-  static constexpr int kMaxDirections = 10000;  // bounds the round's cost
-  double pz_smoothing = 0.01;    // mu
-
-  // Checks the fields `algorithm` uses; the error names the field.
-  absl::Status Validate(std::string_view algorithm) const;
+// The upper step size of the F2OBO rounds.
+enum class GammaSchedule {
+  kConstant,  // gamma_t = gamma (the paper's experiments)
+  kTheory,    // gamma_t = gamma t^-tau  (Theorem 3.2 takes gamma_t ~ 1/(lambda_1 t^tau))
 };
+
+// The values an option accepts, whatever algorithm reads it: a closed or
+// half-open interval of finite numbers (within kMaxOptionMagnitude), or
+// +infinity too (a "none" value), or anything (booleans, choices).
+struct OptionRule {
+  double lo = -kMaxOptionMagnitude;
+  double hi = kMaxOptionMagnitude;
+  bool lo_open = false;
+  bool hi_open = false;
+  bool infinity_allowed = false;
+  bool any = false;
+
+  bool Accepts(double v) const;
+  std::string Describe() const;  // e.g. "must be finite and > 0"
+};
+constexpr OptionRule Positive() { return {0.0, kMaxOptionMagnitude, true, false, false, false}; }
+constexpr OptionRule PositiveOrInfinite() {
+  return {0.0, kMaxOptionMagnitude, true, false, true, false};
+}
+constexpr OptionRule InRange(double lo, double hi) { return {lo, hi, false, false, false, false}; }
+constexpr OptionRule InRangeOpenHigh(double lo, double hi) {
+  return {lo, hi, false, true, false, false};
+}
+constexpr OptionRule AtLeast(double lo) { return {lo, 2147483647.0, false, false, false, false}; }
+constexpr OptionRule AnyValue() { return {0, 0, false, false, false, true}; }
+
+struct AlgorithmOptions {
+#define F2OBO_OPTION(type, name, def, rule, help) type name = def;
+#include "core/options.def"
+#undef F2OBO_OPTION
+};
+
+// One enumerator per option, in declaration order: Opt::lambda1, ...
+enum class Opt {
+#define F2OBO_OPTION(type, name, def, rule, help) name,
+#include "core/options.def"
+#undef F2OBO_OPTION
+  kCount
+};
+inline constexpr int kOptionCount = static_cast<int>(Opt::kCount);
+
+// A set of options (what an algorithm reads).
+class OptionSet {
+ public:
+  OptionSet() = default;
+  OptionSet(std::initializer_list<Opt> options) {
+    for (Opt o : options) Add(o);
+  }
+  OptionSet& Add(Opt o) {
+    bits_.set(static_cast<size_t>(o));
+    return *this;
+  }
+  OptionSet& Add(const OptionSet& o) {
+    bits_ |= o.bits_;
+    return *this;
+  }
+  bool Has(Opt o) const { return bits_.test(static_cast<size_t>(o)); }
+  bool empty() const { return bits_.none(); }
+
+ private:
+  std::bitset<kOptionCount> bits_;
+};
+
+enum class OptionType { kDouble, kInt, kBool, kChoice };
+
+// What generic code (validation, proto conversion, CLI, help) knows of an
+// option.  Values cross this interface as doubles (double, int, bool: 0/1)
+// or, for choices, as the choice's name.
+struct OptionInfo {
+  Opt id;
+  const char* name;
+  OptionType type;
+  OptionRule rule;
+  const char* help;
+  std::vector<std::string> choices;  // kChoice: names, in enum order
+  double default_value;                    // as `get` returns it
+
+  // The value as a number: double, int, bool (0/1), choice (its index).
+  double (*get)(const AlgorithmOptions&);
+  void (*set)(AlgorithmOptions*, double);  // no check; see SetOptionNumber
+};
+
+// Every option, in declaration order (indexable by Opt).
+const std::vector<OptionInfo>& OptionTable();
+const OptionInfo& GetOptionInfo(Opt id);
+// nullptr for an unknown name.
+const OptionInfo* FindOption(absl::string_view name);
+
+// Sets an option from a number (double, int, bool options; an int must be
+// integral and fit, a bool 0 or 1) or a choice name; INVALID_ARGUMENT
+// "options.<name>: ..." otherwise.  Rules are checked by ValidateOptions.
+absl::Status SetOptionNumber(const OptionInfo& info, double value, AlgorithmOptions* o);
+absl::Status SetOptionChoice(const OptionInfo& info, absl::string_view value,
+                             AlgorithmOptions* o);
+// The value as text ("0.1", "5", "true", "scaled"), e.g. for help and specs.
+std::string OptionValueText(const OptionInfo& info, const AlgorithmOptions& o);
+
+// Checks each option in `reads` against its rule; the error is
+// INVALID_ARGUMENT "options.<name>: <value> <rule>".
+absl::Status ValidateOptions(const AlgorithmOptions& o, const OptionSet& reads);
 
 }  // namespace f2obo
 

@@ -7,31 +7,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/algorithm_registry.h"
-#include "core/family_registry.h"
+#include "core/problem_registry.h"
 
 namespace f2obo {
 namespace {
-
-struct Parts {
-  std::unique_ptr<Family> family;
-  std::unique_ptr<Algorithm> algorithm;
-};
-
-absl::StatusOr<Parts> Build(const SessionConfig& c) {
-  Parts p;
-  absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(c.family);
-  if (!family.ok()) return family.status();
-  p.family = *std::move(family);
-  const int d1 = p.family->x_dim(), d2 = p.family->y_dim();
-  if (absl::Status s = c.constraint.Validate(d1); !s.ok()) return s;
-  if (absl::Status s = p.family->ValidateConstraint(c.constraint); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<Algorithm>> algorithm =
-      CreateAlgorithm(AlgorithmContext{c.algorithm, c.options, c.constraint, d1, d2});
-  if (!algorithm.ok()) return algorithm.status();
-  p.algorithm = *std::move(algorithm);
-  return p;
-}
 
 // Counters in the state are imported from outside (Session::Restore), so
 // they can sit anywhere in int64; adding to them must not overflow (UB).
@@ -45,68 +24,76 @@ int64_t SaturatingAdd(int64_t a, int64_t b) {
   return a + b;
 }
 
-absl::Status CheckVector(const Vector& v, int dim, const char* field) {
-  if (v.size() != dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": has ", v.size(), " entries, expected ", dim));
-  }
-  if (!v.allFinite()) return absl::InvalidArgumentError(absl::StrCat(field, ": not finite"));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<SessionState> InitialState(const SessionConfig& c, const Family& f) {
-  const int d1 = f.x_dim(), d2 = f.y_dim();
+absl::StatusOr<SessionState> InitialState(const SessionConfig& c, const Problem& p) {
   SessionState s;
-  if (c.x0.size() == 0) {
-    s.x = Vector::Zero(d1);
-    c.constraint.Project(&s.x);
-  } else {
-    if (absl::Status st = CheckVector(c.x0, d1, "initial.x"); !st.ok()) return st;
-    if (!c.constraint.Contains(c.x0, 1e-12)) {
-      return absl::InvalidArgumentError("initial.x: outside the constraint set X");
-    }
-    s.x = c.x0;
-  }
-  s.y = c.y0.size() == 0 ? Vector::Zero(d2) : c.y0;
-  if (absl::Status st = CheckVector(s.y, d2, "initial.y"); !st.ok()) return st;
-  s.z = c.z0.size() == 0 ? s.y : c.z0;
-  if (absl::Status st = CheckVector(s.z, d2, "initial.z"); !st.ok()) return st;
+  if (absl::Status st = p.InitState(c, &s); !st.ok()) return st;
   s.t = 1;
-  s.lambda = c.options.lambda1;
   s.rng = Rng(c.seed);
   return s;
 }
 
+RunningMetrics EmptyMetrics(const Problem& p) {
+  RunningMetrics m;
+  m.sums.assign(p.layout().sums.size(), 0.0);
+  return m;
+}
+
 }  // namespace
 
+Session::Session(SessionConfig config, std::unique_ptr<Problem> problem, SessionState state,
+                 RunningMetrics metrics)
+    : config_(std::move(config)), problem_(std::move(problem)),
+      state_(std::make_shared<const SessionState>(std::move(state))),
+      pending_(std::make_shared<SessionState>()), metrics_(std::move(metrics)) {}
+
 absl::Status ValidateSessionConfig(const SessionConfig& config) {
-  absl::StatusOr<Parts> parts = Build(config);
-  if (!parts.ok()) return parts.status();
-  return InitialState(config, *parts->family).status();
+  absl::StatusOr<std::unique_ptr<Problem>> problem = CreateProblem(config);
+  if (!problem.ok()) return problem.status();
+  return InitialState(config, **problem).status();
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionConfig& config) {
-  absl::StatusOr<Parts> parts = Build(config);
-  if (!parts.ok()) return parts.status();
-  absl::StatusOr<SessionState> state = InitialState(config, *parts->family);
+  absl::StatusOr<std::unique_ptr<Problem>> problem = CreateProblem(config);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<SessionState> state = InitialState(config, **problem);
   if (!state.ok()) return state.status();
-  return std::unique_ptr<Session>(new Session(config, std::move(parts->family),
-                                              std::move(parts->algorithm),
-                                              *std::move(state)));
+  RunningMetrics metrics = EmptyMetrics(**problem);
+  return std::unique_ptr<Session>(
+      new Session(config, *std::move(problem), *std::move(state), std::move(metrics)));
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& config,
-                                                          SessionState state) {
-  absl::StatusOr<Parts> parts = Build(config);
-  if (!parts.ok()) return parts.status();
-  if (absl::Status s = ValidateState(state, parts->family->x_dim(), parts->family->y_dim(),
-                                     AlgorithmReadsLambda(config.algorithm));
+                                                          Checkpoint c) {
+  absl::StatusOr<std::unique_ptr<Problem>> problem = CreateProblem(config);
+  if (!problem.ok()) return problem.status();
+  const Problem& p = **problem;
+  if (!c.family.empty() && c.family != config.family.name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.family.name: '", config.family.name, "', but the state was written by a '",
+        c.family, "' session"));
+  }
+  if (!c.algorithm.empty() && c.algorithm != config.algorithm) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.algorithm: '", config.algorithm, "', but the state was written by '",
+        c.algorithm, "' (its algorithm-owned state has another layout)"));
+  }
+  if (absl::Status s = ValidateState(c.state, p.layout(), p.x_dim(), kMaxStateMagnitude);
       !s.ok()) {
     return s;
   }
-  return std::unique_ptr<Session>(new Session(config, std::move(parts->family),
-                                              std::move(parts->algorithm),
-                                              std::move(state)));
+  if (absl::Status s = p.ValidateRestored(c.state); !s.ok()) return s;
+  // Sums added by later versions of a class start at zero.
+  if (c.metrics.sums.size() > p.layout().sums.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state.metrics: ", c.metrics.sums.size(), " running sums, this problem class has ",
+        p.layout().sums.size()));
+  }
+  c.metrics.sums.resize(p.layout().sums.size(), 0.0);
+  for (double v : c.metrics.sums) {
+    if (!std::isfinite(v)) return absl::InvalidArgumentError("state.metrics: not finite");
+  }
+  return std::unique_ptr<Session>(new Session(config, *std::move(problem), std::move(c.state),
+                                              std::move(c.metrics)));
 }
 
 absl::StatusOr<StepReport> Session::Step(const StepData& data) {
@@ -117,62 +104,51 @@ absl::StatusOr<StepReport> Session::Step(const StepData& data) {
 
 void Session::Commit() {
   if (!has_pending_) return;
-  std::swap(state_, scratch_);
+  std::shared_ptr<SessionState> next = std::move(pending_);
+  // The old state becomes the next scratch copy, unless a reader still
+  // holds it (then Prepare allocates a fresh one).
+  pending_ = std::const_pointer_cast<SessionState>(std::move(state_));
+  state_ = std::move(next);
   has_pending_ = false;
+}
+
+std::string Session::Encode(const SessionState& state) const {
+  return SerializeCheckpoint(Checkpoint{config_.family.name, config_.algorithm, state, metrics_});
 }
 
 absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
   has_pending_ = false;
+  const int64_t t = state_->t;
   // t + 1 must stay a restorable index (ValidateState: t <= 2^53).
-  if (state_.t >= kMaxStepIndex) {
+  if (t >= kMaxStepIndex) {
     return absl::OutOfRangeError(absl::StrCat(
-        "step ", state_.t, ": the step counter is at its maximum; session state unchanged"));
+        "step ", t, ": the step counter is at its maximum; session state unchanged"));
   }
-  if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = family_->ValidateBatch(data.inner, BatchRole::kInner); !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = problem_->ValidateData(data); !s.ok()) return s;
   const auto start = std::chrono::steady_clock::now();
-  family_->Prepare(data);
-  StepReport report;
-  report.t = state_.t;
-  report.hypergradient.resize(family_->x_dim());
-  const BatchView upper = BatchView::All(data.upper);
-  report.upper_loss_before = family_->F(state_.x, state_.y, upper, nullptr, nullptr);
-  // With finite, validated inputs f_t can still overflow (huge features times
-  // the current y exceed DBL_MAX); a non-finite loss would otherwise be
-  // reported as if it were a measurement, so the step is refused here.
-  if (!std::isfinite(report.upper_loss_before)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "step ", state_.t, ": non-finite f_t(x_t, y_t) = ", report.upper_loss_before,
-        " on the upper batch (feature values too large for the current point?); "
-        "session state unchanged"));
+  if (pending_ == nullptr || pending_.use_count() > 1) {
+    pending_ = std::make_shared<SessionState>(*state_);
+  } else {
+    *pending_ = *state_;  // reuses the vectors' storage
   }
-  report.accuracy_before = family_->Accuracy(state_.x, state_.y, upper);
-
-  scratch_ = state_;
-  if (absl::Status s = algorithm_->Round(data, *family_, &scratch_, &report); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("step ", state_.t, ": ", s.message(),
+  StepReport report;
+  report.t = t;
+  if (absl::Status s = problem_->Round(data, pending_.get(), &report); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("step ", t, ": ", s.message(),
                                                "; session state unchanged"));
   }
-  if (!scratch_.AllFinite() || !report.hypergradient.allFinite()) {
+  SessionState& next = *pending_;
+  if (std::string field = next.FirstOutOfRange(problem_->layout(), kMaxStateMagnitude);
+      !field.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "step ", state_.t, ": the round produced a non-finite ",
-        !report.hypergradient.allFinite() ? "hypergradient"
-        : !scratch_.x.allFinite()         ? "x"
-        : !scratch_.y.allFinite()         ? "y"
-        : !scratch_.z.allFinite()         ? "z"
-                                          : "lambda",
-        " (step sizes too large for this batch?); session state unchanged"));
+        "step ", t, ": the round produced a non-finite ", field, " (or one beyond the safe ",
+        "magnitude ", kMaxStateMagnitude,
+        "; step sizes too large for this batch?); session state unchanged"));
   }
-  scratch_.t = state_.t + 1;
-  scratch_.inner_iterations = SaturatingAdd(
-      scratch_.inner_iterations,
-      static_cast<int64_t>(report.z_iterations) + report.y_iterations);
-  scratch_.cap_hits = SaturatingAdd(scratch_.cap_hits, report.cap_hit ? 1 : 0);
-  scratch_.rows_processed = SaturatingAdd(scratch_.rows_processed, report.rows_processed);
+  next.t = t + 1;
+  next.inner_iterations = SaturatingAdd(next.inner_iterations, report.inner_iterations);
+  next.cap_hits = SaturatingAdd(next.cap_hits, report.cap_hit ? 1 : 0);
+  next.rows_processed = SaturatingAdd(next.rows_processed, report.rows_processed);
   has_pending_ = true;
   report.round_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,7 +1,10 @@
-// One online bilevel problem being solved: immutable configuration, the
-// family and algorithm built from it, and the mutable state they advance.
+// One online problem being solved: its immutable configuration, the
+// problem class's half (family and algorithm, core/problem.h) and the state
+// they advance.  This is the class-agnostic half: step indices, the
+// transactional commit, counters, immutable snapshots and checkpoints.
 //
-// Thread-safety: none; the server serializes a session's steps.
+// Thread-safety: none; the server serializes a session's steps.  The
+// snapshots it hands out are immutable and may be read from any thread.
 #ifndef F2OBO_CORE_SESSION_H_
 #define F2OBO_CORE_SESSION_H_
 
@@ -10,38 +13,34 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/algorithm.h"
-#include "core/constraint.h"
-#include "core/family.h"
-#include "core/options.h"
+#include "core/class_metrics.h"
+#include "core/problem.h"
+#include "core/session_config.h"
 #include "core/state.h"
 #include "core/step_report.h"
 
 namespace f2obo {
 
-struct SessionConfig {
-  FamilyConfig family;
-  std::string algorithm = "f2obo";
-  AlgorithmOptions options;  // start from DefaultAlgorithmOptions(algorithm)
-  ConstraintSet constraint;
-  // Initial point.  Empty x0: the projection of 0 onto X.  Empty y0: 0.
-  // Empty z0: y0.  A given x0 must lie in X.
-  Vector x0, y0, z0;
-  uint64_t seed = 0;
-};
+// Numbers a round may leave in a state: a round whose result is not
+// finite or exceeds this in magnitude is refused like a non-finite one, so
+// that no accepted step can leave a state every later step overflows on
+// (inputs are bounded by kMaxOptionMagnitude, core/options.h).
+inline constexpr double kMaxStateMagnitude = 1e150;
 
 class Session {
  public:
-  // Validates everything (family, constraint, options, initial point) and
-  // returns a session at t = 1 with lambda_1 = options.lambda1.
+  // Validates everything (class, family, constraint, options, initial
+  // point) and returns a session at t = 1.
   static absl::StatusOr<std::unique_ptr<Session>> Create(const SessionConfig& config);
-  // Rebuilds a session from a checkpointed state (shapes checked).
+  // Rebuilds a session from a checkpoint; refuses one whose state does not
+  // fit the config (shapes, magnitudes, the class's checks) or was written
+  // by another family or algorithm, naming the field.
   static absl::StatusOr<std::unique_ptr<Session>> Restore(const SessionConfig& config,
-                                                          SessionState state);
+                                                          Checkpoint checkpoint);
 
-  // Applies step state().t: validates both batches (INVALID_ARGUMENT naming
-  // the field), runs one round on a scratch copy and commits it only if
-  // every number is finite.  On any error the state is exactly unchanged.
+  // Applies step state().t: validates the data (INVALID_ARGUMENT naming the
+  // field), runs one round on a scratch copy and commits it only if every
+  // number is in range.  On any error the state is exactly unchanged.
   // Equivalent to Prepare() followed by Commit().
   absl::StatusOr<StepReport> Step(const StepData& data);
 
@@ -50,33 +49,47 @@ class Session {
   // state (the current state is untouched); Commit() makes it current;
   // a second Prepare() or Abort() discards it.
   absl::StatusOr<StepReport> Prepare(const StepData& data);
-  const SessionState& pending_state() const { return scratch_; }
+  const SessionState& pending_state() const { return *pending_; }
   void Commit();
   void Abort() { has_pending_ = false; }
 
   const SessionConfig& config() const { return config_; }
-  const SessionState& state() const { return state_; }
-  // Running exact-metric sums live in the state; the metrics pipeline
-  // (which computes them off the request path) updates them here.
-  RunningMetrics* mutable_metrics() { return &state_.metrics; }
-  Family& family() { return *family_; }
+  ProblemClass problem_class() const { return problem_->problem_class(); }
+  Problem& problem() { return *problem_; }
+  const Problem& problem() const { return *problem_; }
+
+  // The committed state, and an immutable snapshot of it that stays valid
+  // (and unchanged) after later steps.
+  const SessionState& state() const { return *state_; }
+  std::shared_ptr<const SessionState> snapshot() const { return state_; }
+  // The decision served to clients at the committed state.
+  const Vector& decision() const { return problem_->Decision(*state_); }
+
+  // Running exact-metric sums: the metrics pipeline (which computes the
+  // metrics off the request path) adds each step's here.
+  const RunningMetrics& metrics() const { return metrics_; }
+  void AddMetrics(const ClassMetrics& m) { problem_->Accumulate(m, &metrics_); }
+
+  // The checkpoint encoding of `state` (the committed or the pending one)
+  // with this session's family, algorithm and running sums.
+  std::string Encode(const SessionState& state) const;
 
  private:
-  Session(SessionConfig config, std::unique_ptr<Family> family,
-          std::unique_ptr<Algorithm> algorithm, SessionState state)
-      : config_(std::move(config)), family_(std::move(family)),
-        algorithm_(std::move(algorithm)), state_(std::move(state)) {}
+  Session(SessionConfig config, std::unique_ptr<Problem> problem, SessionState state,
+          RunningMetrics metrics);
 
   SessionConfig config_;
-  std::unique_ptr<Family> family_;
-  std::unique_ptr<Algorithm> algorithm_;
-  SessionState state_;
-  SessionState scratch_;  // the round's working copy (reused across steps)
+  std::unique_ptr<Problem> problem_;
+  std::shared_ptr<const SessionState> state_;
+  // The round's working copy; reused across steps when no snapshot of it
+  // is still held elsewhere (so steady-state steps do not allocate).
+  std::shared_ptr<SessionState> pending_;
   bool has_pending_ = false;
+  RunningMetrics metrics_;
 };
 
-// Builds and validates the family, algorithm and initial state of `config`
-// without creating a session (e.g. to check a request).
+// Builds and validates the problem and initial state of `config` without
+// creating a session (e.g. to check a request).
 absl::Status ValidateSessionConfig(const SessionConfig& config);
 
 }  // namespace f2obo

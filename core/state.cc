@@ -11,7 +11,9 @@ namespace f2obo {
 namespace {
 
 constexpr char kMagic[4] = {'F', '2', 'S', 'T'};
-constexpr uint32_t kVersion = 1;
+// 1: bilevel only (t, x, y, z, lambda, rng, counters, aux, sums).
+// 2: problem classes (family, algorithm, x, class vectors and scalars, ...).
+constexpr uint32_t kVersion = 2;
 
 uint64_t Fnv1a(const char* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -39,6 +41,18 @@ class Writer {
   void Vec(const Vector& v) {
     U64(static_cast<uint64_t>(v.size()));
     for (Eigen::Index i = 0; i < v.size(); ++i) F64(v[i]);
+  }
+  void Vecs(const std::vector<Vector>& vs) {
+    U64(vs.size());
+    for (const Vector& v : vs) Vec(v);
+  }
+  void Doubles(const std::vector<double>& v) {
+    U64(v.size());
+    for (double d : v) F64(d);
+  }
+  void Str(const std::string& s) {
+    U64(s.size());
+    Raw(s.data(), s.size());
   }
   std::string& out() { return out_; }
 
@@ -76,6 +90,29 @@ class Reader {
     for (uint64_t i = 0; i < n; ++i) F64(&(*v)[static_cast<Eigen::Index>(i)]);
     return true;
   }
+  bool Vecs(std::vector<Vector>* vs) {
+    uint64_t n;
+    if (!U64(&n) || n > in_.size() / 8) return false;
+    vs->resize(n);
+    for (Vector& v : *vs) {
+      if (!Vec(&v)) return false;
+    }
+    return true;
+  }
+  bool Doubles(std::vector<double>* v) {
+    uint64_t n;
+    if (!U64(&n) || n > in_.size() / 8) return false;
+    v->resize(n);
+    for (double& d : *v) F64(&d);
+    return true;
+  }
+  bool Str(std::string* s) {
+    uint64_t n;
+    if (!U64(&n) || n > in_.size() || n > 4096) return false;
+    s->assign(in_.data(), n);
+    in_.remove_prefix(n);
+    return true;
+  }
   bool empty() const { return in_.empty(); }
 
  private:
@@ -88,95 +125,121 @@ bool BitEqual(const Vector& a, const Vector& b) {
          std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
 }
 
+
+// A number's place in the state, for error messages: "y[3]", "lambda".
+std::string OutOfRange(const Vector& v, const std::string& name, double bound) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) {
+    if (!(std::abs(v[i]) <= bound)) return name;
+  }
+  return "";
+}
+
 }  // namespace
 
-bool SessionState::AllFinite() const {
-  if (!x.allFinite() || !y.allFinite() || !z.allFinite()) return false;
-  if (!std::isfinite(lambda)) return false;
-  for (const Vector& v : aux)
-    if (!v.allFinite()) return false;
-  return true;
+std::string SessionState::FirstOutOfRange(const StateLayout& layout, double bound) const {
+  if (std::string f = OutOfRange(x, "x", bound); !f.empty()) return f;
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    const std::string name =
+        i < layout.vectors.size() ? layout.vectors[i].first : absl::StrCat("vectors[", i, "]");
+    if (std::string f = OutOfRange(vectors[i], name, bound); !f.empty()) return f;
+  }
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    if (!(std::abs(scalars[i]) <= bound)) {
+      return i < layout.scalars.size() ? layout.scalars[i] : absl::StrCat("scalars[", i, "]");
+    }
+  }
+  for (size_t i = 0; i < aux.size(); ++i) {
+    if (std::string f = OutOfRange(aux[i], absl::StrCat("aux[", i, "]"), bound); !f.empty()) {
+      return f;
+    }
+  }
+  return "";
 }
 
 bool SessionState::BitEquals(const SessionState& o) const {
-  if (t != o.t || !BitEqual(x, o.x) || !BitEqual(y, o.y) || !BitEqual(z, o.z) ||
-      !BitEqual(lambda, o.lambda) || !(rng == o.rng) ||
-      inner_iterations != o.inner_iterations || cap_hits != o.cap_hits ||
-      rows_processed != o.rows_processed || aux.size() != o.aux.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < aux.size(); ++i)
-    if (!BitEqual(aux[i], o.aux[i])) return false;
-  const RunningMetrics& a = metrics;
-  const RunningMetrics& b = o.metrics;
-  return a.evaluated_steps == b.evaluated_steps && BitEqual(a.blreg, b.blreg) &&
-         BitEqual(a.variation, b.variation) && BitEqual(a.drift, b.drift) &&
-         a.drift_steps == b.drift_steps;
+  const auto vectors_equal = [](const std::vector<Vector>& a, const std::vector<Vector>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!BitEqual(a[i], b[i])) return false;
+    return true;
+  };
+  return t == o.t && BitEqual(x, o.x) && vectors_equal(vectors, o.vectors) &&
+         scalars.size() == o.scalars.size() &&
+         (scalars.empty() ||
+          std::memcmp(scalars.data(), o.scalars.data(), 8 * scalars.size()) == 0) &&
+         rng == o.rng && inner_iterations == o.inner_iterations && cap_hits == o.cap_hits &&
+         rows_processed == o.rows_processed && vectors_equal(aux, o.aux);
 }
 
-std::string SerializeState(const SessionState& s) {
+bool RunningMetrics::BitEquals(const RunningMetrics& o) const {
+  return evaluated_steps == o.evaluated_steps && sums.size() == o.sums.size() &&
+         (sums.empty() || std::memcmp(sums.data(), o.sums.data(), 8 * sums.size()) == 0);
+}
+
+std::string SerializeCheckpoint(const Checkpoint& c) {
+  const SessionState& s = c.state;
   Writer w;
   w.Raw(kMagic, 4);
   w.U64(kVersion);
+  w.Str(c.family);
+  w.Str(c.algorithm);
   w.I64(s.t);
   w.Vec(s.x);
-  w.Vec(s.y);
-  w.Vec(s.z);
-  w.F64(s.lambda);
+  w.Vecs(s.vectors);
+  w.Doubles(s.scalars);
   for (uint64_t word : s.rng.words()) w.U64(word);
   w.I64(s.inner_iterations);
   w.I64(s.cap_hits);
   w.I64(s.rows_processed);
-  w.U64(s.aux.size());
-  for (const Vector& v : s.aux) w.Vec(v);
-  w.I64(s.metrics.evaluated_steps);
-  w.F64(s.metrics.blreg);
-  w.F64(s.metrics.variation);
-  w.F64(s.metrics.drift);
-  w.I64(s.metrics.drift_steps);
+  w.Vecs(s.aux);
+  w.I64(c.metrics.evaluated_steps);
+  w.Doubles(c.metrics.sums);
   w.U64(Fnv1a(w.out().data(), w.out().size()));
   return std::move(w.out());
 }
 
-absl::Status ValidateState(const SessionState& s, int x_dim, int y_dim, bool reads_lambda) {
-  const auto vector = [](const Vector& v, int dim, const char* field) -> absl::Status {
-    if (v.size() != dim) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state.", field, ": has ", v.size(), " entries, expected ", dim));
-    }
-    if (!v.allFinite()) {
-      return absl::InvalidArgumentError(absl::StrCat("state.", field, ": not finite"));
-    }
-    return absl::OkStatus();
-  };
-  if (absl::Status st = vector(s.x, x_dim, "x"); !st.ok()) return st;
-  if (absl::Status st = vector(s.y, y_dim, "y"); !st.ok()) return st;
-  if (absl::Status st = vector(s.z, y_dim, "z"); !st.ok()) return st;
-  if (s.t < 1 || s.t > kMaxStepIndex) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("state.t: ", s.t, " is outside [1, 2^53]"));
-  }
-  const std::array<uint64_t, 4>& words = s.rng.words();
-  if (words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0) {
-    return absl::InvalidArgumentError(
-        "state.rng: all-zero generator state (xoshiro256** would draw only zeros)");
-  }
-  if (reads_lambda && !(std::isfinite(s.lambda) && s.lambda > 0.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("state.lambda: ", s.lambda, " is not a finite positive number"));
-  }
-  for (size_t i = 0; i < s.aux.size(); ++i) {
-    if (!s.aux[i].allFinite()) {
-      return absl::InvalidArgumentError(absl::StrCat("state.aux[", i, "]: not finite"));
-    }
-  }
-  if (!std::isfinite(s.lambda)) {
-    return absl::InvalidArgumentError("state.lambda: not finite");
-  }
-  return absl::OkStatus();
+namespace {
+
+// Version 1: the bilevel state before problem classes, decoded into the
+// bilevel layout (vectors y, z; scalar lambda; sums blreg, variation, drift,
+// drift_steps).
+bool ReadVersion1(Reader& r, Checkpoint* c) {
+  SessionState& s = c->state;
+  Vector y, z;
+  double lambda = 0.0;
+  bool ok = r.I64(&s.t) && r.Vec(&s.x) && r.Vec(&y) && r.Vec(&z) && r.F64(&lambda);
+  std::array<uint64_t, 4> words{};
+  for (auto& word : words) ok = ok && r.U64(&word);
+  ok = ok && r.I64(&s.inner_iterations) && r.I64(&s.cap_hits) && r.I64(&s.rows_processed) &&
+       r.Vecs(&s.aux);
+  double blreg = 0, variation = 0, drift = 0;
+  int64_t drift_steps = 0;
+  ok = ok && r.I64(&c->metrics.evaluated_steps) && r.F64(&blreg) && r.F64(&variation) &&
+       r.F64(&drift) && r.I64(&drift_steps) && r.empty();
+  if (!ok) return false;
+  s.vectors = {std::move(y), std::move(z)};
+  s.scalars = {lambda};
+  s.rng = Rng::FromWords(words);
+  c->metrics.sums = {blreg, variation, drift, static_cast<double>(drift_steps)};
+  return true;
 }
 
-absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes) {
+bool ReadVersion2(Reader& r, Checkpoint* c) {
+  SessionState& s = c->state;
+  bool ok = r.Str(&c->family) && r.Str(&c->algorithm) && r.I64(&s.t) && r.Vec(&s.x) &&
+            r.Vecs(&s.vectors) && r.Doubles(&s.scalars);
+  std::array<uint64_t, 4> words{};
+  for (auto& word : words) ok = ok && r.U64(&word);
+  ok = ok && r.I64(&s.inner_iterations) && r.I64(&s.cap_hits) && r.I64(&s.rows_processed) &&
+       r.Vecs(&s.aux) && r.I64(&c->metrics.evaluated_steps) && r.Doubles(&c->metrics.sums) &&
+       r.empty();
+  if (ok) s.rng = Rng::FromWords(words);
+  return ok;
+}
+
+}  // namespace
+
+absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes) {
   if (bytes.size() < 4 + 8 + 8 || std::memcmp(bytes.data(), kMagic, 4) != 0) {
     return absl::DataLossError("session state: bad magic or truncated header");
   }
@@ -190,26 +253,53 @@ absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes) {
   Reader r(body.substr(4));
   uint64_t version = 0;
   r.U64(&version);
-  if (version != kVersion) {
-    return absl::DataLossError(
-        absl::StrCat("session state: unsupported version ", version));
+  Checkpoint c;
+  bool ok = false;
+  if (version == 1) {
+    ok = ReadVersion1(r, &c);
+  } else if (version == kVersion) {
+    ok = ReadVersion2(r, &c);
+  } else {
+    return absl::DataLossError(absl::StrCat("session state: unsupported version ", version));
   }
-  SessionState s;
-  std::array<uint64_t, 4> words{};
-  uint64_t aux_count = 0;
-  bool ok = r.I64(&s.t) && r.Vec(&s.x) && r.Vec(&s.y) && r.Vec(&s.z) &&
-            r.F64(&s.lambda);
-  for (auto& word : words) ok = ok && r.U64(&word);
-  ok = ok && r.I64(&s.inner_iterations) && r.I64(&s.cap_hits) &&
-       r.I64(&s.rows_processed) && r.U64(&aux_count) && aux_count < (1u << 20);
-  if (ok) s.aux.resize(aux_count);
-  for (uint64_t i = 0; ok && i < aux_count; ++i) ok = r.Vec(&s.aux[i]);
-  ok = ok && r.I64(&s.metrics.evaluated_steps) && r.F64(&s.metrics.blreg) &&
-       r.F64(&s.metrics.variation) && r.F64(&s.metrics.drift) &&
-       r.I64(&s.metrics.drift_steps) && r.empty();
   if (!ok) return absl::DataLossError("session state: malformed body");
-  s.rng = Rng::FromWords(words);
-  return s;
+  return c;
+}
+
+absl::Status ValidateState(const SessionState& s, const StateLayout& layout, int x_dim,
+                           double bound) {
+  const auto shape = [](const Vector& v, int dim, const std::string& field) -> absl::Status {
+    if (v.size() != dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.", field, ": has ", v.size(), " entries, expected ", dim));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status st = shape(s.x, x_dim, "x"); !st.ok()) return st;
+  if (s.vectors.size() != layout.vectors.size() || s.scalars.size() != layout.scalars.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state: holds ", s.vectors.size(), " vectors and ", s.scalars.size(),
+        " scalars; this session's problem class has ", layout.vectors.size(), " and ",
+        layout.scalars.size(), " (a state of another problem class?)"));
+  }
+  for (size_t i = 0; i < s.vectors.size(); ++i) {
+    const auto& [name, dim] = layout.vectors[i];
+    if (absl::Status st = shape(s.vectors[i], dim, name); !st.ok()) return st;
+  }
+  if (std::string f = s.FirstOutOfRange(layout, bound); !f.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state.", f, ": not finite, or beyond the safe magnitude ", bound));
+  }
+  if (s.t < 1 || s.t > kMaxStepIndex) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state.t: ", s.t, " is outside [1, 2^53]"));
+  }
+  const std::array<uint64_t, 4>& words = s.rng.words();
+  if (words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0) {
+    return absl::InvalidArgumentError(
+        "state.rng: all-zero generator state (xoshiro256** would draw only zeros)");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace f2obo

@@ -1,5 +1,8 @@
 // The mutable part of a session: everything a round reads and writes, and
-// everything a checkpoint must hold to continue bit-identically.
+// everything a checkpoint must hold to continue bit-identically.  Its shape
+// is the problem class's (a StateLayout names the class's vectors, scalars
+// and running-metric sums); the shared parts (step index, RNG, counters,
+// algorithm-owned vectors, encoding, validation) are written once here.
 // Immutable configuration (family, algorithm options, X) lives in
 // SessionConfig (core/session.h).
 #ifndef F2OBO_CORE_STATE_H_
@@ -7,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,48 +20,71 @@
 
 namespace f2obo {
 
-// Running sums of the exact metrics (SPEC section 5) over the steps at which
-// they were evaluated (every step, or every N-th under a sampling policy).
-struct RunningMetrics {
-  int64_t evaluated_steps = 0;
-  double blreg = 0.0;        // sum of regret terms r_s (paper Eq. 2)
-  double variation = 0.0;    // sum of v_s: trajectory estimate of V_T
-  double drift = 0.0;        // sum of d_s: trajectory estimate of H_2,T
-  int64_t drift_steps = 0;   // steps whose v_s, d_s were available
+// Names (and sizes) of a class's state variables, in their order in
+// SessionState::vectors / scalars and RunningMetrics::sums.
+struct StateLayout {
+  std::vector<std::pair<std::string, int>> vectors;  // name, entries
+  std::vector<std::string> scalars;
+  std::vector<std::string> sums;
 };
 
 struct SessionState {
-  int64_t t = 1;        // index of the next step to apply (paper's t)
-  Vector x;             // x_t, the current decision
-  Vector y;             // y_t, warm start of the y-loop (approximates y*_lambda)
-  Vector z;             // z_t, warm start of the z-loop (approximates y*)
-  double lambda = 0.0;  // lambda_t, the penalty multiplier for step t
-  Rng rng;              // SF2OBO's sampler
+  int64_t t = 1;                 // index of the next step to apply (paper's t)
+  Vector x;                      // x_t, the iterate of the upper variable
+  std::vector<Vector> vectors;   // the class's vector variables (bilevel: y, z)
+  std::vector<double> scalars;   // the class's scalars (bilevel: lambda)
+  Rng rng;                       // the session's sampler
   int64_t inner_iterations = 0;  // total over all rounds
-  int64_t cap_hits = 0;          // AF2OBO rounds that hit the iteration cap
+  int64_t cap_hits = 0;          // rounds that stopped an inner loop at its cap
   int64_t rows_processed = 0;    // sample rows read by rounds
   std::vector<Vector> aux;       // algorithm-owned (momentum, windows, ...)
-  RunningMetrics metrics;
 
-  // True iff every number a round may write is finite.
-  bool AllFinite() const;
+  // The first variable holding a number that is not finite or exceeds
+  // `bound` in magnitude, named after `layout` ("x", "y", "lambda",
+  // "aux[2]"), or "" if there is none.
+  std::string FirstOutOfRange(const StateLayout& layout, double bound) const;
   // Bit-exact equality (NaN-safe: compares representations).
   bool BitEquals(const SessionState& o) const;
 };
 
+// Running sums of the exact metrics (SPEC section 5) over the steps at which
+// they were evaluated; the class names the sums (StateLayout::sums).  Not
+// part of SessionState: the metrics worker adds to them after the round.
+struct RunningMetrics {
+  int64_t evaluated_steps = 0;
+  std::vector<double> sums;
+  bool BitEquals(const RunningMetrics& o) const;
+};
+
+// What a stored or exported session holds besides its spec: the state, the
+// running sums, and which family and algorithm wrote the state (so a state
+// is never resumed by an algorithm of another layout).
+struct Checkpoint {
+  std::string family;     // empty in version-1 encodings
+  std::string algorithm;  // empty in version-1 encodings
+  SessionState state;
+  RunningMetrics metrics;
+  bool BitEquals(const Checkpoint& o) const {
+    return family == o.family && algorithm == o.algorithm && state.BitEquals(o.state) &&
+           metrics.BitEquals(o.metrics);
+  }
+};
+
 // Versioned little-endian binary encoding with an FNV-1a checksum; decoding
-// rejects truncated, corrupt or future-version input.
-std::string SerializeState(const SessionState& state);
-absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes);
+// rejects truncated, corrupt or future-version input.  Version 1 (the
+// bilevel state before problem classes) decodes into the bilevel layout.
+std::string SerializeCheckpoint(const Checkpoint& checkpoint);
+absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes);
 
 // Whether a state that did not come from this process's own rounds (an
-// import, a stored record) can be resumed by a session of these shapes:
+// import, a stored record) fits `layout` with x of `x_dim` entries:
 // INVALID_ARGUMENT naming the first offending field otherwise.  Checks the
-// shapes of x, y, z; finiteness; t in [1, 2^53] (t is used as a double in
-// the schedules, exact only up to 2^53); a non-zero RNG state (xoshiro256**
-// stays at zero forever from the all-zero state); and, when the algorithm
-// reads it, a finite positive lambda.
-absl::Status ValidateState(const SessionState& state, int x_dim, int y_dim, bool reads_lambda);
+// shapes; that every number is finite and within `bound`; t in [1, 2^53]
+// (t is used as a double in the schedules, exact only up to 2^53); and a
+// non-zero RNG state (xoshiro256** stays at zero forever from the all-zero
+// state).  The class checks the rest (Problem::ValidateRestored).
+absl::Status ValidateState(const SessionState& state, const StateLayout& layout, int x_dim,
+                           double bound);
 
 // The largest step index a state may carry (see ValidateState); a session
 // at this index refuses further steps, so every state it saves stays

@@ -1,37 +1,38 @@
-// What one round did, returned by value (never logged by core/).
+// What one round did, returned by value (never logged by core/): the parts
+// every problem class has, and the class's own report.
 #ifndef F2OBO_CORE_STEP_REPORT_H_
 #define F2OBO_CORE_STEP_REPORT_H_
 
 #include <cstdint>
 #include <optional>
+#include <variant>
 
-#include "core/types.h"
+#include "core/bilevel/bilevel_report.h"
 
 namespace f2obo {
 
+// One alternative per problem class (core/problem_class.h), in its order.
+using ClassReport = std::variant<BilevelReport>;
+
 struct StepReport {
-  int64_t t = 0;          // index of the step this round applied
-  double lambda = 0.0;    // lambda_t used by the round
-  double alpha = 0.0;     // z-step size used (alpha_t for SF2OBO)
-  double beta = 0.0;      // y-step size used (beta_t)
-  bool step_sizes_auto = false;
-  double l_g1 = 0.0;      // smoothness estimates behind auto step sizes
-  double l_f1 = 0.0;
-  int z_iterations = 0;   // inner gradient steps on z this round
-  int y_iterations = 0;   // inner gradient steps on y this round
-  bool cap_hit = false;   // AF2OBO: a loop stopped at max_inner_iterations
-  double residual_z = 0.0;  // ||grad_y g_t(x_t, z_{t+1})||
-  double residual_y = 0.0;  // ||grad_y L_t(x_t, y_{t+1}, lambda_t)||
-  Vector hypergradient;     // h_t, the round's estimate of grad L*_t(x_t)
-  int batch_size = 0;       // SF2OBO: B_t rows per inner draw (0: full)
-  int hyper_batch_size = 0; // SF2OBO: Bhat_t rows for h_t (0: full)
+  int64_t t = 0;  // index of the step this round applied
   int64_t rows_processed = 0;
-  // Prequential ("progressive validation"): f_t(x_t, y_t) on the step's
-  // fresh upper batch, before the round learned from it.
+  int64_t inner_iterations = 0;  // inner gradient steps of every loop
+  bool cap_hit = false;          // an inner loop stopped at its iteration cap
+  // Prequential ("progressive validation"): the upper loss on the step's
+  // fresh upper batch, before the round learned from it (bilevel:
+  // f_t(x_t, y_t); simple bilevel: f_t(x_t)), and the accuracy there for
+  // classification families.
   double upper_loss_before = 0.0;
   std::optional<double> accuracy_before;
   double round_seconds = 0.0;
+  ClassReport detail;
 };
+
+// The class part of a bilevel session's report.
+inline const BilevelReport& BilevelPart(const StepReport& r) {
+  return std::get<BilevelReport>(r.detail);
+}
 
 }  // namespace f2obo
 

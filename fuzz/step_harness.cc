@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/session.h"
@@ -54,18 +55,24 @@ void CheckInsideX(const ConstraintSet& set, const Vector& x, const char* when) {
   FUZZ_CHECK(set.Contains(x, tol), when, ": x left the constraint set X");
 }
 
-void CheckFiniteState(const SessionState& s, const char* when) {
-  FUZZ_CHECK(s.AllFinite(), when, ": the state holds a non-finite number (t = ", s.t, ")");
+// Every number of a session's state is finite and within the safe
+// magnitude (Restore and the store rely on it).
+void CheckStateInRange(const Session& session, const SessionState& s, const char* when) {
+  const std::string field = s.FirstOutOfRange(session.problem().layout(), kMaxStateMagnitude);
+  FUZZ_CHECK(field.empty(), when, ": the state's ", field,
+             " is not finite or beyond the safe magnitude (t = ", s.t, ")");
 }
 
-// SerializeState/DeserializeState round trip and Session::Restore, as the
-// store does after every acknowledged step and at recovery.
-void CheckDurable(const SessionConfig& config, const SessionState& s) {
-  const std::string bytes = SerializeState(s);
-  absl::StatusOr<SessionState> back = DeserializeState(bytes);
-  FUZZ_CHECK(back.ok(), "DeserializeState(SerializeState(state)): ", back.status().ToString());
-  FUZZ_CHECK(back->BitEquals(s), "the state did not survive its encoding bit-exactly");
-  absl::StatusOr<std::unique_ptr<Session>> restored = Session::Restore(config, *std::move(back));
+// The checkpoint encoding round trip and Session::Restore, as the store
+// does after every acknowledged step and at recovery.
+void CheckDurable(const Session& session) {
+  const std::string bytes = session.Encode(session.state());
+  absl::StatusOr<Checkpoint> back = DeserializeCheckpoint(bytes);
+  FUZZ_CHECK(back.ok(), "DeserializeCheckpoint(Encode(state)): ", back.status().ToString());
+  FUZZ_CHECK(back->state.BitEquals(session.state()),
+             "the state did not survive its encoding bit-exactly");
+  absl::StatusOr<std::unique_ptr<Session>> restored =
+      Session::Restore(session.config(), *std::move(back));
   FUZZ_CHECK(restored.ok(), "Session::Restore of a committed state: ",
              restored.status().ToString());
 }
@@ -145,7 +152,7 @@ absl::StatusOr<StepReport> TwinRound(Session& session, const StepData& data, boo
   const SessionState& after = session.state();
   FUZZ_CHECK(after.t == before.t + 1, "t went from ", before.t, " to ", after.t);
   FUZZ_CHECK(report->t == before.t, "the report names step ", report->t, ", not ", before.t);
-  CheckFiniteState(after, "after an applied round");
+  CheckStateInRange(session, after, "after an applied round");
   CheckInsideX(session.config().constraint, after.x, "after an applied round");
   return report;
 }
@@ -200,16 +207,18 @@ std::unique_ptr<Session> Open(Input& in, server::SessionManager& mgr, std::strin
   if (!in.exported.has_value()) {
     twin = Session::Create(*config);
   } else {
-    absl::StatusOr<SessionState> state = DeserializeState(in.exported->state());
+    absl::StatusOr<Checkpoint> state = DeserializeCheckpoint(in.exported->state());
     FUZZ_CHECK(state.ok(), "an imported state does not decode: ", state.status().ToString());
-    // A decodable record re-encodes to exactly its bytes.
-    FUZZ_CHECK(SerializeState(*state) == in.exported->state(),
+    // A decodable record of the current version re-encodes to exactly its
+    // bytes (older versions decode into it, so they re-encode differently).
+    const std::string again = SerializeCheckpoint(*state);
+    FUZZ_CHECK(again == in.exported->state() || again.compare(4, 8, in.exported->state(), 4, 8) != 0,
                "a decoded state re-encodes differently");
     twin = Session::Restore(*config, *std::move(state));
   }
   FUZZ_CHECK(twin.ok(), "the manager accepted a session the core refuses: ",
              twin.status().ToString());
-  FUZZ_CHECK(ManagerState(mgr) == SerializeState((*twin)->state()),
+  FUZZ_CHECK(ManagerState(mgr) == (*twin)->Encode((*twin)->state()),
              "the manager's new session differs from its core twin");
   FUZZ_CHECK(info->next_t() == (*twin)->state().t, "next_t ", info->next_t(), " vs twin t ",
              (*twin)->state().t);
@@ -273,7 +282,7 @@ Result RunInput(const uint8_t* data, size_t size) {
   Session& session = *twin;
   // A session that exists holds a usable state: finite (Restore and the
   // store rely on it) and, before any round, x in X.
-  CheckFiniteState(session.state(), "a new session");
+  CheckStateInRange(session, session.state(), "a new session");
   if (!in.exported.has_value()) {
     CheckInsideX(session.config().constraint, session.state().x, "a new session");
   }
@@ -284,7 +293,8 @@ Result RunInput(const uint8_t* data, size_t size) {
       mgr.Decode(in.step.upper(), in.step.inner());
 
   std::unique_ptr<Family> metrics_family;
-  if (decoded.ok() && (in.mode & kExactMetrics)) {
+  if (decoded.ok() && (in.mode & kExactMetrics) &&
+      session.problem_class() == ProblemClass::kBilevel) {
     absl::StatusOr<std::unique_ptr<Family>> f = CreateFamily(session.config().family);
     FUZZ_CHECK(f.ok(), "the metrics family of a valid session: ", f.status().ToString());
     metrics_family = *std::move(f);
@@ -326,31 +336,31 @@ Result RunInput(const uint8_t* data, size_t size) {
     ++result.rounds_applied;
     result.outcome = Outcome::kApplied;
     FUZZ_CHECK(!reply->replayed() && reply->t() == before.t, "reply for t = ", reply->t());
-    FUZZ_CHECK(SameDoubles(reply->x(), session.state().x),
+    FUZZ_CHECK(SameDoubles(reply->x(), session.decision()),
                "the reply's x differs from the core twin's");
     const std::string after_bytes = ManagerState(mgr);
-    FUZZ_CHECK(after_bytes == SerializeState(session.state()),
+    FUZZ_CHECK(after_bytes == session.Encode(session.state()),
                "the manager's state differs from its core twin's after step ", before.t);
 
     // Exactly once: a retry is answered from the cache, an index ahead refused.
     absl::StatusOr<v1::StepReply> again = mgr.Step(req);
     FUZZ_CHECK(again.ok() && again->replayed(), "a retry of step ", before.t, ": ",
                again.status().ToString());
-    FUZZ_CHECK(SameDoubles(again->x(), session.state().x), "a retry's x differs");
+    FUZZ_CHECK(SameDoubles(again->x(), session.decision()), "a retry's x differs");
     req.set_t(before.t + 2);
     absl::StatusOr<v1::StepReply> ahead = mgr.Step(req);
     FUZZ_CHECK(ahead.status().code() == absl::StatusCode::kFailedPrecondition,
                "an index ahead: ", ahead.status().ToString());
     FUZZ_CHECK(ManagerState(mgr) == after_bytes, "a retry or an index ahead changed the state");
 
-    CheckDurable(session.config(), session.state());
+    CheckDurable(session);
     if (metrics_family != nullptr) {
       // What the server's metrics worker computes for this step.
       MetricsInput mi;
       mi.t = before.t;
       mi.x = before.x;
-      mi.y = before.y;
-      mi.h = report->hypergradient;
+      mi.y = BilevelView(before).y;
+      mi.h = BilevelPart(*report).hypergradient;
       mi.gamma = session.config().options.gamma;
       absl::StatusOr<ExactMetrics> m =
           ComputeExactMetrics(*metrics_family, session.config().constraint, mi, step,

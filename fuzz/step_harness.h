@@ -75,7 +75,7 @@ std::string EncodeInput(uint8_t mode, const google::protobuf::MessageLite& first
 //    and changes nothing; an index ahead is FAILED_PRECONDITION;
 //  * Prepare is deterministic (two Prepares from one state agree bit for
 //    bit) and Commit after Abort is a no-op;
-//  * the state survives SerializeState/DeserializeState bit-exactly and
+//  * the state survives its checkpoint encoding bit-exactly and
 //    Session::Restore accepts it;
 //  * exact metrics, when they succeed, are finite.
 Result RunInput(const uint8_t* data, size_t size);

@@ -15,10 +15,10 @@ MetricsPipeline::MetricsPipeline(int threads, int max_pending_jobs, MetricsObser
 MetricsPipeline::~MetricsPipeline() { Stop(); }
 
 std::shared_ptr<SessionMetrics> MetricsPipeline::Open(
-    std::string session_id, std::unique_ptr<Family> family, ConstraintSet set,
-    std::function<RunningMetrics(const ExactMetrics&)> accumulate) {
+    std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
+    std::function<RunningMetrics(const ClassMetrics&)> accumulate) {
   std::shared_ptr<SessionMetrics> s(new SessionMetrics(
-      std::move(session_id), std::move(family), std::move(set), std::move(accumulate)));
+      std::move(session_id), std::move(evaluator), std::move(accumulate)));
   std::lock_guard<std::mutex> lock(mu_);
   open_.erase(std::remove_if(open_.begin(), open_.end(),
                              [](const auto& p) { return p.use_count() == 1 || p->closed(); }),
@@ -107,8 +107,8 @@ void MetricsPipeline::Process(SessionMetrics& s, MetricsJob job) {
   ToProto(job.report, msg.mutable_report());
   msg.set_exact_skipped_reason(job.skipped_reason);
   if (job.exact_due) {
-    absl::StatusOr<ExactMetrics> m = ComputeExactMetrics(
-        *s.family_, s.set_, job.input, *job.data, s.previous_.get());
+    absl::StatusOr<ClassMetrics> m =
+        s.evaluator_->Evaluate(*job.before, job.report, *job.data, s.previous_.get());
     if (m.ok()) {
       const RunningMetrics running = s.accumulate_(*m);
       ToProto(*m, running, msg.mutable_exact());

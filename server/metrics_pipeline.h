@@ -1,7 +1,8 @@
 // Per-session metrics off the request path.
 //
-// After each applied step the session manager enqueues a job (x_t, y_t, h_t,
-// the round report and the step's batches).  Worker threads process each
+// After each applied step the session manager enqueues a job (the snapshot
+// of the state the round started from, the round report and the step's
+// batches).  Worker threads process each
 // session's jobs strictly in step order, one job of a session at a time:
 // exact metrics when due (every N-th step), accumulation of the running
 // sums, then publication of a StepMetrics message to the session's ring
@@ -22,7 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/metrics/exact_metrics.h"
+#include "core/class_metrics.h"
+#include "core/problem.h"
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
 
@@ -30,7 +32,7 @@ namespace f2obo::server {
 
 struct MetricsJob {
   int64_t t = 0;
-  MetricsInput input;  // x_t, y_t, h_t, gamma
+  std::shared_ptr<const SessionState> before;  // the state the round started from
   StepReport report;
   std::shared_ptr<const StepData> data;
   bool exact_due = false;
@@ -47,12 +49,12 @@ class MetricsPipeline {
   MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer);
   ~MetricsPipeline();  // Stop()s
 
-  // A session's channel.  `family` is a private instance for the worker;
-  // `accumulate` adds exact metrics to the session's running sums under the
-  // session's lock and returns the sums after the addition.
+  // A session's channel.  `evaluator` computes the exact metrics (its own
+  // family instance); `accumulate` adds them to the session's running sums
+  // under the session's lock and returns the sums after the addition.
   std::shared_ptr<SessionMetrics> Open(
-      std::string session_id, std::unique_ptr<Family> family, ConstraintSet set,
-      std::function<RunningMetrics(const ExactMetrics&)> accumulate);
+      std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
+      std::function<RunningMetrics(const ClassMetrics&)> accumulate);
 
   void Enqueue(const std::shared_ptr<SessionMetrics>& session, MetricsJob job);
 
@@ -96,17 +98,16 @@ class SessionMetrics {
 
  private:
   friend class MetricsPipeline;
-  SessionMetrics(std::string id, std::unique_ptr<Family> family, ConstraintSet set,
-                 std::function<RunningMetrics(const ExactMetrics&)> accumulate)
-      : id_(std::move(id)), family_(std::move(family)), set_(std::move(set)),
+  SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
+                 std::function<RunningMetrics(const ClassMetrics&)> accumulate)
+      : id_(std::move(id)), evaluator_(std::move(evaluator)),
         accumulate_(std::move(accumulate)) {}
   void Publish(v1::StepMetrics m);
 
   const std::string id_;
   // Worker-only (one job of a session at a time): no lock needed.
-  std::unique_ptr<Family> family_;
-  const ConstraintSet set_;
-  std::function<RunningMetrics(const ExactMetrics&)> accumulate_;
+  std::unique_ptr<MetricsEvaluator> evaluator_;
+  std::function<RunningMetrics(const ClassMetrics&)> accumulate_;
   std::shared_ptr<const StepData> previous_;
 
   mutable std::mutex mu_;

@@ -3,7 +3,6 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "core/family_registry.h"
 #include "f2obo/v1/convert.h"
 
 namespace f2obo::server {
@@ -19,13 +18,13 @@ bool ValidId(const std::string& id) {
   return true;
 }
 
-// Exact metrics cost O(CG iterations x HVP): every step for small problems,
-// every 10th for large ones unless the client says otherwise.  One rule for
-// every way a session comes to be (create, import, recovery), so that an
-// imported session without the field does not silently lose its metrics.
-int ExactEvery(const v1::SessionSpec& spec, Session& session) {
+// Exact metrics cost more than a round: the client's policy, else the
+// problem class's default.  One rule for every way a session comes to be
+// (create, import, recovery), so that an imported session without the
+// field does not silently lose its metrics.
+int ExactEvery(const v1::SessionSpec& spec, const Session& session) {
   if (spec.metrics().has_exact_every()) return spec.metrics().exact_every();
-  return session.family().y_dim() <= 2000 ? 1 : 10;
+  return session.problem().DefaultExactEvery();
 }
 
 }  // namespace
@@ -49,20 +48,7 @@ absl::Status SessionManager::CheckNotRemoved(const Entry& e) {
 }
 
 v1::SessionInfo SessionManager::Info(const Entry& e) {
-  const Session& s = *e.session;
-  v1::SessionInfo info;
-  info.set_session_id(e.id);
-  *info.mutable_spec() = ToSessionSpec(s.config(), e.exact_every);
-  const SessionState& st = s.state();
-  info.set_next_t(st.t);
-  info.set_lambda(st.lambda);
-  info.set_x_dim(static_cast<int32_t>(st.x.size()));
-  info.set_y_dim(static_cast<int32_t>(st.y.size()));
-  info.set_inner_iterations(st.inner_iterations);
-  info.set_cap_hits(st.cap_hits);
-  info.set_rows_processed(st.rows_processed);
-  ToProto(st.metrics, info.mutable_metrics());
-  return info;
+  return SessionInfoOf(e.id, *e.session, e.session->state(), e.exact_every);
 }
 
 absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
@@ -100,9 +86,9 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
 absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
                                                         bool generate_id, bool persisted) {
   Session& session = *entry->session;
-  absl::StatusOr<std::unique_ptr<Family>> metrics_family =
-      CreateFamily(session.config().family);
-  if (!metrics_family.ok()) return metrics_family.status();
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
+      session.problem().NewMetricsEvaluator();
+  if (!evaluator.ok()) return evaluator.status();
   // Reserve the id, then build everything outside the map lock; the entry
   // is published only once complete, so no RPC can see a session that is
   // not durable yet, has no metrics channel, or is about to be rolled back.
@@ -128,7 +114,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     const std::vector<v1::StepReply> replies(entry->replies.begin(), entry->replies.end());
     absl::Status s = store_->PutSession(entry->id,
                                         ToSessionSpec(session.config(), entry->exact_every),
-                                        SerializeState(session.state()), session.state().t,
+                                        session.Encode(session.state()), session.state().t,
                                         replies);
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -139,13 +125,12 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
   // The worker's accumulator writes into the session state under its lock.
   std::weak_ptr<Entry> weak = entry;
   entry->metrics = pipeline_->Open(
-      entry->id, *std::move(metrics_family), session.config().constraint,
-      [weak](const ExactMetrics& m) {
+      entry->id, *std::move(evaluator), [weak](const ClassMetrics& m) {
         RunningMetrics out;
         if (std::shared_ptr<Entry> e = weak.lock()) {
           std::lock_guard<std::mutex> lock(e->mu);
-          Accumulate(m, e->session->mutable_metrics());
-          out = e->session->state().metrics;
+          e->session->AddMetrics(m);
+          out = e->session->metrics();
         }
         return out;
       });
@@ -187,7 +172,7 @@ absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) 
   v1::SessionExport out;
   out.set_session_id(id);
   *out.mutable_spec() = ToSessionSpec((*e)->session->config(), (*e)->exact_every);
-  out.set_state(SerializeState((*e)->session->state()));
+  out.set_state((*e)->session->Encode((*e)->session->state()));
   for (const v1::StepReply& r : (*e)->replies) *out.add_replies() = r;
   return out;
 }
@@ -200,7 +185,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
   if (!config.ok()) return config.status();
-  absl::StatusOr<SessionState> state = DeserializeState(ex.state());
+  absl::StatusOr<Checkpoint> state = DeserializeCheckpoint(ex.state());
   if (!state.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session.state: ", state.status().message()));
   }
@@ -240,8 +225,8 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
   std::vector<std::string> problems = loaded->damaged;
   for (StoredSession& stored : loaded->sessions) {
     absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec);
-    absl::StatusOr<SessionState> state =
-        config.ok() ? DeserializeState(stored.state) : config.status();
+    absl::StatusOr<Checkpoint> state =
+        config.ok() ? DeserializeCheckpoint(stored.state) : config.status();
     absl::StatusOr<std::unique_ptr<Session>> session =
         state.ok() ? Session::Restore(*config, *std::move(state)) : state.status();
     if (!session.ok()) {
@@ -395,9 +380,7 @@ absl::Status SessionManager::ValidateBatches(const std::string& id,
   if (!found.ok()) return found.status();
   std::lock_guard<std::mutex> lock((*found)->mu);
   if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
-  Family& family = (*found)->session->family();
-  if (absl::Status s = family.ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) return s;
-  return family.ValidateBatch(data.inner, BatchRole::kInner);
+  return (*found)->session->problem().ValidateData(data);
 }
 
 absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
@@ -418,17 +401,14 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   if (t != s.state().t) return CachedOrRefused(e, t);
   MetricsJob job;
   job.t = t;
-  job.input.t = t;
-  job.input.x = s.state().x;
-  job.input.y = s.state().y;
-  job.input.gamma = s.config().options.gamma;
+  job.before = s.snapshot();
   absl::StatusOr<StepReport> report = s.Prepare(*data);
   if (!report.ok()) return report.status();
 
   v1::StepReply reply;
   reply.set_session_id(e.id);
   reply.set_t(t);
-  ToRepeated(s.pending_state().x, reply.mutable_x());
+  ToRepeated(s.problem().Decision(s.pending_state()), reply.mutable_x());
   ToProto(*report, reply.mutable_report());
   if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
     *reply.mutable_latest_exact() = *std::move(latest);
@@ -436,7 +416,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   // Acknowledged only once durable: the new state becomes current after
   // the store has it (group-committed with other sessions' steps).
   if (store_ != nullptr) {
-    absl::Status durable = store_->CommitStep(e.id, t + 1, SerializeState(s.pending_state()),
+    absl::Status durable = store_->CommitStep(e.id, t + 1, s.Encode(s.pending_state()),
                                               reply, limits_.reply_cache);
     if (!durable.ok()) {
       s.Abort();
@@ -449,7 +429,6 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   e.replies.push_back(reply);
   while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
 
-  job.input.h = report->hypergradient;
   job.report = *std::move(report);
   job.data = data;
   job.exact_due = e.exact_every > 0 && job.t % e.exact_every == 0;
@@ -462,14 +441,7 @@ absl::StatusOr<v1::Decision> SessionManager::GetDecision(const std::string& id) 
   if (!e.ok()) return e.status();
   std::lock_guard<std::mutex> lock((*e)->mu);
   if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
-  const SessionState& st = (*e)->session->state();
-  v1::Decision d;
-  d.set_session_id(id);
-  d.set_t(st.t);
-  ToRepeated(st.x, d.mutable_x());
-  ToRepeated(st.y, d.mutable_y());
-  d.set_lambda(st.lambda);
-  return d;
+  return DecisionOf(id, *(*e)->session, (*e)->session->state());
 }
 
 absl::StatusOr<std::shared_ptr<SessionMetrics>> SessionManager::Metrics(

@@ -82,6 +82,7 @@ int RunLoadgen();
 int RunCreateGroup();
 int RunGroup();
 int RunEvaluate();
+int RunAlgorithms();
 
 // The values of every --member flag given, in order (main.cc collects them:
 // unlike other flags, --member may be repeated).

@@ -4,7 +4,8 @@
 //
 // A member is given as --member=name:algorithm[:key=value,...]; the keys
 // are AlgorithmOptions field names (proto/f2obo/v1/f2obo.proto), set by
-// protobuf reflection so every option of every algorithm is reachable.
+// name (f2obo/v1/options_convert.h) so every option of every algorithm is
+// reachable.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,8 +19,7 @@
 #include "client/data/dataset.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/reflection.h"
+#include "f2obo/v1/options_convert.h"
 
 ABSL_FLAG(std::string, group, "",
           "Group id: create-group names the group (or use --id), stream --group streams "
@@ -45,51 +45,7 @@ absl::Status SetOption(absl::string_view kv, v1::AlgorithmOptions* o) {
   if (eq == absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat("'", kv, "' is not key=value"));
   }
-  const std::string key(absl::StripAsciiWhitespace(kv.substr(0, eq)));
-  const std::string value(absl::StripAsciiWhitespace(kv.substr(eq + 1)));
-  const google::protobuf::FieldDescriptor* field = o->GetDescriptor()->FindFieldByName(key);
-  if (field == nullptr || field->is_repeated()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown option '", key, "' (an AlgorithmOptions field)"));
-  }
-  const google::protobuf::Reflection* r = o->GetReflection();
-  bool ok = true;
-  switch (field->cpp_type()) {
-    case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE: {
-      double v;
-      ok = absl::SimpleAtod(value, &v);
-      if (ok) r->SetDouble(o, field, v);
-      break;
-    }
-    case google::protobuf::FieldDescriptor::CPPTYPE_INT32: {
-      int32_t v;
-      ok = absl::SimpleAtoi(value, &v);
-      if (ok) r->SetInt32(o, field, v);
-      break;
-    }
-    case google::protobuf::FieldDescriptor::CPPTYPE_INT64: {
-      int64_t v;
-      ok = absl::SimpleAtoi(value, &v);
-      if (ok) r->SetInt64(o, field, v);
-      break;
-    }
-    case google::protobuf::FieldDescriptor::CPPTYPE_BOOL: {
-      bool v;
-      ok = absl::SimpleAtob(value, &v);
-      if (ok) r->SetBool(o, field, v);
-      break;
-    }
-    case google::protobuf::FieldDescriptor::CPPTYPE_STRING:
-      r->SetString(o, field, value);
-      break;
-    default:
-      ok = false;
-  }
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("option '", key, "': cannot parse '", value, "'"));
-  }
-  return absl::OkStatus();
+  return SetOptionFromText(absl::StripAsciiWhitespace(kv.substr(0, eq)), kv.substr(eq + 1), o);
 }
 
 // Parses "name:algorithm[:key=value,...]".

@@ -42,8 +42,14 @@ const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
       {"create", "Create a session; prints its id",
        "Option flags left unset take the algorithm's defaults (--verbose prints the "
-       "filled-in spec).  --dataset infers --features and --classes.",
-       Concat(SpecFlagNames(), {"dataset"}), RunCreate},
+       "filled-in spec).  --dataset infers --features and --classes.  --dry_run validates "
+       "the spec locally and prints the request instead of sending it.",
+       Concat(SpecFlagNames(), {"dataset", "dry_run"}), RunCreate},
+      {"algorithms", "List problem classes, families, algorithms and their options",
+       "For each problem class: its families and algorithms; for each algorithm: the "
+       "options it reads (every option flag of create/stream/create-group), with its "
+       "default and the values accepted.  --algorithm=<name> shows one algorithm.",
+       {"algorithm"}, RunAlgorithms},
       {"stream", "Replay a dataset as a drifting stream into a session",
        "Sends steps next_t .. next_t + steps - 1 (or .. --until) of the drifting stream, "
        "starting from the session's next_t, so re-running resumes an interrupted stream.  "

@@ -13,6 +13,9 @@
 ABSL_FLAG(std::string, dataset, "",
           "create: read this dataset (same forms as stream --data) to infer --features and "
           "--classes");
+ABSL_FLAG(bool, dry_run, false,
+          "create: validate the spec locally and print the CreateSessionRequest (text "
+          "format) without contacting a server");
 ABSL_FLAG(bool, all, false, "decision: print every entry of x (full precision)");
 ABSL_FLAG(int, show, 10, "decision: number of leading entries of x to print");
 
@@ -44,6 +47,12 @@ int RunCreate() {
   }
   absl::StatusOr<v1::CreateSessionRequest> req = CreateRequestFromFlags(features, classes);
   if (!req.ok()) return UsageError(std::string(req.status().message()));
+  if (absl::GetFlag(FLAGS_dry_run)) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(*req, &text);
+    std::printf("%s", text.c_str());
+    return kExitOk;
+  }
   client::Client c(ClientOptionsFromFlags());
   absl::StatusOr<v1::SessionInfo> info = c.CreateSession(*req);
   if (!info.ok()) return RpcError("create", info.status());

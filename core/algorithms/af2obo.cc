@@ -13,23 +13,22 @@
 
 #include <cmath>
 
+#include "core/algorithms/appendix_a.h"
 #include "core/algorithms/first_order.h"
 
 namespace f2obo {
 namespace {
 
-class Af2obo final : public Algorithm {
+class Af2obo final : public BilevelAlgorithm {
  public:
   explicit Af2obo(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim) {}
 
-  std::string_view name() const override { return "af2obo"; }
-
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
-    const StepSizes steps = DeterministicStepSizes(o_, sm, lambda);
+    const StepSizes steps = DeterministicStepSizes(o_, sm, lambda, s->t);
     const double alpha = steps.alpha, beta = steps.beta;
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
@@ -75,7 +74,7 @@ class Af2obo final : public Algorithm {
       }
     }
     rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
-    ProjectedStep(set_, o_.gamma, report->hypergradient, &s->x);
+    ProjectedStep(set_, steps.gamma, report->hypergradient, &s->x);
     s->lambda = NextLambda(o_, s->t, lambda);
 
     RecordStepSizes(o_, sm, lambda, steps, report);
@@ -93,10 +92,30 @@ class Af2obo final : public Algorithm {
   FirstOrderWorkspace ws_;
 };
 
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Af2obo(ctx));
+}
+
+// Paper Appendix A (loss tuning): delta_y = 0.5, delta_z = 0.1, lambda_1 = 5,
+// tau = 1, alpha = 0.1, gamma = 0.001 (the generic defaults).
+void PaperExperiment(AlgorithmOptions* o) {
+  o->delta_y = 0.5;
+  o->delta_z = 0.1;
+  AppendixAFirstOrder(o);
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateAf2obo(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Af2obo(ctx));
+const BilevelAlgorithmEntry& Af2oboAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"af2obo", ProblemClass::kBilevel,
+       "AF2OBO (Jia & Chen, Alg. 2): inner loops run to tolerances delta_z, delta_y (capped)",
+       PenaltyRoundOptions().Add({Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto,
+                                  Opt::beta_scaling, Opt::delta_y, Opt::delta_z,
+                                  Opt::max_inner_iterations}),
+       nullptr, &CheckPenaltyOptions, &PaperExperiment},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

@@ -1,4 +1,4 @@
-// AF2OBO (paper Algorithm 2): adaptive inner iterations to tolerances.
+// AF2OBO, paper Algorithm 2: F2OBO with adaptive inner iterations.
 #ifndef F2OBO_CORE_ALGORITHMS_AF2OBO_H_
 #define F2OBO_CORE_ALGORITHMS_AF2OBO_H_
 
@@ -6,7 +6,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateAf2obo(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& Af2oboAlgorithm();
 
 }  // namespace f2obo
 

@@ -24,22 +24,23 @@
 #include <cmath>
 #include <vector>
 
+#include "core/algorithms/appendix_a.h"
 #include "core/algorithms/first_order.h"
 #include "core/algorithms/second_order.h"
 
 namespace f2obo {
 namespace {
 
-class Aobo final : public Algorithm {
+class Aobo final : public BilevelAlgorithm {
  public:
   explicit Aobo(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
         aux_layout_{ctx.y_dim} {}
 
-  std::string_view name() const override { return "aobo"; }
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
@@ -80,10 +81,29 @@ class Aobo final : public Algorithm {
   std::vector<int> aux_layout_;
 };
 
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Aobo(ctx));
+}
+
+// Paper Appendix A (loss tuning): delta = 0.1, M = 5, alpha = 0.1,
+// gamma = 0.001.
+void PaperExperiment(AlgorithmOptions* o) {
+  o->delta = 0.1;
+  o->linear_system_steps = 5;
+  AppendixACommon(o);
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateAobo(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Aobo(ctx));
+const BilevelAlgorithmEntry& AoboAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"aobo", ProblemClass::kBilevel,
+       "AOBO (Jia et al.): inner loop to tolerance delta, AID hypergradient",
+       BaselineRoundOptions().Add({Opt::delta, Opt::max_inner_iterations, Opt::linear_system_steps,
+                                   Opt::linear_system_step}),
+       nullptr, nullptr, &PaperExperiment},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

@@ -8,7 +8,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateAobo(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& AoboAlgorithm();
 
 }  // namespace f2obo
 

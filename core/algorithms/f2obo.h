@@ -6,7 +6,8 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateF2obo(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& F2oboAlgorithm();
+const BilevelAlgorithmEntry& F2oboSlAlgorithm();
 
 }  // namespace f2obo
 

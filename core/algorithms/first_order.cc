@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 namespace f2obo {
 
 double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda) {
@@ -16,9 +18,36 @@ Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family,
   return family.EstimateSmoothness(x, y, data);
 }
 
+double UpperStepSize(const AlgorithmOptions& o, int64_t t) {
+  if (o.gamma_schedule == GammaSchedule::kConstant) return o.gamma;
+  return o.gamma * std::pow(static_cast<double>(t), -o.tau);
+}
+
+OptionSet PenaltyRoundOptions() {
+  return {Opt::lambda1, Opt::tau, Opt::lambda_max, Opt::gamma, Opt::gamma_schedule};
+}
+
+absl::Status CheckPenaltyOptions(const AlgorithmOptions& o) {
+  if (!(o.lambda_max >= o.lambda1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.lambda_max: ", o.lambda_max, " must be >= lambda1 = ", o.lambda1,
+        " (inf for no cap)"));
+  }
+  if (!o.beta_auto && o.beta_scaling == BetaScaling::kFixed && o.tau > 0.0 &&
+      std::isinf(o.lambda_max)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.beta_scaling: fixed with tau = ", o.tau,
+        " > 0 and no lambda_max makes beta lambda_t = beta lambda_1 t^tau grow without "
+        "bound, so the y-loop diverges (Theorem 3.1 needs beta_t <= 1/(2 lambda_t L_g1)); "
+        "use scaled, tau = 0, or cap lambda with lambda_max"));
+  }
+  return absl::OkStatus();
+}
+
 StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm,
-                                 double lambda) {
+                                 double lambda, int64_t t) {
   StepSizes s;
+  s.gamma = UpperStepSize(o, t);
   s.alpha = o.alpha_auto ? 1.0 / sm.l_g1 : o.alpha;
   s.beta = o.beta_auto ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
            : o.beta_scaling == BetaScaling::kScaled ? o.beta / lambda
@@ -27,10 +56,11 @@ StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm
 }
 
 void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
-                     const StepSizes& steps, StepReport* report) {
+                     const StepSizes& steps, BilevelReport* report) {
   report->lambda = lambda;
   report->alpha = steps.alpha;
   report->beta = steps.beta;
+  report->gamma = steps.gamma;
   report->step_sizes_auto = o.alpha_auto || o.beta_auto;
   report->l_g1 = sm.l_g1;
   report->l_f1 = sm.l_f1;
@@ -39,7 +69,7 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
 int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
                       const VecIn& z, double lambda, const BatchView& upper,
                       const BatchView& inner, FirstOrderWorkspace* ws,
-                      StepReport* report) {
+                      BilevelReport* report) {
   family.F(x, y, upper, &ws->gx_f, &ws->gy_f);
   family.G(x, y, inner, &ws->gx_g_y, &ws->gy_g);
   family.G(x, z, inner, &ws->gx_g_z, &ws->gz);

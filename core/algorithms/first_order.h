@@ -7,7 +7,8 @@
 #include "core/constraint.h"
 #include "core/family.h"
 #include "core/options.h"
-#include "core/step_report.h"
+#include "absl/status/status.h"
+#include "core/bilevel/bilevel_report.h"
 
 namespace f2obo {
 
@@ -31,19 +32,35 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
 Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family,
                             const VecIn& x, const VecIn& y, const StepData& data);
 
-// Step sizes of Algorithms 1-2: alpha (or 1/L_g1 when auto) and beta_t =
+// Step sizes of Algorithms 1-2: alpha (or 1/L_g1 when auto), beta_t =
 // beta / lambda_t ("scaled"), beta ("fixed"), or 1/(2 lambda_t L_g1 + L_f1)
-// when auto (theory: beta_t <= 1/(2 lambda_t L_g1), Theorem 3.1).
+// when auto (theory: beta_t <= 1/(2 lambda_t L_g1), Theorem 3.1), and the
+// upper step gamma_t (UpperStepSize).
 struct StepSizes {
   double alpha = 0.0;
   double beta = 0.0;
+  double gamma = 0.0;
 };
 StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm,
-                                 double lambda);
+                                 double lambda, int64_t t);
+
+// gamma_t: gamma ("constant", the paper's experiments) or gamma t^-tau
+// ("theory": Theorem 3.2 takes gamma_t < 1/(8 lambda_1 t^tau) sqrt(...)).
+double UpperStepSize(const AlgorithmOptions& o, int64_t t);
+
+// The options every round of the F2OBO family reads: the multiplier
+// schedule, the upper step and its schedule.
+OptionSet PenaltyRoundOptions();
+
+// The checks every penalty round needs beyond each option's rule: lambda_max
+// >= lambda1, and a y-step that cannot outgrow the theory's bound: fixed
+// beta with tau > 0 and no lambda_max makes beta_t lambda_t = beta lambda_1
+// t^tau grow without bound (Theorem 3.1 needs beta_t <= 1/(2 lambda_t L_g1)).
+absl::Status CheckPenaltyOptions(const AlgorithmOptions& o);
 
 // Records the round's multiplier, step sizes and smoothness estimates.
 void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
-                     const StepSizes& steps, StepReport* report);
+                     const StepSizes& steps, BilevelReport* report);
 
 // h_t = grad_x f(x, y) + lambda (grad_x g(x, y) - grad_x g(x, z))
 // (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).
@@ -52,7 +69,7 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
 int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
                       const VecIn& z, double lambda, const BatchView& upper,
                       const BatchView& inner, FirstOrderWorkspace* ws,
-                      StepReport* report);
+                      BilevelReport* report);
 
 // x <- P_X(x - gamma h)   (Alg. 1 line 10, the prox form of a projected step)
 void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h,

@@ -12,7 +12,7 @@
 //    AOBO's round with one inner step and M = 1.
 //  * eta = options.linear_system_step (0.1), v_1 = 0.
 //  * inner_steps and linear_system_steps default to 1 and must stay 1
-//    (FsoboCheck), so a request cannot silently expect more.
+//    (its registry check), so a request cannot silently expect more.
 // residual_y = ||grad_y g_t(x_t, y_{t+1})|| costs one extra gradient pass.
 // aux layout: [0] v (d2).
 #include "core/algorithms/fsobo.h"
@@ -25,16 +25,16 @@
 namespace f2obo {
 namespace {
 
-class Fsobo final : public Algorithm {
+class Fsobo final : public BilevelAlgorithm {
  public:
   explicit Fsobo(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
         aux_layout_{ctx.y_dim} {}
 
-  std::string_view name() const override { return "fsobo"; }
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
@@ -60,14 +60,12 @@ class Fsobo final : public Algorithm {
   std::vector<int> aux_layout_;
 };
 
-}  // namespace
-
-void FsoboDefaults(AlgorithmOptions* o) {
+void Defaults(AlgorithmOptions* o) {
   o->inner_steps = 1;
   o->linear_system_steps = 1;
 }
 
-absl::Status FsoboCheck(const AlgorithmOptions& o) {
+absl::Status Check(const AlgorithmOptions& o) {
   if (o.inner_steps != 1) {
     return absl::InvalidArgumentError(
         "options.inner_steps: fsobo is fully single-loop, K must be 1");
@@ -79,8 +77,21 @@ absl::Status FsoboCheck(const AlgorithmOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateFsobo(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Fsobo(ctx));
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Fsobo(ctx));
+}
+
+}  // namespace
+
+const BilevelAlgorithmEntry& FsoboAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"fsobo", ProblemClass::kBilevel,
+       "FSOBO (Jia et al.): fully single loop, one inner and one linear-system step",
+       BaselineRoundOptions().Add(
+           {Opt::inner_steps, Opt::linear_system_steps, Opt::linear_system_step}),
+       &Defaults, &Check, nullptr},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

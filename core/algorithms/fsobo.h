@@ -8,11 +8,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateFsobo(const AlgorithmContext& ctx);
-
-// Registry defaults (K = M = 1) and the check that keeps them at 1.
-void FsoboDefaults(AlgorithmOptions* o);
-absl::Status FsoboCheck(const AlgorithmOptions& o);
+const BilevelAlgorithmEntry& FsoboAlgorithm();
 
 }  // namespace f2obo
 

@@ -25,13 +25,14 @@
 
 #include <vector>
 
+#include "core/algorithms/appendix_a.h"
 #include "core/algorithms/first_order.h"
 #include "core/algorithms/second_order.h"
 
 namespace f2obo {
 namespace {
 
-class Obbo final : public Algorithm {
+class Obbo final : public BilevelAlgorithm {
  public:
   explicit Obbo(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
@@ -40,10 +41,10 @@ class Obbo final : public Algorithm {
     window_.AppendLayout(&aux_layout_);
   }
 
-  std::string_view name() const override { return "obbo"; }
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const int k_steps = o_.inner_steps;
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     const BatchView upper = BatchView::All(data.upper);
@@ -77,10 +78,26 @@ class Obbo final : public Algorithm {
   std::vector<int> aux_layout_;
 };
 
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Obbo(ctx));
+}
+
+// Paper Appendix A (loss tuning): K = 5, alpha = 0.1, gamma = 0.001.
+void PaperExperiment(AlgorithmOptions* o) {
+  o->inner_steps = 5;
+  AppendixACommon(o);
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateObbo(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Obbo(ctx));
+const BilevelAlgorithmEntry& ObboAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"obbo", ProblemClass::kBilevel,
+       "OBBO (Bohne et al.): K inner GD steps, hypergradient by iterative differentiation",
+       BaselineRoundOptions().Add({Opt::inner_steps, Opt::window}),
+       nullptr, nullptr, &PaperExperiment},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

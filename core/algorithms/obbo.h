@@ -8,7 +8,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateObbo(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& ObboAlgorithm();
 
 }  // namespace f2obo
 

@@ -20,7 +20,8 @@
 // the inner batch, D a B-row draw from the upper batch.
 // Choices where the source leaves room:
 //  * N = options.inner_steps (default 5), Q = options.pz_directions
-//    (default 10), mu = options.pz_smoothing (default 0.01), B =
+//    (default 10), mu = options.pz_smoothing (default 1e-4: a tenth of the
+//    families' default mu_0 = 1e-3, see the next choice), B =
 //    options.sample_rows (pzobo_s, default 64, capped at the batch's rows);
 //    the F2OBO paper does not run PZOBO, so these are our defaults.
 //  * Randomness: round_seed = state.rng.Next() is the round's first draw;
@@ -86,7 +87,7 @@ void InnerPaths::Delta(Family& family, const VecIn& x, const VecIn& u, double mu
 
 namespace {
 
-class Pzobo final : public Algorithm {
+class Pzobo final : public BilevelAlgorithm {
  public:
   explicit Pzobo(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), stochastic_(ctx.name == "pzobo_s"),
@@ -95,10 +96,8 @@ class Pzobo final : public Algorithm {
         h_(ctx.x_dim), views_(o_.inner_steps),
         inner_idx_(stochastic_ ? o_.inner_steps : 0) {}
 
-  std::string_view name() const override { return stochastic_ ? "pzobo_s" : "pzobo"; }
-
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const int n = o_.inner_steps, q = o_.pz_directions;
     const double mu = o_.pz_smoothing;
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
@@ -135,7 +134,7 @@ class Pzobo final : public Algorithm {
 
  private:
   // Fills views_ with S_0..S_{N-1} and returns D (see the header comment).
-  BatchView Draw(const StepData& data, SessionState* s) {
+  BatchView Draw(const StepData& data, BilevelVars* s) {
     if (!stochastic_) {
       for (BatchView& v : views_) v = BatchView::All(data.inner);
       return BatchView::All(data.upper);
@@ -153,7 +152,7 @@ class Pzobo final : public Algorithm {
 
   // A b-row draw without replacement; the whole batch (no randomness used)
   // when b >= its rows, as RowSampler does.
-  BatchView DrawRows(const Batch& batch, int b, std::vector<int>* idx, SessionState* s) {
+  BatchView DrawRows(const Batch& batch, int b, std::vector<int>* idx, BilevelVars* s) {
     const int rows = batch.rows();
     if (b >= rows) return BatchView::All(batch);
     if (static_cast<int>(idx->size()) < b) idx->resize(b);
@@ -171,10 +170,31 @@ class Pzobo final : public Algorithm {
   std::vector<int> upper_idx_, perm_;
 };
 
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Pzobo(ctx));
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreatePzobo(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Pzobo(ctx));
+const BilevelAlgorithmEntry& PzoboAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"pzobo", ProblemClass::kBilevel,
+       "PZOBO (Sow et al.): Hessian-free, Q perturbed inner paths estimate the Jacobian",
+       BaselineRoundOptions().Add({Opt::inner_steps, Opt::pz_directions, Opt::pz_smoothing}),
+       nullptr, nullptr, nullptr},
+      &Create};
+  return entry;
+}
+
+const BilevelAlgorithmEntry& PzoboSAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"pzobo_s", ProblemClass::kBilevel,
+       "PZOBO-S (Sow et al.): PZOBO on sample_rows-row mini-batches",
+       BaselineRoundOptions().Add(
+           {Opt::inner_steps, Opt::pz_directions, Opt::pz_smoothing, Opt::sample_rows}),
+       nullptr, nullptr, nullptr},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

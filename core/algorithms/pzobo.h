@@ -15,7 +15,8 @@
 namespace f2obo {
 
 // ctx.name "pzobo" (full inner batch) or "pzobo_s" (mini-batches).
-absl::StatusOr<std::unique_ptr<Algorithm>> CreatePzobo(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& PzoboAlgorithm();
+const BilevelAlgorithmEntry& PzoboSAlgorithm();
 
 // A stream of independent standard normal numbers from a seed (Box-Muller
 // on xoshiro256** doubles; every value is a function of the seed alone).

@@ -5,7 +5,7 @@
 namespace f2obo {
 
 double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
-                     const VecIn& y, const StepData& data, StepReport* report) {
+                     const VecIn& y, const StepData& data, BilevelReport* report) {
   double alpha = o.alpha;
   report->l_g1 = report->l_f1 = 0.0;
   if (o.alpha_auto) {
@@ -16,13 +16,14 @@ double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
   }
   report->lambda = 0.0;
   report->alpha = alpha;
+  report->gamma = o.gamma;
   report->beta = 0.0;
   report->step_sizes_auto = o.alpha_auto;
   return alpha;
 }
 
 int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
-                  const BatchView& inner, SecondOrderWorkspace* ws, StepReport* report) {
+                  const BatchView& inner, SecondOrderWorkspace* ws, BilevelReport* report) {
   family.G(x, y, inner, nullptr, &ws->gy_g);
   report->residual_y = ws->gy_g.norm();
   return inner.rows.n;
@@ -61,7 +62,7 @@ int64_t ItdHypergradient(Family& family, const VecIn& x,
   return rows;
 }
 
-bool EnsureAux(const std::vector<int>& sizes, SessionState* state) {
+bool EnsureAux(const std::vector<int>& sizes, BilevelVars* state) {
   std::vector<Vector>& aux = state->aux;
   bool fits = aux.size() == sizes.size();
   for (size_t i = 0; fits && i < sizes.size(); ++i) fits = aux[i].size() == sizes[i];
@@ -96,20 +97,6 @@ void HypergradientWindow::PushAndAverage(const Vector& h, std::vector<Vector>* a
   mean->setZero();
   for (int i = 0; i < filled; ++i) *mean += (*aux)[first_ + i];
   *mean /= static_cast<double>(filled);
-}
-
-void RowSampler::Reserve(const StepData& data) {
-  const size_t n_up = data.upper.rows(), n_in = data.inner.rows();
-  if (perm_.size() < std::max(n_up, n_in)) perm_.resize(std::max(n_up, n_in));
-  if (up_idx_.size() < n_up) up_idx_.resize(n_up);
-  if (in_idx_.size() < n_in) in_idx_.resize(n_in);
-}
-
-BatchView RowSampler::Draw(const Batch& b, int k, Rng* rng, std::vector<int>* idx) {
-  const int n = b.rows();
-  if (k >= n) return BatchView::All(b);
-  rng->SampleWithoutReplacement(n, k, perm_.data(), idx->data());
-  return BatchView{&b, RowSet{idx->data(), k}};
 }
 
 }  // namespace f2obo

@@ -24,8 +24,9 @@
 #include "core/family.h"
 #include "core/options.h"
 #include "core/rng.h"
-#include "core/state.h"
-#include "core/step_report.h"
+#include "core/bilevel/bilevel_state.h"
+#include "core/bilevel/bilevel_report.h"
+#include "core/algorithms/row_sampler.h"
 
 namespace f2obo {
 
@@ -44,14 +45,18 @@ struct SecondOrderWorkspace {
 };
 
 // alpha, or 1/L_g1 from the family's estimate at (x, y) on the full step
-// batches when options.alpha_auto.  Records alpha, L_g1, lambda = 0 and
+// batches when options.alpha_auto.  Records alpha, L_g1, gamma, lambda = 0 and
 // beta = 0 in the report.
 double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
-                     const VecIn& y, const StepData& data, StepReport* report);
+                     const VecIn& y, const StepData& data, BilevelReport* report);
+
+// The options every baseline round reads: the inner step (InnerStepSize)
+// and the upper step.
+inline OptionSet BaselineRoundOptions() { return {Opt::alpha, Opt::alpha_auto, Opt::gamma}; }
 
 // report->residual_y = ||grad_y g(x, y)|| on `inner` (one pass, returns rows).
 int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
-                  const BatchView& inner, SecondOrderWorkspace* ws, StepReport* report);
+                  const BatchView& inner, SecondOrderWorkspace* ws, BilevelReport* report);
 
 // AID (approximate implicit differentiation) at (x, y):
 //   for m = 1..steps:  v <- v - eta (grad2_yy g(x, y) v - grad_y f(x, y))
@@ -76,7 +81,7 @@ int64_t ItdHypergradient(Family& family, const VecIn& x,
 // Makes state->aux hold vectors of exactly `sizes`; if it does not (a fresh
 // session, or a state written by another algorithm), resets it to zeros and
 // returns true.  Allocates only when it resets.
-bool EnsureAux(const std::vector<int>& sizes, SessionState* state);
+bool EnsureAux(const std::vector<int>& sizes, BilevelVars* state);
 
 // A window of the last w hypergradient estimates in aux slots
 // [first, first + w), plus a bookkeeping slot {filled, next} at first + w.
@@ -93,25 +98,6 @@ class HypergradientWindow {
 
  private:
   int first_, width_, d1_;
-};
-
-// Seeded mini-batch draws for the stochastic baselines (as in SF2OBO):
-// without replacement within a draw, from the session RNG; a draw of at
-// least the batch's rows uses the whole batch and consumes no randomness
-// (families without sample rows, e.g. quadratic, are always used whole).
-// Each role has one index buffer: a draw invalidates the previous view of
-// the same role.
-class RowSampler {
- public:
-  // Sizes the index buffers for this step's batches (per round, never
-  // inside an inner loop).
-  void Reserve(const StepData& data);
-  BatchView DrawUpper(const Batch& b, int k, Rng* rng) { return Draw(b, k, rng, &up_idx_); }
-  BatchView DrawInner(const Batch& b, int k, Rng* rng) { return Draw(b, k, rng, &in_idx_); }
-
- private:
-  BatchView Draw(const Batch& b, int k, Rng* rng, std::vector<int>* idx);
-  std::vector<int> perm_, up_idx_, in_idx_;
 };
 
 }  // namespace f2obo

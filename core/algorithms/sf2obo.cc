@@ -6,7 +6,7 @@
 //   draw xi_t, zeta_t of Bhat_t rows                              (line 9)
 //   h_t = grad_x f(x_t, y; xi_t) + lambda_t (grad_x g(x_t, y; zeta_t)
 //         - grad_x g(x_t, z; zeta_t))                              (line 10)
-//   x_{t+1} = P_X(x_t - gamma h_t); lambda_{t+1} = (1 + 1/t)^tau lambda_t
+//   x_{t+1} = P_X(x_t - gamma_t h_t); lambda_{t+1} = (1 + 1/t)^tau lambda_t
 // with alpha_t = alpha / t^a, beta_t = beta / (lambda_1 t^b), B_t = ceil(t^B2),
 // Bhat_t = ceil(t^B1) (Theorem 5.1), sizes capped at the batch's rows.
 //
@@ -19,20 +19,21 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/algorithms/appendix_a.h"
 #include "core/algorithms/first_order.h"
+#include "core/algorithms/row_sampler.h"
 
 namespace f2obo {
 namespace {
 
-class Sf2obo final : public Algorithm {
+class Sf2obo final : public BilevelAlgorithm {
  public:
   explicit Sf2obo(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim) {}
 
-  std::string_view name() const override { return "sf2obo"; }
-
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const int64_t t = s->t;
     const double td = static_cast<double>(t);
     const double lambda = s->lambda;
@@ -49,11 +50,11 @@ class Sf2obo final : public Algorithm {
     const int k_steps = o_.inner_schedule == InnerSchedule::kFixed
                             ? o_.inner_steps
                             : ScheduledInnerSteps(o_, t);
-    Reserve(n_up, n_in);
+    sampler_.Reserve(data);
     int64_t rows = 0;
     for (int k = 0; k < k_steps; ++k) {
-      const BatchView xi = Draw(data.upper, b_up, &s->rng, up_idx_.data());
-      const BatchView zeta = Draw(data.inner, b_in, &s->rng, in_idx_.data());
+      const BatchView xi = sampler_.DrawUpper(data.upper, b_up, &s->rng);
+      const BatchView zeta = sampler_.DrawInner(data.inner, b_in, &s->rng);
       family.GradYGPair(s->x, s->z, s->y, zeta, &ws_.gz, &ws_.gy_g);
       family.F(s->x, s->y, xi, nullptr, &ws_.gy_f);
       s->z.noalias() -= alpha * ws_.gz;
@@ -63,13 +64,14 @@ class Sf2obo final : public Algorithm {
     }
     const int bh_up = ScheduledBatchSize(o_.batch_scale, o_.hyper_batch_growth, t, n_up);
     const int bh_in = ScheduledBatchSize(o_.batch_scale, o_.hyper_batch_growth, t, n_in);
-    const BatchView xi_t = Draw(data.upper, bh_up, &s->rng, up_idx_.data());
-    const BatchView zeta_t = Draw(data.inner, bh_in, &s->rng, in_idx_.data());
+    const BatchView xi_t = sampler_.DrawUpper(data.upper, bh_up, &s->rng);
+    const BatchView zeta_t = sampler_.DrawInner(data.inner, bh_in, &s->rng);
     rows += Hypergradient(family, s->x, s->y, s->z, lambda, xi_t, zeta_t, &ws_, report);
-    ProjectedStep(set_, o_.gamma, report->hypergradient, &s->x);
+    const double gamma = UpperStepSize(o_, t);
+    ProjectedStep(set_, gamma, report->hypergradient, &s->x);
     s->lambda = NextLambda(o_, t, lambda);
 
-    RecordStepSizes(o_, sm, lambda, StepSizes{alpha, beta}, report);
+    RecordStepSizes(o_, sm, lambda, StepSizes{alpha, beta, gamma}, report);
     report->z_iterations = report->y_iterations = k_steps;
     report->batch_size = b_in;
     report->hyper_batch_size = bh_in;
@@ -78,26 +80,10 @@ class Sf2obo final : public Algorithm {
   }
 
  private:
-  // Grows the index buffers to the step's batch sizes (once per round, never
-  // inside the inner loop).
-  void Reserve(int n_up, int n_in) {
-    const size_t need = static_cast<size_t>(std::max(n_up, n_in));
-    if (perm_.size() < need) perm_.resize(need);
-    if (up_idx_.size() < static_cast<size_t>(n_up)) up_idx_.resize(n_up);
-    if (in_idx_.size() < static_cast<size_t>(n_in)) in_idx_.resize(n_in);
-  }
-
-  BatchView Draw(const Batch& b, int k, Rng* rng, int* idx) {
-    const int n = b.rows();
-    if (k >= n) return BatchView::All(b);
-    rng->SampleWithoutReplacement(n, k, perm_.data(), idx);
-    return BatchView{&b, RowSet{idx, k}};
-  }
-
   AlgorithmOptions o_;
   ConstraintSet set_;
   FirstOrderWorkspace ws_;
-  std::vector<int> perm_, up_idx_, in_idx_;
+  RowSampler sampler_;
 };
 
 }  // namespace
@@ -118,8 +104,59 @@ int ScheduledInnerSteps(const AlgorithmOptions& o, int64_t t) {
   return std::max(1, static_cast<int>(k));
 }
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSf2obo(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Sf2obo(ctx));
+namespace {
+
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Sf2obo(ctx));
+}
+
+// Corollary 5.2: tau = 1/6 (with a = 0, b = 1/6, B1 = B2 = 2/3, the option
+// defaults), so that beta_t lambda_t = (beta / lambda_1) t^(tau - b) lambda_t
+// stays bounded.
+void Defaults(AlgorithmOptions* o) { o->tau = 1.0 / 6.0; }
+
+// beta_t lambda_t = beta t^(tau - b) (lambda_1 cancels) grows without bound
+// when tau > b, and the y-loop then diverges within a few hundred steps
+// (Theorem 5.1 bounds beta_t lambda_t); a lambda_max cap stops the growth.
+absl::Status Check(const AlgorithmOptions& o) {
+  if (!(o.lambda_max >= o.lambda1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.lambda_max: ", o.lambda_max, " must be >= lambda1 = ", o.lambda1,
+        " (inf for no cap)"));
+  }
+  if (o.tau > o.beta_decay && std::isinf(o.lambda_max)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.tau: ", o.tau, " > beta_decay b = ", o.beta_decay,
+        " makes beta_t lambda_t = beta t^(tau - b) grow without bound (Alg. 3, Theorem 5.1); "
+        "set beta_decay >= tau (Corollary 5.2: tau = b = 1/6) or cap lambda with lambda_max"));
+  }
+  return absl::OkStatus();
+}
+
+// Paper Appendix A (online HPO): K = 5, lambda_1 = 5, tau = 1, alpha = 0.1,
+// gamma = 0.001, 256-row batches.  The paper keeps b unstated; with its
+// tau = 1 only b >= 1 keeps beta_t lambda_t bounded (see Check), so the
+// experiment runs with b = tau = 1: beta_t lambda_t = beta, constant.
+void PaperExperiment(AlgorithmOptions* o) {
+  o->inner_steps = 5;
+  AppendixAFirstOrder(o);
+  o->beta_decay = 1.0;
+}
+
+}  // namespace
+
+const BilevelAlgorithmEntry& Sf2oboAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"sf2obo", ProblemClass::kBilevel,
+       "SF2OBO (Jia & Chen, Alg. 3): seeded mini-batches B_t = ceil(t^B2), Bhat_t = ceil(t^B1)",
+       PenaltyRoundOptions().Add(
+           {Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto, Opt::inner_steps,
+            Opt::alpha_decay, Opt::beta_decay, Opt::batch_growth, Opt::hyper_batch_growth,
+            Opt::batch_scale, Opt::inner_schedule, Opt::inner_schedule_scale,
+            Opt::max_scheduled_inner_steps}),
+       &Defaults, &Check, &PaperExperiment},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

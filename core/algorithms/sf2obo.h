@@ -7,7 +7,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSf2obo(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& Sf2oboAlgorithm();
 
 // B_t = min(rows, ceil(scale t^growth)); exposed for tests.
 int ScheduledBatchSize(double scale, double growth, int64_t t, int rows);

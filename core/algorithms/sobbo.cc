@@ -27,13 +27,14 @@
 
 #include <vector>
 
+#include "core/algorithms/appendix_a.h"
 #include "core/algorithms/first_order.h"
 #include "core/algorithms/second_order.h"
 
 namespace f2obo {
 namespace {
 
-class Sobbo final : public Algorithm {
+class Sobbo final : public BilevelAlgorithm {
  public:
   explicit Sobbo(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
@@ -42,10 +43,10 @@ class Sobbo final : public Algorithm {
     window_.AppendLayout(&aux_layout_);
   }
 
-  std::string_view name() const override { return "sobbo"; }
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const int k_steps = o_.inner_steps, b = o_.sample_rows;
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     sampler_.Reserve(data);
@@ -83,15 +84,33 @@ class Sobbo final : public Algorithm {
   RowSampler sampler_;
 };
 
-}  // namespace
-
-void SobboDefaults(AlgorithmOptions* o) {
+// Registry defaults: K = 5, w = 50 (paper Appendix A).
+void Defaults(AlgorithmOptions* o) {
   o->inner_steps = 5;
   o->window = 50;
 }
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSobbo(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Sobbo(ctx));
+// Paper Appendix A (online HPO): w = 50, K = 5, alpha = 0.1, gamma = 0.001.
+void PaperExperiment(AlgorithmOptions* o) {
+  o->window = 50;
+  o->inner_steps = 5;
+  AppendixACommon(o);
+}
+
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Sobbo(ctx));
+}
+
+}  // namespace
+
+const BilevelAlgorithmEntry& SobboAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"sobbo", ProblemClass::kBilevel,
+       "SOBBO (Bohne et al.): stochastic OBBO with window averaging",
+       BaselineRoundOptions().Add({Opt::inner_steps, Opt::window, Opt::sample_rows}),
+       &Defaults, nullptr, &PaperExperiment},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

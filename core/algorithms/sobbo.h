@@ -8,10 +8,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSobbo(const AlgorithmContext& ctx);
-
-// Registry defaults: K = 5, w = 50 (paper Appendix A).
-void SobboDefaults(AlgorithmOptions* o);
+const BilevelAlgorithmEntry& SobboAlgorithm();
 
 }  // namespace f2obo
 

@@ -25,13 +25,14 @@
 
 #include <vector>
 
+#include "core/algorithms/appendix_a.h"
 #include "core/algorithms/first_order.h"
 #include "core/algorithms/second_order.h"
 
 namespace f2obo {
 namespace {
 
-class Sobow final : public Algorithm {
+class Sobow final : public BilevelAlgorithm {
  public:
   explicit Sobow(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
@@ -39,10 +40,10 @@ class Sobow final : public Algorithm {
     window_.AppendLayout(&aux_layout_);
   }
 
-  std::string_view name() const override { return "sobow"; }
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
@@ -73,16 +74,34 @@ class Sobow final : public Algorithm {
   std::vector<int> aux_layout_;
 };
 
-}  // namespace
-
-void SobowDefaults(AlgorithmOptions* o) {
+// Registry defaults: K = 1, M = 5 (paper Appendix A), w = 10.
+void Defaults(AlgorithmOptions* o) {
   o->inner_steps = 1;
   o->linear_system_steps = 5;
   o->window = 10;
 }
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSobow(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Sobow(ctx));
+// Paper Appendix A (loss tuning): M = 5, alpha = 0.1, gamma = 0.001.
+void PaperExperiment(AlgorithmOptions* o) {
+  o->linear_system_steps = 5;
+  AppendixACommon(o);
+}
+
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Sobow(ctx));
+}
+
+}  // namespace
+
+const BilevelAlgorithmEntry& SobowAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"sobow", ProblemClass::kBilevel,
+       "SOBOW (Lin et al.): window-averaged AID hypergradient, warm-started linear system",
+       BaselineRoundOptions().Add(
+           {Opt::inner_steps, Opt::linear_system_steps, Opt::linear_system_step, Opt::window}),
+       &Defaults, nullptr, &PaperExperiment},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

@@ -8,10 +8,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSobow(const AlgorithmContext& ctx);
-
-// Registry defaults: K = 1, M = 5, w = 10 (see sobow.cc).
-void SobowDefaults(AlgorithmOptions* o);
+const BilevelAlgorithmEntry& SobowAlgorithm();
 
 }  // namespace f2obo
 

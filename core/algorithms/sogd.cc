@@ -32,22 +32,23 @@
 
 #include <vector>
 
+#include "core/algorithms/appendix_a.h"
 #include "core/algorithms/first_order.h"
 #include "core/algorithms/second_order.h"
 
 namespace f2obo {
 namespace {
 
-class Sogd final : public Algorithm {
+class Sogd final : public BilevelAlgorithm {
  public:
   explicit Sogd(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
         aux_layout_{ctx.y_dim, ctx.x_dim} {}
 
-  std::string_view name() const override { return "sogd"; }
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const int b = o_.sample_rows;
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     sampler_.Reserve(data);
@@ -86,10 +87,28 @@ class Sogd final : public Algorithm {
   RowSampler sampler_;
 };
 
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+  return std::unique_ptr<BilevelAlgorithm>(new Sogd(ctx));
+}
+
+// Paper Appendix A (online HPO): momentum eta = 0.9, linear-system step
+// 0.1, alpha = 0.1, gamma = 0.001.
+void PaperExperiment(AlgorithmOptions* o) {
+  o->momentum = 0.9;
+  o->linear_system_step = 0.1;
+  AppendixACommon(o);
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSogd(const AlgorithmContext& ctx) {
-  return std::unique_ptr<Algorithm>(new Sogd(ctx));
+const BilevelAlgorithmEntry& SogdAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"sogd", ProblemClass::kBilevel,
+       "SOGD (Nazari et al.): stochastic, momentum on the hypergradient, one linear-system step",
+       BaselineRoundOptions().Add({Opt::linear_system_step, Opt::momentum, Opt::sample_rows}),
+       nullptr, nullptr, &PaperExperiment},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

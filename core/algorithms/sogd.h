@@ -8,7 +8,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSogd(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& SogdAlgorithm();
 
 }  // namespace f2obo
 

@@ -29,6 +29,11 @@
 //    step t's round samples step t's batches and evaluates the corrections at
 //    the previous iterate on them, so the correction also carries the drift
 //    between f_{t-1}, g_{t-1} and f_t, g_t (there is no other data to use).
+//  * The grad_y f estimate w is projected onto {||w|| <= C_fy} (Alg. 1
+//    line 4) with C_fy = options.grad_fy_clip; its default is infinite (no
+//    projection), since C_fy is a bound on ||grad_y f|| the service cannot
+//    know; the u and v estimates are not projected (Alg. 1 leaves them
+//    unprojected too).
 //  * One STORM weight a for all five estimators (the source allows one per
 //    estimator); a = 1 - options.momentum, default momentum 0.9 (a = 0.1).
 //  * The projections wrap the STORM update and the projected matrix is what
@@ -127,7 +132,7 @@ struct PointDerivatives {
   Matrix hyy;  // grad2_yy g (d2 x d2)
 };
 
-class Svrb final : public Algorithm {
+class Svrb final : public BilevelAlgorithm {
  public:
   explicit Svrb(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), d1_(ctx.x_dim), d2_(ctx.y_dim),
@@ -136,10 +141,10 @@ class Svrb final : public Algorithm {
         proj_(d1_, d2_),
         aux_layout_{d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, d2_} {}
 
-  std::string_view name() const override { return "svrb"; }
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
-  absl::Status Round(const StepData& data, Family& family, SessionState* s,
-                     StepReport* report) override {
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     sampler_.Reserve(data);
     const BatchView xi = sampler_.DrawUpper(data.upper, o_.sample_rows, &s->rng);
@@ -170,6 +175,9 @@ class Svrb final : public Algorithm {
       hm *= keep;
       hm += cur_.hyy;
     }
+    // Alg. 1 line 4: w_{t+1} = Pi_{C_fy}[...], the Euclidean projection onto
+    // the ball of radius C_fy (no projection when C_fy is infinite).
+    if (const double wn = w.norm(); wn > o_.grad_fy_clip) w *= o_.grad_fy_clip / wn;
     if (proj_.ClipSingularValues(jm, o_.jacobian_clip) < 0) {
       return absl::InvalidArgumentError(
           "svrb: the grad2_xy g estimate is not finite (step sizes too large?)");
@@ -232,19 +240,30 @@ class Svrb final : public Algorithm {
   RowSampler sampler_;
 };
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSvrb(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
   const int limit = ctx.options.max_explicit_dim;
   if (ctx.x_dim > limit || ctx.y_dim > limit) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.max_explicit_dim: svrb builds explicit grad2_xy g (x_dim x y_dim) and "
         "grad2_yy g (y_dim x y_dim) matrices; this problem has x_dim = ",
         ctx.x_dim, ", y_dim = ", ctx.y_dim, ", above max_explicit_dim = ", limit,
-        " (raise it up to ", AlgorithmOptions::kMaxExplicitDim,
+        " (raise it up to ", GetOptionInfo(Opt::max_explicit_dim).rule.hi,
         " at O(d^2) memory and O(d^3) time per step, or use a Hessian-free algorithm)"));
   }
-  return std::unique_ptr<Algorithm>(new Svrb(ctx));
+  return std::unique_ptr<BilevelAlgorithm>(new Svrb(ctx));
+}
+
+}  // namespace
+
+const BilevelAlgorithmEntry& SvrbAlgorithm() {
+  static const BilevelAlgorithmEntry entry{
+      {"svrb", ProblemClass::kBilevel,
+       "SVRB (Guo & Yang, single task): STORM estimators of every derivative, explicit matrices",
+       BaselineRoundOptions().Add({Opt::momentum, Opt::sample_rows, Opt::max_explicit_dim,
+                                   Opt::jacobian_clip, Opt::hessian_floor, Opt::grad_fy_clip}),
+       nullptr, nullptr, nullptr},
+      &Create};
+  return entry;
 }
 
 }  // namespace f2obo

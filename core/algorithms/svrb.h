@@ -14,7 +14,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Algorithm>> CreateSvrb(const AlgorithmContext& ctx);
+const BilevelAlgorithmEntry& SvrbAlgorithm();
 
 // S^u_C(J) = U diag(min(sigma_i, C)) V^T for the SVD J = U diag(sigma) V^T:
 // singular values above C are clipped to C, the others are kept.  C > 0.

@@ -41,6 +41,12 @@ class LossTuningFamily final : public Family {
 
   std::string_view name() const override { return "loss_tuning"; }
   int x_dim() const override { return 2 * c_; }
+  // gamma = 1, Delta = 0: the plain logits (x = 0 would scale every logit
+  // to 0, a degenerate start with a zero gradient in the weights).
+  void DefaultX(Vector* x) const override {
+    x->setZero();
+    x->head(c_).setOnes();
+  }
   int y_dim() const override { return d_ * c_ + c_; }
   bool is_classification() const override { return true; }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/bilevel/bilevel_state.h"
 #include "core/metrics/linear_solve.h"
 
 namespace f2obo {
@@ -132,11 +133,13 @@ void Accumulate(const ExactMetrics& m, RunningMetrics* r) {
   // rather than overflow.
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   if (r->evaluated_steps < kMax) ++r->evaluated_steps;
-  r->blreg += m.regret_term;
+  if (r->sums.size() < kBilevelSumCount) r->sums.resize(kBilevelSumCount, 0.0);
+  std::vector<double>& sum = r->sums;
+  sum[kBlreg] += m.regret_term;
   if (m.variation.has_value() && m.drift.has_value()) {
-    if (r->drift_steps < kMax) ++r->drift_steps;
-    r->variation += *m.variation;
-    r->drift += *m.drift;
+    sum[kDriftSteps] += 1.0;  // a double counts exactly up to 2^53 steps
+    sum[kVariation] += *m.variation;
+    sum[kDrift] += *m.drift;
   }
 }
 

@@ -126,13 +126,13 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
       damaged("spec does not parse");
       continue;
     }
-    absl::StatusOr<SessionState> st = DeserializeState(s.state);
+    absl::StatusOr<Checkpoint> st = DeserializeCheckpoint(s.state);
     if (!st.ok()) {
       damaged(st.status().message());
       continue;
     }
-    if (st->t != t) {
-      damaged(absl::StrCat("state is at step ", st->t, " but its row says ", t));
+    if (st->state.t != t) {
+      damaged(absl::StrCat("state is at step ", st->state.t, " but its row says ", t));
       continue;
     }
     Stmt replies(db_, "SELECT t, reply, reply_sum FROM replies WHERE id = ? ORDER BY t");

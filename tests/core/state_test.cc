@@ -1,11 +1,13 @@
 #include "core/state.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
 
+#include "core/bilevel/bilevel_state.h"
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -13,72 +15,143 @@
 namespace f2obo {
 namespace {
 
+// A bilevel-shaped state: x 5, y and z 9, lambda.
+const StateLayout kLayout = BilevelLayout(9);
+
 SessionState RandomState() {
   std::mt19937_64 rng(61);
   SessionState s;
   s.t = 1234;
   s.x = testing::RandomVector(5, rng);
-  s.y = testing::RandomVector(9, rng);
-  s.z = testing::RandomVector(9, rng);
-  s.lambda = 0.1 + 1.0 / 3.0;  // not exactly representable: bits must survive
+  s.vectors = {testing::RandomVector(9, rng), testing::RandomVector(9, rng)};
+  s.scalars = {0.1 + 1.0 / 3.0};  // not exactly representable: bits must survive
   s.rng = Rng(77);
   s.rng.Next();
   s.inner_iterations = 99;
   s.cap_hits = 2;
   s.rows_processed = 1ll << 40;
   s.aux = {testing::RandomVector(3, rng), Vector()};
-  s.metrics.evaluated_steps = 10;
-  s.metrics.blreg = 1e-300;
-  s.metrics.variation = 3.5;
-  s.metrics.drift = 2.25;
-  s.metrics.drift_steps = 9;
   return s;
 }
 
-TEST(SessionState, SerializationRoundTripsBitExactly) {
-  const SessionState s = RandomState();
-  const auto back = DeserializeState(SerializeState(s));
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_TRUE(back->BitEquals(s));
-  EXPECT_EQ(back->rng.words(), s.rng.words());
+Checkpoint RandomCheckpoint() {
+  Checkpoint c;
+  c.family = "quadratic";
+  c.algorithm = "sogd";
+  c.state = RandomState();
+  c.metrics.evaluated_steps = 10;
+  c.metrics.sums = {1e-300, 3.5, 2.25, 9.0};
+  return c;
 }
 
-TEST(SessionState, RejectsEveryTruncationAndAnyFlippedByte) {
-  const std::string bytes = SerializeState(RandomState());
+TEST(Checkpoint, SerializationRoundTripsBitExactly) {
+  const Checkpoint c = RandomCheckpoint();
+  const auto back = DeserializeCheckpoint(SerializeCheckpoint(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->state.BitEquals(c.state));
+  EXPECT_TRUE(back->metrics.BitEquals(c.metrics));
+  EXPECT_EQ(back->family, "quadratic");
+  EXPECT_EQ(back->algorithm, "sogd");
+  EXPECT_EQ(back->state.rng.words(), c.state.rng.words());
+}
+
+TEST(Checkpoint, RejectsEveryTruncationAndAnyFlippedByte) {
+  const std::string bytes = SerializeCheckpoint(RandomCheckpoint());
   for (size_t n = 0; n < bytes.size(); n += 7) {
-    EXPECT_FALSE(DeserializeState(bytes.substr(0, n)).ok()) << "length " << n;
+    EXPECT_FALSE(DeserializeCheckpoint(bytes.substr(0, n)).ok()) << "length " << n;
   }
   for (size_t i = 0; i < bytes.size(); i += 5) {
     std::string bad = bytes;
     bad[i] ^= 0x10;
-    const auto r = DeserializeState(bad);
+    const auto r = DeserializeCheckpoint(bad);
     ASSERT_FALSE(r.ok()) << "byte " << i;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
   }
 }
 
-TEST(SessionState, AllFiniteSpotsNaNAnywhere) {
+// The version-1 encoding (bilevel only, written before problem classes),
+// built here field by field from its documented layout.
+std::string Version1Bytes(const SessionState& s, const Vector& y, const Vector& z,
+                          double lambda, const RunningMetrics& m) {
+  std::string out;
+  const auto u64 = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  const auto f64 = [&](double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    u64(bits);
+  };
+  const auto vec = [&](const Vector& v) {
+    u64(v.size());
+    for (Eigen::Index i = 0; i < v.size(); ++i) f64(v[i]);
+  };
+  out.append("F2ST", 4);
+  u64(1);
+  u64(static_cast<uint64_t>(s.t));
+  vec(s.x);
+  vec(y);
+  vec(z);
+  f64(lambda);
+  for (uint64_t w : s.rng.words()) u64(w);
+  u64(s.inner_iterations);
+  u64(s.cap_hits);
+  u64(s.rows_processed);
+  u64(s.aux.size());
+  for (const Vector& v : s.aux) vec(v);
+  u64(m.evaluated_steps);
+  for (int i = 0; i < 3; ++i) f64(m.sums[i]);
+  u64(static_cast<uint64_t>(m.sums[3]));
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char ch : out) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ULL;
+  }
+  u64(h);
+  return out;
+}
+
+TEST(Checkpoint, DecodesVersionOneStatesIntoTheBilevelLayout) {
+  const Checkpoint c = RandomCheckpoint();
+  const SessionState& s = c.state;
+  const auto back = DeserializeCheckpoint(
+      Version1Bytes(s, s.vectors[0], s.vectors[1], s.scalars[0], c.metrics));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->state.BitEquals(s));
+  EXPECT_TRUE(back->metrics.BitEquals(c.metrics));
+  EXPECT_EQ(back->family, "");  // version 1 did not record them
+  EXPECT_EQ(back->algorithm, "");
+  EXPECT_TRUE(ValidateState(back->state, kLayout, 5, kMaxStateMagnitude).ok());
+}
+
+TEST(SessionState, FirstOutOfRangeNamesTheVariable) {
   SessionState s = RandomState();
-  EXPECT_TRUE(s.AllFinite());
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, 1e150), "");
   s.aux[0][1] = std::nan("");
-  EXPECT_FALSE(s.AllFinite());
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, 1e150), "aux[0]");
+  s.vectors[1][2] = 2e150;  // finite, beyond the bound
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, 1e150), "z");
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, 1e300), "aux[0]");
+  s.scalars[0] = -std::numeric_limits<double>::infinity();
+  s.vectors[1][2] = 0.0;
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, 1e150), "lambda");
 }
 
 // ValidateState on RandomState() (x 5, y 9) with one field spoiled: the
 // error is INVALID_ARGUMENT and names the field.
-void ExpectRefused(const SessionState& s, bool reads_lambda, const std::string& field) {
-  const absl::Status st = ValidateState(s, 5, 9, reads_lambda);
+void ExpectRefused(const SessionState& s, const std::string& field) {
+  const absl::Status st = ValidateState(s, kLayout, 5, kMaxStateMagnitude);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << field << ": " << st;
   EXPECT_NE(st.message().find(field), std::string::npos) << field << ": " << st;
 }
 
 TEST(SessionState, ValidateAcceptsAWellFormedState) {
-  EXPECT_TRUE(ValidateState(RandomState(), 5, 9, true).ok());
+  EXPECT_TRUE(ValidateState(RandomState(), kLayout, 5, kMaxStateMagnitude).ok());
   SessionState s = RandomState();
   s.t = int64_t{1} << 53;  // the largest index still exact as a double
-  EXPECT_TRUE(ValidateState(s, 5, 9, true).ok());
+  EXPECT_TRUE(ValidateState(s, kLayout, 5, kMaxStateMagnitude).ok());
   s.t = 1;
-  EXPECT_TRUE(ValidateState(s, 5, 9, true).ok());
+  EXPECT_TRUE(ValidateState(s, kLayout, 5, kMaxStateMagnitude).ok());
 }
 
 TEST(SessionState, ValidateRefusesAnAllZeroRngState) {
@@ -88,9 +161,9 @@ TEST(SessionState, ValidateRefusesAnAllZeroRngState) {
   EXPECT_EQ(zero.Next(), 0u);
   SessionState s = RandomState();
   s.rng = Rng::FromWords({0, 0, 0, 0});
-  ExpectRefused(s, false, "state.rng");
+  ExpectRefused(s, "state.rng");
   s.rng = Rng::FromWords({0, 0, 0, 1});  // one bit suffices
-  EXPECT_TRUE(ValidateState(s, 5, 9, false).ok());
+  EXPECT_TRUE(ValidateState(s, kLayout, 5, kMaxStateMagnitude).ok());
 }
 
 TEST(SessionState, ValidateRefusesStepIndicesOutsideOneToTwoPow53) {
@@ -98,46 +171,40 @@ TEST(SessionState, ValidateRefusesStepIndicesOutsideOneToTwoPow53) {
                     std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {
     SessionState s = RandomState();
     s.t = t;
-    ExpectRefused(s, false, "state.t");
+    ExpectRefused(s, "state.t");
   }
 }
 
-TEST(SessionState, ValidateRefusesUnusableLambdaOnlyWhereItIsRead) {
-  for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
-    SessionState s = RandomState();
-    s.lambda = bad;
-    ExpectRefused(s, /*reads_lambda=*/true, "state.lambda");
-  }
-  // Algorithms without a penalty ignore lambda: zero or negative is harmless,
-  // but a non-finite number is refused everywhere (AllFinite would say so).
-  SessionState s = RandomState();
-  s.lambda = 0.0;
-  EXPECT_TRUE(ValidateState(s, 5, 9, false).ok());
-  s.lambda = -3.0;
-  EXPECT_TRUE(ValidateState(s, 5, 9, false).ok());
-  s.lambda = std::nan("");
-  ExpectRefused(s, false, "state.lambda");
-}
-
-TEST(SessionState, ValidateRefusesDimensionMismatchesAndNonFiniteValues) {
+TEST(SessionState, ValidateRefusesDimensionMismatchesAndOutOfRangeValues) {
   SessionState s = RandomState();
   s.x.resize(4);
-  ExpectRefused(s, false, "state.x");
+  ExpectRefused(s, "state.x");
   s = RandomState();
-  s.y.resize(10);
-  ExpectRefused(s, false, "state.y");
+  s.vectors[0].resize(10);
+  ExpectRefused(s, "state.y");
   s = RandomState();
-  s.z.resize(0);
-  ExpectRefused(s, false, "state.z");
+  s.vectors[1].resize(0);
+  ExpectRefused(s, "state.z");
   s = RandomState();
-  s.y[3] = std::numeric_limits<double>::infinity();
-  ExpectRefused(s, false, "state.y");
+  s.vectors[0][3] = std::numeric_limits<double>::infinity();
+  ExpectRefused(s, "state.y");
+  s = RandomState();
+  s.vectors[0][3] = 1e200;  // finite, but past the safe magnitude
+  ExpectRefused(s, "state.y");
   s = RandomState();
   s.aux[0][0] = std::nan("");
-  ExpectRefused(s, false, "state.aux[0]");
+  ExpectRefused(s, "state.aux[0]");
+  s = RandomState();
+  s.scalars[0] = std::nan("");
+  ExpectRefused(s, "state.lambda");
+  s = RandomState();
+  s.vectors.pop_back();  // a state of another problem class
+  ExpectRefused(s, "problem class");
 }
 
-// Session::Restore applies the checks with the algorithm's own view of lambda.
+// Session::Restore adds the class's checks (lambda where it is read, the
+// algorithm's aux layout) and refuses a state written by another
+// algorithm or family.
 TEST(SessionState, RestoreRefusesInvalidStatesWithInvalidArgument) {
   FamilyConfig fam;
   fam.name = "quadratic";
@@ -145,34 +212,51 @@ TEST(SessionState, RestoreRefusesInvalidStatesWithInvalidArgument) {
   fam.y_dim = 3;
   const SessionConfig f2obo = testing::ConfigFor("f2obo", fam, ConstraintSet::Box(-1.0, 1.0));
   const SessionConfig sogd = testing::ConfigFor("sogd", fam, ConstraintSet::Box(-1.0, 1.0));
-  const SessionState good = (*Session::Create(f2obo))->state();
+  const std::unique_ptr<Session> created = *Session::Create(f2obo);
+  const Checkpoint good = *DeserializeCheckpoint(created->Encode(created->state()));
   ASSERT_TRUE(Session::Restore(f2obo, good).ok());
+  const auto expect_refused = [](const absl::StatusOr<std::unique_ptr<Session>>& r,
+                                 const std::string& field) {
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status();
+  };
 
-  SessionState s = good;
-  s.lambda = 0.0;
-  absl::StatusOr<std::unique_ptr<Session>> r = Session::Restore(f2obo, s);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("state.lambda"), std::string::npos) << r.status();
-  EXPECT_TRUE(Session::Restore(sogd, s).ok()) << "sogd does not read lambda";
+  Checkpoint c = good;
+  c.state.scalars[0] = 0.0;
+  expect_refused(Session::Restore(f2obo, c), "state.lambda");
+  c.algorithm = "";  // a version-1 state: no algorithm recorded
+  EXPECT_TRUE(Session::Restore(sogd, c).ok()) << "sogd does not read lambda";
 
-  s = good;
-  s.rng = Rng::FromWords({0, 0, 0, 0});
-  r = Session::Restore(sogd, s);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("state.rng"), std::string::npos) << r.status();
+  c = good;
+  expect_refused(Session::Restore(sogd, c), "spec.algorithm: 'sogd', but the state was "
+                                            "written by 'f2obo'");
+  c.family = "ridge_hpo";
+  expect_refused(Session::Restore(f2obo, c), "spec.family.name");
 
-  s = good;
-  s.x.resize(3);
-  r = Session::Restore(f2obo, s);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("state.x: has 3 entries, expected 2"), std::string::npos)
-      << r.status();
+  c = good;
+  c.algorithm = "";
+  c.state.aux = {Vector::Zero(3)};  // sogd keeps v (3) and m (2)
+  expect_refused(Session::Restore(sogd, c), "state.aux");
+  c.state.aux = {Vector::Zero(3), Vector::Zero(2)};
+  EXPECT_TRUE(Session::Restore(sogd, c).ok());
 
-  s = good;
-  s.t = 0;
-  r = Session::Restore(f2obo, s);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("state.t"), std::string::npos) << r.status();
+  c = good;
+  c.state.rng = Rng::FromWords({0, 0, 0, 0});
+  expect_refused(Session::Restore(f2obo, c), "state.rng");
+
+  c = good;
+  c.state.x.resize(3);
+  expect_refused(Session::Restore(f2obo, c), "state.x: has 3 entries, expected 2");
+
+  c = good;
+  c.state.t = 0;
+  expect_refused(Session::Restore(f2obo, c), "state.t");
+
+  c = good;
+  c.metrics.sums.push_back(1.0);
+  expect_refused(Session::Restore(f2obo, c), "state.metrics");
+  c.metrics.sums = {std::nan(""), 0, 0, 0};
+  expect_refused(Session::Restore(f2obo, c), "state.metrics");
 }
 
 TEST(Rng, IsDeterministicAndRestorableFromItsWords) {

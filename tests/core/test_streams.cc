@@ -2,7 +2,8 @@
 
 #include <Eigen/QR>
 
-#include "core/algorithm_registry.h"
+#include "core/family_registry.h"
+#include "core/problem_registry.h"
 #include "tests/core/families/family_checks.h"
 
 namespace f2obo::testing {
@@ -68,6 +69,22 @@ SessionConfig ConfigFor(const std::string& algorithm, const FamilyConfig& family
   c.options = DefaultAlgorithmOptions(algorithm);
   c.constraint = set;
   return c;
+}
+
+std::unique_ptr<Family> PreparedFamily(const Session& session, const StepData& data) {
+  std::unique_ptr<Family> family = *CreateFamily(session.config().family);
+  family->Prepare(data);
+  return family;
+}
+
+SessionState BilevelState(const Vector& x, const Vector& y, const Vector& z, double lambda,
+                          uint64_t seed) {
+  SessionState s;
+  s.x = x;
+  s.vectors = {y, z};
+  s.scalars = {lambda};
+  s.rng = Rng(seed);
+  return s;
 }
 
 }  // namespace f2obo::testing

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "core/bilevel/bilevel_state.h"
 #include "core/session.h"
 
 namespace f2obo::testing {
@@ -27,6 +28,15 @@ Batch ClassificationBatch(int rows, int features, int classes, bool sparse,
 // Session config with the registry defaults of `algorithm` applied.
 SessionConfig ConfigFor(const std::string& algorithm, const FamilyConfig& family,
                         const ConstraintSet& set);
+
+// A fresh instance of the session's family, prepared for `data` (to query
+// the family the session's round used, e.g. for exact metrics).
+std::unique_ptr<Family> PreparedFamily(const Session& session, const StepData& data);
+
+// A bilevel-shaped state (for driving an algorithm directly through
+// BilevelView): x, y, z, lambda, seeded RNG, t = 1.
+SessionState BilevelState(const Vector& x, const Vector& y, const Vector& z, double lambda,
+                          uint64_t seed = 1);
 
 }  // namespace f2obo::testing
 

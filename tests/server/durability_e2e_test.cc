@@ -131,9 +131,9 @@ TEST(Durability, KillNineAtTwentyRandomMomentsLosesAndRepeatsNoAcknowledgedStep)
     v1::SessionExport ex;
     auto ctx = c.NewContext();
     ASSERT_TRUE(c.stub().ExportSession(ctx.get(), req, &ex).ok());
-    const auto state = DeserializeState(ex.state());
+    const auto state = DeserializeCheckpoint(ex.state());
     ASSERT_TRUE(state.ok());
-    EXPECT_EQ(state->t, kSteps + 1) << ids[i];
+    EXPECT_EQ(state->state.t, kSteps + 1) << ids[i];
     const auto expected = CoreState(f, NoMetrics(SpecFor(f, algorithms[i], 5)), kSteps);
     ASSERT_TRUE(expected.ok()) << expected.status();
     EXPECT_TRUE(state->BitEquals(*expected)) << ids[i] << " differs from the uninterrupted run";

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/algorithm_registry.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
 #include "tests/core/families/family_checks.h"
@@ -52,7 +53,7 @@ std::vector<FamilyCase> AllFamilyCases() {
 
 // Every registered algorithm: a new one joins the e2e and crash tests by
 // registering itself.
-std::vector<std::string> AllAlgorithms() { return AlgorithmNames(); }
+std::vector<std::string> AllAlgorithms() { return AlgorithmNames(ProblemClass::kBilevel); }
 
 v1::SessionSpec SpecFor(const FamilyCase& f, const std::string& algorithm, uint64_t seed) {
   v1::SessionSpec spec;
@@ -92,7 +93,7 @@ v1::StepRequest RequestFor(const FamilyCase& f, const std::string& session, int6
   return req;
 }
 
-absl::StatusOr<SessionState> CoreState(const FamilyCase& f, const v1::SessionSpec& spec,
+absl::StatusOr<Checkpoint> CoreState(const FamilyCase& f, const v1::SessionSpec& spec,
                                        int64_t steps) {
   absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
   if (!config.ok()) return config.status();
@@ -105,7 +106,7 @@ absl::StatusOr<SessionState> CoreState(const FamilyCase& f, const v1::SessionSpe
                                .status();
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(f.name, " step ", t, ": ", s.message()));
   }
-  return (*session)->state();
+  return DeserializeCheckpoint((*session)->Encode((*session)->state()));
 }
 
 }  // namespace f2obo::testing

@@ -128,7 +128,7 @@ TEST(GracefulShutdown, SigtermDuringEightStreamsKeepsEveryAcknowledgedStepExactl
     v1::SessionExport ex;
     auto ctx = c.NewContext();
     ASSERT_TRUE(c.stub().ExportSession(ctx.get(), req, &ex).ok());
-    const auto state = DeserializeState(ex.state());
+    const auto state = DeserializeCheckpoint(ex.state());
     ASSERT_TRUE(state.ok()) << state.status();
     const auto expected = CoreState(f, specs[i], acked[i]);
     ASSERT_TRUE(expected.ok()) << expected.status();

@@ -279,11 +279,16 @@ TEST(MetricsPipelineStop, DrainsQueuedJobsBeforeJoiningTheWorkers) {
   family.name = "quadratic";
   family.x_dim = 2;
   family.y_dim = 2;
-  absl::StatusOr<std::unique_ptr<Family>> f = CreateFamily(family);
-  ASSERT_TRUE(f.ok()) << f.status();
+  SessionConfig config;
+  config.family = family;
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(config);
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
+      (*session)->problem().NewMetricsEvaluator();
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status();
   std::shared_ptr<SessionMetrics> channel =
-      pipeline.Open("s", *std::move(f), ConstraintSet::None(),
-                    [](const ExactMetrics&) { return RunningMetrics{}; });
+      pipeline.Open("s", *std::move(evaluator),
+                    [](const ClassMetrics&) { return RunningMetrics{}; });
   for (int t = 1; t <= kJobs; ++t) {
     MetricsJob job;
     job.t = t;

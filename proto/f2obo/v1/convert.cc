@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/algorithm_registry.h"
+#include "core/problem_registry.h"
+#include "f2obo/v1/class_wire.h"
+#include "f2obo/v1/options_convert.h"
 
 namespace f2obo {
 namespace {
@@ -32,61 +34,6 @@ absl::StatusOr<ConstraintSet> ToConstraint(const v1::ConstraintSpec& c) {
       return s;
   }
   return absl::InvalidArgumentError("spec.constraint: unknown kind");
-}
-
-absl::Status ApplyOptions(const v1::AlgorithmOptions& p, AlgorithmOptions* o) {
-  SetIf(p.has_lambda1(), p.lambda1(), &o->lambda1);
-  SetIf(p.has_tau(), p.tau(), &o->tau);
-  SetIf(p.has_lambda_max(), p.lambda_max(), &o->lambda_max);
-  SetIf(p.has_alpha(), p.alpha(), &o->alpha);
-  SetIf(p.has_alpha_auto(), p.alpha_auto(), &o->alpha_auto);
-  SetIf(p.has_beta(), p.beta(), &o->beta);
-  SetIf(p.has_beta_auto(), p.beta_auto(), &o->beta_auto);
-  SetIf(p.has_gamma(), p.gamma(), &o->gamma);
-  SetIf(p.has_inner_steps(), p.inner_steps(), &o->inner_steps);
-  SetIf(p.has_delta_y(), p.delta_y(), &o->delta_y);
-  SetIf(p.has_delta_z(), p.delta_z(), &o->delta_z);
-  SetIf(p.has_max_inner_iterations(), p.max_inner_iterations(), &o->max_inner_iterations);
-  SetIf(p.has_alpha_decay(), p.alpha_decay(), &o->alpha_decay);
-  SetIf(p.has_beta_decay(), p.beta_decay(), &o->beta_decay);
-  SetIf(p.has_batch_growth(), p.batch_growth(), &o->batch_growth);
-  SetIf(p.has_hyper_batch_growth(), p.hyper_batch_growth(), &o->hyper_batch_growth);
-  SetIf(p.has_batch_scale(), p.batch_scale(), &o->batch_scale);
-  SetIf(p.has_inner_schedule_scale(), p.inner_schedule_scale(), &o->inner_schedule_scale);
-  SetIf(p.has_max_scheduled_inner_steps(), p.max_scheduled_inner_steps(),
-        &o->max_scheduled_inner_steps);
-  SetIf(p.has_linear_system_steps(), p.linear_system_steps(), &o->linear_system_steps);
-  SetIf(p.has_linear_system_step(), p.linear_system_step(), &o->linear_system_step);
-  SetIf(p.has_window(), p.window(), &o->window);
-  SetIf(p.has_momentum(), p.momentum(), &o->momentum);
-  SetIf(p.has_sample_rows(), p.sample_rows(), &o->sample_rows);
-  SetIf(p.has_delta(), p.delta(), &o->delta);
-  SetIf(p.has_max_explicit_dim(), p.max_explicit_dim(), &o->max_explicit_dim);
-  SetIf(p.has_jacobian_clip(), p.jacobian_clip(), &o->jacobian_clip);
-  SetIf(p.has_hessian_floor(), p.hessian_floor(), &o->hessian_floor);
-  SetIf(p.has_pz_directions(), p.pz_directions(), &o->pz_directions);
-  SetIf(p.has_pz_smoothing(), p.pz_smoothing(), &o->pz_smoothing);
-  if (p.has_beta_scaling()) {
-    if (p.beta_scaling() == "scaled") {
-      o->beta_scaling = BetaScaling::kScaled;
-    } else if (p.beta_scaling() == "fixed") {
-      o->beta_scaling = BetaScaling::kFixed;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "options.beta_scaling: '", p.beta_scaling(), "' is not 'scaled' or 'fixed'"));
-    }
-  }
-  if (p.has_inner_schedule()) {
-    if (p.inner_schedule() == "fixed") {
-      o->inner_schedule = InnerSchedule::kFixed;
-    } else if (p.inner_schedule() == "theory") {
-      o->inner_schedule = InnerSchedule::kTheory;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "options.inner_schedule: '", p.inner_schedule(), "' is not 'fixed' or 'theory'"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<RowMatrix> ToDense(const v1::DenseMatrix& m, const std::string& field) {
@@ -119,7 +66,14 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
   SetIf(f.has_mu0(), f.mu0(), &c.family.mu0);
   c.family.bump_upper = f.bump_upper();
   SetIf(f.has_bump_scale(), f.bump_scale(), &c.family.bump_scale);
-  c.algorithm = spec.algorithm().empty() ? "f2obo" : spec.algorithm();
+  // The class: as given, or the family's (each family is in one class).
+  absl::StatusOr<ProblemClass> cls = !spec.problem_class().empty()
+                                         ? ParseProblemClass(spec.problem_class())
+                                         : ClassOfFamily(f.name());
+  if (!cls.ok()) return cls.status();
+  c.problem_class = *cls;
+  c.algorithm = spec.algorithm().empty() ? GetProblemClass(c.problem_class).default_algorithm
+                                         : spec.algorithm();
   c.options = DefaultAlgorithmOptions(c.algorithm);
   if (absl::Status s = ApplyOptions(spec.options(), &c.options); !s.ok()) return s;
   absl::StatusOr<ConstraintSet> set = ToConstraint(spec.constraint());
@@ -134,6 +88,7 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
 
 v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   v1::SessionSpec s;
+  s.set_problem_class(std::string(ProblemClassName(c.problem_class)));
   v1::FamilySpec* f = s.mutable_family();
   f->set_name(c.family.name);
   f->set_features(c.family.features);
@@ -145,40 +100,13 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   f->set_bump_upper(c.family.bump_upper);
   f->set_bump_scale(c.family.bump_scale);
   s.set_algorithm(c.algorithm);
-  const AlgorithmOptions& o = c.options;
-  v1::AlgorithmOptions* p = s.mutable_options();
-  p->set_lambda1(o.lambda1);
-  p->set_tau(o.tau);
-  if (o.lambda_max < std::numeric_limits<double>::infinity()) p->set_lambda_max(o.lambda_max);
-  p->set_alpha(o.alpha);
-  p->set_alpha_auto(o.alpha_auto);
-  p->set_beta(o.beta);
-  p->set_beta_auto(o.beta_auto);
-  p->set_beta_scaling(o.beta_scaling == BetaScaling::kScaled ? "scaled" : "fixed");
-  p->set_gamma(o.gamma);
-  p->set_inner_steps(o.inner_steps);
-  p->set_delta_y(o.delta_y);
-  p->set_delta_z(o.delta_z);
-  p->set_max_inner_iterations(o.max_inner_iterations);
-  p->set_alpha_decay(o.alpha_decay);
-  p->set_beta_decay(o.beta_decay);
-  p->set_batch_growth(o.batch_growth);
-  p->set_hyper_batch_growth(o.hyper_batch_growth);
-  p->set_batch_scale(o.batch_scale);
-  p->set_inner_schedule(o.inner_schedule == InnerSchedule::kFixed ? "fixed" : "theory");
-  p->set_inner_schedule_scale(o.inner_schedule_scale);
-  p->set_max_scheduled_inner_steps(o.max_scheduled_inner_steps);
-  p->set_linear_system_steps(o.linear_system_steps);
-  p->set_linear_system_step(o.linear_system_step);
-  p->set_window(o.window);
-  p->set_momentum(o.momentum);
-  p->set_sample_rows(o.sample_rows);
-  p->set_delta(o.delta);
-  p->set_max_explicit_dim(o.max_explicit_dim);
-  p->set_jacobian_clip(o.jacobian_clip);
-  p->set_hessian_floor(o.hessian_floor);
-  p->set_pz_directions(o.pz_directions);
-  p->set_pz_smoothing(o.pz_smoothing);
+  // The options the algorithm reads (an unknown algorithm: all of them).
+  const AlgorithmInfo* info = FindAlgorithm(c.algorithm);
+  OptionSet reads = info != nullptr ? info->reads : OptionSet{};
+  if (info == nullptr) {
+    for (const OptionInfo& o : OptionTable()) reads.Add(o.id);
+  }
+  FillOptions(c.options, reads, s.mutable_options());
   switch (c.constraint.kind) {
     case ConstraintSet::Kind::kNone:
       s.mutable_constraint()->set_unconstrained(true);
@@ -262,48 +190,47 @@ void ToProto(const Batch& b, v1::Batch* out) {
 }
 
 void ToProto(const StepReport& r, v1::RoundReport* out) {
-  out->set_lambda(r.lambda);
-  out->set_alpha(r.alpha);
-  out->set_beta(r.beta);
-  out->set_step_sizes_auto(r.step_sizes_auto);
-  out->set_l_g1(r.l_g1);
-  out->set_l_f1(r.l_f1);
-  out->set_z_iterations(r.z_iterations);
-  out->set_y_iterations(r.y_iterations);
-  out->set_cap_hit(r.cap_hit);
-  out->set_residual_z(r.residual_z);
-  out->set_residual_y(r.residual_y);
-  out->set_hypergradient_norm(r.hypergradient.norm());
-  out->set_batch_size(r.batch_size);
-  out->set_hyper_batch_size(r.hyper_batch_size);
   out->set_rows_processed(r.rows_processed);
   out->set_upper_loss_before(r.upper_loss_before);
   if (r.accuracy_before.has_value()) out->set_accuracy_before(*r.accuracy_before);
   out->set_round_seconds(r.round_seconds);
+  WireOf(static_cast<ProblemClass>(r.detail.index())).report(r, out);
 }
 
-void ToProto(const RunningMetrics& r, v1::RunningMetrics* out) {
-  out->set_evaluated_steps(r.evaluated_steps);
-  out->set_blreg(r.blreg);
-  out->set_variation_sum(r.variation);
-  out->set_drift_sum(r.drift);
-  out->set_drift_steps(r.drift_steps);
+void ToProto(ProblemClass c, const RunningMetrics& running, v1::RunningMetrics* out) {
+  out->set_evaluated_steps(running.evaluated_steps);
+  WireOf(c).running(running, out);
 }
 
-void ToProto(const ExactMetrics& m, const RunningMetrics& running, v1::ExactMetrics* out) {
-  out->set_t(m.t);
-  out->set_regret_term(m.regret_term);
-  out->set_hypergradient_error(m.hypergradient_error);
-  out->set_value(m.value);
-  out->set_true_gradient_norm(m.true_gradient_norm);
-  out->set_inner_residual(m.inner_residual);
-  if (m.variation.has_value()) out->set_variation(*m.variation);
-  if (m.drift.has_value()) out->set_drift(*m.drift);
-  ToProto(running, out->mutable_running());
-  out->set_inner_converged(m.inner_converged);
-  out->set_inner_relative_residual(m.inner_relative_residual);
-  out->set_cg_converged(m.cg_converged);
-  out->set_cg_relative_residual(m.cg_relative_residual);
+void ToProto(const ClassMetrics& m, const RunningMetrics& running, v1::ExactMetrics* out) {
+  const ProblemClass c = static_cast<ProblemClass>(m.index());
+  WireOf(c).metrics(m, out);
+  ToProto(c, running, out->mutable_running());
+}
+
+v1::SessionInfo SessionInfoOf(const std::string& id, const Session& session,
+                              const SessionState& state, int exact_every) {
+  v1::SessionInfo info;
+  info.set_session_id(id);
+  *info.mutable_spec() = ToSessionSpec(session.config(), exact_every);
+  info.set_next_t(state.t);
+  info.set_x_dim(static_cast<int32_t>(state.x.size()));
+  info.set_inner_iterations(state.inner_iterations);
+  info.set_cap_hits(state.cap_hits);
+  info.set_rows_processed(state.rows_processed);
+  ToProto(session.problem_class(), session.metrics(), info.mutable_metrics());
+  WireOf(session.problem_class()).info(session.problem(), state, &info);
+  return info;
+}
+
+v1::Decision DecisionOf(const std::string& id, const Session& session,
+                        const SessionState& state) {
+  v1::Decision d;
+  d.set_session_id(id);
+  d.set_t(state.t);
+  ToRepeated(session.problem().Decision(state), d.mutable_x());
+  WireOf(session.problem_class()).decision(session.problem(), state, &d);
+  return d;
 }
 
 }  // namespace f2obo

@@ -7,15 +7,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/metrics/exact_metrics.h"
+#include "core/class_metrics.h"
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
 
 namespace f2obo {
 
-// Spec -> config with the algorithm's defaults for absent options.
+// Spec -> config: the class (given, or the family's), the algorithm (given,
+// or the class's default) and its defaults for absent options.
 absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec);
-// Config -> spec with every option filled in.
+// Config -> spec with the class and every option the algorithm reads filled
+// in.
 v1::SessionSpec ToSessionSpec(const SessionConfig& config, int exact_every);
 
 // Wire batch -> core batch; `what` prefixes errors ("upper", "inner").
@@ -23,9 +25,20 @@ absl::StatusOr<Batch> ToBatch(const v1::Batch& batch, const std::string& what);
 // Core batch -> wire batch (exact inverse of ToBatch).
 void ToProto(const Batch& batch, v1::Batch* out);
 
+// A round report: the fields every class has, then the class's own
+// (class_wire.h).
 void ToProto(const StepReport& report, v1::RoundReport* out);
-void ToProto(const RunningMetrics& running, v1::RunningMetrics* out);
-void ToProto(const ExactMetrics& m, const RunningMetrics& running, v1::ExactMetrics* out);
+// Running sums of a session of class `c`.
+void ToProto(ProblemClass c, const RunningMetrics& running, v1::RunningMetrics* out);
+// A step's exact metrics with the running sums after them.
+void ToProto(const ClassMetrics& m, const RunningMetrics& running, v1::ExactMetrics* out);
+
+// What GetSession / GetDecision answer for session `id` at `state` (its
+// committed state, or a snapshot of it).
+v1::SessionInfo SessionInfoOf(const std::string& id, const Session& session,
+                              const SessionState& state, int exact_every);
+v1::Decision DecisionOf(const std::string& id, const Session& session,
+                        const SessionState& state);
 
 inline Vector ToVector(const google::protobuf::RepeatedField<double>& v) {
   return Eigen::Map<const Vector>(v.data(), v.size());

@@ -46,16 +46,16 @@ std::vector<double> OscillatingRegret(const std::string& algorithm,
   step.inner.c = Vector::Zero(1);
   for (int t = 1; t <= kHorizon; ++t) {
     step.inner.M = Matrix::Constant(1, 1, t % 2 == 0 ? 1.0 : -1.0);
-    MetricsInput in{t, session->state().x, session->state().y, Vector(), o.gamma};
+    MetricsInput in{t, session->state().x, BilevelView(session->state()).y, Vector(), o.gamma};
     const auto report = session->Step(step);
     EXPECT_TRUE(report.ok()) << report.status();
     EXPECT_FALSE(report->cap_hit);
-    in.h = report->hypergradient;
-    const auto m = ComputeExactMetrics(session->family(), config.constraint, in, step,
-                                       nullptr);
+    in.h = BilevelPart(*report).hypergradient;
+    const auto m = ComputeExactMetrics(*testing::PreparedFamily(*session, step),
+                                       config.constraint, in, step, nullptr);
     EXPECT_TRUE(m.ok());
-    Accumulate(*m, session->mutable_metrics());
-    blreg.push_back(session->state().metrics.blreg);
+    session->AddMetrics(*m);
+    blreg.push_back(session->metrics().sums[kBlreg]);
   }
   return blreg;
 }
@@ -85,9 +85,9 @@ TEST(Af2obo, MeetsBothTolerancesAtTheEndOfEveryRound) {
         testing::WellConditioned(3, 2, 0.5, 1.5, rng), Vector::Ones(3), Vector::Zero(3));
     const auto r = session->Step(step);
     ASSERT_TRUE(r.ok());
-    EXPECT_LE(r->residual_y, 1e-6);
-    EXPECT_LE(r->residual_z, 1e-8);
-    EXPECT_GT(r->y_iterations, 0);
+    EXPECT_LE(BilevelPart(*r).residual_y, 1e-6);
+    EXPECT_LE(BilevelPart(*r).residual_z, 1e-8);
+    EXPECT_GT(BilevelPart(*r).y_iterations, 0);
   }
 }
 
@@ -103,8 +103,8 @@ TEST(Af2obo, ReportsHittingItsIterationCap) {
       Matrix::Ones(1, 1), Vector::Constant(1, 100.0), Vector::Zero(1)));
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->cap_hit);
-  EXPECT_EQ(r->z_iterations, 3);
-  EXPECT_EQ(r->y_iterations, 3);
+  EXPECT_EQ(BilevelPart(*r).z_iterations, 3);
+  EXPECT_EQ(BilevelPart(*r).y_iterations, 3);
   EXPECT_EQ(session->state().cap_hits, 1);
 }
 

@@ -199,7 +199,7 @@ Counted WarmThenCountOneStep(const SessionConfig& config, const Problem& p) {
       CountAllocations([&] { report = (*session)->Step(p.steps[kWarmSteps]); });
   EXPECT_TRUE(report.ok()) << report.status();
   if (report.ok()) {
-    out.inner_iterations = report->z_iterations + report->y_iterations;
+    out.inner_iterations = BilevelPart(*report).z_iterations + BilevelPart(*report).y_iterations;
     out.rows = report->rows_processed;
   }
   return out;
@@ -281,13 +281,11 @@ TEST(AllocationCounter, DetectsAnAllocationPlantedInTheInnerIteration) {
   for (int many = 0; many < 2; ++many) {
     const SessionConfig c = RoundConfig("f2obo", p, many == 1);
     AllocatingFamily family(*CreateFamily(c.family));
-    std::unique_ptr<Algorithm> algorithm = *CreateAlgorithm(AlgorithmContext{
+    std::unique_ptr<BilevelAlgorithm> algorithm = *CreateBilevelAlgorithm(AlgorithmContext{
         c.algorithm, c.options, c.constraint, family.x_dim(), family.y_dim()});
-    SessionState s;
-    s.x = Vector::Zero(family.x_dim());
-    s.y = s.z = Vector::Zero(family.y_dim());
-    s.lambda = c.options.lambda1;
-    StepReport report;
+    SessionState st = testing::BilevelState(Vector::Zero(family.x_dim()), Vector::Zero(family.y_dim()), Vector::Zero(family.y_dim()), c.options.lambda1);
+    BilevelVars s = BilevelView(&st);
+    BilevelReport report;
     report.hypergradient.resize(family.x_dim());
     counts[many] = CountAllocations([&] {
       EXPECT_TRUE(algorithm->Round(p.steps[0], family, &s, &report).ok());

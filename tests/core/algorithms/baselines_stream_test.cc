@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/algorithm_registry.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -100,7 +101,7 @@ TEST(StochasticBaselines, SameSeedSameStreamGivesBitIdenticalTrajectories) {
       const StepReport rb = *b->Step(s);
       ASSERT_TRUE(a->state().BitEquals(b->state()))
           << algorithm << " diverged at t = " << a->state().t;
-      ASSERT_EQ(ra.batch_size, 16) << algorithm;
+      ASSERT_EQ(BilevelPart(ra).batch_size, 16) << algorithm;
       ASSERT_EQ(ra.rows_processed, rb.rows_processed) << algorithm;
     }
   }
@@ -115,7 +116,7 @@ TEST(StochasticBaselines, DifferentSeedsSampleDifferentMiniBatches) {
       ASSERT_TRUE(a->Step(s).ok());
       ASSERT_TRUE(b->Step(s).ok());
     }
-    EXPECT_NE(a->state().y, b->state().y) << algorithm;
+    EXPECT_NE(BilevelView(a->state()).y, BilevelView(b->state()).y) << algorithm;
   }
 }
 
@@ -131,9 +132,9 @@ TEST(Baselines, SaveAndRestoreMidStreamContinuesExactly) {
       for (int t = 0; t < 30; ++t) ASSERT_TRUE(uninterrupted->Step(stream[t]).ok());
       for (int t = 0; t < 13; ++t) ASSERT_TRUE(first->Step(stream[t]).ok());
       EXPECT_FALSE(first->state().aux.empty()) << algorithm;
-      const std::string bytes = SerializeState(first->state());
+      const std::string bytes = first->Encode(first->state());
       first.reset();
-      auto restored = *Session::Restore(config, *DeserializeState(bytes));
+      auto restored = *Session::Restore(config, *DeserializeCheckpoint(bytes));
       for (int t = 13; t < 30; ++t) ASSERT_TRUE(restored->Step(stream[t]).ok());
       EXPECT_TRUE(restored->state().BitEquals(uninterrupted->state()))
           << algorithm << ", sparse " << sparse;
@@ -168,9 +169,9 @@ TEST(BaselineOptions, EachInvalidOptionNamesItsField) {
   };
   for (const Case& c : cases) {
     AlgorithmOptions o = DefaultAlgorithmOptions(c.algorithm);
-    ASSERT_TRUE(o.Validate(c.algorithm).ok()) << c.algorithm;
+    ASSERT_TRUE(ValidateOptionsFor(c.algorithm, o).ok()) << c.algorithm;
     c.spoil(&o);
-    const absl::Status s = o.Validate(c.algorithm);
+    const absl::Status s = ValidateOptionsFor(c.algorithm, o);
     ASSERT_FALSE(s.ok()) << c.algorithm << " " << c.field;
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u)
@@ -179,15 +180,15 @@ TEST(BaselineOptions, EachInvalidOptionNamesItsField) {
 }
 
 TEST(BaselineOptions, LambdaAndFieldsOfOtherAlgorithmsAreNotChecked) {
-  AlgorithmOptions o;
+  AlgorithmOptions o = DefaultAlgorithmOptions("fsobo");
   o.lambda1 = 0;          // no multiplier in the baselines
   o.beta = -1;            // no penalty loop
   o.momentum = 2;         // sogd only
   o.window = 0;           // obbo, sobow, sobbo only
   o.delta = 0;            // aobo only
-  EXPECT_TRUE(o.Validate("fsobo").ok());
+  EXPECT_TRUE(ValidateOptionsFor("fsobo", o).ok());
   o.window = 1;
-  EXPECT_TRUE(o.Validate("obbo").ok());
+  EXPECT_TRUE(ValidateOptionsFor("obbo", o).ok());
 }
 
 TEST(BaselineOptions, RegistryDefaultsAreThePapersSettings) {

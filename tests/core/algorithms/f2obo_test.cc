@@ -122,11 +122,11 @@ TEST(F2obo, ReportsTheAutoStepSizesItUsed) {
   const auto report = session->Step(testing::QuadraticStep(
       M, RandomVector(3, rng), RandomVector(3, rng)));
   ASSERT_TRUE(report.ok());
-  EXPECT_TRUE(report->step_sizes_auto);
-  EXPECT_DOUBLE_EQ(report->l_g1, 4.0);  // exact for the quadratic family
-  EXPECT_DOUBLE_EQ(report->alpha, 1.0 / 4.0);
+  EXPECT_TRUE(BilevelPart(*report).step_sizes_auto);
+  EXPECT_DOUBLE_EQ(BilevelPart(*report).l_g1, 4.0);  // exact for the quadratic family
+  EXPECT_DOUBLE_EQ(BilevelPart(*report).alpha, 1.0 / 4.0);
   // beta_t = 1 / (2 lambda_t L_g1 + L_f1) with lambda_1 = 5, L_f1 = 1.
-  EXPECT_DOUBLE_EQ(report->beta, 1.0 / (2.0 * 5.0 * 4.0 + 1.0));
+  EXPECT_DOUBLE_EQ(BilevelPart(*report).beta, 1.0 / (2.0 * 5.0 * 4.0 + 1.0));
 }
 
 TEST(F2obo, LambdaFollowsTheScheduleAndItsCap) {
@@ -141,7 +141,7 @@ TEST(F2obo, LambdaFollowsTheScheduleAndItsCap) {
                                                Vector::Ones(1));
   for (int t = 1; t <= 6; ++t) {
     // lambda_t = lambda_1 t^tau, capped.
-    EXPECT_NEAR(session->state().lambda, std::min(12.0, 5.0 * std::sqrt(t)), 1e-12);
+    EXPECT_NEAR(BilevelView(session->state()).lambda, std::min(12.0, 5.0 * std::sqrt(t)), 1e-12);
     ASSERT_TRUE(session->Step(step).ok());
   }
 }
@@ -157,7 +157,7 @@ TEST(F2oboSingleLoop, DefaultsToOneInnerStepAndRejectsMore) {
   const auto report = session->Step(testing::QuadraticStep(
       Matrix::Ones(1, 1), Vector::Zero(1), Vector::Ones(1)));
   ASSERT_TRUE(report.ok());
-  EXPECT_EQ(report->y_iterations, 1);
+  EXPECT_EQ(BilevelPart(*report).y_iterations, 1);
   config.options.inner_steps = 2;
   const auto bad = Session::Create(config);
   ASSERT_FALSE(bad.ok());

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "core/algorithms/pzobo.h"
+#include "core/problem_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
@@ -216,14 +217,13 @@ TEST(Pzobo, RoundHypergradientUsesTheRegeneratedDirections) {
   o.inner_steps = 3;
   o.alpha = 0.05;
   o.gamma = 0.2;
-  std::unique_ptr<Algorithm> pzobo = *CreateAlgorithm(
+  std::unique_ptr<BilevelAlgorithm> pzobo = *CreateBilevelAlgorithm(
       AlgorithmContext{"pzobo", o, ConstraintSet::None(), kD1, kD2});
-  SessionState s;
-  s.x = RandomVector(kD1, rng);
-  s.y = s.z = RandomVector(kD2, rng);
-  s.rng = Rng(11);
-  const SessionState before = s;
-  StepReport report;
+  const Vector y0 = RandomVector(kD2, rng);
+  SessionState st = testing::BilevelState(RandomVector(kD1, rng), y0, y0, 0.0, 11);
+  BilevelVars s = BilevelView(&st);
+  const SessionState before = st;
+  BilevelReport report;
   report.hypergradient.resize(kD1);
   ASSERT_TRUE(pzobo->Round(p.step, family, &s, &report).ok());
 
@@ -231,7 +231,7 @@ TEST(Pzobo, RoundHypergradientUsesTheRegeneratedDirections) {
   const Matrix h = family.Hessian(all), b = family.Cross(all);
   const Vector c = Matrix(p.step.inner.dense.leftCols(kD2)).transpose() *
                    p.step.inner.targets / kRows;
-  Vector y = before.y;
+  Vector y = BilevelView(before).y;
   Matrix j_n = Matrix::Zero(kD2, kD1);
   for (int k = 0; k < 3; ++k) {
     y = y - 0.05 * (h * y - b * before.x - c);
@@ -267,13 +267,11 @@ TEST(PzoboS, CommonMiniBatchesMakeTheHypergradientIndependentOfMu) {
     o.pz_smoothing = mu;
     o.sample_rows = 6;
     o.alpha = 0.05;
-    std::unique_ptr<Algorithm> a = *CreateAlgorithm(
+    std::unique_ptr<BilevelAlgorithm> a = *CreateBilevelAlgorithm(
         AlgorithmContext{"pzobo_s", o, ConstraintSet::None(), kD1, kD2});
-    SessionState s;
-    s.x = x;
-    s.y = s.z = y;
-    s.rng = Rng(12);
-    StepReport report;
+    SessionState st = testing::BilevelState(x, y, y, 0.0, 12);
+    BilevelVars s = BilevelView(&st);
+    BilevelReport report;
     report.hypergradient.resize(kD1);
     ASSERT_TRUE(a->Round(p.step, family, &s, &report).ok());
     EXPECT_EQ(report.batch_size, 6);
@@ -307,8 +305,8 @@ TEST(Pzobo, BothVariantsConvergeOnAStaticQuadraticStream) {
     auto session = *Session::Create(config);
     for (int t = 1; t <= 3000; ++t) ASSERT_TRUE(session->Step(q.step).ok());
     const TrueHypergradient truth =
-        ComputeTrueHypergradient(session->family(), session->state().x, q.step,
-                                 session->state().y, ExactMetricsOptions{});
+        ComputeTrueHypergradient(*testing::PreparedFamily(*session, q.step), session->state().x, q.step,
+                                 BilevelView(session->state()).y, ExactMetricsOptions{});
     EXPECT_LT(truth.grad.norm(), 1e-6) << algorithm << ": " << session->state().x.transpose();
   }
 }
@@ -347,9 +345,9 @@ TEST(Pzobo, SaveAndRestoreMidStreamContinuesBitForBit) {
       auto first = *Session::Create(config);
       for (int t = 0; t < 30; ++t) ASSERT_TRUE(uninterrupted->Step(stream[t]).ok());
       for (int t = 0; t < 13; ++t) ASSERT_TRUE(first->Step(stream[t]).ok());
-      const std::string bytes = SerializeState(first->state());
+      const std::string bytes = first->Encode(first->state());
       first.reset();
-      auto restored = *Session::Restore(config, *DeserializeState(bytes));
+      auto restored = *Session::Restore(config, *DeserializeCheckpoint(bytes));
       for (int t = 13; t < 30; ++t) ASSERT_TRUE(restored->Step(stream[t]).ok());
       EXPECT_TRUE(restored->state().BitEquals(uninterrupted->state()))
           << algorithm << ", sparse " << sparse;
@@ -367,8 +365,8 @@ TEST(Pzobo, ANonFiniteRoundFailsAndLeavesTheStateUnchanged) {
     SessionConfig config = RidgeConfig(algorithm, 4, 5);
     auto ok = *Session::Create(config);
     ASSERT_TRUE(ok->Step(stream[0]).ok());
-    config.options.alpha = 1e200;  // the inner paths overflow, then inf - inf
-    auto session = *Session::Restore(config, ok->state());
+    config.options.alpha = 1e150;  // the inner paths leave the safe magnitude
+    auto session = *Session::Restore(config, *DeserializeCheckpoint(ok->Encode(ok->state())));
     const SessionState before = session->state();
     const auto r = session->Step(stream[1]);
     ASSERT_FALSE(r.ok()) << algorithm;
@@ -398,9 +396,9 @@ TEST(PzoboOptions, EachInvalidOptionNamesItsField) {
   };
   for (const Case& c : cases) {
     AlgorithmOptions o = DefaultAlgorithmOptions(c.algorithm);
-    ASSERT_TRUE(o.Validate(c.algorithm).ok()) << c.algorithm;
+    ASSERT_TRUE(ValidateOptionsFor(c.algorithm, o).ok()) << c.algorithm;
     c.spoil(&o);
-    const absl::Status s = o.Validate(c.algorithm);
+    const absl::Status s = ValidateOptionsFor(c.algorithm, o);
     ASSERT_FALSE(s.ok()) << c.algorithm << " " << c.field;
     EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u)
         << s.message();
@@ -410,8 +408,8 @@ TEST(PzoboOptions, EachInvalidOptionNamesItsField) {
   o.momentum = 5;           // svrb / sogd only
   o.max_explicit_dim = 0;   // svrb only
   o.hessian_floor = -1;     // svrb only
-  EXPECT_TRUE(o.Validate("pzobo").ok());
-  EXPECT_FALSE(o.Validate("pzobo_s").ok());
+  EXPECT_TRUE(ValidateOptionsFor("pzobo", o).ok());
+  EXPECT_FALSE(ValidateOptionsFor("pzobo_s", o).ok());
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ TEST(Sf2obo, DifferentSeedsSampleDifferentMiniBatches) {
     ASSERT_TRUE(a->Step(s).ok());
     ASSERT_TRUE(b->Step(s).ok());
   }
-  EXPECT_NE(a->state().y, b->state().y);
+  EXPECT_NE(BilevelView(a->state()).y, BilevelView(b->state()).y);
 }
 
 TEST(Sf2obo, SaveAndRestoreMidStreamContinuesExactly) {
@@ -70,9 +70,9 @@ TEST(Sf2obo, SaveAndRestoreMidStreamContinuesExactly) {
     auto first = *Session::Create(config);
     for (int t = 0; t < 40; ++t) ASSERT_TRUE(uninterrupted->Step(stream[t]).ok());
     for (int t = 0; t < 17; ++t) ASSERT_TRUE(first->Step(stream[t]).ok());
-    const std::string bytes = SerializeState(first->state());
+    const std::string bytes = first->Encode(first->state());
     first.reset();
-    auto restored = *Session::Restore(config, *DeserializeState(bytes));
+    auto restored = *Session::Restore(config, *DeserializeCheckpoint(bytes));
     for (int t = 17; t < 40; ++t) ASSERT_TRUE(restored->Step(stream[t]).ok());
     EXPECT_TRUE(restored->state().BitEquals(uninterrupted->state())) << "sparse " << sparse;
   }
@@ -107,10 +107,10 @@ TEST(Sf2obo, ReportsTheStepSizesAndBatchSizesOfTheRound) {
   for (const StepData& d : stream) last = *s->Step(d);
   const AlgorithmOptions& o = s->config().options;
   EXPECT_EQ(last.t, 8);
-  EXPECT_DOUBLE_EQ(last.alpha, o.alpha);  // a = 0
-  EXPECT_DOUBLE_EQ(last.beta, o.beta / (o.lambda1 * std::pow(8.0, o.beta_decay)));
-  EXPECT_EQ(last.batch_size, 16);  // ceil(4 * 8^(2/3))
-  EXPECT_EQ(last.hyper_batch_size, 16);
+  EXPECT_DOUBLE_EQ(BilevelPart(last).alpha, o.alpha);  // a = 0
+  EXPECT_DOUBLE_EQ(BilevelPart(last).beta, o.beta / (o.lambda1 * std::pow(8.0, o.beta_decay)));
+  EXPECT_EQ(BilevelPart(last).batch_size, 16);  // ceil(4 * 8^(2/3))
+  EXPECT_EQ(BilevelPart(last).hyper_batch_size, 16);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
 #include "core/metrics/linear_solve.h"
 #include "tests/core/families/family_checks.h"
@@ -105,8 +106,8 @@ TEST(ExactMetrics, RegretTermErrorVariationAndDriftMatchClosedForms) {
   Accumulate(*m, &running);
   Accumulate(*m, &running);
   EXPECT_EQ(running.evaluated_steps, 2);
-  EXPECT_DOUBLE_EQ(running.blreg, 2 * m->regret_term);
-  EXPECT_DOUBLE_EQ(running.drift, 2 * *m->drift);
+  EXPECT_DOUBLE_EQ(running.sums[kBlreg], 2 * m->regret_term);
+  EXPECT_DOUBLE_EQ(running.sums[kDrift], 2 * *m->drift);
 }
 
 TEST(ExactMetrics, WithoutPreviousBatchesVariationAndDriftAreAbsent) {
@@ -123,7 +124,7 @@ TEST(ExactMetrics, WithoutPreviousBatchesVariationAndDriftAreAbsent) {
   EXPECT_FALSE(m->drift.has_value());
   RunningMetrics running;
   Accumulate(*m, &running);
-  EXPECT_EQ(running.drift_steps, 0);
+  EXPECT_EQ(running.sums[kDriftSteps], 0.0);
 }
 
 TEST(ExactMetrics, NewtonSolvesTheLogisticInnerProblemToTolerance) {

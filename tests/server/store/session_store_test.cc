@@ -32,9 +32,9 @@ std::string StateBytes(int64_t t, double seed, int n = 64) {
   SessionState s;
   s.t = t;
   s.x = Vector::Constant(n, seed + static_cast<double>(t));
-  s.y = Vector::Constant(3, -seed);
-  s.lambda = 0.5 * static_cast<double>(t);
-  return SerializeState(s);
+  s.vectors = {Vector::Constant(3, -seed), Vector::Constant(3, seed)};
+  s.scalars = {0.5 * static_cast<double>(t)};
+  return SerializeCheckpoint(Checkpoint{"quadratic", "f2obo", s, RunningMetrics{}});
 }
 
 v1::SessionSpec SpecFor(const std::string& id) {

@@ -1,0 +1,196 @@
+#include "core/bilevel/bilevel_problem.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_state.h"
+#include "core/family_registry.h"
+#include "core/metrics/exact_metrics.h"
+#include "core/problem_registry.h"
+
+namespace f2obo {
+namespace {
+
+absl::Status CheckVector(const Vector& v, int dim, const char* field) {
+  if (v.size() != dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": has ", v.size(), " entries, expected ", dim));
+  }
+  if (!v.allFinite()) return absl::InvalidArgumentError(absl::StrCat(field, ": not finite"));
+  return absl::OkStatus();
+}
+
+// Exact metrics on a family instance of its own (the worker's).
+class BilevelMetricsEvaluator final : public MetricsEvaluator {
+ public:
+  BilevelMetricsEvaluator(std::unique_ptr<Family> family, ConstraintSet set, double gamma)
+      : family_(std::move(family)), set_(std::move(set)), gamma_(gamma) {}
+
+  absl::StatusOr<ClassMetrics> Evaluate(const SessionState& before, const StepReport& report,
+                                        const StepData& current,
+                                        const StepData* previous) override {
+    const BilevelReport& r = std::get<BilevelReport>(report.detail);
+    MetricsInput in;
+    in.t = before.t;
+    in.x = before.x;
+    in.y = BilevelView(before).y;
+    in.h = r.hypergradient;
+    // The regret term's gradient mapping uses the round's own upper step.
+    in.gamma = r.gamma > 0.0 ? r.gamma : gamma_;
+    absl::StatusOr<ExactMetrics> m =
+        ComputeExactMetrics(*family_, set_, in, current, previous);
+    if (!m.ok()) return m.status();
+    return ClassMetrics(*std::move(m));
+  }
+
+ private:
+  std::unique_ptr<Family> family_;
+  const ConstraintSet set_;
+  const double gamma_;
+};
+
+class BilevelProblem final : public Problem {
+ public:
+  BilevelProblem(const SessionConfig& config, std::unique_ptr<Family> family,
+                 const BilevelAlgorithmEntry& entry,
+                 std::unique_ptr<BilevelAlgorithm> algorithm)
+      : config_(config), family_(std::move(family)), entry_(entry),
+        algorithm_(std::move(algorithm)), layout_(BilevelLayout(family_->y_dim())) {}
+
+  ProblemClass problem_class() const override { return ProblemClass::kBilevel; }
+  const AlgorithmInfo& algorithm() const override { return entry_.info; }
+  int x_dim() const override { return family_->x_dim(); }
+  const StateLayout& layout() const override { return layout_; }
+
+  absl::Status ValidateData(const StepData& data) const override {
+    if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
+      return s;
+    }
+    return family_->ValidateBatch(data.inner, BatchRole::kInner);
+  }
+
+  absl::Status InitState(const SessionConfig& c, SessionState* s) const override {
+    const int d1 = family_->x_dim(), d2 = family_->y_dim();
+    if (c.x0.size() == 0) {
+      s->x.resize(d1);
+      family_->DefaultX(&s->x);
+      c.constraint.Project(&s->x);
+    } else {
+      if (absl::Status st = CheckVector(c.x0, d1, "initial.x"); !st.ok()) return st;
+      if (!c.constraint.Contains(c.x0, 1e-12)) {
+        return absl::InvalidArgumentError("initial.x: outside the constraint set X");
+      }
+      s->x = c.x0;
+    }
+    Vector y = c.y0.size() == 0 ? Vector::Zero(d2) : c.y0;
+    if (absl::Status st = CheckVector(y, d2, "initial.y"); !st.ok()) return st;
+    Vector z = c.z0.size() == 0 ? y : c.z0;
+    if (absl::Status st = CheckVector(z, d2, "initial.z"); !st.ok()) return st;
+    s->vectors = {std::move(y), std::move(z)};
+    // Rounds without a multiplier (the baselines) keep lambda = 0.
+    s->scalars = {ReadsLambda(entry_.info) ? c.options.lambda1 : 0.0};
+    return absl::OkStatus();
+  }
+
+  absl::Status ValidateRestored(const SessionState& s) const override {
+    const double lambda = BilevelView(s).lambda;
+    if (ReadsLambda(entry_.info) && !(lambda > 0.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.lambda: ", lambda, " is not a finite positive number"));
+    }
+    const std::vector<int> layout = algorithm_->AuxLayout();
+    bool fits = s.aux.empty() || s.aux.size() == layout.size();
+    for (size_t i = 0; fits && !s.aux.empty() && i < layout.size(); ++i) {
+      fits = s.aux[i].size() == layout[i];
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state.aux: ", s.aux.size(), " algorithm vectors that are not ", entry_.info.name,
+          "'s layout (a state written by another algorithm?)"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Round(const StepData& data, SessionState* s, StepReport* report) override {
+    family_->Prepare(data);
+    const BatchView upper = BatchView::All(data.upper);
+    BilevelVars v = BilevelView(s);
+    report->upper_loss_before = family_->F(v.x, v.y, upper, nullptr, nullptr);
+    // With finite, validated inputs f_t can still overflow (huge features
+    // times the current y exceed DBL_MAX); a non-finite loss would otherwise
+    // be reported as if it were a measurement, so the step is refused here.
+    if (!std::isfinite(report->upper_loss_before)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "non-finite f_t(x_t, y_t) = ", report->upper_loss_before,
+          " on the upper batch (feature values too large for the current point?)"));
+    }
+    report->accuracy_before = family_->Accuracy(v.x, v.y, upper);
+    BilevelReport& r = report->detail.emplace<BilevelReport>();
+    r.hypergradient.resize(family_->x_dim());
+    if (absl::Status st = algorithm_->Round(data, *family_, &v, &r); !st.ok()) return st;
+    if (!r.hypergradient.allFinite()) {
+      return absl::InvalidArgumentError(
+          "the round produced a non-finite hypergradient (step sizes too large for this "
+          "batch?)");
+    }
+    report->rows_processed = r.rows_processed;
+    report->inner_iterations = static_cast<int64_t>(r.z_iterations) + r.y_iterations;
+    report->cap_hit = r.cap_hit;
+    return absl::OkStatus();
+  }
+
+  const Vector& Decision(const SessionState& s) const override { return s.x; }
+
+  // Exact metrics cost O(CG iterations x HVP): every step for small
+  // problems, every 10th for large ones.
+  int DefaultExactEvery() const override { return family_->y_dim() <= 2000 ? 1 : 10; }
+
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
+    absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(config_.family);
+    if (!family.ok()) return family.status();
+    return std::unique_ptr<MetricsEvaluator>(new BilevelMetricsEvaluator(
+        *std::move(family), config_.constraint, config_.options.gamma));
+  }
+
+  void Accumulate(const ClassMetrics& m, RunningMetrics* running) const override {
+    f2obo::Accumulate(std::get<ExactMetrics>(m), running);
+  }
+
+ private:
+  const SessionConfig config_;
+  std::unique_ptr<Family> family_;
+  const BilevelAlgorithmEntry& entry_;
+  std::unique_ptr<BilevelAlgorithm> algorithm_;
+  const StateLayout layout_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Problem>> CreateBilevelProblem(const SessionConfig& c) {
+  absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(c.family);
+  if (!family.ok()) return family.status();
+  const int d1 = (*family)->x_dim(), d2 = (*family)->y_dim();
+  if (absl::Status s = c.constraint.Validate(d1); !s.ok()) return s;
+  if (absl::Status s = (*family)->ValidateConstraint(c.constraint); !s.ok()) return s;
+  absl::StatusOr<const AlgorithmInfo*> info =
+      CheckAlgorithm(ProblemClass::kBilevel, c.algorithm, c.options);
+  if (!info.ok()) return info.status();
+  const BilevelAlgorithmEntry& entry = *FindBilevelAlgorithm(c.algorithm);
+  absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> algorithm =
+      entry.create(AlgorithmContext{entry.info.name, c.options, c.constraint, d1, d2});
+  if (!algorithm.ok()) return algorithm.status();
+  return std::unique_ptr<Problem>(
+      new BilevelProblem(c, *std::move(family), entry, *std::move(algorithm)));
+}
+
+std::vector<std::string> BilevelFamilyNames() { return FamilyNames(); }
+
+std::vector<const AlgorithmInfo*> BilevelAlgorithmInfos() {
+  std::vector<const AlgorithmInfo*> out;
+  for (const BilevelAlgorithmEntry* e : BilevelAlgorithms()) out.push_back(&e->info);
+  return out;
+}
+
+}  // namespace f2obo

@@ -1,0 +1,84 @@
+// The class-specific half of a session: one implementation per problem
+// class (core/problem_class.h), built from a SessionConfig by the class's
+// registry entry (core/problem_registry.h).  It owns the session's family
+// and algorithm and knows the shape of the class's state, report and
+// metrics.  Session (core/session.h) does the class-agnostic rest: step
+// indices, the transactional commit, counters, checkpoints.
+//
+// Thread-safety: none; a Problem belongs to one session, whose steps are
+// serialized.  Its MetricsEvaluator is a separate object for the metrics
+// worker (its own family instance).
+#ifndef F2OBO_CORE_PROBLEM_H_
+#define F2OBO_CORE_PROBLEM_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/algorithm_info.h"
+#include "core/batch.h"
+#include "core/class_metrics.h"
+#include "core/session_config.h"
+#include "core/state.h"
+#include "core/step_report.h"
+
+namespace f2obo {
+
+// Computes a step's exact metrics off the request path.
+class MetricsEvaluator {
+ public:
+  virtual ~MetricsEvaluator() = default;
+  // The metrics of the step whose round started from `before` and produced
+  // `report`, on that step's data; `previous` is the step before's data
+  // (null at the first step, or when it was not kept).  Fails only on
+  // non-finite results.
+  virtual absl::StatusOr<ClassMetrics> Evaluate(const SessionState& before,
+                                                const StepReport& report,
+                                                const StepData& current,
+                                                const StepData* previous) = 0;
+};
+
+class Problem {
+ public:
+  virtual ~Problem() = default;
+
+  virtual ProblemClass problem_class() const = 0;
+  virtual const AlgorithmInfo& algorithm() const = 0;
+  // Entries of x (the decision's dimension).
+  virtual int x_dim() const = 0;
+  // Names and sizes of the class's state variables and running sums.
+  virtual const StateLayout& layout() const = 0;
+
+  // Rejects a step's data the family cannot use; INVALID_ARGUMENT naming the
+  // field.
+  virtual absl::Status ValidateData(const StepData& data) const = 0;
+  // Writes the state at t = 1 from the config's initial point: x and the
+  // class's variables (the session sets t, the RNG and the counters).
+  virtual absl::Status InitState(const SessionConfig& config, SessionState* s) const = 0;
+  // Class checks of a state from outside (an import, a stored record) beyond
+  // its shapes and magnitudes (ValidateState), e.g. a positive lambda for the
+  // penalty methods, or algorithm-owned vectors of the algorithm's layout.
+  virtual absl::Status ValidateRestored(const SessionState& s) const = 0;
+
+  // One round on validated data: the prequential figures at `s` (the state
+  // before the round), then the algorithm's round, updating `s` in place
+  // and filling `report` (its class part, rows, inner iterations, cap).
+  // Callers pass a scratch copy and commit it only if this returns OK and
+  // the result is in range (Session::Prepare); `s` may be left half-written
+  // on failure.  Errors need no "step t" prefix.
+  virtual absl::Status Round(const StepData& data, SessionState* s, StepReport* report) = 0;
+
+  // The decision served to clients at state `s` (bilevel: x_t).
+  virtual const Vector& Decision(const SessionState& s) const = 0;
+
+  // Exact metrics: the default policy (every N-th step; 0 = off), an
+  // evaluator for the metrics worker, and how one step's metrics add to the
+  // running sums.
+  virtual int DefaultExactEvery() const = 0;
+  virtual absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const = 0;
+  virtual void Accumulate(const ClassMetrics& m, RunningMetrics* running) const = 0;
+};
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_PROBLEM_H_

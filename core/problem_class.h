@@ -1,0 +1,23 @@
+// The classes of problems a session can solve (SPEC section 9).  A class
+// fixes the shape of a session's state, of its round report and of its
+// exact metrics; every family and algorithm belongs to exactly one class.
+// The classes themselves are listed in core/problem_registry.cc.
+#ifndef F2OBO_CORE_PROBLEM_CLASS_H_
+#define F2OBO_CORE_PROBLEM_CLASS_H_
+
+#include "absl/strings/string_view.h"
+
+namespace f2obo {
+
+enum class ProblemClass {
+  // min_x f(x, y*(x)), y*(x) = argmin_y g(x, y), g strongly convex in y:
+  // state x, y, z, lambda; hypergradient metrics (SPEC sections 2-5).
+  kBilevel,
+};
+
+// "bilevel", ... (the wire's SessionSpec.problem_class).
+absl::string_view ProblemClassName(ProblemClass c);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_PROBLEM_CLASS_H_

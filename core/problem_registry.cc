@@ -1,0 +1,99 @@
+#include "core/problem_registry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/bilevel/bilevel_problem.h"
+
+namespace f2obo {
+
+const std::vector<ProblemClassEntry>& ProblemClasses() {
+  static const auto* classes = new std::vector<ProblemClassEntry>{
+      {ProblemClass::kBilevel, "bilevel",
+       "min_x f(x, y*(x)), y*(x) = argmin_y g(x, y) with g strongly convex in y", "f2obo",
+       &BilevelFamilyNames, &BilevelAlgorithmInfos, &CreateBilevelProblem},
+  };
+  return *classes;
+}
+
+const ProblemClassEntry& GetProblemClass(ProblemClass c) {
+  return ProblemClasses()[static_cast<size_t>(c)];
+}
+
+absl::string_view ProblemClassName(ProblemClass c) { return GetProblemClass(c).name; }
+
+absl::StatusOr<ProblemClass> ParseProblemClass(absl::string_view name) {
+  std::vector<std::string> names;
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    if (name == e.name) return e.id;
+    names.emplace_back(e.name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "problem_class: unknown class '", name, "'; known: ", absl::StrJoin(names, ", ")));
+}
+
+absl::StatusOr<ProblemClass> ClassOfFamily(absl::string_view family) {
+  std::vector<std::string> known;
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    const std::vector<std::string> names = e.family_names();
+    if (std::find(names.begin(), names.end(), family) != names.end()) return e.id;
+    known.push_back(absl::StrCat(e.name, ": ", absl::StrJoin(names, ", ")));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("family.name: unknown family '", family,
+                                                 "'; known (by problem class): ",
+                                                 absl::StrJoin(known, "; ")));
+}
+
+const AlgorithmInfo* FindAlgorithm(absl::string_view name) {
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    for (const AlgorithmInfo* info : e.algorithms()) {
+      if (name == info->name) return info;
+    }
+  }
+  return nullptr;
+}
+
+AlgorithmOptions DefaultAlgorithmOptions(absl::string_view algorithm) {
+  const AlgorithmInfo* info = FindAlgorithm(algorithm);
+  return info != nullptr ? DefaultOptions(*info) : AlgorithmOptions{};
+}
+
+std::vector<std::string> AlgorithmNames(ProblemClass c) {
+  std::vector<std::string> names;
+  for (const AlgorithmInfo* info : GetProblemClass(c).algorithms()) names.emplace_back(info->name);
+  return names;
+}
+
+absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string_view algorithm,
+                                                    const AlgorithmOptions& options) {
+  const AlgorithmInfo* info = FindAlgorithm(algorithm);
+  if (info == nullptr || info->problem_class != c) {
+    const std::string known = absl::StrJoin(AlgorithmNames(c), ", ");
+    if (info != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "algorithm: '", algorithm, "' is a ", ProblemClassName(info->problem_class),
+          " algorithm, and this session's problem class is ", ProblemClassName(c),
+          "; its algorithms: ", known));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("algorithm: unknown algorithm '", algorithm,
+                                                   "'; ", ProblemClassName(c),
+                                                   " algorithms: ", known));
+  }
+  if (absl::Status s = ValidateAlgorithmOptions(*info, options); !s.ok()) return s;
+  return info;
+}
+
+absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOptions& options) {
+  const AlgorithmInfo* info = FindAlgorithm(algorithm);
+  if (info == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("algorithm: unknown algorithm '", algorithm, "'"));
+  }
+  return ValidateAlgorithmOptions(*info, options);
+}
+
+absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config) {
+  return GetProblemClass(config.problem_class).create(config);
+}
+
+}  // namespace f2obo

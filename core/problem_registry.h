@@ -1,0 +1,64 @@
+// The problem classes the core serves (SPEC section 9), with their families
+// and algorithms.  Adding a class: its files (a Problem, its families and
+// algorithms, its report and metrics) plus one entry in
+// problem_registry.cc and one alternative in ClassReport (step_report.h)
+// and ClassMetrics (class_metrics.h).
+#ifndef F2OBO_CORE_PROBLEM_REGISTRY_H_
+#define F2OBO_CORE_PROBLEM_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/algorithm_info.h"
+#include "core/problem.h"
+#include "core/problem_class.h"
+#include "core/session_config.h"
+
+namespace f2obo {
+
+struct ProblemClassEntry {
+  ProblemClass id;
+  const char* name;     // the wire's SessionSpec.problem_class
+  const char* summary;  // one line
+  const char* default_algorithm;
+  std::vector<std::string> (*family_names)();
+  std::vector<const AlgorithmInfo*> (*algorithms)();
+  // Builds the session's family and algorithm; INVALID_ARGUMENT naming the
+  // field for an unknown family, bad dimensions, a bad constraint set or
+  // options the algorithm refuses.
+  absl::StatusOr<std::unique_ptr<Problem>> (*create)(const SessionConfig&);
+};
+
+// In ProblemClass order.
+const std::vector<ProblemClassEntry>& ProblemClasses();
+const ProblemClassEntry& GetProblemClass(ProblemClass c);
+// INVALID_ARGUMENT "problem_class: ..." listing the known names.
+absl::StatusOr<ProblemClass> ParseProblemClass(absl::string_view name);
+// The class whose registry holds `family`; INVALID_ARGUMENT "family.name:
+// ..." listing every family by class if none does.
+absl::StatusOr<ProblemClass> ClassOfFamily(absl::string_view family);
+
+// Any class's algorithm by name (nullptr if none).
+const AlgorithmInfo* FindAlgorithm(absl::string_view name);
+// The defaults of `algorithm` (the generic ones for an unknown name).
+AlgorithmOptions DefaultAlgorithmOptions(absl::string_view algorithm);
+std::vector<std::string> AlgorithmNames(ProblemClass c);
+// `algorithm` must belong to class `c` and accept `options`; the error
+// names the field (algorithm, or options.<name>) and, for an algorithm of
+// another class, says which.
+absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string_view algorithm,
+                                                    const AlgorithmOptions& options);
+
+// `options` against the rules and check of `algorithm` (any class);
+// INVALID_ARGUMENT for an unknown algorithm too.
+absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOptions& options);
+
+// The class's Problem for `config` (family, algorithm, constraint checked).
+absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_PROBLEM_REGISTRY_H_

@@ -1,0 +1,32 @@
+// The immutable configuration of a session (what its spec says), whatever
+// its problem class.
+#ifndef F2OBO_CORE_SESSION_CONFIG_H_
+#define F2OBO_CORE_SESSION_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "core/constraint.h"
+#include "core/family_config.h"
+#include "core/options.h"
+#include "core/problem_class.h"
+#include "core/types.h"
+
+namespace f2obo {
+
+struct SessionConfig {
+  ProblemClass problem_class = ProblemClass::kBilevel;
+  FamilyConfig family;
+  std::string algorithm = "f2obo";
+  AlgorithmOptions options;  // start from the algorithm's DefaultOptions
+  ConstraintSet constraint;
+  // Initial point.  Empty x0: the family's default start projected onto X
+  // (the projection of 0 for most families).  Bilevel: empty y0 is 0,
+  // empty z0 is y0.  A given x0 must lie in X.
+  Vector x0, y0, z0;
+  uint64_t seed = 0;
+};
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_SESSION_CONFIG_H_

@@ -1,0 +1,36 @@
+// How each problem class's core values travel on the wire: one entry per
+// class (class_wire.cc), each in its own file (<class>_wire.cc).  The
+// generic conversions (convert.h) dispatch here; nothing else on the wire
+// side knows a class's fields.
+#ifndef F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_
+#define F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_
+
+#include "core/class_metrics.h"
+#include "core/problem.h"
+#include "core/state.h"
+#include "core/step_report.h"
+#include "f2obo/v1/f2obo.pb.h"
+
+namespace f2obo {
+
+struct ClassWire {
+  ProblemClass id;
+  // The class's fields of a round report (StepReport::detail).
+  void (*report)(const StepReport& r, v1::RoundReport* out);
+  // The class's fields of a step's exact metrics (not the running sums).
+  void (*metrics)(const ClassMetrics& m, v1::ExactMetrics* out);
+  // The running sums (RunningMetrics::sums, named by the class's layout).
+  void (*running)(const RunningMetrics& running, v1::RunningMetrics* out);
+  // The class's fields of SessionInfo and Decision at state `s`.
+  void (*info)(const Problem& p, const SessionState& s, v1::SessionInfo* out);
+  void (*decision)(const Problem& p, const SessionState& s, v1::Decision* out);
+};
+
+const ClassWire& WireOf(ProblemClass c);
+
+// One per class, in ProblemClass order.
+const ClassWire& BilevelWire();
+
+}  // namespace f2obo
+
+#endif  // F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_

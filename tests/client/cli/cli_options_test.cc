@@ -1,0 +1,139 @@
+// Issue 11 item 5: every algorithm option of the proto can be set from the
+// CLI, from its one declaration (core/options.def): for each field of
+// AlgorithmOptions, `f2obo-cli create --dry_run --<field>=<value>` (the real
+// binary, no server) puts exactly that value into the request, and
+// `f2obo-cli help create` and `f2obo-cli algorithms` document it.
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/problem_registry.h"
+#include "f2obo/v1/f2obo.pb.h"
+#include "f2obo/v1/options_convert.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "tests/client/cli/cli_e2e_fixture.h"
+
+namespace f2obo::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Candidate values, as CLI text, other than the default.
+std::vector<std::string> Candidates(const OptionInfo& info) {
+  switch (info.type) {
+    case OptionType::kBool:
+      return {info.default_value != 0.0 ? "false" : "true"};
+    case OptionType::kChoice:
+      return {info.choices[info.default_value == 0.0 ? 1 : 0]};
+    case OptionType::kInt:
+      return {std::to_string(static_cast<int>(info.default_value) + 1), "1"};
+    case OptionType::kDouble:
+      break;
+  }
+  return {"0.015625", "0.75", "2.5", "40"};
+}
+
+// Options set with the one under test, when a non-default value of it is
+// only valid together with another (fixed beta_scaling needs tau = 0 or a
+// lambda_max): none, or tau = 0.
+const std::vector<std::vector<std::pair<std::string, std::string>>> kCompanions = {
+    {}, {{"tau", "0"}}};
+
+// An algorithm that reads `info` and accepts `text` for it with
+// `companions` (its other options at their defaults), or "" if none.
+std::string ReaderAccepting(const OptionInfo& info, const std::string& text,
+                            const std::vector<std::pair<std::string, std::string>>& companions,
+                            v1::AlgorithmOptions* wire) {
+  for (const ProblemClassEntry& c : ProblemClasses()) {
+    for (const AlgorithmInfo* a : c.algorithms()) {
+      if (!a->reads.Has(info.id)) continue;
+      wire->Clear();
+      bool ok = SetOptionFromText(info.name, text, wire).ok();
+      for (const auto& [name, value] : companions) {
+        ok = ok && a->reads.Has(FindOption(name)->id) && SetOptionFromText(name, value, wire).ok();
+      }
+      AlgorithmOptions o = DefaultOptions(*a);
+      if (ok && ApplyOptions(*wire, &o).ok() && ValidateAlgorithmOptions(*a, o).ok()) {
+        return a->name;
+      }
+    }
+  }
+  return "";
+}
+
+TEST(CliOptions, EveryProtoOptionCanBeSetFromItsFlag) {
+  const google::protobuf::Descriptor* d = v1::AlgorithmOptions::descriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const std::string name = d->field(i)->name();
+    const OptionInfo* info = FindOption(name);
+    ASSERT_NE(info, nullptr) << name;
+    std::string algorithm, text;
+    std::vector<std::string> args = {"create", "--dry_run", "--family=quadratic", "--x_dim=2",
+                                     "--y_dim=2"};
+    v1::AlgorithmOptions expected;
+    for (const auto& companions : kCompanions) {
+      for (const std::string& candidate : Candidates(*info)) {
+        algorithm = ReaderAccepting(*info, candidate, companions, &expected);
+        if (algorithm.empty()) continue;
+        text = candidate;
+        for (const auto& [n, v] : companions) args.push_back("--" + n + "=" + v);
+        break;
+      }
+      if (!algorithm.empty()) break;
+    }
+    ASSERT_FALSE(algorithm.empty()) << "no algorithm accepts a non-default " << name;
+    args.push_back("--algorithm=" + algorithm);
+    args.push_back("--" + name + "=" + text);
+    const Result r = RunCli(args);
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    v1::CreateSessionRequest req;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(r.out, &req)) << r.out;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(req.spec().options(),
+                                                                   expected))
+        << name << "=" << text << " with " << algorithm << " gave\n"
+        << req.spec().options().DebugString();
+  }
+}
+
+// Without blanks and line breaks: help text is wrapped for the terminal.
+std::string Squeezed(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c != ' ' && c != '\n') out.push_back(c);
+  }
+  return out;
+}
+
+TEST(CliOptions, HelpDocumentsEveryOptionFlag) {
+  const Result create = RunCli({"help", "create"});
+  ASSERT_EQ(create.code, 0) << create.err;
+  const Result algorithms = RunCli({"algorithms"});
+  ASSERT_EQ(algorithms.code, 0) << algorithms.err;
+  for (const OptionInfo& info : OptionTable()) {
+    EXPECT_THAT(create.out, HasSubstr(std::string("--") + info.name + " ")) << info.name;
+    EXPECT_THAT(Squeezed(create.out), HasSubstr(Squeezed(info.help))) << info.name;
+    EXPECT_THAT(algorithms.out, HasSubstr(std::string("--") + info.name + "=")) << info.name;
+  }
+  for (const std::string& a : AlgorithmNames(ProblemClass::kBilevel)) {
+    EXPECT_THAT(algorithms.out, HasSubstr("  " + a + " (bilevel)")) << a;
+  }
+}
+
+TEST(CliOptions, AnInvalidOptionIsAUsageErrorNamingTheField) {
+  const Result r = RunCli({"create", "--dry_run", "--family=quadratic", "--x_dim=2",
+                           "--y_dim=2", "--algorithm=sf2obo", "--tau=1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("options.tau: 1 > beta_decay"));
+  const Result wrong_class = RunCli({"create", "--dry_run", "--family=quadratic", "--x_dim=2",
+                                     "--y_dim=2", "--problem_class=nope"});
+  EXPECT_EQ(wrong_class.code, 2);
+  EXPECT_THAT(wrong_class.err, HasSubstr("problem_class: unknown class 'nope'"));
+}
+
+}  // namespace
+}  // namespace f2obo::testing
