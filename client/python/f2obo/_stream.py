@@ -4,7 +4,7 @@ Shared by Session.stream and Group.stream.  Requests carry their step
 index t.  Up to `in_flight` requests are outstanding; each reply must
 answer the oldest one.  When the stream breaks with UNAVAILABLE (server
 restart, dropped connection), the engine waits for the server (`wait`, a
-read with wait_for_ready), opens a new stream and sends again every
+read retried until the server answers), opens a new stream and sends again every
 request not yet answered, oldest first: an index the server had applied is
 answered from its reply cache (marked `replayed`) and applied nothing, the
 others are applied now.  So every step is applied exactly once and the

@@ -6,8 +6,8 @@ see client/session_routing.h), applies the per-call timeout, retries where
 that is safe, and turns grpc.RpcError into the f2obo exception of its
 status code.  Safe to retry: reads, and steps, which the server applies
 exactly once per index (a retried index is answered from its reply cache).
-A retry waits for the channel to be ready again (`wait_for_ready`), so a
-step survives a server restart of up to `reconnect_timeout` seconds.
+A retry first waits for the channel to connect again, so a step survives a
+server restart of up to `reconnect_timeout` seconds.
 
 A Client may be shared by threads (gRPC channels and stubs are).
 """
@@ -102,9 +102,12 @@ class Client:
       token: bearer token (the server's --token_file), sent on every call.
       tls: False (plaintext), True (TLS with the system's roots), a `TLS`
         (roots, client certificate, server name) or grpc.ChannelCredentials.
-      timeout: seconds allowed for each attempt of a unary call.
-      retries: attempts after the first for calls safe to repeat.
-      reconnect_timeout: how long a retry waits for the server to come back.
+      timeout: seconds allowed for each attempt of a unary call (None: no
+        limit); a call that runs out raises DeadlineExceeded, not retried.
+      retries: attempts after the first, for calls safe to repeat, after
+        UNAVAILABLE.
+      reconnect_timeout: how long each retry waits for the server to come
+        back before raising Unavailable.
       max_message_bytes: largest message sent or received.
       channel_options: extra grpc channel arguments.
 
@@ -176,28 +179,26 @@ class Client:
         backoff = 0.05
         while True:
             try:
-                return rpc(request, timeout=self._attempt_timeout(attempt),
-                           metadata=self.metadata(session_id), wait_for_ready=attempt > 0)
+                return rpc(request, timeout=self.timeout, metadata=self.metadata(session_id))
             except grpc.RpcError as e:
+                error = errors.from_rpc_error(e)
                 if not retry or e.code() not in _TRANSIENT or attempt >= self.retries:
-                    raise errors.from_rpc_error(e) from None
+                    raise error from None
             time.sleep(backoff)
             backoff = min(2 * backoff, 2.0)
             attempt += 1
+            self._wait_ready(self.reconnect_timeout, error)
 
-    def _attempt_timeout(self, attempt: int) -> Optional[float]:
-        # A retry may first have to wait for the server to come back.
-        if attempt == 0 or self.timeout is None:
-            return self.timeout
-        return self.timeout + self.reconnect_timeout
-
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        """Blocks until the channel is connected; Unavailable after `timeout`."""
+    def _wait_ready(self, timeout: float, error: Optional[errors.Error] = None) -> None:
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
-            raise errors.Unavailable("no connection to %s within %g s"
-                                     % (self.address, timeout)) from None
+            raise errors.Unavailable("no connection to %s within %g s%s" % (
+                self.address, timeout, " (%s)" % error.message if error else "")) from None
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Blocks until the channel is connected; Unavailable after `timeout`."""
+        self._wait_ready(timeout)
 
     # -------------------------------------------------------------- sessions
 

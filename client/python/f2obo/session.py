@@ -134,8 +134,8 @@ class Session:
         of StepMetrics, in step order, from t = after_t + 1 (the server keeps
         the last 1024; 0 = the oldest it has).  It ends after step `until_t`
         if given, else runs until cancel() (or `timeout` seconds, which
-        raise DeadlineExceeded).  A dropped connection is reopened after
-        the last step received.  Use as a context manager to cancel on exit.
+        raise DeadlineExceeded).  A dropped connection is reopened (as the
+        client's retries allow) after the last step received.  Use as a context manager to cancel on exit.
         """
         return MetricsWatch(self, after_t, until_t, timeout)
 
@@ -168,8 +168,7 @@ class MetricsWatch:
         client = self._session.client
         self._call = client.stub.WatchMetrics(
             pb.WatchMetricsRequest(session_id=self._session.id, after_t=self._last_t),
-            metadata=client.metadata(self._session.id), timeout=remaining,
-            wait_for_ready=self._reconnects > 0)
+            metadata=client.metadata(self._session.id), timeout=remaining)
 
     def __iter__(self) -> "MetricsWatch":
         return self
@@ -188,12 +187,14 @@ class MetricsWatch:
                 continue
             except grpc.RpcError as e:
                 self._call = None
-                if e.code() == grpc.StatusCode.UNAVAILABLE and self._reconnects < 10:
-                    self._reconnects += 1
-                    time.sleep(0.1)
+                error = errors.from_rpc_error(e)
+                client = self._session.client
+                if isinstance(error, errors.Unavailable) and self._reconnects < client.retries:
+                    self._reconnects += 1  # reopen after the last step received
+                    client._wait_ready(client.reconnect_timeout, error)
                     continue
                 self._done = True
-                raise errors.from_rpc_error(e) from None
+                raise error from None
             self._reconnects = 0
             self._last_t = m.t
             return StepMetrics(m)
