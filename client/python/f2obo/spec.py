@@ -67,6 +67,3 @@ class FlatFields:
                                                   places[0][0], name))
             section, field = places[0]
             fields.assign(getattr(msg, section), field, value, section + ".")
-
-    def names(self) -> List[str]:
-        return sorted(self.index)
