@@ -8,8 +8,8 @@ Value rules, by field kind:
   * scalar: Python or numpy scalars (ints stay ints: an int field refuses
     1.5; None leaves the field unset);
   * repeated number: any array-like; large arrays are encoded in one piece
-    (packed wire bytes merged into the message: ~80x faster than extending
-    the container element by element for a 256 x 784 batch);
+    (packed wire bytes merged into the message, rather than extending the
+    container element by element; bench/python_client_bench.py measures both);
   * message: a message of that type, a mapping of its field names, a
     scalar (sets its field number 1: `family="ridge_hpo"`, `ball=2.0`), a
     tuple (its fields in field-number order: `box=(0.0, 0.1)`), or, for
