@@ -6,6 +6,8 @@
 // also shows that such a recount would fail it.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -46,89 +48,82 @@ StepData ImbalancedStep(std::mt19937_64& rng) {
   return s;
 }
 
-// The sub-batch as its own batch: the family then counts classes over just
-// these rows, which is what every view did before the weights were taken
-// from the whole batch.
-Batch OwnBatch(const Batch& b, const std::vector<int>& rows) {
-  Batch sub;
-  sub.dense = b.dense(rows, Eigen::all);
-  for (int r : rows) sub.labels.push_back(b.labels[r]);
-  return sub;
-}
+// An imbalanced step at a random (x, y), prepared, with the full-batch f
+// and grad_y f.
+struct ImbalancedCase {
+  explicit ImbalancedCase(uint64_t seed) : rng(seed), fam(MakeTuning()), step(ImbalancedStep(rng)) {
+    fam->Prepare(step);
+    x = RandomVector(2 * kC, rng, 0.5).array() + 1.0;
+    y = RandomVector(kY, rng, 0.5);
+    full = fam->F(x, y, BatchView::All(step.upper), nullptr, &full_grad);
+  }
+  // f and grad_y f on the view of `rows`; `recounted` gets f on those rows
+  // as a batch of their own, where the family counts classes over just
+  // them: what every view computed before the weights were the batch's.
+  double Sub(const std::vector<int>& rows, Vector* grad, double* recounted) {
+    const Batch own = testing::SubsetOf(step.upper, rows);
+    *recounted = fam->F(x, y, BatchView::All(own), nullptr, nullptr);
+    return fam->F(x, y, BatchView{&step.upper, RowSet{rows.data(), static_cast<int>(rows.size())}},
+                  nullptr, grad);
+  }
 
-struct Moments {
-  double value_mean = 0.0, value_var = 0.0;
-  Vector grad_mean = Vector::Zero(kY), grad_var = Vector::Zero(kY);
+  std::mt19937_64 rng;
+  std::unique_ptr<Family> fam;
+  StepData step;
+  Vector x, y, full_grad = Vector(kY);
+  double full = 0.0;
 };
 
 TEST(LossTuningMiniBatch, SingleRowDrawsAverageExactlyToTheFullBatchLossAndGradient) {
   // With one row per draw the expectation is an exact average over the rows.
-  std::mt19937_64 rng(91);
-  auto fam = MakeTuning();
-  StepData s = ImbalancedStep(rng);
-  fam->Prepare(s);
-  const Vector x = RandomVector(2 * kC, rng, 0.5).array() + 1.0;
-  const Vector y = RandomVector(kY, rng, 0.5);
-  Vector full_grad(kY), grad(kY), mean_grad = Vector::Zero(kY);
-  const double full = fam->F(x, y, BatchView::All(s.upper), nullptr, &full_grad);
-  double mean = 0.0, old_mean = 0.0;
+  ImbalancedCase s(91);
+  Vector grad(kY), mean_grad = Vector::Zero(kY);
+  double mean = 0.0, old_mean = 0.0, recounted = 0.0;
   for (int i = 0; i < 60; ++i) {
-    const BatchView one{&s.upper, RowSet{&i, 1}};
-    mean += fam->F(x, y, one, nullptr, &grad) / 60;
+    mean += s.Sub({i}, &grad, &recounted) / 60;
     mean_grad += grad / 60;
-    const Batch own = OwnBatch(s.upper, {i});
-    old_mean += fam->F(x, y, BatchView::All(own), nullptr, nullptr) / 60;
+    old_mean += recounted / 60;
   }
-  EXPECT_NEAR(mean, full, 1e-12 * full);
-  EXPECT_LE((mean_grad - full_grad).norm(), 1e-12 * full_grad.norm());
+  EXPECT_NEAR(mean, s.full, 1e-12 * s.full);
+  EXPECT_LE((mean_grad - s.full_grad).norm(), 1e-12 * s.full_grad.norm());
   // A recount over the draw gives the plain mean CE: about 1/C of f here.
-  EXPECT_LT(old_mean, 0.5 * full) << "old " << old_mean << " full " << full;
+  EXPECT_LT(old_mean, 0.5 * s.full) << "old " << old_mean << " full " << s.full;
 }
 
 TEST(LossTuningMiniBatch, MeanOverSessionRngSubBatchesMatchesTheFullBatchLossAndGradient) {
-  std::mt19937_64 rng(92);
-  auto fam = MakeTuning();
-  StepData s = ImbalancedStep(rng);
-  fam->Prepare(s);
-  const Vector x = RandomVector(2 * kC, rng, 0.5).array() + 1.0;
-  const Vector y = RandomVector(kY, rng, 0.5);
-  Vector full_grad(kY), grad(kY);
-  const double full = fam->F(x, y, BatchView::All(s.upper), nullptr, &full_grad);
-
+  ImbalancedCase s(92);
   // Sub-batches of 8 rows drawn as the algorithms draw them (sf2obo.cc,
   // second_order.cc, pzobo.cc): the session Rng, without replacement.
   constexpr int kDraws = 20000, kRows = 8;
   Rng session_rng(2024);
   std::vector<int> perm(60), idx(kRows);
-  Moments now;
-  double old_mean = 0.0;
+  Vector grad(kY), grad_mean = Vector::Zero(kY), grad_var = Vector::Zero(kY);
+  double mean = 0.0, var = 0.0, old_mean = 0.0, recounted = 0.0;
   for (int r = 0; r < kDraws; ++r) {
     session_rng.SampleWithoutReplacement(60, kRows, perm.data(), idx.data());
-    const double v = fam->F(x, y, BatchView{&s.upper, RowSet{idx.data(), kRows}}, nullptr,
-                            &grad);
-    now.value_mean += v / kDraws;
-    now.value_var += v * v / kDraws;
-    now.grad_mean += grad / kDraws;
-    now.grad_var += grad.cwiseAbs2() / kDraws;
-    const Batch own = OwnBatch(s.upper, idx);
-    old_mean += fam->F(x, y, BatchView::All(own), nullptr, nullptr) / kDraws;
+    const double v = s.Sub(idx, &grad, &recounted);
+    mean += v / kDraws;
+    var += v * v / kDraws;
+    grad_mean += grad / kDraws;
+    grad_var += grad.cwiseAbs2() / kDraws;
+    old_mean += recounted / kDraws;
   }
-  now.value_var -= now.value_mean * now.value_mean;
-  now.grad_var -= now.grad_mean.cwiseAbs2();
+  var -= mean * mean;
+  grad_var -= grad_mean.cwiseAbs2();
   // Statistical tolerance: 5 standard errors of the mean (the per-draw
   // standard deviation over sqrt(kDraws)); a draw this far off for a
   // correct estimator has probability below 1e-6 per coordinate, and the
   // seed is fixed.
-  const double value_tol = 5.0 * std::sqrt(now.value_var / kDraws);
-  EXPECT_NEAR(now.value_mean, full, value_tol);
+  const double value_tol = 5.0 * std::sqrt(var / kDraws);
+  EXPECT_NEAR(mean, s.full, value_tol);
   for (int k = 0; k < kY; ++k) {
-    EXPECT_NEAR(now.grad_mean[k], full_grad[k], 5.0 * std::sqrt(now.grad_var[k] / kDraws))
+    EXPECT_NEAR(grad_mean[k], s.full_grad[k], 5.0 * std::sqrt(grad_var[k] / kDraws))
         << "grad_y f[" << k << "]";
   }
   // The old per-draw recount fails that check by far: its mean is more
   // than 20 standard errors off (here about 22% below the full-batch f).
-  EXPECT_GT(std::abs(old_mean - full), 4.0 * value_tol)
-      << "old " << old_mean << " full " << full << " tolerance " << value_tol;
+  EXPECT_GT(std::abs(old_mean - s.full), 4.0 * value_tol)
+      << "old " << old_mean << " full " << s.full << " tolerance " << value_tol;
 }
 
 }  // namespace

@@ -244,9 +244,7 @@ TEST(LossTuningFamily, SubsetViewEqualsABatchOfJustThoseRowsCarryingTheWholeBatc
   auto fam = MakeTuning();
   const Batch b = TuningBatch(20, false, rng);
   const std::vector<int> rows = {4, 19, 0, 7, 7, 13};
-  Batch sub;
-  sub.dense = b.dense(rows, Eigen::all);
-  for (int r : rows) sub.labels.push_back(b.labels[r]);
+  Batch sub = testing::SubsetOf(b, rows);
   const BatchView view{&b, RowSet{rows.data(), static_cast<int>(rows.size())}};
   const Vector x = RandomX(rng), y = RandomVector(kY, rng, 0.3), v = RandomVector(kY, rng);
   Vector gx1(2 * kC), gx2(2 * kC), gy1(kY), gy2(kY), h1(kY), h2(kY);
