@@ -16,7 +16,8 @@ namespace {
 constexpr double kValueRoundoff = 1e-12;
 constexpr double kMinStep = 0x1p-40;
 
-// One Newton-CG iteration's state and its backtracking line search.
+// The current iterate of a Newton-CG solve (y in the InnerSolution, g(y),
+// grad_y g(y)) and the backtracking line search that moves it.
 class NewtonState {
  public:
   NewtonState(Family& family, const VecIn& x, const BatchView& inner, InnerSolution* sol)
