@@ -11,7 +11,9 @@ namespace f2obo {
 namespace {
 
 constexpr char kMagic[4] = {'F', '2', 'S', 'T'};
-constexpr uint32_t kVersion = 1;
+// Version 2 appends RunningMetrics' unconverged counts; version 1 records
+// (without them) still decode, with both counts 0.
+constexpr uint32_t kVersion = 2;
 
 uint64_t Fnv1a(const char* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -111,7 +113,8 @@ bool SessionState::BitEquals(const SessionState& o) const {
   const RunningMetrics& b = o.metrics;
   return a.evaluated_steps == b.evaluated_steps && BitEqual(a.blreg, b.blreg) &&
          BitEqual(a.variation, b.variation) && BitEqual(a.drift, b.drift) &&
-         a.drift_steps == b.drift_steps;
+         a.drift_steps == b.drift_steps && a.unconverged_steps == b.unconverged_steps &&
+         a.unconverged_drift_steps == b.unconverged_drift_steps;
 }
 
 std::string SerializeState(const SessionState& s) {
@@ -134,6 +137,8 @@ std::string SerializeState(const SessionState& s) {
   w.F64(s.metrics.variation);
   w.F64(s.metrics.drift);
   w.I64(s.metrics.drift_steps);
+  w.I64(s.metrics.unconverged_steps);
+  w.I64(s.metrics.unconverged_drift_steps);
   w.U64(Fnv1a(w.out().data(), w.out().size()));
   return std::move(w.out());
 }
@@ -190,7 +195,7 @@ absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes) {
   Reader r(body.substr(4));
   uint64_t version = 0;
   r.U64(&version);
-  if (version != kVersion) {
+  if (version != 1 && version != kVersion) {
     return absl::DataLossError(
         absl::StrCat("session state: unsupported version ", version));
   }
@@ -206,7 +211,12 @@ absl::StatusOr<SessionState> DeserializeState(absl::string_view bytes) {
   for (uint64_t i = 0; ok && i < aux_count; ++i) ok = r.Vec(&s.aux[i]);
   ok = ok && r.I64(&s.metrics.evaluated_steps) && r.F64(&s.metrics.blreg) &&
        r.F64(&s.metrics.variation) && r.F64(&s.metrics.drift) &&
-       r.I64(&s.metrics.drift_steps) && r.empty();
+       r.I64(&s.metrics.drift_steps);
+  if (version >= 2) {
+    ok = ok && r.I64(&s.metrics.unconverged_steps) &&
+         r.I64(&s.metrics.unconverged_drift_steps);
+  }
+  ok = ok && r.empty();
   if (!ok) return absl::DataLossError("session state: malformed body");
   s.rng = Rng::FromWords(words);
   return s;

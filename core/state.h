@@ -18,12 +18,18 @@ namespace f2obo {
 
 // Running sums of the exact metrics (SPEC section 5) over the steps at which
 // they were evaluated (every step, or every N-th under a sampling policy).
+// Terms whose solves did not converge are counted, not summed (see
+// Accumulate in core/metrics/exact_metrics.h).
 struct RunningMetrics {
   int64_t evaluated_steps = 0;
   double blreg = 0.0;        // sum of regret terms r_s (paper Eq. 2)
   double variation = 0.0;    // sum of v_s: trajectory estimate of V_T
   double drift = 0.0;        // sum of d_s: trajectory estimate of H_2,T
   int64_t drift_steps = 0;   // steps whose v_s, d_s were available
+  // Of evaluated_steps, those whose r_s was left out of blreg; of
+  // drift_steps, those whose v_s, d_s were left out of variation and drift.
+  int64_t unconverged_steps = 0;
+  int64_t unconverged_drift_steps = 0;
 };
 
 struct SessionState {

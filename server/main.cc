@@ -6,6 +6,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -46,7 +49,19 @@ ABSL_FLAG(std::string, tls_client_ca_file, "",
 ABSL_FLAG(double, shutdown_grace_seconds, 10.0,
           "On SIGTERM/SIGINT, time given to in-flight RPCs before they are cancelled");
 
+// --help and --helpshort list the flags of this file.  Abseil's default
+// keeps those of <program>.cc or <program>-main.cc only, and the binary
+// f2obo-server is built from main.cc, so --help printed "No flags matched".
+// (--helpfull still lists every flag, Abseil's own included.)
+namespace {
+bool DefinedHere(absl::string_view file) { return absl::EndsWith(file, "server/main.cc"); }
+}  // namespace
+
 int main(int argc, char** argv) {
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = &DefinedHere;
+  usage.contains_helpshort_flags = &DefinedHere;
+  absl::SetFlagsUsageConfig(usage);
   absl::SetProgramUsageMessage(
       "Serves online bilevel optimization sessions over gRPC (f2obo.v1.F2obo) and "
       "exports Prometheus metrics.");

@@ -38,15 +38,37 @@ absl::Status LossTuningFamily::ValidateBatch(const Batch& b, BatchRole role) con
   return absl::OkStatus();
 }
 
+namespace {
+
+void CountLabels(const Batch& b, std::vector<int>* counts) {
+  std::fill(counts->begin(), counts->end(), 0);
+  for (const int32_t l : b.labels) ++(*counts)[l];
+}
+
+}  // namespace
+
+void LossTuningFamily::Prepare(const StepData& data) {
+  CountLabels(data.upper, &prepared_counts_);
+  prepared_ = &data.upper;
+  prepared_labels_ = data.upper.labels.data();
+  prepared_rows_ = data.upper.labels.size();
+}
+
 void LossTuningFamily::ClassCoefficients(const BatchView& view) {
   const Batch& b = *view.batch;
   if (b.class_weights.size() == c_) {
     coef_ = b.class_weights * InverseRows(view);
     return;
   }
-  std::fill(counts_.begin(), counts_.end(), 0);
-  for (int k = 0; k < view.rows.n; ++k) ++counts_[b.labels[view.rows.row(k)]];
-  for (int j = 0; j < c_; ++j) coef_[j] = counts_[j] > 0 ? 1.0 / counts_[j] : 0.0;
+  const bool prepared = &b == prepared_ && b.labels.data() == prepared_labels_ &&
+                        b.labels.size() == prepared_rows_;
+  if (!prepared) CountLabels(b, &counts_);
+  const std::vector<int>& counts = prepared ? prepared_counts_ : counts_;
+  // u_j / n = (m / n) / count_j; m / n is exactly 1 on the whole batch, so
+  // full-batch values are those of 1 / count_j.
+  const double m_over_n =
+      view.rows.n > 0 ? static_cast<double>(b.labels.size()) / view.rows.n : 0.0;
+  for (int j = 0; j < c_; ++j) coef_[j] = counts[j] > 0 ? m_over_n / counts[j] : 0.0;
 }
 
 void LossTuningFamily::Adjust(const VecIn& x, const double* s, double* z) const {

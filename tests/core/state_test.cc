@@ -32,6 +32,8 @@ SessionState RandomState() {
   s.metrics.variation = 3.5;
   s.metrics.drift = 2.25;
   s.metrics.drift_steps = 9;
+  s.metrics.unconverged_steps = 3;
+  s.metrics.unconverged_drift_steps = 4;
   return s;
 }
 
@@ -41,6 +43,36 @@ TEST(SessionState, SerializationRoundTripsBitExactly) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(back->BitEquals(s));
   EXPECT_EQ(back->rng.words(), s.rng.words());
+}
+
+// A record as version 1 wrote it: the same fields without the two
+// unconverged counts at the end of the body.
+std::string VersionOneRecord(const SessionState& s) {
+  std::string body = SerializeState(s);
+  body.resize(body.size() - 8 - 16);  // checksum, the two version-2 counts
+  body[4] = 1;                        // version word, little-endian
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, as the format specifies
+  for (const char c : body) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  for (int i = 0; i < 8; ++i) body.push_back(static_cast<char>(h >> (8 * i)));
+  return body;
+}
+
+TEST(SessionState, VersionOneRecordsDecodeWithZeroUnconvergedCounts) {
+  SessionState s = RandomState();
+  const auto back = DeserializeState(VersionOneRecord(s));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->metrics.unconverged_steps, 0);
+  EXPECT_EQ(back->metrics.unconverged_drift_steps, 0);
+  s.metrics.unconverged_steps = 0;
+  s.metrics.unconverged_drift_steps = 0;
+  EXPECT_TRUE(back->BitEquals(s));
+  // Re-encoded, it is a current-version record of the same state.
+  const auto again = DeserializeState(SerializeState(*back));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->BitEquals(s));
 }
 
 TEST(SessionState, RejectsEveryTruncationAndAnyFlippedByte) {

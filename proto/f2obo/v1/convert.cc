@@ -288,6 +288,8 @@ void ToProto(const RunningMetrics& r, v1::RunningMetrics* out) {
   out->set_variation_sum(r.variation);
   out->set_drift_sum(r.drift);
   out->set_drift_steps(r.drift_steps);
+  out->set_unconverged_steps(r.unconverged_steps);
+  out->set_unconverged_drift_steps(r.unconverged_drift_steps);
 }
 
 void ToProto(const ExactMetrics& m, const RunningMetrics& running, v1::ExactMetrics* out) {
@@ -304,6 +306,9 @@ void ToProto(const ExactMetrics& m, const RunningMetrics& running, v1::ExactMetr
   out->set_inner_relative_residual(m.inner_relative_residual);
   out->set_cg_converged(m.cg_converged);
   out->set_cg_relative_residual(m.cg_relative_residual);
+  if (m.previous_inner_converged.has_value()) {
+    out->set_previous_inner_converged(*m.previous_inner_converged);
+  }
 }
 
 }  // namespace f2obo
