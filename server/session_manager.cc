@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/family_registry.h"
 #include "f2obo/v1/convert.h"
+#include "f2obo/v1/number_checks.h"
 
 namespace f2obo::server {
 namespace {
@@ -67,6 +68,9 @@ v1::SessionInfo SessionManager::Info(const Entry& e) {
 
 absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
     const v1::SessionSpec& spec) const {
+  // Every number of the spec is an input number (the proto's conventions),
+  // checked before any of it is converted or allocated.
+  if (absl::Status s = CheckSpecNumbers(spec, "spec"); !s.ok()) return s;
   absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
   if (!config.ok()) return config.status();
   // Bound the state before anything is allocated: an upper estimate of y
@@ -192,6 +196,41 @@ absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) 
   return out;
 }
 
+// The reply cache is served as it is (a retry gets the cached reply), so
+// each entry is checked like the replies this server makes: oldest first,
+// each index in [1, next_t) (a reply for a later index would be served,
+// marked replayed, for a step never applied), x of the session's x_dim, and
+// every number finite.
+absl::Status SessionManager::CheckImportedReplies(const v1::SessionExport& ex,
+                                                  const SessionState& state) {
+  int64_t previous = 0;
+  for (int i = 0; i < ex.replies_size(); ++i) {
+    const v1::StepReply& r = ex.replies(i);
+    const std::string field = absl::StrCat("session.replies[", i, "]");
+    if (r.t() < 1 || r.t() >= state.t) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".t = ", r.t(), ": outside [1, ", state.t,
+          "), the steps the state has applied"));
+    }
+    if (r.t() <= previous) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".t = ", r.t(), ": step indices must increase (the previous entry has t = ",
+          previous, ")"));
+    }
+    previous = r.t();
+    if (r.x_size() != state.x.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".x: has ", r.x_size(),
+                                                     " entries, expected x_dim = ",
+                                                     state.x.size()));
+    }
+    if (absl::Status s = CheckNumbers(r, field, std::numeric_limits<double>::infinity());
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req) {
   const v1::SessionExport& ex = req.session();
   const std::string id = req.session_id().empty() ? ex.session_id() : req.session_id();
@@ -208,18 +247,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   if (!session.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
   }
-  // The reply cache answers retries of applied steps only: oldest first,
-  // each index below the state's next one (a reply for a later index would
-  // be served, marked replayed, for a step never applied).
-  int64_t previous = std::numeric_limits<int64_t>::min();
-  for (const v1::StepReply& r : ex.replies()) {
-    if (r.t() <= previous || r.t() >= (*session)->state().t) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "session.replies: step indices must increase and stay below the state's next "
-          "index ", (*session)->state().t, "; found t = ", r.t()));
-    }
-    previous = r.t();
-  }
+  if (absl::Status s = CheckImportedReplies(ex, (*session)->state()); !s.ok()) return s;
   auto entry = std::make_shared<Entry>();
   entry->id = id;
   entry->exact_every = ExactEvery(ex.spec(), **session);

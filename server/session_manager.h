@@ -101,6 +101,9 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
   // NOT_FOUND for an entry deleted after it was found.  Requires e.mu.
   static absl::Status CheckNotRemoved(const Entry& e);
+  // The reply cache of an import, against the state it comes with.
+  static absl::Status CheckImportedReplies(const v1::SessionExport& ex,
+                                           const SessionState& state);
   // Validates `spec` against the limits and builds its session config.
   absl::StatusOr<SessionConfig> CheckedConfig(const v1::SessionSpec& spec) const;
   // Makes `entry` (session set, id possibly empty) reachable: reserves an
