@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "server/auth.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -38,7 +39,8 @@ ABSL_FLAG(std::string, durability, "sync",
           "sync: a step is acknowledged only once durable (group commit across sessions); "
           "none: no fsync, no waiting (benchmarks; a crash may lose recent steps)");
 ABSL_FLAG(std::string, token_file, "",
-          "Bearer tokens, one '<read|write> <token>' per line; without it the server is open");
+          "Bearer tokens, one '<read|write> <token>' per line; without it the server is open.  "
+          "A file its group or others may read or write is warned about at start (chmod 600)");
 ABSL_FLAG(std::string, tls_cert_file, "", "PEM server certificate chain; enables TLS");
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
@@ -101,6 +103,10 @@ int main(int argc, char** argv) {
   if (!o.data_dir.empty()) {
     std::fprintf(stderr, "f2obo-server: %zu session(s) restored from %s (durability %s)\n",
                  (*server)->session_count(), o.data_dir.c_str(), durability.c_str());
+  }
+  if (const std::string warning = f2obo::server::TokenFilePermissionWarning(o.token_file);
+      !o.token_file.empty() && !warning.empty()) {
+    std::fprintf(stderr, "f2obo-server: WARNING: %s\n", warning.c_str());
   }
   if (o.token_file.empty()) {
     std::fprintf(stderr,
