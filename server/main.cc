@@ -35,6 +35,10 @@ ABSL_FLAG(int, max_inner_iterations, 100000,
           "Maximum inner iterations per loop of one round that a session may ask for");
 ABSL_FLAG(std::string, data_dir, "f2obo-data",
           "Directory of the session store (SQLite); \"\" keeps sessions in memory only");
+ABSL_FLAG(int64_t, max_store_bytes, 0,
+          "Cap on the session store's database file in bytes (0: none, the disk is the "
+          "limit).  Writes beyond it are refused with RESOURCE_EXHAUSTED, as on a full disk; "
+          "deleting sessions makes room");
 ABSL_FLAG(std::string, durability, "sync",
           "sync: a step is acknowledged only once durable (group commit across sessions); "
           "none: no fsync, no waiting (benchmarks; a crash may lose recent steps)");
@@ -78,6 +82,7 @@ int main(int argc, char** argv) {
   o.limits.reply_cache = absl::GetFlag(FLAGS_reply_cache);
   o.limits.max_inner_iterations = absl::GetFlag(FLAGS_max_inner_iterations);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);
+  o.max_store_bytes = absl::GetFlag(FLAGS_max_store_bytes);
   const std::string durability = absl::GetFlag(FLAGS_durability);
   if (durability != "sync" && durability != "none") {
     std::fprintf(stderr, "f2obo-server: --durability: '%s' is not 'sync' or 'none'\n",

@@ -79,6 +79,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
         SessionStore::Open(options.data_dir, options.durability);
     if (!store.ok()) return store.status();
     s->store_ = *std::move(store);
+    if (absl::Status limited = s->store_->LimitSize(options.max_store_bytes); !limited.ok()) {
+      return absl::Status(limited.code(),
+                          absl::StrCat("--max_store_bytes: ", limited.message()));
+    }
   }
   s->service_metrics_ = std::make_unique<ServiceMetrics>(&s->registry_, options.per_session_labels);
   ServiceMetrics* sm = s->service_metrics_.get();

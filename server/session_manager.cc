@@ -6,6 +6,7 @@
 #include "core/family_registry.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/number_checks.h"
+#include "server/store/store_errors.h"
 
 namespace f2obo::server {
 namespace {
@@ -137,7 +138,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       installing_.erase(entry->id);
-      return s;
+      return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
     }
   }
   // The worker's accumulator writes into the session state under its lock.
@@ -329,7 +330,9 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
       return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     }
     if (store_ != nullptr && from_store) {
-      if (absl::Status s = store_->DeleteSession(id); !s.ok()) return s;
+      if (absl::Status s = store_->DeleteSession(id); !s.ok()) {
+        return StoreWriteFailed(s, absl::StrCat("session '", id, "' not deleted"));
+      }
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -468,9 +471,8 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
                                               reply, limits_.reply_cache);
     if (!durable.ok()) {
       s.Abort();
-      return absl::UnavailableError(absl::StrCat(
-          "step ", t, " not applied: could not make it durable (", durable.message(),
-          "); session state unchanged, retry the step"));
+      return StoreWriteFailed(
+          durable, absl::StrCat("step ", t, " not applied (session state unchanged)"));
     }
   }
   s.Commit();
