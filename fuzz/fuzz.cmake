@@ -19,6 +19,7 @@ add_subdirectory(proto)
 find_package(SQLite3 REQUIRED)
 add_library(f2obo_fuzz_harness STATIC
   ${PROJECT_SOURCE_DIR}/fuzz/step_harness.cc
+  ${PROJECT_SOURCE_DIR}/server/session_footprint.cc
   ${PROJECT_SOURCE_DIR}/server/session_manager.cc
   ${PROJECT_SOURCE_DIR}/server/metrics_pipeline.cc
   ${PROJECT_SOURCE_DIR}/server/store/record_sum.cc

@@ -7,6 +7,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "server/auth.h"
+#include "server/machine_memory.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -28,7 +29,14 @@ ABSL_FLAG(int, max_sessions, 1000, "Maximum number of sessions (RESOURCE_EXHAUST
 ABSL_FLAG(int, max_batch_rows, 100000, "Maximum rows in one batch");
 ABSL_FLAG(int, max_batch_cols, 1000000, "Maximum feature columns in one batch");
 ABSL_FLAG(int64_t, max_batch_nnz, 50000000, "Maximum stored values in one batch");
-ABSL_FLAG(int64_t, max_y_dim, 50000000, "Maximum inner variables (y) of one session");
+ABSL_FLAG(int64_t, max_y_dim, 0,
+          "Maximum inner variables (y) of one session; 0 (default): derived from the memory, "
+          "the largest y whose session fits --max_total_state_bytes (said at start)");
+ABSL_FLAG(int64_t, max_total_state_bytes, 0,
+          "Memory all sessions together may take, estimated at creation before anything is "
+          "allocated (x, y, z and the copies a round and a commit make); a session beyond it "
+          "is refused with RESOURCE_EXHAUSTED.  0 (default): half of the physical memory, or "
+          "of the cgroup's memory limit when lower (said at start)");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "Maximum gRPC message size in bytes");
 ABSL_FLAG(int, reply_cache, 16, "Replies kept per session to answer retried steps");
 ABSL_FLAG(int, max_inner_iterations, 100000,
@@ -78,7 +86,11 @@ int main(int argc, char** argv) {
   o.limits.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);
   o.limits.max_batch_cols = absl::GetFlag(FLAGS_max_batch_cols);
   o.limits.max_batch_nnz = absl::GetFlag(FLAGS_max_batch_nnz);
-  o.limits.max_y_dim = absl::GetFlag(FLAGS_max_y_dim);
+  const f2obo::server::MemoryLimits memory = f2obo::server::DeriveMemoryLimits(
+      absl::GetFlag(FLAGS_max_total_state_bytes), absl::GetFlag(FLAGS_max_y_dim),
+      f2obo::server::AvailableMemory());
+  o.limits.max_y_dim = memory.max_y_dim;
+  o.limits.max_total_state_bytes = memory.max_total_state_bytes;
   o.limits.reply_cache = absl::GetFlag(FLAGS_reply_cache);
   o.limits.max_inner_iterations = absl::GetFlag(FLAGS_max_inner_iterations);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -105,6 +117,7 @@ int main(int argc, char** argv) {
   for (const std::string& problem : (*server)->recovery_problems()) {
     std::fprintf(stderr, "f2obo-server: NOT LOADED: %s\n", problem.c_str());
   }
+  std::fprintf(stderr, "f2obo-server: memory limits: %s\n", memory.explanation.c_str());
   if (!o.data_dir.empty()) {
     std::fprintf(stderr, "f2obo-server: %zu session(s) restored from %s (durability %s)\n",
                  (*server)->session_count(), o.data_dir.c_str(), durability.c_str());

@@ -6,6 +6,7 @@
 #include "core/family_registry.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/number_checks.h"
+#include "server/session_footprint.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
@@ -102,6 +103,49 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
   return config;
 }
 
+absl::StatusOr<int64_t> SessionManager::Reserve(const SessionConfig& config,
+                                                const v1::SessionSpec& spec,
+                                                bool enforce_limits) {
+  const SessionFootprint f = EstimateFootprint(config.family);
+  if (store_ != nullptr && enforce_limits) {
+    const int64_t max_record = store_->max_record_bytes();
+    if (f.record_bytes > max_record) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "spec.family: the session's state (x of about ", f.x, " entries, y and z of ", f.y,
+          " each) would take about ", f.record_bytes,
+          " bytes in the store, beyond its maximum record size of ", max_record,
+          " bytes (SQLite's SQLITE_MAX_LENGTH)"));
+    }
+    if (static_cast<int64_t>(spec.ByteSizeLong()) > max_record) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "spec: ", spec.ByteSizeLong(), " bytes, beyond the store's maximum record size of ",
+          max_record, " bytes"));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (enforce_limits && limits_.max_total_state_bytes > 0 &&
+      f.memory_bytes > limits_.max_total_state_bytes - reserved_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "spec.family: a session of about ", f.memory_bytes,
+        " bytes of memory (x of about ", f.x, " entries, y and z of ", f.y,
+        " each, with the copies a round and a commit make) does not fit the memory limit "
+        "max_total_state_bytes = ", limits_.max_total_state_bytes, " (sessions hold ",
+        reserved_bytes_, ")"));
+  }
+  reserved_bytes_ += f.memory_bytes;
+  return f.memory_bytes;
+}
+
+void SessionManager::Release(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_bytes_ -= bytes;
+}
+
+int64_t SessionManager::reserved_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reserved_bytes_;
+}
+
 absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
                                                         bool generate_id, bool persisted) {
   Session& session = *entry->session;
@@ -175,13 +219,20 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRe
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(req.spec());
   if (!config.ok()) return config.status();
+  absl::StatusOr<int64_t> room = Reserve(*config, req.spec(), /*enforce_limits=*/true);
+  if (!room.ok()) return room.status();
+  Reservation reserved(this, *room);
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
   if (!session.ok()) return session.status();
   auto entry = std::make_shared<Entry>();
   entry->id = req.session_id();
   entry->exact_every = ExactEvery(req.spec(), **session);
   entry->session = *std::move(session);
-  return Install(std::move(entry), req.session_id().empty(), /*persisted=*/false);
+  entry->reserved_bytes = reserved.bytes();
+  absl::StatusOr<v1::SessionInfo> info =
+      Install(std::move(entry), req.session_id().empty(), /*persisted=*/false);
+  if (info.ok()) reserved.Keep();
+  return info;
 }
 
 absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) const {
@@ -240,6 +291,9 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
   if (!config.ok()) return config.status();
+  absl::StatusOr<int64_t> room = Reserve(*config, ex.spec(), /*enforce_limits=*/true);
+  if (!room.ok()) return room.status();
+  Reservation reserved(this, *room);
   absl::StatusOr<SessionState> state = DeserializeState(ex.state());
   if (!state.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session.state: ", state.status().message()));
@@ -257,7 +311,11 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
     r.set_session_id(id);
     entry->replies.push_back(std::move(r));
   }
-  return Install(std::move(entry), /*generate_id=*/false, /*persisted=*/false);
+  entry->reserved_bytes = reserved.bytes();
+  absl::StatusOr<v1::SessionInfo> info =
+      Install(std::move(entry), /*generate_id=*/false, /*persisted=*/false);
+  if (info.ok()) reserved.Keep();
+  return info;
 }
 
 absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
@@ -283,10 +341,16 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
     entry->exact_every = ExactEvery(stored.spec, **session);
     entry->session = *std::move(session);
     for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
+    // Stored sessions load whatever the limits (they exist already); they
+    // count against the budget for new ones.
+    Reservation reserved(this, *Reserve(*config, stored.spec, /*enforce_limits=*/false));
+    entry->reserved_bytes = reserved.bytes();
     absl::StatusOr<v1::SessionInfo> info =
         Install(std::move(entry), /*generate_id=*/false, /*persisted=*/true);
     if (!info.ok()) {
       problems.push_back(absl::StrCat("session '", stored.id, "': ", info.status().message()));
+    } else {
+      reserved.Keep();
     }
   }
   return problems;
@@ -341,6 +405,7 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
     }
     e.removed = true;
   }
+  Release(e.reserved_bytes);
   e.metrics->Close();
   return absl::OkStatus();
 }

@@ -207,13 +207,13 @@ absl::Status SessionStore::DeleteGroup(const std::string& id,
 }
 
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
-                                      const std::string& state, int64_t t,
+                                      std::string state, int64_t t,
                                       const std::vector<v1::StepReply>& replies) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kPut;
   w->id = id;
   w->spec = spec.SerializeAsString();
-  w->state = state;
+  w->state = std::move(state);
   w->t = t;
   for (const v1::StepReply& r : replies) w->replies.emplace_back(r.t(), r.SerializeAsString());
   return Submit(std::move(w), /*wait=*/true);

@@ -97,7 +97,7 @@ class SessionStore {
   // Durable (whatever the policy) before returning.  `t` is the state's
   // next step index (1 for a new session, more for an import).
   absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec,
-                          const std::string& state, int64_t t,
+                          std::string state, int64_t t,
                           const std::vector<v1::StepReply>& replies = {});
   absl::Status DeleteSession(const std::string& id);
   // Side-by-side groups: the member list of group `id` (durable).
