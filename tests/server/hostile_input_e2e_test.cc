@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "tests/server/e2e_client.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
 
@@ -62,21 +63,14 @@ class HostileInputE2e : public ::testing::Test {
   }
 
   v1::SessionExport Export(const std::string& id) {
-    v1::ExportSessionRequest req;
-    req.set_session_id(id);
-    v1::SessionExport ex;
-    auto ctx = client_.NewContext();
-    EXPECT_TRUE(client_.stub().ExportSession(ctx.get(), req, &ex).ok());
+    grpc::Status status;
+    v1::SessionExport ex = testing::ExportSession(client_, id, &status);
+    EXPECT_TRUE(status.ok()) << status.error_message();
     return ex;
   }
 
   grpc::Status Import(const std::string& id, const v1::SessionExport& ex) {
-    v1::ImportSessionRequest imp;
-    imp.set_session_id(id);
-    *imp.mutable_session() = ex;
-    v1::SessionInfo info;
-    auto ctx = client_.NewContext();
-    return client_.stub().ImportSession(ctx.get(), imp, &info);
+    return testing::ImportSession(client_, id, ex);
   }
 
   ServerProcess server_;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "tests/server/e2e_client.h"
 #include "tests/server/server_process.h"
 
 namespace f2obo {
@@ -69,13 +70,9 @@ TEST(StoreFullE2e, EveryRpcThatNeedsRoomAnswersResourceExhaustedAndADeletionMake
     group.mutable_members()->rbegin()->set_algorithm("f2obo");
   }
   ASSERT_TRUE(c.CreateGroup(group).ok());
-  v1::ExportSessionRequest export_req;
-  export_req.set_session_id("a");
-  v1::SessionExport ex;
-  {
-    auto ctx = c.NewContext();
-    ASSERT_TRUE(c.stub().ExportSession(ctx.get(), export_req, &ex).ok());
-  }
+  grpc::Status exported;
+  const v1::SessionExport ex = testing::ExportSession(c, "a", &exported);
+  ASSERT_TRUE(exported.ok()) << exported.error_message();
 
   // Fill the store: large sessions until one does not fit, then small ones.
   absl::Status refused;
@@ -95,16 +92,10 @@ TEST(StoreFullE2e, EveryRpcThatNeedsRoomAnswersResourceExhaustedAndADeletionMake
   // Full: each writing RPC is refused and changes nothing.
   ExpectFull(c.Step(Step("a", 1, kX, 4)).status(), "Step");
   EXPECT_EQ(c.GetSession("a")->next_t(), 1);
-  v1::ImportSessionRequest import;
-  import.set_session_id("b");
-  *import.mutable_session() = ex;
-  v1::SessionInfo info;
-  {
-    auto ctx = c.NewContext();
-    const grpc::Status s = c.stub().ImportSession(ctx.get(), import, &info);
-    ExpectFull(absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message()),
-               "ImportSession");
-  }
+  const grpc::Status imported = testing::ImportSession(c, "b", ex);
+  ExpectFull(absl::Status(static_cast<absl::StatusCode>(imported.error_code()),
+                          imported.error_message()),
+             "ImportSession");
   EXPECT_EQ(c.GetSession("b").status().code(), absl::StatusCode::kNotFound);
   v1::CreateGroupRequest other = group;
   other.set_group_id("h");
@@ -128,8 +119,7 @@ TEST(StoreFullE2e, EveryRpcThatNeedsRoomAnswersResourceExhaustedAndADeletionMake
   const auto retried = c.StepGroup(group_step);
   ASSERT_TRUE(retried.ok());
   for (const v1::MemberStepResult& m : retried->members()) EXPECT_EQ(m.code(), 0) << m.message();
-  auto ctx = c.NewContext();
-  EXPECT_TRUE(c.stub().ImportSession(ctx.get(), import, &info).ok());
+  EXPECT_TRUE(testing::ImportSession(c, "b", ex).ok());
   EXPECT_TRUE(c.DeleteGroup("g").ok());
 }
 
