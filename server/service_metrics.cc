@@ -82,6 +82,12 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   // Exported from the start, so that rate() has a series before the first
   // group step.
   group_member_steps_->WithLabels({"OK"});
+  undecodable_ = OrDie(r->AddCounter(
+      "f2obo_undecodable_requests_total",
+      "Request messages that could not be decoded (answered INVALID_ARGUMENT); a unary one "
+      "never reaches its handler, so it is not in f2obo_rpc_requests_total.",
+      {}));
+  undecodable_->WithLabels({});
   const std::vector<std::string> s = {"session_id"};
   t_ = OrDie(r->AddGauge("f2obo_session_step", "Index t of the last applied step.", s));
   blreg_ = OrDie(r->AddGauge("f2obo_session_blreg",
@@ -118,6 +124,7 @@ void ServiceMetrics::OnGroupMemberStep(grpc::StatusCode code) {
   group_member_steps_->WithLabels({CodeName(code)}).Increment();
 }
 void ServiceMetrics::OnInFlight(int delta) { in_flight_->WithLabels({}).Add(delta); }
+void ServiceMetrics::OnUndecodableRequest() { undecodable_->WithLabels({}).Increment(); }
 
 void ServiceMetrics::OnSessionCreated(const std::string& id) {
   sessions_->WithLabels({}).Add(1);

@@ -27,11 +27,14 @@ absl::Status LossTuningFamily::ValidateBatch(const Batch& b, BatchRole role) con
           absl::StrCat(what, ": class_weights has ", b.class_weights.size(),
                        " entries, expected classes = ", c_));
     }
+    // f's gradients form u_j a_i (class weight times feature): two inputs,
+    // at most 1e300 each, so no bound beyond the per-number one is needed.
     for (int j = 0; j < c_; ++j) {
       const double w = b.class_weights[j];
-      if (!std::isfinite(w) || w < 0.0) {
+      if (!InputNumberOk(w) || w < 0.0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, ": class_weights[", j, "] = ", w, " must be finite and >= 0"));
+            what, ": class_weights[", j, "] = ", w, " must be finite, >= 0 and <= ",
+            kMaxInputMagnitude));
       }
     }
   }
