@@ -9,6 +9,25 @@
 
 namespace f2obo {
 
+std::string InputNumberProblem(double v) {
+  if (!std::isfinite(v)) return "not finite";
+  return absl::StrCat(v, " is beyond the input bound |v| <= ", kMaxInputMagnitude);
+}
+
+absl::Status CheckInputNumbers(const double* v, int64_t n, absl::string_view field,
+                               int64_t cols) {
+  // The common case (every number fine) is one vectorized pass; the scalar
+  // search for the offender runs only on the way to an error.
+  if (n <= 0 || (Eigen::Map<const Eigen::ArrayXd>(v, n).abs() <= kMaxInputMagnitude).all()) {
+    return absl::OkStatus();
+  }
+  int64_t i = 0;
+  while (InputNumberOk(v[i])) ++i;
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, "[", i, "]: ", InputNumberProblem(v[i]),
+      cols > 0 ? absl::StrCat(" (row ", i / cols, ", column ", i % cols, ")") : ""));
+}
+
 int64_t Batch::FeatureBytes() const {
   if (sparse_features) {
     return static_cast<int64_t>(csr.nonZeros()) *
@@ -68,10 +87,10 @@ absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer,
             col == static_cast<int64_t>(inner[k - 1]) ? ", a duplicate" : "",
             ")"));
       }
-      if (!std::isfinite(val[k])) {
+      if (!InputNumberOk(val[k])) {
         return absl::InvalidArgumentError(absl::StrCat(
-            prefix, "values[", k, "]: not finite (row ", r, ", column ", col,
-            ")"));
+            prefix, "values[", k, "]: ", InputNumberProblem(val[k]), " (row ", r,
+            ", column ", col, ")"));
       }
     }
   }
@@ -149,12 +168,14 @@ absl::Status ValidateFeatures(const Batch& b, int expected_cols,
         b.csr.innerIndexPtr(), b.csr.valuePtr(),
         static_cast<int64_t>(b.csr.data().size()), absl::StrCat(what, ": csr."));
     if (!st.ok()) return st;
-  } else if (!b.dense.allFinite()) {
+  } else if (!(b.dense.array().abs() <= kMaxInputMagnitude).all()) {
     for (Eigen::Index r = 0; r < b.dense.rows(); ++r) {
       for (Eigen::Index j = 0; j < b.dense.cols(); ++j) {
-        if (!std::isfinite(b.dense(r, j))) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              what, ": feature (row ", r, ", column ", j, ") is not finite"));
+        if (!InputNumberOk(b.dense(r, j))) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, ": feature (row ", r, ", column ", j, ") ",
+                           std::isfinite(b.dense(r, j)) ? "" : "is ",
+                           InputNumberProblem(b.dense(r, j))));
         }
       }
     }
@@ -185,9 +206,10 @@ absl::Status ValidateTargets(const Batch& b, const char* what) {
                      " rows"));
   }
   for (Eigen::Index i = 0; i < b.targets.size(); ++i) {
-    if (!std::isfinite(b.targets[i])) {
+    if (!InputNumberOk(b.targets[i])) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": target[", i, "] is not finite"));
+          absl::StrCat(what, ": target[", i, "] ", std::isfinite(b.targets[i]) ? "" : "is ",
+                       InputNumberProblem(b.targets[i])));
     }
   }
   return absl::OkStatus();

@@ -7,13 +7,37 @@
 #ifndef F2OBO_CORE_BATCH_H_
 #define F2OBO_CORE_BATCH_H_
 
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/types.h"
 
 namespace f2obo {
+
+// The magnitude bound on every number a client sends (every batch field,
+// read by the family or not, and the session's initial point): finite with
+// |v| <= kMaxInputMagnitude.  Chosen so that a product of two inputs stays
+// <= 1e300 and a sum of up to 1e8 such products (a dot product over a
+// batch row, a squared norm) stays below DBL_MAX ~ 1.8e308; a family that
+// forms products of three or more inputs bounds those itself (see
+// QuadraticFamily::ValidateBatch).  What the state grows into over many
+// rounds is bounded by the round's own magnitude check, not here.
+// Documented in the proto's conventions and the README.
+inline constexpr double kMaxInputMagnitude = 1e150;
+
+// Whether `v` may be an input number (false for NaN and +-inf).
+inline bool InputNumberOk(double v) { return std::abs(v) <= kMaxInputMagnitude; }
+// Why `v` may not be: "not finite" or "<v> is beyond the input bound ...".
+std::string InputNumberProblem(double v);
+// INVALID_ARGUMENT "<field>[i]: <problem>" for the first v[i] that is not an
+// input number; with `cols` > 0 the values are a row-major matrix of that
+// width and the message adds " (row r, column j)".
+absl::Status CheckInputNumbers(const double* v, int64_t n, absl::string_view field,
+                               int64_t cols = 0);
 
 struct Batch {
   // Features: `dense` unless `sparse_features`, then `csr`.
@@ -62,14 +86,15 @@ struct BatchView {
 
 // Builds a CSR matrix from raw arrays, validating everything first:
 // indptr has rows+1 non-decreasing entries from 0 to nnz, column indices are
-// in [0, cols) and strictly increasing within a row, values are finite.
+// in [0, cols) and strictly increasing within a row, values are input
+// numbers (finite, |v| <= kMaxInputMagnitude).
 absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols,
                                   const std::vector<int64_t>& indptr,
                                   const std::vector<int32_t>& indices,
                                   const std::vector<double>& values);
 
 // Shared checks for sample-based batches; `what` prefixes error messages
-// (e.g. "upper batch").
+// (e.g. "upper batch").  Every number they read must be an input number.
 absl::Status ValidateFeatures(const Batch& b, int expected_cols,
                               const char* what);
 absl::Status ValidateLabels(const Batch& b, int classes, const char* what);

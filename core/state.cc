@@ -12,8 +12,9 @@ namespace {
 
 constexpr char kMagic[4] = {'F', '2', 'S', 'T'};
 // 1: bilevel only (t, x, y, z, lambda, rng, counters, aux, sums).
-// 2: problem classes (family, algorithm, x, class vectors and scalars, ...).
-constexpr uint32_t kVersion = 2;
+// 2: version 1 plus the two unconverged-term counts of the exact metrics.
+// 3: problem classes (family, algorithm, x, class vectors and scalars, ...).
+constexpr uint32_t kVersion = 3;
 
 uint64_t Fnv1a(const char* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -203,7 +204,8 @@ namespace {
 // Version 1: the bilevel state before problem classes, decoded into the
 // bilevel layout (vectors y, z; scalar lambda; sums blreg, variation, drift,
 // drift_steps).
-bool ReadVersion1(Reader& r, Checkpoint* c) {
+// Versions 1 and 2: the bilevel state before problem classes.
+bool ReadBilevelVersion(Reader& r, uint64_t version, Checkpoint* c) {
   SessionState& s = c->state;
   Vector y, z;
   double lambda = 0.0;
@@ -214,17 +216,26 @@ bool ReadVersion1(Reader& r, Checkpoint* c) {
        r.Vecs(&s.aux);
   double blreg = 0, variation = 0, drift = 0;
   int64_t drift_steps = 0;
+  int64_t unconverged_steps = 0, unconverged_drift_steps = 0;
   ok = ok && r.I64(&c->metrics.evaluated_steps) && r.F64(&blreg) && r.F64(&variation) &&
-       r.F64(&drift) && r.I64(&drift_steps) && r.empty();
+       r.F64(&drift) && r.I64(&drift_steps);
+  if (version >= 2) ok = ok && r.I64(&unconverged_steps) && r.I64(&unconverged_drift_steps);
+  ok = ok && r.empty();
   if (!ok) return false;
   s.vectors = {std::move(y), std::move(z)};
   s.scalars = {lambda};
   s.rng = Rng::FromWords(words);
-  c->metrics.sums = {blreg, variation, drift, static_cast<double>(drift_steps)};
+  // In BilevelSum order (core/bilevel/bilevel_state.h).
+  c->metrics.sums = {blreg,
+                     variation,
+                     drift,
+                     static_cast<double>(drift_steps),
+                     static_cast<double>(unconverged_steps),
+                     static_cast<double>(unconverged_drift_steps)};
   return true;
 }
 
-bool ReadVersion2(Reader& r, Checkpoint* c) {
+bool ReadVersion3(Reader& r, Checkpoint* c) {
   SessionState& s = c->state;
   bool ok = r.Str(&c->family) && r.Str(&c->algorithm) && r.I64(&s.t) && r.Vec(&s.x) &&
             r.Vecs(&s.vectors) && r.Doubles(&s.scalars);
@@ -255,10 +266,10 @@ absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes) {
   r.U64(&version);
   Checkpoint c;
   bool ok = false;
-  if (version == 1) {
-    ok = ReadVersion1(r, &c);
+  if (version == 1 || version == 2) {
+    ok = ReadBilevelVersion(r, version, &c);
   } else if (version == kVersion) {
-    ok = ReadVersion2(r, &c);
+    ok = ReadVersion3(r, &c);
   } else {
     return absl::DataLossError(absl::StrCat("session state: unsupported version ", version));
   }

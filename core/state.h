@@ -72,7 +72,8 @@ struct Checkpoint {
 
 // Versioned little-endian binary encoding with an FNV-1a checksum; decoding
 // rejects truncated, corrupt or future-version input.  Version 1 (the
-// bilevel state before problem classes) decodes into the bilevel layout.
+// bilevel state before problem classes) and version 2 (version 1 with the
+// unconverged-term counts) decode into the bilevel layout.
 std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes);
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages f2obo builds and runs with (needs root).
 #   deps.sh          build + run dependencies
-#   deps.sh --test   also the tools the test suite drives (promtool, Python gRPC,
-#                    headless Chromium)
+#   deps.sh --test   also the tools the test suite drives (promtool, the Python
+#                    client's packages, headless Chromium)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -17,6 +17,11 @@ packages=(
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus python3-grpcio python3-protobuf openssl python3-yaml)
+  # The Python package (client/python) is pip-installed offline from the
+  # build and tested with pytest; its online-HPO example trains a PyTorch
+  # model on scikit-learn's digits and plots with matplotlib.
+  packages+=(python3-numpy python3-scipy python3-pip python3-setuptools python3-wheel
+             python3-venv python3-pytest python3-torch python3-sklearn python3-matplotlib)
   # The dashboard test drives the page in headless Chromium.
   packages+=(chromium chromium-driver)
   # fuzz/run_fuzz.sh: clang with libFuzzer/ASan/UBSan runtimes, llvm-symbolizer.

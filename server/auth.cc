@@ -1,10 +1,13 @@
 #include "server/auth.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -20,6 +23,22 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
     diff |= static_cast<unsigned char>(x ^ y);
   }
   return diff == 0;
+}
+
+std::string TokenFilePermissionWarning(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) == 0) return "";
+  const bool readable = (st.st_mode & (S_IRGRP | S_IROTH)) != 0;
+  const bool writable = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  const char* who = readable && writable ? "readable and writable"
+                    : readable           ? "readable"
+                    : writable           ? "writable"
+                                         : "accessible";
+  return absl::StrFormat(
+      "--token_file %s has mode %04o: %s by its group or others, who can take its tokens' "
+      "access to every session (chmod 600 %s)",
+      path, st.st_mode & 07777, who, path);
 }
 
 absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromFile(

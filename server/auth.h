@@ -40,6 +40,12 @@ class TokenAuthenticator {
   std::vector<Token> tokens_;
 };
 
+// The start-up warning for a token file that its group or others may read
+// or write (its tokens grant access to every session): names the file, its
+// mode and the fix.  Empty when only the owner has access (or the file
+// cannot be examined; reading it reports that).
+std::string TokenFilePermissionWarning(const std::string& path);
+
 // Equal contents, in time independent of where (or whether) they differ.
 bool ConstantTimeEquals(const std::string& a, const std::string& b);
 

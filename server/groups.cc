@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "server/store/store_errors.h"
 
 namespace f2obo::server {
 namespace {
@@ -128,7 +129,7 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
   if (store_ != nullptr) {
     if (absl::Status s = store_->PutGroup(req.group_id(), ids); !s.ok()) {
       roll_back(ids.size());
-      return s;
+      return StoreWriteFailed(s, absl::StrCat("group '", req.group_id(), "' not created"));
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -154,7 +155,7 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string&
       std::lock_guard<std::mutex> lock(mu_);
       busy_.erase(id);
       groups_[id] = std::move(group);
-      return s;
+      return StoreWriteFailed(s, absl::StrCat("group '", id, "' not deleted"));
     }
   }
   std::vector<std::string> deleted;

@@ -6,6 +6,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+#include "server/auth.h"
+#include "server/machine_memory.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -27,18 +32,30 @@ ABSL_FLAG(int, max_sessions, 1000, "Maximum number of sessions (RESOURCE_EXHAUST
 ABSL_FLAG(int, max_batch_rows, 100000, "Maximum rows in one batch");
 ABSL_FLAG(int, max_batch_cols, 1000000, "Maximum feature columns in one batch");
 ABSL_FLAG(int64_t, max_batch_nnz, 50000000, "Maximum stored values in one batch");
-ABSL_FLAG(int64_t, max_y_dim, 50000000, "Maximum inner variables (y) of one session");
+ABSL_FLAG(int64_t, max_y_dim, 0,
+          "Maximum inner variables (y) of one session; 0 (default): derived from the memory, "
+          "the largest y whose session fits --max_total_state_bytes (said at start)");
+ABSL_FLAG(int64_t, max_total_state_bytes, 0,
+          "Memory all sessions together may take, estimated at creation before anything is "
+          "allocated (x, y, z and the copies a round and a commit make); a session beyond it "
+          "is refused with RESOURCE_EXHAUSTED.  0 (default): half of the physical memory, or "
+          "of the cgroup's memory limit when lower (said at start)");
 ABSL_FLAG(int, max_message_bytes, 64 << 20, "Maximum gRPC message size in bytes");
 ABSL_FLAG(int, reply_cache, 16, "Replies kept per session to answer retried steps");
 ABSL_FLAG(int, max_inner_iterations, 100000,
           "Maximum inner iterations per loop of one round that a session may ask for");
 ABSL_FLAG(std::string, data_dir, "f2obo-data",
           "Directory of the session store (SQLite); \"\" keeps sessions in memory only");
+ABSL_FLAG(int64_t, max_store_bytes, 0,
+          "Cap on the session store's database file in bytes (0: none, the disk is the "
+          "limit).  Writes beyond it are refused with RESOURCE_EXHAUSTED, as on a full disk; "
+          "deleting sessions makes room");
 ABSL_FLAG(std::string, durability, "sync",
           "sync: a step is acknowledged only once durable (group commit across sessions); "
           "none: no fsync, no waiting (benchmarks; a crash may lose recent steps)");
 ABSL_FLAG(std::string, token_file, "",
-          "Bearer tokens, one '<read|write> <token>' per line; without it the server is open");
+          "Bearer tokens, one '<read|write> <token>' per line; without it the server is open.  "
+          "A file its group or others may read or write is warned about at start (chmod 600)");
 ABSL_FLAG(std::string, tls_cert_file, "", "PEM server certificate chain; enables TLS");
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
@@ -46,7 +63,19 @@ ABSL_FLAG(std::string, tls_client_ca_file, "",
 ABSL_FLAG(double, shutdown_grace_seconds, 10.0,
           "On SIGTERM/SIGINT, time given to in-flight RPCs before they are cancelled");
 
+// --help and --helpshort list the flags of this file.  Abseil's default
+// keeps those of <program>.cc or <program>-main.cc only, and the binary
+// f2obo-server is built from main.cc, so --help printed "No flags matched".
+// (--helpfull still lists every flag, Abseil's own included.)
+namespace {
+bool DefinedHere(absl::string_view file) { return absl::EndsWith(file, "server/main.cc"); }
+}  // namespace
+
 int main(int argc, char** argv) {
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = &DefinedHere;
+  usage.contains_helpshort_flags = &DefinedHere;
+  absl::SetFlagsUsageConfig(usage);
   absl::SetProgramUsageMessage(
       "Serves online bilevel optimization sessions over gRPC (f2obo.v1.F2obo) and "
       "exports Prometheus metrics.");
@@ -72,10 +101,15 @@ int main(int argc, char** argv) {
   o.limits.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);
   o.limits.max_batch_cols = absl::GetFlag(FLAGS_max_batch_cols);
   o.limits.max_batch_nnz = absl::GetFlag(FLAGS_max_batch_nnz);
-  o.limits.max_y_dim = absl::GetFlag(FLAGS_max_y_dim);
+  const f2obo::server::MemoryLimits memory = f2obo::server::DeriveMemoryLimits(
+      absl::GetFlag(FLAGS_max_total_state_bytes), absl::GetFlag(FLAGS_max_y_dim),
+      f2obo::server::AvailableMemory());
+  o.limits.max_y_dim = memory.max_y_dim;
+  o.limits.max_total_state_bytes = memory.max_total_state_bytes;
   o.limits.reply_cache = absl::GetFlag(FLAGS_reply_cache);
   o.limits.max_inner_iterations = absl::GetFlag(FLAGS_max_inner_iterations);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);
+  o.max_store_bytes = absl::GetFlag(FLAGS_max_store_bytes);
   const std::string durability = absl::GetFlag(FLAGS_durability);
   if (durability != "sync" && durability != "none") {
     std::fprintf(stderr, "f2obo-server: --durability: '%s' is not 'sync' or 'none'\n",
@@ -98,9 +132,14 @@ int main(int argc, char** argv) {
   for (const std::string& problem : (*server)->recovery_problems()) {
     std::fprintf(stderr, "f2obo-server: NOT LOADED: %s\n", problem.c_str());
   }
+  std::fprintf(stderr, "f2obo-server: memory limits: %s\n", memory.explanation.c_str());
   if (!o.data_dir.empty()) {
     std::fprintf(stderr, "f2obo-server: %zu session(s) restored from %s (durability %s)\n",
                  (*server)->session_count(), o.data_dir.c_str(), durability.c_str());
+  }
+  if (const std::string warning = f2obo::server::TokenFilePermissionWarning(o.token_file);
+      !o.token_file.empty() && !warning.empty()) {
+    std::fprintf(stderr, "f2obo-server: WARNING: %s\n", warning.c_str());
   }
   if (o.token_file.empty()) {
     std::fprintf(stderr,

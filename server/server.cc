@@ -13,6 +13,7 @@
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/strings/str_cat.h"
+#include "f2obo/v1/decode_traits.h"
 #include "server/dashboard/dashboard.h"
 
 namespace f2obo::server {
@@ -78,9 +79,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
         SessionStore::Open(options.data_dir, options.durability);
     if (!store.ok()) return store.status();
     s->store_ = *std::move(store);
+    if (absl::Status limited = s->store_->LimitSize(options.max_store_bytes); !limited.ok()) {
+      return absl::Status(limited.code(),
+                          absl::StrCat("--max_store_bytes: ", limited.message()));
+    }
   }
   s->service_metrics_ = std::make_unique<ServiceMetrics>(&s->registry_, options.per_session_labels);
   ServiceMetrics* sm = s->service_metrics_.get();
+  // An undecodable request: INVALID_ARGUMENT with libprotobuf's reason, not
+  // a log line per request; counted (reset in Shutdown).
+  v1::CaptureDecodeLogs();
+  v1::SetDecodeFailureObserver([sm] { sm->OnUndecodableRequest(); });
   // The configured maximum, for alerts on f2obo_sessions nearing it.
   if (auto limit = s->registry_.AddGauge("f2obo_sessions_limit",
                                          "Maximum number of sessions (--max_sessions).", {});
@@ -156,6 +165,7 @@ void Server::Shutdown(double grace_seconds) {
     grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
     grpc_->Wait();
   }
+  v1::SetDecodeFailureObserver(nullptr);
   if (pipeline_ != nullptr) pipeline_->Stop();
   exporter_.reset();
   store_.reset();  // drains pending writes

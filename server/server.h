@@ -35,6 +35,7 @@ struct ServerOptions {
   // Persistence: "" keeps sessions in memory only.
   std::string data_dir = "f2obo-data";
   Durability durability = Durability::kSync;
+  int64_t max_store_bytes = 0;  // cap on the store's database file; 0 = none
   // Security.  Without a token file every caller may write (said loudly).
   std::string token_file;
   std::string tls_cert_file;       // PEM; with tls_key_file enables TLS

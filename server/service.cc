@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "f2obo/v1/decode_traits.h"
 #include "server/status.h"
 
 namespace f2obo::server {
@@ -13,6 +14,14 @@ absl::Status Assign(absl::StatusOr<T> result, T* out) {
   if (!result.ok()) return result.status();
   *out = *std::move(result);
   return absl::OkStatus();
+}
+
+// The next message of a stream (see StreamEnd): a decode failure left on
+// this thread by an earlier call is cleared first.
+template <typename Stream, typename Request>
+bool ReadRequest(Stream* stream, Request* request) {
+  v1::ClearDecodeFailure();
+  return stream->Read(request);
 }
 
 }  // namespace
@@ -40,6 +49,15 @@ void F2oboService::BeginShutdown() {
 bool F2oboService::WaitIdle(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(idle_mu_);
   return idle_cv_.wait_until(lock, deadline, [&] { return in_flight_ == 0; });
+}
+
+grpc::Status F2oboService::StreamEnd(const char* method) {
+  // Read() returns false both at the client's end of the stream and on a
+  // message that could not be decoded; only the latter is an error.
+  std::optional<grpc::Status> undecodable = v1::TakeDecodeFailure();
+  if (!undecodable.has_value()) return grpc::Status::OK;
+  if (observer_ != nullptr) observer_->OnRpc(method, undecodable->error_code(), 0.0);
+  return *undecodable;
 }
 
 grpc::Status F2oboService::Refuse(const char* method) {
@@ -123,7 +141,7 @@ grpc::Status F2oboService::Steps(
       Handle("StepsOpen", ctx, Access::kWrite, [] { return absl::OkStatus(); });
   if (!allowed.ok()) return allowed;
   v1::StepRequest req;
-  while (stream->Read(&req)) {
+  while (ReadRequest(stream, &req)) {
     // The round and its reply are one unit for a graceful shutdown: a
     // step applied (and persisted) is also answered.
     const InFlight round(this);
@@ -136,7 +154,7 @@ grpc::Status F2oboService::Steps(
     if (!stream->Write(reply)) break;
     if (ctx->IsCancelled()) break;
   }
-  return grpc::Status::OK;
+  return StreamEnd("Steps");
 }
 
 grpc::Status F2oboService::GetDecision(grpc::ServerContext* ctx, const v1::GetDecisionRequest* req,
@@ -235,7 +253,7 @@ grpc::Status F2oboService::StepsGroup(
       Handle("StepsGroupOpen", ctx, Access::kWrite, [] { return absl::OkStatus(); });  // as in Steps
   if (!allowed.ok()) return allowed;
   v1::GroupStepRequest req;
-  while (stream->Read(&req)) {
+  while (ReadRequest(stream, &req)) {
     const InFlight round(this);  // as in Steps
     if (!round.admitted()) return Refuse("StepsGroup");
     v1::GroupStepReply reply;
@@ -247,7 +265,7 @@ grpc::Status F2oboService::StepsGroup(
     if (!status.ok()) return status;
     if (!stream->Write(reply) || ctx->IsCancelled()) break;
   }
-  return grpc::Status::OK;
+  return StreamEnd("StepsGroup");
 }
 
 }  // namespace f2obo::server

@@ -109,6 +109,9 @@ class F2oboService final : public v1::F2obo::Service {
                      const std::function<absl::Status()>& body);
   // The refusal of work arriving during shutdown (reported to the observer).
   grpc::Status Refuse(const char* method);
+  // A stream's status once Read() returned false: OK at the client's end,
+  // INVALID_ARGUMENT (reported) when a message could not be decoded.
+  grpc::Status StreamEnd(const char* method);
 
   SessionManager* const sessions_;
   GroupManager* const groups_;

@@ -68,8 +68,10 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
       "Steps whose due exact metrics were skipped (worker behind or non-finite).", {}));
   exact_unconverged_ = OrDie(r->AddCounter(
       "f2obo_exact_metrics_unconverged_total",
-      "Exact metrics published although their inner or CG solve stopped short of its "
-      "tolerance (their regret term and hypergradient error are approximate).",
+      "Exact metrics published although one of their solves stopped short of its "
+      "tolerance (the step-t inner solve, the CG solve of the hypergradient, or the "
+      "step t-1 inner solve behind variation and drift); the affected terms are left "
+      "out of BLReg and the V_T, H_2,T estimates.",
       {}));
   exact_unconverged_->WithLabels({});  // exported from the start, for rate()
   group_member_steps_ = OrDie(r->AddCounter(
@@ -80,6 +82,12 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   // Exported from the start, so that rate() has a series before the first
   // group step.
   group_member_steps_->WithLabels({"OK"});
+  undecodable_ = OrDie(r->AddCounter(
+      "f2obo_undecodable_requests_total",
+      "Request messages that could not be decoded (answered INVALID_ARGUMENT); a unary one "
+      "never reaches its handler, so it is not in f2obo_rpc_requests_total.",
+      {}));
+  undecodable_->WithLabels({});
   const std::vector<std::string> s = {"session_id"};
   t_ = OrDie(r->AddGauge("f2obo_session_step", "Index t of the last applied step.", s));
   blreg_ = OrDie(r->AddGauge("f2obo_session_blreg",
@@ -116,6 +124,7 @@ void ServiceMetrics::OnGroupMemberStep(grpc::StatusCode code) {
   group_member_steps_->WithLabels({CodeName(code)}).Increment();
 }
 void ServiceMetrics::OnInFlight(int delta) { in_flight_->WithLabels({}).Add(delta); }
+void ServiceMetrics::OnUndecodableRequest() { undecodable_->WithLabels({}).Increment(); }
 
 void ServiceMetrics::OnSessionCreated(const std::string& id) {
   sessions_->WithLabels({}).Add(1);
@@ -130,7 +139,9 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   round_latency_->WithLabels({}).Observe(r.round_seconds());
   if (r.cap_hit()) cap_hits_->WithLabels({}).Increment();
   if (!m.exact_skipped_reason().empty()) exact_skipped_->WithLabels({}).Increment();
-  if (m.has_exact() && !(m.exact().inner_converged() && m.exact().cg_converged())) {
+  if (m.has_exact() && !(m.exact().inner_converged() && m.exact().cg_converged() &&
+                         (!m.exact().has_previous_inner_converged() ||
+                          m.exact().previous_inner_converged()))) {
     exact_unconverged_->WithLabels({}).Increment();
   }
   if (!per_session_) return;

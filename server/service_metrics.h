@@ -30,6 +30,8 @@ class ServiceMetrics final : public ServiceObserver {
   void OnSessionDeleted(const std::string& id) override;
   void OnGroupMemberStep(grpc::StatusCode code) override;
   void OnInFlight(int delta) override;
+  // A request that could not be decoded (f2obo/v1/decode_traits.h).
+  void OnUndecodableRequest();
   // From the metrics pipeline's workers.
   void OnStepMetrics(const v1::StepMetrics& m);
 
@@ -52,6 +54,7 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::CounterFamily* exact_skipped_;
   metrics::CounterFamily* exact_unconverged_;
   metrics::CounterFamily* group_member_steps_;
+  metrics::CounterFamily* undecodable_;
   // Per session (label session_id).
   metrics::GaugeFamily* t_;
   metrics::GaugeFamily* blreg_;

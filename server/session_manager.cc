@@ -4,6 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
+#include "f2obo/v1/number_checks.h"
+#include "server/session_footprint.h"
+#include "server/store/store_errors.h"
 
 namespace f2obo::server {
 namespace {
@@ -53,6 +56,9 @@ v1::SessionInfo SessionManager::Info(const Entry& e) {
 
 absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
     const v1::SessionSpec& spec) const {
+  // Every number of the spec is an input number (the proto's conventions),
+  // checked before any of it is converted or allocated.
+  if (absl::Status s = CheckSpecNumbers(spec, "spec"); !s.ok()) return s;
   absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
   if (!config.ok()) return config.status();
   // Bound the state before anything is allocated: an upper estimate of y
@@ -81,6 +87,49 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
     return absl::InvalidArgumentError("spec.metrics.exact_every: must be >= 0");
   }
   return config;
+}
+
+absl::StatusOr<int64_t> SessionManager::Reserve(const SessionConfig& config,
+                                                const v1::SessionSpec& spec,
+                                                bool enforce_limits) {
+  const SessionFootprint f = EstimateFootprint(config.family);
+  if (store_ != nullptr && enforce_limits) {
+    const int64_t max_record = store_->max_record_bytes();
+    if (f.record_bytes > max_record) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "spec.family: the session's state (x of about ", f.x, " entries, y and z of ", f.y,
+          " each) would take about ", f.record_bytes,
+          " bytes in the store, beyond its maximum record size of ", max_record,
+          " bytes (SQLite's SQLITE_MAX_LENGTH)"));
+    }
+    if (static_cast<int64_t>(spec.ByteSizeLong()) > max_record) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "spec: ", spec.ByteSizeLong(), " bytes, beyond the store's maximum record size of ",
+          max_record, " bytes"));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (enforce_limits && limits_.max_total_state_bytes > 0 &&
+      f.memory_bytes > limits_.max_total_state_bytes - reserved_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "spec.family: a session of about ", f.memory_bytes,
+        " bytes of memory (x of about ", f.x, " entries, y and z of ", f.y,
+        " each, with the copies a round and a commit make) does not fit the memory limit "
+        "max_total_state_bytes = ", limits_.max_total_state_bytes, " (sessions hold ",
+        reserved_bytes_, ")"));
+  }
+  reserved_bytes_ += f.memory_bytes;
+  return f.memory_bytes;
+}
+
+void SessionManager::Release(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_bytes_ -= bytes;
+}
+
+int64_t SessionManager::reserved_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reserved_bytes_;
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
@@ -119,7 +168,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       installing_.erase(entry->id);
-      return s;
+      return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
     }
   }
   // The worker's accumulator writes into the session state under its lock.
@@ -155,13 +204,20 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRe
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(req.spec());
   if (!config.ok()) return config.status();
+  absl::StatusOr<int64_t> room = Reserve(*config, req.spec(), /*enforce_limits=*/true);
+  if (!room.ok()) return room.status();
+  Reservation reserved(this, *room);
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
   if (!session.ok()) return session.status();
   auto entry = std::make_shared<Entry>();
   entry->id = req.session_id();
   entry->exact_every = ExactEvery(req.spec(), **session);
   entry->session = *std::move(session);
-  return Install(std::move(entry), req.session_id().empty(), /*persisted=*/false);
+  entry->reserved_bytes = reserved.bytes();
+  absl::StatusOr<v1::SessionInfo> info =
+      Install(std::move(entry), req.session_id().empty(), /*persisted=*/false);
+  if (info.ok()) reserved.Keep();
+  return info;
 }
 
 absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) const {
@@ -177,6 +233,41 @@ absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) 
   return out;
 }
 
+// The reply cache is served as it is (a retry gets the cached reply), so
+// each entry is checked like the replies this server makes: oldest first,
+// each index in [1, next_t) (a reply for a later index would be served,
+// marked replayed, for a step never applied), x of the session's x_dim, and
+// every number finite.
+absl::Status SessionManager::CheckImportedReplies(const v1::SessionExport& ex,
+                                                  const SessionState& state) {
+  int64_t previous = 0;
+  for (int i = 0; i < ex.replies_size(); ++i) {
+    const v1::StepReply& r = ex.replies(i);
+    const std::string field = absl::StrCat("session.replies[", i, "]");
+    if (r.t() < 1 || r.t() >= state.t) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".t = ", r.t(), ": outside [1, ", state.t,
+          "), the steps the state has applied"));
+    }
+    if (r.t() <= previous) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".t = ", r.t(), ": step indices must increase (the previous entry has t = ",
+          previous, ")"));
+    }
+    previous = r.t();
+    if (r.x_size() != state.x.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".x: has ", r.x_size(),
+                                                     " entries, expected x_dim = ",
+                                                     state.x.size()));
+    }
+    if (absl::Status s = CheckNumbers(r, field, std::numeric_limits<double>::infinity());
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req) {
   const v1::SessionExport& ex = req.session();
   const std::string id = req.session_id().empty() ? ex.session_id() : req.session_id();
@@ -185,6 +276,9 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
   if (!config.ok()) return config.status();
+  absl::StatusOr<int64_t> room = Reserve(*config, ex.spec(), /*enforce_limits=*/true);
+  if (!room.ok()) return room.status();
+  Reservation reserved(this, *room);
   absl::StatusOr<Checkpoint> state = DeserializeCheckpoint(ex.state());
   if (!state.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session.state: ", state.status().message()));
@@ -193,18 +287,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
   if (!session.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
   }
-  // The reply cache answers retries of applied steps only: oldest first,
-  // each index below the state's next one (a reply for a later index would
-  // be served, marked replayed, for a step never applied).
-  int64_t previous = std::numeric_limits<int64_t>::min();
-  for (const v1::StepReply& r : ex.replies()) {
-    if (r.t() <= previous || r.t() >= (*session)->state().t) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "session.replies: step indices must increase and stay below the state's next "
-          "index ", (*session)->state().t, "; found t = ", r.t()));
-    }
-    previous = r.t();
-  }
+  if (absl::Status s = CheckImportedReplies(ex, (*session)->state()); !s.ok()) return s;
   auto entry = std::make_shared<Entry>();
   entry->id = id;
   entry->exact_every = ExactEvery(ex.spec(), **session);
@@ -213,7 +296,11 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRe
     r.set_session_id(id);
     entry->replies.push_back(std::move(r));
   }
-  return Install(std::move(entry), /*generate_id=*/false, /*persisted=*/false);
+  entry->reserved_bytes = reserved.bytes();
+  absl::StatusOr<v1::SessionInfo> info =
+      Install(std::move(entry), /*generate_id=*/false, /*persisted=*/false);
+  if (info.ok()) reserved.Keep();
+  return info;
 }
 
 absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
@@ -239,10 +326,16 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
     entry->exact_every = ExactEvery(stored.spec, **session);
     entry->session = *std::move(session);
     for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
+    // Stored sessions load whatever the limits (they exist already); they
+    // count against the budget for new ones.
+    Reservation reserved(this, *Reserve(*config, stored.spec, /*enforce_limits=*/false));
+    entry->reserved_bytes = reserved.bytes();
     absl::StatusOr<v1::SessionInfo> info =
         Install(std::move(entry), /*generate_id=*/false, /*persisted=*/true);
     if (!info.ok()) {
       problems.push_back(absl::StrCat("session '", stored.id, "': ", info.status().message()));
+    } else {
+      reserved.Keep();
     }
   }
   return problems;
@@ -286,7 +379,9 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
       return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     }
     if (store_ != nullptr && from_store) {
-      if (absl::Status s = store_->DeleteSession(id); !s.ok()) return s;
+      if (absl::Status s = store_->DeleteSession(id); !s.ok()) {
+        return StoreWriteFailed(s, absl::StrCat("session '", id, "' not deleted"));
+      }
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -295,6 +390,7 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
     }
     e.removed = true;
   }
+  Release(e.reserved_bytes);
   e.metrics->Close();
   return absl::OkStatus();
 }
@@ -420,9 +516,8 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
                                               reply, limits_.reply_cache);
     if (!durable.ok()) {
       s.Abort();
-      return absl::UnavailableError(absl::StrCat(
-          "step ", t, " not applied: could not make it durable (", durable.message(),
-          "); session state unchanged, retry the step"));
+      return StoreWriteFailed(
+          durable, absl::StrCat("step ", t, " not applied (session state unchanged)"));
     }
   }
   s.Commit();

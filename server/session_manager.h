@@ -33,6 +33,9 @@ struct Limits {
   int64_t max_y_dim = 50000000;  // per-session state size guard (doubles)
   int reply_cache = 16;          // replies kept per session for retries
   int max_inner_iterations = 100000;  // per inner loop of one round
+  // Memory of every session together (session_footprint.h's estimates,
+  // reserved at creation before anything is allocated); 0: no limit.
+  int64_t max_total_state_bytes = 0;
 };
 
 class SessionManager {
@@ -72,6 +75,8 @@ class SessionManager {
 
   size_t size() const;
   const Limits& limits() const { return limits_; }
+  // Memory reserved by the sessions held (and being created), in bytes.
+  int64_t reserved_bytes() const;
 
   // Callbacks at fixed points of the lifecycle, so that white-box tests can
   // interleave operations deterministically (no sleeps).  Set by tests only,
@@ -96,11 +101,40 @@ class SessionManager {
     // Set by Delete once the session left the map and the store: holders
     // of the entry found before then must neither serve it nor persist it.
     bool removed = false;                  // guarded by mu
+    int64_t reserved_bytes = 0;  // its share of reserved_bytes_, released by Delete
+  };
+
+  // Reserved memory, released on destruction unless kept by an entry.
+  class Reservation {
+   public:
+    Reservation(SessionManager* manager, int64_t bytes) : manager_(manager), bytes_(bytes) {}
+    ~Reservation() {
+      if (manager_ != nullptr) manager_->Release(bytes_);
+    }
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    int64_t bytes() const { return bytes_; }
+    void Keep() { manager_ = nullptr; }
+
+   private:
+    SessionManager* manager_;
+    int64_t bytes_;
   };
 
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
   // NOT_FOUND for an entry deleted after it was found.  Requires e.mu.
   static absl::Status CheckNotRemoved(const Entry& e);
+  // The reply cache of an import, against the state it comes with.
+  static absl::Status CheckImportedReplies(const v1::SessionExport& ex,
+                                           const SessionState& state);
+  // Room for a session of `config` (given as `spec`), before anything is
+  // allocated: its records must fit the store's maximum record size and
+  // its memory the max_total_state_bytes budget (unless not
+  // `enforce_limits`: recovery); RESOURCE_EXHAUSTED naming the limit
+  // otherwise.  Returns the bytes now reserved (to be released).
+  absl::StatusOr<int64_t> Reserve(const SessionConfig& config, const v1::SessionSpec& spec,
+                                  bool enforce_limits);
+  void Release(int64_t bytes);
   // Validates `spec` against the limits and builds its session config.
   absl::StatusOr<SessionConfig> CheckedConfig(const v1::SessionSpec& spec) const;
   // Makes `entry` (session set, id possibly empty) reachable: reserves an
@@ -125,6 +159,7 @@ class SessionManager {
   // counted toward max_sessions).  Guarded by mu_.
   std::set<std::string> installing_;
   uint64_t next_generated_id_ = 1;                          // guarded by mu_
+  int64_t reserved_bytes_ = 0;                              // guarded by mu_
   TestHooks hooks_;
 };
 

@@ -24,6 +24,17 @@
 //    families' default mu_0 = 1e-3, see the next choice), B =
 //    options.sample_rows (pzobo_s, default 64, capped at the batch's rows);
 //    the F2OBO paper does not run PZOBO, so these are our defaults.
+//  * Warm start: every path of step t starts from y_t, the end of the
+//    previous round's main path, where Sow et al.'s Alg. 1 line 3 restarts
+//    every outer iteration from the fixed initialization y_0.  Their outer
+//    iterations all solve one fixed problem; on a stream each step has a
+//    new g_t and only N GD steps, so a restart from y_0 would leave y^N
+//    about as far from y*_t at every step as at the first, while carrying
+//    y over lets the inner error contract across steps under slow drift, as
+//    F2OBO's own rounds do (F2OBO paper Alg. 1 line 3, "warm start").  The
+//    estimator is unchanged in kind: y_t does not depend on x_t, so delta_j
+//    is still a finite difference of the N-step map from a common start
+//    (the quadratic closed form above holds for any start).
 //  * Randomness: round_seed = state.rng.Next() is the round's first draw;
 //    u_1..u_Q are consecutive GaussianDirections(round_seed).Next() calls
 //    (regenerated, never stored); PZOBO-S then draws S_0..S_{N-1} and D, in

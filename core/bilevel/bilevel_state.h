@@ -23,6 +23,11 @@ enum BilevelSum {
   kVariation,       // sum of v_s: trajectory estimate of V_T
   kDrift,           // sum of d_s: trajectory estimate of H_2,T
   kDriftSteps,      // steps whose v_s, d_s were available
+  // Of the evaluated steps, those whose r_s was left out of kBlreg (its
+  // solve did not converge); of kDriftSteps, those whose v_s, d_s were left
+  // out of kVariation and kDrift.
+  kUnconvergedSteps,
+  kUnconvergedDriftSteps,
   kBilevelSumCount
 };
 

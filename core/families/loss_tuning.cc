@@ -27,15 +27,34 @@ absl::Status LossTuningFamily::ValidateBatch(const Batch& b, BatchRole role) con
           absl::StrCat(what, ": class_weights has ", b.class_weights.size(),
                        " entries, expected classes = ", c_));
     }
+    // f's gradients form u_j a_i (class weight times feature): two inputs,
+    // at most 1e300 each, so no bound beyond the per-number one is needed.
     for (int j = 0; j < c_; ++j) {
       const double w = b.class_weights[j];
-      if (!std::isfinite(w) || w < 0.0) {
+      if (!InputNumberOk(w) || w < 0.0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, ": class_weights[", j, "] = ", w, " must be finite and >= 0"));
+            what, ": class_weights[", j, "] = ", w, " must be finite, >= 0 and <= ",
+            kMaxInputMagnitude));
       }
     }
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+void CountLabels(const Batch& b, std::vector<int>* counts) {
+  std::fill(counts->begin(), counts->end(), 0);
+  for (const int32_t l : b.labels) ++(*counts)[l];
+}
+
+}  // namespace
+
+void LossTuningFamily::Prepare(const StepData& data) {
+  CountLabels(data.upper, &prepared_counts_);
+  prepared_ = &data.upper;
+  prepared_labels_ = data.upper.labels.data();
+  prepared_rows_ = data.upper.labels.size();
 }
 
 void LossTuningFamily::ClassCoefficients(const BatchView& view) {
@@ -44,9 +63,15 @@ void LossTuningFamily::ClassCoefficients(const BatchView& view) {
     coef_ = b.class_weights * InverseRows(view);
     return;
   }
-  std::fill(counts_.begin(), counts_.end(), 0);
-  for (int k = 0; k < view.rows.n; ++k) ++counts_[b.labels[view.rows.row(k)]];
-  for (int j = 0; j < c_; ++j) coef_[j] = counts_[j] > 0 ? 1.0 / counts_[j] : 0.0;
+  const bool prepared = &b == prepared_ && b.labels.data() == prepared_labels_ &&
+                        b.labels.size() == prepared_rows_;
+  if (!prepared) CountLabels(b, &counts_);
+  const std::vector<int>& counts = prepared ? prepared_counts_ : counts_;
+  // u_j / n = (m / n) / count_j; m / n is exactly 1 on the whole batch, so
+  // full-batch values are those of 1 / count_j.
+  const double m_over_n =
+      view.rows.n > 0 ? static_cast<double>(b.labels.size()) / view.rows.n : 0.0;
+  for (int j = 0; j < c_; ++j) coef_[j] = counts[j] > 0 ? m_over_n / counts[j] : 0.0;
 }
 
 void LossTuningFamily::Adjust(const VecIn& x, const double* s, double* z) const {

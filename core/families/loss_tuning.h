@@ -10,11 +10,20 @@
 //
 // Layout: y = (W, b) exactly as in logistic_hpo (W d x C feature-major, then
 // the C biases; y_dim = d*C + C); x = (gamma_1..gamma_C, Delta_1..Delta_C),
-// x_dim = 2C.  Class weights: u_j = m / count_j with count_j the number of
-// rows of label j in the evaluated view, so f is the sum over the classes
-// present of their mean CE; an upper batch with non-empty `class_weights`
-// (C finite entries >= 0) uses u_j = class_weights[j] instead.  Counts are
-// taken over the view's rows on every call (SF2OBO evaluates f on subsets).
+// x_dim = 2C.  Class weights: u_j = m / count_j with m the rows of the
+// whole upper batch and count_j its rows of label j, so f on the whole
+// batch is the sum over the classes present of their mean CE; an upper
+// batch with non-empty `class_weights` (C finite entries >= 0) uses
+// u_j = class_weights[j] instead.  The weights belong to the batch, not to
+// the view: on a view of n of its rows (the mini-batches of SF2OBO, SOBBO,
+// SOGD, SVRB, PZOBO-S) f is (1/n) sum over the view of u_{l_i} CE_i with
+// the whole batch's u, so a uniform draw of rows gives an unbiased estimate
+// of the full-batch f and of its derivatives (core/family.h).  Recounting
+// the view's own rows instead made u depend on the draw: a class absent
+// from the draw dropped out and a rare one was weighted by its count in
+// the draw, which biased small mini-batches towards the frequent classes.
+// Prepare() counts the labels of its upper batch once per step; a view of
+// any other batch counts that batch on the call.
 // The inner batch's `class_weights` are ignored.
 //
 // Derivatives (p_i = softmax(z_i), r_i = p_i - e_{l_i}, ds_i = V^T a_i + v_b,
@@ -28,6 +37,8 @@
 #ifndef F2OBO_CORE_FAMILIES_LOSS_TUNING_H_
 #define F2OBO_CORE_FAMILIES_LOSS_TUNING_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -51,8 +62,9 @@ class LossTuningFamily final : public Family {
   bool is_classification() const override { return true; }
 
   absl::Status ValidateBatch(const Batch& batch, BatchRole role) const override;
+  // Counts the upper batch's labels (the class weights of every view of it).
   // Scratch is C-sized and allocated at construction.
-  void Prepare(const StepData&) override {}
+  void Prepare(const StepData& data) override;
 
   double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
            Vector* gy) override;
@@ -72,8 +84,9 @@ class LossTuningFamily final : public Family {
  private:
   LossTuningFamily(int d, int c, double mu0)
       : d_(d), c_(c), mu0_(mu0), s_(c), z_(c), s2_(c), z2_(c), ds_(c),
-        coef_(c), counts_(c) {}
-  // coef_[j] = u_j / m for the view's rows (see the header comment).
+        coef_(c), counts_(c), prepared_counts_(c) {}
+  // coef_[j] = u_j / n for a view of n rows, u_j from the view's whole
+  // batch (see the header comment).
   void ClassCoefficients(const BatchView& view);
   // Adjusted logits z = gamma . s + Delta into z from the plain logits s.
   void Adjust(const VecIn& x, const double* s, double* z) const;
@@ -82,6 +95,13 @@ class LossTuningFamily final : public Family {
   double mu0_;
   Vector s_, z_, s2_, z2_, ds_, coef_;  // C-sized scratch
   std::vector<int> counts_;             // C-sized scratch
+  // Label counts of the upper batch Prepare() saw, and that batch (its
+  // address and label storage, so that another batch is never mistaken
+  // for it).
+  std::vector<int> prepared_counts_;
+  const Batch* prepared_ = nullptr;
+  const int32_t* prepared_labels_ = nullptr;
+  size_t prepared_rows_ = 0;
 };
 
 }  // namespace f2obo

@@ -1,5 +1,6 @@
 #include "core/families/quadratic.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -34,8 +35,34 @@ absl::Status QuadraticFamily::ValidateBatch(const Batch& b, BatchRole role) cons
       return absl::InvalidArgumentError(absl::StrCat(
           "inner batch: c has ", b.c.size(), " entries, expected d2 = ", d2_));
     }
-    if (!b.M.allFinite()) return absl::InvalidArgumentError("inner batch: M is not finite");
-    if (!b.c.allFinite()) return absl::InvalidArgumentError("inner batch: c is not finite");
+    for (Eigen::Index j = 0; j < b.M.cols(); ++j) {
+      for (Eigen::Index i = 0; i < b.M.rows(); ++i) {
+        if (!InputNumberOk(b.M(i, j))) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "inner batch: M(", i, ", ", j, ") ", InputNumberProblem(b.M(i, j))));
+        }
+      }
+    }
+    if (absl::Status s = CheckInputNumbers(b.c.data(), b.c.size(), "inner batch: c"); !s.ok()) {
+      return s;
+    }
+    // Products of inputs alone: grad_y g = mu r and grad_x g = -mu M^T r
+    // with r = y - M x - c (G, HvpXYG above) form mu c, mu M and mu M^T c,
+    // which inputs each within kMaxInputMagnitude can still overflow (three
+    // factors, summed over d2).  Bounding mu max(1, |M|) max(1, |c|) by
+    // kMaxInputMagnitude keeps each of them within it, so g = (mu/2)||r||^2
+    // and M^T r (sums over d2 of products of two such numbers) stay finite.
+    // The parts that depend on the state (M x, y) are bounded by the
+    // round's magnitude check on the state, not here.
+    const double m_max = b.M.cwiseAbs().maxCoeff();
+    const double c_max = b.c.cwiseAbs().maxCoeff();
+    const double product = mu_ * std::max(1.0, m_max) * std::max(1.0, c_max);
+    if (!(product <= kMaxInputMagnitude)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "inner batch: family.mu * max(1, max|M|) * max(1, max|c|) = ", product,
+          " is beyond the bound ", kMaxInputMagnitude, " on products of inputs (mu = ", mu_,
+          ", max|M| = ", m_max, ", max|c| = ", c_max, ")"));
+    }
     return absl::OkStatus();
   }
   if (bump_) return absl::OkStatus();  // the bump f reads no data
@@ -43,8 +70,8 @@ absl::Status QuadraticFamily::ValidateBatch(const Batch& b, BatchRole role) cons
     return absl::InvalidArgumentError(absl::StrCat(
         "upper batch: d has ", b.d.size(), " entries, expected d2 = ", d2_));
   }
-  if (!b.d.allFinite()) return absl::InvalidArgumentError("upper batch: d is not finite");
-  return absl::OkStatus();
+  // f = (1/2)||y - d||^2 forms no product of inputs.
+  return CheckInputNumbers(b.d.data(), b.d.size(), "upper batch: d");
 }
 
 void QuadraticFamily::Prepare(const StepData&) {}

@@ -11,45 +11,96 @@
 
 namespace f2obo {
 
+namespace {
+
+// Below this predicted decrease g's own round-off decides the Armijo test.
+constexpr double kValueRoundoff = 1e-12;
+constexpr double kMinStep = 0x1p-40;
+
+// The current iterate of a Newton-CG solve (y in the InnerSolution, g(y),
+// grad_y g(y)) and the backtracking line search that moves it.
+class NewtonState {
+ public:
+  NewtonState(Family& family, const VecIn& x, const BatchView& inner, InnerSolution* sol)
+      : family_(family), x_(x), inner_(inner), sol_(*sol), grad_(family.y_dim()),
+        trial_(family.y_dim()), trial_grad_(family.y_dim()) {
+    value_ = family_.G(x_, sol_.y, inner_, nullptr, &grad_);
+    sol_.grad_norm = grad_.norm();
+  }
+
+  const Vector& grad() const { return grad_; }
+
+  // Backtracks along `step` from the current y; on success moves there.
+  bool LineSearch(const Vector& step) {
+    const double slope = grad_.dot(step);
+    if (!(slope < 0.0) || !step.allFinite()) return false;  // not a descent direction
+    for (double s = 1.0; s >= kMinStep; s *= 0.5) {
+      trial_ = sol_.y + s * step;
+      const double v = family_.G(x_, trial_, inner_, nullptr, &trial_grad_);
+      if (!std::isfinite(v)) continue;
+      const bool resolvable = -s * slope > kValueRoundoff * std::abs(value_);
+      const bool accept = resolvable ? v <= value_ + 1e-4 * s * slope
+                                     : trial_grad_.norm() < sol_.grad_norm;
+      if (accept) {
+        sol_.y.swap(trial_);
+        grad_.swap(trial_grad_);
+        value_ = v;
+        sol_.grad_norm = grad_.norm();
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  Family& family_;
+  const VecIn& x_;
+  const BatchView& inner_;
+  InnerSolution& sol_;
+  double value_ = 0.0;
+  Vector grad_, trial_, trial_grad_;
+};
+
+}  // namespace
+
 InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
                          const VecIn& warm, const ExactMetricsOptions& o) {
   const int n = family.y_dim();
   InnerSolution sol;
   sol.y = warm;
-  Vector grad(n), step(n), trial(n), neg_grad(n);
-  double value = family.G(x, sol.y, inner, nullptr, &grad);
-  sol.grad_norm = grad.norm();
-  const double initial_norm = sol.grad_norm;
-  for (int it = 0; it < o.max_newton_iterations && sol.grad_norm > o.inner_tolerance;
-       ++it) {
-    // Inexact Newton: forcing term min(0.1, ||g||) gives superlinear convergence.
-    neg_grad = -grad;
-    const double forcing = std::min(0.1, sol.grad_norm);
-    sol.cg_iterations += ConjugateGradient(
-        [&](const Vector& v, Vector* out) { family.HvpYYG(x, sol.y, inner, v, out); },
-        neg_grad, std::max(forcing, o.cg_tolerance), o.max_cg_iterations, &step);
-    ++sol.newton_iterations;
-    // Backtracking (Armijo) on g; near the optimum g's decrease drowns in
-    // round-off, so a step that lowers ||grad|| is accepted as well.
-    const double slope = grad.dot(step);
-    bool accepted = false;
-    Vector trial_grad(n);
-    for (double s = 1.0; s > 1e-10; s *= 0.5) {
-      trial = sol.y + s * step;
-      const double v = family.G(x, trial, inner, nullptr, &trial_grad);
-      if (v <= value + 1e-4 * s * slope || trial_grad.norm() < sol.grad_norm) {
-        sol.y = trial;
-        value = v;
-        grad = trial_grad;
-        accepted = true;
-        break;
-      }
-    }
-    const double previous = sol.grad_norm;
-    sol.grad_norm = grad.norm();
-    if (!accepted || !(sol.grad_norm < previous)) break;
+  Vector step(n), hg(n);
+  double target = o.inner_tolerance;
+  if (o.inner_relative_tolerance > 0.0) {
+    // The scale of the data's own gradient, whatever the warm start: a far
+    // warm start must not loosen the test.
+    family.G(x, Vector::Zero(n), inner, nullptr, &hg);
+    const double scale = hg.norm();
+    if (std::isfinite(scale)) target = std::max(target, o.inner_relative_tolerance * scale);
   }
-  sol.converged = sol.grad_norm <= o.inner_tolerance;
+  NewtonState state(family, x, inner, &sol);
+  const double initial_norm = sol.grad_norm;
+  const auto hessian = [&](const Vector& v, Vector* out) {
+    family.HvpYYG(x, sol.y, inner, v, out);
+  };
+  // `grad_norm > target` is false for NaN: non-finite data end the solve.
+  while (sol.grad_norm > target && sol.newton_iterations < o.max_newton_iterations) {
+    ++sol.newton_iterations;
+    const double forcing = std::max(std::min(0.1, sol.grad_norm), o.cg_tolerance);
+    sol.cg_iterations += ConjugateGradient(hessian, -state.grad(), forcing,
+                                           o.max_cg_iterations, &step);
+    if (state.LineSearch(step)) continue;
+    // Safeguard: the Cauchy step along -grad (plain -grad if the curvature
+    // along it is not positive and finite).
+    hessian(state.grad(), &hg);
+    const double curvature = state.grad().dot(hg);
+    const double scale = curvature > 0.0 && std::isfinite(curvature)
+                             ? state.grad().squaredNorm() / curvature
+                             : 1.0;
+    step = -scale * state.grad();
+    ++sol.cauchy_steps;
+    if (!state.LineSearch(step)) break;  // stalled
+  }
+  sol.converged = sol.grad_norm <= target;
   sol.relative_residual = initial_norm > 0.0 ? sol.grad_norm / initial_norm : 0.0;
   return sol;
 }
@@ -135,11 +186,20 @@ void Accumulate(const ExactMetrics& m, RunningMetrics* r) {
   if (r->evaluated_steps < kMax) ++r->evaluated_steps;
   if (r->sums.size() < kBilevelSumCount) r->sums.resize(kBilevelSumCount, 0.0);
   std::vector<double>& sum = r->sums;
-  sum[kBlreg] += m.regret_term;
+  // Counts are doubles in the generic sums: exact up to 2^53 steps.
+  if (m.RegretConverged()) {
+    sum[kBlreg] += m.regret_term;
+  } else {
+    sum[kUnconvergedSteps] += 1.0;
+  }
   if (m.variation.has_value() && m.drift.has_value()) {
-    sum[kDriftSteps] += 1.0;  // a double counts exactly up to 2^53 steps
-    sum[kVariation] += *m.variation;
-    sum[kDrift] += *m.drift;
+    sum[kDriftSteps] += 1.0;
+    if (m.DriftConverged()) {
+      sum[kVariation] += *m.variation;
+      sum[kDrift] += *m.drift;
+    } else {
+      sum[kUnconvergedDriftSteps] += 1.0;
+    }
   }
 }
 

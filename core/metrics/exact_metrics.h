@@ -17,24 +17,54 @@
 namespace f2obo {
 
 struct ExactMetricsOptions {
-  double inner_tolerance = 1e-10;  // target ||grad_y g_t(x, y)|| at y*
-  int max_newton_iterations = 50;
+  // The inner solve stops, converged, once
+  //   ||grad_y g_t(x, y)|| <= max(inner_tolerance,
+  //                               inner_relative_tolerance ||grad_y g_t(x, 0)||).
+  // ||grad_y g_t(x, 0)|| is the scale of the data's gradient terms, which
+  // cancel at y*: round-off leaves about 1e-15 of it in the computed
+  // gradient, so the relative term lets a problem with large features or
+  // targets converge where inner_tolerance lies below that floor.  It does
+  // not depend on the warm start (relative to the warm start's gradient, a
+  // far warm start would loosen the test).  ||y - y*|| is at most the
+  // residual over the strong-convexity constant of g.
+  double inner_tolerance = 1e-10;
+  double inner_relative_tolerance = 1e-14;
+  int max_newton_iterations = 100;
   double cg_tolerance = 1e-12;     // relative residual of the Hessian system
   int max_cg_iterations = 1000;
 };
 
-// y*(x) = argmin_y g(x, y) on `inner`, by Newton-CG from `warm` with a
-// backtracking line search on g.
+// y*(x) = argmin_y g(x, y) on `inner` from `warm`, for g strongly convex in
+// y, by line-search Newton-CG (Nocedal & Wright, Numerical Optimization,
+// 2nd ed., Alg. 7.1), globally convergent:
+//  * direction: CG on grad2_yy g p = -grad_y g (HVPs) from p = 0 to the
+//    relative residual min(0.1, ||grad_y g||) (inexact Newton, superlinear
+//    near y*).  If p is not a descent direction (grad . p >= 0 or not
+//    finite, e.g. CG capped at zero iterations), or its line search fails,
+//    the safeguard takes the Cauchy step instead: the minimizer of the
+//    quadratic model along -grad, -(||grad||^2 / grad.H grad) grad.
+//  * step length: backtracking s = 1, 1/2, ..., 2^-40 until the Armijo
+//    condition on g itself, g(y + s p) <= g(y) + 1e-4 s grad.p.  Where the
+//    predicted decrease -s grad.p is below g's round-off (1e-12 |g|), g
+//    cannot tell better from worse; there the step is accepted if it lowers
+//    ||grad_y g|| (which every descent direction above does for small s).
+//    A step that lowers g may raise ||grad_y g||: the solve goes on (the
+//    old solver stopped there, at residuals around 0.3 on cross-entropy).
+//  * stop: converged by the test of ExactMetricsOptions; unconverged when
+//    max_newton_iterations are used up or both line searches fail (the
+//    residual then sits at g's round-off floor or the data are not
+//    finite).
 struct InnerSolution {
   Vector y;
   double grad_norm = 0.0;  // ||grad_y g(x, y)|| reached
   // grad_norm / ||grad_y g(x, warm)|| (0 if the warm start was exact).
   double relative_residual = 0.0;
-  // grad_norm <= inner_tolerance; false when Newton stopped at
-  // max_newton_iterations or stalled (the line search found no progress).
+  // The stop test above held; false when Newton stopped at
+  // max_newton_iterations or stalled (no step passed either line search).
   bool converged = false;
   int newton_iterations = 0;
   int cg_iterations = 0;
+  int cauchy_steps = 0;  // iterations that took the safeguard's Cauchy step
 };
 InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
                          const VecIn& warm, const ExactMetricsOptions& o);
@@ -78,20 +108,30 @@ struct ExactMetrics {
   int cg_iterations = 0;
   // Whether the numbers above can be trusted to the configured tolerances
   // (a capped or stalled solve still returns finite, plausible numbers):
-  //  * inner_converged: the step-t inner solve reached inner_tolerance
-  //    (its residual is inner_residual; inner_relative_residual is that over
+  //  * inner_converged: the step-t inner solve met its stop test (its
+  //    residual is inner_residual; inner_relative_residual is that over
   //    the residual at the warm start y_t);
   //  * cg_converged: the hypergradient system reached cg_tolerance, with
   //    final relative residual cg_relative_residual;
   //  * previous_inner_converged: the step t-1 inner solve behind variation
   //    and drift (empty when they are).
   // false by default, so a metrics struct not filled by ComputeExactMetrics
-  // reads as unconverged.
+  // reads as unconverged.  Which metric rests on which solve:
+  //   value                                   inner_converged
+  //   regret_term, hypergradient_error,
+  //   true_gradient_norm                      RegretConverged()
+  //   variation, drift                        DriftConverged()
   bool inner_converged = false;
   double inner_relative_residual = 0.0;
   bool cg_converged = false;
   double cg_relative_residual = 0.0;
   std::optional<bool> previous_inner_converged;
+
+  bool RegretConverged() const { return inner_converged && cg_converged; }
+  // False when variation and drift are absent.
+  bool DriftConverged() const {
+    return inner_converged && previous_inner_converged.value_or(false);
+  }
 };
 
 // Computes the metrics of step t.  `previous` may be null (first step, or
@@ -104,7 +144,16 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
                                                  const StepData* previous,
                                                  const ExactMetricsOptions& o = {});
 
-// Adds one step's metrics to the running sums (BLReg, V_T, H_2,T estimates).
+// Adds one step's metrics to the running sums (BLReg, V_T, H_2,T
+// estimates).  An unconverged value is never summed: a step whose regret
+// term is not RegretConverged() counts in evaluated_steps and in
+// unconverged_steps but adds nothing to blreg; a step whose variation and
+// drift are not DriftConverged() counts in drift_steps and in
+// unconverged_drift_steps but adds nothing to variation or drift.  So blreg
+// sums evaluated_steps - unconverged_steps terms, each to the solver's
+// tolerances, and a reader sees how many were left out (an unconverged
+// solve can be off by orders of magnitude, so a sum that included it would
+// be worth nothing, and one term cannot be corrected later).
 void Accumulate(const ExactMetrics& m, RunningMetrics* running);
 
 }  // namespace f2obo

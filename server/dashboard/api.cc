@@ -163,7 +163,10 @@ void WriteStep(const v1::StepMetrics& m, JsonWriter& w) {
     if (e.has_variation()) w.Key("variation").Number(e.variation());
     if (e.has_drift()) w.Key("drift").Number(e.drift());
     w.Key("variation_sum").Number(e.running().variation_sum())
-        .Key("drift_sum").Number(e.running().drift_sum());
+        .Key("drift_sum").Number(e.running().drift_sum())
+        .Key("converged").Bool(e.inner_converged() && e.cg_converged() &&
+                               (!e.has_previous_inner_converged() ||
+                                e.previous_inner_converged()));
   }
   if (!m.exact_skipped_reason().empty()) w.Key("exact_skipped").String(m.exact_skipped_reason());
   w.EndObject();
@@ -192,6 +195,7 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Key("lambda").Number(info.lambda())
         .Key("blreg").Number(info.metrics().blreg())
         .Key("evaluated_steps").Int(info.metrics().evaluated_steps())
+        .Key("unconverged_steps").Int(info.metrics().unconverged_steps())
         .Key("variation_sum").Number(info.metrics().variation_sum())
         .Key("drift_sum").Number(info.metrics().drift_sum())
         .Key("x_dim").Int(info.x_dim())

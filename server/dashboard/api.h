@@ -3,9 +3,10 @@
 //
 //   GET /api/sessions
 //       {"sessions": [{"id", "group"?, "algorithm", "family", "next_t",
-//                      "lambda", "blreg", "evaluated_steps", "variation_sum",
-//                      "drift_sum", "x_dim", "y_dim", "inner_iterations",
-//                      "cap_hits", "rows_processed"}, ...],
+//                      "lambda", "blreg", "evaluated_steps",
+//                      "unconverged_steps", "variation_sum", "drift_sum",
+//                      "x_dim", "y_dim", "inner_iterations", "cap_hits",
+//                      "rows_processed"}, ...],
 //        "groups": [{"id", "members": [session id, ...]}, ...]}
 //       "group" is set on members of a side-by-side group.
 //   GET /api/metrics?session=<id>[&after=<t>]
@@ -15,8 +16,10 @@
 //       round_seconds, upper_loss_before, rows_processed, accuracy_before?,
 //       cap_hit?; when exact metrics were computed for it also regret_term,
 //       blreg, hypergradient_error, value, variation?, drift?,
-//       variation_sum, drift_sum; exact_skipped (a reason) when they were
-//       due but not computed.
+//       variation_sum, drift_sum and converged (false when a solve stopped
+//       short: that step's terms are left out of the sums, and
+//       unconverged_steps counts it); exact_skipped (a reason) when they
+//       were due but not computed.
 //   GET /api/decision?session=<id>[&max=<n>]
 //       {"session_id", "t", "lambda", "x_dim", "x": [the first n entries of
 //       x_t, default 1000]}

@@ -14,6 +14,7 @@
 #include "core/state.h"
 #include "server/store/record_sum.h"
 #include "server/store/sqlite_stmt.h"
+#include "server/store/store_errors.h"
 
 namespace f2obo::server {
 
@@ -67,7 +68,7 @@ size_t SessionStore::max_queued_bytes_seen() const {
 absl::Status SessionStore::Exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat("store: ", sql, ": ", err ? err : "?"));
+    absl::Status s = StoreError(sqlite3_extended_errcode(db_), sql, err ? err : "?");
     sqlite3_free(err);
     return s;
   }
@@ -206,13 +207,13 @@ absl::Status SessionStore::DeleteGroup(const std::string& id,
 }
 
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
-                                      const std::string& state, int64_t t,
+                                      std::string state, int64_t t,
                                       const std::vector<v1::StepReply>& replies) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kPut;
   w->id = id;
   w->spec = spec.SerializeAsString();
-  w->state = state;
+  w->state = std::move(state);
   w->t = t;
   for (const v1::StepReply& r : replies) w->replies.emplace_back(r.t(), r.SerializeAsString());
   return Submit(std::move(w), /*wait=*/true);
@@ -266,7 +267,30 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
   return b.Text(1, id).Run("deleting replies");
 }
 
+absl::Status SessionStore::LimitSize(int64_t max_bytes) {
+  if (max_bytes <= 0) return absl::OkStatus();
+  Stmt page(db_, "PRAGMA page_size");
+  if (!page.ok() || page.Step() != SQLITE_ROW) return page.Error("reading the page size");
+  const int64_t page_size = page.ColumnInt(0);
+  // SQLite never lowers max_page_count below the file's current size.
+  const std::string sql =
+      absl::StrCat("PRAGMA max_page_count = ", std::max<int64_t>(1, max_bytes / page_size));
+  Stmt limit(db_, sql.c_str());
+  return limit.Run("limiting the store's size");
+}
+
+int64_t SessionStore::max_record_bytes() const {
+  return sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1);
+}
+
+void SessionStore::LimitRecordBytesForTesting(int bytes) {
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, bytes);
+}
+
 absl::Status SessionStore::Apply(const Write& w) {
+  if (const int rc = fail_writes_rc_.load(); rc != SQLITE_OK) {
+    return StoreError(rc, "a write failed for a test", sqlite3_errstr(rc));
+  }
   switch (w.kind) {
     case Write::kPut: {
       Stmt s(db_,

@@ -31,6 +31,7 @@
 #ifndef F2OBO_SERVER_STORE_SESSION_STORE_H_
 #define F2OBO_SERVER_STORE_SESSION_STORE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -96,7 +97,7 @@ class SessionStore {
   // Durable (whatever the policy) before returning.  `t` is the state's
   // next step index (1 for a new session, more for an import).
   absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec,
-                          const std::string& state, int64_t t,
+                          std::string state, int64_t t,
                           const std::vector<v1::StepReply>& replies = {});
   absl::Status DeleteSession(const std::string& id);
   // Side-by-side groups: the member list of group `id` (durable).
@@ -110,6 +111,20 @@ class SessionStore {
   // once durable.
   absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
                           const v1::StepReply& reply, int keep_replies);
+
+  // Caps the database file at about `max_bytes` (0: no cap) through
+  // PRAGMA max_page_count: a write that would grow it further fails like a
+  // full disk (RESOURCE_EXHAUSTED, store_errors.h), while deletions, which
+  // free pages, still succeed.  Its write-ahead log is not counted.
+  absl::Status LimitSize(int64_t max_bytes);
+  // The largest record (a state, a spec, a reply) the store can hold:
+  // SQLite's SQLITE_LIMIT_LENGTH (1,000,000,000 bytes by default).
+  int64_t max_record_bytes() const;
+  // Tests: every write from now on fails with SQLite result code `rc`, as
+  // if SQLite had returned it (SQLITE_OK: no more failures).
+  void FailWritesForTesting(int rc) { fail_writes_rc_ = rc; }
+  // Tests: lowers the maximum record size (the default is 1 GB).
+  void LimitRecordBytesForTesting(int bytes);
 
   Durability durability() const { return durability_; }
   // Writes that failed with no caller waiting for them (kNone's steps);
@@ -143,6 +158,7 @@ class SessionStore {
   size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
   int64_t unwaited_failures_ = 0;             // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
+  std::atomic<int> fail_writes_rc_{0};        // FailWritesForTesting
   std::thread writer_;
 };
 

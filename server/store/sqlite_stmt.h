@@ -9,9 +9,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/store/store_errors.h"
 
 namespace f2obo::server::store_detail {
 
+// A bind that fails (a blob beyond SQLITE_LIMIT_LENGTH: SQLITE_TOOBIG) is
+// kept and reported by Run() instead of running the statement with that
+// parameter NULL (which used to surface as "NOT NULL constraint failed").
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) : db_(db) {
@@ -20,17 +24,12 @@ class Stmt {
   ~Stmt() { sqlite3_finalize(stmt_); }
   bool ok() const { return rc_ == SQLITE_OK; }
   Stmt& Text(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-    return *this;
+    return Bound(sqlite3_bind_text64(stmt_, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8));
   }
   Stmt& Blob(int i, const std::string& v) {
-    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-    return *this;
+    return Bound(sqlite3_bind_blob64(stmt_, i, v.data(), v.size(), SQLITE_STATIC));
   }
-  Stmt& Int(int i, int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
+  Stmt& Int(int i, int64_t v) { return Bound(sqlite3_bind_int64(stmt_, i, v)); }
   int Step() { return sqlite3_step(stmt_); }
   std::string Column(int i) const {
     const void* p = sqlite3_column_blob(stmt_, i);
@@ -39,18 +38,32 @@ class Stmt {
   int64_t ColumnInt(int i) const { return sqlite3_column_int64(stmt_, i); }
   bool IsNull(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
   absl::Status Error(const char* what) const {
-    return absl::InternalError(absl::StrCat("store: ", what, ": ", sqlite3_errmsg(db_)));
+    return StoreError(sqlite3_extended_errcode(db_), what, sqlite3_errmsg(db_));
   }
   absl::Status Run(const char* what) {
     if (!ok()) return Error(what);
+    if (bind_rc_ != SQLITE_OK) {
+      return StoreError(bind_rc_, what,
+                        bind_rc_ == SQLITE_TOOBIG
+                            ? absl::StrCat("a record exceeds the store's maximum record size of ",
+                                           sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1),
+                                           " bytes (SQLite's SQLITE_MAX_LENGTH)")
+                            : std::string(sqlite3_errstr(bind_rc_)));
+    }
     const int rc = Step();
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? absl::OkStatus() : Error(what);
   }
 
  private:
+  Stmt& Bound(int rc) {
+    if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+    return *this;
+  }
+
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
   int rc_;
+  int bind_rc_ = SQLITE_OK;  // the first failed bind's result code
 };
 
 }  // namespace f2obo::server::store_detail

@@ -40,7 +40,7 @@ Checkpoint RandomCheckpoint() {
   c.algorithm = "sogd";
   c.state = RandomState();
   c.metrics.evaluated_steps = 10;
-  c.metrics.sums = {1e-300, 3.5, 2.25, 9.0};
+  c.metrics.sums = {1e-300, 3.5, 2.25, 9.0, 3.0, 4.0};
   return c;
 }
 
@@ -69,10 +69,11 @@ TEST(Checkpoint, RejectsEveryTruncationAndAnyFlippedByte) {
   }
 }
 
-// The version-1 encoding (bilevel only, written before problem classes),
-// built here field by field from its documented layout.
-std::string Version1Bytes(const SessionState& s, const Vector& y, const Vector& z,
-                          double lambda, const RunningMetrics& m) {
+// The version-1 and version-2 encodings (bilevel only, written before
+// problem classes; version 2 appends the two unconverged-term counts), built
+// here field by field from their documented layout.
+std::string BilevelVersionBytes(int version, const SessionState& s, const Vector& y,
+                                const Vector& z, double lambda, const RunningMetrics& m) {
   std::string out;
   const auto u64 = [&](uint64_t v) {
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
@@ -87,7 +88,7 @@ std::string Version1Bytes(const SessionState& s, const Vector& y, const Vector& 
     for (Eigen::Index i = 0; i < v.size(); ++i) f64(v[i]);
   };
   out.append("F2ST", 4);
-  u64(1);
+  u64(version);
   u64(static_cast<uint64_t>(s.t));
   vec(s.x);
   vec(y);
@@ -102,6 +103,10 @@ std::string Version1Bytes(const SessionState& s, const Vector& y, const Vector& 
   u64(m.evaluated_steps);
   for (int i = 0; i < 3; ++i) f64(m.sums[i]);
   u64(static_cast<uint64_t>(m.sums[3]));
+  if (version >= 2) {
+    u64(static_cast<uint64_t>(m.sums[4]));
+    u64(static_cast<uint64_t>(m.sums[5]));
+  }
   uint64_t h = 0xcbf29ce484222325ULL;
   for (char ch : out) {
     h ^= static_cast<unsigned char>(ch);
@@ -111,17 +116,33 @@ std::string Version1Bytes(const SessionState& s, const Vector& y, const Vector& 
   return out;
 }
 
-TEST(Checkpoint, DecodesVersionOneStatesIntoTheBilevelLayout) {
-  const Checkpoint c = RandomCheckpoint();
+TEST(Checkpoint, DecodesVersionOneStatesIntoTheBilevelLayoutWithZeroUnconvergedCounts) {
+  Checkpoint c = RandomCheckpoint();
   const SessionState& s = c.state;
   const auto back = DeserializeCheckpoint(
-      Version1Bytes(s, s.vectors[0], s.vectors[1], s.scalars[0], c.metrics));
+      BilevelVersionBytes(1, s, s.vectors[0], s.vectors[1], s.scalars[0], c.metrics));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(back->state.BitEquals(s));
+  c.metrics.sums[4] = c.metrics.sums[5] = 0.0;  // version 1 did not count them
   EXPECT_TRUE(back->metrics.BitEquals(c.metrics));
   EXPECT_EQ(back->family, "");  // version 1 did not record them
   EXPECT_EQ(back->algorithm, "");
   EXPECT_TRUE(ValidateState(back->state, kLayout, 5, kMaxStateMagnitude).ok());
+}
+
+TEST(Checkpoint, DecodesVersionTwoStatesWithTheirUnconvergedCounts) {
+  const Checkpoint c = RandomCheckpoint();
+  const SessionState& s = c.state;
+  const std::string v2 =
+      BilevelVersionBytes(2, s, s.vectors[0], s.vectors[1], s.scalars[0], c.metrics);
+  const auto back = DeserializeCheckpoint(v2);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->state.BitEquals(s));
+  EXPECT_TRUE(back->metrics.BitEquals(c.metrics));
+  // Re-encoded, it is a current-version record of the same checkpoint.
+  const auto again = DeserializeCheckpoint(SerializeCheckpoint(*back));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->BitEquals(*back));
 }
 
 TEST(SessionState, FirstOutOfRangeNamesTheVariable) {

@@ -35,7 +35,7 @@ std::vector<BadCase> BadStepCases() {
        },
        absl::StatusCode::kInvalidArgument, "upper batch: rows have 5 features"},
       {"NaN", [](v1::StepRequest* r) { r->mutable_inner()->mutable_dense()->set_values(7, NAN); },
-       absl::StatusCode::kInvalidArgument, "inner batch: feature (row 1, column 1)"},
+       absl::StatusCode::kInvalidArgument, "inner.dense.values[7]: not finite (row 1, column 1)"},
       {"empty batch", [](v1::StepRequest* r) { r->mutable_upper()->Clear(); },
        absl::StatusCode::kInvalidArgument, "upper batch: empty batch"},
       {"label out of range", [](v1::StepRequest* r) { r->mutable_inner()->set_labels(2, 3); },

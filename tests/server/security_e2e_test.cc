@@ -1,5 +1,7 @@
 // Authentication (bearer tokens with roles) and TLS / mutual TLS, over real
 // gRPC on loopback with certificates generated here by openssl.
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -260,6 +262,28 @@ TEST(AuthStartup, ATokenGivenTwiceIsAStartUpErrorNamingTheLine) {
   // Distinct tokens start.
   server = ServerWithTokens(std::string("read ") + kRead + "\nwrite " + kWrite + "\n");
   EXPECT_TRUE(server->started()) << server->Stderr();
+}
+
+// Its tokens grant access to every session: a token file its group or
+// others may read (or write) is said at start, naming the file and its mode.
+TEST(AuthStartup, ATokenFileOthersCanReadIsWarnedAboutWithItsMode) {
+  const std::string path = MakeTempDir() + "/tokens";
+  std::ofstream(path) << "read " << kRead << "\nwrite " << kWrite << "\n";
+  const auto start_with_mode = [&](mode_t mode) {
+    EXPECT_EQ(chmod(path.c_str(), mode), 0);
+    auto server = std::make_unique<ServerProcess>(std::vector<std::string>{"--token_file=" + path});
+    EXPECT_TRUE(server->started()) << server->Stderr();
+    return server->Stderr();
+  };
+  EXPECT_THAT(start_with_mode(0644),
+              ::testing::HasSubstr("WARNING: --token_file " + path +
+                                   " has mode 0644: readable by its group or others"));
+  EXPECT_THAT(start_with_mode(0604), ::testing::HasSubstr("has mode 0604: readable by"));
+  EXPECT_THAT(start_with_mode(0620),
+              ::testing::HasSubstr("has mode 0620: writable by its group or others"));
+  const std::string owner_only = start_with_mode(0600);
+  EXPECT_THAT(owner_only, ::testing::Not(::testing::HasSubstr("WARNING: --token_file")));
+  EXPECT_THAT(owner_only, ::testing::HasSubstr("session(s) restored from"));
 }
 
 TEST(AuthStartup, WithoutATokenFileTheServerSaysItIsOpen) {

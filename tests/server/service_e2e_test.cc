@@ -262,11 +262,20 @@ TEST_F(ServiceE2e, WatchMetricsDeliversEveryStepInOrderWithExactMetrics) {
     EXPECT_TRUE(m.exact().inner_converged()) << m.exact().inner_relative_residual();
     EXPECT_TRUE(m.exact().cg_converged()) << m.exact().cg_relative_residual();
     EXPECT_LT(m.exact().cg_relative_residual(), 1e-10);
+    // The step t-1 solve behind variation and drift says so too.
+    EXPECT_EQ(m.exact().has_previous_inner_converged(), t > 1);
+    if (t > 1) {
+      EXPECT_TRUE(m.exact().previous_inner_converged());
+    }
+    EXPECT_EQ(m.exact().running().unconverged_steps(), 0);
+    EXPECT_EQ(m.exact().running().unconverged_drift_steps(), 0);
+    EXPECT_EQ(m.exact().running().drift_steps(), t - 1);
   }
   ctx.TryCancel();
   const auto info = c.GetSession("watched");
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->metrics().evaluated_steps(), 30);
+  EXPECT_EQ(info->metrics().unconverged_steps(), 0);
   EXPECT_TRUE(c.DeleteSession("watched").ok());
 }
 

@@ -46,6 +46,16 @@ TEST(ServiceMetrics, UnconvergedExactMetricsAreCountedAndConvergedOnesAreNot) {
   metrics.OnStepMetrics(WithExact(5, false, false));
   EXPECT_EQ(Value(registry.Render(), name), 3);
   EXPECT_EQ(Value(registry.Render(), "f2obo_steps_total"), 5);
+
+  // The step t-1 solve behind variation and drift counts too.
+  v1::StepMetrics previous_converged = WithExact(6, true, true);
+  previous_converged.mutable_exact()->set_previous_inner_converged(true);
+  metrics.OnStepMetrics(previous_converged);
+  EXPECT_EQ(Value(registry.Render(), name), 3);
+  v1::StepMetrics previous_unconverged = WithExact(7, true, true);
+  previous_unconverged.mutable_exact()->set_previous_inner_converged(false);
+  metrics.OnStepMetrics(previous_unconverged);
+  EXPECT_EQ(Value(registry.Render(), name), 4);
 }
 
 }  // namespace

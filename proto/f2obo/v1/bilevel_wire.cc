@@ -43,6 +43,9 @@ void Metrics(const ClassMetrics& metrics, v1::ExactMetrics* out) {
   out->set_inner_relative_residual(m.inner_relative_residual);
   out->set_cg_converged(m.cg_converged);
   out->set_cg_relative_residual(m.cg_relative_residual);
+  if (m.previous_inner_converged.has_value()) {
+    out->set_previous_inner_converged(*m.previous_inner_converged);
+  }
 }
 
 void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
@@ -53,6 +56,8 @@ void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
   out->set_variation_sum(sum(kVariation));
   out->set_drift_sum(sum(kDrift));
   out->set_drift_steps(static_cast<int64_t>(sum(kDriftSteps)));
+  out->set_unconverged_steps(static_cast<int64_t>(sum(kUnconvergedSteps)));
+  out->set_unconverged_drift_steps(static_cast<int64_t>(sum(kUnconvergedDriftSteps)));
 }
 
 void Info(const Problem& /*p*/, const SessionState& s, v1::SessionInfo* out) {

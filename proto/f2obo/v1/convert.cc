@@ -1,6 +1,7 @@
 #include "f2obo/v1/convert.h"
 
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -43,7 +44,19 @@ absl::StatusOr<RowMatrix> ToDense(const v1::DenseMatrix& m, const std::string& f
         absl::StrCat(field, ": ", m.values_size(), " values for a ", m.rows(), " x ",
                      m.cols(), " matrix"));
   }
+  if (absl::Status s = CheckInputNumbers(m.values().data(), m.values_size(),
+                                         field + ".values", m.cols());
+      !s.ok()) {
+    return s;
+  }
   return Eigen::Map<const RowMatrix>(m.values().data(), m.rows(), m.cols());
+}
+
+// A repeated double field of a batch, every number checked.
+absl::StatusOr<Vector> ToCheckedVector(const google::protobuf::RepeatedField<double>& v,
+                                       const std::string& field) {
+  if (absl::Status s = CheckInputNumbers(v.data(), v.size(), field); !s.ok()) return s;
+  return ToVector(v);
 }
 
 void FromDense(const RowMatrix& m, v1::DenseMatrix* out) {
@@ -128,6 +141,9 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   return s;
 }
 
+// Every number of every field is checked here, whether or not the
+// session's family reads it (the proto's conventions): dense and m values
+// in ToDense, csr values in MakeCsr, the vectors in ToCheckedVector.
 absl::StatusOr<Batch> ToBatch(const v1::Batch& p, const std::string& what) {
   Batch b;
   switch (p.features_case()) {
@@ -154,15 +170,19 @@ absl::StatusOr<Batch> ToBatch(const v1::Batch& p, const std::string& what) {
       break;
   }
   b.labels.assign(p.labels().begin(), p.labels().end());
-  b.targets = ToVector(p.targets());
-  b.class_weights = ToVector(p.class_weights());
+  for (auto [field, in, out] :
+       {std::make_tuple(".targets", &p.targets(), &b.targets),
+        std::make_tuple(".class_weights", &p.class_weights(), &b.class_weights),
+        std::make_tuple(".c", &p.c(), &b.c), std::make_tuple(".d", &p.d(), &b.d)}) {
+    absl::StatusOr<Vector> v = ToCheckedVector(*in, what + field);
+    if (!v.ok()) return v.status();
+    *out = *std::move(v);
+  }
   if (p.has_m()) {
     absl::StatusOr<RowMatrix> m = ToDense(p.m(), what + ".m");
     if (!m.ok()) return m.status();
     b.M = *m;
   }
-  b.c = ToVector(p.c());
-  b.d = ToVector(p.d());
   return b;
 }
 

@@ -21,6 +21,9 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec);
 v1::SessionSpec ToSessionSpec(const SessionConfig& config, int exact_every);
 
 // Wire batch -> core batch; `what` prefixes errors ("upper", "inner").
+// Every number of every field must be finite with |v| <= kMaxInputMagnitude
+// (core/batch.h), read by the family or not: INVALID_ARGUMENT names the
+// field and index otherwise ("inner.c[0]: ...").
 absl::StatusOr<Batch> ToBatch(const v1::Batch& batch, const std::string& what);
 // Core batch -> wire batch (exact inverse of ToBatch).
 void ToProto(const Batch& batch, v1::Batch* out);

@@ -1,9 +1,10 @@
 // Every algorithm in the registry, iterated by name so that a newly
-// registered one is covered without editing this file: a round whose
-// computation overflows (all inputs finite and valid, but the inner
-// gradient exceeds DBL_MAX) fails with an error, leaves the serialized
-// session state byte-identical, and the session then continues exactly as
-// if the bad batch had never been sent.
+// registered one is covered without editing this file: a poisoned step --
+// a round whose computation overflows although every input is valid, or
+// inputs beyond the input bound (core/batch.h) that would make it overflow
+// -- fails with an error, leaves the serialized session state
+// byte-identical, and the session then continues exactly as if the bad
+// batch had never been sent.
 #include <memory>
 #include <ostream>
 #include <random>
@@ -34,11 +35,13 @@ struct Scenario {
   SessionConfig config;
   std::vector<StepData> valid;  // before and after the poisoned step
   StepData poisoned;
+  const char* refusal;  // what the error says
 };
 
-// Quadratic: g = mu/2 ||y - M x - c||^2 with c = 1e308 gives
-// grad_y g = mu (y - M x - c) ~ -2e308 = -inf; the upper batch is ordinary,
-// so f_t at the current point stays finite and the round itself runs.
+// Quadratic: g = mu/2 ||y - M x - c||^2 with c = 1e308 would give
+// grad_y g = mu (y - M x - c) ~ -2e308 = -inf.  Within the input bound
+// (and the family's bound on mu |M| |c|) no quadratic batch overflows a
+// round, so this one is refused by validation, before the round.
 Scenario QuadraticScenario(const std::string& algorithm) {
   std::mt19937_64 rng(7);
   FamilyConfig fam;
@@ -46,7 +49,8 @@ Scenario QuadraticScenario(const std::string& algorithm) {
   fam.x_dim = kD1;
   fam.y_dim = kD2;
   fam.mu = 2.0;
-  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Ball(5.0)), {}, {}};
+  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Ball(5.0)), {}, {},
+             "c[0]: 1e+308 is beyond the input bound"};
   const Matrix M = testing::WellConditioned(kD2, kD1, 0.7, 1.3, rng);
   for (int t = 0; t < 6; ++t) {
     s.valid.push_back(testing::QuadraticStep(M, testing::RandomVector(kD2, rng),
@@ -58,15 +62,18 @@ Scenario QuadraticScenario(const std::string& algorithm) {
 }
 
 // Ridge (sample-based, so the mini-batch algorithms draw rows from it):
-// features 10 and targets 1e308 give residuals ~ -1e308 and
-// grad_y g = A^T r / n ~ -1e309 = -inf, for any sampled rows.
+// features and targets 1e150, within the input bound, give residuals
+// ~ 1e150 and grad_y g = A^T r / n ~ 1e300; the y-step then takes y to
+// ~ 1e299, where the next residual a^T y (or grad_x g = y^2 / 2) is inf,
+// for any sampled rows: the round itself overflows.
 Scenario RidgeScenario(const std::string& algorithm, bool sparse) {
   std::mt19937_64 rng(8);
   FamilyConfig fam;
   fam.name = "ridge_hpo";
   fam.features = kFeatures;
   fam.mu0 = 0.1;
-  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Box(0.0, 1.0)), {}, {}};
+  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Box(0.0, 1.0)), {}, {},
+             "session state unchanged"};
   s.config.options.sample_rows = 16;
   const Vector w = testing::RandomVector(kFeatures, rng);
   for (int t = 0; t < 6; ++t) {
@@ -75,8 +82,8 @@ Scenario RidgeScenario(const std::string& algorithm, bool sparse) {
   }
   s.poisoned.upper = testing::RegressionBatch(32, w, 0.1, sparse, rng);
   Batch& inner = s.poisoned.inner;
-  inner.targets = Vector::Constant(40, 1e308);
-  const RowMatrix a = RowMatrix::Constant(40, kFeatures, 10.0);
+  inner.targets = Vector::Constant(40, kMaxInputMagnitude);
+  const RowMatrix a = RowMatrix::Constant(40, kFeatures, kMaxInputMagnitude);
   inner.sparse_features = sparse;
   if (sparse) {
     inner.csr = a.sparseView();
@@ -119,7 +126,7 @@ TEST_P(RegistryTransaction, AnOverflowingRoundFailsAndLeavesTheSerializedStateId
   const auto bad = (*session)->Step(s.poisoned);
   ASSERT_FALSE(bad.ok()) << algorithm << ": an overflowing round was accepted";
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
-  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("session state unchanged"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr(s.refusal));
   EXPECT_EQ((*session)->Encode((*session)->state()), before) << algorithm;
 
   // Prepare + Commit of the same batch: nothing pending to commit.

@@ -115,4 +115,11 @@ FdErrors CheckFamilyDerivatives(Family& family, const StepData& data,
   return e;
 }
 
+Batch SubsetOf(const Batch& b, const std::vector<int>& rows) {
+  Batch s;
+  s.dense = b.dense(rows, Eigen::all);
+  for (int r : rows) s.labels.push_back(b.labels[r]);
+  return s;
+}
+
 }  // namespace f2obo::testing

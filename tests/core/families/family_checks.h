@@ -12,6 +12,7 @@
 #define F2OBO_TESTS_CORE_FAMILIES_FAMILY_CHECKS_H_
 
 #include <random>
+#include <vector>
 
 #include "core/family.h"
 
@@ -34,6 +35,8 @@ Vector RandomVector(int n, std::mt19937_64& rng, double scale = 1.0);
 RowMatrix RandomMatrix(int rows, int cols, std::mt19937_64& rng);
 // Random CSR with about `density` of entries non-zero (at least one per row).
 CsrMatrix RandomCsr(int rows, int cols, double density, std::mt19937_64& rng);
+// A batch of the dense rows `rows` of `b` (in that order) with their labels.
+Batch SubsetOf(const Batch& b, const std::vector<int>& rows);
 
 }  // namespace f2obo::testing
 

@@ -34,14 +34,6 @@ Batch LogisticBatch(int rows, bool sparse, std::mt19937_64& rng) {
   return b;
 }
 
-// The same samples as `b` (dense), restricted to `rows`, in that order.
-Batch SubsetOf(const Batch& b, const std::vector<int>& rows) {
-  Batch s;
-  s.dense = b.dense(rows, Eigen::all);
-  for (int r : rows) s.labels.push_back(b.labels[r]);
-  return s;
-}
-
 FamilyConfig LogisticConfig() {
   FamilyConfig c;
   c.features = kD;
@@ -145,7 +137,7 @@ TEST(LogisticHpoFamily, SubsetViewEqualsABatchOfJustThoseRows) {
   auto fam = MakeLogistic();
   const Batch b = LogisticBatch(20, false, rng);
   const std::vector<int> rows = {17, 3, 8, 3, 12};
-  const Batch sub = SubsetOf(b, rows);
+  const Batch sub = testing::SubsetOf(b, rows);
   const BatchView view{&b, RowSet{rows.data(), static_cast<int>(rows.size())}};
   const Vector x = RandomVector(kD, rng, 0.1).cwiseAbs();
   const Vector y = RandomVector(kY, rng, 0.3);

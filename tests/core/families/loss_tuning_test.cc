@@ -153,17 +153,37 @@ TEST(LossTuningFamily, DefaultWeightsMakeFTheSumOfPerClassMeanCrossEntropies) {
               1e-12 * expected);
 }
 
-TEST(LossTuningFamily, SubsetViewsRecountClassesOverTheirOwnRows) {
+// The class weights belong to the whole batch: a view of some of its rows
+// weights each class by the whole batch's u_j = m / count_j (here m = 12,
+// counts 7, 2, 0, 3), not by its count in the view.
+TEST(LossTuningFamily, SubsetViewsWeightClassesByTheWholeBatch) {
   std::mt19937_64 rng(35);
   auto fam = MakeTuning();
   Batch b = TuningBatch(12, false, rng);
   b.labels = {0, 0, 0, 0, 0, 0, 0, 1, 1, 3, 3, 3};
   const Vector y = RandomVector(kY, rng, 0.5);
-  const std::vector<int> rows = {0, 1, 8, 11};  // counts 2, 1, 0, 1
+  const std::vector<int> rows = {0, 1, 8, 11};
   const BatchView view{&b, RowSet{rows.data(), 4}};
-  const double expected = (ReferenceCe(b, 0, y) + ReferenceCe(b, 1, y)) / 2 +
-                          ReferenceCe(b, 8, y) + ReferenceCe(b, 11, y);
+  const double expected = (12.0 / 7 * (ReferenceCe(b, 0, y) + ReferenceCe(b, 1, y)) +
+                           12.0 / 2 * ReferenceCe(b, 8, y) + 12.0 / 3 * ReferenceCe(b, 11, y)) /
+                          4;
   EXPECT_NEAR(fam->F(RandomX(rng), y, view, nullptr, nullptr), expected, 1e-12 * expected);
+  // The same once Prepare() has counted the batch, and a batch Prepare()
+  // did not see is counted on its own (not mistaken for the prepared one).
+  StepData step{b, b};
+  fam->Prepare(step);
+  const BatchView prepared_view{&step.upper, RowSet{rows.data(), 4}};
+  EXPECT_NEAR(fam->F(RandomX(rng), y, prepared_view, nullptr, nullptr), expected,
+              1e-12 * expected);
+  Batch other = b;
+  other.labels = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 3};  // counts 3, 8, 0, 1
+  const BatchView other_view{&other, RowSet{rows.data(), 4}};
+  const double other_expected =
+      (12.0 / 3 * (ReferenceCe(other, 0, y) + ReferenceCe(other, 1, y)) +
+       12.0 / 8 * ReferenceCe(other, 8, y) + 12.0 / 1 * ReferenceCe(other, 11, y)) /
+      4;
+  EXPECT_NEAR(fam->F(RandomX(rng), y, other_view, nullptr, nullptr), other_expected,
+              1e-12 * other_expected);
 }
 
 TEST(LossTuningFamily, ClientClassWeightsOverrideInverseFrequency) {
@@ -219,14 +239,12 @@ TEST(LossTuningFamily, ViewOfAllRowsInOrderEqualsTheFullBatch) {
   EXPECT_EQ(gy1, gy2);
 }
 
-TEST(LossTuningFamily, SubsetViewEqualsABatchOfJustThoseRows) {
+TEST(LossTuningFamily, SubsetViewEqualsABatchOfJustThoseRowsCarryingTheWholeBatchsWeights) {
   std::mt19937_64 rng(39);
   auto fam = MakeTuning();
   const Batch b = TuningBatch(20, false, rng);
   const std::vector<int> rows = {4, 19, 0, 7, 7, 13};
-  Batch sub;
-  sub.dense = b.dense(rows, Eigen::all);
-  for (int r : rows) sub.labels.push_back(b.labels[r]);
+  Batch sub = testing::SubsetOf(b, rows);
   const BatchView view{&b, RowSet{rows.data(), static_cast<int>(rows.size())}};
   const Vector x = RandomX(rng), y = RandomVector(kY, rng, 0.3), v = RandomVector(kY, rng);
   Vector gx1(2 * kC), gx2(2 * kC), gy1(kY), gy2(kY), h1(kY), h2(kY);
@@ -235,6 +253,12 @@ TEST(LossTuningFamily, SubsetViewEqualsABatchOfJustThoseRows) {
   EXPECT_NEAR(g1, g2, 1e-13 * std::abs(g1));
   EXPECT_LE((gx1 - gx2).norm(), 1e-13 * gx1.norm());
   EXPECT_LE((gy1 - gy2).norm(), 1e-13 * gy1.norm());
+  // f's class weights are those of the whole batch b: the sub-batch equals
+  // a batch of those rows that carries them as its class_weights.
+  std::vector<int> count(kC, 0);
+  for (int l : b.labels) ++count[l];
+  sub.class_weights.resize(kC);
+  for (int j = 0; j < kC; ++j) sub.class_weights[j] = count[j] > 0 ? 20.0 / count[j] : 0.0;
   const double f1 = fam->F(x, y, view, nullptr, &gy1);
   const double f2 = fam->F(x, y, BatchView::All(sub), nullptr, &gy2);
   EXPECT_NEAR(f1, f2, 1e-13 * std::abs(f1));

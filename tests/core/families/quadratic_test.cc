@@ -1,5 +1,6 @@
 #include "core/families/quadratic.h"
 
+#include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -76,12 +77,48 @@ TEST(QuadraticFamily, RejectsMisshapenOrNonFiniteBatches) {
             std::string::npos);
   bad = s;
   bad.inner.c[1] = std::nan("");
-  EXPECT_NE(fam->ValidateBatch(bad.inner, BatchRole::kInner).message().find("c is not finite"),
+  EXPECT_NE(fam->ValidateBatch(bad.inner, BatchRole::kInner).message().find("c[1]: not finite"),
             std::string::npos);
   bad = s;
   bad.upper.d.resize(5);
   EXPECT_NE(fam->ValidateBatch(bad.upper, BatchRole::kUpper).message().find("d has 5"),
             std::string::npos);
+}
+
+// Every number within kMaxInputMagnitude, and the products of inputs the
+// family forms (mu c, mu M, mu M^T c) within it too: a c of 1e300 would
+// otherwise pull y to 1e300, where every later step overflows.
+TEST(QuadraticFamily, RejectsNumbersAndProductsOfInputsBeyondTheInputBound) {
+  std::mt19937_64 rng(5);
+  auto fam = MakeQuadratic(2, 3, false);
+  const StepData s = RandomQuadraticStep(2, 3, rng);
+  const auto message = [&](const Batch& b, BatchRole role) {
+    return std::string(fam->ValidateBatch(b, role).message());
+  };
+  StepData bad = s;
+  bad.inner.c[0] = 1e300;
+  EXPECT_NE(message(bad.inner, BatchRole::kInner).find("c[0]: 1e+300 is beyond the input bound"),
+            std::string::npos);
+  bad = s;
+  bad.inner.M(1, 0) = -2e150;
+  EXPECT_NE(message(bad.inner, BatchRole::kInner).find("M(1, 0) -2e+150 is beyond"),
+            std::string::npos);
+  bad = s;
+  bad.upper.d[2] = std::numeric_limits<double>::infinity();
+  EXPECT_NE(message(bad.upper, BatchRole::kUpper).find("d[2]: not finite"), std::string::npos);
+  // Each factor within the bound, their product not.
+  bad = s;
+  bad.inner.M(0, 0) = 1e100;
+  bad.inner.c[1] = 1e100;
+  EXPECT_NE(message(bad.inner, BatchRole::kInner).find("mu * max(1, max|M|) * max(1, max|c|)"),
+            std::string::npos);
+  // Up to the bounds everything is accepted (mu = 2.5 here).
+  StepData edge = s;
+  edge.inner.M.setConstant(0.5);
+  edge.inner.c[1] = kMaxInputMagnitude / 2.5;
+  EXPECT_TRUE(fam->ValidateBatch(edge.inner, BatchRole::kInner).ok());
+  edge.upper.d[0] = -kMaxInputMagnitude;
+  EXPECT_TRUE(fam->ValidateBatch(edge.upper, BatchRole::kUpper).ok());
 }
 
 TEST(QuadraticFamily, CreateRejectsNonPositiveMu) {

@@ -3,6 +3,7 @@
 
 #include <Eigen/Cholesky>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -299,6 +300,104 @@ TEST(ExactMetricsConvergence, ACgIterationCapIsReportedAsUnconverged) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_FALSE(m->cg_converged);
   EXPECT_EQ(m->cg_relative_residual, capped.cg_relative_residual);
+}
+
+// With CG capped at zero iterations the Newton direction is zero, not a
+// descent direction: every iteration takes the safeguard's Cauchy step
+// (steepest descent with the model's step length), which still converges.
+TEST(ExactMetricsConvergence, WithoutNewtonDirectionsTheCauchySafeguardStillConverges) {
+  LogisticProblem p = MakeLogisticProblem(81);
+  p.fam->Prepare(p.step);
+  ExactMetricsOptions o;
+  o.max_cg_iterations = 0;
+  o.max_newton_iterations = 20000;
+  const InnerSolution sol =
+      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
+  EXPECT_TRUE(sol.converged) << sol.grad_norm << " after " << sol.newton_iterations;
+  EXPECT_LE(sol.grad_norm, o.inner_tolerance);
+  EXPECT_GT(sol.newton_iterations, 0);
+  EXPECT_EQ(sol.cauchy_steps, sol.newton_iterations);
+  EXPECT_EQ(sol.cg_iterations, 0);
+  // The same minimizer as Newton's (g is strongly convex: one minimizer).
+  const InnerSolution newton =
+      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, {});
+  EXPECT_EQ(newton.cauchy_steps, 0);
+  EXPECT_LE((sol.y - newton.y).norm(), 2 * o.inner_tolerance / 1e-2);  // mu_0 = 1e-2
+}
+
+// Accumulate never sums an unconverged term: it counts it instead.
+ExactMetrics Converged(double regret, std::optional<double> variation,
+                       std::optional<double> drift) {
+  ExactMetrics m;
+  m.regret_term = regret;
+  m.variation = variation;
+  m.drift = drift;
+  m.inner_converged = m.cg_converged = true;
+  if (variation.has_value()) m.previous_inner_converged = true;
+  return m;
+}
+
+// The running sums and counts, all at once.
+struct Sums {
+  int64_t evaluated, unconverged;
+  double blreg;
+  int64_t drift_steps, unconverged_drift;
+  double variation, drift;
+};
+void ExpectSums(const RunningMetrics& r, const Sums& e) {
+  EXPECT_EQ(r.evaluated_steps, e.evaluated);
+  ASSERT_EQ(r.sums.size(), kBilevelSumCount);
+  EXPECT_EQ(r.sums[kUnconvergedSteps], e.unconverged);
+  EXPECT_EQ(r.sums[kBlreg], e.blreg);
+  EXPECT_EQ(r.sums[kDriftSteps], e.drift_steps);
+  EXPECT_EQ(r.sums[kUnconvergedDriftSteps], e.unconverged_drift);
+  EXPECT_EQ(r.sums[kVariation], e.variation);
+  EXPECT_EQ(r.sums[kDrift], e.drift);
+}
+
+TEST(ExactMetricsAccumulate, UnconvergedTermsAreCountedAndLeftOutOfTheSums) {
+  RunningMetrics r;
+  Accumulate(Converged(1.0, std::nullopt, std::nullopt), &r);  // first step
+  Accumulate(Converged(2.0, 0.5, 0.25), &r);
+  ExpectSums(r, {2, 0, 3.0, 1, 0, 0.5, 0.25});
+
+  ExactMetrics cg = Converged(100.0, 10.0, 10.0);  // hypergradient CG capped
+  cg.cg_converged = false;
+  EXPECT_FALSE(cg.RegretConverged());
+  EXPECT_TRUE(cg.DriftConverged());  // variation and drift need no CG
+  Accumulate(cg, &r);
+  ExpectSums(r, {3, 1, 3.0, 2, 0, 10.5, 10.25});
+
+  ExactMetrics previous = Converged(4.0, 1000.0, 1000.0);  // step t-1 solve short
+  previous.previous_inner_converged = false;
+  EXPECT_TRUE(previous.RegretConverged());
+  EXPECT_FALSE(previous.DriftConverged());
+  Accumulate(previous, &r);
+  ExpectSums(r, {4, 1, 7.0, 3, 1, 10.5, 10.25});
+
+  ExactMetrics inner = Converged(1e6, 1e6, 1e6);  // step t solve short: all out
+  inner.inner_converged = false;
+  Accumulate(inner, &r);
+  ExpectSums(r, {5, 2, 7.0, 4, 2, 10.5, 10.25});
+
+  // Default-constructed metrics read as unconverged.
+  Accumulate(ExactMetrics{}, &r);
+  ExpectSums(r, {6, 3, 7.0, 4, 2, 10.5, 10.25});
+}
+
+// ComputeExactMetrics' flags feed Accumulate: a Newton cap on both solves
+// leaves the step out of every sum.
+TEST(ExactMetricsAccumulate, ACappedSolveIsLeftOutOfBLRegAndTheDriftSums) {
+  LogisticProblem p = MakeLogisticProblem(82);
+  ExactMetricsOptions o;
+  o.max_newton_iterations = 1;
+  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
+                                     &p.step, o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_FALSE(m->inner_converged);
+  RunningMetrics r;
+  Accumulate(*m, &r);
+  ExpectSums(r, {1, 1, 0.0, 1, 1, 0.0, 0.0});
 }
 
 TEST(ConjugateGradient, OutcomeReportsTheTrueRelativeResidualAndConvergence) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <google/protobuf/struct.pb.h>
@@ -130,6 +131,7 @@ TEST_F(DashboardApiTest, SessionsListsEverySessionAndOnlyRealGroups) {
   EXPECT_EQ(At(solo, "family").string_value(), "ridge_hpo");
   EXPECT_EQ(At(solo, "next_t").number_value(), 4);
   EXPECT_EQ(At(solo, "evaluated_steps").number_value(), 3);
+  EXPECT_EQ(At(solo, "unconverged_steps").number_value(), 0);
   EXPECT_GT(At(solo, "blreg").number_value(), 0);
   EXPECT_FALSE(solo.fields().count("group"));
   EXPECT_FALSE(by_id["x.y"].fields().count("group"));  // no group "x"
@@ -164,7 +166,8 @@ TEST_F(DashboardApiTest, MetricsReturnsTheStepsAfterTheGivenIndex) {
                             "value", "variation_sum", "drift_sum"}) {
       EXPECT_TRUE(At(step, key).has_number_value()) << key << " at t=" << i + 1;
     }
-    // BLReg is the running sum of the regret terms.
+    // BLReg is the running sum of the regret terms, all converged here.
+    EXPECT_TRUE(At(step, "converged").bool_value()) << "t=" << i + 1;
     blreg += At(step, "regret_term").number_value();
     EXPECT_NEAR(At(step, "blreg").number_value(), blreg, 1e-9 * (1 + blreg));
     EXPECT_FALSE(step.fields().count("accuracy_before"));  // regression family
@@ -260,6 +263,28 @@ TEST(WriteStep, ExactFieldsOnlyWhenComputedAndNonFiniteAsNull) {
   EXPECT_EQ(At(s, "drift").number_value(), 0.25);
   EXPECT_FALSE(s.fields().count("variation"));  // not set: not known for this step
   EXPECT_TRUE(At(s, "cap_hit").bool_value());
+
+  // converged: every solve the step's metrics rest on, the previous step's
+  // inner solve included when variation and drift were computed.
+  const auto converged = [&](bool inner, bool cg, std::optional<bool> previous) {
+    m.mutable_exact()->set_inner_converged(inner);
+    m.mutable_exact()->set_cg_converged(cg);
+    if (previous.has_value()) {
+      m.mutable_exact()->set_previous_inner_converged(*previous);
+    } else {
+      m.mutable_exact()->clear_previous_inner_converged();
+    }
+    JsonWriter out;
+    WriteStep(m, out);
+    Struct parsed;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &parsed).ok());
+    return At(parsed, "converged").bool_value();
+  };
+  EXPECT_TRUE(converged(true, true, std::nullopt));
+  EXPECT_TRUE(converged(true, true, true));
+  EXPECT_FALSE(converged(true, true, false));
+  EXPECT_FALSE(converged(false, true, true));
+  EXPECT_FALSE(converged(true, false, std::nullopt));
 }
 
 // ------------------------------------------------------ page and the routes

@@ -1,0 +1,122 @@
+// ToBatch checks every number of every field of a wire batch, whatever the
+// family reads.  The fields are found by walking v1::Batch's descriptor, so
+// a double field added to the proto is tested (and must be checked) without
+// being listed here.
+#include "f2obo/v1/convert.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/batch.h"
+
+namespace f2obo {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// The path to one double field, from v1::Batch down.
+using Path = std::vector<const FieldDescriptor*>;
+
+void CollectDoubleFields(const Descriptor* d, Path prefix, std::vector<Path>* out) {
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    Path path = prefix;
+    path.push_back(f);
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+      out->push_back(path);
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      CollectDoubleFields(f->message_type(), path, out);
+    }
+  }
+}
+
+// Makes `m` a well-formed 1 x 1 container for the one value the test adds,
+// so that only that value can be wrong.
+bool MakeWellFormed(Message* m) {
+  const std::string type = m->GetDescriptor()->full_name();
+  if (type == "f2obo.v1.DenseMatrix") {
+    auto* d = static_cast<v1::DenseMatrix*>(m);
+    d->set_rows(1);
+    d->set_cols(1);
+    return true;
+  }
+  if (type == "f2obo.v1.CsrMatrix") {
+    auto* c = static_cast<v1::CsrMatrix*>(m);
+    c->set_rows(1);
+    c->set_cols(1);
+    c->add_indptr(0);
+    c->add_indptr(1);
+    c->add_indices(0);
+    return true;
+  }
+  return false;
+}
+
+// A batch whose only number is `value`, in the field at `path`; the
+// expected field name in ToBatch's messages goes to `name`.
+v1::Batch BatchWith(const Path& path, double value, std::string* name) {
+  v1::Batch batch;
+  Message* m = &batch;
+  *name = "upper";
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    m = m->GetReflection()->MutableMessage(m, path[i]);
+    EXPECT_TRUE(MakeWellFormed(m)) << "no well-formed " << m->GetDescriptor()->full_name()
+                                   << ": teach MakeWellFormed how to build one";
+    *name += "." + path[i]->name();
+  }
+  const FieldDescriptor* leaf = path.back();
+  EXPECT_TRUE(leaf->is_repeated()) << leaf->full_name();
+  m->GetReflection()->AddDouble(m, leaf, value);
+  *name += "." + leaf->name();
+  return batch;
+}
+
+TEST(ToBatch, RefusesEveryNonInputNumberInEveryDoubleFieldNamingFieldAndIndex) {
+  std::vector<Path> paths;
+  CollectDoubleFields(v1::Batch::descriptor(), {}, &paths);
+  ASSERT_GE(paths.size(), 6u);  // dense, csr, targets, class_weights, m, c, d
+  const double beyond = std::nextafter(kMaxInputMagnitude, 1e300);
+  for (const Path& path : paths) {
+    std::string name;
+    SCOPED_TRACE(path.back()->full_name());
+    for (double bad : {std::numeric_limits<double>::quiet_NaN(),
+                       std::numeric_limits<double>::infinity(),
+                       -std::numeric_limits<double>::infinity(), beyond, -beyond}) {
+      const v1::Batch batch = BatchWith(path, bad, &name);
+      const absl::StatusOr<Batch> decoded = ToBatch(batch, "upper");
+      ASSERT_FALSE(decoded.ok()) << name << " = " << bad << " accepted";
+      EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(decoded.status().message()), StartsWith(name + "[0]: "));
+      EXPECT_THAT(std::string(decoded.status().message()),
+                  HasSubstr(std::isfinite(bad) ? "is beyond the input bound" : "not finite"));
+    }
+    for (double fine : {kMaxInputMagnitude, -kMaxInputMagnitude, 0.0, 1e-300}) {
+      const absl::StatusOr<Batch> decoded = ToBatch(BatchWith(path, fine, &name), "upper");
+      EXPECT_TRUE(decoded.ok()) << name << " = " << fine << ": " << decoded.status();
+    }
+  }
+}
+
+TEST(CheckInputNumbers, NamesTheFirstOffenderAndItsRowAndColumn) {
+  const std::vector<double> v = {1.0, 2.0, 3.0, -4e150, std::nan(""), 6.0};
+  const absl::Status s = CheckInputNumbers(v.data(), 6, "inner.m.values", 2);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "inner.m.values[3]: -4e+150 is beyond the input bound |v| <= 1e+150 (row 1, "
+            "column 1)");
+  EXPECT_EQ(CheckInputNumbers(v.data() + 4, 2, "c").message(), "c[0]: not finite");
+  EXPECT_TRUE(CheckInputNumbers(v.data(), 3, "c").ok());
+  EXPECT_TRUE(CheckInputNumbers(nullptr, 0, "c").ok());
+}
+
+}  // namespace
+}  // namespace f2obo
