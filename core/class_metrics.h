@@ -6,10 +6,11 @@
 #include <variant>
 
 #include "core/metrics/exact_metrics.h"
+#include "core/simple/simple_metrics.h"
 
 namespace f2obo {
 
-using ClassMetrics = std::variant<ExactMetrics>;
+using ClassMetrics = std::variant<ExactMetrics, SimpleMetrics>;
 
 }  // namespace f2obo
 

@@ -28,6 +28,11 @@ namespace f2obo {
 class MetricsEvaluator {
  public:
   virtual ~MetricsEvaluator() = default;
+  // Shown every step's data in step order (before Evaluate for that step,
+  // when its metrics are due), for evaluators that keep a window of recent
+  // rows (the simple bilevel class).  Steps whose metrics job was dropped
+  // under load are not shown.
+  virtual void Observe(const StepData& /*data*/) {}
   // The metrics of the step whose round started from `before` and produced
   // `report`, on that step's data; `previous` is the step before's data
   // (null at the first step, or when it was not kept).  Fails only on

@@ -13,6 +13,11 @@ enum class ProblemClass {
   // min_x f(x, y*(x)), y*(x) = argmin_y g(x, y), g strongly convex in y:
   // state x, y, z, lambda; hypergradient metrics (SPEC sections 2-5).
   kBilevel,
+  // min_{x in Z} f(x) s.t. x in argmin_{z in Z} g(z), f and g convex and
+  // smooth, Z compact convex with a linear minimization oracle: state x and
+  // the decision (plus estimators, windows); optimality-gap metrics
+  // (SPEC section 9; core/simple/).
+  kSimpleBilevel,
 };
 
 // "bilevel", ... (the wire's SessionSpec.problem_class).

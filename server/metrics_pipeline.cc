@@ -106,6 +106,7 @@ void MetricsPipeline::Process(SessionMetrics& s, MetricsJob job) {
   msg.set_t(job.t);
   ToProto(job.report, msg.mutable_report());
   msg.set_exact_skipped_reason(job.skipped_reason);
+  s.evaluator_->Observe(*job.data);
   if (job.exact_due) {
     absl::StatusOr<ClassMetrics> m =
         s.evaluator_->Evaluate(*job.before, job.report, *job.data, s.previous_.get());

@@ -1,0 +1,60 @@
+// A simple bilevel algorithm: one round per time step on a session's simple
+// bilevel state (core/simple/simple_state.h).  Its registry entry
+// (SimpleAlgorithmEntry below, defined in the algorithm's own file and
+// listed in core/simple/simple_algorithm_registry.cc) says everything else
+// about it.
+#ifndef F2OBO_CORE_SIMPLE_SIMPLE_ALGORITHM_H_
+#define F2OBO_CORE_SIMPLE_SIMPLE_ALGORITHM_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/algorithm_info.h"
+#include "core/batch.h"
+#include "core/constraint.h"
+#include "core/options.h"
+#include "core/simple/simple_family.h"
+#include "core/simple/simple_report.h"
+#include "core/simple/simple_state.h"
+
+namespace f2obo {
+
+class SimpleAlgorithm {
+ public:
+  virtual ~SimpleAlgorithm() = default;
+  // Runs round s->t on validated batches, updating the state in place
+  // (x, decision, rng, aux) and filling `report`.  The caller passes a
+  // scratch copy and commits it only if this returns OK and the result is
+  // in range; an algorithm may leave the state half-written when it fails.
+  // Errors need no "step t" prefix.
+  virtual absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
+                             SimpleReport* report) = 0;
+  // The vectors it keeps in SessionState::aux between rounds, written at
+  // t = 1 from x0 (estimators start at 0, windows empty).  A restored
+  // state's aux must be accepted by ValidateAux.
+  virtual std::vector<Vector> InitialAux(const VecIn& x0) const = 0;
+  virtual absl::Status ValidateAux(const std::vector<Vector>& aux) const = 0;
+};
+
+// What a factory gets: validated options (copied) and the session's shapes.
+struct SimpleAlgorithmContext {
+  AlgorithmOptions options;
+  ConstraintSet constraint;  // Z
+  int x_dim = 0;
+  bool upper_reads_rows = true;  // the family's (false: f has no rows)
+};
+
+struct SimpleAlgorithmEntry {
+  AlgorithmInfo info;  // info.problem_class == ProblemClass::kSimpleBilevel
+  // Builds the algorithm for validated options; may still refuse a session
+  // it cannot serve (e.g. a set without an LMO for IR-SCG), INVALID_ARGUMENT
+  // naming the field.
+  absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> (*create)(const SimpleAlgorithmContext&);
+};
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_SIMPLE_SIMPLE_ALGORITHM_H_

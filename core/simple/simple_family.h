@@ -1,0 +1,65 @@
+// A family of the simple bilevel class (SPEC section 9):
+//
+//     min_{x in Z} f(x)   subject to   x in argmin_{z in Z} g(z),
+//
+// f and g convex and smooth in the single variable x.  Samples stream in
+// like the bilevel families' batches: upper rows define f, inner rows
+// define g; both are means over the rows they are given, so a sub-batch's
+// value and gradient are unbiased estimates of the full batch's (the
+// stochastic estimators of IR-SCG/IR-FSCG rely on it).  A family without
+// rows for f (linear_inverse's f = 1/2 x^T Q x) ignores the upper view.
+//
+// Thread-safety: none; one instance per session (and one per metrics
+// evaluator).  Scratch buffers may live in the instance.
+#ifndef F2OBO_CORE_SIMPLE_SIMPLE_FAMILY_H_
+#define F2OBO_CORE_SIMPLE_SIMPLE_FAMILY_H_
+
+#include <optional>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "core/batch.h"
+#include "core/family.h"  // BatchRole
+#include "core/types.h"
+
+namespace f2obo {
+
+class SimpleFamily {
+ public:
+  virtual ~SimpleFamily() = default;
+
+  virtual std::string_view name() const = 0;
+  // Entries of x.
+  virtual int x_dim() const = 0;
+  // Whether f comes with a classification accuracy (logistic).
+  virtual bool is_classification() const { return false; }
+  // Whether f reads rows (false: f is fixed, e.g. linear_inverse's 1/2 x^T Q x,
+  // and a step's upper batch may be empty).
+  virtual bool upper_reads_rows() const { return true; }
+
+  // Rejects a batch this family cannot use; INVALID_ARGUMENT naming the field
+  // (e.g. "upper.dense: has 7 columns, expected features = 8").
+  virtual absl::Status ValidateBatch(const Batch& batch, BatchRole role) const = 0;
+
+  // f(x) (mean over the upper view's rows) and, if `grad` is non-null, its
+  // gradient (resized to x_dim and overwritten).
+  virtual double F(const VecIn& x, const BatchView& upper, Vector* grad) = 0;
+  // g(x) (mean over the inner view's rows) and, if non-null, its gradient.
+  virtual double G(const VecIn& x, const BatchView& inner, Vector* grad) = 0;
+  // Upper bounds on the Lipschitz constants of grad f and grad g over the
+  // view's rows (e.g. ||A||_F^2 / n for least squares): used for AGM-BiO's
+  // step sizes and the inner solve of the metrics.  Cheap (one pass).
+  virtual double SmoothnessF(const BatchView& upper) = 0;
+  virtual double SmoothnessG(const BatchView& inner) = 0;
+  // Classification accuracy of x on the view (nullopt unless
+  // is_classification()).
+  virtual std::optional<double> Accuracy(const VecIn& /*x*/, const BatchView& /*upper*/) {
+    return std::nullopt;
+  }
+  // The family's default initial point (before projection onto Z): 0.
+  virtual Vector DefaultX() const { return Vector::Zero(x_dim()); }
+};
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_SIMPLE_SIMPLE_FAMILY_H_
