@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "core/batch.h"
+#include "core/constraint.h"
 #include "core/family.h"  // BatchRole
 #include "core/types.h"
 
@@ -54,6 +55,16 @@ class SimpleFamily {
   // Classification accuracy of x on the view (nullopt unless
   // is_classification()).
   virtual std::optional<double> Accuracy(const VecIn& /*x*/, const BatchView& /*upper*/) {
+    return std::nullopt;
+  }
+  // f* = min f over argmin_{z in Z} g on the given rows, where the family
+  // can compute it (linear_inverse: closed form for its known instances;
+  // least_squares: a documented constrained / minimum-norm solve), with
+  // the accuracy it is known to; nullopt otherwise.  Off the request path
+  // (the metrics evaluator), may be expensive.
+  virtual std::optional<double> OuterOptimum(const BatchView& /*upper*/,
+                                             const BatchView& /*inner*/,
+                                             const ConstraintSet& /*z*/) {
     return std::nullopt;
   }
   // The family's default initial point (before projection onto Z): 0.
