@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/problem_registry.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/number_checks.h"
 #include "server/session_footprint.h"
@@ -74,11 +75,17 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
         " state variables (x and y) exceeds the per-session limit max_y_dim = ",
         limits_.max_y_dim));
   }
+  // Only the caps the algorithm reads: an option it ignores keeps its
+  // generic default, which may exceed the server's limit (an export
+  // carries only the options its algorithm reads).
   const AlgorithmOptions& o = config->options;
-  if (o.inner_steps > limits_.max_inner_iterations ||
-      o.max_inner_iterations > limits_.max_inner_iterations ||
-      (o.inner_schedule == InnerSchedule::kTheory &&
-       o.max_scheduled_inner_steps > limits_.max_inner_iterations)) {
+  const AlgorithmInfo* info = FindAlgorithm(config->algorithm);
+  const auto reads = [&](Opt opt) { return info == nullptr || info->reads.Has(opt); };
+  const int cap = limits_.max_inner_iterations;
+  if ((reads(Opt::inner_steps) && o.inner_steps > cap) ||
+      (reads(Opt::max_inner_iterations) && o.max_inner_iterations > cap) ||
+      (reads(Opt::max_scheduled_inner_steps) && o.inner_schedule == InnerSchedule::kTheory &&
+       o.max_scheduled_inner_steps > cap)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.inner_steps / max_inner_iterations / max_scheduled_inner_steps: above the "
         "server limit max_inner_iterations = ", limits_.max_inner_iterations));

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/family_registry.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/metrics_pipeline.h"
 #include "server/metrics/registry.h"
@@ -165,6 +166,35 @@ TEST_F(SessionLifecycleTest, ReservedIdsCountTowardMaxSessions) {
   *req.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
   ASSERT_TRUE(mgr.Create(req).ok());
   EXPECT_EQ(mgr.size(), 1u);
+}
+
+// The server's cap on inner iterations applies to the options an algorithm
+// reads: f2obo (fixed K) ignores max_inner_iterations, whose generic default
+// (10,000) is above a cap of 50, and an export of it (which carries only the
+// options f2obo reads) must import under the same cap.
+TEST_F(SessionLifecycleTest, InnerIterationCapAppliesOnlyToTheOptionsTheAlgorithmReads) {
+  Limits limits;
+  limits.max_inner_iterations = 50;
+  SessionManager mgr(limits, &pipeline_, nullptr);
+  v1::CreateSessionRequest req;
+  req.set_session_id("fixed_k");
+  *req.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
+  ASSERT_TRUE(mgr.Create(req).ok());
+  absl::StatusOr<v1::SessionExport> ex = mgr.Export("fixed_k");
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  EXPECT_FALSE(ex->spec().options().has_max_inner_iterations());
+  v1::ImportSessionRequest import;
+  import.set_session_id("copy");
+  *import.mutable_session() = *ex;
+  EXPECT_TRUE(mgr.Import(import).ok());
+
+  // af2obo reads the cap: above the server's, refused naming it.
+  req.set_session_id("adaptive");
+  *req.mutable_spec() = SpecFor(quadratic_, "af2obo", 7);
+  req.mutable_spec()->mutable_options()->set_max_inner_iterations(51);
+  const absl::Status refused = mgr.Create(req).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("max_inner_iterations = 50"));
 }
 
 TEST_F(SessionLifecycleTest, ImportWithoutExactEveryGetsTheCreateDefault) {
