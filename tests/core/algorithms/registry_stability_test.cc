@@ -88,7 +88,6 @@ class RegistryStability : public ::testing::TestWithParam<Case> {};
 TEST_P(RegistryStability, TwoThousandDriftingStepsWithoutARefusedRound) {
   const auto& [algorithm, stream_name, experiment] = GetParam();
   const AlgorithmInfo& info = *FindAlgorithm(algorithm);
-  if (experiment && info.experiment == nullptr) GTEST_SKIP() << "no paper setting";
   const Stream& stream = GetStream(stream_name);
   SessionConfig config = testing::ConfigFor(algorithm, stream.family, stream.constraint);
   if (experiment) info.experiment(&config.options);
@@ -110,7 +109,9 @@ std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (const std::string& a : AlgorithmNames(ProblemClass::kBilevel)) {
     for (const char* stream : {"quadratic", "logistic"}) {
-      for (bool experiment : {false, true}) cases.emplace_back(a, stream, experiment);
+      cases.emplace_back(a, stream, false);
+      // The paper's setting, for the algorithms whose entry has one.
+      if (FindAlgorithm(a)->experiment != nullptr) cases.emplace_back(a, stream, true);
     }
   }
   return cases;
