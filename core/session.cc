@@ -89,8 +89,22 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& c
         p.layout().sums.size()));
   }
   c.metrics.sums.resize(p.layout().sums.size(), 0.0);
-  for (double v : c.metrics.sums) {
-    if (!std::isfinite(v)) return absl::InvalidArgumentError("state.metrics: not finite");
+  if (c.metrics.evaluated_steps < 0 || c.metrics.evaluated_steps >= c.state.t) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state.metrics: ", c.metrics.evaluated_steps, " evaluated steps at step ", c.state.t));
+  }
+  for (size_t i = 0; i < c.metrics.sums.size(); ++i) {
+    const double v = c.metrics.sums[i];
+    const RunningSumSpec& spec = p.layout().sums[i];
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat("state.metrics.", spec.name, ": not finite"));
+    }
+    if (spec.counts_steps &&
+        (v < 0 || v > static_cast<double>(c.metrics.evaluated_steps) || v != std::floor(v))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state.metrics.", spec.name, ": ", v, " is not a step count between 0 and the ",
+          c.metrics.evaluated_steps, " evaluated steps"));
+    }
   }
   return std::unique_ptr<Session>(new Session(config, *std::move(problem), std::move(c.state),
                                               std::move(c.metrics)));

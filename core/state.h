@@ -20,12 +20,20 @@
 
 namespace f2obo {
 
+// A running sum: its name and whether it counts steps (then a restored
+// value must be a whole number between 0 and the evaluated steps; the wire
+// carries counts as integers).
+struct RunningSumSpec {
+  std::string name;
+  bool counts_steps = false;
+};
+
 // Names (and sizes) of a class's state variables, in their order in
 // SessionState::vectors / scalars and RunningMetrics::sums.
 struct StateLayout {
   std::vector<std::pair<std::string, int>> vectors;  // name, entries
   std::vector<std::string> scalars;
-  std::vector<std::string> sums;
+  std::vector<RunningSumSpec> sums;
 };
 
 struct SessionState {

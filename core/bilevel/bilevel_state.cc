@@ -5,8 +5,12 @@ namespace f2obo {
 StateLayout BilevelLayout(int y_dim) {
   return StateLayout{{{"y", y_dim}, {"z", y_dim}},
                      {"lambda"},
-                     {"blreg", "variation", "drift", "drift_steps", "unconverged_steps",
-                      "unconverged_drift_steps"}};
+                     {{"blreg"},
+                      {"variation"},
+                      {"drift"},
+                      {"drift_steps", true},
+                      {"unconverged_steps", true},
+                      {"unconverged_drift_steps", true}}};
 }
 
 BilevelVars BilevelView(SessionState* s) {

@@ -231,5 +231,40 @@ TEST(Session, CountersAtTheirMaximumSaturateAndTheLastStepIsRefused) {
   EXPECT_EQ(running.sums[kDriftSteps], 9007199254740992.0);
 }
 
+// A stored or imported state's step counts are whole numbers no larger than
+// the evaluated steps (the wire carries them as integers: the fuzzer found
+// an import with unconverged_steps = -1e270, which no int64 holds).
+TEST(Session, RestoreRefusesRunningCountsThatAreNotStepCounts) {
+  std::mt19937_64 rng(59);
+  const SessionConfig config = LogisticSession("f2obo")->config();
+  auto fresh = *Session::Create(config);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(fresh->Step(LogisticStep(rng)).ok());
+  Checkpoint good = *DeserializeCheckpoint(fresh->Encode(fresh->state()));
+  good.metrics.evaluated_steps = 2;
+  good.metrics.sums.assign(kBilevelSumCount, 0.0);
+  good.metrics.sums[kDriftSteps] = 2.0;
+  ASSERT_TRUE(Session::Restore(config, good).ok());
+
+  const struct {
+    int sum;
+    double value;
+    const char* needle;
+  } kBad[] = {{kUnconvergedSteps, -1.05659e270, "state.metrics.unconverged_steps"},
+              {kUnconvergedDriftSteps, 0.5, "state.metrics.unconverged_drift_steps"},
+              {kDriftSteps, 3.0, "state.metrics.drift_steps: 3 is not a step count"}};
+  for (const auto& bad : kBad) {
+    Checkpoint c = good;
+    c.metrics.sums[bad.sum] = bad.value;
+    const auto r = Session::Restore(config, c);
+    ASSERT_FALSE(r.ok()) << bad.needle;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(bad.needle));
+  }
+  Checkpoint ahead = good;
+  ahead.metrics.evaluated_steps = ahead.state.t;  // more evaluated steps than applied
+  const auto r = Session::Restore(config, ahead);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("evaluated steps at step"));
+}
+
 }  // namespace
 }  // namespace f2obo
