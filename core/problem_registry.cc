@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/bilevel/bilevel_problem.h"
+#include "core/simple/simple_problem.h"
 
 namespace f2obo {
 
@@ -13,6 +14,9 @@ const std::vector<ProblemClassEntry>& ProblemClasses() {
       {ProblemClass::kBilevel, "bilevel",
        "min_x f(x, y*(x)), y*(x) = argmin_y g(x, y) with g strongly convex in y", "f2obo",
        &BilevelFamilyNames, &BilevelAlgorithmInfos, &CreateBilevelProblem},
+      {ProblemClass::kSimpleBilevel, "simple_bilevel",
+       "min_{x in Z} f(x) s.t. x in argmin_{z in Z} g(z), f and g convex and smooth", "ir_scg",
+       &SimpleFamilyNames, &SimpleAlgorithmInfos, &CreateSimpleProblem},
   };
   return *classes;
 }

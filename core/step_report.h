@@ -22,7 +22,7 @@ struct StepReport {
   bool cap_hit = false;          // an inner loop stopped at its iteration cap
   // Prequential ("progressive validation"): the upper loss on the step's
   // fresh upper batch, before the round learned from it (bilevel:
-  // f_t(x_t, y_t); simple bilevel: f_t(x_t)), and the accuracy there for
+  // f_t(x_t, y_t); simple bilevel: f_t at the decision served), and the accuracy there for
   // classification families.
   double upper_loss_before = 0.0;
   std::optional<double> accuracy_before;

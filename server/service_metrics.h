@@ -66,6 +66,14 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::GaugeFamily* inner_iterations_;
   metrics::GaugeFamily* value_;
   metrics::GaugeFamily* upper_loss_;
+  // Simple bilevel sessions (f2obo_simple_session_*).
+  metrics::GaugeFamily* simple_inner_gap_;
+  metrics::GaugeFamily* simple_outer_gap_;
+  metrics::GaugeFamily* simple_fw_gap_;
+  metrics::GaugeFamily* simple_inner_gap_sum_;
+  metrics::GaugeFamily* simple_outer_gap_sum_;
+  metrics::GaugeFamily* simple_objective_;
+  metrics::GaugeFamily* simple_inner_objective_;
 };
 
 }  // namespace f2obo::server

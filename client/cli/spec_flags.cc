@@ -1,6 +1,7 @@
 // Session spec flags (create, stream --create, loadgen) and the
 // CreateSessionRequest built from them.  Option flags left unset take the
 // algorithm's defaults on the server (GetSession reports them filled in).
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -20,10 +21,11 @@
 ABSL_FLAG(std::string, id, "",
           "Id of the new session ([A-Za-z0-9._-]{1,64}); empty lets the server choose one");
 ABSL_FLAG(std::string, problem_class, "",
-          "Problem class: bilevel (`f2obo-cli algorithms` lists the classes); empty: the "
+          "Problem class: bilevel | simple_bilevel (`f2obo-cli algorithms` lists them); empty: the "
           "family's class");
 ABSL_FLAG(std::string, family, "logistic_hpo",
           "Problem family: logistic_hpo | loss_tuning | ridge_hpo | quadratic (bilevel); "
+          "least_squares | logistic | linear_inverse (simple_bilevel); "
           "`f2obo-cli algorithms` lists every family by class");
 ABSL_FLAG(std::optional<int>, features, std::nullopt,
           "d, features per row (sample families; default: from the dataset, 784 for loadgen)");
@@ -67,6 +69,11 @@ using f2obo::InnerSchedule;
 ABSL_FLAG(std::string, box, "",
           "Feasible set X: 'lo,hi' (the box [lo, hi]^d) or 'none' (unconstrained); empty: "
           "[0, 0.1] for logistic_hpo, [0, 1] for ridge_hpo, unconstrained otherwise");
+ABSL_FLAG(std::string, constraint, "",
+          "Feasible set X (Z of a simple bilevel session), instead of --box: 'box:lo,hi' | "
+          "'ball:r' | 'l1_ball:r' | 'simplex:total' | 'orthant' (box 0,inf) | 'none'. "
+          "ir_scg and ir_fscg need a set with a linear minimization oracle (ball, l1_ball, "
+          "simplex, a finite box)");
 ABSL_FLAG(std::string, x0, "",
           "Initial decision x_1: comma-separated values, 'v*n' repeats v n times (e.g. "
           "loss_tuning with C = 10: --x0=1*10,0*10 starts at gamma = 1, Delta = 0); empty: "
@@ -95,7 +102,60 @@ absl::Status SetX0(v1::SessionSpec* spec) {
   return absl::OkStatus();
 }
 
+// --constraint=kind:params (see its help).
+absl::Status SetConstraintFromSpec(const std::string& text, v1::ConstraintSpec* c) {
+  const std::vector<std::string> kp = absl::StrSplit(text, absl::MaxSplits(':', 1));
+  const std::string& kind = kp[0];
+  std::vector<double> values;
+  if (kp.size() == 2) {
+    for (absl::string_view v : absl::StrSplit(kp[1], ',')) {
+      double d = 0;
+      if (!absl::SimpleAtod(v, &d)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--constraint: '", v, "' in '", text, "' is not a number"));
+      }
+      values.push_back(d);
+    }
+  }
+  const auto want = [&](size_t n, const char* form) -> absl::Status {
+    if (values.size() == n) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--constraint: '", text, "' is not '", form, "'"));
+  };
+  if (kind == "none" || kind == "orthant") {
+    if (absl::Status s = want(0, kind.c_str()); !s.ok()) return s;
+    if (kind == "none") {
+      c->set_unconstrained(true);
+    } else {
+      c->mutable_box()->add_lo(0.0);
+      c->mutable_box()->add_hi(std::numeric_limits<double>::infinity());
+    }
+    return absl::OkStatus();
+  }
+  if (kind == "box") {
+    if (absl::Status s = want(2, "box:lo,hi"); !s.ok()) return s;
+    c->mutable_box()->add_lo(values[0]);
+    c->mutable_box()->add_hi(values[1]);
+    return absl::OkStatus();
+  }
+  if (kind == "ball" || kind == "l1_ball" || kind == "simplex") {
+    if (absl::Status s = want(1, (kind + ":r").c_str()); !s.ok()) return s;
+    if (kind == "ball") c->mutable_ball()->set_radius(values[0]);
+    if (kind == "l1_ball") c->mutable_l1_ball()->set_radius(values[0]);
+    if (kind == "simplex") c->mutable_simplex()->set_total(values[0]);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--constraint: unknown set '", kind, "'; known: box, ball, l1_ball, simplex, orthant, none"));
+}
+
 absl::Status SetConstraint(const std::string& family, v1::ConstraintSpec* c) {
+  if (const std::string spec = absl::GetFlag(FLAGS_constraint); !spec.empty()) {
+    if (!absl::GetFlag(FLAGS_box).empty()) {
+      return absl::InvalidArgumentError("--box and --constraint: give one of them");
+    }
+    return SetConstraintFromSpec(spec, c);
+  }
   std::string box = absl::GetFlag(FLAGS_box);
   if (box.empty()) {
     if (family == "logistic_hpo") box = "0,0.1";
@@ -150,7 +210,7 @@ const std::vector<std::string>& SpecFlagNames() {
                                            "classes", "x_dim",       "y_dim",  "mu0",
                                            "algorithm"};
     for (const OptionInfo& o : OptionTable()) v->emplace_back(o.name);
-    for (const char* n : {"box", "x0", "seed", "exact_every"}) v->emplace_back(n);
+    for (const char* n : {"box", "constraint", "x0", "seed", "exact_every"}) v->emplace_back(n);
     return v;
   }();
   return *names;

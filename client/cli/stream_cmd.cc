@@ -60,7 +60,15 @@ class Progress {
     window_.push_back(r.report());
     if (static_cast<int>(window_.size()) > every_) window_.pop_front();
     lambda_ = r.report().lambda();
-    if (r.has_latest_exact()) blreg_ = Num(r.latest_exact().running().blreg(), 4);
+    simple_ = r.report().has_simple();
+    if (r.has_latest_exact()) {
+      const v1::ExactMetrics& e = r.latest_exact();
+      blreg_ = Num(e.running().blreg(), 4);
+      if (e.has_simple()) {
+        inner_gap_ = Num(e.simple().inner_gap(), 3);
+        outer_gap_ = e.simple().has_outer_gap() ? Num(e.simple().outer_gap(), 3) : "-";
+      }
+    }
     const bool final = r.t() >= last_;
     if (tty_) {
       const auto now = Clock::now();
@@ -89,6 +97,13 @@ class Progress {
       if (r.has_accuracy_before()) acc += r.accuracy_before(), ++with_acc;
     }
     const double n = std::max<size_t>(1, window_.size());
+    if (simple_) {
+      // Simple bilevel sessions: the optimality gaps of the decision.
+      return absl::StrFormat(
+          "step %d (%d/%d)  %.1f steps/s  preq.loss %.4f  preq.acc %s  inner gap %s  outer gap %s",
+          t, done_, last_ - first_ + 1, done_ / std::max(1e-9, Seconds()), loss / n,
+          with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", inner_gap_, outer_gap_);
+    }
     return absl::StrFormat(
         "step %d (%d/%d)  %.1f steps/s  preq.loss %.4f  preq.acc %s  lambda %s  BLReg %s", t,
         done_, last_ - first_ + 1, done_ / std::max(1e-9, Seconds()), loss / n,
@@ -104,6 +119,8 @@ class Progress {
   std::deque<v1::RoundReport> window_;  // the last --print_every rounds
   double lambda_ = 0;
   std::string blreg_ = "-";
+  bool simple_ = false;
+  std::string inner_gap_ = "-", outer_gap_ = "-";
 };
 
 v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::string& id,

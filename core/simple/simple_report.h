@@ -7,8 +7,9 @@
 namespace f2obo {
 
 struct SimpleReport {
-  // On the step's rows at the iterate the round started from (before it
-  // learned from them): g_t(x_t) (f_t(x_t) is StepReport::upper_loss_before).
+  // On the step's rows at the decision served before the step (before the
+  // round learned from them): g_t(decision) (f_t(decision) is
+  // StepReport::upper_loss_before).
   double inner_loss_before = 0.0;
   // IR-SCG / IR-FSCG: the step size alpha_t = 2/(t+2), the regularization
   // weight sigma_t = s (t+1)^-p, and the Frank-Wolfe gap of the round's

@@ -144,17 +144,29 @@ absl::StatusOr<std::map<std::string, std::string>> ParseQuery(absl::string_view 
 
 void WriteStep(const v1::StepMetrics& m, JsonWriter& w) {
   const v1::RoundReport& r = m.report();
-  w.BeginObject()
-      .Key("t").Int(m.t())
-      .Key("lambda").Number(r.lambda())
-      .Key("z_iterations").Int(r.z_iterations())
-      .Key("y_iterations").Int(r.y_iterations())
-      .Key("round_seconds").Number(r.round_seconds())
+  w.BeginObject().Key("t").Int(m.t());
+  if (!r.has_simple()) {
+    w.Key("lambda").Number(r.lambda())
+        .Key("z_iterations").Int(r.z_iterations())
+        .Key("y_iterations").Int(r.y_iterations());
+  } else {
+    w.Key("inner_loss_before").Number(r.simple().inner_loss_before());
+  }
+  w.Key("round_seconds").Number(r.round_seconds())
       .Key("upper_loss_before").Number(r.upper_loss_before())
       .Key("rows_processed").Int(r.rows_processed());
   if (r.has_accuracy_before()) w.Key("accuracy_before").Number(r.accuracy_before());
   if (r.cap_hit()) w.Key("cap_hit").Bool(true);
-  if (m.has_exact()) {
+  if (m.has_exact() && m.exact().has_simple()) {
+    const v1::SimpleExactMetrics& e = m.exact().simple();
+    w.Key("f").Number(e.f())
+        .Key("g").Number(e.g())
+        .Key("inner_gap").Number(e.inner_gap())
+        .Key("inner_gap_sum").Number(m.exact().running().simple().inner_gap_sum())
+        .Key("converged").Bool(e.g_star_converged());
+    if (e.has_fw_gap()) w.Key("fw_gap").Number(e.fw_gap());
+    if (e.has_outer_gap()) w.Key("outer_gap").Number(e.outer_gap());
+  } else if (m.has_exact()) {
     const v1::ExactMetrics& e = m.exact();
     w.Key("regret_term").Number(e.regret_term())
         .Key("blreg").Number(e.running().blreg())
@@ -189,7 +201,8 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
     if (const auto g = group_of.find(info.session_id()); g != group_of.end()) {
       w.Key("group").String(g->second);
     }
-    w.Key("algorithm").String(info.spec().algorithm())
+    w.Key("problem_class").String(info.spec().problem_class())
+        .Key("algorithm").String(info.spec().algorithm())
         .Key("family").String(info.spec().family().name())
         .Key("next_t").Int(info.next_t())
         .Key("lambda").Number(info.lambda())
@@ -202,8 +215,14 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Key("y_dim").Int(info.y_dim())
         .Key("inner_iterations").Int(info.inner_iterations())
         .Key("cap_hits").Int(info.cap_hits())
-        .Key("rows_processed").Int(info.rows_processed())
-        .EndObject();
+        .Key("rows_processed").Int(info.rows_processed());
+    if (info.metrics().has_simple()) {
+      const v1::SimpleRunningMetrics& sm = info.metrics().simple();
+      w.Key("inner_gap_sum").Number(sm.inner_gap_sum())
+          .Key("outer_gap_sum").Number(sm.outer_gap_sum())
+          .Key("unconverged_steps").Int(sm.unconverged_steps());
+    }
+    w.EndObject();
   }
   w.EndArray().Key("groups").BeginArray();
   for (const auto& [group, members] : by_group) {

@@ -2,24 +2,28 @@
 // per-step metrics and their decisions, polled by the page (page/app.js).
 //
 //   GET /api/sessions
-//       {"sessions": [{"id", "group"?, "algorithm", "family", "next_t",
+//       {"sessions": [{"id", "group"?, "problem_class", "algorithm", "family", "next_t",
 //                      "lambda", "blreg", "evaluated_steps",
 //                      "unconverged_steps", "variation_sum", "drift_sum",
 //                      "x_dim", "y_dim", "inner_iterations", "cap_hits",
-//                      "rows_processed"}, ...],
+//                      "rows_processed", and for simple bilevel sessions
+//                      "inner_gap_sum", "outer_gap_sum"}, ...],
 //        "groups": [{"id", "members": [session id, ...]}, ...]}
 //       "group" is set on members of a side-by-side group.
 //   GET /api/metrics?session=<id>[&after=<t>]
 //       {"session_id", "steps": [...]}: the buffered per-step metrics (the
 //       server keeps the last 1024 per session) with t > after (default 0),
-//       oldest first.  Each step: t, lambda, z_iterations, y_iterations,
+//       oldest first.  Each step: t, lambda, z_iterations, y_iterations
+//       (bilevel) or inner_loss_before (simple bilevel),
 //       round_seconds, upper_loss_before, rows_processed, accuracy_before?,
 //       cap_hit?; when exact metrics were computed for it also regret_term,
 //       blreg, hypergradient_error, value, variation?, drift?,
 //       variation_sum, drift_sum and converged (false when a solve stopped
 //       short: that step's terms are left out of the sums, and
 //       unconverged_steps counts it); exact_skipped (a reason) when they
-//       were due but not computed.
+//       were due but not computed.  Simple bilevel steps carry instead f,
+//       g, inner_gap, inner_gap_sum, fw_gap?, outer_gap? and converged
+//       (the g* solve met its tolerance).
 //   GET /api/decision?session=<id>[&max=<n>]
 //       {"session_id", "t", "lambda", "x_dim", "x": [the first n entries of
 //       x_t, default 1000]}

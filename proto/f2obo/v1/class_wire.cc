@@ -5,7 +5,7 @@
 namespace f2obo {
 
 const ClassWire& WireOf(ProblemClass c) {
-  static const auto* wires = new std::vector<const ClassWire*>{&BilevelWire()};
+  static const auto* wires = new std::vector<const ClassWire*>{&BilevelWire(), &SimpleWire()};
   return *(*wires)[static_cast<size_t>(c)];
 }
 

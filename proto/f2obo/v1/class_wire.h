@@ -30,6 +30,7 @@ const ClassWire& WireOf(ProblemClass c);
 
 // One per class, in ProblemClass order.
 const ClassWire& BilevelWire();
+const ClassWire& SimpleWire();
 
 }  // namespace f2obo
 

@@ -33,6 +33,15 @@ absl::StatusOr<ConstraintSet> ToConstraint(const v1::ConstraintSpec& c) {
       s.radius = c.ball().radius();
       s.center = ToVector(c.ball().center());
       return s;
+    case v1::ConstraintSpec::kL1Ball:
+      s.kind = ConstraintSet::Kind::kL1Ball;
+      s.radius = c.l1_ball().radius();
+      s.center = ToVector(c.l1_ball().center());
+      return s;
+    case v1::ConstraintSpec::kSimplex:
+      s.kind = ConstraintSet::Kind::kSimplex;
+      s.radius = c.simplex().has_total() ? c.simplex().total() : 1.0;
+      return s;
   }
   return absl::InvalidArgumentError("spec.constraint: unknown kind");
 }
@@ -131,6 +140,14 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
     case ConstraintSet::Kind::kBall:
       s.mutable_constraint()->mutable_ball()->set_radius(c.constraint.radius);
       ToRepeated(c.constraint.center, s.mutable_constraint()->mutable_ball()->mutable_center());
+      break;
+    case ConstraintSet::Kind::kL1Ball:
+      s.mutable_constraint()->mutable_l1_ball()->set_radius(c.constraint.radius);
+      ToRepeated(c.constraint.center,
+                 s.mutable_constraint()->mutable_l1_ball()->mutable_center());
+      break;
+    case ConstraintSet::Kind::kSimplex:
+      s.mutable_constraint()->mutable_simplex()->set_total(c.constraint.radius);
       break;
   }
   ToRepeated(c.x0, s.mutable_x0());

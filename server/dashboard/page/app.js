@@ -23,19 +23,27 @@ const COLORS = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2'
                 '#1d4ed8', '#15803d'];
 
 // key, chart title, the value of one step (undefined or null: not available),
-// optional (the chart is left out when no shown session has a point).
+// optional (the chart is left out when no shown session has a point: the
+// metrics of one problem class are absent from another's steps).
 const METRICS = [
-  ['blreg', 'BLReg(t): cumulative local regret', s => s.blreg],
+  ['blreg', 'BLReg(t): cumulative local regret', s => s.blreg, true],
   ['regret_term', 'regret term \u2016G_X(x_t, \u2207F_t(x_t), \u03b3)\u2016\u00b2',
-   s => s.regret_term],
+   s => s.regret_term, true],
   ['hypergradient_error', 'hypergradient error \u2016h_t \u2212 \u2207F_t(x_t)\u2016',
-   s => s.hypergradient_error],
-  ['variation_sum', 'V_T estimate \u03a3 |F_t(x_t) \u2212 F_{t\u22121}(x_t)|', s => s.variation_sum],
+   s => s.hypergradient_error, true],
+  ['variation_sum', 'V_T estimate \u03a3 |F_t(x_t) \u2212 F_{t\u22121}(x_t)|', s => s.variation_sum,
+   true],
   ['drift_sum', 'H_2,T estimate \u03a3 \u2016y*_t(x_t) \u2212 y*_{t\u22121}(x_t)\u2016\u00b2',
-   s => s.drift_sum],
-  ['lambda', '\u03bb_t', s => s.lambda],
-  ['inner_iterations', 'inner iterations per step (z + y)', s => s.z_iterations + s.y_iterations],
-  ['value', 'F_t(x_t)', s => s.value],
+   s => s.drift_sum, true],
+  ['lambda', '\u03bb_t', s => s.lambda, true],
+  ['inner_iterations', 'inner iterations per step (z + y)',
+   s => s.z_iterations === undefined ? undefined : s.z_iterations + s.y_iterations, true],
+  ['value', 'F_t(x_t)', s => s.value, true],
+  // Simple bilevel sessions: the optimality gaps of the decision.
+  ['inner_gap', 'simple bilevel: inner gap g(x) \u2212 g*', s => s.inner_gap, true],
+  ['fw_gap', 'simple bilevel: Frank-Wolfe gap (bounds the inner gap)', s => s.fw_gap, true],
+  ['outer_gap', 'simple bilevel: outer gap f(x) \u2212 f*', s => s.outer_gap, true],
+  ['simple_f', 'simple bilevel: f(x) on recent rows', s => s.f, true],
   ['latency_ms', 'step latency (ms, the round)', s => s.round_seconds * 1000],
   ['upper_loss_before', 'prequential upper loss f_t(x_t, y_t)', s => s.upper_loss_before],
   ['accuracy_before', 'prequential accuracy', s => s.accuracy_before, true],

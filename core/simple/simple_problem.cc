@@ -1,0 +1,178 @@
+#include "core/simple/simple_problem.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/problem_registry.h"
+#include "core/simple/simple_algorithm.h"
+#include "core/simple/simple_metrics_evaluator.h"
+#include "core/simple/simple_registries.h"
+#include "core/simple/simple_state.h"
+
+namespace f2obo {
+namespace {
+
+// Whether x lies in Z up to rounding: the decision is a convex combination
+// of points of Z, so it may sit outside by a few ulps of its magnitude.
+bool InSet(const ConstraintSet& z, const VecIn& x) {
+  const double scale = 1.0 + (x.size() > 0 ? x.cwiseAbs().maxCoeff() : 0.0);
+  return z.Contains(x, 1e-9 * scale);
+}
+
+class SimpleProblem final : public Problem {
+ public:
+  SimpleProblem(const SessionConfig& config, std::unique_ptr<SimpleFamily> family,
+                const SimpleAlgorithmEntry& entry, std::unique_ptr<SimpleAlgorithm> algorithm)
+      : config_(config),
+        family_(std::move(family)),
+        entry_(entry),
+        algorithm_(std::move(algorithm)),
+        layout_(SimpleLayout(family_->x_dim())) {}
+
+  ProblemClass problem_class() const override { return ProblemClass::kSimpleBilevel; }
+  const AlgorithmInfo& algorithm() const override { return entry_.info; }
+  int x_dim() const override { return family_->x_dim(); }
+  const StateLayout& layout() const override { return layout_; }
+
+  absl::Status ValidateData(const StepData& data) const override {
+    // Every algorithm of the class samples g at every step; f too, unless
+    // the family's f reads no rows (then the upper batch may be empty).
+    if (data.inner.rows() == 0) {
+      return absl::InvalidArgumentError(
+          "inner: a simple bilevel step needs at least one inner row (they define g)");
+    }
+    if (family_->upper_reads_rows()) {
+      if (data.upper.rows() == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "upper: family ", family_->name(),
+            " needs at least one upper row per step (they define f)"));
+      }
+      if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
+        return s;
+      }
+    }
+    return family_->ValidateBatch(data.inner, BatchRole::kInner);
+  }
+
+  absl::Status InitState(const SessionConfig& c, SessionState* s) const override {
+    const int d = family_->x_dim();
+    if (c.y0.size() != 0 || c.z0.size() != 0) {
+      return absl::InvalidArgumentError(
+          "initial.y, initial.z: a simple bilevel session has only x (leave y0 and z0 empty)");
+    }
+    if (c.x0.size() == 0) {
+      s->x = family_->DefaultX();
+      c.constraint.Project(&s->x);
+    } else {
+      if (c.x0.size() != d) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("initial.x: has ", c.x0.size(), " entries, expected ", d));
+      }
+      if (!c.x0.allFinite()) return absl::InvalidArgumentError("initial.x: not finite");
+      if (!c.constraint.Contains(c.x0, 1e-12)) {
+        return absl::InvalidArgumentError("initial.x: outside the constraint set Z");
+      }
+      s->x = c.x0;
+    }
+    s->vectors = {s->x};
+    s->scalars.clear();
+    s->aux = algorithm_->InitialAux(s->x);
+    return absl::OkStatus();
+  }
+
+  absl::Status ValidateRestored(const SessionState& s) const override {
+    if (!InSet(config_.constraint, s.x)) {
+      return absl::InvalidArgumentError("state.x: outside the constraint set Z");
+    }
+    if (!InSet(config_.constraint, s.vectors[kSimpleDecision])) {
+      return absl::InvalidArgumentError("state.decision: outside the constraint set Z");
+    }
+    if (absl::Status st = algorithm_->ValidateAux(s.aux); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.", st.message(), " (a state written by another algorithm?)"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Round(const StepData& data, SessionState* s, StepReport* report) override {
+    SimpleVars v = SimpleView(s);
+    const Batch empty;
+    const BatchView upper = BatchView::All(family_->upper_reads_rows() ? data.upper : empty);
+    // Prequential, at the decision served before this step's rows.
+    report->upper_loss_before = family_->F(v.decision, upper, nullptr);
+    SimpleReport& r = report->detail.emplace<SimpleReport>();
+    r.inner_loss_before = family_->G(v.decision, BatchView::All(data.inner), nullptr);
+    if (!std::isfinite(report->upper_loss_before) || !std::isfinite(r.inner_loss_before)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "non-finite f_t = ", report->upper_loss_before, " or g_t = ", r.inner_loss_before,
+          " at the decision (feature values too large for the current point?)"));
+    }
+    if (family_->is_classification()) {
+      report->accuracy_before = family_->Accuracy(v.decision, upper);
+    }
+    if (absl::Status st = algorithm_->Round(data, *family_, &v, &r); !st.ok()) return st;
+    if (!s->x.allFinite() || !v.decision.allFinite()) {
+      return absl::InvalidArgumentError(
+          "the round produced a non-finite iterate (step sizes too large for this batch?)");
+    }
+    report->rows_processed = (family_->upper_reads_rows() ? data.upper.rows() : 0) +
+                             static_cast<int64_t>(data.inner.rows());
+    return absl::OkStatus();
+  }
+
+  const Vector& Decision(const SessionState& s) const override {
+    return s.vectors[kSimpleDecision];
+  }
+
+  // The metrics solve g* on a window of up to kSimpleMetricsWindowRows
+  // rows: every step for small problems, every 10th for large ones.
+  int DefaultExactEvery() const override { return family_->x_dim() <= 2000 ? 1 : 10; }
+
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
+    absl::StatusOr<std::unique_ptr<SimpleFamily>> family = CreateSimpleFamily(config_.family);
+    if (!family.ok()) return family.status();
+    return std::unique_ptr<MetricsEvaluator>(new SimpleMetricsEvaluator(
+        *std::move(family), config_.constraint, config_.family.features));
+  }
+
+  void Accumulate(const ClassMetrics& m, RunningMetrics* running) const override {
+    AccumulateSimple(std::get<SimpleMetrics>(m), running);
+  }
+
+ private:
+  const SessionConfig config_;
+  std::unique_ptr<SimpleFamily> family_;
+  const SimpleAlgorithmEntry& entry_;
+  std::unique_ptr<SimpleAlgorithm> algorithm_;
+  const StateLayout layout_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Problem>> CreateSimpleProblem(const SessionConfig& c) {
+  absl::StatusOr<std::unique_ptr<SimpleFamily>> family = CreateSimpleFamily(c.family);
+  if (!family.ok()) return family.status();
+  const int d = (*family)->x_dim();
+  if (absl::Status s = c.constraint.Validate(d); !s.ok()) return s;
+  absl::StatusOr<const AlgorithmInfo*> info =
+      CheckAlgorithm(ProblemClass::kSimpleBilevel, c.algorithm, c.options);
+  if (!info.ok()) return info.status();
+  const SimpleAlgorithmEntry& entry = *FindSimpleAlgorithm(c.algorithm);
+  absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> algorithm = entry.create(
+      SimpleAlgorithmContext{c.options, c.constraint, d, (*family)->upper_reads_rows()});
+  if (!algorithm.ok()) return algorithm.status();
+  return std::unique_ptr<Problem>(
+      new SimpleProblem(c, *std::move(family), entry, *std::move(algorithm)));
+}
+
+std::vector<std::string> SimpleFamilyNames() { return SimpleFamilyNameList(); }
+
+std::vector<const AlgorithmInfo*> SimpleAlgorithmInfos() {
+  std::vector<const AlgorithmInfo*> out;
+  for (const SimpleAlgorithmEntry* e : SimpleAlgorithms()) out.push_back(&e->info);
+  return out;
+}
+
+}  // namespace f2obo
