@@ -1,0 +1,265 @@
+// The simple bilevel class end to end: the real f2obo-server on loopback,
+// every algorithm of the class created, streamed and read over gRPC, a
+// group comparing them on one stream, a kill -9 mid-stream, bad input.
+#include <signal.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "core/problem_registry.h"
+#include "core/session.h"
+#include "f2obo/v1/convert.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ServerProcess;
+
+constexpr int kFeatures = 10;
+
+v1::SessionSpec LeastSquaresSpec(const std::string& algorithm) {
+  v1::SessionSpec spec;
+  spec.mutable_family()->set_name("least_squares");
+  spec.mutable_family()->set_features(kFeatures);
+  spec.set_algorithm(algorithm);
+  spec.mutable_constraint()->mutable_l1_ball()->set_radius(2.0);
+  spec.set_seed(3);
+  return spec;
+}
+
+// Step t's rows, identical on every call: 4 upper and 3 inner rows (an
+// over-parameterized inner problem: fewer rows than features at first).
+v1::StepRequest StepRequestFor(const std::string& session, int64_t t) {
+  std::mt19937_64 rng(1000 + t);
+  std::normal_distribution<double> n(0.0, 1.0);
+  v1::StepRequest req;
+  req.set_session_id(session);
+  req.set_t(t);
+  for (auto [batch, rows] : {std::pair{req.mutable_upper(), 4}, std::pair{req.mutable_inner(), 3}}) {
+    v1::DenseMatrix* m = batch->mutable_dense();
+    m->set_rows(rows);
+    m->set_cols(kFeatures);
+    for (int i = 0; i < rows * kFeatures; ++i) m->add_values(n(rng));
+    for (int i = 0; i < rows; ++i) batch->add_targets(n(rng));
+  }
+  return req;
+}
+
+StepData DataOf(const v1::StepRequest& req) {
+  return StepData{*ToBatch(req.upper(), "upper"), *ToBatch(req.inner(), "inner")};
+}
+
+std::vector<double> Vec(const google::protobuf::RepeatedField<double>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+std::vector<double> Vec(const Vector& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+
+std::vector<std::string> Algorithms() { return AlgorithmNames(ProblemClass::kSimpleBilevel); }
+
+TEST(SimpleE2e, EveryAlgorithmStreamsAndMatchesTheCoreBitForBit) {
+  ServerProcess server({"--metrics_threads=2"});
+  ASSERT_TRUE(server.started()) << server.banner();
+  client::Client c({server.target()});
+  ASSERT_EQ(Algorithms().size(), 3u);
+  for (const std::string& a : Algorithms()) {
+    v1::CreateSessionRequest create;
+    create.set_session_id("s-" + a);
+    *create.mutable_spec() = LeastSquaresSpec(a);
+    const absl::StatusOr<v1::SessionInfo> info = c.CreateSession(create);
+    ASSERT_TRUE(info.ok()) << a << ": " << info.status();
+    EXPECT_EQ(info->spec().problem_class(), "simple_bilevel");
+    EXPECT_EQ(info->x_dim(), kFeatures);
+    auto core = *Session::Create(*ToSessionConfig(info->spec()));
+    constexpr int kSteps = 25;
+    auto ctx = c.NewContext();
+    auto stream = c.stub().Steps(ctx.get());
+    for (int t = 1; t <= kSteps; ++t) {
+      const v1::StepRequest req = StepRequestFor(create.session_id(), t);
+      ASSERT_TRUE(core->Step(DataOf(req)).ok());
+      v1::StepReply reply;
+      if (t % 2 == 0) {  // alternate the unary and the streaming RPC
+        const absl::StatusOr<v1::StepReply> r = c.Step(req);
+        ASSERT_TRUE(r.ok()) << a << " step " << t << ": " << r.status();
+        reply = *r;
+      } else {
+        ASSERT_TRUE(stream->Write(req));
+        ASSERT_TRUE(stream->Read(&reply));
+      }
+      ASSERT_EQ(reply.t(), t);
+      ASSERT_TRUE(reply.report().has_simple()) << a;
+      ASSERT_EQ(Vec(reply.x()), Vec(core->decision())) << a << " diverged at t = " << t;
+    }
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+    const absl::StatusOr<v1::Decision> d = c.GetDecision(create.session_id());
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->t(), kSteps + 1);
+    EXPECT_EQ(Vec(d->x()), Vec(core->decision()));
+    EXPECT_EQ(Vec(d->iterate()), Vec(core->state().x));
+
+    // The class's metrics arrive on WatchMetrics for every step.
+    v1::WatchMetricsRequest watch;
+    watch.set_session_id(create.session_id());
+    auto wctx = c.NewContext();
+    auto reader = c.stub().WatchMetrics(wctx.get(), watch);
+    v1::StepMetrics m;
+    int with_gaps = 0;
+    while (with_gaps < kSteps && reader->Read(&m)) {
+      if (!m.has_exact()) continue;
+      ++with_gaps;
+      ASSERT_TRUE(m.exact().has_simple()) << a;
+      const v1::SimpleExactMetrics& e = m.exact().simple();
+      EXPECT_GE(e.inner_gap(), 0.0);
+      ASSERT_TRUE(e.has_fw_gap());  // the l1 ball has an LMO
+      EXPECT_LE(e.inner_gap(), e.fw_gap() + 1e-9) << a << " t = " << m.t();
+    }
+    wctx->TryCancel();
+    EXPECT_EQ(with_gaps, kSteps) << a;
+    const absl::StatusOr<v1::SessionInfo> after = c.GetSession(create.session_id());
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after->metrics().evaluated_steps(), kSteps);
+    EXPECT_GT(after->metrics().simple().inner_gap_sum(), 0.0);
+  }
+  // Prometheus names say which class the gauges belong to.
+  const std::string text = testing::HttpGet(server.metrics_port(), "/metrics");
+  EXPECT_NE(text.find("f2obo_simple_session_inner_gap{session_id=\"s-ir_scg\"}"),
+            std::string::npos);
+}
+
+TEST(SimpleE2e, AGroupComparesTheThreeAlgorithmsOnOneStream) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  v1::CreateGroupRequest create;
+  create.set_group_id("cmp");
+  *create.mutable_spec() = LeastSquaresSpec("ir_scg");
+  for (const std::string& a : Algorithms()) {
+    v1::GroupMember* m = create.add_members();
+    m->set_name(a);
+    m->set_algorithm(a);
+  }
+  const absl::StatusOr<v1::GroupInfo> info = c.CreateGroup(create);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->members_size(), 3);
+  std::vector<std::unique_ptr<Session>> lone;
+  for (const v1::SessionInfo& m : info->members()) {
+    lone.push_back(*Session::Create(*ToSessionConfig(m.spec())));
+  }
+  for (int t = 1; t <= 15; ++t) {
+    const v1::StepRequest single = StepRequestFor("", t);
+    v1::GroupStepRequest req;
+    req.set_group_id("cmp");
+    req.set_t(t);
+    *req.mutable_upper() = single.upper();
+    *req.mutable_inner() = single.inner();
+    const absl::StatusOr<v1::GroupStepReply> reply = c.StepGroup(req);
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    ASSERT_EQ(reply->members_size(), 3);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(lone[i]->Step(DataOf(single)).ok());
+      ASSERT_EQ(reply->members(i).code(), 0) << reply->members(i).message();
+      ASSERT_EQ(Vec(reply->members(i).reply().x()), Vec(lone[i]->decision()))
+          << info->members(i).spec().algorithm() << " at t = " << t;
+    }
+  }
+}
+
+TEST(SimpleE2e, KillNineMidStreamResumesTheSameTrajectory) {
+  const std::string dir = testing::MakeTempDir();
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started());
+  const std::string port = std::to_string(server->grpc_port());
+  for (const std::string& a : Algorithms()) {
+    client::Client c({server->target()});
+    v1::CreateSessionRequest create;
+    create.set_session_id("k-" + a);
+    *create.mutable_spec() = LeastSquaresSpec(a);
+    create.mutable_spec()->mutable_metrics()->set_exact_every(0);
+    ASSERT_TRUE(c.CreateSession(create).ok());
+    for (int t = 1; t <= 12; ++t) ASSERT_TRUE(c.Step(StepRequestFor(create.session_id(), t)).ok());
+  }
+  server->Stop(SIGKILL);
+  server = std::make_unique<ServerProcess>(std::vector<std::string>{"--listen=127.0.0.1:" + port},
+                                           dir);
+  ASSERT_TRUE(server->started()) << server->Stderr();
+  client::Client c({server->target()});
+  for (const std::string& a : Algorithms()) {
+    const std::string id = "k-" + a;
+    const absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
+    ASSERT_TRUE(info.ok()) << a << ": " << info.status();
+    ASSERT_EQ(info->next_t(), 13) << a << ": an acknowledged step was lost";
+    auto core = *Session::Create(*ToSessionConfig(info->spec()));
+    v1::StepReply last;
+    for (int t = 1; t <= 24; ++t) {
+      const v1::StepRequest req = StepRequestFor(id, t);
+      ASSERT_TRUE(core->Step(DataOf(req)).ok());
+      if (t <= 12) continue;
+      const absl::StatusOr<v1::StepReply> r = c.Step(req);
+      ASSERT_TRUE(r.ok()) << a << " step " << t << ": " << r.status();
+      last = *r;
+    }
+    EXPECT_EQ(Vec(last.x()), Vec(core->decision())) << a;
+  }
+}
+
+TEST(SimpleE2e, BadSpecsAndStepsGetPreciseErrorsAndChangeNothing) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const struct {
+    const char* what;
+    void (*edit)(v1::SessionSpec*);
+    const char* needle;
+  } kBad[] = {
+      {"radius <= 0", [](v1::SessionSpec* s) { s->mutable_constraint()->mutable_l1_ball()->set_radius(-1); },
+       "constraint.l1_ball.radius"},
+      {"no LMO for ir_scg", [](v1::SessionSpec* s) { s->mutable_constraint()->set_unconstrained(true); },
+       "constraint"},
+      {"algorithm of the other class", [](v1::SessionSpec* s) { s->set_algorithm("f2obo"); },
+       "'f2obo' is a bilevel algorithm"},
+      {"family of the other class", [](v1::SessionSpec* s) { s->set_problem_class("bilevel"); },
+       "family"},
+  };
+  for (const auto& bad : kBad) {
+    v1::CreateSessionRequest create;
+    create.set_session_id("bad");
+    *create.mutable_spec() = LeastSquaresSpec("ir_scg");
+    bad.edit(create.mutable_spec());
+    const absl::StatusOr<v1::SessionInfo> r = c.CreateSession(create);
+    ASSERT_FALSE(r.ok()) << bad.what;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad.what;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(bad.needle)) << bad.what;
+  }
+  ASSERT_TRUE(c.ListSessions()->sessions().empty());
+
+  v1::CreateSessionRequest create;
+  create.set_session_id("ok");
+  *create.mutable_spec() = LeastSquaresSpec("ir_fscg");
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  ASSERT_TRUE(c.Step(StepRequestFor("ok", 1)).ok());
+  const absl::StatusOr<v1::Decision> before = c.GetDecision("ok");
+  v1::StepRequest wide = StepRequestFor("ok", 2);
+  wide.mutable_inner()->mutable_dense()->set_cols(kFeatures + 1);
+  wide.mutable_inner()->mutable_dense()->add_values(0.0);
+  wide.mutable_inner()->mutable_dense()->add_values(0.0);
+  wide.mutable_inner()->mutable_dense()->add_values(0.0);
+  const absl::StatusOr<v1::StepReply> r = c.Step(wide);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("inner"));
+  const absl::StatusOr<v1::Decision> after = c.GetDecision("ok");
+  EXPECT_EQ(after->t(), 2);
+  EXPECT_EQ(Vec(after->x()), Vec(before->x()));
+  EXPECT_EQ(Vec(after->iterate()), Vec(before->iterate()));
+}
+
+}  // namespace
+}  // namespace f2obo
