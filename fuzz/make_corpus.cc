@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/problem_registry.h"
 #include "fuzz/step_harness.h"
 #include "server/metrics_pipeline.h"
 #include "server/session_manager.h"
@@ -106,6 +107,28 @@ int main(int argc, char** argv) {
       w.Add(base + "-import", EncodeInput(kImport, ex, step1), true);
       w.Add(base + "-import-fixsum-2rounds", EncodeInput(kImport | kFixChecksum | 1, ex, step1),
             true);
+    }
+    // The simple bilevel class on the same rows (targets for least_squares
+    // and linear_inverse, labels for logistic), over an l1 ball.
+    const std::vector<std::string> simple_families =
+        f.name == "ridge_hpo"          ? std::vector<std::string>{"least_squares", "linear_inverse"}
+        : f.name.rfind("logistic", 0) == 0 ? std::vector<std::string>{"logistic"}
+                                           : std::vector<std::string>{};
+    for (const std::string& family : simple_families) {
+      for (const std::string& a : AlgorithmNames(ProblemClass::kSimpleBilevel)) {
+        v1::SessionSpec spec;
+        *spec.mutable_family() = f.family;
+        spec.mutable_family()->set_name(family);
+        spec.set_algorithm(a);
+        spec.mutable_constraint()->mutable_l1_ball()->set_radius(2.0);
+        spec.set_seed(7);
+        const std::string base = f.name + "-" + family + "-" + a;
+        w.Add(base + "-plain", EncodeInput(0, spec, step0), true);
+        w.Add(base + "-twophase-exact-3rounds",
+              EncodeInput(kTwoPhase | kExactMetrics | 2, spec, step0), true);
+        const v1::SessionExport ex = ExportAfter(f, spec, 1);
+        w.Add(base + "-import", EncodeInput(kImport, ex, step1), true);
+      }
     }
     // Refused inputs next to the valid ones: the mutator starts from both.
     const v1::SessionSpec spec = Spec(f, "f2obo");

@@ -304,6 +304,14 @@ Result RunInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(f.ok(), "the metrics family of a valid session: ", f.status().ToString());
     metrics_family = *std::move(f);
   }
+  // Other classes: the class's own evaluator, as the server's worker builds it.
+  std::unique_ptr<MetricsEvaluator> class_evaluator;
+  if (decoded.ok() && (in.mode & kExactMetrics) &&
+      session.problem_class() != ProblemClass::kBilevel) {
+    absl::StatusOr<std::unique_ptr<MetricsEvaluator>> e = session.problem().NewMetricsEvaluator();
+    FUZZ_CHECK(e.ok(), "the metrics evaluator of a valid session: ", e.status().ToString());
+    class_evaluator = *std::move(e);
+  }
   ExactMetricsOptions metrics_options;  // fewer iterations than the server: speed
   metrics_options.max_newton_iterations = 8;
   metrics_options.max_cg_iterations = 64;
@@ -374,6 +382,19 @@ Result RunInput(const uint8_t* data, size_t size) {
       // metrics off, and the twin must stay bit-identical to them.)
       if (m.ok()) CheckExactMetrics(*m);
       have_previous = true;
+    }
+    if (class_evaluator != nullptr) {
+      class_evaluator->Observe(step);
+      absl::StatusOr<ClassMetrics> m =
+          class_evaluator->Evaluate(before, *report, step, nullptr);
+      // Non-finite results are refused (the worker skips the step); what
+      // is published must be finite, and an inner gap is never negative.
+      if (m.ok() && std::holds_alternative<SimpleMetrics>(*m)) {
+        const SimpleMetrics& sm = std::get<SimpleMetrics>(*m);
+        FUZZ_CHECK(std::isfinite(sm.f) && std::isfinite(sm.g) && std::isfinite(sm.inner_gap),
+                   "simple metrics not finite");
+        FUZZ_CHECK(sm.inner_gap >= 0.0, "negative inner gap ", sm.inner_gap);
+      }
     }
   }
   absl::Status deleted = mgr.Delete(kId);
