@@ -1,0 +1,164 @@
+// One step (Session::Step) of every simple bilevel algorithm on the
+// least_squares family over an l1 ball (the IR-SCG paper's over-
+// parameterized regression), 64 upper + 64 inner rows per step:
+//   dense1k:  d = 1,000 dense rows;
+//   csr100k:  d = 100,000 CSR rows with 1,000 non-zeros each (1%).
+// Side by side, in the same run, the reference every first-order round must
+// pay at least once: one gradient pass, grad f and grad g on the step's rows
+// (SimpleFamily::F and G with gradients).  A step's time over that pass is
+// the ratio recorded in bench/RESULTS.md; IR-SCG's STORM estimators
+// evaluate both gradients at x_t and x_{t-1}, so ~2 passes is its floor.
+//
+// Counters: items_per_second = steps/s; oracle_share = the fraction of the
+// step spent in the LMO or projections (SimpleReport::oracle_seconds);
+// window_rows = rows in the algorithm's window (ir_fscg, agm_bio).
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "core/problem_registry.h"
+#include "core/session.h"
+#include "core/simple/simple_registries.h"
+
+namespace f2obo {
+namespace {
+
+constexpr int kRows = 64;
+constexpr int kRing = 8;
+constexpr int kDenseD = 1000;
+constexpr int kCsrD = 100000;
+constexpr int kCsrNnz = 1000;
+
+Batch DenseRows(int d, std::mt19937_64& rng) {
+  std::normal_distribution<double> n(0.0, 1.0);
+  Batch b;
+  b.dense.resize(kRows, d);
+  b.targets.resize(kRows);
+  for (int i = 0; i < kRows; ++i) {
+    for (int j = 0; j < d; ++j) b.dense(i, j) = n(rng);
+    b.targets[i] = n(rng);
+  }
+  return b;
+}
+
+Batch CsrRows(int d, std::mt19937_64& rng) {
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::uniform_int_distribution<int> col(0, d / kCsrNnz - 1);
+  Batch b;
+  b.sparse_features = true;
+  b.csr.resize(kRows, d);
+  b.csr.resizeNonZeros(static_cast<Eigen::Index>(kRows) * kCsrNnz);
+  b.targets.resize(kRows);
+  int at = 0;
+  for (int i = 0; i < kRows; ++i) {
+    b.csr.outerIndexPtr()[i] = at;
+    // One non-zero per stride of d / nnz columns: strictly increasing.
+    for (int k = 0; k < kCsrNnz; ++k, ++at) {
+      b.csr.innerIndexPtr()[at] = k * (d / kCsrNnz) + col(rng);
+      b.csr.valuePtr()[at] = n(rng);
+    }
+    b.targets[i] = n(rng);
+  }
+  b.csr.outerIndexPtr()[kRows] = at;
+  return b;
+}
+
+std::vector<StepData> Ring(bool sparse) {
+  std::mt19937_64 rng(42);
+  std::vector<StepData> ring;
+  for (int k = 0; k < kRing; ++k) {
+    ring.push_back(sparse ? StepData{CsrRows(kCsrD, rng), CsrRows(kCsrD, rng)}
+                          : StepData{DenseRows(kDenseD, rng), DenseRows(kDenseD, rng)});
+  }
+  return ring;
+}
+
+const std::vector<StepData>& Workload(bool sparse) {
+  static const auto* dense = new std::vector<StepData>(Ring(false));
+  static const auto* csr = new std::vector<StepData>(Ring(true));
+  return sparse ? *csr : *dense;
+}
+
+SessionConfig Config(const std::string& algorithm, bool sparse) {
+  SessionConfig c;
+  c.problem_class = ProblemClass::kSimpleBilevel;
+  c.family.name = "least_squares";
+  c.family.features = sparse ? kCsrD : kDenseD;
+  c.algorithm = algorithm;
+  c.options = DefaultAlgorithmOptions(algorithm);
+  c.constraint = ConstraintSet::L1Ball(10.0);
+  c.seed = 1;
+  return c;
+}
+
+void BM_SimpleStep(benchmark::State& state, const std::string& algorithm, bool sparse) {
+  const std::vector<StepData>& ring = Workload(sparse);
+  auto session = Session::Create(Config(algorithm, sparse));
+  if (!session.ok()) {
+    state.SkipWithError(std::string(session.status().message()).c_str());
+    return;
+  }
+  double oracle = 0.0, total = 0.0;
+  int window = 0;
+  size_t k = 0;
+  for (auto _ : state) {
+    absl::StatusOr<StepReport> r = (*session)->Step(ring[k++ % ring.size()]);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    const SimpleReport& s = std::get<SimpleReport>(r->detail);
+    oracle += s.oracle_seconds;
+    total += r->round_seconds;
+    window = s.window_inner_rows;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["oracle_share"] = total > 0 ? oracle / total : 0.0;
+  state.counters["window_rows"] = window;
+}
+
+// The reference: grad f and grad g once on the step's rows.
+void BM_GradientPass(benchmark::State& state, bool sparse) {
+  const std::vector<StepData>& ring = Workload(sparse);
+  FamilyConfig fc;
+  fc.name = "least_squares";
+  fc.features = sparse ? kCsrD : kDenseD;
+  std::unique_ptr<SimpleFamily> family = *CreateSimpleFamily(fc);
+  Vector x = Vector::Constant(fc.features, 1e-3), gf, gg;
+  size_t k = 0;
+  for (auto _ : state) {
+    const StepData& d = ring[k++ % ring.size()];
+    benchmark::DoNotOptimize(family->F(x, BatchView::All(d.upper), &gf));
+    benchmark::DoNotOptimize(family->G(x, BatchView::All(d.inner), &gg));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void Register() {
+  for (bool sparse : {false, true}) {
+    const std::string shape = sparse ? "csr100k" : "dense1k";
+    benchmark::RegisterBenchmark(("GradientPass/" + shape).c_str(), BM_GradientPass, sparse)
+        ->Unit(benchmark::kMicrosecond);
+    for (const std::string& a : AlgorithmNames(ProblemClass::kSimpleBilevel)) {
+      benchmark::RegisterBenchmark(("SimpleStep/" + a + "/" + shape).c_str(), BM_SimpleStep, a,
+                                   sparse)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace f2obo
+
+int main(int argc, char** argv) {
+  f2obo::Register();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
