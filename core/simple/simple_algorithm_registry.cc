@@ -1,5 +1,7 @@
 // The simple bilevel class's algorithms (SPEC section 9), in registration
 // order: one line per algorithm.
+#include "core/simple/algorithms/agm_bio.h"
+#include "core/simple/algorithms/ir_fscg.h"
 #include "core/simple/algorithms/ir_scg.h"
 #include "core/simple/simple_registries.h"
 
@@ -8,6 +10,8 @@ namespace f2obo {
 const std::vector<const SimpleAlgorithmEntry*>& SimpleAlgorithms() {
   static const auto* entries = new std::vector<const SimpleAlgorithmEntry*>{
       &IrScgAlgorithm(),
+      &IrFscgAlgorithm(),
+      &AgmBioAlgorithm(),
   };
   return *entries;
 }
