@@ -1,7 +1,9 @@
 // IR-SCG (Giang-Tran et al., Alg. 1): its first steps against the update
 // written out by hand, and its rates on a synthetic over-parameterized
 // regression stream against Theorem 1 and a naive baseline.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -94,46 +96,98 @@ TEST(IrScg, RefusesADecayOutsideTheoremOnesRange) {
 
 // The over-parameterized regression: 40 features, 20 consistent inner rows
 // (g* = 0), 100 noisy upper rows; Z the l1 ball of radius 2 (inactive at
-// x*); each step carries 4 rows of each kind drawn uniformly.
+// x*, so f* is the KKT value); each step carries 4 rows of each kind drawn
+// uniformly.  The gaps of the decision z_t on the whole data set, every
+// 20 steps, averaged over 4 streams (Theorem 1's bounds hold with high
+// probability; the mean is what a test can pin).
 class IrScgRegression : public ::testing::Test {
  protected:
   static constexpr int kFeatures = 40;
   static constexpr double kRadius = 2.0;
+  static constexpr int kSteps = 20000;
+  static constexpr int kStreams = 4;
   IrScgRegression() : p_(kFeatures, 20, 100, 0.1, 7), family_(kFeatures) {}
 
-  // Gaps of the decision z_t on the full pools every 20 steps.
-  void Run(SimpleAlgorithm& a, int steps, uint64_t seed) {
-    SimpleRun run(a, Vector::Zero(kFeatures), 1);
-    Rng data_rng(seed);
-    for (int k = 0; k < steps; ++k) {
-      ASSERT_TRUE(run.Step(a, family_, p_.DrawStep(4, &data_rng)).ok());
-      if ((k + 1) % 20 == 0) {
-        t_.push_back(k + 1);
-        inner_.push_back(p_.FullG(run.decision));
-        outer_.push_back(std::abs(p_.FullF(run.decision) - p_.f_star));
+  void SetUp() override { ASSERT_LT(p_.x_star.lpNorm<1>(), kRadius); }
+
+  // IR-SCG's mean gaps into t_, inner_, outer_.
+  void RunIrScg() {
+    inner_.assign(kSteps / 20, 0.0);
+    outer_.assign(kSteps / 20, 0.0);
+    for (uint64_t seed = 1; seed <= kStreams; ++seed) {
+      std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm("ir_scg", z_, kFeatures, nullptr);
+      ASSERT_NE(a, nullptr);
+      SimpleRun run(*a, Vector::Zero(kFeatures), 1);
+      Rng data(seed);
+      for (int k = 0; k < kSteps; ++k) {
+        ASSERT_TRUE(run.Step(*a, family_, p_.DrawStep(4, &data)).ok());
+        if ((k + 1) % 20 != 0) continue;
+        if (seed == 1) t_.push_back(k + 1);
+        inner_[k / 20] += p_.FullG(run.decision) / kStreams;
+        outer_[k / 20] += std::abs(p_.FullF(run.decision) - p_.f_star) / kStreams;
       }
     }
   }
 
+  // The naive baseline: projected SGD on g alone, x <- P_Z(x - grad g_t(x)/L)
+  // with L the largest squared row norm (each step's rows), same streams.
+  // It solves the inner problem and ignores f; the mean |f(x_T) - f*|.
+  double ProjectedSgdOnG(double* inner_gap) {
+    double L = 0.0;
+    for (int i = 0; i < p_.a_inner.rows(); ++i) L = std::max(L, p_.a_inner.row(i).squaredNorm());
+    double outer = 0.0;
+    *inner_gap = 0.0;
+    for (uint64_t seed = 1; seed <= kStreams; ++seed) {
+      Vector x = Vector::Zero(kFeatures), grad(kFeatures);
+      Rng data(seed);
+      for (int k = 0; k < kSteps; ++k) {
+        const StepData s = p_.DrawStep(4, &data);
+        family_.G(x, BatchView::All(s.inner), &grad);
+        x -= grad / L;
+        z_.Project(&x);
+      }
+      outer += std::abs(p_.FullF(x) - p_.f_star) / kStreams;
+      *inner_gap += p_.FullG(x) / kStreams;
+    }
+    return outer;
+  }
+
   OverParameterizedRegression p_;
   DenseLeastSquares family_;
+  const ConstraintSet z_ = ConstraintSet::L1Ball(kRadius);
   std::vector<double> t_, inner_, outer_;
 };
 
+// Theorem 1 (p = 1/4): g(z_t) - g* = O(t^-1/4) and f(z_t) - f* <=
+// O(t^-(1/2 - p)) = O(t^-1/4).  The slopes of the gaps' non-increasing
+// envelopes (SuffixMax) over t in [T/2, T] must be at most -1/4 + 0.05.
+// Reached: inner slope -0.61, g(z_T) - g* = 4.1e-4; |f - f*| slope -0.98,
+// |f(z_T) - f*| = 2.7e-4 (f* = 2.9e-3).
 TEST_F(IrScgRegression, GapsShrinkAtLeastLikeTheoremOne) {
-  ASSERT_LT(p_.x_star.lpNorm<1>(), kRadius);  // the ball is inactive: f* is the KKT value
-  const ConstraintSet z = ConstraintSet::L1Ball(kRadius);
-  std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm("ir_scg", z, kFeatures, nullptr);
-  ASSERT_NE(a, nullptr);
-  constexpr int kSteps = 20000;
-  Run(*a, kSteps, 5);
+  RunIrScg();
   const double inner_slope = LogLogSlope(t_, SuffixMax(inner_), kSteps / 2);
   const double outer_slope = LogLogSlope(t_, SuffixMax(outer_), kSteps / 2);
-  std::printf("ir_scg: g(z_T) - g* = %.3g (envelope slope %.3f), |f(z_T) - f*| = %.3g "
-              "(envelope slope %.3f), f* = %.4g\n",
+  std::printf("ir_scg: g(z_T) - g* = %.3g (slope %.3f), |f(z_T) - f*| = %.3g (slope %.3f), "
+              "f* = %.3g\n",
               inner_.back(), inner_slope, outer_.back(), outer_slope, p_.f_star);
   EXPECT_LT(inner_slope, -0.25 + 0.05);
   EXPECT_LT(outer_slope, -0.25 + 0.05);
+  EXPECT_LT(inner_.back(), 0.01 * inner_.front());
+  EXPECT_LT(outer_.back(), 0.01 * outer_.front());
+}
+
+// Projected SGD on g alone reaches g* as well but settles on the point of
+// argmin g its path leads to (from 0: near the minimum-norm solution), so
+// its outer gap stays: reached 5.4e-2, against IR-SCG's 2.7e-4; required:
+// IR-SCG's at most a tenth of it.
+TEST_F(IrScgRegression, OuterGapBeatsProjectedSgdOnGAlone) {
+  RunIrScg();
+  double sgd_inner = 0.0;
+  const double sgd_outer = ProjectedSgdOnG(&sgd_inner);
+  std::printf("projected SGD on g: g - g* = %.3g, |f - f*| = %.3g; ir_scg |f - f*| = %.3g\n",
+              sgd_inner, sgd_outer, outer_.back());
+  EXPECT_LT(sgd_inner, 1e-8);  // the baseline does solve the inner problem
+  EXPECT_LT(outer_.back(), 0.1 * sgd_outer);
 }
 
 }  // namespace

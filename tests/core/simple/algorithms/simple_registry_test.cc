@@ -1,0 +1,129 @@
+// Every simple bilevel algorithm in the registry, without listing them:
+// its entry, its aux layout (InitialAux accepted, wrong shapes refused
+// naming aux[i]), bit-identical trajectories, and a resume from a copied
+// state (a checkpoint) that continues exactly as the uninterrupted run.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/simple/simple_registries.h"
+#include "tests/core/simple/algorithms/simple_test_support.h"
+
+namespace f2obo::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int kDim = 8;
+
+class EverySimpleAlgorithm : public ::testing::TestWithParam<const SimpleAlgorithmEntry*> {
+ protected:
+  EverySimpleAlgorithm() : p_(kDim, 4, 12, 0.1, 3), family_(kDim) {}
+
+  std::unique_ptr<SimpleAlgorithm> Make() {
+    return MakeAlgorithm(GetParam()->info.name, z_, kDim,
+                         [](AlgorithmOptions* o) { o->window_rows = 16; });
+  }
+  // `steps` steps of 3 rows of each kind from a stream seeded by `seed`.
+  void Advance(SimpleAlgorithm& a, SimpleRun* run, int steps, uint64_t seed) {
+    Rng data(seed + static_cast<uint64_t>(run->t));
+    for (int k = 0; k < steps; ++k) {
+      ASSERT_TRUE(run->Step(a, family_, p_.DrawStep(3, &data)).ok()) << "t = " << run->t;
+    }
+  }
+
+  OverParameterizedRegression p_;
+  DenseLeastSquares family_;
+  const ConstraintSet z_ = ConstraintSet::L1Ball(1.5);
+};
+
+TEST_P(EverySimpleAlgorithm, EntryBelongsToTheClassAndItsSettingsValidate) {
+  const AlgorithmInfo& info = GetParam()->info;
+  EXPECT_EQ(info.problem_class, ProblemClass::kSimpleBilevel);
+  EXPECT_EQ(FindSimpleAlgorithm(info.name), GetParam());
+  EXPECT_FALSE(info.reads.empty());
+  EXPECT_TRUE(ValidateAlgorithmOptions(info, DefaultOptions(info)).ok());
+  ASSERT_NE(info.experiment, nullptr);
+  AlgorithmOptions paper = DefaultOptions(info);
+  info.experiment(&paper);
+  EXPECT_TRUE(ValidateAlgorithmOptions(info, paper).ok());
+}
+
+TEST_P(EverySimpleAlgorithm, InitialAuxIsAcceptedAndWrongShapesAreRefusedByIndex) {
+  std::unique_ptr<SimpleAlgorithm> a = Make();
+  ASSERT_NE(a, nullptr);
+  const std::vector<Vector> aux = a->InitialAux(Vector::Zero(kDim));
+  ASSERT_TRUE(a->ValidateAux(aux).ok()) << a->ValidateAux(aux);
+  const int n = static_cast<int>(aux.size());
+
+  std::vector<Vector> shorter(aux.begin(), aux.end() - 1);
+  absl::Status st = a->ValidateAux(shorter);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), StartsWith("aux[" + std::to_string(n - 1) + "]: missing"));
+
+  std::vector<Vector> longer = aux;
+  longer.push_back(Vector::Zero(1));
+  st = a->ValidateAux(longer);
+  EXPECT_THAT(std::string(st.message()), StartsWith("aux[" + std::to_string(n) + "]: unexpected"));
+
+  std::vector<Vector> resized = aux;
+  resized[0].resize(kDim + 1);
+  st = a->ValidateAux(resized);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), StartsWith("aux[0]: has 9 entries, expected 8"));
+
+  for (int i = 0; i < n; ++i) {  // every vector's length is checked
+    std::vector<Vector> bad = aux;
+    bad[i].resize(bad[i].size() + 3);
+    st = a->ValidateAux(bad);
+    EXPECT_FALSE(st.ok()) << "aux[" << i << "]";
+    EXPECT_THAT(std::string(st.message()), HasSubstr("aux[")) << i;
+  }
+}
+
+TEST_P(EverySimpleAlgorithm, SameStreamAndSeedGiveBitIdenticalTrajectories) {
+  std::unique_ptr<SimpleAlgorithm> a = Make(), b = Make();
+  ASSERT_NE(a, nullptr);
+  SimpleRun one(*a, Vector::Zero(kDim), 42), two(*b, Vector::Zero(kDim), 42);
+  Advance(*a, &one, 40, 9);
+  Advance(*b, &two, 40, 9);
+  EXPECT_TRUE(one.BitEquals(two));
+  EXPECT_TRUE(one.decision.allFinite());
+  EXPECT_TRUE(z_.Contains(one.decision, 1e-12));
+  EXPECT_TRUE(a->ValidateAux(one.aux).ok()) << a->ValidateAux(one.aux);
+}
+
+// A state copied mid-run (what a checkpoint holds) and driven by a fresh
+// instance continues exactly as the run that never stopped.
+TEST_P(EverySimpleAlgorithm, ResumingFromACopiedStateContinuesBitIdentically) {
+  std::unique_ptr<SimpleAlgorithm> a = Make();
+  ASSERT_NE(a, nullptr);
+  SimpleRun straight(*a, Vector::Zero(kDim), 5);
+  Advance(*a, &straight, 25, 1);
+  SimpleRun resumed = straight;
+  Advance(*a, &straight, 25, 2);
+
+  std::unique_ptr<SimpleAlgorithm> fresh = Make();
+  ASSERT_TRUE(fresh->ValidateAux(resumed.aux).ok());
+  Advance(*fresh, &resumed, 25, 2);
+  EXPECT_TRUE(straight.BitEquals(resumed));
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EverySimpleAlgorithm, ::testing::ValuesIn(SimpleAlgorithms()),
+                         [](const ::testing::TestParamInfo<const SimpleAlgorithmEntry*>& i) {
+                           return std::string(i.param->info.name);
+                         });
+
+TEST(SimpleAlgorithmRegistry, ListsThePapersAlgorithmsOnce) {
+  std::vector<std::string> names;
+  for (const SimpleAlgorithmEntry* e : SimpleAlgorithms()) names.emplace_back(e->info.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("ir_scg", "ir_fscg", "agm_bio"));
+  EXPECT_EQ(FindSimpleAlgorithm("f2obo"), nullptr);
+}
+
+}  // namespace
+}  // namespace f2obo::testing
