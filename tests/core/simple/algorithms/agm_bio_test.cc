@@ -23,10 +23,15 @@ StepData OnesRow(int n) {
   return StepData{Batch{}, DenseBatch(Matrix::Ones(1, n), Vector::Ones(1))};
 }
 
+// The paper's setting (its experiment's gamma and K); the stream repeats
+// the one row of B, so a window of one row is the paper's g.
 std::unique_ptr<SimpleAlgorithm> PaperSetting(int n) {
   return MakeAlgorithm(
       "agm_bio", ConstraintSet::Box(0.0, kInfinity), n,
-      [](AlgorithmOptions* o) { FindSimpleAlgorithm("agm_bio")->info.experiment(o); },
+      [](AlgorithmOptions* o) {
+        FindSimpleAlgorithm("agm_bio")->info.experiment(o);
+        o->window_rows = 1;
+      },
       /*upper_reads_rows=*/false);
 }
 
@@ -50,6 +55,45 @@ TEST(AgmBio, FirstStepProjectsOntoTheCutAtTheRunsLevel) {
   EXPECT_LT((run.x - Vector::Constant(n, 1.0 / 6.0)).cwiseAbs().maxCoeff(), 1e-12);
   EXPECT_EQ(run.decision, run.x);
   EXPECT_DOUBLE_EQ(run.aux[3][0], gamma / 4.0);  // A_1 = a_0
+}
+
+// g = -(1/2)||x||^2 (concave: its linearizations lie above it), f =
+// (1/2)||x||^2: on the box [0, 1]^2 from x_0 = (1/2) 1 the run on g jumps
+// to w_1 = P(x_0 + x_0) = 1 with g_0 = -1, and the cut at y_0 = x_0,
+// -1/4 - (1/2)(1^T z - 1) <= -1, i.e. 1^T z >= 5/2, misses the box.
+class ConcaveG final : public SimpleFamily {
+ public:
+  std::string_view name() const override { return "concave_g"; }
+  int x_dim() const override { return 2; }
+  bool upper_reads_rows() const override { return false; }
+  absl::Status ValidateBatch(const Batch&, BatchRole) const override {
+    return absl::OkStatus();
+  }
+  double F(const VecIn& x, const BatchView&, Vector* grad) override {
+    if (grad != nullptr) *grad = x;
+    return 0.5 * x.squaredNorm();
+  }
+  double G(const VecIn& x, const BatchView&, Vector* grad) override {
+    if (grad != nullptr) *grad = -x;
+    return -0.5 * x.squaredNorm();
+  }
+  double SmoothnessF(const BatchView&) override { return 1.0; }
+  double SmoothnessG(const BatchView&) override { return 1.0; }
+};
+
+// An empty X_k is not the session's failure: the step projects onto Z alone,
+// z_1 = P_Z(z_0 - a_0 grad f(y_0)) = (1 - a_0)/2 1, and x_1 = z_1.
+TEST(AgmBio, EmptyCutFallsBackToProjectingOntoZ) {
+  ConcaveG family;
+  std::unique_ptr<SimpleAlgorithm> a =
+      MakeAlgorithm("agm_bio", ConstraintSet::Box(0.0, 1.0), 2, nullptr, false);
+  ASSERT_NE(a, nullptr);
+  SimpleRun run(*a, Vector::Constant(2, 0.5), 1);
+  SimpleReport r;
+  const StepData data{Batch{}, DenseBatch(Matrix::Zero(1, 2), Vector::Zero(1))};
+  ASSERT_TRUE(run.Step(*a, family, data, &r).ok());
+  EXPECT_EQ(r.g_level, -1.0);
+  EXPECT_LT((run.x - Vector::Constant(2, 0.5 * (1.0 - r.alpha))).cwiseAbs().maxCoeff(), 1e-15);
 }
 
 struct Rates {
