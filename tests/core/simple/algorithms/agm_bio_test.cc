@@ -40,7 +40,7 @@ std::unique_ptr<SimpleAlgorithm> PaperSetting(int n) {
 // 1/2 - 1^T z <= 0; z_1 = P_{X_0}(0 - a_0 * 0) = (1/6) 1 = x_1.
 TEST(AgmBio, FirstStepProjectsOntoTheCutAtTheRunsLevel) {
   constexpr int n = 3;
-  DenseLinearInverse family(n);
+  RegisteredFamily family("linear_inverse", n);
   std::unique_ptr<SimpleAlgorithm> a = PaperSetting(n);
   ASSERT_NE(a, nullptr);
   SimpleRun run(*a, Vector::Zero(n), 1);
@@ -104,7 +104,7 @@ struct Rates {
 // k in [K/2, K].
 Rates RunLinearInverse(int n) {
   constexpr int kSteps = 1000;
-  DenseLinearInverse family(n);
+  RegisteredFamily family("linear_inverse", n);
   std::unique_ptr<SimpleAlgorithm> a = PaperSetting(n);
   EXPECT_NE(a, nullptr);
   SimpleRun run(*a, Vector::Zero(n), 1);

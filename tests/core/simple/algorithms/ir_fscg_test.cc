@@ -59,7 +59,7 @@ TEST(IrFscg, RefusesASetWithoutALinearMinimizationOracle) {
 // differences (SPIDER); step 5 (k = 4) is the next full pass.
 TEST(IrFscg, FullPassThenSpiderStepsFollowAlgorithm2) {
   OverParameterizedRegression p(6, 4, 10, 0.1, 21);
-  DenseLeastSquares family(6);
+  RegisteredFamily family("least_squares", 6);
   const ConstraintSet z = ConstraintSet::L1Ball(1.5);
   std::unique_ptr<SimpleAlgorithm> a =
       MakeAlgorithm("ir_fscg", z, 6, [](AlgorithmOptions* o) { o->window_rows = 16; });
@@ -138,7 +138,7 @@ TEST(IrFscg, OverParameterizedRegressionGapsShrinkAtLeastLikeTheoremThree) {
   constexpr int kSeeds = 4;
   OverParameterizedRegression p(kFeatures, 20, 100, 0.1, 7);
   ASSERT_LT(p.x_star.lpNorm<1>(), kRadius);
-  DenseLeastSquares family(kFeatures);
+  RegisteredFamily family("least_squares", kFeatures);
   std::vector<double> t, inner(kSteps / 10, 0.0), outer(kSteps / 10, 0.0);
   double worst_excess = -1.0;  // max of f(z_t) - f* over the second half
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {

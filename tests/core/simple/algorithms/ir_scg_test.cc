@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 // correction at x_0 on the second step's rows with weight 1 - alpha_1 = 1/3.
 TEST(IrScg, FirstTwoStepsFollowAlgorithm1) {
   OverParameterizedRegression p(5, 3, 6, 0.1, 11);
-  DenseLeastSquares family(5);
+  RegisteredFamily family("least_squares", 5);
   const ConstraintSet z = ConstraintSet::L1Ball(1.5);
   std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm("ir_scg", z, 5, nullptr);
   ASSERT_NE(a, nullptr);
@@ -106,7 +106,7 @@ class IrScgRegression : public ::testing::Test {
   static constexpr double kRadius = 2.0;
   static constexpr int kSteps = 20000;
   static constexpr int kStreams = 4;
-  IrScgRegression() : p_(kFeatures, 20, 100, 0.1, 7), family_(kFeatures) {}
+  IrScgRegression() : p_(kFeatures, 20, 100, 0.1, 7), family_("least_squares", kFeatures) {}
 
   void SetUp() override { ASSERT_LT(p_.x_star.lpNorm<1>(), kRadius); }
 
@@ -153,7 +153,7 @@ class IrScgRegression : public ::testing::Test {
   }
 
   OverParameterizedRegression p_;
-  DenseLeastSquares family_;
+  RegisteredFamily family_;
   const ConstraintSet z_ = ConstraintSet::L1Ball(kRadius);
   std::vector<double> t_, inner_, outer_;
 };

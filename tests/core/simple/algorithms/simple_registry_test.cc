@@ -22,7 +22,7 @@ constexpr int kDim = 8;
 
 class EverySimpleAlgorithm : public ::testing::TestWithParam<const SimpleAlgorithmEntry*> {
  protected:
-  EverySimpleAlgorithm() : p_(kDim, 4, 12, 0.1, 3), family_(kDim) {}
+  EverySimpleAlgorithm() : p_(kDim, 4, 12, 0.1, 3), family_("least_squares", kDim) {}
 
   std::unique_ptr<SimpleAlgorithm> Make() {
     return MakeAlgorithm(GetParam()->info.name, z_, kDim,
@@ -37,7 +37,7 @@ class EverySimpleAlgorithm : public ::testing::TestWithParam<const SimpleAlgorit
   }
 
   OverParameterizedRegression p_;
-  DenseLeastSquares family_;
+  RegisteredFamily family_;
   const ConstraintSet z_ = ConstraintSet::L1Ball(1.5);
 };
 

@@ -7,61 +7,18 @@
 #include <Eigen/Dense>
 #include <gtest/gtest.h>
 
-#include "absl/strings/str_cat.h"
 #include "core/simple/simple_registries.h"
 
 namespace f2obo::testing {
 
-absl::Status DenseLeastSquares::ValidateBatch(const Batch& b, BatchRole) const {
-  if (b.sparse_features) return absl::InvalidArgumentError("csr: not supported by this family");
-  if (b.dense.rows() > 0 && b.dense.cols() != d_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dense: has ", b.dense.cols(), " columns, expected ", d_));
-  }
-  if (b.targets.size() != b.dense.rows()) {
-    return absl::InvalidArgumentError("targets: one per row");
-  }
-  return absl::OkStatus();
-}
-
-double DenseLeastSquares::Loss(const VecIn& x, const BatchView& v, Vector* grad) const {
-  if (grad != nullptr) grad->setZero(d_);
-  double sum = 0.0;
-  for (int k = 0; k < v.rows.n; ++k) {
-    const int r = v.rows.row(k);
-    const double res = v.batch->dense.row(r).dot(x) - v.batch->targets[r];
-    sum += 0.5 * res * res;
-    if (grad != nullptr) grad->noalias() += res * v.batch->dense.row(r).transpose();
-  }
-  const double inv = 1.0 / v.rows.n;
-  if (grad != nullptr) *grad *= inv;
-  return sum * inv;
-}
-
-double DenseLeastSquares::Smoothness(const BatchView& v) const {
-  // ||A||_F^2 / n >= lambda_max(A^T A / n).
-  double s = 0.0;
-  for (int k = 0; k < v.rows.n; ++k) s += v.batch->dense.row(v.rows.row(k)).squaredNorm();
-  return v.rows.n > 0 ? s / v.rows.n : 0.0;
-}
-
-double DenseLeastSquares::F(const VecIn& x, const BatchView& upper, Vector* grad) {
-  return Loss(x, upper, grad);
-}
-double DenseLeastSquares::G(const VecIn& x, const BatchView& inner, Vector* grad) {
-  return Loss(x, inner, grad);
-}
-double DenseLeastSquares::SmoothnessF(const BatchView& upper) { return Smoothness(upper); }
-double DenseLeastSquares::SmoothnessG(const BatchView& inner) { return Smoothness(inner); }
-
-absl::Status DenseLinearInverse::ValidateBatch(const Batch& b, BatchRole role) const {
-  if (role == BatchRole::kUpper) return absl::OkStatus();  // f has no rows
-  return inner_.ValidateBatch(b, role);
-}
-
-double DenseLinearInverse::F(const VecIn& x, const BatchView&, Vector* grad) {
-  if (grad != nullptr) *grad = x;
-  return 0.5 * x.squaredNorm();
+RegisteredFamily::RegisteredFamily(const std::string& name, int features, int classes) {
+  FamilyConfig config;
+  config.name = name;
+  config.features = features;
+  config.classes = classes;
+  absl::StatusOr<std::unique_ptr<SimpleFamily>> f = CreateSimpleFamily(config);
+  EXPECT_TRUE(f.ok()) << f.status();
+  if (f.ok()) f_ = *std::move(f);
 }
 
 Batch DenseBatch(const Matrix& rows, const Vector& targets) {

@@ -16,47 +16,27 @@
 
 namespace f2obo::testing {
 
-// f = (1/2m) ||A_u x - b_u||^2, g = (1/2n) ||A_i x - b_i||^2 on dense rows
-// (targets in Batch::targets): the over-parameterized regression of both
-// papers.  Test-local, so these tests do not depend on the class's family
-// registry.
-class DenseLeastSquares final : public SimpleFamily {
+// A family of the class's registry (CreateSimpleFamily: least_squares,
+// logistic, linear_inverse) held by value; fails the test if it cannot be
+// built.  With B = 1^T, c = 1 on Z = R^d_+, linear_inverse's solution is
+// x* = (1/d) 1, f* = 1/(2d), g* = 0, with L_f = 1, L_g = d.
+class RegisteredFamily final : public SimpleFamily {
  public:
-  explicit DenseLeastSquares(int features) : d_(features) {}
-  std::string_view name() const override { return "test_least_squares"; }
-  int x_dim() const override { return d_; }
-  absl::Status ValidateBatch(const Batch& b, BatchRole role) const override;
-  double F(const VecIn& x, const BatchView& upper, Vector* grad) override;
-  double G(const VecIn& x, const BatchView& inner, Vector* grad) override;
-  double SmoothnessF(const BatchView& upper) override;
-  double SmoothnessG(const BatchView& inner) override;
-
- private:
-  double Loss(const VecIn& x, const BatchView& v, Vector* grad) const;
-  double Smoothness(const BatchView& v) const;
-  int d_;
-};
-
-// AGM-BiO's linear inverse problem (its Sec. 5): f = (1/2) ||x||^2 (no
-// rows), g = (1/2n) ||B x - c||^2 over the inner rows (B in dense, c in
-// targets).  With B = 1^T, c = 1 on Z = R^d_+: x* = (1/d) 1, f* = 1/(2d),
-// g* = 0, L_f = 1, L_g = d.
-class DenseLinearInverse final : public SimpleFamily {
- public:
-  explicit DenseLinearInverse(int dim) : inner_(dim) {}
-  std::string_view name() const override { return "test_linear_inverse"; }
-  int x_dim() const override { return inner_.x_dim(); }
-  bool upper_reads_rows() const override { return false; }
-  absl::Status ValidateBatch(const Batch& b, BatchRole role) const override;
-  double F(const VecIn& x, const BatchView& upper, Vector* grad) override;
-  double G(const VecIn& x, const BatchView& inner, Vector* grad) override {
-    return inner_.G(x, inner, grad);
+  RegisteredFamily(const std::string& name, int features, int classes = 0);
+  std::string_view name() const override { return f_->name(); }
+  int x_dim() const override { return f_->x_dim(); }
+  bool is_classification() const override { return f_->is_classification(); }
+  bool upper_reads_rows() const override { return f_->upper_reads_rows(); }
+  absl::Status ValidateBatch(const Batch& b, BatchRole role) const override {
+    return f_->ValidateBatch(b, role);
   }
-  double SmoothnessF(const BatchView&) override { return 1.0; }
-  double SmoothnessG(const BatchView& inner) override { return inner_.SmoothnessG(inner); }
+  double F(const VecIn& x, const BatchView& v, Vector* grad) override { return f_->F(x, v, grad); }
+  double G(const VecIn& x, const BatchView& v, Vector* grad) override { return f_->G(x, v, grad); }
+  double SmoothnessF(const BatchView& v) override { return f_->SmoothnessF(v); }
+  double SmoothnessG(const BatchView& v) override { return f_->SmoothnessG(v); }
 
  private:
-  DenseLeastSquares inner_;
+  std::unique_ptr<SimpleFamily> f_;
 };
 
 // A dense batch of `rows` (rows x cols, row-major) with targets.

@@ -35,7 +35,7 @@ class Picky final : public SimpleFamily {
   double SmoothnessG(const BatchView&) override { return 1.0; }
 
  private:
-  DenseLeastSquares inner_{3};
+  RegisteredFamily inner_{"least_squares", 3};
 };
 
 // Rows r0, r0 + 1, ...: row i is (i, i, i) with target i.
