@@ -113,6 +113,59 @@ TEST_P(EverySimpleAlgorithm, ResumingFromACopiedStateContinuesBitIdentically) {
   EXPECT_TRUE(straight.BitEquals(resumed));
 }
 
+// Rows of the other kinds the families take: CSR least-squares rows, and
+// logistic rows (labels; x = W is features x classes, so x_dim is not the
+// rows' width).  The runs stay in Z, finite, and their aux valid.
+TEST_P(EverySimpleAlgorithm, RunsOnCsrRowsAndOnClassificationRows) {
+  constexpr int kFeatures = 5, kClasses = 3;
+  struct Case {
+    const char* family;
+    int x_dim;
+    bool csr;
+  };
+  for (const Case& c : {Case{"least_squares", kFeatures, true},
+                        Case{"logistic", kFeatures * kClasses, false}}) {
+    SCOPED_TRACE(c.family);
+    RegisteredFamily family(c.family, kFeatures, kClasses);
+    std::unique_ptr<SimpleAlgorithm> a =
+        MakeAlgorithm(GetParam()->info.name, z_, c.x_dim,
+                      [](AlgorithmOptions* o) { o->window_rows = 7; });
+    ASSERT_NE(a, nullptr);
+    SimpleRun run(*a, Vector::Zero(c.x_dim), 3);
+    Rng data(17);
+    for (int k = 0; k < 30; ++k) {
+      StepData step;
+      for (Batch* b : {&step.upper, &step.inner}) {
+        const int rows = 1 + static_cast<int>(data.UniformBelow(3));
+        Matrix m(rows, kFeatures);
+        for (int i = 0; i < rows; ++i) {
+          for (int j = 0; j < kFeatures; ++j) {
+            // About half the entries 0, the rest in [-1, 1].
+            const uint64_t u = data.UniformBelow(5);
+            m(i, j) = u < 2 ? 0.0 : (static_cast<double>(u) - 3.0);
+          }
+        }
+        if (c.csr) {
+          b->sparse_features = true;
+          b->csr = m.sparseView();
+        } else {
+          b->dense = m;
+        }
+        if (std::string(c.family) == "logistic") {
+          for (int i = 0; i < rows; ++i) b->labels.push_back(static_cast<int32_t>(data.UniformBelow(kClasses)));
+        } else {
+          b->targets = Vector::LinSpaced(rows, -1.0, 1.0);
+        }
+        ASSERT_TRUE(family.ValidateBatch(*b, b == &step.upper ? BatchRole::kUpper : BatchRole::kInner).ok());
+      }
+      ASSERT_TRUE(run.Step(*a, family, step).ok()) << "t = " << run.t;
+    }
+    EXPECT_TRUE(run.decision.allFinite());
+    EXPECT_TRUE(z_.Contains(run.decision, 1e-12));
+    EXPECT_TRUE(a->ValidateAux(run.aux).ok()) << a->ValidateAux(run.aux);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Registry, EverySimpleAlgorithm, ::testing::ValuesIn(SimpleAlgorithms()),
                          [](const ::testing::TestParamInfo<const SimpleAlgorithmEntry*>& i) {
                            return std::string(i.param->info.name);
