@@ -68,8 +68,14 @@ constexpr int kAuxCount = kWindows + StreamWindows::kVectors;
 class AgmBio final : public SimpleAlgorithm {
  public:
   explicit AgmBio(const SimpleAlgorithmContext& ctx)
-      : o_(ctx.options), z_(ctx.constraint), d_(ctx.x_dim), windows_(ctx.options.window_rows),
-        y_(d_), grad_f_(d_), grad_g_(d_), w_next_(d_) {}
+      : o_(ctx.options),
+        z_(ctx.constraint),
+        d_(ctx.x_dim),
+        windows_(ctx.options.window_rows),
+        y_(d_),
+        grad_f_(d_),
+        grad_g_(d_),
+        w_next_(d_) {}
 
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                      SimpleReport* report) override {

@@ -15,10 +15,10 @@ absl::Status CheckAuxSize(const std::vector<Vector>& aux, int i, int size, const
 absl::Status CheckAuxCount(const std::vector<Vector>& aux, int count, const char* algorithm) {
   const int n = static_cast<int>(aux.size());
   if (n == count) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "aux[", std::min(n, count), "]: ", n < count ? "missing" : "unexpected", "; ", algorithm,
-      " keeps ", count, " vectors and this state has ", n,
-      " (a state written by another algorithm?)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("aux[", std::min(n, count), "]: ", n < count ? "missing" : "unexpected", "; ",
+                   algorithm, " keeps ", count, " vectors and this state has ", n,
+                   " (a state written by another algorithm?)"));
 }
 
 }  // namespace f2obo

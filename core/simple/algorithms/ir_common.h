@@ -67,7 +67,6 @@ absl::Status RequireLmo(const ConstraintSet& z, const char* algorithm);
 // The running weight {W} at aux[i]: one finite number >= 0.
 absl::Status CheckAverageWeight(const std::vector<Vector>& aux, int i);
 
-
 }  // namespace f2obo
 
 #endif  // F2OBO_CORE_SIMPLE_ALGORITHMS_IR_COMMON_H_

@@ -63,11 +63,17 @@ int SqrtOr(int value, int window) {
 class IrFscg final : public SimpleAlgorithm {
  public:
   explicit IrFscg(const SimpleAlgorithmContext& ctx)
-      : z_(ctx.constraint), d_(ctx.x_dim),
+      : z_(ctx.constraint),
+        d_(ctx.x_dim),
         q_(SqrtOr(ctx.options.spider_period, ctx.options.window_rows)),
         batch_(SqrtOr(ctx.options.spider_batch, ctx.options.window_rows)),
         sigma_{ctx.options.reg_scale, ctx.options.reg_decay, q_},
-        windows_(ctx.options.window_rows), cur_(d_), prev_(d_), c_(d_), s_(d_), idx_(batch_) {}
+        windows_(ctx.options.window_rows),
+        cur_(d_),
+        prev_(d_),
+        c_(d_),
+        s_(d_),
+        idx_(batch_) {}
 
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                      SimpleReport* report) override {
@@ -167,13 +173,12 @@ void Defaults(AlgorithmOptions* o) { o->reg_decay = 0.5; }
 absl::Status Check(const AlgorithmOptions& o) {
   // Alg. 2 takes S, q in [n]: more than the window holds is not a finite-sum
   // method any more.
-  for (const auto& [value, name] :
-       {std::pair<int, const char*>{o.spider_period, "spider_period"},
-        std::pair<int, const char*>{o.spider_batch, "spider_batch"}}) {
+  for (const auto& [value, name] : {std::pair<int, const char*>{o.spider_period, "spider_period"},
+                                    std::pair<int, const char*>{o.spider_batch, "spider_batch"}}) {
     if (value > o.window_rows) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "options.", name, ": ", value, " exceeds window_rows = ", o.window_rows,
-          " (Alg. 2 takes S, q in [n], n the rows of the finite sum)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("options.", name, ": ", value, " exceeds window_rows = ", o.window_rows,
+                       " (Alg. 2 takes S, q in [n], n the rows of the finite sum)"));
     }
   }
   return absl::OkStatus();

@@ -45,8 +45,13 @@ enum Aux { kDf = 0, kDg, kPrevX, kMean, kWeight, kAuxCount };
 class IrScg final : public SimpleAlgorithm {
  public:
   explicit IrScg(const SimpleAlgorithmContext& ctx)
-      : o_(ctx.options), z_(ctx.constraint), d_(ctx.x_dim),
-        sigma_{ctx.options.reg_scale, ctx.options.reg_decay, 0}, cur_(d_), prev_(d_), c_(d_),
+      : o_(ctx.options),
+        z_(ctx.constraint),
+        d_(ctx.x_dim),
+        sigma_{ctx.options.reg_scale, ctx.options.reg_decay, 0},
+        cur_(d_),
+        prev_(d_),
+        c_(d_),
         s_(d_) {}
 
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
@@ -144,8 +149,7 @@ const SimpleAlgorithmEntry& IrScgAlgorithm() {
       {"ir_scg", ProblemClass::kSimpleBilevel,
        "IR-SCG (Giang-Tran et al., Alg. 1): STORM estimates on each step's rows, Frank-Wolfe "
        "step on sigma_t f + g, weighted average served",
-       OptionSet{Opt::reg_scale, Opt::reg_decay, Opt::storm_weight}, nullptr, &Check,
-       &Experiment},
+       OptionSet{Opt::reg_scale, Opt::reg_decay, Opt::storm_weight}, nullptr, &Check, &Experiment},
       &Create};
   return entry;
 }

@@ -26,9 +26,9 @@ absl::Status StreamWindows::Validate(const std::vector<Vector>& aux, int first) 
 
 absl::Status StreamWindows::Decode(const std::vector<Vector>& aux, int first) {
   if (static_cast<int>(aux.size()) < first + kVectors) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "aux[", aux.size(), "]: missing; the row windows take aux[", first, "] to aux[",
-        first + kVectors - 1, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("aux[", aux.size(),
+                                                   "]: missing; the row windows take aux[", first,
+                                                   "] to aux[", first + kVectors - 1, "]"));
   }
   const Vector& cols = aux[first];
   if (cols.size() != 2) {
@@ -57,9 +57,9 @@ absl::Status StreamWindows::LoadAndAppend(const std::vector<Vector>& aux, int fi
   for (int k = 0; k < 2; ++k) {
     if (windows_[k].size() > 0) {
       if (absl::Status s = family.ValidateBatch(windows_[k].rows(), kRole[k]); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "aux[", first + 1 + k * RowWindow::kEncodedVectors, "]: the ", kKind[k],
-            " window's rows are not ones this family accepts: ", s.message()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("aux[", first + 1 + k * RowWindow::kEncodedVectors, "]: the ", kKind[k],
+                         " window's rows are not ones this family accepts: ", s.message()));
       }
     }
     if (step[k]->rows() == 0) continue;
@@ -67,9 +67,9 @@ absl::Status StreamWindows::LoadAndAppend(const std::vector<Vector>& aux, int fi
       cols_[k] = step[k]->cols();
       windows_[k] = RowWindow(capacity_, cols_[k]);
     } else if (step[k]->cols() != cols_[k]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "aux[", first, "]: the ", kKind[k], " window holds rows of ", cols_[k],
-          " columns and the step's ", kKind[k], " batch has ", step[k]->cols()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("aux[", first, "]: the ", kKind[k], " window holds rows of ", cols_[k],
+                       " columns and the step's ", kKind[k], " batch has ", step[k]->cols()));
     }
     windows_[k].Append(*step[k]);
   }

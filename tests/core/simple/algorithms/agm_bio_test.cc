@@ -4,13 +4,13 @@
 // gamma = 1/(2 (L_g/L_f) K^(2/3) + 2).  g satisfies a Hölderian error bound
 // of order r = 2, for which Theorem 4.4 gives |f(x_K) - f*| = O(K^-2/3) and
 // g(x_K) - g* = O(K^-4/3).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/simple/simple_registries.h"
 #include "tests/core/simple/algorithms/simple_test_support.h"
@@ -66,9 +66,7 @@ class ConcaveG final : public SimpleFamily {
   std::string_view name() const override { return "concave_g"; }
   int x_dim() const override { return 2; }
   bool upper_reads_rows() const override { return false; }
-  absl::Status ValidateBatch(const Batch&, BatchRole) const override {
-    return absl::OkStatus();
-  }
+  absl::Status ValidateBatch(const Batch&, BatchRole) const override { return absl::OkStatus(); }
   double F(const VecIn& x, const BatchView&, Vector* grad) override {
     if (grad != nullptr) *grad = x;
     return 0.5 * x.squaredNorm();
@@ -94,6 +92,25 @@ TEST(AgmBio, EmptyCutFallsBackToProjectingOntoZ) {
   ASSERT_TRUE(run.Step(*a, family, data, &r).ok());
   EXPECT_EQ(r.g_level, -1.0);
   EXPECT_LT((run.x - Vector::Constant(2, 0.5 * (1.0 - r.alpha))).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+TEST(AgmBio, OptionsNameTheirRules) {
+  const SimpleAlgorithmEntry* e = FindSimpleAlgorithm("agm_bio");
+  ASSERT_NE(e, nullptr);
+  AlgorithmOptions o = DefaultOptions(e->info);
+  EXPECT_EQ(o.agm_gamma, 0.0);  // the paper's formula
+  EXPECT_EQ(o.agm_horizon, 1000);
+  o.agm_gamma = 1.5;
+  EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
+              ::testing::HasSubstr("options.agm_gamma: 1.5 must be in [0, 1]"));
+  o.agm_gamma = 0.5;
+  o.smoothness_g = -1.0;
+  EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
+              ::testing::HasSubstr("options.smoothness_g: -1 must be >= 0 and finite"));
+  o.smoothness_g = 0.0;
+  o.agm_horizon = 0;
+  EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
+              ::testing::HasSubstr("options.agm_horizon: 0 must be >= 1"));
 }
 
 struct Rates {
@@ -131,9 +148,10 @@ Rates RunLinearInverse(int n) {
 TEST(AgmBio, LinearInverseProblemFollowsTheoremFourFourRates) {
   for (int n : {3, 100}) {
     const Rates r = RunLinearInverse(n);
-    std::printf("agm_bio n = %d: |f(x_K) - f*| = %.3g (slope %.3f), g(x_K) - g* = %.3g "
-                "(slope %.3f)\n",
-                n, r.f_last, r.f_slope, r.g_last, r.g_slope);
+    std::printf(
+        "agm_bio n = %d: |f(x_K) - f*| = %.3g (slope %.3f), g(x_K) - g* = %.3g "
+        "(slope %.3f)\n",
+        n, r.f_last, r.f_slope, r.g_last, r.g_slope);
     EXPECT_LT(r.f_slope, -2.0 / 3.0 + 0.05) << n;
     EXPECT_LT(r.g_slope, -4.0 / 3.0 + 0.05) << n;
   }

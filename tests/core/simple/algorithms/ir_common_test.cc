@@ -2,10 +2,10 @@
 // out directly.
 #include "core/simple/algorithms/ir_common.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/rng.h"
 

@@ -2,14 +2,14 @@
 // SPIDER steps against the update written out by hand, its options, and its
 // rates on the over-parameterized regression streamed through a window that
 // holds the whole data set.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/simple/simple_registries.h"
 #include "tests/core/simple/algorithms/simple_test_support.h"
@@ -159,9 +159,10 @@ TEST(IrFscg, OverParameterizedRegressionGapsShrinkAtLeastLikeTheoremThree) {
   }
   const double inner_slope = LogLogSlope(t, SuffixMax(inner), kSteps / 2);
   const double outer_slope = LogLogSlope(t, SuffixMax(outer), kSteps / 2);
-  std::printf("ir_fscg: g(z_T) - g* = %.3g (slope %.3f), |f(z_T) - f*| = %.3g (slope %.3f), "
-              "max f - f* over the second half %.3g, f* = %.3g\n",
-              inner.back(), inner_slope, outer.back(), outer_slope, worst_excess, p.f_star);
+  std::printf(
+      "ir_fscg: g(z_T) - g* = %.3g (slope %.3f), |f(z_T) - f*| = %.3g (slope %.3f), "
+      "max f - f* over the second half %.3g, f* = %.3g\n",
+      inner.back(), inner_slope, outer.back(), outer_slope, worst_excess, p.f_star);
   EXPECT_LT(inner_slope, -0.5 + 0.05);
   EXPECT_LT(outer_slope, -0.25 + 0.05);
   EXPECT_LT(worst_excess, 0.0);

@@ -1,14 +1,14 @@
 // IR-SCG (Giang-Tran et al., Alg. 1): its first steps against the update
 // written out by hand, and its rates on a synthetic over-parameterized
 // regression stream against Theorem 1 and a naive baseline.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/simple/simple_registries.h"
 #include "tests/core/simple/algorithms/simple_test_support.h"
@@ -167,9 +167,10 @@ TEST_F(IrScgRegression, GapsShrinkAtLeastLikeTheoremOne) {
   RunIrScg();
   const double inner_slope = LogLogSlope(t_, SuffixMax(inner_), kSteps / 2);
   const double outer_slope = LogLogSlope(t_, SuffixMax(outer_), kSteps / 2);
-  std::printf("ir_scg: g(z_T) - g* = %.3g (slope %.3f), |f(z_T) - f*| = %.3g (slope %.3f), "
-              "f* = %.3g\n",
-              inner_.back(), inner_slope, outer_.back(), outer_slope, p_.f_star);
+  std::printf(
+      "ir_scg: g(z_T) - g* = %.3g (slope %.3f), |f(z_T) - f*| = %.3g (slope %.3f), "
+      "f* = %.3g\n",
+      inner_.back(), inner_slope, outer_.back(), outer_slope, p_.f_star);
   EXPECT_LT(inner_slope, -0.25 + 0.05);
   EXPECT_LT(outer_slope, -0.25 + 0.05);
   EXPECT_LT(inner_.back(), 0.01 * inner_.front());

@@ -2,12 +2,12 @@
 // its entry, its aux layout (InitialAux accepted, wrong shapes refused
 // naming aux[i]), bit-identical trajectories, and a resume from a copied
 // state (a checkpoint) that continues exactly as the uninterrupted run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/simple/simple_registries.h"
 #include "tests/core/simple/algorithms/simple_test_support.h"
@@ -123,13 +123,12 @@ TEST_P(EverySimpleAlgorithm, RunsOnCsrRowsAndOnClassificationRows) {
     int x_dim;
     bool csr;
   };
-  for (const Case& c : {Case{"least_squares", kFeatures, true},
-                        Case{"logistic", kFeatures * kClasses, false}}) {
+  for (const Case& c :
+       {Case{"least_squares", kFeatures, true}, Case{"logistic", kFeatures * kClasses, false}}) {
     SCOPED_TRACE(c.family);
     RegisteredFamily family(c.family, kFeatures, kClasses);
-    std::unique_ptr<SimpleAlgorithm> a =
-        MakeAlgorithm(GetParam()->info.name, z_, c.x_dim,
-                      [](AlgorithmOptions* o) { o->window_rows = 7; });
+    std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm(
+        GetParam()->info.name, z_, c.x_dim, [](AlgorithmOptions* o) { o->window_rows = 7; });
     ASSERT_NE(a, nullptr);
     SimpleRun run(*a, Vector::Zero(c.x_dim), 3);
     Rng data(17);
@@ -152,11 +151,14 @@ TEST_P(EverySimpleAlgorithm, RunsOnCsrRowsAndOnClassificationRows) {
           b->dense = m;
         }
         if (std::string(c.family) == "logistic") {
-          for (int i = 0; i < rows; ++i) b->labels.push_back(static_cast<int32_t>(data.UniformBelow(kClasses)));
+          for (int i = 0; i < rows; ++i)
+            b->labels.push_back(static_cast<int32_t>(data.UniformBelow(kClasses)));
         } else {
           b->targets = Vector::LinSpaced(rows, -1.0, 1.0);
         }
-        ASSERT_TRUE(family.ValidateBatch(*b, b == &step.upper ? BatchRole::kUpper : BatchRole::kInner).ok());
+        ASSERT_TRUE(
+            family.ValidateBatch(*b, b == &step.upper ? BatchRole::kUpper : BatchRole::kInner)
+                .ok());
       }
       ASSERT_TRUE(run.Step(*a, family, step).ok()) << "t = " << run.t;
     }

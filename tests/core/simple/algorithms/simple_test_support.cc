@@ -1,11 +1,11 @@
 #include "tests/core/simple/algorithms/simple_test_support.h"
 
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-
-#include <Eigen/Dense>
-#include <gtest/gtest.h>
 
 #include "core/simple/simple_registries.h"
 
@@ -41,8 +41,8 @@ Batch Rows(const Matrix& a, const Vector& b, const std::vector<int>& idx) {
 SimpleRun::SimpleRun(const SimpleAlgorithm& algorithm, const Vector& x0, uint64_t seed)
     : x(x0), decision(x0), rng(seed), aux(algorithm.InitialAux(x0)) {}
 
-absl::Status SimpleRun::Step(SimpleAlgorithm& algorithm, SimpleFamily& family,
-                             const StepData& data, SimpleReport* report) {
+absl::Status SimpleRun::Step(SimpleAlgorithm& algorithm, SimpleFamily& family, const StepData& data,
+                             SimpleReport* report) {
   SimpleReport local;
   SimpleVars v{t, x, decision, rng, aux};
   absl::Status st = algorithm.Round(data, family, &v, report != nullptr ? report : &local);
@@ -52,8 +52,7 @@ absl::Status SimpleRun::Step(SimpleAlgorithm& algorithm, SimpleFamily& family,
 
 bool SimpleRun::BitEquals(const SimpleRun& o) const {
   const auto same = [](const Vector& a, const Vector& b) {
-    return a.size() == b.size() &&
-           std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
   };
   if (t != o.t || !same(x, o.x) || !same(decision, o.decision) || !(rng == o.rng) ||
       aux.size() != o.aux.size()) {
@@ -83,9 +82,8 @@ std::unique_ptr<SimpleAlgorithm> MakeAlgorithm(const std::string& name, const Co
   return a.ok() ? *std::move(a) : nullptr;
 }
 
-OverParameterizedRegression::OverParameterizedRegression(int features, int n_inner,
-                                                         int n_upper, double noise,
-                                                         uint64_t seed) {
+OverParameterizedRegression::OverParameterizedRegression(int features, int n_inner, int n_upper,
+                                                         double noise, uint64_t seed) {
   Rng rng(seed);
   // Gaussian entries by Box-Muller on the session RNG (platform-independent).
   const auto normal = [&rng]() {
@@ -132,11 +130,12 @@ StepData OverParameterizedRegression::DrawStep(int per_kind, Rng* rng) const {
   return StepData{Rows(a_upper, b_upper, up), Rows(a_inner, b_inner, in)};
 }
 
-StepData OverParameterizedRegression::CyclicStep(int64_t k, int upper_rows,
-                                                 int inner_rows) const {
+StepData OverParameterizedRegression::CyclicStep(int64_t k, int upper_rows, int inner_rows) const {
   std::vector<int> up(upper_rows), in(inner_rows);
-  for (int j = 0; j < upper_rows; ++j) up[j] = static_cast<int>((k * upper_rows + j) % a_upper.rows());
-  for (int j = 0; j < inner_rows; ++j) in[j] = static_cast<int>((k * inner_rows + j) % a_inner.rows());
+  for (int j = 0; j < upper_rows; ++j)
+    up[j] = static_cast<int>((k * upper_rows + j) % a_upper.rows());
+  for (int j = 0; j < inner_rows; ++j)
+    in[j] = static_cast<int>((k * inner_rows + j) % a_inner.rows());
   return StepData{Rows(a_upper, b_upper, up), Rows(a_inner, b_inner, in)};
 }
 

@@ -73,8 +73,7 @@ std::unique_ptr<SimpleAlgorithm> MakeAlgorithm(const std::string& name, const Co
 // is unique).  f* = min f s.t. A_i x = b_i by its KKT system; the test
 // checks ||x*||_1 is below the l1 radius it uses, so the ball is inactive.
 struct OverParameterizedRegression {
-  OverParameterizedRegression(int features, int n_inner, int n_upper, double noise,
-                              uint64_t seed);
+  OverParameterizedRegression(int features, int n_inner, int n_upper, double noise, uint64_t seed);
   double FullF(const VecIn& x) const;  // f on every upper row
   double FullG(const VecIn& x) const;  // g on every inner row
   // Rows drawn uniformly with replacement (rng), `per_kind` of each.

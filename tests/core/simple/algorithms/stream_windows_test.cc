@@ -3,11 +3,11 @@
 // windows a family would not accept refused naming their aux index.
 #include "core/simple/algorithms/stream_windows.h"
 
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "tests/core/simple/algorithms/simple_test_support.h"
 
