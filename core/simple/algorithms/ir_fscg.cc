@@ -1,0 +1,209 @@
+// IR-FSCG: N. Giang-Tran, S. Shafiee, N. Ho-Nguyen, "Iteratively regularized
+// stochastic conditional gradient methods for simple bilevel optimization",
+// Algorithm 2, on a stream.  The finite sum is the window of the last W rows
+// of each kind (options.window_rows; stream_windows.h): each step appends
+// its rows, then runs one iteration (paper k = t - 1, from x_k):
+//   k mod q = 0:  d_f = grad F_W(x_k),  d_g = grad G_W(x_k)   (full pass)
+//   otherwise:    draw S upper and S inner rows from the window,
+//                 d_f += grad f_S(x_k) - grad f_S(x_{k-1}),
+//                 d_g += grad g_S(x_k) - grad g_S(x_{k-1})   (SPIDER)
+//   sigma_k = varsigma (max(k, q) + 1)^-p
+//   alpha_k = log(q)/q for k < q,  2/(k+2) for k >= q          (Theorem 3)
+//   s_k = LMO_Z(sigma_k d_f + d_g),  x_{k+1} = x_k + alpha_k (s_k - x_k)
+//   z_{k+1}: Alg. 2's weighted average (ir_common.h), served as the decision.
+// Theorem 3 (F convex, S = q): F(z_k) - F_opt = O(c(k,q) k^-(1-p)),
+// G(z_k) - G_opt = O(k^-p) for k >= q; S = q = floor(sqrt(n)), p = 1/2 gives
+// O(sqrt(n)/eps^2) samples.
+// Choices where the source leaves room:
+//  * n, the size of the finite sum, is on a stream the window's capacity
+//    W = options.window_rows (the window fills up to it and stays there), so
+//    the defaults are q = S = floor(sqrt(W)) (options.spider_period and
+//    spider_batch at 0), fixed for the session: the schedules sigma_k,
+//    alpha_k and the averaging weights must not move with the fill level.
+//  * The window moves between full passes: the SPIDER estimate tracks the
+//    gradient of the window it was last recomputed on plus path
+//    differences on the current window, so the drift of a stream enters
+//    until the next full pass (every q steps).  On a finite data set
+//    streamed with W at least its size, the window is the finite sum.
+//  * Mini-batches are drawn uniformly WITH replacement ("S new i.i.d.
+//    samples"), upper then inner, from s->rng; f without rows
+//    (linear_inverse) is used exactly.  A kind with no rows in the window
+//    yet leaves its estimator as it is (0 from InitialAux).
+//  * alpha_k = 2/(k+2) for k >= q as in Theorem 3 (App. D writes 2/(k+1));
+//    App. D's sigma exponent is p = 1/2, the default here; varsigma = 10.
+//  * Alg. 2 defines z_k for k >= q only; before that the same formula is
+//    served, which is x_k (every weight w_i with i <= q is 0).
+// aux layout: [0] d_f (d), [1] d_g (d), [2] x_{k-1} (d), [3] the mean m of
+// the averaged iterates (d), [4] {W} their weight (1), [5, 16) the windows
+// (stream_windows.h).
+#include "core/simple/algorithms/ir_fscg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/simple/algorithms/aux_checks.h"
+#include "core/simple/algorithms/ir_common.h"
+#include "core/simple/algorithms/stream_windows.h"
+
+namespace f2obo {
+namespace {
+
+enum Aux { kDf = 0, kDg, kPrevX, kMean, kWeight, kWindows };
+constexpr int kAuxCount = kWindows + StreamWindows::kVectors;
+
+int SqrtOr(int value, int window) {
+  if (value > 0) return value;
+  return std::max(1, static_cast<int>(std::floor(std::sqrt(static_cast<double>(window)))));
+}
+
+class IrFscg final : public SimpleAlgorithm {
+ public:
+  explicit IrFscg(const SimpleAlgorithmContext& ctx)
+      : z_(ctx.constraint),
+        d_(ctx.x_dim),
+        q_(SqrtOr(ctx.options.spider_period, ctx.options.window_rows)),
+        batch_(SqrtOr(ctx.options.spider_batch, ctx.options.window_rows)),
+        sigma_{ctx.options.reg_scale, ctx.options.reg_decay, q_},
+        windows_(ctx.options.window_rows),
+        cur_(d_),
+        prev_(d_),
+        c_(d_),
+        s_(d_),
+        idx_(batch_) {}
+
+  absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
+                     SimpleReport* report) override {
+    std::vector<Vector>& aux = s->aux;
+    const int64_t k = s->t - 1;
+    if (absl::Status st = windows_.LoadAndAppend(aux, kWindows, family, data); !st.ok()) {
+      return st;
+    }
+    report->inner_loss_before = GOnView(family, s->x, BatchView::All(data.inner), nullptr);
+    const BatchView upper = BatchView::All(windows_.upper());
+    const BatchView inner = BatchView::All(windows_.inner());
+    report->full_pass = k % q_ == 0;
+    if (report->full_pass) {
+      if (!family.upper_reads_rows() || upper.rows.n > 0) FOnView(family, s->x, upper, &aux[kDf]);
+      if (inner.rows.n > 0) GOnView(family, s->x, inner, &aux[kDg]);
+    } else {
+      if (!family.upper_reads_rows()) {
+        Spider(family, true, upper, *s, &aux);
+      } else if (upper.rows.n > 0) {
+        Spider(family, true, Draw(upper, &s->rng), *s, &aux);
+      }
+      if (inner.rows.n > 0) Spider(family, false, Draw(inner, &s->rng), *s, &aux);
+    }
+
+    aux[kPrevX] = s->x;
+    const double alpha =
+        k < q_ ? std::log(static_cast<double>(q_)) / q_ : 2.0 / (static_cast<double>(k) + 2.0);
+    const double sigma = sigma_.Sigma(k);
+    report->fw_gap_estimate = ConditionalGradientStep(z_, sigma, alpha, aux[kDf], aux[kDg], &c_,
+                                                      &s_, &s->x, &report->oracle_seconds);
+    UpdateAverage(sigma_, k, s->x, &aux[kMean], &aux[kWeight][0], &s->decision);
+    windows_.Store(kWindows, &aux);
+    report->alpha = alpha;
+    report->sigma = sigma;
+    report->window_upper_rows = upper.rows.n;
+    report->window_inner_rows = inner.rows.n;
+    return absl::OkStatus();
+  }
+
+  std::vector<Vector> InitialAux(const VecIn& x0) const override {
+    std::vector<Vector> aux = {Vector::Zero(d_), Vector::Zero(d_), x0, x0, Vector::Zero(1)};
+    windows_.AppendInitial(&aux);
+    return aux;
+  }
+
+  absl::Status ValidateAux(const std::vector<Vector>& aux) const override {
+    if (absl::Status st = CheckAuxCount(aux, kAuxCount, "ir_fscg"); !st.ok()) return st;
+    const char* what[] = {"the SPIDER estimate of grad f", "the SPIDER estimate of grad g",
+                          "the previous iterate x_{t-1}", "the mean of the averaged iterates"};
+    for (int i = kDf; i <= kMean; ++i) {
+      if (absl::Status st = CheckAuxSize(aux, i, d_, what[i]); !st.ok()) return st;
+    }
+    if (absl::Status st = CheckAverageWeight(aux, kWeight); !st.ok()) return st;
+    return windows_.Validate(aux, kWindows);
+  }
+
+ private:
+  // S rows of `all` drawn uniformly with replacement.
+  BatchView Draw(const BatchView& all, Rng* rng) {
+    for (int& i : idx_) i = static_cast<int>(rng->UniformBelow(static_cast<uint64_t>(all.rows.n)));
+    return BatchView{all.batch, RowSet{idx_.data(), batch_}};
+  }
+
+  // d += grad h_S(x_k) - grad h_S(x_{k-1}) for h = f (upper) or g.
+  void Spider(SimpleFamily& family, bool upper, const BatchView& rows, const SimpleVars& s,
+              std::vector<Vector>* aux) {
+    if (upper) {
+      FOnView(family, s.x, rows, &cur_);
+      FOnView(family, (*aux)[kPrevX], rows, &prev_);
+    } else {
+      GOnView(family, s.x, rows, &cur_);
+      GOnView(family, (*aux)[kPrevX], rows, &prev_);
+    }
+    Vector& d = (*aux)[upper ? kDf : kDg];
+    d += cur_;
+    d -= prev_;
+  }
+
+  const ConstraintSet z_;
+  const int d_;
+  const int q_;      // full pass every q_ steps
+  const int batch_;  // S
+  const RegSchedule sigma_;
+  StreamWindows windows_;
+  Vector cur_, prev_, c_, s_;  // scratch, sized once
+  std::vector<int> idx_;       // the drawn rows
+};
+
+absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> Create(const SimpleAlgorithmContext& ctx) {
+  if (absl::Status st = RequireLmo(ctx.constraint, "ir_fscg"); !st.ok()) return st;
+  return std::unique_ptr<SimpleAlgorithm>(new IrFscg(ctx));
+}
+
+// Theorem 3's default: p = 1/2 (S = q = floor(sqrt(n)) from window_rows).
+void Defaults(AlgorithmOptions* o) { o->reg_decay = 0.5; }
+
+absl::Status Check(const AlgorithmOptions& o) {
+  // Alg. 2 takes S, q in [n]: more than the window holds is not a finite-sum
+  // method any more.
+  for (const auto& [value, name] : {std::pair<int, const char*>{o.spider_period, "spider_period"},
+                                    std::pair<int, const char*>{o.spider_batch, "spider_batch"}}) {
+    if (value > o.window_rows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("options.", name, ": ", value, " exceeds window_rows = ", o.window_rows,
+                       " (Alg. 2 takes S, q in [n], n the rows of the finite sum)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// App. D, first experiment: S = q = floor(sqrt(n)), sigma_t = 10 (max(t, q) + 1)^-1/2.
+void Experiment(AlgorithmOptions* o) {
+  o->reg_scale = 10.0;
+  o->reg_decay = 0.5;
+  o->spider_period = 0;
+  o->spider_batch = 0;
+}
+
+}  // namespace
+
+const SimpleAlgorithmEntry& IrFscgAlgorithm() {
+  static const SimpleAlgorithmEntry entry{
+      {"ir_fscg", ProblemClass::kSimpleBilevel,
+       "IR-FSCG (Giang-Tran et al., Alg. 2): SPIDER estimates on a window of the last W rows, "
+       "full pass every q steps, Frank-Wolfe step on sigma_t f + g, weighted average served",
+       OptionSet{Opt::reg_scale, Opt::reg_decay, Opt::window_rows, Opt::spider_period,
+                 Opt::spider_batch},
+       &Defaults, &Check, &Experiment},
+      &Create};
+  return entry;
+}
+
+}  // namespace f2obo

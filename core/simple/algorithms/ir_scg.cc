@@ -1,0 +1,157 @@
+// IR-SCG: N. Giang-Tran, S. Shafiee, N. Ho-Nguyen, "Iteratively regularized
+// stochastic conditional gradient methods for simple bilevel optimization",
+// Algorithm 1.  Per step (paper iteration k = t - 1, from x_k), on the
+// step's upper rows theta_k and inner rows xi_k:
+//   k = 0:  d_f = grad f(x_0; theta_0),  d_g = grad g(x_0; xi_0)
+//   k > 0:  d_f = grad f(x_k; theta_k) + (1 - a_k)(d_f - grad f(x_{k-1}; theta_k))
+//           d_g = grad g(x_k; xi_k)    + (1 - a_k)(d_g - grad g(x_{k-1}; xi_k))
+//           (STORM: both terms on the SAME rows)
+//   sigma_k = varsigma (k+1)^-p,  alpha_k = 2/(k+2)            (Theorem 1)
+//   s_k = LMO_Z(sigma_k d_f + d_g),  x_{k+1} = x_k + alpha_k (s_k - x_k)
+//   z_{k+1} = the weighted average of Alg. 1's last line (ir_common.h),
+//             served as the decision; Theorem 1 bounds F(z_k) - F_opt by
+//             O(k^-(1/2 - p)) and G(z_k) - G_opt by O(k^-p).
+// Cost per step: four gradient passes over the step's rows and O(d) vector
+// work (the LMO of every supported set is O(d)); no window.
+// Choices where the source leaves room:
+//  * The STORM weight a_k is Alg. 1's alpha_k (the estimator and the iterate
+//    share the step size); options.storm_weight = a in (0, 1] fixes it
+//    instead (a = 1: plain stochastic gradients).
+//  * The "one sample" of the paper is the step's rows (a mini-batch: f and g
+//    are means over them, unbiased as SimpleFamily requires).  A step
+//    without rows of a kind (f reading rows, or g) leaves that estimator as
+//    it is; f without rows (linear_inverse) is deterministic and its STORM
+//    estimate is its exact gradient.
+//  * Defaults from App. D: varsigma = 10, p = 1/4 (Theorem 1 needs p in
+//    (0, 1/2); the check refuses p >= 1/2).  App. D's second experiment
+//    (nonconvex f, Theorem 2: p = 2/7, alpha_k = (k+1)^-6/7) is not offered.
+//  * x_0 is the session's initial point (projected onto Z), not a vertex.
+// aux layout: [0] d_f (d), [1] d_g (d), [2] x_{k-1} (d), [3] the mean m of
+// the averaged iterates (d), [4] {W} their total weight (1).
+#include "core/simple/algorithms/ir_scg.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/simple/algorithms/aux_checks.h"
+#include "core/simple/algorithms/ir_common.h"
+
+namespace f2obo {
+namespace {
+
+enum Aux { kDf = 0, kDg, kPrevX, kMean, kWeight, kAuxCount };
+
+class IrScg final : public SimpleAlgorithm {
+ public:
+  explicit IrScg(const SimpleAlgorithmContext& ctx)
+      : o_(ctx.options),
+        z_(ctx.constraint),
+        d_(ctx.x_dim),
+        sigma_{ctx.options.reg_scale, ctx.options.reg_decay, 0},
+        cur_(d_),
+        prev_(d_),
+        c_(d_),
+        s_(d_) {}
+
+  absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
+                     SimpleReport* report) override {
+    std::vector<Vector>& aux = s->aux;
+    const int64_t k = s->t - 1;
+    const double alpha = 2.0 / (static_cast<double>(k) + 2.0);
+    const double keep = 1.0 - (o_.storm_weight > 0.0 ? o_.storm_weight : alpha);
+    const BatchView upper = BatchView::All(data.upper);
+    const BatchView inner = BatchView::All(data.inner);
+
+    if (!family.upper_reads_rows() || upper.rows.n > 0) {
+      FOnView(family, s->x, upper, &cur_);
+      if (k == 0) {
+        aux[kDf] = cur_;
+      } else {
+        FOnView(family, aux[kPrevX], upper, &prev_);
+        Storm(cur_, prev_, keep, &aux[kDf]);
+      }
+    }
+    report->inner_loss_before = GOnView(family, s->x, inner, &cur_);
+    if (inner.rows.n > 0) {
+      if (k == 0) {
+        aux[kDg] = cur_;
+      } else {
+        GOnView(family, aux[kPrevX], inner, &prev_);
+        Storm(cur_, prev_, keep, &aux[kDg]);
+      }
+    }
+
+    aux[kPrevX] = s->x;
+    const double sigma = sigma_.Sigma(k);
+    report->fw_gap_estimate = ConditionalGradientStep(z_, sigma, alpha, aux[kDf], aux[kDg], &c_,
+                                                      &s_, &s->x, &report->oracle_seconds);
+    UpdateAverage(sigma_, k, s->x, &aux[kMean], &aux[kWeight][0], &s->decision);
+    report->alpha = alpha;
+    report->sigma = sigma;
+    return absl::OkStatus();
+  }
+
+  std::vector<Vector> InitialAux(const VecIn& x0) const override {
+    return {Vector::Zero(d_), Vector::Zero(d_), x0, x0, Vector::Zero(1)};
+  }
+
+  absl::Status ValidateAux(const std::vector<Vector>& aux) const override {
+    if (absl::Status st = CheckAuxCount(aux, kAuxCount, "ir_scg"); !st.ok()) return st;
+    const char* what[] = {"the STORM estimate of grad f", "the STORM estimate of grad g",
+                          "the previous iterate x_{t-1}", "the mean of the averaged iterates"};
+    for (int i = kDf; i <= kMean; ++i) {
+      if (absl::Status st = CheckAuxSize(aux, i, d_, what[i]); !st.ok()) return st;
+    }
+    return CheckAverageWeight(aux, kWeight);
+  }
+
+ private:
+  // d <- cur + keep (d - prev)
+  static void Storm(const Vector& cur, const Vector& prev, double keep, Vector* d) {
+    *d -= prev;
+    *d *= keep;
+    *d += cur;
+  }
+
+  const AlgorithmOptions o_;
+  const ConstraintSet z_;
+  const int d_;
+  const RegSchedule sigma_;
+  Vector cur_, prev_, c_, s_;  // scratch, sized once
+};
+
+absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> Create(const SimpleAlgorithmContext& ctx) {
+  if (absl::Status st = RequireLmo(ctx.constraint, "ir_scg"); !st.ok()) return st;
+  return std::unique_ptr<SimpleAlgorithm>(new IrScg(ctx));
+}
+
+absl::Status Check(const AlgorithmOptions& o) {
+  if (!(o.reg_decay < 0.5)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.reg_decay: ", o.reg_decay,
+        " must be < 0.5 for ir_scg (Theorem 1 needs p in (0, 1/2); 1/4 balances the rates)"));
+  }
+  return absl::OkStatus();
+}
+
+// App. D, first experiment: sigma_t = 10 (t+1)^-1/4, alpha_t = 2/(t+2).
+void Experiment(AlgorithmOptions* o) {
+  o->reg_scale = 10.0;
+  o->reg_decay = 0.25;
+  o->storm_weight = 0.0;
+}
+
+}  // namespace
+
+const SimpleAlgorithmEntry& IrScgAlgorithm() {
+  static const SimpleAlgorithmEntry entry{
+      {"ir_scg", ProblemClass::kSimpleBilevel,
+       "IR-SCG (Giang-Tran et al., Alg. 1): STORM estimates on each step's rows, Frank-Wolfe "
+       "step on sigma_t f + g, weighted average served",
+       OptionSet{Opt::reg_scale, Opt::reg_decay, Opt::storm_weight}, nullptr, &Check, &Experiment},
+      &Create};
+  return entry;
+}
+
+}  // namespace f2obo

@@ -1,0 +1,62 @@
+// The finite sum of the windowed simple bilevel algorithms (IR-FSCG,
+// AGM-BiO) on a stream: the last W upper rows and the last W inner rows
+// (core/simple/row_window.h), held in SessionState::aux so that a
+// checkpoint resumes them exactly.
+//
+// aux layout from `first`: [first] {upper_cols, inner_cols}, the row widths
+// (0 until the first row of that kind arrives: a window learns its width
+// from its first rows, as the family has already checked them);
+// [first + 1, first + 6) the upper window's encoding; [first + 6,
+// first + 11) the inner window's.
+//
+// A round decodes the windows, appends the step's rows and encodes them
+// back: O(window nnz) copying per step, the same order as the session's
+// transactional copy of the state, which holds the windows.  Restored
+// windows are re-checked against the family at every Load (the labels and
+// widths of a state from outside must be ones the family accepts).
+#ifndef F2OBO_CORE_SIMPLE_ALGORITHMS_STREAM_WINDOWS_H_
+#define F2OBO_CORE_SIMPLE_ALGORITHMS_STREAM_WINDOWS_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/batch.h"
+#include "core/simple/row_window.h"
+#include "core/simple/simple_family.h"
+#include "core/types.h"
+
+namespace f2obo {
+
+class StreamWindows {
+ public:
+  static constexpr int kVectors = 1 + 2 * RowWindow::kEncodedVectors;
+
+  explicit StreamWindows(int capacity) : capacity_(capacity) {}
+
+  // Appends the encoding of two empty windows to `aux`.
+  void AppendInitial(std::vector<Vector>* aux) const;
+  // Whether aux[first, first + kVectors) decodes as two windows of this
+  // capacity; INVALID_ARGUMENT naming aux[i] otherwise.
+  absl::Status Validate(const std::vector<Vector>& aux, int first) const;
+
+  // Decodes the windows from aux (checked as Validate does, and their rows
+  // against the family), then appends the step's rows.
+  absl::Status LoadAndAppend(const std::vector<Vector>& aux, int first, SimpleFamily& family,
+                             const StepData& data);
+  // Writes the windows back to aux[first, first + kVectors).
+  void Store(int first, std::vector<Vector>* aux) const;
+
+  const Batch& upper() const { return windows_[0].rows(); }
+  const Batch& inner() const { return windows_[1].rows(); }
+
+ private:
+  absl::Status Decode(const std::vector<Vector>& aux, int first);
+
+  int capacity_;
+  int cols_[2] = {0, 0};
+  RowWindow windows_[2];
+};
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_SIMPLE_ALGORITHMS_STREAM_WINDOWS_H_

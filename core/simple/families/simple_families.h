@@ -1,0 +1,67 @@
+// The simple bilevel class's families (SPEC section 9.2), built by name in
+// core/simple/simple_family_registry.cc, and the row kernels they share.
+//
+//   least_squares   f = (1/2m) ||A_u x - b_u||^2, g = (1/2n) ||A_i x - b_i||^2
+//   logistic        f, g = mean softmax cross-entropy of x = W (d x C)
+//   linear_inverse  f = (1/2) ||x||^2, g = (1/2k) ||B x - c||^2
+//
+// Each factory checks the FamilyConfig fields it reads (INVALID_ARGUMENT
+// "family.<field>: ...").
+#ifndef F2OBO_CORE_SIMPLE_FAMILIES_SIMPLE_FAMILIES_H_
+#define F2OBO_CORE_SIMPLE_FAMILIES_SIMPLE_FAMILIES_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/batch.h"
+#include "core/family_config.h"
+#include "core/simple/simple_family.h"
+#include "core/types.h"
+
+namespace f2obo {
+
+absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLeastSquaresFamily(const FamilyConfig& config);
+absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLogisticFamily(const FamilyConfig& config);
+absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLinearInverseFamily(const FamilyConfig& config);
+
+// (1/2n) sum_{i in view} (a_i^T x - t_i)^2 over the view's n rows (0 when
+// empty) and, if non-null, its gradient (1/n) sum (a_i^T x - t_i) a_i
+// (resized to x.size()).  No allocation once grad is sized.
+double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* grad);
+// ||A||_F^2 / n over the view's rows (0 when empty): an upper bound on
+// lambda_max((1/n) A^T A), the Hessian of HalfMeanSquaredResidual.
+double MeanRowSquaredNorm(const BatchView& view);
+
+// Dense copies of the views' rows restricted to the columns any of them
+// uses (a column no row touches changes neither f nor g, so the outer
+// problems of least_squares and linear_inverse decouple there: its optimal
+// entry is 0).  `columns` lists the kept columns in increasing order.
+// nullopt if the dense matrices would hold more than kMaxDenseEntries
+// numbers together (the outer solves are O(rows^2 columns) and off the
+// request path, but must stay bounded).
+inline constexpr int64_t kMaxDenseEntries = int64_t{1} << 22;
+struct DenseRows {
+  std::vector<int> columns;
+  std::vector<Matrix> a;   // one per view: rows x columns.size()
+  std::vector<Vector> t;   // the views' targets
+};
+std::optional<DenseRows> GatherDenseRows(const std::vector<BatchView>& views, int cols);
+// The full x (cols entries) of a solution on the kept columns.
+Vector Scatter(const DenseRows& rows, const Vector& reduced, int cols);
+
+// Rank decisions of the outer solves: a pivot below kRankTolerance times the
+// reference (the largest pivot, or the absolute scale given) counts as 0.
+inline constexpr double kRankTolerance = 1e-11;
+// The minimum-norm least-squares solution of a x = b (complete orthogonal
+// decomposition), pivots below kRankTolerance times the largest dropped.
+Vector MinNormSolve(const Matrix& a, const Vector& b);
+// The same with pivots below `abs_tol` dropped (all of a when its largest
+// column is below abs_tol: the solution is then 0).
+Vector MinNormSolveAbsolute(const Matrix& a, const Vector& b, double abs_tol);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_SIMPLE_FAMILIES_SIMPLE_FAMILIES_H_

@@ -1,0 +1,161 @@
+// AGM-BiO (Cao et al., Alg. 1) on the paper's linear inverse problem
+// (Sec. 5, App. D.2): f = (1/2)||x||^2, g = (1/2)(1^T x - 1)^2 on Z = R^n_+,
+// x* = (1/n) 1, f* = 1/(2n), g* = 0, L_f = 1, L_g = n, K = 1000 and
+// gamma = 1/(2 (L_g/L_f) K^(2/3) + 2).  g satisfies a Hölderian error bound
+// of order r = 2, for which Theorem 4.4 gives |f(x_K) - f*| = O(K^-2/3) and
+// g(x_K) - g* = O(K^-4/3).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "core/simple/simple_registries.h"
+#include "tests/core/simple/algorithms/simple_test_support.h"
+
+namespace f2obo::testing {
+namespace {
+
+// One step's data: the inner row 1^T with target 1, no upper rows.
+StepData OnesRow(int n) {
+  return StepData{Batch{}, DenseBatch(Matrix::Ones(1, n), Vector::Ones(1))};
+}
+
+// The paper's setting (its experiment's gamma and K); the stream repeats
+// the one row of B, so a window of one row is the paper's g.
+std::unique_ptr<SimpleAlgorithm> PaperSetting(int n) {
+  return MakeAlgorithm(
+      "agm_bio", ConstraintSet::Box(0.0, kInfinity), n,
+      [](AlgorithmOptions* o) {
+        FindSimpleAlgorithm("agm_bio")->info.experiment(o);
+        o->window_rows = 1;
+      },
+      /*upper_reads_rows=*/false);
+}
+
+// From x_0 = 0 (n = 3): a_0 = gamma/4, y_0 = z_0 = 0; the run on g takes
+// w_1 = P(0 + 1/3) = (1/3) 1, so g_0 = g(w_1) = 0; the cut at y_0 is
+// 1/2 - 1^T z <= 0; z_1 = P_{X_0}(0 - a_0 * 0) = (1/6) 1 = x_1.
+TEST(AgmBio, FirstStepProjectsOntoTheCutAtTheRunsLevel) {
+  constexpr int n = 3;
+  RegisteredFamily family("linear_inverse", n);
+  std::unique_ptr<SimpleAlgorithm> a = PaperSetting(n);
+  ASSERT_NE(a, nullptr);
+  SimpleRun run(*a, Vector::Zero(n), 1);
+  SimpleReport r;
+  ASSERT_TRUE(run.Step(*a, family, OnesRow(n), &r).ok());
+  const double gamma = 1.0 / (2.0 * 3.0 * std::pow(1000.0, 2.0 / 3.0) + 2.0);
+  EXPECT_DOUBLE_EQ(r.alpha, gamma / 4.0);
+  EXPECT_EQ(r.l_f, 1.0);
+  EXPECT_EQ(r.l_g, 3.0);
+  EXPECT_NEAR(r.g_level, 0.0, 1e-15);
+  EXPECT_EQ(r.inner_loss_before, 0.5);
+  EXPECT_LT((run.x - Vector::Constant(n, 1.0 / 6.0)).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_EQ(run.decision, run.x);
+  EXPECT_DOUBLE_EQ(run.aux[3][0], gamma / 4.0);  // A_1 = a_0
+}
+
+// g = -(1/2)||x||^2 (concave: its linearizations lie above it), f =
+// (1/2)||x||^2: on the box [0, 1]^2 from x_0 = (1/2) 1 the run on g jumps
+// to w_1 = P(x_0 + x_0) = 1 with g_0 = -1, and the cut at y_0 = x_0,
+// -1/4 - (1/2)(1^T z - 1) <= -1, i.e. 1^T z >= 5/2, misses the box.
+class ConcaveG final : public SimpleFamily {
+ public:
+  std::string_view name() const override { return "concave_g"; }
+  int x_dim() const override { return 2; }
+  bool upper_reads_rows() const override { return false; }
+  absl::Status ValidateBatch(const Batch&, BatchRole) const override { return absl::OkStatus(); }
+  double F(const VecIn& x, const BatchView&, Vector* grad) override {
+    if (grad != nullptr) *grad = x;
+    return 0.5 * x.squaredNorm();
+  }
+  double G(const VecIn& x, const BatchView&, Vector* grad) override {
+    if (grad != nullptr) *grad = -x;
+    return -0.5 * x.squaredNorm();
+  }
+  double SmoothnessF(const BatchView&) override { return 1.0; }
+  double SmoothnessG(const BatchView&) override { return 1.0; }
+};
+
+// An empty X_k is not the session's failure: the step projects onto Z alone,
+// z_1 = P_Z(z_0 - a_0 grad f(y_0)) = (1 - a_0)/2 1, and x_1 = z_1.
+TEST(AgmBio, EmptyCutFallsBackToProjectingOntoZ) {
+  ConcaveG family;
+  std::unique_ptr<SimpleAlgorithm> a =
+      MakeAlgorithm("agm_bio", ConstraintSet::Box(0.0, 1.0), 2, nullptr, false);
+  ASSERT_NE(a, nullptr);
+  SimpleRun run(*a, Vector::Constant(2, 0.5), 1);
+  SimpleReport r;
+  const StepData data{Batch{}, DenseBatch(Matrix::Zero(1, 2), Vector::Zero(1))};
+  ASSERT_TRUE(run.Step(*a, family, data, &r).ok());
+  EXPECT_EQ(r.g_level, -1.0);
+  EXPECT_LT((run.x - Vector::Constant(2, 0.5 * (1.0 - r.alpha))).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+TEST(AgmBio, OptionsNameTheirRules) {
+  const SimpleAlgorithmEntry* e = FindSimpleAlgorithm("agm_bio");
+  ASSERT_NE(e, nullptr);
+  AlgorithmOptions o = DefaultOptions(e->info);
+  EXPECT_EQ(o.agm_gamma, 0.0);  // the paper's formula
+  EXPECT_EQ(o.agm_horizon, 1000);
+  o.agm_gamma = 1.5;
+  EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
+              ::testing::HasSubstr("options.agm_gamma: 1.5 must be in [0, 1]"));
+  o.agm_gamma = 0.5;
+  o.smoothness_g = -1.0;
+  EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
+              ::testing::HasSubstr("options.smoothness_g: -1 must be >= 0 and finite"));
+  o.smoothness_g = 0.0;
+  o.agm_horizon = 0;
+  EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
+              ::testing::HasSubstr("options.agm_horizon: 0 must be >= 1"));
+}
+
+struct Rates {
+  double f_slope, g_slope, f_last, g_last;
+};
+
+// K steps; |f(x_k) - f*| and g(x_k) - g* at every k, slopes fitted over
+// k in [K/2, K].
+Rates RunLinearInverse(int n) {
+  constexpr int kSteps = 1000;
+  RegisteredFamily family("linear_inverse", n);
+  std::unique_ptr<SimpleAlgorithm> a = PaperSetting(n);
+  EXPECT_NE(a, nullptr);
+  SimpleRun run(*a, Vector::Zero(n), 1);
+  const double f_star = 0.5 / n;
+  std::vector<double> k, f_gap, g_gap;
+  for (int i = 1; i <= kSteps; ++i) {
+    EXPECT_TRUE(run.Step(*a, family, OnesRow(n)).ok());
+    k.push_back(i);
+    f_gap.push_back(std::abs(0.5 * run.decision.squaredNorm() - f_star));
+    const double r = run.decision.sum() - 1.0;
+    g_gap.push_back(0.5 * r * r);
+  }
+  EXPECT_TRUE((run.decision.array() >= 0.0).all());
+  return {LogLogSlope(k, f_gap, kSteps / 2), LogLogSlope(k, g_gap, kSteps / 2), f_gap.back(),
+          g_gap.back()};
+}
+
+// The fitted slopes must be at least as steep as Theorem 4.4's exponents
+// (-2/3 and -4/3), with 0.05 of slack for the fit.  Reached from x_0 = 0
+// (the point is approached from inside {f < f*}): n = 3: |f(x_K) - f*| =
+// 2.5e-4 (slope -1.00), g(x_K) - g* = 2.9e-7 (slope -2.00); n = 100: 7.6e-6
+// (slope -1.00) and 2.9e-7 (slope -2.00).  A Python transcription of
+// Alg. 1 gives the same figures.
+TEST(AgmBio, LinearInverseProblemFollowsTheoremFourFourRates) {
+  for (int n : {3, 100}) {
+    const Rates r = RunLinearInverse(n);
+    std::printf(
+        "agm_bio n = %d: |f(x_K) - f*| = %.3g (slope %.3f), g(x_K) - g* = %.3g "
+        "(slope %.3f)\n",
+        n, r.f_last, r.f_slope, r.g_last, r.g_slope);
+    EXPECT_LT(r.f_slope, -2.0 / 3.0 + 0.05) << n;
+    EXPECT_LT(r.g_slope, -4.0 / 3.0 + 0.05) << n;
+  }
+}
+
+}  // namespace
+}  // namespace f2obo::testing

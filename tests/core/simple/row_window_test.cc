@@ -1,0 +1,285 @@
+// RowWindow: the last `capacity` rows, oldest first, against a reference
+// list; dense, CSR and mixed storage; Encode/Decode bit-exact and refusing
+// malformed encodings.
+#include "core/simple/row_window.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/core/simple/simple_test_util.h"
+
+namespace f2obo::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct RefRow {
+  Vector x;
+  int32_t label;
+  double target;
+};
+
+// A batch of k rows whose entries are random with about half of them 0,
+// labels and targets set.
+Batch RandomRows(int k, int cols, bool csr, std::mt19937_64& rng) {
+  std::normal_distribution<double> n(0.0, 1.0);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Batch b;
+  b.dense = RowMatrix(k, cols);
+  for (int i = 0; i < k; ++i) {
+    for (int j = 0; j < cols; ++j) b.dense(i, j) = u(rng) < 0.5 ? 0.0 : n(rng);
+    b.labels.push_back(static_cast<int32_t>(u(rng) * 4));
+  }
+  b.targets = RandomVector(k, rng);
+  return csr ? AsCsr(b) : b;
+}
+
+RowMatrix DenseOf(const Batch& b) {
+  return b.sparse_features ? RowMatrix(b.csr) : b.dense;
+}
+
+void ExpectMatches(const RowWindow& w, const std::deque<RefRow>& ref, const std::string& where) {
+  const Batch& b = w.rows();
+  ASSERT_EQ(w.size(), static_cast<int>(ref.size())) << where;
+  if (ref.empty()) return;
+  const RowMatrix m = DenseOf(b);
+  ASSERT_EQ(b.labels.size(), ref.size()) << where;
+  ASSERT_EQ(b.targets.size(), static_cast<Eigen::Index>(ref.size())) << where;
+  for (size_t r = 0; r < ref.size(); ++r) {
+    EXPECT_EQ(Vector(m.row(static_cast<Eigen::Index>(r)).transpose()), ref[r].x)
+        << where << " row " << r;
+    EXPECT_EQ(b.labels[r], ref[r].label) << where;
+    EXPECT_EQ(b.targets[static_cast<Eigen::Index>(r)], ref[r].target) << where;
+  }
+}
+
+void AppendRef(const Batch& b, int capacity, std::deque<RefRow>* ref) {
+  const RowMatrix m = DenseOf(b);
+  for (int i = 0; i < b.rows(); ++i) {
+    ref->push_back({m.row(i).transpose(), b.labels[i], b.targets[i]});
+    if (static_cast<int>(ref->size()) > capacity) ref->pop_front();
+  }
+}
+
+TEST(RowWindow, KeepsTheLastCapacityRowsOldestFirst) {
+  RowWindow w(5, 2);
+  Batch a;
+  a.dense = (RowMatrix(3, 2) << 0, 0, 1, 1, 2, 2).finished();
+  a.targets = (Vector(3) << 0, 1, 2).finished();
+  w.Append(a);
+  EXPECT_EQ(w.size(), 3);
+  Batch b;
+  b.dense = (RowMatrix(4, 2) << 3, 3, 4, 4, 5, 5, 6, 6).finished();
+  b.targets = (Vector(4) << 3, 4, 5, 6).finished();
+  w.Append(b);
+  EXPECT_EQ(w.size(), 5);
+  EXPECT_EQ(w.rows().dense.col(0), (Vector(5) << 2, 3, 4, 5, 6).finished());
+  EXPECT_EQ(w.rows().targets, (Vector(5) << 2, 3, 4, 5, 6).finished());
+  EXPECT_TRUE(w.rows().labels.empty());  // the first batch had none
+  // A batch larger than the window keeps its own last rows.
+  Batch c;
+  c.dense = RowMatrix(7, 2);
+  for (int i = 0; i < 7; ++i) c.dense.row(i).setConstant(10 + i);
+  c.targets = Vector::LinSpaced(7, 10, 16);
+  w.Append(c);
+  EXPECT_EQ(w.rows().dense.col(1), (Vector(5) << 12, 13, 14, 15, 16).finished());
+  // Empty batches and rows of another width change nothing.
+  w.Append(Batch{});
+  Batch wide;
+  wide.dense = RowMatrix::Ones(1, 3);
+  wide.targets = Vector::Ones(1);
+  w.Append(wide);
+  EXPECT_EQ(w.rows().dense.col(1), (Vector(5) << 12, 13, 14, 15, 16).finished());
+}
+
+TEST(RowWindow, MixedBatchSizesAndStoragesMatchAReferenceList) {
+  std::mt19937_64 rng(41);
+  std::uniform_int_distribution<int> size(0, 9);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (bool window_csr : {false, true}) {
+    for (int capacity : {1, 6, 20}) {
+      RowWindow w(capacity, 4);
+      std::deque<RefRow> ref;
+      // The first batch fixes the storage; later ones come in either.
+      Batch first = RandomRows(2, 4, window_csr, rng);
+      w.Append(first);
+      AppendRef(first, capacity, &ref);
+      for (int step = 0; step < 60; ++step) {
+        const Batch b = RandomRows(size(rng), 4, u(rng) < 0.5, rng);
+        w.Append(b);
+        AppendRef(b, capacity, &ref);
+        ASSERT_EQ(w.rows().sparse_features, window_csr);
+        ExpectMatches(w, ref, "capacity " + std::to_string(capacity) + " step " +
+                                  std::to_string(step));
+        if (window_csr) {
+          // Compressed, with no explicit zeros from dense batches.
+          EXPECT_TRUE(w.rows().csr.isCompressed());
+          for (int p = 0; p < w.rows().csr.nonZeros(); ++p) {
+            EXPECT_NE(w.rows().csr.valuePtr()[p], 0.0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RowWindow, ZeroCapacityKeepsNothing) {
+  std::mt19937_64 rng(42);
+  RowWindow w(0, 3);
+  w.Append(RandomRows(4, 3, false, rng));
+  EXPECT_EQ(w.size(), 0);
+  EXPECT_EQ(w.capacity(), 0);
+}
+
+// Bit-exact equality of two windows' rows.
+void ExpectIdentical(const RowWindow& a, const RowWindow& b) {
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.rows().sparse_features, b.rows().sparse_features);
+  if (a.size() == 0) return;
+  if (a.rows().sparse_features) {
+    const CsrMatrix &x = a.rows().csr, &y = b.rows().csr;
+    ASSERT_EQ(x.nonZeros(), y.nonZeros());
+    EXPECT_EQ(0, std::memcmp(x.valuePtr(), y.valuePtr(), sizeof(double) * x.nonZeros()));
+    EXPECT_EQ(0, std::memcmp(x.innerIndexPtr(), y.innerIndexPtr(), sizeof(int) * x.nonZeros()));
+    EXPECT_EQ(0, std::memcmp(x.outerIndexPtr(), y.outerIndexPtr(), sizeof(int) * (x.rows() + 1)));
+  } else {
+    ASSERT_EQ(a.rows().dense.size(), b.rows().dense.size());
+    EXPECT_EQ(0, std::memcmp(a.rows().dense.data(), b.rows().dense.data(),
+                             sizeof(double) * a.rows().dense.size()));
+  }
+  EXPECT_EQ(a.rows().labels, b.rows().labels);
+  ASSERT_EQ(a.rows().targets.size(), b.rows().targets.size());
+  EXPECT_EQ(0, std::memcmp(a.rows().targets.data(), b.rows().targets.data(),
+                           sizeof(double) * a.rows().targets.size()));
+}
+
+TEST(RowWindow, EncodeDecodeRoundTripIsBitExactAndResumesIdentically) {
+  std::mt19937_64 rng(43);
+  for (bool csr : {false, true}) {
+    for (int fill : {0, 3, 15}) {
+      RowWindow w(8, 5);
+      while (w.size() < std::min(fill, 8) && fill > 0) w.Append(RandomRows(3, 5, csr, rng));
+      std::vector<Vector> aux = {Vector::Ones(2)};  // something before the window
+      w.Encode(&aux);
+      ASSERT_EQ(aux.size(), 1u + RowWindow::kEncodedVectors);
+      absl::StatusOr<RowWindow> back = RowWindow::Decode(aux, 1, 8, 5);
+      ASSERT_TRUE(back.ok()) << back.status();
+      ExpectIdentical(w, *back);
+      EXPECT_EQ(back->capacity(), 8);
+      // The same appends after the round trip give the same windows.
+      for (int step = 0; step < 5; ++step) {
+        const Batch b = RandomRows(2 + step, 5, step % 2 == 0, rng);
+        w.Append(b);
+        back->Append(b);
+        ExpectIdentical(w, *back);
+      }
+    }
+  }
+  // Tiny and huge magnitudes survive (no text round trip).
+  RowWindow w(3, 1);
+  Batch b;
+  b.dense = (RowMatrix(2, 1) << 4.9e-324, -1e150).finished();
+  b.targets = (Vector(2) << 0.1, -0.0).finished();
+  w.Append(b);
+  std::vector<Vector> aux;
+  w.Encode(&aux);
+  const RowWindow back = *RowWindow::Decode(aux, 0, 3, 1);
+  ExpectIdentical(w, back);
+  EXPECT_TRUE(std::signbit(back.rows().targets[1]));
+}
+
+// An encoding of a small window (dense or CSR) to corrupt.
+std::vector<Vector> Encoded(bool csr) {
+  RowWindow w(4, 3);
+  Batch b;
+  b.dense = (RowMatrix(2, 3) << 1, 0, 2, 0, 3, 0).finished();
+  b.labels = {1, 2};
+  b.targets = (Vector(2) << 0.5, -0.5).finished();
+  w.Append(csr ? AsCsr(b) : b);
+  std::vector<Vector> aux;
+  w.Encode(&aux);
+  return aux;
+}
+
+std::string DecodeError(const std::vector<Vector>& aux, int capacity = 4, int cols = 3) {
+  absl::StatusOr<RowWindow> w = RowWindow::Decode(aux, 0, capacity, cols);
+  EXPECT_FALSE(w.ok());
+  if (!w.ok()) {
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  return w.ok() ? "" : std::string(w.status().message());
+}
+
+TEST(RowWindow, DecodeRefusesBadShapesAndValues) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ASSERT_TRUE(RowWindow::Decode(Encoded(false), 0, 4, 3).ok());
+  ASSERT_TRUE(RowWindow::Decode(Encoded(true), 0, 4, 3).ok());
+  {
+    std::vector<Vector> aux = Encoded(false);
+    aux.pop_back();
+    EXPECT_THAT(DecodeError(aux), HasSubstr("needs 5 vectors from aux[0], there are 4"));
+  }
+  auto corrupt = [](bool csr, int vec, auto edit) {
+    std::vector<Vector> aux = Encoded(csr);
+    edit(aux[static_cast<size_t>(vec)]);
+    return aux;
+  };
+  EXPECT_THAT(DecodeError(corrupt(false, 0, [](Vector& v) { v.conservativeResize(5); })),
+              HasSubstr("aux[0]: row window header has 5 entries"));
+  EXPECT_THAT(DecodeError(corrupt(false, 0, [](Vector& v) { v[0] = 3; })),
+              HasSubstr("aux[0]: row window header: kind"));
+  EXPECT_THAT(DecodeError(corrupt(false, 0, [&](Vector& v) { v[1] = nan; })),
+              HasSubstr("aux[0]: row window header: kind"));
+  EXPECT_THAT(DecodeError(Encoded(false), /*capacity=*/1),
+              HasSubstr("aux[0]: row window header: 2 rows, expected a count in [0, 1]"));
+  EXPECT_THAT(DecodeError(Encoded(false), 4, /*cols=*/4),
+              HasSubstr("aux[0]: row window header: 3 columns, expected 4"));
+  EXPECT_THAT(DecodeError(corrupt(false, 1, [](Vector& v) { v.conservativeResize(5); })),
+              HasSubstr("aux[1]: row window has 5 values, expected rows * cols = 6"));
+  EXPECT_THAT(DecodeError(corrupt(false, 1, [&](Vector& v) { v[4] = nan; })),
+              HasSubstr("aux[1][4]: not finite (row 1, column 1)"));
+  EXPECT_THAT(DecodeError(corrupt(false, 2, [](Vector& v) { v = Vector::Zero(3); })),
+              HasSubstr("aux[2]: row window must be empty for a dense window"));
+  EXPECT_THAT(DecodeError(corrupt(false, 4, [](Vector& v) { v[0] = -1; })),
+              HasSubstr("aux[4]: row window label 0 = -1 is not a non-negative integer"));
+  EXPECT_THAT(DecodeError(corrupt(false, 4, [](Vector& v) { v[1] = 1.5; })),
+              HasSubstr("aux[4]: row window label 1 = 1.5"));
+  EXPECT_THAT(DecodeError(corrupt(false, 4, [](Vector& v) { v[3] = 1e300; })),
+              HasSubstr("aux[4] targets[1]: 1e+300 is beyond the input bound"));
+  EXPECT_THAT(DecodeError(corrupt(false, 4, [](Vector& v) { v.conservativeResize(3); })),
+              HasSubstr("aux[4]: row window has 3 entries, expected 4"));
+  // CSR: offsets, columns, values.
+  EXPECT_THAT(DecodeError(corrupt(true, 2, [](Vector& v) { v[2] = 2; })),
+              HasSubstr("aux[2]: row window csr.indptr: must start at 0 and end at nnz = 3"));
+  EXPECT_THAT(DecodeError(corrupt(true, 2, [](Vector& v) { v[1] = 4; })),
+              HasSubstr("aux[2]: row window row offset 1 = 4 is not an integer in [0, nnz]"));
+  EXPECT_THAT(DecodeError(corrupt(true, 2, [](Vector& v) { v[1] = 0.5; })),
+              HasSubstr("aux[2]: row window row offset 1 = 0.5 is not an integer in [0, nnz]"));
+  EXPECT_THAT(DecodeError(corrupt(true, 2, [](Vector& v) { v.conservativeResize(2); })),
+              HasSubstr("aux[2]: row window has 2 row offsets, expected rows + 1 = 3"));
+  EXPECT_THAT(DecodeError(corrupt(true, 3, [](Vector& v) { v[0] = 3; })),
+              HasSubstr("aux[3]: row window column index 0 = 3 is not an integer in [0, cols)"));
+  EXPECT_THAT(DecodeError(corrupt(true, 3, [](Vector& v) { std::swap(v[0], v[1]); })),
+              HasSubstr("aux[3]: row window csr.indices: row 0 columns not strictly increasing"));
+  EXPECT_THAT(DecodeError(corrupt(true, 1, [&](Vector& v) { v[2] = -nan; })),
+              HasSubstr("aux[1]: row window csr.values"));
+  EXPECT_THAT(DecodeError(corrupt(true, 0, [](Vector& v) { v[5] = 7; })),
+              HasSubstr("aux[0]: row window header: nnz 7 outside [0, rows * cols]"));
+  // An empty window must be entirely empty.
+  std::vector<Vector> empty;
+  RowWindow(4, 3).Encode(&empty);
+  ASSERT_TRUE(RowWindow::Decode(empty, 0, 4, 3).ok());
+  empty[4] = Vector::Zero(1);
+  EXPECT_THAT(DecodeError(empty), HasSubstr("aux[4]: row window must be empty for an empty window"));
+}
+
+}  // namespace
+}  // namespace f2obo::testing
