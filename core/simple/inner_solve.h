@@ -31,7 +31,10 @@ struct InnerSolveOptions {
 
 // FISTA (Beck & Teboulle) with step 1/L_g from the family's bound and
 // function-value restarts (O'Donoghue & Candes), from `start` projected
-// onto Z.  `converged` is false when the iteration cap stops it first.
+// onto Z.  It also stops when a plain projected-gradient step no longer
+// lowers g (optimal to rounding), converged if the certificate is then
+// within 1e-6 of the scale.  `converged` is false when the iteration cap
+// stops it first, or when it stalls with a larger certificate.
 InnerSolveResult MinimizeG(SimpleFamily& family, const BatchView& inner, const ConstraintSet& z,
                            const VecIn& start, const InnerSolveOptions& options = {});
 

@@ -50,8 +50,10 @@ absl::StatusOr<SimpleMetrics> SimpleMetricsEvaluator::Measure(int64_t t, const V
     Vector s;
     m.fw_gap = FrankWolfeGap(set_, decision, grad, &s);
   }
-  const Vector& start = last_minimizer_.size() == decision.size() ? last_minimizer_ : decision;
-  InnerSolveResult solve = MinimizeG(*family_, inner, set_, start);
+  InnerSolveResult solve =
+      last_minimizer_.size() == decision.size()
+          ? MinimizeG(*family_, inner, set_, last_minimizer_)
+          : MinimizeG(*family_, inner, set_, decision);
   // g* is a minimum: the decision itself (in Z) bounds it from above.
   m.g_star = std::min(solve.g, m.g);
   m.inner_gap = m.g - m.g_star;

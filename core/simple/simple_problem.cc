@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,20 +39,18 @@ class SimpleProblem final : public Problem {
 
   absl::Status ValidateData(const StepData& data) const override {
     // Every algorithm of the class samples g at every step; f too, unless
-    // the family's f reads no rows (then the upper batch may be empty).
+    // the family's f reads no rows (then the family refuses upper rows).
     if (data.inner.rows() == 0) {
       return absl::InvalidArgumentError(
           "inner: a simple bilevel step needs at least one inner row (they define g)");
     }
-    if (family_->upper_reads_rows()) {
-      if (data.upper.rows() == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "upper: family ", family_->name(),
-            " needs at least one upper row per step (they define f)"));
-      }
-      if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
-        return s;
-      }
+    if (family_->upper_reads_rows() && data.upper.rows() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "upper: family ", std::string(family_->name()),
+          " needs at least one upper row per step (they define f)"));
+    }
+    if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
+      return s;
     }
     return family_->ValidateBatch(data.inner, BatchRole::kInner);
   }
