@@ -177,13 +177,22 @@ def main():
         cli([a.cli, "stream", target, "--session=" + sid, "--data=" + csv, "--steps=2",
              "--rows_per_step=60", "--mode=unary"])
         cli([a.cli, "decision", target, "--session=no-such-session"], expect=1)  # NOT_FOUND
+        # A simple bilevel session for the f2obo_simple_session_* series.
+        simple = "deploysimple"
+        cli([a.cli, "create", target, "--id=" + simple, "--family=least_squares",
+             "--dataset=" + csv, "--algorithm=ir_scg", "--constraint=l1_ball:5",
+             "--exact_every=1"])
+        cli([a.cli, "stream", target, "--session=" + simple, "--data=" + csv, "--steps=4",
+             "--rows_per_step=60"])
 
         # Exact metrics run off the request path: poll until step 8's land.
         deadline = time.monotonic() + 60
         while True:
             text = scrape(mport)
             step = value_of(text, "f2obo_session_step", sid)
-            if step is not None and step >= 8 and value_of(text, "f2obo_session_blreg", sid) is not None:
+            if (step is not None and step >= 8
+                    and value_of(text, "f2obo_session_blreg", sid) is not None
+                    and value_of(text, "f2obo_simple_session_inner_gap", simple) is not None):
                 break
             if time.monotonic() > deadline:
                 sys.exit("session metrics did not reach /metrics in 60 s:\n" + text)
