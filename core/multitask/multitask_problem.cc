@@ -179,6 +179,7 @@ class MultitaskProblem final : public Problem {
   }
 
   const TaskTable& table() const { return table_; }
+  int tasks() const { return family_->tasks(); }
 
  private:
   static std::vector<int> Block(int y_dim, const MultitaskAlgorithm& a) {
@@ -230,6 +231,11 @@ std::vector<std::string> MultitaskFamilyNameList() { return MultitaskFamilyNames
 const TaskTable* MultitaskTable(const Problem& problem) {
   const auto* p = dynamic_cast<const MultitaskProblem*>(&problem);
   return p != nullptr ? &p->table() : nullptr;
+}
+
+int MultitaskTaskCount(const Problem& problem) {
+  const auto* p = dynamic_cast<const MultitaskProblem*>(&problem);
+  return p != nullptr ? p->tasks() : 0;
 }
 
 std::vector<const AlgorithmInfo*> MultitaskAlgorithmInfos() {

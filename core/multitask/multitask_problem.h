@@ -38,6 +38,8 @@ std::vector<std::string> MultitaskFamilyNameList();
 // The per-task encoding of a multi-task problem's state (nullptr for a
 // problem of another class).
 const TaskTable* MultitaskTable(const Problem& problem);
+// m, or 0 for a problem of another class.
+int MultitaskTaskCount(const Problem& problem);
 std::vector<const AlgorithmInfo*> MultitaskAlgorithmInfos();
 
 }  // namespace f2obo

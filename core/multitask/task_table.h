@@ -35,6 +35,8 @@ class TaskTable {
 
   int global_count() const { return static_cast<int>(globals_.size()); }
   int block_size() const { return static_cast<int>(block_.size()); }
+  // Entries of a task's vector b (b = 0: y_dim).
+  int vector_size(int b) const { return block_[b]; }
 
   // aux = {no task touched, `globals`} (sizes must match).
   void Init(SessionState* s, std::vector<Vector> globals) const;

@@ -28,8 +28,9 @@ struct ClassWire {
 
 const ClassWire& WireOf(ProblemClass c);
 
-// One per class, in ProblemClass order.
+// One per class.
 const ClassWire& BilevelWire();
+const ClassWire& MultitaskWire();
 
 }  // namespace f2obo
 
