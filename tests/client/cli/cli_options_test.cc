@@ -88,6 +88,10 @@ TEST(CliOptions, EveryProtoOptionCanBeSetFromItsFlag) {
     }
     ASSERT_FALSE(algorithm.empty()) << "no algorithm accepts a non-default " << name;
     args.push_back("--algorithm=" + algorithm);
+    // A multi-task algorithm's family: --tasks makes quadratic multitask_quadratic.
+    if (FindAlgorithm(algorithm)->problem_class == ProblemClass::kMultitaskBilevel) {
+      args.push_back("--tasks=2");
+    }
     args.push_back("--" + name + "=" + text);
     const Result r = RunCli(args);
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
