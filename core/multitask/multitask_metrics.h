@@ -1,6 +1,7 @@
 // The exact metrics of one multi-task step (SPEC section 9.3), computed off
 // the request path by the class's MetricsEvaluator: the true hypergradient
-// of F over the tasks seen so far,
+// of F over the tasks seen so far (at most the 256 most recently seen,
+// kMaxMetricsTasks, a memory bound),
 //   F(x) = (1/n) sum_{i seen} F_i(x),  F_i(x) = f_i(x, y_i*(x)),
 // each F_i on the latest batches the evaluator was shown for task i, at the
 // x the round started from; each task's solve is core/metrics/
@@ -14,7 +15,7 @@ namespace f2obo {
 
 struct MultitaskMetrics {
   int64_t t = 0;
-  int tasks_evaluated = 0;           // n: the tasks seen so far
+  int tasks_evaluated = 0;           // n: the tasks seen so far (at most 256)
   int64_t tasks_touched = 0;         // tasks holding state at step t (before the round)
   double value = 0.0;                // F(x_t)
   double true_gradient_norm = 0.0;   // ||grad F(x_t)||

@@ -12,7 +12,18 @@
 namespace f2obo {
 
 void MultitaskMetricsEvaluator::Observe(const StepData& data) {
-  for (const TaskData& td : data.tasks) latest_[td.task] = td.data;
+  for (const TaskData& td : data.tasks) {
+    auto [it, fresh] = latest_.try_emplace(td.task);
+    if (!fresh) by_when_.erase(it->second.when);
+    it->second.data = td.data;
+    it->second.when = ++observed_;
+    by_when_[observed_] = td.task;
+  }
+  // Keep the most recently seen tasks.
+  while (latest_.size() > static_cast<size_t>(kMaxMetricsTasks)) {
+    latest_.erase(by_when_.begin()->second);
+    by_when_.erase(by_when_.begin());
+  }
 }
 
 absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(
@@ -27,7 +38,8 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(
   Vector grad = Vector::Zero(x.size());
   // Tasks in increasing order: the sums are a deterministic function of
   // the batches seen.
-  for (const auto& [task, data] : latest_) {
+  for (const auto& [task, seen] : latest_) {
+    const StepData& data = seen.data;
     const int slot = table_.Find(before, task);
     const Vector& warm = slot >= 0 ? table_.Var(before, slot, 0) : y0_;
     Family& f = family_->Task(task, data);

@@ -1,8 +1,12 @@
 // The multi-task class's MetricsEvaluator (core/problem.h): keeps the
-// latest batches of every task it was shown (Observe) and evaluates
-// MultitaskMetrics over them.  Memory: one step's batches per task seen;
-// time per evaluation: one exact hypergradient (Newton-CG plus CG on HVPs,
-// core/metrics/exact_metrics.h) per task seen, reported as
+// latest batches of the tasks it was shown (Observe) and evaluates
+// MultitaskMetrics over them.  "The tasks seen" are bounded: at most
+// kMaxMetricsTasks tasks are kept, the most recently seen ones (a task's
+// latest batches replace its earlier ones), so the evaluator's memory is
+// at most kMaxMetricsTasks steps' batches whatever m (the metrics worker
+// would otherwise hold a batch per task of a 10,000-task session).  Time
+// per evaluation: one exact hypergradient (Newton-CG plus CG on HVPs,
+// core/metrics/exact_metrics.h) per task kept, reported as
 // MultitaskMetrics::seconds.
 #ifndef F2OBO_CORE_MULTITASK_MULTITASK_METRICS_EVALUATOR_H_
 #define F2OBO_CORE_MULTITASK_MULTITASK_METRICS_EVALUATOR_H_
@@ -16,6 +20,8 @@
 #include "core/problem.h"
 
 namespace f2obo {
+
+inline constexpr int kMaxMetricsTasks = 256;
 
 class MultitaskMetricsEvaluator final : public MetricsEvaluator {
  public:
@@ -37,7 +43,13 @@ class MultitaskMetricsEvaluator final : public MetricsEvaluator {
   const double gamma_;
   const TaskTable table_;
   const Vector y0_;
-  std::map<int, StepData> latest_;  // task -> its latest batches
+  struct Seen {
+    StepData data;  // the task's latest batches
+    uint64_t when;  // order of observation (key of by_when_)
+  };
+  std::map<int, Seen> latest_;     // task -> its latest batches
+  std::map<uint64_t, int> by_when_;  // observation order -> task (for eviction)
+  uint64_t observed_ = 0;
 };
 
 // Adds one step's metrics to the running sums (MultitaskSum): the regret

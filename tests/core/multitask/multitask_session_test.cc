@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "core/multitask/multitask_family.h"
+#include "core/multitask/multitask_metrics_evaluator.h"
 #include "core/multitask/multitask_problem.h"
 #include "core/multitask/multitask_state.h"
 #include "core/session.h"
@@ -316,6 +317,36 @@ TEST(MultitaskSession, ExactMetricsAreTheGradientOfFOverTheTasksSeen) {
     EXPECT_GT(s->metrics().sums[kMultitaskBlreg], 0.0);
     EXPECT_EQ(s->metrics().sums[kMultitaskUnconvergedSteps], 0.0);
   }
+}
+
+TEST(MultitaskSession, MetricsKeepTheMostRecentlySeenTasksOnly) {
+  const testing::QuadraticTasks q(2, 2, 2, 62);
+  FamilyConfig family = q.Family();
+  family.tasks = 1000;
+  std::unique_ptr<Session> s =
+      *Session::Create(testing::MultitaskConfig("mt_f2obo", family, ConstraintSet::None()));
+  std::unique_ptr<MetricsEvaluator> eval = *s->problem().NewMetricsEvaluator();
+  StepData last;
+  absl::StatusOr<StepReport> r;
+  SessionState before;
+  // Tasks 0, 1, ... each once: the first 40 with quadratic task 1's data,
+  // the rest with task 0's.
+  for (int i = 0; i < kMaxMetricsTasks + 40; ++i) {
+    TaskData task = q.Task(i < 40 ? 1 : 0);
+    task.task = i;
+    last = StepData{};
+    last.tasks.push_back(task);
+    before = s->state();
+    r = s->Step(last);
+    ASSERT_TRUE(r.ok());
+    eval->Observe(last);
+  }
+  const absl::StatusOr<ClassMetrics> m = eval->Evaluate(before, *r, last, nullptr);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(std::get<MultitaskMetrics>(*m).tasks_evaluated, kMaxMetricsTasks);
+  // The kept tasks are the most recent ones, all with task 0's data.
+  const Vector truth = q.GradF(before.x, {0});
+  EXPECT_NEAR(std::get<MultitaskMetrics>(*m).true_gradient_norm, truth.norm(), 1e-9);
 }
 
 }  // namespace
