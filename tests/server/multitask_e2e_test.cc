@@ -111,7 +111,9 @@ TEST_F(MultitaskE2e, StreamsTaggedBatchesAndMatchesTheCoreBitForBit) {
       EXPECT_EQ(reply.report().multitask().tasks(), 2);
       EXPECT_GT(reply.report().multitask().tasks_touched(), 0);
       // (rsvrb's d_t stays 0 until j_t draws a touched task.)
-      if (std::string(algorithm) == "mt_f2obo") EXPECT_GT(reply.report().hypergradient_norm(), 0);
+      if (std::string(algorithm) == "mt_f2obo") {
+        EXPECT_GT(reply.report().hypergradient_norm(), 0);
+      }
     }
     stream->WritesDone();
     EXPECT_TRUE(stream->Finish().ok());
