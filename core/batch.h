@@ -63,9 +63,30 @@ struct Batch {
   int64_t FeatureBytes() const;
 };
 
+struct TaskData;
+
+// One step's data.  Single-task classes (bilevel, simple bilevel) read
+// `upper` and `inner` and refuse a non-empty `tasks` (Session::Prepare);
+// multi-task sessions (core/multitask/) read only `tasks` and refuse
+// non-empty top-level batches.
 struct StepData {
   Batch upper;
   Batch inner;
+  // Multi-task steps: one entry per task the step carries, each with its
+  // own batches (a task's `data.tasks` is empty).
+  std::vector<TaskData> tasks = {};
+};
+
+// One task's part of a multi-task step.  Its batches are a StepData so that
+// every oracle taking a step's data (Family::Prepare, the exact metrics,
+// the samplers) serves a task unchanged.
+struct TaskData {
+  int task = 0;      // in [0, m)
+  StepData data;     // upper (f_i) and inner (g_i) batches; data.tasks empty
+  // The probability with which the client sampled this task for this step
+  // (RSVRB's p_i, Alg. 2 line 3); 0: uniform sampling of the step's k tasks
+  // among the m, p_i = k / m.
+  double probability = 0.0;
 };
 
 // A subset of a batch's rows: all of them (idx == nullptr) or the listed

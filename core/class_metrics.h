@@ -6,11 +6,12 @@
 #include <variant>
 
 #include "core/metrics/exact_metrics.h"
+#include "core/multitask/multitask_metrics.h"
 #include "core/simple/simple_metrics.h"
 
 namespace f2obo {
 
-using ClassMetrics = std::variant<ExactMetrics, SimpleMetrics>;
+using ClassMetrics = std::variant<ExactMetrics, SimpleMetrics, MultitaskMetrics>;
 
 }  // namespace f2obo
 

@@ -18,6 +18,12 @@ struct FamilyConfig {
   double mu0 = 1e-3;       // ridge term added to keep g strongly convex in y
   bool bump_upper = false; // quadratic: f = c exp(-||y||^2) instead of LS
   double bump_scale = 1.0; // quadratic: the c of the bump
+  // Multi-task families (core/multitask/): m, the number of lower-level
+  // problems (0 for the single-task families, which ignore it).
+  int tasks = 0;
+  // multitask_logistic_hpo: task i's loss temperature sigma_i is drawn once,
+  // deterministically from i, in [1, max_temperature] (1: no temperature).
+  double max_temperature = 1.0;
 };
 
 }  // namespace f2obo

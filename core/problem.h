@@ -54,6 +54,11 @@ class Problem {
   // Names and sizes of the class's state variables and running sums.
   virtual const StateLayout& layout() const = 0;
 
+  // Whether its steps carry per-task batches (StepData::tasks; the
+  // multi-task class).  Session::Prepare refuses a step with tasks for a
+  // class that does not read them, before ValidateData.
+  virtual bool reads_tasks() const { return false; }
+
   // Rejects a step's data the family cannot use; INVALID_ARGUMENT naming the
   // field.
   virtual absl::Status ValidateData(const StepData& data) const = 0;

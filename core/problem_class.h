@@ -18,6 +18,12 @@ enum class ProblemClass {
   // the decision (plus estimators, windows); optimality-gap metrics
   // (SPEC section 9; core/simple/).
   kSimpleBilevel,
+  // min_x F(x) = (1/m) sum_i f_i(x, y_i*(x)), y_i*(x) = argmin_y g_i(x, y):
+  // m lower-level problems sharing x; a step carries batches tagged with
+  // their task index; state x plus per-task state created when a task is
+  // first touched; hypergradient metrics over the tasks seen (SPEC section
+  // 9.3; core/multitask/).
+  kMultitaskBilevel,
 };
 
 // "bilevel", ... (the wire's SessionSpec.problem_class).

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "core/bilevel/bilevel_problem.h"
 #include "core/simple/simple_problem.h"
+#include "core/multitask/multitask_problem.h"
 
 namespace f2obo {
 
@@ -17,12 +18,23 @@ const std::vector<ProblemClassEntry>& ProblemClasses() {
       {ProblemClass::kSimpleBilevel, "simple_bilevel",
        "min_{x in Z} f(x) s.t. x in argmin_{z in Z} g(z), f and g convex and smooth", "ir_scg",
        &SimpleFamilyNames, &SimpleAlgorithmInfos, &CreateSimpleProblem},
+      {ProblemClass::kMultitaskBilevel, "multitask_bilevel",
+       "min_x (1/m) sum_i f_i(x, y_i*(x)), y_i*(x) = argmin_y g_i(x, y): m lower-level "
+       "problems sharing x, steps tagged with task indices",
+       "rsvrb", &MultitaskFamilyNameList, &MultitaskAlgorithmInfos,
+       static_cast<absl::StatusOr<std::unique_ptr<Problem>> (*)(const SessionConfig&)>(
+           &CreateMultitaskProblem)},
   };
   return *classes;
 }
 
+// By id, not by position: a class's entry may be registered in another
+// order than the enum's (or not yet, while its branch is being merged).
 const ProblemClassEntry& GetProblemClass(ProblemClass c) {
-  return ProblemClasses()[static_cast<size_t>(c)];
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    if (e.id == c) return e;
+  }
+  return ProblemClasses()[0];
 }
 
 absl::string_view ProblemClassName(ProblemClass c) { return GetProblemClass(c).name; }

@@ -138,6 +138,12 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
     return absl::OutOfRangeError(absl::StrCat(
         "step ", t, ": the step counter is at its maximum; session state unchanged"));
   }
+  if (!data.tasks.empty() && !problem_->reads_tasks()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tasks: a ", ProblemClassName(problem_->problem_class()),
+        " session reads the top-level upper and inner batches; per-task batches are for "
+        "multitask_bilevel sessions"));
+  }
   if (absl::Status s = problem_->ValidateData(data); !s.ok()) return s;
   const auto start = std::chrono::steady_clock::now();
   if (pending_ == nullptr || pending_.use_count() > 1) {

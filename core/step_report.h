@@ -8,12 +8,13 @@
 #include <variant>
 
 #include "core/bilevel/bilevel_report.h"
+#include "core/multitask/multitask_report.h"
 #include "core/simple/simple_report.h"
 
 namespace f2obo {
 
 // One alternative per problem class (core/problem_class.h), in its order.
-using ClassReport = std::variant<BilevelReport, SimpleReport>;
+using ClassReport = std::variant<BilevelReport, SimpleReport, MultitaskReport>;
 
 struct StepReport {
   int64_t t = 0;  // index of the step this round applied

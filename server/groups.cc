@@ -200,7 +200,7 @@ absl::StatusOr<v1::GroupStepReply> GroupManager::Step(const v1::GroupStepRequest
   absl::StatusOr<std::vector<std::string>> members = Members(req.group_id());
   if (!members.ok()) return members.status();
   absl::StatusOr<std::shared_ptr<const StepData>> data =
-      sessions_->Decode(req.upper(), req.inner());  // one decode for every member
+      sessions_->Decode(req.upper(), req.inner(), req.tasks());  // one decode for every member
   if (!data.ok()) return data.status();
   v1::GroupStepReply reply;
   reply.set_group_id(req.group_id());

@@ -32,6 +32,9 @@ ABSL_FLAG(int, max_sessions, 1000, "Maximum number of sessions (RESOURCE_EXHAUST
 ABSL_FLAG(int, max_batch_rows, 100000, "Maximum rows in one batch");
 ABSL_FLAG(int, max_batch_cols, 1000000, "Maximum feature columns in one batch");
 ABSL_FLAG(int64_t, max_batch_nnz, 50000000, "Maximum stored values in one batch");
+ABSL_FLAG(int, max_tasks, 10000,
+          "Maximum tasks m of a multi-task session (its lower-level problems; a step carries "
+          "batches for some of them)");
 ABSL_FLAG(int64_t, max_y_dim, 0,
           "Maximum inner variables (y) of one session; 0 (default): derived from the memory, "
           "the largest y whose session fits --max_total_state_bytes (said at start)");
@@ -101,6 +104,7 @@ int main(int argc, char** argv) {
   o.limits.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);
   o.limits.max_batch_cols = absl::GetFlag(FLAGS_max_batch_cols);
   o.limits.max_batch_nnz = absl::GetFlag(FLAGS_max_batch_nnz);
+  o.limits.max_tasks = absl::GetFlag(FLAGS_max_tasks);
   const f2obo::server::MemoryLimits memory = f2obo::server::DeriveMemoryLimits(
       absl::GetFlag(FLAGS_max_total_state_bytes), absl::GetFlag(FLAGS_max_y_dim),
       f2obo::server::AvailableMemory());

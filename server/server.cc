@@ -60,9 +60,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::InvalidArgumentError("--metrics_threads: must be >= 1");
   }
   if (options.limits.max_sessions < 1 || options.limits.max_batch_rows < 1 ||
-      options.limits.reply_cache < 1) {
+      options.limits.reply_cache < 1 || options.limits.max_tasks < 1) {
     return absl::InvalidArgumentError(
-        "--max_sessions, --max_batch_rows, --reply_cache: must be >= 1");
+        "--max_sessions, --max_batch_rows, --reply_cache, --max_tasks: must be >= 1");
   }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
   if (!credentials.ok()) return credentials.status();

@@ -22,7 +22,11 @@ SessionFootprint EstimateFootprint(const FamilyConfig& f) {
   // entry per feature (ridge_hpo, logistic_hpo) or two per class
   // (loss_tuning); y is quadratic's y_dim or (features + 1) per class.
   const double x = dim(f.x_dim) + dim(f.features) + 2 * dim(f.classes);
-  const double y = dim(f.y_dim) + (dim(f.features) + 1) * std::max(dim(f.classes), 1.0);
+  // A multi-task family (tasks > 0) holds a y and z per task once every
+  // task is touched: counted for all m (per-task state is created lazily,
+  // so this is the worst case, as every estimate here is).
+  const double y = (dim(f.y_dim) + (dim(f.features) + 1) * std::max(dim(f.classes), 1.0)) *
+                   std::max(dim(f.tasks), 1.0);
   const double state_doubles = x + 2 * y;  // x, y, z
   SessionFootprint out;
   out.x = Saturated(x);

@@ -67,8 +67,17 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
   // 0 (the families refuse those), so that no field can hide another.
   const FamilyConfig& f = config->family;
   const auto dim = [](int v) { return static_cast<int64_t>(std::max(v, 0)); };
-  const int64_t y_bound = (dim(f.features) + 1) * std::max<int64_t>(dim(f.classes), 1) +
-                          dim(f.y_dim) + dim(f.x_dim);
+  // A multi-task session may come to hold a y per task (tasks are checked
+  // against max_tasks first, so the product stays far inside int64).
+  const int64_t per_task = (dim(f.features) + 1) * std::max<int64_t>(dim(f.classes), 1) +
+                           dim(f.y_dim) + dim(f.x_dim);
+  const int64_t y_bound =
+      f.tasks > 0 && f.tasks <= limits_.max_tasks ? per_task * f.tasks : per_task;
+  if (f.tasks > limits_.max_tasks) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "spec.family.tasks: m = ", f.tasks, " exceeds the server limit max_tasks = ",
+        limits_.max_tasks));
+  }
   if (y_bound > limits_.max_y_dim) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "spec.family: a session of about ", y_bound,
@@ -407,7 +416,7 @@ size_t SessionManager::size() const {
   return sessions_.size();
 }
 
-absl::Status SessionManager::CheckLimits(const v1::Batch& b, const char* what) const {
+absl::Status SessionManager::CheckLimits(const v1::Batch& b, const std::string& what) const {
   int64_t rows = 0, cols = 0, nnz = 0;
   if (b.has_dense()) {
     rows = b.dense().rows();
@@ -448,9 +457,21 @@ absl::StatusOr<v1::StepReply> SessionManager::CachedOrRefused(const Entry& e, in
 }
 
 absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
-    const v1::Batch& upper, const v1::Batch& inner) const {
+    const v1::Batch& upper, const v1::Batch& inner,
+    const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const {
   if (absl::Status s = CheckLimits(upper, "upper"); !s.ok()) return s;
   if (absl::Status s = CheckLimits(inner, "inner"); !s.ok()) return s;
+  // A multi-task step: every task's batches under the same limits, all
+  // checked before anything is converted.
+  if (tasks.size() > limits_.max_tasks) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tasks: ", tasks.size(), " tasks in one step exceed max_tasks = ", limits_.max_tasks));
+  }
+  for (int k = 0; k < tasks.size(); ++k) {
+    const std::string what = absl::StrCat("tasks[", k, "]");
+    if (absl::Status s = CheckLimits(tasks[k].upper(), what + ".upper"); !s.ok()) return s;
+    if (absl::Status s = CheckLimits(tasks[k].inner(), what + ".inner"); !s.ok()) return s;
+  }
   auto data = std::make_shared<StepData>();
   absl::StatusOr<Batch> u = ToBatch(upper, "upper");
   if (!u.ok()) return u.status();
@@ -458,6 +479,12 @@ absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
   if (!i.ok()) return i.status();
   data->upper = *std::move(u);
   data->inner = *std::move(i);
+  data->tasks.reserve(tasks.size());
+  for (int k = 0; k < tasks.size(); ++k) {
+    absl::StatusOr<TaskData> task = ToTask(tasks[k], absl::StrCat("tasks[", k, "]"));
+    if (!task.ok()) return task.status();
+    data->tasks.push_back(*std::move(task));
+  }
   return std::shared_ptr<const StepData>(std::move(data));
 }
 
@@ -472,7 +499,8 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
     if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
     if (req.t() != (*found)->session->state().t) return CachedOrRefused(**found, req.t());
   }
-  absl::StatusOr<std::shared_ptr<const StepData>> data = Decode(req.upper(), req.inner());
+  absl::StatusOr<std::shared_ptr<const StepData>> data =
+      Decode(req.upper(), req.inner(), req.tasks());
   if (!data.ok()) return data.status();
   return Apply(**found, req.t(), *data);
 }

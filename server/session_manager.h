@@ -33,6 +33,7 @@ struct Limits {
   int64_t max_y_dim = 50000000;  // per-session state size guard (doubles)
   int reply_cache = 16;          // replies kept per session for retries
   int max_inner_iterations = 100000;  // per inner loop of one round
+  int max_tasks = 10000;              // m of a multi-task session (FamilySpec.tasks)
   // Memory of every session together (session_footprint.h's estimates,
   // reserved at creation before anything is allocated); 0: no limit.
   int64_t max_total_state_bytes = 0;
@@ -61,10 +62,12 @@ class SessionManager {
   absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& request);
 
   // The two halves of Step, for callers applying one upload to several
-  // sessions (groups): decode and check a step's batches against the
-  // limits; apply decoded batches to session `id` as step t.
-  absl::StatusOr<std::shared_ptr<const StepData>> Decode(const v1::Batch& upper,
-                                                         const v1::Batch& inner) const;
+  // sessions (groups): decode and check a step's batches (the top-level
+  // ones and every task's) against the limits; apply decoded batches to
+  // session `id` as step t.
+  absl::StatusOr<std::shared_ptr<const StepData>> Decode(
+      const v1::Batch& upper, const v1::Batch& inner,
+      const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const;
   absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
                                              const std::shared_ptr<const StepData>& data);
   // The family checks of session `id` on these batches, without a round.
@@ -142,7 +145,7 @@ class SessionManager {
   // metrics, and only then publishes it in the map.
   absl::StatusOr<v1::SessionInfo> Install(std::shared_ptr<Entry> entry, bool generate_id,
                                           bool persisted);
-  absl::Status CheckLimits(const v1::Batch& batch, const char* what) const;
+  absl::Status CheckLimits(const v1::Batch& batch, const std::string& what) const;
   absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
                                       const std::shared_ptr<const StepData>& data);
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu

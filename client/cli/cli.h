@@ -33,6 +33,7 @@ ABSL_DECLARE_FLAG(std::string, id);
 ABSL_DECLARE_FLAG(std::string, family);
 ABSL_DECLARE_FLAG(std::optional<int>, features);
 ABSL_DECLARE_FLAG(std::optional<int>, classes);
+ABSL_DECLARE_FLAG(std::optional<int>, tasks);
 ABSL_DECLARE_FLAG(std::string, algorithm);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 // Groups (group_cmd.cc).

@@ -55,10 +55,13 @@ const std::vector<Command>& Commands() {
        "starting from the session's next_t, so re-running resumes an interrupted stream.  "
        "--create creates the session first from the spec flags.  --group=<id> instead "
        "uploads each step once to every member of a group (StepsGroup), starting from "
-       "the smallest next_t of its members, with one progress entry per member.",
+       "the smallest next_t of its members, with one progress entry per member.  A "
+       "multi-task session (--tasks=m at --create, or one created so) gets the dataset split "
+       "into m tasks (task i: rows r with r % m == i), --tasks_per_step of them sampled per "
+       "step, each step's batches tagged with their task.",
        Concat({"session", "group", "data", "steps", "until", "rows_per_step", "upper_fraction",
                "imbalance", "phase_steps", "label_noise", "noise_in_upper", "mode",
-               "print_every", "create"},
+               "print_every", "create", "tasks_per_step"},
               SpecFlagNames()),
        RunStream},
       {"create-group", "Create a side-by-side group: one family, several algorithms",

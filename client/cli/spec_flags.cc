@@ -34,6 +34,14 @@ ABSL_FLAG(std::optional<int>, classes, std::nullopt,
           "for loadgen)");
 ABSL_FLAG(std::optional<int>, x_dim, std::nullopt, "quadratic only: d1, the dimension of x");
 ABSL_FLAG(std::optional<int>, y_dim, std::nullopt, "quadratic only: d2, the dimension of y");
+ABSL_FLAG(std::optional<int>, tasks, std::nullopt,
+          "m: a multi-task session of m lower-level problems sharing x (problem class "
+          "multitask_bilevel): the family becomes its multi-task version (logistic_hpo -> "
+          "multitask_logistic_hpo) and `stream` splits the dataset into m tasks (task i: the "
+          "rows r with r % m == i)");
+ABSL_FLAG(std::optional<double>, max_temperature, std::nullopt,
+          "multitask_logistic_hpo: task temperatures sigma_i are fixed per task in [1, "
+          "max_temperature] (the paper's App. E.2 uses 11; server default 1)");
 ABSL_FLAG(std::optional<double>, mu0, std::nullopt,
           "Ridge term mu_0 > 0 keeping g strongly convex in y (server default 1e-3)");
 ABSL_FLAG(std::string, algorithm, "",
@@ -158,7 +166,7 @@ absl::Status SetConstraint(const std::string& family, v1::ConstraintSpec* c) {
   }
   std::string box = absl::GetFlag(FLAGS_box);
   if (box.empty()) {
-    if (family == "logistic_hpo") box = "0,0.1";
+    if (family == "logistic_hpo" || family == "multitask_logistic_hpo") box = "0,0.1";
     if (family == "ridge_hpo") box = "0,1";
   }
   if (box.empty() || box == "none") {
@@ -207,8 +215,8 @@ absl::Status OptionsFromFlags(v1::AlgorithmOptions* o) {
 const std::vector<std::string>& SpecFlagNames() {
   static const auto* names = [] {
     auto* v = new std::vector<std::string>{"id",    "problem_class", "family", "features",
-                                           "classes", "x_dim",       "y_dim",  "mu0",
-                                           "algorithm"};
+                                           "classes", "x_dim",       "y_dim",  "tasks",
+                                           "max_temperature", "mu0", "algorithm"};
     for (const OptionInfo& o : OptionTable()) v->emplace_back(o.name);
     for (const char* n : {"box", "constraint", "x0", "seed", "exact_every"}) v->emplace_back(n);
     return v;
@@ -223,6 +231,12 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
   v1::SessionSpec* spec = req.mutable_spec();
   v1::FamilySpec* f = spec->mutable_family();
   f->set_name(absl::GetFlag(FLAGS_family));
+  if (auto m = absl::GetFlag(FLAGS_tasks)) {
+    // --tasks=m: the family's multi-task version.
+    if (f->name().rfind("multitask_", 0) != 0) f->set_name("multitask_" + f->name());
+    f->set_tasks(*m);
+  }
+  if (auto v = absl::GetFlag(FLAGS_max_temperature)) f->set_max_temperature(*v);
   if (auto v = absl::GetFlag(FLAGS_features)) features = v;
   if (auto v = absl::GetFlag(FLAGS_classes)) classes = v;
   if (features) f->set_features(*features);

@@ -39,6 +39,10 @@ ABSL_FLAG(std::string, mode, "stream",
           "unary: one Step RPC per step, retried on transient errors");
 ABSL_FLAG(int, print_every, 20,
           "When stdout is not a terminal, print a progress line every N steps");
+ABSL_FLAG(int, tasks_per_step, 1,
+          "Multi-task sessions (--tasks=m, or a session created with it): tasks sampled "
+          "uniformly per step, each with --rows_per_step rows of its own (RSVRB's i_t; the "
+          "server weights them by m / tasks_per_step)");
 ABSL_FLAG(bool, create, false,
           "Create the session first from the spec flags (as `create`; features and classes "
           "from the dataset; id from --id or --session)");
@@ -123,12 +127,48 @@ class Progress {
   std::string inner_gap_ = "-", outer_gap_ = "-";
 };
 
+// How the dataset becomes steps: whole (tasks = 0), or split into `tasks`
+// tasks of which `per_step` are sampled per step (multi-task sessions).
+struct TaskSplit {
+  int tasks = 0;
+  int per_step = 1;
+};
+
+StepData StepOf(const data::DriftingStream& stream, int64_t t, const TaskSplit& split) {
+  return split.tasks > 0 ? stream.MakeTasks(t, split.tasks, split.per_step) : stream.Make(t);
+}
+
+// The split for a session or group whose spec is `spec`: its m (0 for a
+// single-task one), which --tasks must match if given.
+absl::StatusOr<TaskSplit> SplitFor(const v1::SessionSpec& spec, int rows) {
+  TaskSplit split;
+  split.tasks = spec.family().tasks();
+  split.per_step = absl::GetFlag(FLAGS_tasks_per_step);
+  if (const std::optional<int> m = absl::GetFlag(FLAGS_tasks); m && *m != split.tasks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tasks: ", *m, ", but the session was created with ", split.tasks, " tasks"));
+  }
+  if (split.tasks > 0 && !(split.per_step >= 1 && split.per_step <= split.tasks)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tasks_per_step: must be in [1, ", split.tasks, "]"));
+  }
+  if (split.tasks > rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tasks: ", split.tasks, " tasks need at least as many rows; the dataset has ", rows));
+  }
+  return split;
+}
+
 v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::string& id,
-                            int64_t t) {
-  const StepData step = stream.Make(t);
+                            int64_t t, const TaskSplit& split) {
+  const StepData step = StepOf(stream, t, split);
   v1::StepRequest req;
   req.set_session_id(id);
   req.set_t(t);
+  if (split.tasks > 0) {
+    for (const TaskData& task : step.tasks) ToProto(task, req.add_tasks());
+    return req;
+  }
   ToProto(step.upper, req.mutable_upper());
   ToProto(step.inner, req.mutable_inner());
   return req;
@@ -137,7 +177,8 @@ v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::strin
 // Steps [t, last] over the Steps RPC; on a broken stream, reconnects (with
 // backoff) and resumes from the server's next_t.
 absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
-                         const std::string& id, int64_t t, int64_t last, Progress& progress) {
+                         const TaskSplit& split, const std::string& id, int64_t t, int64_t last,
+                         Progress& progress) {
   const int max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
   double backoff = 0.25;
   int failures = 0;
@@ -145,7 +186,7 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
     grpc::ClientContext ctx;  // no deadline: a stream lasts as long as it must
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
     auto rpc = c.stub().Steps(&ctx);
-    v1::StepRequest req = MakeRequest(stream, id, t);
+    v1::StepRequest req = MakeRequest(stream, id, t, split);
     v1::StepReply reply;
     bool broken = false;
     while (t <= last) {
@@ -154,7 +195,7 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
         break;
       }
       // Build the next batch while the server works on this one.
-      if (t < last) req = MakeRequest(stream, id, t + 1);
+      if (t < last) req = MakeRequest(stream, id, t + 1, split);
       if (!rpc->Read(&reply)) {
         broken = true;
         break;
@@ -202,11 +243,15 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
 // ------------------------------------------------------------- groups
 
 v1::GroupStepRequest MakeGroupRequest(const data::DriftingStream& stream, const std::string& id,
-                                      int64_t t) {
-  const StepData step = stream.Make(t);
+                                      int64_t t, const TaskSplit& split) {
+  const StepData step = StepOf(stream, t, split);
   v1::GroupStepRequest req;
   req.set_group_id(id);
   req.set_t(t);
+  if (split.tasks > 0) {
+    for (const TaskData& task : step.tasks) ToProto(task, req.add_tasks());
+    return req;
+  }
   ToProto(step.upper, req.mutable_upper());
   ToProto(step.inner, req.mutable_inner());
   return req;
@@ -315,8 +360,8 @@ absl::StatusOr<int64_t> GroupNextT(client::Client& c, const std::string& id) {
 
 // Group steps [t, last] over StepsGroup, reconnecting like StreamSteps.
 absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& stream,
-                              const std::string& id, int64_t t, int64_t last,
-                              GroupProgress& progress) {
+                              const TaskSplit& split, const std::string& id, int64_t t,
+                              int64_t last, GroupProgress& progress) {
   const int max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
   double backoff = 0.25;
   int failures = 0;
@@ -324,7 +369,7 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
     grpc::ClientContext ctx;
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
     auto rpc = c.stub().StepsGroup(&ctx);
-    v1::GroupStepRequest req = MakeGroupRequest(stream, id, t);
+    v1::GroupStepRequest req = MakeGroupRequest(stream, id, t, split);
     v1::GroupStepReply reply;
     bool broken = false;
     while (t <= last) {
@@ -332,7 +377,7 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
         broken = true;
         break;
       }
-      if (t < last) req = MakeGroupRequest(stream, id, t + 1);
+      if (t < last) req = MakeGroupRequest(stream, id, t + 1, split);
       if (!rpc->Read(&reply)) {
         broken = true;
         break;
@@ -381,6 +426,10 @@ int RunGroupStream(const data::Dataset& ds, const data::DriftOptions& drift,
   client::Client c(ClientOptionsFromFlags());
   absl::StatusOr<int64_t> first = GroupNextT(c, id);
   if (!first.ok()) return RpcError("stream", first.status());
+  absl::StatusOr<v1::GroupInfo> group = c.GetGroup(id);
+  if (!group.ok()) return RpcError("stream", group.status());
+  absl::StatusOr<TaskSplit> split = SplitFor(group->members(0).spec(), ds.rows());
+  if (!split.ok()) return UsageError(std::string(split.status().message()));
   const std::optional<int64_t> until = absl::GetFlag(FLAGS_until);
   const int64_t last = until ? *until : *first + steps.value_or(400) - 1;
   if (absl::GetFlag(FLAGS_verbose)) {
@@ -399,12 +448,13 @@ int RunGroupStream(const data::Dataset& ds, const data::DriftOptions& drift,
   absl::Status status;
   if (mode == "unary") {
     for (int64_t t = *first; t <= last && status.ok(); ++t) {
-      absl::StatusOr<v1::GroupStepReply> reply = c.StepGroup(MakeGroupRequest(stream, id, t));
+      absl::StatusOr<v1::GroupStepReply> reply =
+          c.StepGroup(MakeGroupRequest(stream, id, t, *split));
       status = reply.ok() ? GroupProgress::MemberFailure(*reply) : reply.status();
       if (status.ok()) progress.Update(*reply);
     }
   } else {
-    status = StreamGroupSteps(c, stream, id, *first, last, progress);
+    status = StreamGroupSteps(c, stream, *split, id, *first, last, progress);
   }
   if (!status.ok()) {
     progress.Break();
@@ -471,6 +521,8 @@ int RunStream() {
   }
   absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
   if (!info.ok()) return RpcError("stream", info.status());
+  absl::StatusOr<TaskSplit> split = SplitFor(info->spec(), ds->rows());
+  if (!split.ok()) return UsageError(std::string(split.status().message()));
   const int64_t first = info->next_t();
   const std::optional<int64_t> until = absl::GetFlag(FLAGS_until);
   const int64_t last = until ? *until : first + steps.value_or(400) - 1;
@@ -489,12 +541,12 @@ int RunStream() {
   absl::Status status;
   if (mode == "unary") {
     for (int64_t t = first; t <= last && status.ok(); ++t) {
-      absl::StatusOr<v1::StepReply> reply = c.Step(MakeRequest(stream, id, t));
+      absl::StatusOr<v1::StepReply> reply = c.Step(MakeRequest(stream, id, t, *split));
       if (reply.ok()) progress.Update(*reply);
       status = reply.status();
     }
   } else {
-    status = StreamSteps(c, stream, id, first, last, progress);
+    status = StreamSteps(c, stream, *split, id, first, last, progress);
   }
   if (!status.ok()) {
     progress.Break();

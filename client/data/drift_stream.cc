@@ -35,12 +35,40 @@ double DriftingStream::NoiseProbability(int64_t t) const {
 StepData DriftingStream::Make(int64_t t) const {
   // A generator per step: seed and t fully determine the step's data.
   Rng rng(o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t));
-  const int n = data_.rows();
+  return Draw(rng, t, 0, 1, data_.rows());
+}
+
+StepData DriftingStream::MakeForTask(int64_t t, int task, int tasks) const {
+  // A generator per (step, task): resuming or retrying regenerates it.
+  Rng rng((o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t)) ^
+          ((static_cast<uint64_t>(task) + 1) * 0xbf58476d1ce4e5b9ULL));
+  const int pool = (data_.rows() - task + tasks - 1) / tasks;  // rows task, task + m, ...
+  return Draw(rng, t, task, tasks, pool);
+}
+
+StepData DriftingStream::MakeTasks(int64_t t, int tasks, int per_step) const {
+  Rng rng((o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t)) ^ 0x94d049bb133111ebULL);
+  std::vector<int> chosen;
+  while (static_cast<int>(chosen.size()) < per_step) {
+    const int i = static_cast<int>(rng.UniformBelow(tasks));
+    if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) chosen.push_back(i);
+  }
+  StepData s;
+  for (int i : chosen) {
+    TaskData task;
+    task.task = i;
+    task.data = MakeForTask(t, i, tasks);
+    s.tasks.push_back(std::move(task));
+  }
+  return s;
+}
+
+StepData DriftingStream::Draw(Rng& rng, int64_t t, int first, int stride, int pool) const {
   const bool labelled = !data_.labels.empty();
   std::vector<int> rows;
   rows.reserve(o_.rows_per_step);
   while (static_cast<int>(rows.size()) < o_.rows_per_step) {
-    const int i = static_cast<int>(rng.UniformBelow(n));
+    const int i = first + stride * static_cast<int>(rng.UniformBelow(pool));
     if (!labelled || Uniform01(rng) < KeepProbability(t, data_.labels[i])) rows.push_back(i);
   }
   const int n_up = std::clamp(static_cast<int>(std::lround(o_.upper_fraction * rows.size())),

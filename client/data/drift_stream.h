@@ -15,6 +15,7 @@
 
 #include "client/data/dataset.h"
 #include "core/batch.h"
+#include "core/rng.h"
 
 namespace f2obo::data {
 
@@ -37,6 +38,16 @@ class DriftingStream {
   // Batches of step t (t >= 1).
   StepData Make(int64_t t) const;
 
+  // Multi-task streams: the dataset split into `tasks` tasks, task i
+  // holding the rows r with r % tasks == i (1 <= tasks <= rows).  Task i's
+  // batches at step t, drawn from its rows with the drift above; they
+  // depend only on (seed, t, i).
+  StepData MakeForTask(int64_t t, int task, int tasks) const;
+  // Step t of a multi-task stream: `per_step` distinct tasks drawn
+  // uniformly (the client's sampling, p_i = per_step / tasks), each with
+  // MakeForTask's batches, in StepData::tasks (top-level batches empty).
+  StepData MakeTasks(int64_t t, int tasks, int per_step) const;
+
   // Keep-probability of class `label` at step t (1 without imbalance).
   double KeepProbability(int64_t t, int label) const;
   // Label-noise probability in force at step t.
@@ -44,6 +55,8 @@ class DriftingStream {
 
  private:
   Batch TakeRows(const std::vector<int>& rows, const std::vector<int32_t>& labels) const;
+  // Step t's batches from the rows first + k stride, k in [0, pool).
+  StepData Draw(Rng& rng, int64_t t, int first, int stride, int pool) const;
 
   const Dataset& data_;
   DriftOptions o_;

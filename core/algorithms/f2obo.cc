@@ -29,15 +29,8 @@ class F2obo final : public BilevelAlgorithm {
     const double alpha = steps.alpha, beta = steps.beta;
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
-    int64_t rows = 0;
-    for (int k = 0; k < o_.inner_steps; ++k) {
-      family.GradYGPair(s->x, s->z, s->y, inner, &ws_.gz, &ws_.gy_g);
-      family.F(s->x, s->y, upper, nullptr, &ws_.gy_f);
-      s->z.noalias() -= alpha * ws_.gz;
-      ws_.gy_f += lambda * ws_.gy_g;
-      s->y.noalias() -= beta * ws_.gy_f;
-      rows += inner.rows.n + upper.rows.n;
-    }
+    int64_t rows = PenaltyInnerLoops(family, s->x, alpha, beta, lambda, o_.inner_steps, upper,
+                                     inner, &s->y, &s->z, &ws_);
     rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
     ProjectedStep(set_, steps.gamma, report->hypergradient, &s->x);
     s->lambda = NextLambda(o_, s->t, lambda);

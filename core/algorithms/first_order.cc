@@ -66,6 +66,21 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
   report->l_f1 = sm.l_f1;
 }
 
+int64_t PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
+                          double lambda, int k, const BatchView& upper, const BatchView& inner,
+                          Vector* y, Vector* z, FirstOrderWorkspace* ws) {
+  int64_t rows = 0;
+  for (int i = 0; i < k; ++i) {
+    family.GradYGPair(x, *z, *y, inner, &ws->gz, &ws->gy_g);
+    family.F(x, *y, upper, nullptr, &ws->gy_f);
+    z->noalias() -= alpha * ws->gz;
+    ws->gy_f += lambda * ws->gy_g;
+    y->noalias() -= beta * ws->gy_f;
+    rows += inner.rows.n + upper.rows.n;
+  }
+  return rows;
+}
+
 int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
                       const VecIn& z, double lambda, const BatchView& upper,
                       const BatchView& inner, FirstOrderWorkspace* ws,

@@ -62,6 +62,15 @@ absl::Status CheckPenaltyOptions(const AlgorithmOptions& o);
 void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
                      const StepSizes& steps, BilevelReport* report);
 
+// Alg. 1 lines 4-7, K times from the warm starts z, y at x:
+//   z <- z - alpha grad_y g(x, z)
+//   y <- y - beta (grad_y f(x, y) + lambda grad_y g(x, y))
+// both gradients of g in one pass (GradYGPair).  Returns the rows read.
+// (F2OBO's loop; mt_f2obo runs it per task.)
+int64_t PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
+                          double lambda, int k, const BatchView& upper, const BatchView& inner,
+                          Vector* y, Vector* z, FirstOrderWorkspace* ws);
+
 // h_t = grad_x f(x, y) + lambda (grad_x g(x, y) - grad_x g(x, z))
 // (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).
 // Also records the final residuals ||grad_y L(y)|| and ||grad_y g(z)||

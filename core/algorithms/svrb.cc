@@ -60,6 +60,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/algorithms/first_order.h"
 #include "core/algorithms/second_order.h"
+#include "core/algorithms/svrb_estimators.h"
 
 namespace f2obo {
 
@@ -123,23 +124,12 @@ Matrix RaiseEigenvalues(const Matrix& h, double lambda) {
 
 namespace {
 
-// Derivatives of one point on one pair of draws, sized once.
-struct PointDerivatives {
-  PointDerivatives(int d1, int d2)
-      : gx_f(d1), gy_f(d2), gy_g(d2), jxy(d1, d2), hyy(d2, d2) {}
-  Vector gx_f, gy_f, gy_g;
-  Matrix jxy;  // grad2_xy g (d1 x d2)
-  Matrix hyy;  // grad2_yy g (d2 x d2)
-};
-
 class Svrb final : public BilevelAlgorithm {
  public:
   explicit Svrb(const AlgorithmContext& ctx)
       : o_(ctx.options), set_(ctx.constraint), d1_(ctx.x_dim), d2_(ctx.y_dim),
-        cur_(d1_, d2_), prev_(d1_, d2_), e_(Vector::Zero(d2_)), col_x_(d1_),
-        col_y_(d2_), hinv_w_(d2_), jh_(d1_), h_(d1_), gy_res_(d2_),
-        proj_(d1_, d2_),
-        aux_layout_{d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, d2_} {}
+        cur_(d1_, d2_), prev_(d1_, d2_), oracle_(d1_, d2_), combine_(d1_, d2_), h_(d1_),
+        gy_res_(d2_), aux_layout_{d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, d2_} {}
 
   std::vector<int> AuxLayout() const override { return aux_layout_; }
 
@@ -151,48 +141,27 @@ class Svrb final : public BilevelAlgorithm {
     const BatchView zeta = sampler_.DrawInner(data.inner, o_.sample_rows, &s->rng);
     const bool first = EnsureAux(aux_layout_, s);
     std::vector<Vector>& aux = s->aux;
-    int64_t rows = Evaluate(family, s->x, s->y, xi, zeta, &cur_);
+    int64_t rows = oracle_.Evaluate(family, s->x, s->y, xi, zeta, &cur_);
 
-    Vector &u = aux[0], &w = aux[1], &v = aux[2];
-    Eigen::Map<Matrix> jm(aux[3].data(), d1_, d2_);
-    Eigen::Map<Matrix> hm(aux[4].data(), d2_, d2_);
+    SvrbEstimators e(aux[0], aux[1], aux[2], aux[3], aux[4], d1_, d2_);
     if (first) {
-      u = cur_.gx_f;
-      w = cur_.gy_f;
-      v = cur_.gy_g;
-      jm = cur_.jxy;
-      hm = cur_.hyy;
+      SvrbStart(cur_, &e);
     } else {
-      rows += Evaluate(family, aux[5], aux[6], xi, zeta, &prev_);
-      const double keep = o_.momentum;  // 1 - a
-      Storm(cur_.gx_f, prev_.gx_f, keep, &u);
-      Storm(cur_.gy_f, prev_.gy_f, keep, &w);
-      Storm(cur_.gy_g, prev_.gy_g, keep, &v);
-      jm -= prev_.jxy;
-      jm *= keep;
-      jm += cur_.jxy;
-      hm -= prev_.hyy;
-      hm *= keep;
-      hm += cur_.hyy;
+      rows += oracle_.Evaluate(family, aux[5], aux[6], xi, zeta, &prev_);
+      SvrbStorm(cur_, prev_, o_.momentum, 1.0, &e);  // keep = 1 - a
     }
     // Alg. 1 line 4: w_{t+1} = Pi_{C_fy}[...], the Euclidean projection onto
-    // the ball of radius C_fy (no projection when C_fy is infinite).
-    if (const double wn = w.norm(); wn > o_.grad_fy_clip) w *= o_.grad_fy_clip / wn;
-    if (proj_.ClipSingularValues(jm, o_.jacobian_clip) < 0) {
-      return absl::InvalidArgumentError(
-          "svrb: the grad2_xy g estimate is not finite (step sizes too large?)");
+    // the ball of radius C_fy (no projection when C_fy is infinite); u is
+    // not projected (kInfinity).
+    if (absl::Status st = SvrbProjectAndCombine(kInfinity, o_.grad_fy_clip, o_.jacobian_clip,
+                                                o_.hessian_floor, "svrb", &e, &combine_, &h_);
+        !st.ok()) {
+      return st;
     }
-    if (proj_.RaiseEigenvalues(hm, o_.hessian_floor) < 0) {
-      return absl::InvalidArgumentError(
-          "svrb: the grad2_yy g estimate is not finite (step sizes too large?)");
-    }
-    proj_.Solve(w, &hinv_w_);
-    jh_.noalias() = jm * hinv_w_;
-    h_ = u - jh_;
 
     aux[5] = s->x;
     aux[6] = s->y;
-    s->y.noalias() -= alpha * v;
+    s->y.noalias() -= alpha * e.v;
     ProjectedStep(set_, o_.gamma, h_, &s->x);
     family.G(aux[5], s->y, zeta, nullptr, &gy_res_);
     report->residual_y = gy_res_.norm();
@@ -207,35 +176,13 @@ class Svrb final : public BilevelAlgorithm {
   }
 
  private:
-  // d <- cur + keep (d - prev)
-  static void Storm(const Vector& cur, const Vector& prev, double keep, Vector* d) {
-    *d -= prev;
-    *d *= keep;
-    *d += cur;
-  }
-
-  // Gradients on xi and zeta and the explicit matrices on zeta at (x, y).
-  int64_t Evaluate(Family& family, const VecIn& x, const VecIn& y, const BatchView& xi,
-                   const BatchView& zeta, PointDerivatives* out) {
-    family.F(x, y, xi, &out->gx_f, &out->gy_f);
-    family.G(x, y, zeta, nullptr, &out->gy_g);
-    for (int j = 0; j < d2_; ++j) {
-      e_[j] = 1.0;
-      family.HvpXYG(x, y, zeta, e_, &col_x_);
-      out->jxy.col(j) = col_x_;
-      family.HvpYYG(x, y, zeta, e_, &col_y_);
-      out->hyy.col(j) = col_y_;
-      e_[j] = 0.0;
-    }
-    return xi.rows.n + static_cast<int64_t>(1 + 2 * d2_) * zeta.rows.n;
-  }
-
   AlgorithmOptions o_;
   ConstraintSet set_;
   int d1_, d2_;
-  PointDerivatives cur_, prev_;
-  Vector e_, col_x_, col_y_, hinv_w_, jh_, h_, gy_res_;
-  SpectralProjections proj_;
+  SvrbDerivatives cur_, prev_;
+  SvrbOracle oracle_;
+  SvrbCombineWorkspace combine_;
+  Vector h_, gy_res_;
   std::vector<int> aux_layout_;
   RowSampler sampler_;
 };

@@ -28,9 +28,10 @@ struct ClassWire {
 
 const ClassWire& WireOf(ProblemClass c);
 
-// One per class, in ProblemClass order.
+// One per class.
 const ClassWire& BilevelWire();
 const ClassWire& SimpleWire();
+const ClassWire& MultitaskWire();
 
 }  // namespace f2obo
 

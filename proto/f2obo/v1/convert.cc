@@ -88,6 +88,8 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
   SetIf(f.has_mu0(), f.mu0(), &c.family.mu0);
   c.family.bump_upper = f.bump_upper();
   SetIf(f.has_bump_scale(), f.bump_scale(), &c.family.bump_scale);
+  c.family.tasks = f.tasks();
+  SetIf(f.has_max_temperature(), f.max_temperature(), &c.family.max_temperature);
   // The class: as given, or the family's (each family is in one class).
   absl::StatusOr<ProblemClass> cls = !spec.problem_class().empty()
                                          ? ParseProblemClass(spec.problem_class())
@@ -121,6 +123,10 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   f->set_mu0(c.family.mu0);
   f->set_bump_upper(c.family.bump_upper);
   f->set_bump_scale(c.family.bump_scale);
+  if (c.problem_class == ProblemClass::kMultitaskBilevel) {
+    f->set_tasks(c.family.tasks);
+    f->set_max_temperature(c.family.max_temperature);
+  }
   s.set_algorithm(c.algorithm);
   // The options the algorithm reads (an unknown algorithm: all of them).
   const AlgorithmInfo* info = FindAlgorithm(c.algorithm);
@@ -224,6 +230,26 @@ void ToProto(const Batch& b, v1::Batch* out) {
   if (b.M.size() > 0) FromDense(RowMatrix(b.M), out->mutable_m());
   ToRepeated(b.c, out->mutable_c());
   ToRepeated(b.d, out->mutable_d());
+}
+
+absl::StatusOr<TaskData> ToTask(const v1::TaskBatch& task, const std::string& what) {
+  TaskData t;
+  t.task = task.task();
+  t.probability = task.probability();
+  absl::StatusOr<Batch> upper = ToBatch(task.upper(), what + ".upper");
+  if (!upper.ok()) return upper.status();
+  absl::StatusOr<Batch> inner = ToBatch(task.inner(), what + ".inner");
+  if (!inner.ok()) return inner.status();
+  t.data.upper = *std::move(upper);
+  t.data.inner = *std::move(inner);
+  return t;
+}
+
+void ToProto(const TaskData& task, v1::TaskBatch* out) {
+  out->set_task(task.task);
+  out->set_probability(task.probability);
+  ToProto(task.data.upper, out->mutable_upper());
+  ToProto(task.data.inner, out->mutable_inner());
 }
 
 void ToProto(const StepReport& r, v1::RoundReport* out) {

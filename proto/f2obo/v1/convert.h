@@ -27,6 +27,11 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& config, int exact_every);
 absl::StatusOr<Batch> ToBatch(const v1::Batch& batch, const std::string& what);
 // Core batch -> wire batch (exact inverse of ToBatch).
 void ToProto(const Batch& batch, v1::Batch* out);
+// A multi-task step's task: its batches as ToBatch decodes them, `what`
+// prefixing errors ("tasks[2]" -> "tasks[2].inner.c[0]: ...").  The task
+// index and probability are checked by the session (they depend on m).
+absl::StatusOr<TaskData> ToTask(const v1::TaskBatch& task, const std::string& what);
+void ToProto(const TaskData& task, v1::TaskBatch* out);
 
 // A round report: the fields every class has, then the class's own
 // (class_wire.h).

@@ -169,6 +169,27 @@ TEST_F(CliE2e, StreamCreateIsOneCommand) {
   EXPECT_EQ(Cli({"delete", "--session=oneshot"}).code, 0);
 }
 
+// `stream --tasks=m` splits the dataset into m tasks and tags each step's
+// batches; a re-run resumes the same multi-task stream.
+TEST_F(CliE2e, StreamTasksSplitsTheDatasetIntoTasks) {
+  const Result r = Cli({"stream", "--create", "--id=mt", Data(), "--tasks=6",
+                        "--tasks_per_step=2", "--algorithm=mt_f2obo", "--steps=12",
+                        "--rows_per_step=10", "--max_temperature=11"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("created session mt"));
+  EXPECT_THAT(r.out, HasSubstr("streamed 12 steps to mt"));
+  const Result resumed = Cli({"stream", "--session=mt", Data(), "--tasks_per_step=2",
+                              "--steps=3", "--rows_per_step=10"});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("next_t = 16"));
+  const Result list = Cli({"sessions"});
+  EXPECT_THAT(list.out, ::testing::ContainsRegex("mt +mt_f2obo +multitask_logistic_hpo +16 "));
+  const Result wrong = Cli({"stream", "--session=mt", Data(), "--tasks=5", "--steps=1"});
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_THAT(wrong.err, HasSubstr("--tasks: 5, but the session was created with 6 tasks"));
+  EXPECT_EQ(Cli({"delete", "--session=mt"}).code, 0);
+}
+
 TEST_F(CliE2e, HealthExitsZeroIffServing) {
   const Result ok = Cli({"health"});
   EXPECT_EQ(ok.code, 0) << ok.err;

@@ -94,6 +94,10 @@ TEST(CliOptions, EveryProtoOptionCanBeSetFromItsFlag) {
       args[4] = "--constraint=l1_ball:1";
     }
     args.push_back("--algorithm=" + algorithm);
+    // A multi-task algorithm's family: --tasks makes quadratic multitask_quadratic.
+    if (FindAlgorithm(algorithm)->problem_class == ProblemClass::kMultitaskBilevel) {
+      args.push_back("--tasks=2");
+    }
     args.push_back("--" + name + "=" + text);
     const Result r = RunCli(args);
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;

@@ -1,0 +1,247 @@
+#include "core/multitask/multitask_problem.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/multitask/multitask_algorithm.h"
+#include "core/multitask/multitask_metrics_evaluator.h"
+#include "core/multitask/multitask_state.h"
+#include "core/problem_registry.h"
+
+namespace f2obo {
+
+StateLayout MultitaskLayout() {
+  return StateLayout{{}, {"lambda"}, {{"blreg"}, {"unconverged_steps", true}}};
+}
+
+namespace {
+
+absl::Status CheckVector(const Vector& v, int dim, const char* field) {
+  if (v.size() != dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": has ", v.size(), " entries, expected ", dim));
+  }
+  if (!v.allFinite()) return absl::InvalidArgumentError(absl::StrCat(field, ": not finite"));
+  return absl::OkStatus();
+}
+
+bool IsEmpty(const Batch& b) {
+  return b.rows() == 0 && b.cols() == 0 && b.labels.empty() && b.targets.size() == 0 &&
+         b.class_weights.size() == 0 && b.M.size() == 0 && b.c.size() == 0 && b.d.size() == 0;
+}
+
+// Whether an algorithm's rounds read the penalty multiplier (mt_f2obo).
+bool ReadsMultiplier(const AlgorithmInfo& info) { return info.reads.Has(Opt::lambda1); }
+
+class MultitaskProblem final : public Problem {
+ public:
+  MultitaskProblem(const SessionConfig& config, std::unique_ptr<MultitaskFamily> family,
+                   const MultitaskAlgorithmEntry& entry,
+                   std::unique_ptr<MultitaskAlgorithm> algorithm, Vector y0)
+      : config_(config), family_(std::move(family)), entry_(entry),
+        algorithm_(std::move(algorithm)), y0_(std::move(y0)), layout_(MultitaskLayout()),
+        table_(algorithm_->GlobalLayout(), Block(family_->y_dim(), *algorithm_)) {}
+
+  ProblemClass problem_class() const override { return ProblemClass::kMultitaskBilevel; }
+  const AlgorithmInfo& algorithm() const override { return entry_.info; }
+  int x_dim() const override { return family_->x_dim(); }
+  const StateLayout& layout() const override { return layout_; }
+  bool reads_tasks() const override { return true; }
+
+  absl::Status ValidateData(const StepData& data) const override {
+    if (!IsEmpty(data.upper) || !IsEmpty(data.inner)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          IsEmpty(data.upper) ? "inner" : "upper",
+          ": a multitask_bilevel step carries its batches in tasks[k].upper and "
+          "tasks[k].inner; the top-level upper and inner must be empty"));
+    }
+    if (data.tasks.empty()) {
+      return absl::InvalidArgumentError(
+          "tasks: a multitask_bilevel step carries the batches of at least one task");
+    }
+    const int m = family_->tasks();
+    std::vector<int> seen;
+    seen.reserve(data.tasks.size());
+    for (size_t k = 0; k < data.tasks.size(); ++k) {
+      const TaskData& td = data.tasks[k];
+      if (td.task < 0 || td.task >= m) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tasks[", k, "].task: ", td.task, " is outside [0, m = ", m, ")"));
+      }
+      if (!(td.probability >= 0.0 && td.probability <= 1.0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tasks[", k, "].probability: ", td.probability,
+            " must be in (0, 1], or 0 for the default k/m"));
+      }
+      if (!td.data.tasks.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tasks[", k, "]: a task's data carries no tasks of its own"));
+      }
+      for (auto [batch, role, name] :
+           {std::make_tuple(&td.data.upper, BatchRole::kUpper, "upper"),
+            std::make_tuple(&td.data.inner, BatchRole::kInner, "inner")}) {
+        if (absl::Status s = family_->ValidateBatch(td.task, *batch, role); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("tasks[", k, "].", name, " (task ", td.task, "): ", s.message()));
+        }
+      }
+      seen.push_back(td.task);
+    }
+    std::sort(seen.begin(), seen.end());
+    if (auto dup = std::adjacent_find(seen.begin(), seen.end()); dup != seen.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tasks: task ", *dup, " appears more than once in this step"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status InitState(const SessionConfig& c, SessionState* s) const override {
+    const int d1 = family_->x_dim();
+    if (c.x0.size() == 0) {
+      s->x.resize(d1);
+      family_->DefaultX(&s->x);
+      c.constraint.Project(&s->x);
+    } else {
+      if (absl::Status st = CheckVector(c.x0, d1, "initial.x"); !st.ok()) return st;
+      if (!c.constraint.Contains(c.x0, 1e-12)) {
+        return absl::InvalidArgumentError("initial.x: outside the constraint set X");
+      }
+      s->x = c.x0;
+    }
+    s->vectors.clear();
+    s->scalars = {ReadsMultiplier(entry_.info) ? c.options.lambda1 : 0.0};
+    table_.Init(s, algorithm_->InitialGlobals(s->x));
+    return absl::OkStatus();
+  }
+
+  absl::Status ValidateRestored(const SessionState& s) const override {
+    const double lambda = s.scalars[kMultitaskLambda];
+    if (ReadsMultiplier(entry_.info) && !(lambda > 0.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.lambda: ", lambda, " is not a finite positive number"));
+    }
+    if (absl::Status st = table_.Validate(s, family_->tasks()); !st.ok()) return st;
+    return algorithm_->ValidateTaskState(s, table_);
+  }
+
+  absl::Status Round(const StepData& data, SessionState* s, StepReport* report) override {
+    // Prequential: the mean over the step's tasks of f_i(x_t, y_i) on the
+    // task's fresh upper batch (and of the accuracy there).
+    double loss = 0.0, accuracy = 0.0;
+    for (const TaskData& td : data.tasks) {
+      const int slot = table_.Find(*s, td.task);
+      const Vector& y = slot >= 0 ? table_.Var(*s, slot, 0) : y0_;
+      Family& f = family_->Task(td.task, td.data);
+      const BatchView upper = BatchView::All(td.data.upper);
+      const double l = f.F(s->x, y, upper, nullptr, nullptr);
+      if (!std::isfinite(l)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "non-finite f_i(x_t, y_i) = ", l, " on task ", td.task,
+            "'s upper batch (feature values too large for the current point?)"));
+      }
+      loss += l;
+      if (family_->is_classification()) accuracy += f.Accuracy(s->x, y, upper).value_or(0.0);
+    }
+    const double k = static_cast<double>(data.tasks.size());
+    report->upper_loss_before = loss / k;
+    if (family_->is_classification()) report->accuracy_before = accuracy / k;
+    MultitaskReport& r = report->detail.emplace<MultitaskReport>();
+    if (absl::Status st = algorithm_->Round(data, *family_, table_, s, &r); !st.ok()) return st;
+    if (!r.direction.allFinite()) {
+      return absl::InvalidArgumentError(
+          "the round produced a non-finite direction for x (step sizes too large for this "
+          "batch?)");
+    }
+    report->rows_processed = r.rows_processed;
+    report->inner_iterations =
+        static_cast<int64_t>(r.tasks) * (static_cast<int64_t>(r.z_iterations) + r.y_iterations);
+    report->cap_hit = false;
+    return absl::OkStatus();
+  }
+
+  const Vector& Decision(const SessionState& s) const override { return s.x; }
+
+  // Each evaluation solves every seen task's inner problem: every 10th step.
+  int DefaultExactEvery() const override { return 10; }
+
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
+    absl::StatusOr<std::unique_ptr<MultitaskFamily>> family =
+        CreateMultitaskFamily(config_.family);
+    if (!family.ok()) return family.status();
+    return std::unique_ptr<MetricsEvaluator>(new MultitaskMetricsEvaluator(
+        *std::move(family), config_.constraint, config_.options.gamma, table_, y0_));
+  }
+
+  void Accumulate(const ClassMetrics& m, RunningMetrics* running) const override {
+    AccumulateMultitask(std::get<MultitaskMetrics>(m), running);
+  }
+
+  const TaskTable& table() const { return table_; }
+  int tasks() const { return family_->tasks(); }
+
+ private:
+  static std::vector<int> Block(int y_dim, const MultitaskAlgorithm& a) {
+    std::vector<int> block = {y_dim};
+    for (int size : a.TaskLayout()) block.push_back(size);
+    return block;
+  }
+
+  const SessionConfig config_;
+  std::unique_ptr<MultitaskFamily> family_;
+  const MultitaskAlgorithmEntry& entry_;
+  std::unique_ptr<MultitaskAlgorithm> algorithm_;
+  const Vector y0_;
+  const StateLayout layout_;
+  const TaskTable table_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Problem>> CreateMultitaskProblem(
+    const SessionConfig& c, std::unique_ptr<MultitaskFamily> family) {
+  const int d1 = family->x_dim(), d2 = family->y_dim();
+  if (absl::Status s = c.constraint.Validate(d1); !s.ok()) return s;
+  if (absl::Status s = family->ValidateConstraint(c.constraint); !s.ok()) return s;
+  absl::StatusOr<const AlgorithmInfo*> info =
+      CheckAlgorithm(ProblemClass::kMultitaskBilevel, c.algorithm, c.options);
+  if (!info.ok()) return info.status();
+  const MultitaskAlgorithmEntry& entry = *FindMultitaskAlgorithm(c.algorithm);
+  // Every task starts from y0 (else 0) and, for mt_f2obo, z0 (else y0).
+  Vector y0 = c.y0.size() == 0 ? Vector::Zero(d2) : c.y0;
+  if (absl::Status s = CheckVector(y0, d2, "initial.y"); !s.ok()) return s;
+  Vector z0 = c.z0.size() == 0 ? y0 : c.z0;
+  if (absl::Status s = CheckVector(z0, d2, "initial.z"); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> algorithm = entry.create(
+      MultitaskAlgorithmContext{c.options, c.constraint, d1, d2, family->tasks(), y0, z0});
+  if (!algorithm.ok()) return algorithm.status();
+  return std::unique_ptr<Problem>(new MultitaskProblem(c, std::move(family), entry,
+                                                       *std::move(algorithm), std::move(y0)));
+}
+
+absl::StatusOr<std::unique_ptr<Problem>> CreateMultitaskProblem(const SessionConfig& c) {
+  absl::StatusOr<std::unique_ptr<MultitaskFamily>> family = CreateMultitaskFamily(c.family);
+  if (!family.ok()) return family.status();
+  return CreateMultitaskProblem(c, *std::move(family));
+}
+
+std::vector<std::string> MultitaskFamilyNameList() { return MultitaskFamilyNames(); }
+
+const TaskTable* MultitaskTable(const Problem& problem) {
+  const auto* p = dynamic_cast<const MultitaskProblem*>(&problem);
+  return p != nullptr ? &p->table() : nullptr;
+}
+
+int MultitaskTaskCount(const Problem& problem) {
+  const auto* p = dynamic_cast<const MultitaskProblem*>(&problem);
+  return p != nullptr ? p->tasks() : 0;
+}
+
+std::vector<const AlgorithmInfo*> MultitaskAlgorithmInfos() {
+  std::vector<const AlgorithmInfo*> out;
+  for (const MultitaskAlgorithmEntry* e : MultitaskAlgorithms()) out.push_back(&e->info);
+  return out;
+}
+
+}  // namespace f2obo

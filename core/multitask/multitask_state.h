@@ -1,0 +1,28 @@
+// The multi-task class's state (SPEC section 9.3): x_t in SessionState::x,
+// the scalar lambda_t (mt_f2obo's multiplier; 0 for rsvrb), no fixed-size
+// class vectors, and every per-task variable (y_i and the algorithm's)
+// in SessionState::aux as core/multitask/task_table.h encodes it.  Its
+// running sums are those of the class's exact metrics
+// (core/multitask/multitask_metrics.h).
+#ifndef F2OBO_CORE_MULTITASK_MULTITASK_STATE_H_
+#define F2OBO_CORE_MULTITASK_MULTITASK_STATE_H_
+
+#include "core/state.h"
+
+namespace f2obo {
+
+// Places in SessionState::scalars and RunningMetrics::sums.
+enum MultitaskScalar { kMultitaskLambda = 0, kMultitaskScalarCount };
+enum MultitaskSum {
+  kMultitaskBlreg = 0,         // sum of the regret terms of converged steps
+  kMultitaskUnconvergedSteps,  // evaluated steps left out of it (a task's solve
+                               // did not converge)
+  kMultitaskSumCount
+};
+
+// vectors {}, scalars {"lambda"}, sums {"blreg", "unconverged_steps"}.
+StateLayout MultitaskLayout();
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_MULTITASK_MULTITASK_STATE_H_

@@ -1,0 +1,326 @@
+// RSVRB: Z. Guo, Q. Hu, L. Zhang, T. Yang, "Randomized stochastic
+// variance-reduced methods for multi-task stochastic bilevel optimization",
+// arXiv:2105.02266, Algorithm 2, for F(x) = (1/m) sum_i f_i(x, y_i*(x)).
+// Per step t, for every task i the step carries (the sampled i_t; the
+// client samples, see below), with p_i its sampling probability:
+//   u_i <- Pi_{C_fx}[(1-b)(u_i - grad_x f_i(x_{t-1}, y_{i,t-1})/p_i) + grad_x f_i(x_t, y_i,t)/p_i]
+//   w_i <- Pi_{C_fy}[... the same for grad_y f_i ...]                       (lines 4-5)
+//   J_i <- S^u_C[... grad2_xy g_i ...],  H_i <- S^l_lambda[... grad2_yy g_i ...]  (6-7)
+//   v_i <- ... grad_y g_i ...                                             (line 8)
+//   z_i  = u_i - J_i H_i^{-1} w_i                                         (line 9)
+//   y_i <- y_i - alpha v_i                                                (line 15)
+// f on a draw xi, g on a draw zeta of the task's batches, both points on the
+// same draws: exactly SVRB's round (core/algorithms/svrb_estimators.h, the
+// same code) with the sampled task's derivatives scaled by 1/p_i.  Every
+// other task's estimators decay: u, w, J, v <- (1-b)(.), H <- S^l_lambda[(1-b) H],
+// y_i <- y_i - alpha v_i ("delay update until sampled").  Then
+//   j_t uniform in [0, m);  d <- (1-b_d)(d - z_{j,t}) + z_{j,t+1}   (lines 10-13)
+//   x_{t+1} = P_X(x_t - gamma d)                                    (line 14)
+// with 1 - b = options.momentum (svrb's), 1 - b_d = options.task_momentum.
+//
+// The delayed decay, exactly and in O(1) per task: a task last updated at
+// step s holds its values after that update (time s+1).  k = t - 1 - s
+// unsampled steps later its time-t values are
+//   u, w, v, J scaled by c = (1-b)^k;
+//   H = Q diag(max(c l_i, lambda)) Q^T for the eigendecomposition Q diag(l) Q^T
+//     of its (projected, so l_i >= lambda) H: S^l_lambda[(1-b) .] keeps the
+//     eigenvectors and max((1-b) max(a, lambda), lambda) = max((1-b)^2 a, lambda);
+//   y = y_{s+1} - alpha_s v_{s+1} sum_{j=1..k} (1-b)^j   (each skipped y-step
+//     uses the already decayed v; alpha_s is the task's y-step at step s).
+// These are computed when the task is next touched (sampled, or drawn as
+// j_t, whose z_{j,t} and z_{j,t+1} are evaluated from the decayed values
+// without data, Alg. 2 lines 11-12).  They equal the step-by-step updates up
+// to rounding (tests/core/multitask/rsvrb_test.cc runs both).
+//
+// Choices where the source leaves room (and the service needs one):
+//  * Who samples: the client.  A step carries the tasks the client sampled
+//    (i_t, one or several as in the paper's App. E.2); p_i is the
+//    probability the client gives with the task (TaskBatch.probability) or,
+//    by default, k/m for a step of k tasks (uniform sampling without
+//    replacement).  With m = 1, p = 1 and nothing is scaled.
+//  * j_t is drawn by the server, uniformly in [0, m) from the session RNG,
+//    before the tasks' mini-batches (so z_{j,t} is read before the round
+//    overwrites it), independently of i_t; with m = 1 there is nothing to
+//    draw and no randomness is consumed.  A never-touched j_t has z = 0
+//    both times (its estimators are unknown until its data arrive).
+//  * A task's first round starts its estimators at its derivatives (SVRB's
+//    t = 1, the paper's u_0, ... at (x_0, y_0) with a large batch, taken when
+//    the task's data first arrive); d starts at 0, so d_2 = z_{i_1} when
+//    j_1 = i_1 and m = 1.
+//  * Online indexing as in svrb.cc: step t's round samples step t's batches
+//    and evaluates the correction at (x_{t-1}, y_{i,t-1}) on them.  y_{i,t-1}
+//    is the task's y one step before, decayed like the rest.
+//  * Constant b, b_d and step sizes (Theorem 2's eta_t = tau_t = eta and its
+//    constant betas); the experiments' decaying schedules are not offered
+//    (they would make the delayed decay a product over the skipped steps).
+//    alpha = options.alpha (tau_t tau), or 1/L_g1 on the task's batches
+//    when alpha_auto; gamma = options.gamma (eta_t gamma).
+//  * Y_i = R^{d2} (the families' lower problems are unconstrained), so line
+//    15's projection is the identity and the step is y - alpha v.
+//  * Projections as svrb (C_fx = grad_fx_clip, C_fy = grad_fy_clip, C =
+//    jacobian_clip, lambda = hessian_floor); the estimators are stored
+//    projected.  The same explicit-size guard as svrb (max_explicit_dim).
+//  * residual_y in the report: the mean over the step's tasks of
+//    ||grad_y g_i(x_t, y_{i,t+1}; zeta)||.
+// Per-task state (TaskTable blocks, see rsvrb.h) costs d1 (d2 + 2) +
+// d2 (d2 + 4) + 2 doubles per touched task.
+#include "core/multitask/rsvrb.h"
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/algorithms/first_order.h"
+#include "core/algorithms/row_sampler.h"
+#include "core/algorithms/second_order.h"
+#include "core/algorithms/svrb_estimators.h"
+
+namespace f2obo {
+namespace {
+
+// sum_{j=1..k} keep^j, keep in [0, 1).
+double GeometricSum(double keep, double k) {
+  if (k <= 0) return 0.0;
+  return keep * (1.0 - std::pow(keep, k)) / (1.0 - keep);
+}
+
+class Rsvrb final : public MultitaskAlgorithm {
+ public:
+  explicit Rsvrb(const MultitaskAlgorithmContext& ctx)
+      : o_(ctx.options), set_(ctx.constraint), d1_(ctx.x_dim), d2_(ctx.y_dim), m_(ctx.tasks),
+        y0_(ctx.y0), cur_(d1_, d2_), prev_(d1_, d2_), oracle_(d1_, d2_), combine_(d1_, d2_),
+        eig_(d2_), sym_(d2_, d2_), raised_(d2_), tmp_(d2_), hw_(d2_), jh_(d1_), y_prev_(d2_),
+        z_jt_(d1_), z_jt1_(d1_), gy_res_(d2_) {}
+
+  std::vector<int> GlobalLayout() const override { return {d1_, d1_}; }
+  std::vector<int> TaskLayout() const override {
+    return {d2_, d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, 2};
+  }
+  std::vector<Vector> InitialGlobals(const VecIn& x1) const override {
+    return {Vector(x1), Vector::Zero(d1_)};
+  }
+  std::vector<Vector> InitialTaskBlock() const override {
+    std::vector<Vector> block = {y0_, y0_};
+    for (int size : {d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, 2}) {
+      block.push_back(Vector::Zero(size));
+    }
+    return block;
+  }
+  absl::Status ValidateTaskState(const SessionState& s, const TaskTable& table) const override {
+    if (absl::Status st = CheckLastUpdateSteps(s, table, kRsvrbMeta); !st.ok()) return st;
+    for (int slot = 0; slot < table.touched(s); ++slot) {
+      if (!(table.Var(s, slot, kRsvrbMeta)[1] > 0.0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "state.aux[", table.Index(slot, kRsvrbMeta), "][1]: the y-step of task ",
+            table.task_at(s, slot), "'s last update must be > 0"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Round(const StepData& data, MultitaskFamily& family, const TaskTable& table,
+                     SessionState* s, MultitaskReport* report) override {
+    const int64_t t = s->t;
+    const int k = static_cast<int>(data.tasks.size());
+    // Lines 10-11 (drawn first, see above): j_t and z_{j,t}.
+    const int j = m_ > 1 ? static_cast<int>(s->rng.UniformBelow(m_)) : 0;
+    int64_t j_last = 0;  // step of j's last update before this round (0: never)
+    if (const int slot = table.Find(*s, j); slot >= 0) {
+      j_last = static_cast<int64_t>(table.Var(*s, slot, kRsvrbMeta)[0]);
+      if (t - 1 - j_last == 0) {
+        z_jt_ = table.Var(*s, slot, kRsvrbZ);  // computed by line 9 at step t - 1
+      } else {
+        DecayedZ(table, *s, slot, static_cast<double>(t - 1 - j_last), &z_jt_);
+      }
+    } else {
+      z_jt_.setZero();
+    }
+
+    bool j_sampled = false;
+    double residual_sum = 0.0;
+    int64_t rows = 0;
+    for (const TaskData& td : data.tasks) {
+      int slot = table.Find(*s, td.task);
+      const bool first = slot < 0;
+      if (first) {
+        slot = table.Insert(s, td.task, InitialTaskBlock());
+        ++report->new_tasks;
+      } else {
+        CatchUp(table, s, slot, static_cast<double>(t - 1) -
+                                    table.Var(*s, slot, kRsvrbMeta)[0]);
+      }
+      j_sampled = j_sampled || td.task == j;
+      // (References into aux are taken after the insertion, which may move
+      // the vectors' handles.)
+      const Vector& x_prev = table.Global(*s, kRsvrbXPrev);
+      const double scale = 1.0 / TaskProbability(td, k, m_);
+      Family& f = family.Task(td.task, td.data);
+      Vector& y = table.Var(s, slot, kRsvrbY);
+      Vector& y_prev = table.Var(s, slot, kRsvrbYPrev);
+      const double alpha = InnerStepSize(o_, f, s->x, y, td.data, &scratch_);
+      sampler_.Reserve(td.data);
+      const BatchView xi = sampler_.DrawUpper(td.data.upper, o_.sample_rows, &s->rng);
+      const BatchView zeta = sampler_.DrawInner(td.data.inner, o_.sample_rows, &s->rng);
+      rows += oracle_.Evaluate(f, s->x, y, xi, zeta, &cur_);
+      SvrbEstimators e = Estimators(table, s, slot);
+      if (first) {
+        SvrbStart(cur_, &e);
+      } else {
+        rows += oracle_.Evaluate(f, x_prev, y_prev, xi, zeta, &prev_);
+        SvrbStorm(cur_, prev_, o_.momentum, scale, &e);
+      }
+      Vector& z = table.Var(s, slot, kRsvrbZ);
+      if (absl::Status st =
+              SvrbProjectAndCombine(o_.grad_fx_clip, o_.grad_fy_clip, o_.jacobian_clip,
+                                    o_.hessian_floor, "rsvrb", &e, &combine_, &z);
+          !st.ok()) {
+        return absl::Status(st.code(), absl::StrCat("task ", td.task, ": ", st.message()));
+      }
+      y_prev = y;
+      y.noalias() -= alpha * e.v;
+      Vector& meta = table.Var(s, slot, kRsvrbMeta);
+      meta[0] = static_cast<double>(t);
+      meta[1] = alpha;
+      f.G(s->x, y, zeta, nullptr, &gy_res_);
+      residual_sum += gy_res_.norm();
+      rows += zeta.rows.n;
+      report->alpha = alpha;
+      report->batch_size = zeta.rows.n;
+      report->hyper_batch_size = xi.rows.n;
+    }
+
+    // Line 12: z_{j,t+1}; line 13: d.
+    if (j_sampled) {
+      z_jt1_ = table.Var(*s, table.Find(*s, j), kRsvrbZ);
+    } else if (j_last > 0) {
+      DecayedZ(table, *s, table.Find(*s, j), static_cast<double>(t - j_last), &z_jt1_);
+    } else {
+      z_jt1_.setZero();
+    }
+    Vector& d = table.Global(s, kRsvrbD);
+    d -= z_jt_;
+    d *= o_.task_momentum;
+    d += z_jt1_;
+    // Line 14.
+    table.Global(s, kRsvrbXPrev) = s->x;
+    ProjectedStep(set_, o_.gamma, d, &s->x);
+
+    report->tasks = k;
+    report->tasks_touched = table.touched(*s);
+    report->d_task = j;
+    report->gamma = o_.gamma;
+    report->y_iterations = 1;
+    report->residual_y = residual_sum / k;
+    report->direction = d;
+    report->rows_processed = rows;
+    return absl::OkStatus();
+  }
+
+ private:
+  SvrbEstimators Estimators(const TaskTable& table, SessionState* s, int slot) const {
+    return SvrbEstimators(table.Var(s, slot, kRsvrbU), table.Var(s, slot, kRsvrbW),
+                          table.Var(s, slot, kRsvrbV), table.Var(s, slot, kRsvrbJ),
+                          table.Var(s, slot, kRsvrbH), d1_, d2_);
+  }
+
+  // The eigendecomposition of the stored H's symmetric part (into eig_).
+  void Decompose(const Vector& h) {
+    const Eigen::Map<const Matrix> hm(h.data(), d2_, d2_);
+    sym_ = hm;
+    sym_ += hm.transpose();
+    sym_ *= 0.5;
+    eig_.compute(sym_, Eigen::ComputeEigenvectors);
+  }
+
+  // raised_ = max(c l_i, lambda) for the eigenvalues l of the last Decompose.
+  void DecayedEigenvalues(double c) {
+    const Vector& l = eig_.eigenvalues();
+    for (Eigen::Index i = 0; i < l.size(); ++i) raised_[i] = std::max(c * l[i], o_.hessian_floor);
+  }
+
+  // z of a task `steps` unsampled steps after its last update (lines 9, 11,
+  // 12 on the decayed estimators), without data.
+  void DecayedZ(const TaskTable& table, const SessionState& s, int slot, double steps,
+                Vector* out) {
+    const double c = std::pow(o_.momentum, steps);
+    Decompose(table.Var(s, slot, kRsvrbH));
+    DecayedEigenvalues(c);
+    // H_c^{-1} (c w) = Q diag(1 / raised) Q^T (c w)
+    tmp_.noalias() = eig_.eigenvectors().transpose() * table.Var(s, slot, kRsvrbW);
+    tmp_ *= c;
+    tmp_.array() /= raised_.array();
+    hw_.noalias() = eig_.eigenvectors() * tmp_;
+    jh_.noalias() = Eigen::Map<const Matrix>(table.Var(s, slot, kRsvrbJ).data(), d1_, d2_) * hw_;
+    *out = c * table.Var(s, slot, kRsvrbU) - c * jh_;
+  }
+
+  // Brings a sampled task from its values after step s to those at step t,
+  // k = t - 1 - s >= 0 unsampled steps later, and sets y_prev to y_{t-1}
+  // (nothing to do when k = 0: y_prev already is y_{t-1}).
+  void CatchUp(const TaskTable& table, SessionState* s, int slot, double k) {
+    if (k <= 0) return;
+    const double keep = o_.momentum;
+    const double c = std::pow(keep, k);
+    const double alpha = table.Var(*s, slot, kRsvrbMeta)[1];
+    Vector& y = table.Var(s, slot, kRsvrbY);
+    Vector& v = table.Var(s, slot, kRsvrbV);
+    y_prev_ = y;
+    y_prev_.noalias() -= (alpha * GeometricSum(keep, k - 1)) * v;
+    table.Var(s, slot, kRsvrbYPrev) = y_prev_;
+    y.noalias() -= (alpha * GeometricSum(keep, k)) * v;
+    v *= c;
+    table.Var(s, slot, kRsvrbU) *= c;
+    table.Var(s, slot, kRsvrbW) *= c;
+    table.Var(s, slot, kRsvrbJ) *= c;
+    Vector& h = table.Var(s, slot, kRsvrbH);
+    Decompose(h);
+    DecayedEigenvalues(c);
+    Eigen::Map<Matrix> hm(h.data(), d2_, d2_);
+    hm.noalias() = eig_.eigenvectors() * raised_.asDiagonal() * eig_.eigenvectors().transpose();
+  }
+
+  AlgorithmOptions o_;
+  ConstraintSet set_;
+  int d1_, d2_, m_;
+  Vector y0_;
+  SvrbDerivatives cur_, prev_;
+  SvrbOracle oracle_;
+  SvrbCombineWorkspace combine_;
+  Eigen::SelfAdjointEigenSolver<Matrix> eig_;
+  Matrix sym_;
+  Vector raised_, tmp_, hw_, jh_, y_prev_, z_jt_, z_jt1_, gy_res_;
+  BilevelReport scratch_;
+  RowSampler sampler_;
+};
+
+absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> Create(const MultitaskAlgorithmContext& ctx) {
+  const int limit = ctx.options.max_explicit_dim;
+  if (ctx.x_dim > limit || ctx.y_dim > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.max_explicit_dim: rsvrb builds explicit grad2_xy g (x_dim x y_dim) and "
+        "grad2_yy g (y_dim x y_dim) matrices per touched task; this problem has x_dim = ",
+        ctx.x_dim, ", y_dim = ", ctx.y_dim, ", above max_explicit_dim = ", limit,
+        " (raise it up to ", GetOptionInfo(Opt::max_explicit_dim).rule.hi,
+        " at O(d^2) memory per task and O(d^3) time per step, or use mt_f2obo)"));
+  }
+  return std::unique_ptr<MultitaskAlgorithm>(new Rsvrb(ctx));
+}
+
+}  // namespace
+
+const MultitaskAlgorithmEntry& RsvrbAlgorithm() {
+  static const MultitaskAlgorithmEntry entry{
+      {"rsvrb", ProblemClass::kMultitaskBilevel,
+       "RSVRB (Guo, Hu, Zhang & Yang, Alg. 2): SVRB estimators per sampled task by "
+       "randomized-coordinate STORM, lazy decay of the others, STORM estimate of grad F",
+       BaselineRoundOptions().Add({Opt::momentum, Opt::task_momentum, Opt::sample_rows,
+                                   Opt::max_explicit_dim, Opt::jacobian_clip,
+                                   Opt::hessian_floor, Opt::grad_fy_clip, Opt::grad_fx_clip}),
+       nullptr, nullptr, nullptr},
+      &Create};
+  return entry;
+}
+
+}  // namespace f2obo

@@ -1,0 +1,83 @@
+// The multi-task bilevel class on the wire: the top-level fields of
+// RoundReport, ExactMetrics and RunningMetrics that have the same meaning
+// for it (see the proto), their `multitask` sub-messages, SessionInfo's
+// lambda, y_dim (of each y_i) and `multitask`, Decision's lambda (no y: each
+// task has its own).
+#include <variant>
+
+#include "core/multitask/multitask_metrics.h"
+#include "core/multitask/multitask_problem.h"
+#include "core/multitask/multitask_report.h"
+#include "core/multitask/multitask_state.h"
+#include "f2obo/v1/class_wire.h"
+#include "f2obo/v1/convert.h"
+
+namespace f2obo {
+namespace {
+
+void Report(const StepReport& report, v1::RoundReport* out) {
+  const MultitaskReport& r = std::get<MultitaskReport>(report.detail);
+  out->set_lambda(r.lambda);
+  out->set_alpha(r.alpha);
+  out->set_beta(r.beta);
+  out->set_gamma(r.gamma);
+  out->set_z_iterations(r.z_iterations);
+  out->set_y_iterations(r.y_iterations);
+  out->set_residual_y(r.residual_y);
+  out->set_residual_z(r.residual_z);
+  out->set_hypergradient_norm(r.direction.norm());
+  out->set_batch_size(r.batch_size);
+  out->set_hyper_batch_size(r.hyper_batch_size);
+  v1::MultitaskRoundReport* m = out->mutable_multitask();
+  m->set_tasks(r.tasks);
+  m->set_new_tasks(r.new_tasks);
+  m->set_tasks_touched(r.tasks_touched);
+  m->set_d_task(r.d_task);
+}
+
+void Metrics(const ClassMetrics& metrics, v1::ExactMetrics* out) {
+  const MultitaskMetrics& m = std::get<MultitaskMetrics>(metrics);
+  out->set_t(m.t);
+  out->set_regret_term(m.regret_term);
+  out->set_hypergradient_error(m.hypergradient_error);
+  out->set_value(m.value);
+  out->set_true_gradient_norm(m.true_gradient_norm);
+  out->set_inner_converged(m.Converged());
+  out->set_cg_converged(m.Converged());
+  v1::MultitaskExactMetrics* mt = out->mutable_multitask();
+  mt->set_tasks_evaluated(m.tasks_evaluated);
+  mt->set_tasks_touched(m.tasks_touched);
+  mt->set_unconverged_tasks(m.unconverged_tasks);
+  mt->set_seconds(m.seconds);
+}
+
+void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
+  const auto sum = [&](MultitaskSum i) {
+    return static_cast<size_t>(i) < running.sums.size() ? running.sums[i] : 0.0;
+  };
+  out->set_blreg(sum(kMultitaskBlreg));
+  out->set_unconverged_steps(static_cast<int64_t>(sum(kMultitaskUnconvergedSteps)));
+}
+
+void Info(const Problem& p, const SessionState& s, v1::SessionInfo* out) {
+  out->set_lambda(s.scalars[kMultitaskLambda]);
+  const TaskTable* table = MultitaskTable(p);
+  if (table == nullptr) return;
+  out->set_y_dim(table->vector_size(0));
+  out->mutable_multitask()->set_tasks(MultitaskTaskCount(p));
+  out->mutable_multitask()->set_tasks_touched(table->touched(s));
+}
+
+void Decision(const Problem& /*p*/, const SessionState& s, v1::Decision* out) {
+  out->set_lambda(s.scalars[kMultitaskLambda]);
+}
+
+}  // namespace
+
+const ClassWire& MultitaskWire() {
+  static const ClassWire wire{ProblemClass::kMultitaskBilevel, &Report, &Metrics, &Running,
+                              &Info, &Decision};
+  return wire;
+}
+
+}  // namespace f2obo

@@ -1,0 +1,302 @@
+// Multi-task sessions over real gRPC (issue 13): create, stream tagged
+// per-task batches (Steps), GetSession / GetDecision, export / import,
+// kill -9 and resume mid-stream, groups comparing rsvrb with mt_f2obo, the
+// per-task metrics, and bad input refused naming the field.
+#include <signal.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "core/session.h"
+#include "f2obo/v1/convert.h"
+#include "tests/core/multitask/multitask_streams.h"
+#include "tests/server/e2e_client.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::ServerProcess;
+
+constexpr int kTasks = 40, kFeatures = 3, kClasses = 2;
+
+v1::SessionSpec MultitaskSpec(const std::string& algorithm, int exact_every = 0) {
+  v1::SessionSpec spec;
+  spec.set_problem_class("multitask_bilevel");
+  spec.mutable_family()->set_name("multitask_logistic_hpo");
+  spec.mutable_family()->set_features(kFeatures);
+  spec.mutable_family()->set_classes(kClasses);
+  spec.mutable_family()->set_tasks(kTasks);
+  spec.mutable_family()->set_max_temperature(11.0);
+  spec.set_algorithm(algorithm);
+  spec.mutable_options()->set_sample_rows(8);
+  spec.mutable_constraint()->mutable_box()->add_lo(0.0);
+  spec.mutable_constraint()->mutable_box()->add_hi(0.1);
+  spec.set_seed(17);
+  spec.mutable_metrics()->set_exact_every(exact_every);
+  return spec;
+}
+
+// Step t's data: two distinct tasks, the same on every call.
+StepData TaskStep(int64_t t) {
+  std::mt19937_64 rng(1000 + t);
+  const int a = static_cast<int>(rng() % kTasks);
+  const int b = static_cast<int>((a + 1 + rng() % (kTasks - 1)) % kTasks);
+  return testing::LogisticTasksStep({a, b}, kFeatures, kClasses, 12, rng);
+}
+
+v1::StepRequest TaskRequest(const std::string& id, int64_t t) {
+  v1::StepRequest req;
+  req.set_session_id(id);
+  req.set_t(t);
+  for (const TaskData& task : TaskStep(t).tasks) ToProto(task, req.add_tasks());
+  return req;
+}
+
+// The core library's state after `steps` steps of `spec`: what the server
+// must hold, bit for bit.
+Checkpoint CoreReference(const v1::SessionSpec& spec, int64_t steps) {
+  std::unique_ptr<Session> s = *Session::Create(*ToSessionConfig(spec));
+  for (int64_t t = 1; t <= steps; ++t) {
+    const absl::StatusOr<StepReport> r = s->Step(TaskStep(t));
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+  return Checkpoint{spec.family().name(), spec.algorithm(), s->state(), s->metrics()};
+}
+
+SessionState ServerState(client::Client& c, const std::string& id) {
+  const v1::SessionExport ex = testing::ExportSession(c, id);
+  return DeserializeCheckpoint(ex.state())->state;
+}
+
+class MultitaskE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>();
+    ASSERT_TRUE(server_->started()) << server_->banner();
+    client_ = std::make_unique<client::Client>(client::ClientOptions{server_->target()});
+  }
+  std::string Create(const std::string& id, const v1::SessionSpec& spec) {
+    v1::CreateSessionRequest req;
+    req.set_session_id(id);
+    *req.mutable_spec() = spec;
+    const absl::StatusOr<v1::SessionInfo> info = client_->CreateSession(req);
+    EXPECT_TRUE(info.ok()) << info.status();
+    return id;
+  }
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(MultitaskE2e, StreamsTaggedBatchesAndMatchesTheCoreBitForBit) {
+  for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
+    const std::string id = Create(std::string("mt-") + algorithm, MultitaskSpec(algorithm));
+    auto ctx = client_->NewContext();
+    auto stream = client_->stub().Steps(ctx.get());
+    constexpr int kSteps = 25;
+    for (int64_t t = 1; t <= kSteps; ++t) {
+      ASSERT_TRUE(stream->Write(TaskRequest(id, t)));
+      v1::StepReply reply;
+      ASSERT_TRUE(stream->Read(&reply));
+      EXPECT_EQ(reply.t(), t);
+      EXPECT_EQ(reply.x_size(), kFeatures);
+      EXPECT_EQ(reply.report().multitask().tasks(), 2);
+      EXPECT_GT(reply.report().multitask().tasks_touched(), 0);
+      // (rsvrb's d_t stays 0 until j_t draws a touched task.)
+      if (std::string(algorithm) == "mt_f2obo") {
+        EXPECT_GT(reply.report().hypergradient_norm(), 0);
+      }
+    }
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+
+    const Checkpoint expected = CoreReference(MultitaskSpec(algorithm), kSteps);
+    EXPECT_TRUE(ServerState(*client_, id).BitEquals(expected.state)) << algorithm;
+    const absl::StatusOr<v1::SessionInfo> info = client_->GetSession(id);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->spec().problem_class(), "multitask_bilevel");
+    EXPECT_EQ(info->spec().family().tasks(), kTasks);
+    EXPECT_EQ(info->multitask().tasks(), kTasks);
+    EXPECT_EQ(info->multitask().tasks_touched(), expected.state.aux[0].size());
+    EXPECT_EQ(info->y_dim(), kFeatures * kClasses + kClasses);
+    const absl::StatusOr<v1::Decision> d = client_->GetDecision(id);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->t(), kSteps + 1);
+    ASSERT_EQ(d->x_size(), kFeatures);
+    for (int j = 0; j < kFeatures; ++j) EXPECT_EQ(d->x(j), expected.state.x[j]);
+  }
+}
+
+TEST_F(MultitaskE2e, ExportImportContinuesBitIdentically) {
+  const std::string id = Create("mt-export", MultitaskSpec("rsvrb"));
+  for (int64_t t = 1; t <= 10; ++t) ASSERT_TRUE(client_->Step(TaskRequest(id, t)).ok());
+  grpc::Status status;
+  const v1::SessionExport ex = testing::ExportSession(*client_, id, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(testing::ImportSession(*client_, "mt-imported", ex).ok());
+  for (int64_t t = 11; t <= 20; ++t) {
+    const auto a = client_->Step(TaskRequest(id, t));
+    const auto b = client_->Step(TaskRequest("mt-imported", t));
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->x_size(), b->x_size());
+    for (int j = 0; j < a->x_size(); ++j) EXPECT_EQ(a->x(j), b->x(j)) << "step " << t;
+  }
+  EXPECT_TRUE(ServerState(*client_, id).BitEquals(ServerState(*client_, "mt-imported")));
+}
+
+TEST_F(MultitaskE2e, KillNineMidStreamResumesWhereTheLastAcknowledgedStepLeftIt) {
+  const std::string dir = testing::MakeTempDir();
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started());
+  const std::string port = std::to_string(server->grpc_port());
+  client::ClientOptions options{server->target()};
+  options.max_attempts = 40;
+  client::Client c(options);
+  v1::CreateSessionRequest create;
+  create.set_session_id("mt-crash");
+  *create.mutable_spec() = MultitaskSpec("rsvrb");
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  constexpr int kSteps = 40;
+  for (int64_t t = 1; t <= kSteps; ++t) {
+    if (t == 17 || t == 31) {  // kill -9, restart on the same port and data
+      server->Stop(SIGKILL);
+      server = std::make_unique<ServerProcess>(
+          std::vector<std::string>{"--listen=127.0.0.1:" + port}, dir);
+      ASSERT_TRUE(server->started()) << server->Stderr();
+    }
+    // Step retries through the restart; the restored session expects t
+    // (every acknowledged step survived, none is applied twice).
+    const absl::StatusOr<v1::StepReply> reply = c.Step(TaskRequest("mt-crash", t));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_EQ(reply->t(), t);
+    EXPECT_FALSE(reply->replayed());
+  }
+  EXPECT_EQ(c.GetSession("mt-crash")->next_t(), kSteps + 1);
+  EXPECT_TRUE(
+      ServerState(c, "mt-crash").BitEquals(CoreReference(MultitaskSpec("rsvrb"), kSteps).state));
+  server->Stop(SIGTERM);
+}
+
+TEST_F(MultitaskE2e, GroupsCompareRsvrbWithTheFirstOrderRoundOnOneUpload) {
+  v1::CreateGroupRequest req;
+  req.set_group_id("mtg");
+  *req.mutable_spec() = MultitaskSpec("rsvrb");
+  for (const char* a : {"rsvrb", "mt_f2obo"}) {
+    v1::GroupMember* m = req.add_members();
+    m->set_name(a);
+    m->set_algorithm(a);
+  }
+  ASSERT_TRUE(client_->CreateGroup(req).ok());
+  for (int64_t t = 1; t <= 8; ++t) {
+    v1::GroupStepRequest step;
+    step.set_group_id("mtg");
+    step.set_t(t);
+    *step.mutable_tasks() = TaskRequest("", t).tasks();
+    const absl::StatusOr<v1::GroupStepReply> r = client_->StepGroup(step);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->members_size(), 2);
+    for (const v1::MemberStepResult& m : r->members()) {
+      EXPECT_EQ(m.code(), 0) << m.message();
+      EXPECT_EQ(m.reply().report().multitask().tasks(), 2);
+    }
+  }
+  for (const char* a : {"rsvrb", "mt_f2obo"}) {
+    v1::SessionSpec spec = MultitaskSpec(a);
+    EXPECT_TRUE(ServerState(*client_, std::string("mtg.") + a)
+                    .BitEquals(CoreReference(spec, 8).state))
+        << a << " in the group runs as it would alone";
+  }
+}
+
+TEST_F(MultitaskE2e, PublishesMetricsOverTheTasksSeen) {
+  const std::string id = Create("mt-metrics", MultitaskSpec("mt_f2obo", 1));
+  for (int64_t t = 1; t <= 3; ++t) ASSERT_TRUE(client_->Step(TaskRequest(id, t)).ok());
+  v1::WatchMetricsRequest watch;
+  watch.set_session_id(id);
+  auto ctx = client_->NewContext();
+  auto reader = client_->stub().WatchMetrics(ctx.get(), watch);
+  std::vector<int> seen;
+  for (int64_t t = 1; t <= 3; ++t) {
+    v1::StepMetrics m;
+    ASSERT_TRUE(reader->Read(&m));
+    ASSERT_EQ(m.t(), t);
+    ASSERT_TRUE(m.has_exact()) << m.exact_skipped_reason();
+    for (const TaskData& task : TaskStep(t).tasks) {
+      if (std::find(seen.begin(), seen.end(), task.task) == seen.end()) seen.push_back(task.task);
+    }
+    EXPECT_EQ(m.exact().multitask().tasks_evaluated(), static_cast<int>(seen.size()));
+    EXPECT_GT(m.exact().true_gradient_norm(), 0.0);
+    EXPECT_TRUE(m.exact().inner_converged());
+    EXPECT_EQ(m.exact().running().evaluated_steps(), t);
+  }
+  ctx->TryCancel();
+}
+
+TEST_F(MultitaskE2e, RefusesBadInputNamingTheField) {
+  const std::string id = Create("mt-bad", MultitaskSpec("rsvrb"));
+  ASSERT_TRUE(client_->Step(TaskRequest(id, 1)).ok());
+  const auto expect = [&](const v1::StepRequest& req, absl::StatusCode code,
+                          const std::string& prefix) {
+    const absl::StatusOr<v1::StepReply> r = client_->Step(req);
+    ASSERT_FALSE(r.ok()) << prefix;
+    EXPECT_EQ(r.status().code(), code) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(prefix));
+  };
+  v1::StepRequest req = TaskRequest(id, 2);
+  req.mutable_tasks(1)->set_task(kTasks);
+  expect(req, absl::StatusCode::kInvalidArgument, "tasks[1].task: 40 is outside [0, m = 40)");
+  req = TaskRequest(id, 2);
+  req.mutable_tasks(0)->mutable_inner()->mutable_dense()->set_values(4, std::nan(""));
+  expect(req, absl::StatusCode::kInvalidArgument, "tasks[0].inner.dense.values[4]");
+  req = TaskRequest(id, 2);
+  req.mutable_tasks(1)->mutable_upper()->mutable_dense()->set_cols(kFeatures + 1);
+  expect(req, absl::StatusCode::kInvalidArgument, "tasks[1].upper.dense");
+  req = TaskRequest(id, 2);
+  req.clear_tasks();
+  expect(req, absl::StatusCode::kInvalidArgument, "tasks: a multitask_bilevel step carries");
+  // The step index did not move.
+  EXPECT_EQ(client_->GetSession(id)->next_t(), 2);
+  ASSERT_TRUE(client_->Step(TaskRequest(id, 2)).ok());
+
+  // A bilevel session refuses tagged batches.
+  v1::SessionSpec bilevel;
+  bilevel.mutable_family()->set_name("quadratic");
+  bilevel.mutable_family()->set_x_dim(2);
+  bilevel.mutable_family()->set_y_dim(2);
+  Create("bilevel", bilevel);
+  v1::StepRequest tagged = TaskRequest("bilevel", 1);
+  expect(tagged, absl::StatusCode::kInvalidArgument, "tasks: a bilevel session reads");
+
+  // More tasks than the server allows.
+  v1::CreateSessionRequest huge;
+  huge.set_session_id("huge");
+  *huge.mutable_spec() = MultitaskSpec("rsvrb");
+  huge.mutable_spec()->mutable_family()->set_tasks(10001);
+  const absl::StatusOr<v1::SessionInfo> refused = client_->CreateSession(huge);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()), StartsWith("spec.family.tasks"));
+}
+
+TEST(MultitaskE2eLimits, EveryTasksBatchIsHeldToTheBatchLimits) {
+  ServerProcess server({"--max_batch_rows=10"});
+  ASSERT_TRUE(server.started());
+  client::Client c(client::ClientOptions{server.target()});
+  v1::CreateSessionRequest create;
+  create.set_session_id("mt");
+  *create.mutable_spec() = MultitaskSpec("mt_f2obo");
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  const absl::StatusOr<v1::StepReply> r = c.Step(TaskRequest("mt", 1));  // 12 rows per batch
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(r.status().message()), StartsWith("tasks[0].upper: 12 rows"));
+}
+
+}  // namespace
+}  // namespace f2obo
