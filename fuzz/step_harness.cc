@@ -295,7 +295,7 @@ Result RunInput(const uint8_t* data, size_t size) {
 
   // The manager's decoder and batch limits.
   absl::StatusOr<std::shared_ptr<const StepData>> decoded =
-      mgr.Decode(in.step.upper(), in.step.inner());
+      mgr.Decode(in.step.upper(), in.step.inner(), in.step.tasks());
 
   std::unique_ptr<Family> metrics_family;
   if (decoded.ok() && (in.mode & kExactMetrics) &&
