@@ -9,9 +9,20 @@
 // the ratio recorded in bench/RESULTS.md; IR-SCG's STORM estimators
 // evaluate both gradients at x_t and x_{t-1}, so ~2 passes is its floor.
 //
+// Steady state: the windowed algorithms (ir_fscg, agm_bio) are measured
+// with full windows of W rows of each kind (/W100, /W1000; the session is
+// stepped ceil(W / 64) times before the timing starts), and ir_fscg over a
+// whole number of its SPIDER periods q = floor(sqrt(W)) (a full pass over
+// the window every q steps, S = q sampled rows between).  ir_scg keeps no
+// window; /after1000 times it after 1,000 steps instead of 0, to show that
+// its step does not grow with the length of the stream.
+//
 // Counters: items_per_second = steps/s; oracle_share = the fraction of the
-// step spent in the LMO or projections (SimpleReport::oracle_seconds);
-// window_rows = rows in the algorithm's window (ir_fscg, agm_bio).
+// step spent in the LMO or projections (SimpleReport::oracle_seconds over
+// round_seconds); window_rows = rows of each kind in the window;
+// full_pass_us / other_us (ir_fscg) = mean round time of the steps with a
+// full pass over the window and of the others.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -83,28 +94,39 @@ const std::vector<StepData>& Workload(bool sparse) {
   return sparse ? *csr : *dense;
 }
 
-SessionConfig Config(const std::string& algorithm, bool sparse) {
+SessionConfig Config(const std::string& algorithm, bool sparse, int window) {
   SessionConfig c;
   c.problem_class = ProblemClass::kSimpleBilevel;
   c.family.name = "least_squares";
   c.family.features = sparse ? kCsrD : kDenseD;
   c.algorithm = algorithm;
   c.options = DefaultAlgorithmOptions(algorithm);
+  if (window > 0) c.options.window_rows = window;
   c.constraint = ConstraintSet::L1Ball(10.0);
   c.seed = 1;
   return c;
 }
 
-void BM_SimpleStep(benchmark::State& state, const std::string& algorithm, bool sparse) {
+// `window` > 0: window_rows of a windowed algorithm; `warmup`: steps applied
+// before the timing (at least enough to fill the window).
+void BM_SimpleStep(benchmark::State& state, const std::string& algorithm, bool sparse,
+                   int window, int warmup) {
   const std::vector<StepData>& ring = Workload(sparse);
-  auto session = Session::Create(Config(algorithm, sparse));
+  auto session = Session::Create(Config(algorithm, sparse, window));
   if (!session.ok()) {
     state.SkipWithError(std::string(session.status().message()).c_str());
     return;
   }
-  double oracle = 0.0, total = 0.0;
-  int window = 0;
   size_t k = 0;
+  for (int i = 0; i < warmup; ++i) {
+    if (absl::StatusOr<StepReport> r = (*session)->Step(ring[k++ % ring.size()]); !r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+  }
+  double oracle = 0.0, total = 0.0, full = 0.0, other = 0.0;
+  int64_t fulls = 0, others = 0;
+  int rows = 0;
   for (auto _ : state) {
     absl::StatusOr<StepReport> r = (*session)->Step(ring[k++ % ring.size()]);
     if (!r.ok()) {
@@ -114,11 +136,17 @@ void BM_SimpleStep(benchmark::State& state, const std::string& algorithm, bool s
     const SimpleReport& s = std::get<SimpleReport>(r->detail);
     oracle += s.oracle_seconds;
     total += r->round_seconds;
-    window = s.window_inner_rows;
+    (s.full_pass ? full : other) += r->round_seconds;
+    ++(s.full_pass ? fulls : others);
+    rows = s.window_inner_rows;
   }
   state.SetItemsProcessed(state.iterations());
   state.counters["oracle_share"] = total > 0 ? oracle / total : 0.0;
-  state.counters["window_rows"] = window;
+  state.counters["window_rows"] = rows;
+  if (algorithm == "ir_fscg") {
+    state.counters["full_pass_us"] = fulls > 0 ? 1e6 * full / fulls : 0.0;
+    state.counters["other_us"] = others > 0 ? 1e6 * other / others : 0.0;
+  }
 }
 
 // The reference: grad f and grad g once on the step's rows.
@@ -144,9 +172,26 @@ void Register() {
     benchmark::RegisterBenchmark(("GradientPass/" + shape).c_str(), BM_GradientPass, sparse)
         ->Unit(benchmark::kMicrosecond);
     for (const std::string& a : AlgorithmNames(ProblemClass::kSimpleBilevel)) {
-      benchmark::RegisterBenchmark(("SimpleStep/" + a + "/" + shape).c_str(), BM_SimpleStep, a,
-                                   sparse)
-          ->Unit(benchmark::kMicrosecond);
+      const std::string name = "SimpleStep/" + a + "/" + shape;
+      if (a == "ir_scg") {
+        for (int warmup : {0, 1000}) {
+          benchmark::RegisterBenchmark((name + (warmup > 0 ? "/after1000" : "")).c_str(),
+                                       BM_SimpleStep, a, sparse, 0, warmup)
+              ->Unit(benchmark::kMicrosecond);
+        }
+        continue;
+      }
+      for (int w : {100, 1000}) {
+        const int fill = (w + kRows - 1) / kRows;
+        auto* b = benchmark::RegisterBenchmark((name + "/W" + std::to_string(w)).c_str(),
+                                               BM_SimpleStep, a, sparse, w, fill)
+                      ->Unit(benchmark::kMicrosecond);
+        // Two SPIDER periods: the mean then weighs full passes as the
+        // algorithm does.  (--benchmark_min_time does not apply to these.)
+        if (a == "ir_fscg") {
+          b->Iterations(2 * static_cast<int>(std::floor(std::sqrt(static_cast<double>(w)))));
+        }
+      }
     }
   }
 }
