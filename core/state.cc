@@ -122,8 +122,10 @@ class Reader {
 
 bool BitEqual(double a, double b) { return std::memcmp(&a, &b, 8) == 0; }
 bool BitEqual(const Vector& a, const Vector& b) {
+  // An empty Eigen vector's data() is null, which memcmp may not be given
+  // even with a zero length (UBSan, the fuzzer: empty algorithm vectors).
   return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
+         (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
 }
 
 

@@ -26,7 +26,8 @@ namespace {
 constexpr char kHeader[] =
     "t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,upper_loss_before,"
     "accuracy_before,round_seconds,regret_term,blreg,hypergradient_error,value,variation,"
-    "drift,exact_skipped_reason";
+    "drift,exact_skipped_reason,inner_loss_before,inner_gap,fw_gap,outer_gap,simple_f,"
+    "simple_g,g_star_converged";
 
 std::string G(double v) { return absl::StrFormat("%.10g", v); }
 
@@ -42,7 +43,7 @@ std::string Row(const v1::StepMetrics& m) {
       r.cap_hit() ? 1 : 0, ",", G(r.residual_z()), ",", G(r.residual_y()), ",",
       G(r.upper_loss_before()), ",", r.has_accuracy_before() ? G(r.accuracy_before()) : "", ",",
       G(r.round_seconds()), ",");
-  if (m.has_exact()) {
+  if (m.has_exact() && !m.exact().has_simple()) {
     const v1::ExactMetrics& e = m.exact();
     absl::StrAppend(&row, G(e.regret_term()), ",", G(e.running().blreg()), ",",
                     G(e.hypergradient_error()), ",", G(e.value()), ",",
@@ -52,6 +53,14 @@ std::string Row(const v1::StepMetrics& m) {
     absl::StrAppend(&row, ",,,,,,");
   }
   absl::StrAppend(&row, CsvQuote(m.exact_skipped_reason()));
+  // Simple bilevel sessions (empty for the other classes).
+  if (!r.has_simple()) return absl::StrCat(row, ",,,,,,,");
+  absl::StrAppend(&row, ",", G(r.simple().inner_loss_before()), ",");
+  if (!m.has_exact() || !m.exact().has_simple()) return absl::StrCat(row, ",,,,,");
+  const v1::SimpleExactMetrics& e = m.exact().simple();
+  absl::StrAppend(&row, G(e.inner_gap()), ",", e.has_fw_gap() ? G(e.fw_gap()) : "", ",",
+                  e.has_outer_gap() ? G(e.outer_gap()) : "", ",", G(e.f()), ",", G(e.g()), ",",
+                  e.g_star_converged() ? 1 : 0);
   return row;
 }
 

@@ -19,6 +19,7 @@
 #include "client/cli/cli.h"
 #include "client/data/drift_stream.h"
 #include "client/session_routing.h"
+#include "core/simple/simple_registries.h"
 #include "f2obo/v1/convert.h"
 
 ABSL_FLAG(std::string, data,
@@ -132,10 +133,25 @@ class Progress {
 struct TaskSplit {
   int tasks = 0;
   int per_step = 1;
+  // False for a family whose f reads no rows (simple bilevel
+  // linear_inverse): the step's upper batch is sent empty.
+  bool upper_rows = true;
 };
 
 StepData StepOf(const data::DriftingStream& stream, int64_t t, const TaskSplit& split) {
-  return split.tasks > 0 ? stream.MakeTasks(t, split.tasks, split.per_step) : stream.Make(t);
+  if (split.tasks > 0) return stream.MakeTasks(t, split.tasks, split.per_step);
+  StepData step = stream.Make(t);
+  if (!split.upper_rows) step.upper = Batch();
+  return step;
+}
+
+// Whether the session's family reads upper rows (false only for simple
+// bilevel families whose f is fixed).
+bool ReadsUpperRows(const v1::SessionSpec& spec) {
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+  if (!config.ok() || config->problem_class != ProblemClass::kSimpleBilevel) return true;
+  absl::StatusOr<std::unique_ptr<SimpleFamily>> family = CreateSimpleFamily(config->family);
+  return !family.ok() || (*family)->upper_reads_rows();
 }
 
 // The split for a session or group whose spec is `spec`: its m (0 for a
@@ -144,6 +160,7 @@ absl::StatusOr<TaskSplit> SplitFor(const v1::SessionSpec& spec, int rows) {
   TaskSplit split;
   split.tasks = spec.family().tasks();
   split.per_step = absl::GetFlag(FLAGS_tasks_per_step);
+  split.upper_rows = ReadsUpperRows(spec);
   if (const std::optional<int> m = absl::GetFlag(FLAGS_tasks); m && *m != split.tasks) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--tasks: ", *m, ", but the session was created with ", split.tasks, " tasks"));

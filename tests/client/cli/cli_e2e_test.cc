@@ -16,6 +16,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_split.h"
+
 #include "tests/client/cli/cli_e2e_fixture.h"
 
 namespace f2obo {
@@ -79,12 +81,13 @@ TEST_F(CliE2e, CreateStreamDecisionSessionsMetricsDelete) {
   EXPECT_EQ(line,
             "t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,"
             "upper_loss_before,accuracy_before,round_seconds,regret_term,blreg,"
-            "hypergradient_error,value,variation,drift,exact_skipped_reason");
+            "hypergradient_error,value,variation,drift,exact_skipped_reason,"
+            "inner_loss_before,inner_gap,fw_gap,outer_gap,simple_f,simple_g,g_star_converged");
   int rows = 0;
   while (std::getline(csv, line)) {
     ++rows;
     EXPECT_EQ(line.substr(0, line.find(',')), std::to_string(rows)) << line;
-    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 16) << line;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 23) << line;
   }
   EXPECT_EQ(rows, 30);
 
@@ -94,6 +97,40 @@ TEST_F(CliE2e, CreateStreamDecisionSessionsMetricsDelete) {
   const Result gone = Cli({"decision", "--session=flow"});
   EXPECT_EQ(gone.code, 1);
   EXPECT_THAT(gone.err, HasSubstr("NOT_FOUND"));
+}
+
+// Simple bilevel sessions from the CLI: created with --constraint, streamed
+// from the CSV (the label column is the least-squares target), their gaps
+// in `metrics`; linear_inverse's f reads no rows, so the stream sends no
+// upper rows (the family refuses them).
+TEST_F(CliE2e, SimpleBilevelSessionsStreamFromCsvAndReportTheirGaps) {
+  for (const std::string& family : {"least_squares", "linear_inverse"}) {
+    const std::string id = "simple-" + family;
+    const Result created = Cli({"create", "--id=" + id, "--family=" + family, "--features=4",
+                                "--algorithm=ir_scg", "--constraint=l1_ball:3", "--seed=7",
+                                "--exact_every=1"});
+    ASSERT_EQ(created.code, 0) << created.err;
+    const Result streamed = Cli(StreamArgs(id, {"--steps=12"}));
+    ASSERT_EQ(streamed.code, 0) << family << ": " << streamed.err;
+    EXPECT_THAT(streamed.out, HasSubstr("inner gap")) << streamed.out;
+    const std::string csv_path = *dir_ + "/" + id + ".csv";
+    const Result metrics =
+        Cli({"metrics", "--session=" + id, "--until=12", "--out=" + csv_path});
+    ASSERT_EQ(metrics.code, 0) << metrics.err;
+    std::ifstream csv(csv_path);
+    std::string line;
+    ASSERT_TRUE(std::getline(csv, line));  // the header
+    int with_gap = 0;
+    while (std::getline(csv, line)) {
+      std::vector<std::string> cols = absl::StrSplit(line, ',');
+      ASSERT_EQ(cols.size(), 24u) << line;
+      if (cols[18].empty()) continue;  // no exact metrics for this step
+      ++with_gap;
+      EXPECT_GE(std::stod(cols[18]), 0.0) << line;                       // inner_gap
+      EXPECT_LE(std::stod(cols[18]), std::stod(cols[19]) + 1e-9) << line;  // <= fw_gap
+    }
+    EXPECT_EQ(with_gap, 12) << family;
+  }
 }
 
 TEST_F(CliE2e, TwoRunsOfTenStepsEqualOneUninterruptedRunOfTwenty) {
