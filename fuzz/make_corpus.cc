@@ -108,10 +108,12 @@ int main(int argc, char** argv) {
       w.Add(base + "-import-fixsum-2rounds", EncodeInput(kImport | kFixChecksum | 1, ex, step1),
             true);
     }
-    // The simple bilevel class on the same rows (targets for least_squares
-    // and linear_inverse, labels for logistic), over an l1 ball.
+    // The simple bilevel class on the same rows (targets for least_squares,
+    // labels for logistic), over an l1 ball.  (linear_inverse refuses the
+    // upper rows these steps carry; its rows are fuzzed from these seeds'
+    // mutations of the family name.)
     const std::vector<std::string> simple_families =
-        f.name == "ridge_hpo"          ? std::vector<std::string>{"least_squares", "linear_inverse"}
+        f.name == "ridge_hpo"          ? std::vector<std::string>{"least_squares"}
         : f.name.rfind("logistic", 0) == 0 ? std::vector<std::string>{"logistic"}
                                            : std::vector<std::string>{};
     for (const std::string& family : simple_families) {
