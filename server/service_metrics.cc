@@ -127,10 +127,10 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
       "Simple bilevel: Frank-Wolfe gap max_s <grad g(decision), decision - s>, an upper "
       "bound on the inner gap (sets with an LMO).", s));
   simple_inner_gap_sum_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_inner_gap_sum",
+      "f2obo_simple_session_inner_gap_cumulative",
       "Simple bilevel: sum of converged inner gaps over evaluated steps.", s));
   simple_outer_gap_sum_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_outer_gap_sum",
+      "f2obo_simple_session_outer_gap_cumulative",
       "Simple bilevel: sum of outer gaps over evaluated steps with an f*.", s));
   simple_objective_ = OrDie(r->AddGauge(
       "f2obo_simple_session_objective",

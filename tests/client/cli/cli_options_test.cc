@@ -87,6 +87,12 @@ TEST(CliOptions, EveryProtoOptionCanBeSetFromItsFlag) {
       if (!algorithm.empty()) break;
     }
     ASSERT_FALSE(algorithm.empty()) << "no algorithm accepts a non-default " << name;
+    if (FindAlgorithm(algorithm)->problem_class == ProblemClass::kSimpleBilevel) {
+      // A family and a set (with an LMO) of the algorithm's class.
+      args[2] = "--family=least_squares";
+      args[3] = "--features=3";
+      args[4] = "--constraint=l1_ball:1";
+    }
     args.push_back("--algorithm=" + algorithm);
     args.push_back("--" + name + "=" + text);
     const Result r = RunCli(args);
