@@ -147,8 +147,9 @@ class SessionStore {
   // The largest record (a state, a spec, a reply) the store can hold:
   // SQLite's SQLITE_LIMIT_LENGTH (1,000,000,000 bytes by default).
   int64_t max_record_bytes() const;
-  // Tests: every write from now on fails with SQLite result code `rc`, as
-  // if SQLite had returned it (SQLITE_OK: no more failures).
+  // Tests: every write (not LoadCheckpoint) from now on fails with SQLite
+  // result code `rc`, as if SQLite had returned it (SQLITE_OK: no more
+  // failures).
   void FailWritesForTesting(int rc) { fail_writes_rc_ = rc; }
   // Tests: lowers the maximum record size (the default is 1 GB).
   void LimitRecordBytesForTesting(int bytes);
