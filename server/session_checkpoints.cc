@@ -26,6 +26,7 @@
 //    the writer's name in the checkpoint, which guards imports against a
 //    silent change of algorithm, is replaced because this change is asked.
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -125,9 +126,9 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
   {
     std::lock_guard<std::mutex> lock(e.mu);
     if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
+    if (to_t + 1 == e.session->state().t) return Info(e);  // already there
     absl::StatusOr<std::string> bytes = StateAfter(e, to_t, "rollback to");
     if (!bytes.ok()) return bytes.status();
-    if (to_t + 1 == e.session->state().t) return Info(e);  // already there
     absl::StatusOr<Checkpoint> checkpoint = DeserializeCheckpoint(*bytes);
     absl::StatusOr<std::unique_ptr<Session>> session =
         checkpoint.ok() ? Session::Restore(e.session->config(), *std::move(checkpoint))
@@ -159,8 +160,12 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
       e.checkpoints.erase(std::prev(e.checkpoints.end()));
     }
     ++e.generation;
-    abandoned = std::move(e.metrics);
-    e.metrics = OpenMetrics(*found, *std::move(evaluator), e.generation);
+    std::shared_ptr<SessionMetrics> channel =
+        OpenMetrics(*found, *std::move(evaluator), e.generation);
+    {
+      std::lock_guard<std::mutex> metrics_lock(e.metrics_mu);
+      abandoned = std::exchange(e.metrics, std::move(channel));
+    }
     info = Info(e);
   }
   abandoned->Close();

@@ -197,6 +197,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
       KeepCheckpoint(*entry, session.state().t,
                      store_ == nullptr ? session.Encode(session.state()) : std::string());
     }
+    std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
     entry->metrics = OpenMetrics(entry, *std::move(evaluator), entry->generation);
     info = Info(*entry);
   }
@@ -582,7 +583,7 @@ absl::StatusOr<std::shared_ptr<SessionMetrics>> SessionManager::Metrics(
     const std::string& id) const {
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
-  std::lock_guard<std::mutex> lock((*e)->mu);
+  std::lock_guard<std::mutex> lock((*e)->metrics_mu);
   return (*e)->metrics;
 }
 

@@ -112,8 +112,11 @@ class SessionManager {
     std::string id;
     int exact_every = 0;
     mutable std::mutex mu;                 // serializes steps and readers
-    // Set before the entry is findable; replaced by a rollback.
-    std::shared_ptr<SessionMetrics> metrics;  // guarded by mu
+    // Set before the entry is findable; replaced by a rollback (under mu
+    // and metrics_mu), so that a new watcher takes only metrics_mu and never
+    // waits for a round.
+    mutable std::mutex metrics_mu;
+    std::shared_ptr<SessionMetrics> metrics;  // guarded by metrics_mu (writes: and mu)
     std::unique_ptr<Session> session;      // guarded by mu
     std::deque<v1::StepReply> replies;     // guarded by mu; newest last
     // The kept checkpoints by their state's next step index; their bytes

@@ -329,6 +329,29 @@ TEST(RollbackE2e, ARollbackEndsTheSessionsWatchersWithAborted) {
   ctx2->TryCancel();
 }
 
+// Without a store the checkpoints are held in memory, and a session's
+// reservation counts --max_checkpoints copies of its state (1.6 MB each
+// here, beside the 5.6 MB of the session itself).
+TEST(RollbackE2e, WithoutAStoreCheckpointsCountTowardTheMemoryBudget) {
+  v1::CreateSessionRequest big;
+  big.set_session_id("big");
+  big.mutable_spec()->mutable_family()->set_name("quadratic");
+  big.mutable_spec()->mutable_family()->set_x_dim(1);
+  big.mutable_spec()->mutable_family()->set_y_dim(100000);
+  for (const auto& [keep, fits] : {std::pair{"2", true}, std::pair{"3", false}}) {
+    ServerProcess server(
+        {"--data_dir=", "--max_total_state_bytes=10000000", std::string("--max_checkpoints=") + keep});
+    ASSERT_TRUE(server.started()) << server.Stderr();
+    client::Client c({server.target()});
+    const absl::StatusOr<v1::SessionInfo> info = c.CreateSession(big);
+    EXPECT_EQ(info.ok(), fits) << keep << " checkpoints: " << info.status();
+    if (!fits) {
+      EXPECT_EQ(info.status().code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_THAT(info.status().message(), HasSubstr("in-memory checkpoints"));
+    }
+  }
+}
+
 // The class-agnostic half: a simple bilevel session (its state is x, the
 // decision and the algorithm's windows) rolls back and forks the same way.
 TEST(RollbackE2e, ASimpleBilevelSessionRollsBackAndForksBitExact) {
