@@ -51,13 +51,12 @@ void SessionManager::KeepCheckpoint(Entry& e, int64_t next_t, std::string bytes)
   }
 }
 
-absl::StatusOr<std::string> SessionManager::CheckpointBytes(const Entry& e,
-                                                            int64_t next_t) const {
+absl::StatusOr<std::string> SessionManager::CheckpointBytes(const Entry& e, int64_t next_t) const {
   if (store_ != nullptr) return store_->LoadCheckpoint(e.id, next_t);
   const auto it = e.memory_checkpoints.find(next_t);
   if (it == e.memory_checkpoints.end()) {
-    return absl::InternalError(absl::StrCat("checkpoint t = ", next_t - 1, " of session '",
-                                            e.id, "' is listed but not held"));
+    return absl::InternalError(absl::StrCat("checkpoint t = ", next_t - 1, " of session '", e.id,
+                                            "' is listed but not held"));
   }
   return it->second;
 }
@@ -66,9 +65,9 @@ absl::StatusOr<std::string> SessionManager::StateAfter(const Entry& e, int64_t t
                                                        const char* what) const {
   const int64_t next = e.session->state().t;
   if (t >= next) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, " t = ", t, " refused: session '", e.id, "' has applied steps up to t = ", next - 1,
-        " (it expects t = ", next, ")"));
+    return absl::FailedPreconditionError(absl::StrCat(what, " t = ", t, " refused: session '", e.id,
+                                                      "' has applied steps up to t = ", next - 1,
+                                                      " (it expects t = ", next, ")"));
   }
   if (t == next - 1) return e.session->Encode(e.session->state());
   if (e.checkpoints.count(t + 1) > 0) return CheckpointBytes(e, t + 1);
@@ -85,8 +84,8 @@ absl::StatusOr<std::string> SessionManager::StateAfter(const Entry& e, int64_t t
       what, " t = ", t, " refused: session '", e.id,
       "' has no checkpoint there (only a kept checkpoint or the current state, t = ", next - 1,
       ", can be restored: the steps' data is not kept to replay); nearest: ",
-      nearest.empty() ? "none" : nearest, "; kept: ",
-      kept.empty() ? "none" : absl::StrJoin(kept, ", ")));
+      nearest.empty() ? "none" : nearest,
+      "; kept: ", kept.empty() ? "none" : absl::StrJoin(kept, ", ")));
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string& id) {
@@ -134,9 +133,9 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
         checkpoint.ok() ? Session::Restore(e.session->config(), *std::move(checkpoint))
                         : checkpoint.status();
     if (!session.ok()) {
-      return absl::DataLossError(absl::StrCat("checkpoint t = ", to_t, " of session '", id,
-                                              "' cannot be restored: ",
-                                              session.status().message()));
+      return absl::DataLossError(
+          absl::StrCat("checkpoint t = ", to_t, " of session '", id,
+                       "' cannot be restored: ", session.status().message()));
     }
     absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
         (*session)->problem().NewMetricsEvaluator();
@@ -146,8 +145,8 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
       if (r.t() <= to_t) replies.push_back(r);
     }
     if (store_ != nullptr) {
-      absl::Status s = store_->RollbackSession(
-          id, to_t + 1, *std::move(bytes), {replies.begin(), replies.end()});
+      absl::Status s = store_->RollbackSession(id, to_t + 1, *std::move(bytes),
+                                               {replies.begin(), replies.end()});
       if (!s.ok()) {
         return StoreWriteFailed(s, absl::StrCat("session '", id, "' not rolled back"));
       }
@@ -217,17 +216,17 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionReques
   absl::StatusOr<Checkpoint> checkpoint = DeserializeCheckpoint(*bytes);
   if (!checkpoint.ok()) {
     return absl::DataLossError(absl::StrCat("checkpoint t = ", at_t, " of session '",
-                                            req.session_id(), "': ",
-                                            checkpoint.status().message()));
+                                            req.session_id(),
+                                            "': ", checkpoint.status().message()));
   }
   checkpoint->algorithm = config->algorithm;
   absl::StatusOr<std::unique_ptr<Session>> session =
       Session::Restore(*config, *std::move(checkpoint));
   if (!session.ok()) {
     if (!other_algorithm) return session.status();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "algorithm: '", config->algorithm, "' cannot continue the state of '", source_algorithm,
-        "' at t = ", at_t, ": ", session.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("algorithm: '", config->algorithm, "' cannot continue the state of '",
+                     source_algorithm, "' at t = ", at_t, ": ", session.status().message()));
   }
   auto entry = std::make_shared<Entry>();
   entry->id = req.new_session_id();

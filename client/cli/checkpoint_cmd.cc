@@ -19,11 +19,10 @@ namespace {
 
 // "<id>: next_t <n>, checkpoints at t = a, b, c"
 void PrintSession(const v1::SessionInfo& info) {
-  std::printf("%s: next_t %lld, algorithm %s, checkpoints at t = %s\n",
-              info.session_id().c_str(), static_cast<long long>(info.next_t()),
-              info.spec().algorithm().c_str(),
-              info.checkpoints().empty() ? "(none)"
-                                         : absl::StrJoin(info.checkpoints(), ", ").c_str());
+  std::printf(
+      "%s: next_t %lld, algorithm %s, checkpoints at t = %s\n", info.session_id().c_str(),
+      static_cast<long long>(info.next_t()), info.spec().algorithm().c_str(),
+      info.checkpoints().empty() ? "(none)" : absl::StrJoin(info.checkpoints(), ", ").c_str());
 }
 
 }  // namespace

@@ -68,9 +68,9 @@ absl::StatusOr<std::string> SessionStore::ReadCheckpoint(const std::string& id, 
   std::string state = row.Column(0);
   const int64_t computed = RecordSum("checkpoint", id, t, state);
   if (row.IsNull(1) || row.ColumnInt(1) != computed) {
-    return absl::DataLossError(absl::StrCat(
-        "the checkpoint of session '", id, "' at t = ", t - 1,
-        " is damaged (checksum mismatch: corrupt record); use another checkpoint"));
+    return absl::DataLossError(
+        absl::StrCat("the checkpoint of session '", id, "' at t = ", t - 1,
+                     " is damaged (checksum mismatch: corrupt record); use another checkpoint"));
   }
   return state;
 }

@@ -23,12 +23,12 @@
 namespace f2obo {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::AllAlgorithms;
 using testing::AllFamilyCases;
 using testing::CoreState;
+using ::testing::ElementsAre;
 using testing::FamilyCase;
+using ::testing::HasSubstr;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;
@@ -123,8 +123,8 @@ TEST(RollbackE2e, AfterAPoisonedStretchRollbackAndCleanStepsEqualANeverPoisonedS
     EXPECT_THAT(Checkpoints(*c.GetSession(id)), ElementsAre(10, 15, 20));
   }
   const std::string metrics = testing::HttpGet(server.metrics_port(), "/metrics");
-  EXPECT_THAT(metrics, HasSubstr("f2obo_rollbacks_total " +
-                                 std::to_string(AllAlgorithms().size()) + "\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("f2obo_rollbacks_total " + std::to_string(AllAlgorithms().size()) + "\n"));
 }
 
 // The reference of a fork that changes the algorithm: the core session of
@@ -256,8 +256,7 @@ TEST(RollbackE2e, BadRequestsGetPreciseErrorsAndChangeNothing) {
   expect(c.RollbackSession("a", -1).status(), Code::kInvalidArgument, {"to_t: -1"});
   expect(c.RollbackSession("a", 3).status(), Code::kFailedPrecondition,
          {"no checkpoint there", "nearest: t = 0 before it and t = 5 after it", "kept: 0, 5"});
-  expect(c.RollbackSession("g.m", 0).status(), Code::kFailedPrecondition,
-         {"member of group 'g'"});
+  expect(c.RollbackSession("g.m", 0).status(), Code::kFailedPrecondition, {"member of group 'g'"});
 
   v1::ForkSessionRequest fork;
   fork.set_session_id("nope");
@@ -339,8 +338,8 @@ TEST(RollbackE2e, WithoutAStoreCheckpointsCountTowardTheMemoryBudget) {
   big.mutable_spec()->mutable_family()->set_x_dim(1);
   big.mutable_spec()->mutable_family()->set_y_dim(100000);
   for (const auto& [keep, fits] : {std::pair{"2", true}, std::pair{"3", false}}) {
-    ServerProcess server(
-        {"--data_dir=", "--max_total_state_bytes=10000000", std::string("--max_checkpoints=") + keep});
+    ServerProcess server({"--data_dir=", "--max_total_state_bytes=10000000",
+                          std::string("--max_checkpoints=") + keep});
     ASSERT_TRUE(server.started()) << server.Stderr();
     client::Client c({server.target()});
     const absl::StatusOr<v1::SessionInfo> info = c.CreateSession(big);
@@ -381,8 +380,8 @@ TEST(RollbackE2e, ASimpleBilevelSessionRollsBackAndForksBitExact) {
   auto core = *Session::Create(*ToSessionConfig(spec));
   const auto core_step = [&](int64_t t) {
     const v1::StepRequest req = request("", t, 1.0);
-    ASSERT_TRUE(core->Step(StepData{*ToBatch(req.upper(), "upper"), *ToBatch(req.inner(), "inner")})
-                    .ok());
+    ASSERT_TRUE(
+        core->Step(StepData{*ToBatch(req.upper(), "upper"), *ToBatch(req.inner(), "inner")}).ok());
   };
   for (int64_t t = 1; t <= 6; ++t) {
     ASSERT_TRUE(c.Step(request("s", t, 1.0)).ok());

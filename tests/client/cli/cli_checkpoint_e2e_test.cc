@@ -12,9 +12,9 @@
 namespace f2obo {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::CliE2e;
 using testing::Field;
+using ::testing::HasSubstr;
 using testing::Result;
 
 std::string X(const Result& decision) { return Field(decision.out, "x"); }

@@ -77,8 +77,9 @@ class CheckpointStoreTest : public ::testing::Test {
   void Write(const std::string& id, int steps, int keep) {
     ASSERT_TRUE(store_->PutSession(id, Spec(), StateAt(1), 1, {}, /*checkpoint=*/true).ok());
     for (int64_t t = 1; t <= steps; ++t) {
-      ASSERT_TRUE(store_->CommitStep(id, t + 1, StateAt(t + 1), ReplyOf(id, t), /*keep=*/4,
-                                     t % 2 == 0 ? keep : 0)
+      ASSERT_TRUE(store_
+                      ->CommitStep(id, t + 1, StateAt(t + 1), ReplyOf(id, t), /*keep=*/4,
+                                   t % 2 == 0 ? keep : 0)
                       .ok());
     }
   }
