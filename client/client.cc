@@ -83,6 +83,23 @@ absl::StatusOr<v1::GroupInfo> Client::GetGroup(const std::string& id) {
   F2OBO_UNARY(GetGroup, req, v1::GroupInfo);
 }
 
+absl::StatusOr<v1::SessionInfo> Client::CheckpointSession(const std::string& id) {
+  v1::CheckpointSessionRequest req;
+  req.set_session_id(id);
+  F2OBO_UNARY(CheckpointSession, req, v1::SessionInfo);
+}
+
+absl::StatusOr<v1::SessionInfo> Client::RollbackSession(const std::string& id, int64_t to_t) {
+  v1::RollbackSessionRequest req;
+  req.set_session_id(id);
+  req.set_to_t(to_t);
+  F2OBO_UNARY(RollbackSession, req, v1::SessionInfo);
+}
+
+absl::StatusOr<v1::SessionInfo> Client::ForkSession(const v1::ForkSessionRequest& req) {
+  F2OBO_UNARY(ForkSession, req, v1::SessionInfo);
+}
+
 #undef F2OBO_UNARY
 
 absl::Status Client::DeleteSession(const std::string& id) {

@@ -58,6 +58,12 @@ class Client {
   // Deletes the group and its members; not retried (like DeleteSession: a
   // retry after a lost reply would report NOT_FOUND).
   absl::StatusOr<v1::DeleteGroupResponse> DeleteGroup(const std::string& id);
+  // Checkpoints, rollback and fork (see the proto).  Not retried: a
+  // rollback retried after a lost reply would also undo the steps applied
+  // since, and a retried fork would report ALREADY_EXISTS.
+  absl::StatusOr<v1::SessionInfo> CheckpointSession(const std::string& id);
+  absl::StatusOr<v1::SessionInfo> RollbackSession(const std::string& id, int64_t to_t);
+  absl::StatusOr<v1::SessionInfo> ForkSession(const v1::ForkSessionRequest& req);
   // True when the standard health service reports SERVING.
   absl::StatusOr<bool> Healthy(const std::string& service = "");
 

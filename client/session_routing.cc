@@ -35,6 +35,13 @@ std::string IdOf(absl::string_view method, const void* message) {
     const auto& r = As<v1::ImportSessionRequest>(message);
     return r.session_id().empty() ? r.session().session_id() : r.session_id();
   }
+  if (method == "CheckpointSession") {
+    return As<v1::CheckpointSessionRequest>(message).session_id();
+  }
+  if (method == "RollbackSession") return As<v1::RollbackSessionRequest>(message).session_id();
+  // A fork is made where its source is (name it "<source key>.<suffix>" to
+  // keep routing with it).
+  if (method == "ForkSession") return As<v1::ForkSessionRequest>(message).session_id();
   if (method == "CreateGroup") return As<v1::CreateGroupRequest>(message).group_id();
   if (method == "GetGroup") return As<v1::GetGroupRequest>(message).group_id();
   if (method == "DeleteGroup") return As<v1::DeleteGroupRequest>(message).group_id();

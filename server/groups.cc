@@ -184,6 +184,21 @@ absl::Status GroupManager::DeleteSession(const std::string& session_id) {
   return s;
 }
 
+absl::StatusOr<v1::SessionInfo> GroupManager::RollbackSession(const std::string& session_id,
+                                                              int64_t to_t, bool* rolled_back) {
+  {
+    // Checked under mu_ only: a group created after this check cannot take
+    // the session as a member (member ids are new sessions).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "session '", session_id, "' is a member of group '", owner,
+          "': a member is not rolled back alone (fork it instead: ForkSession)"));
+    }
+  }
+  return sessions_->Rollback(session_id, to_t, rolled_back);
+}
+
 absl::StatusOr<v1::GroupInfo> GroupManager::Get(const std::string& id) const {
   absl::StatusOr<std::vector<std::string>> members = Members(id);
   if (!members.ok()) return members.status();

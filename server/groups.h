@@ -51,6 +51,12 @@ class GroupManager {
   // Deletes a session that belongs to no group; a member of a group (live,
   // being created or being deleted) is refused with FAILED_PRECONDITION.
   absl::Status DeleteSession(const std::string& session_id);
+  // Rolls back a session that belongs to no group (SessionManager::
+  // Rollback); a member is refused with FAILED_PRECONDITION naming its
+  // group: its members share each step, and one rolled back alone would
+  // leave the group's steps for no index all its members expect.
+  absl::StatusOr<v1::SessionInfo> RollbackSession(const std::string& session_id, int64_t to_t,
+                                                  bool* rolled_back = nullptr);
 
  private:
   struct Group {

@@ -47,6 +47,13 @@ ABSL_FLAG(int, max_message_bytes, 64 << 20, "Maximum gRPC message size in bytes"
 ABSL_FLAG(int, reply_cache, 16, "Replies kept per session to answer retried steps");
 ABSL_FLAG(int, max_inner_iterations, 100000,
           "Maximum inner iterations per loop of one round that a session may ask for");
+ABSL_FLAG(int, checkpoint_every, 100,
+          "Keep a checkpoint of each session after every N-th step (0: only where a session "
+          "starts and on demand), for RollbackSession and ForkSession; written with the step, "
+          "in the store");
+ABSL_FLAG(int, max_checkpoints, 10,
+          "Checkpoints kept per session, the newest (0: none, not even on demand).  Each is a "
+          "copy of the session's state: in the store, or in memory without --data_dir");
 ABSL_FLAG(std::string, data_dir, "f2obo-data",
           "Directory of the session store (SQLite); \"\" keeps sessions in memory only");
 ABSL_FLAG(int64_t, max_store_bytes, 0,
@@ -112,6 +119,8 @@ int main(int argc, char** argv) {
   o.limits.max_total_state_bytes = memory.max_total_state_bytes;
   o.limits.reply_cache = absl::GetFlag(FLAGS_reply_cache);
   o.limits.max_inner_iterations = absl::GetFlag(FLAGS_max_inner_iterations);
+  o.limits.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.limits.max_checkpoints = absl::GetFlag(FLAGS_max_checkpoints);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);
   o.max_store_bytes = absl::GetFlag(FLAGS_max_store_bytes);
   const std::string durability = absl::GetFlag(FLAGS_durability);

@@ -64,6 +64,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     return absl::InvalidArgumentError(
         "--max_sessions, --max_batch_rows, --reply_cache, --max_tasks: must be >= 1");
   }
+  if (options.limits.checkpoint_every < 0 || options.limits.max_checkpoints < 0) {
+    return absl::InvalidArgumentError("--checkpoint_every, --max_checkpoints: must be >= 0");
+  }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Server> s(new Server());

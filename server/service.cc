@@ -180,6 +180,16 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
     }
     if (shutting_down_) return absl::UnavailableError("server is shutting down");
     if ((*channel)->closed()) {
+      // A rollback replaces the channel: the steps this watch followed
+      // were abandoned, and indices from the rollback's on come again.
+      absl::StatusOr<std::shared_ptr<SessionMetrics>> now =
+          sessions_->Metrics(req->session_id());
+      if (now.ok() && *now != *channel) {
+        return absl::AbortedError(absl::StrCat(
+            "session '", req->session_id(),
+            "' was rolled back: watch again from its checkpoint (after_t = the rollback's "
+            "to_t)"));
+      }
       return absl::NotFoundError(absl::StrCat("session '", req->session_id(), "' was deleted"));
     }
     // The client ended its watch: the normal way a watch ends, not an
@@ -202,6 +212,40 @@ grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
   return Handle("ImportSession", ctx, Access::kWrite, [&] {
     absl::Status s = Assign(sessions_->Import(*req), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
+    return s;
+  });
+}
+
+grpc::Status F2oboService::CheckpointSession(grpc::ServerContext* ctx,
+                                             const v1::CheckpointSessionRequest* req,
+                                             v1::SessionInfo* out) {
+  return Handle("CheckpointSession", ctx, Access::kWrite,
+                [&] { return Assign(sessions_->TakeCheckpoint(req->session_id()), out); });
+}
+
+grpc::Status F2oboService::RollbackSession(grpc::ServerContext* ctx,
+                                           const v1::RollbackSessionRequest* req,
+                                           v1::SessionInfo* out) {
+  return Handle("RollbackSession", ctx, Access::kWrite, [&] {
+    bool rolled_back = false;
+    absl::Status s =
+        Assign(groups_->RollbackSession(req->session_id(), req->to_t(), &rolled_back), out);
+    // A rollback to the current step changes nothing and is not counted.
+    if (rolled_back && observer_ != nullptr) {
+      observer_->OnRollback(req->session_id(), req->to_t());
+    }
+    return s;
+  });
+}
+
+grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx,
+                                       const v1::ForkSessionRequest* req, v1::SessionInfo* out) {
+  return Handle("ForkSession", ctx, Access::kWrite, [&] {
+    absl::Status s = Assign(sessions_->Fork(*req), out);
+    if (s.ok() && observer_ != nullptr) {
+      observer_->OnSessionCreated(out->session_id());
+      observer_->OnFork(out->session_id());
+    }
     return s;
   });
 }

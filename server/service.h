@@ -29,6 +29,13 @@ class ServiceObserver {
   // Once per member of an applied group step (StepGroup, StepsGroup), with
   // that member's outcome; a group step refused as a whole is only an RPC.
   virtual void OnGroupMemberStep(grpc::StatusCode code) = 0;
+  // A session rolled back to step to_t (next step to_t + 1), and one
+  // created by ForkSession (also reported as created).
+  virtual void OnRollback(const std::string& id, int64_t to_t) {
+    (void)id;
+    (void)to_t;
+  }
+  virtual void OnFork(const std::string& new_id) { (void)new_id; }
   // +1 when a handler (or one message of a stream, with its reply) is
   // admitted, -1 when it is done.
   virtual void OnInFlight(int delta) { (void)delta; }
@@ -69,6 +76,12 @@ class F2oboService final : public v1::F2obo::Service {
                              v1::SessionExport*) override;
   grpc::Status ImportSession(grpc::ServerContext*, const v1::ImportSessionRequest*,
                              v1::SessionInfo*) override;
+  grpc::Status CheckpointSession(grpc::ServerContext*, const v1::CheckpointSessionRequest*,
+                                 v1::SessionInfo*) override;
+  grpc::Status RollbackSession(grpc::ServerContext*, const v1::RollbackSessionRequest*,
+                               v1::SessionInfo*) override;
+  grpc::Status ForkSession(grpc::ServerContext*, const v1::ForkSessionRequest*,
+                           v1::SessionInfo*) override;
   grpc::Status CreateGroup(grpc::ServerContext*, const v1::CreateGroupRequest*,
                            v1::GroupInfo*) override;
   grpc::Status GetGroup(grpc::ServerContext*, const v1::GetGroupRequest*,

@@ -88,6 +88,14 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
       "never reaches its handler, so it is not in f2obo_rpc_requests_total.",
       {}));
   undecodable_->WithLabels({});
+  rollbacks_ = OrDie(r->AddCounter(
+      "f2obo_rollbacks_total",
+      "Sessions rolled back to a checkpoint (RollbackSession calls that changed the state).",
+      {}));
+  rollbacks_->WithLabels({});
+  forks_ = OrDie(r->AddCounter("f2obo_forks_total",
+                               "Sessions created by ForkSession (also in f2obo_sessions).", {}));
+  forks_->WithLabels({});
   const std::vector<std::string> s = {"session_id"};
   t_ = OrDie(r->AddGauge("f2obo_session_step", "Index t of the last applied step.", s));
   blreg_ = OrDie(r->AddGauge("f2obo_session_blreg",
@@ -160,6 +168,15 @@ void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double sec
 void ServiceMetrics::OnGroupMemberStep(grpc::StatusCode code) {
   group_member_steps_->WithLabels({CodeName(code)}).Increment();
 }
+void ServiceMetrics::OnRollback(const std::string& id, int64_t to_t) {
+  rollbacks_->WithLabels({}).Increment();
+  if (!per_session_) return;
+  std::lock_guard<std::mutex> lock(series_mu_);
+  if (live_.contains(id)) t_->WithLabels({id}).Set(static_cast<double>(to_t));
+}
+
+void ServiceMetrics::OnFork(const std::string&) { forks_->WithLabels({}).Increment(); }
+
 void ServiceMetrics::OnInFlight(int delta) { in_flight_->WithLabels({}).Add(delta); }
 void ServiceMetrics::OnUndecodableRequest() { undecodable_->WithLabels({}).Increment(); }
 

@@ -29,6 +29,8 @@ class ServiceMetrics final : public ServiceObserver {
   void OnSessionCreated(const std::string& id) override;
   void OnSessionDeleted(const std::string& id) override;
   void OnGroupMemberStep(grpc::StatusCode code) override;
+  void OnRollback(const std::string& id, int64_t to_t) override;
+  void OnFork(const std::string& new_id) override;
   void OnInFlight(int delta) override;
   // A request that could not be decoded (f2obo/v1/decode_traits.h).
   void OnUndecodableRequest();
@@ -55,6 +57,8 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::CounterFamily* exact_unconverged_;
   metrics::CounterFamily* group_member_steps_;
   metrics::CounterFamily* undecodable_;
+  metrics::CounterFamily* rollbacks_;
+  metrics::CounterFamily* forks_;
   // Per session (label session_id).
   metrics::GaugeFamily* t_;
   metrics::GaugeFamily* blreg_;

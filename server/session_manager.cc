@@ -10,9 +10,8 @@
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
-namespace {
 
-bool ValidId(const std::string& id) {
+bool ValidSessionId(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
   for (char ch : id) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-')) {
@@ -21,6 +20,8 @@ bool ValidId(const std::string& id) {
   }
   return true;
 }
+
+namespace {
 
 // Exact metrics cost more than a round: the client's policy, else the
 // problem class's default.  One rule for every way a session comes to be
@@ -52,7 +53,9 @@ absl::Status SessionManager::CheckNotRemoved(const Entry& e) {
 }
 
 v1::SessionInfo SessionManager::Info(const Entry& e) {
-  return SessionInfoOf(e.id, *e.session, e.session->state(), e.exact_every);
+  v1::SessionInfo info = SessionInfoOf(e.id, *e.session, e.session->state(), e.exact_every);
+  for (int64_t next_t : e.checkpoints) info.add_checkpoints(next_t - 1);
+  return info;
 }
 
 absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
@@ -124,18 +127,25 @@ absl::StatusOr<int64_t> SessionManager::Reserve(const SessionConfig& config,
           max_record, " bytes"));
     }
   }
+  // Without a store, a session's checkpoints are kept in memory.
+  const int64_t memory = static_cast<int64_t>(std::min(
+      9.0e18, static_cast<double>(f.memory_bytes) +
+                  (store_ == nullptr ? static_cast<double>(std::max(limits_.max_checkpoints, 0)) *
+                                           static_cast<double>(f.record_bytes)
+                                     : 0.0)));
   std::lock_guard<std::mutex> lock(mu_);
   if (enforce_limits && limits_.max_total_state_bytes > 0 &&
-      f.memory_bytes > limits_.max_total_state_bytes - reserved_bytes_) {
+      memory > limits_.max_total_state_bytes - reserved_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "spec.family: a session of about ", f.memory_bytes,
+        "spec.family: a session of about ", memory,
         " bytes of memory (x of about ", f.x, " entries, y and z of ", f.y,
-        " each, with the copies a round and a commit make) does not fit the memory limit "
-        "max_total_state_bytes = ", limits_.max_total_state_bytes, " (sessions hold ",
-        reserved_bytes_, ")"));
+        " each, with the copies a round and a commit make",
+        store_ == nullptr ? " and its in-memory checkpoints" : "",
+        ") does not fit the memory limit max_total_state_bytes = ",
+        limits_.max_total_state_bytes, " (sessions hold ", reserved_bytes_, ")"));
   }
-  reserved_bytes_ += f.memory_bytes;
-  return f.memory_bytes;
+  reserved_bytes_ += memory;
+  return memory;
 }
 
 void SessionManager::Release(int64_t bytes) {
@@ -175,33 +185,29 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     }
     installing_.insert(entry->id);
   }
+  // Where a new session starts is its first checkpoint (written with it).
+  const bool checkpoint = !persisted && limits_.max_checkpoints > 0;
   if (store_ != nullptr && !persisted) {
     const std::vector<v1::StepReply> replies(entry->replies.begin(), entry->replies.end());
     absl::Status s = store_->PutSession(entry->id,
                                         ToSessionSpec(session.config(), entry->exact_every),
                                         session.Encode(session.state()), session.state().t,
-                                        replies);
+                                        replies, checkpoint);
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       installing_.erase(entry->id);
       return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
     }
   }
-  // The worker's accumulator writes into the session state under its lock.
-  std::weak_ptr<Entry> weak = entry;
-  entry->metrics = pipeline_->Open(
-      entry->id, *std::move(evaluator), [weak](const ClassMetrics& m) {
-        RunningMetrics out;
-        if (std::shared_ptr<Entry> e = weak.lock()) {
-          std::lock_guard<std::mutex> lock(e->mu);
-          e->session->AddMetrics(m);
-          out = e->session->metrics();
-        }
-        return out;
-      });
   v1::SessionInfo info;
   {
     std::lock_guard<std::mutex> lock(entry->mu);
+    if (checkpoint) {
+      KeepCheckpoint(*entry, session.state().t,
+                     store_ == nullptr ? session.Encode(session.state()) : std::string());
+    }
+    std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
+    entry->metrics = OpenMetrics(entry, *std::move(evaluator), entry->generation);
     info = Info(*entry);
   }
   if (hooks_.before_publish) hooks_.before_publish(entry->id);
@@ -213,8 +219,26 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
   return info;
 }
 
+std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
+    const std::shared_ptr<Entry>& entry, std::unique_ptr<MetricsEvaluator> evaluator,
+    uint64_t generation) {
+  // The worker's accumulator writes into the session state under its lock,
+  // unless a rollback replaced that state since (a later generation).
+  std::weak_ptr<Entry> weak = entry;
+  return pipeline_->Open(
+      entry->id, std::move(evaluator), [weak, generation](const ClassMetrics& m) {
+        RunningMetrics out;
+        if (std::shared_ptr<Entry> e = weak.lock()) {
+          std::lock_guard<std::mutex> lock(e->mu);
+          if (e->generation == generation) e->session->AddMetrics(m);
+          out = e->session->metrics();
+        }
+        return out;
+      });
+}
+
 absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
-  if (!req.session_id().empty() && !ValidId(req.session_id())) {
+  if (!req.session_id().empty() && !ValidSessionId(req.session_id())) {
     return absl::InvalidArgumentError(
         "session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
   }
@@ -287,7 +311,7 @@ absl::Status SessionManager::CheckImportedReplies(const v1::SessionExport& ex,
 absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req) {
   const v1::SessionExport& ex = req.session();
   const std::string id = req.session_id().empty() ? ex.session_id() : req.session_id();
-  if (!ValidId(id)) {
+  if (!ValidSessionId(id)) {
     return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64}");
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
@@ -342,6 +366,7 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
     entry->exact_every = ExactEvery(stored.spec, **session);
     entry->session = *std::move(session);
     for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
+    entry->checkpoints.insert(stored.checkpoints.begin(), stored.checkpoints.end());
     // Stored sessions load whatever the limits (they exist already); they
     // count against the budget for new ones.
     Reservation reserved(this, *Reserve(*config, stored.spec, /*enforce_limits=*/false));
@@ -383,6 +408,7 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
   Entry& e = **found;
+  std::shared_ptr<SessionMetrics> metrics;
   {
     // Serialize with the session's steps; gone from disk before from
     // memory, and marked removed before its lock is released, so that a
@@ -405,9 +431,10 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
       if (it != sessions_.end() && it->second == *found) sessions_.erase(it);
     }
     e.removed = true;
+    metrics = e.metrics;
   }
   Release(e.reserved_bytes);
-  e.metrics->Close();
+  metrics->Close();
   return absl::OkStatus();
 }
 
@@ -545,10 +572,15 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
     *reply.mutable_latest_exact() = *std::move(latest);
   }
   // Acknowledged only once durable: the new state becomes current after
-  // the store has it (group-committed with other sessions' steps).
+  // the store has it (group-committed with other sessions' steps), with its
+  // checkpoint when one is due.
+  const bool checkpoint = CheckpointDue(t);
+  std::string encoded =
+      store_ != nullptr || checkpoint ? s.Encode(s.pending_state()) : std::string();
   if (store_ != nullptr) {
-    absl::Status durable = store_->CommitStep(e.id, t + 1, s.Encode(s.pending_state()),
-                                              reply, limits_.reply_cache);
+    absl::Status durable =
+        store_->CommitStep(e.id, t + 1, std::move(encoded), reply, limits_.reply_cache,
+                           checkpoint ? limits_.max_checkpoints : 0);
     if (!durable.ok()) {
       s.Abort();
       return StoreWriteFailed(
@@ -556,6 +588,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
     }
   }
   s.Commit();
+  if (checkpoint) KeepCheckpoint(e, t + 1, std::move(encoded));  // bytes unused with a store
   e.replies.push_back(reply);
   while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
 
@@ -578,6 +611,7 @@ absl::StatusOr<std::shared_ptr<SessionMetrics>> SessionManager::Metrics(
     const std::string& id) const {
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
+  std::lock_guard<std::mutex> lock((*e)->metrics_mu);
   return (*e)->metrics;
 }
 

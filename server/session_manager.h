@@ -37,7 +37,15 @@ struct Limits {
   // Memory of every session together (session_footprint.h's estimates,
   // reserved at creation before anything is allocated); 0: no limit.
   int64_t max_total_state_bytes = 0;
+  // Checkpoints (RollbackSession, ForkSession): one after every N-th step
+  // (0: only where a session starts and on demand), the newest
+  // max_checkpoints kept per session (0: none, not even on demand).
+  int checkpoint_every = 100;
+  int max_checkpoints = 10;
 };
+
+// A session id: [A-Za-z0-9._-]{1,64}.
+bool ValidSessionId(const std::string& id);
 
 class SessionManager {
  public:
@@ -60,6 +68,15 @@ class SessionManager {
 
   // Exactly-once step semantics (see the proto).  On error nothing changed.
   absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& request);
+
+  // Checkpoints, rollback and fork (server/session_checkpoints.cc; the
+  // proto documents each).  On error nothing changed.
+  absl::StatusOr<v1::SessionInfo> TakeCheckpoint(const std::string& id);
+  // `rolled_back` (may be null): set when the state changed (a rollback to
+  // the current step changes nothing).
+  absl::StatusOr<v1::SessionInfo> Rollback(const std::string& id, int64_t to_t,
+                                           bool* rolled_back = nullptr);
+  absl::StatusOr<v1::SessionInfo> Fork(const v1::ForkSessionRequest& request);
 
   // The two halves of Step, for callers applying one upload to several
   // sessions (groups): decode and check a step's batches (the top-level
@@ -97,10 +114,21 @@ class SessionManager {
   struct Entry {
     std::string id;
     int exact_every = 0;
-    std::shared_ptr<SessionMetrics> metrics;  // set before the entry is findable
     mutable std::mutex mu;                 // serializes steps and readers
+    // Set before the entry is findable; replaced by a rollback (under mu
+    // and metrics_mu), so that a new watcher takes only metrics_mu and never
+    // waits for a round.
+    mutable std::mutex metrics_mu;
+    std::shared_ptr<SessionMetrics> metrics;  // guarded by metrics_mu (writes: and mu)
     std::unique_ptr<Session> session;      // guarded by mu
     std::deque<v1::StepReply> replies;     // guarded by mu; newest last
+    // The kept checkpoints by their state's next step index; their bytes
+    // are in the store, or in `memory_checkpoints` when there is none.
+    std::set<int64_t> checkpoints;                      // guarded by mu
+    std::map<int64_t, std::string> memory_checkpoints;  // guarded by mu
+    // Bumped by a rollback: metrics of the abandoned steps, still in the
+    // pipeline, must not add to the restored running sums.
+    uint64_t generation = 0;               // guarded by mu
     // Set by Delete once the session left the map and the store: holders
     // of the entry found before then must neither serve it nor persist it.
     bool removed = false;                  // guarded by mu
@@ -146,6 +174,21 @@ class SessionManager {
   absl::StatusOr<v1::SessionInfo> Install(std::shared_ptr<Entry> entry, bool generate_id,
                                           bool persisted);
   absl::Status CheckLimits(const v1::Batch& batch, const std::string& what) const;
+  // The metrics channel of `entry` for its session of `generation`.
+  std::shared_ptr<SessionMetrics> OpenMetrics(const std::shared_ptr<Entry>& entry,
+                                              std::unique_ptr<MetricsEvaluator> evaluator,
+                                              uint64_t generation);
+  // Checkpoints (session_checkpoints.cc).  All require e.mu.
+  bool CheckpointDue(int64_t step) const;
+  // Records checkpoint `next_t` (its bytes are kept only without a store)
+  // and forgets all but the newest max_checkpoints.
+  void KeepCheckpoint(Entry& e, int64_t next_t, std::string bytes) const;
+  // The bytes of checkpoint `next_t`, from the store or from memory.
+  absl::StatusOr<std::string> CheckpointBytes(const Entry& e, int64_t next_t) const;
+  // The state after step `t` as encoded bytes, for a rollback or a fork
+  // (`what`): the current state when t is the last step applied, else its
+  // checkpoint; FAILED_PRECONDITION naming the nearest checkpoints.
+  absl::StatusOr<std::string> StateAfter(const Entry& e, int64_t t, const char* what) const;
   absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
                                       const std::shared_ptr<const StepData>& data);
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu

@@ -70,6 +70,10 @@ const std::vector<std::string>& SpecFlagNames();
 // INVALID_ARGUMENT: a usage error.
 absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<int> features,
                                                                 std::optional<int> classes);
+// The algorithm option flags given (one per AlgorithmOptions field), into
+// `o`; and their names.
+absl::Status OptionsFromFlags(v1::AlgorithmOptions* o);
+std::vector<std::string> OptionFlagNames();
 
 // Subcommands; each returns the process exit code.
 int RunCreate();
@@ -84,6 +88,9 @@ int RunCreateGroup();
 int RunGroup();
 int RunEvaluate();
 int RunAlgorithms();
+int RunCheckpoint();
+int RunRollback();
+int RunFork();
 
 // The values of every --member flag given, in order (main.cc collects them:
 // unlike other flags, --member may be repeated).

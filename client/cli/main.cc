@@ -95,6 +95,22 @@ const std::vector<Command>& Commands() {
        "upper_loss_before,accuracy_before,round_seconds,regret_term,blreg,"
        "hypergradient_error,value,variation,drift,exact_skipped_reason (empty when absent).",
        {"session", "out", "follow", "after", "until"}, RunMetrics},
+      {"checkpoint", "Checkpoint a session's current state; lists its checkpoints",
+       "Keeps the current state of --session (t = next_t - 1) as a checkpoint for rollback "
+       "and fork, besides the server's own every --checkpoint_every steps.  Prints the kept "
+       "checkpoints (steps t).",
+       {"session"}, RunCheckpoint},
+      {"rollback", "Roll a session back to a checkpoint (undo a stretch of steps)",
+       "Restores the checkpoint of --session at step --to_t exactly: the next step expected "
+       "is to_t + 1, replies and checkpoints after it are dropped.  Only kept checkpoints "
+       "(see 'checkpoint' or GetSession) can be restored; a group member is refused.",
+       {"session", "to_t"}, RunRollback},
+      {"fork", "Branch a new session from a session's checkpoint or current state",
+       "Creates session --id (empty: the server chooses) from --session at step --at_t "
+       "(unset: its current state); it continues independently.  --algorithm (same problem "
+       "class, a state layout that fits) and option flags override the source's; with "
+       "another algorithm, unset options take its defaults.",
+       Concat({"session", "id", "at_t", "algorithm"}, OptionFlagNames()), RunFork},
       {"health", "Exit 0 iff the server's health service reports SERVING", "", {}, RunHealth},
       {"bench", "Load generator: concurrent synthetic streams, throughput and latency",
        "Creates --sessions sessions, streams --steps synthetic steps into each (one Steps "

@@ -202,6 +202,8 @@ absl::Status SetFromFlag(const char* name, const std::string& v, v1::AlgorithmOp
   return v.empty() ? absl::OkStatus() : SetOptionFromText(name, v, o);
 }
 
+}  // namespace
+
 absl::Status OptionsFromFlags(v1::AlgorithmOptions* o) {
 #define F2OBO_OPTION(type, name, def, rule, help)                                     \
   if (absl::Status s = SetFromFlag(#name, absl::GetFlag(FLAGS_##name), o); !s.ok()) return s;
@@ -210,7 +212,11 @@ absl::Status OptionsFromFlags(v1::AlgorithmOptions* o) {
   return absl::OkStatus();
 }
 
-}  // namespace
+std::vector<std::string> OptionFlagNames() {
+  std::vector<std::string> names;
+  for (const OptionInfo& o : OptionTable()) names.emplace_back(o.name);
+  return names;
+}
 
 const std::vector<std::string>& SpecFlagNames() {
   static const auto* names = [] {

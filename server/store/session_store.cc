@@ -15,23 +15,9 @@
 #include "server/store/record_sum.h"
 #include "server/store/sqlite_stmt.h"
 #include "server/store/store_errors.h"
+#include "server/store/store_write.h"
 
 namespace f2obo::server {
-
-struct SessionStore::Write {
-  enum Kind { kPut, kDelete, kStep, kGroup, kDeleteGroup } kind;
-  std::string id;
-  std::string spec;   // kPut; kGroup, kDeleteGroup: member ids, one a line
-  std::string state;  // kPut, kStep
-  int64_t t = 0;      // kPut, kStep
-  std::string reply;  // kStep
-  std::vector<std::pair<int64_t, std::string>> replies;  // kPut
-  int keep = 0;       // kStep
-  size_t bytes = 0;   // payload size, for the queue bound
-  bool waited = false;  // a caller waits for `status`
-  bool done = false;
-  absl::Status status;
-};
 
 using store_detail::RecordSum;
 using store_detail::Stmt;
@@ -163,6 +149,12 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
       damaged(bad);
       continue;
     }
+    // Only the list: a checkpoint's bytes are read (and verified) on use.
+    Stmt checkpoints(db_, "SELECT t FROM checkpoints WHERE id = ? ORDER BY t");
+    if (!checkpoints.ok()) return checkpoints.Error("listing checkpoints");
+    checkpoints.Text(1, id);
+    while ((rc = checkpoints.Step()) == SQLITE_ROW) s.checkpoints.push_back(checkpoints.ColumnInt(0));
+    if (rc != SQLITE_DONE) return checkpoints.Error("listing checkpoints");
     out.sessions.push_back(std::move(s));
   }
   Stmt groups(db_, "SELECT id, members, members_sum FROM groups ORDER BY id");
@@ -208,13 +200,15 @@ absl::Status SessionStore::DeleteGroup(const std::string& id,
 
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
                                       std::string state, int64_t t,
-                                      const std::vector<v1::StepReply>& replies) {
+                                      const std::vector<v1::StepReply>& replies,
+                                      bool checkpoint) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kPut;
   w->id = id;
   w->spec = spec.SerializeAsString();
   w->state = std::move(state);
   w->t = t;
+  w->keep_checkpoints = checkpoint ? 1 : 0;
   for (const v1::StepReply& r : replies) w->replies.emplace_back(r.t(), r.SerializeAsString());
   return Submit(std::move(w), /*wait=*/true);
 }
@@ -227,7 +221,8 @@ absl::Status SessionStore::DeleteSession(const std::string& id) {
 }
 
 absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::string state,
-                                      const v1::StepReply& reply, int keep_replies) {
+                                      const v1::StepReply& reply, int keep_replies,
+                                      int keep_checkpoints) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kStep;
   w->id = id;
@@ -235,6 +230,7 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
   w->state = std::move(state);
   w->reply = reply.SerializeAsString();
   w->keep = keep_replies;
+  w->keep_checkpoints = keep_checkpoints;
   return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync);
 }
 
@@ -264,7 +260,9 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
   Stmt a(db_, "DELETE FROM sessions WHERE id = ?");
   if (absl::Status s = a.Text(1, id).Run("deleting a session"); !s.ok()) return s;
   Stmt b(db_, "DELETE FROM replies WHERE id = ?");
-  return b.Text(1, id).Run("deleting replies");
+  if (absl::Status s = b.Text(1, id).Run("deleting replies"); !s.ok()) return s;
+  Stmt c(db_, "DELETE FROM checkpoints WHERE id = ?");
+  return c.Text(1, id).Run("deleting checkpoints");
 }
 
 absl::Status SessionStore::LimitSize(int64_t max_bytes) {
@@ -288,7 +286,7 @@ void SessionStore::LimitRecordBytesForTesting(int bytes) {
 }
 
 absl::Status SessionStore::Apply(const Write& w) {
-  if (const int rc = fail_writes_rc_.load(); rc != SQLITE_OK) {
+  if (const int rc = fail_writes_rc_.load(); rc != SQLITE_OK && w.kind != Write::kLoadCheckpoint) {
     return StoreError(rc, "a write failed for a test", sqlite3_errstr(rc));
   }
   switch (w.kind) {
@@ -319,8 +317,20 @@ absl::Status SessionStore::Apply(const Write& w) {
           return st;
         }
       }
+      // A new session (create, import, fork): no checkpoint of an earlier
+      // session of this id may survive, and its starting point is its first.
+      Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ?");
+      if (absl::Status st = drop.Text(1, w.id).Run("clearing checkpoints"); !st.ok()) return st;
+      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, 1);
       return absl::OkStatus();
     }
+    case Write::kCheckpoint:
+      return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
+    case Write::kRollback:
+      return ApplyRollback(w);
+    case Write::kLoadCheckpoint:
+      w.loaded = ReadCheckpoint(w.id, w.t);
+      return absl::OkStatus();
     case Write::kGroup: {
       Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
       return g.Text(1, w.id)
@@ -362,7 +372,12 @@ absl::Status SessionStore::Apply(const Write& w) {
         return s;
       }
       Stmt c(db_, "DELETE FROM replies WHERE id = ? AND t <= ?");
-      return c.Text(1, w.id).Int(2, w.t - w.keep).Run("trimming replies");
+      if (absl::Status s = c.Text(1, w.id).Int(2, w.t - w.keep).Run("trimming replies");
+          !s.ok()) {
+        return s;
+      }
+      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
+      return absl::OkStatus();
     }
   }
   return absl::InternalError("store: unknown write");

@@ -2,15 +2,19 @@
 //
 // What is stored: each session's spec (as given, defaults filled in), its
 // state after the last acknowledged step (core/state.h encoding, with its
-// own checksum) and its last replies (to answer a retry after a restart).
-// Not stored: the previous step's batches; after a restart the first
-// step's drift metrics say so instead.
+// own checksum), its last replies (to answer a retry after a restart) and
+// a bounded number of checkpoints: earlier states of the session, kept for
+// RollbackSession and ForkSession (table checkpoints, keyed by the state's
+// next step index like the session row).  Not stored: the previous step's
+// batches; after a restart the first step's drift metrics say so instead.
 //
 // Integrity: SQLite does not checksum its pages, so every stored blob
-// (spec, state, each cached reply, each group's member list) carries a
+// (spec, state, each cached reply, each checkpoint, each group's member
+// list) carries a
 // 64-bit checksum of its bytes, its session or group id and its step
-// index, written with it and verified by LoadAll(); a record failing it is
-// reported and not loaded, the others load.  The file as a whole is
+// index, written with it and verified by LoadAll() (a checkpoint: by
+// LoadCheckpoint(), when it is used); a record failing it is reported and
+// not loaded, the others load.  The file as a whole is
 // checked at Open (PRAGMA quick_check): a damaged file is refused, so the
 // server never starts empty over it, nor writes into it.  Schema versions
 // are in PRAGMA user_version; Open migrates older files in place.
@@ -56,6 +60,9 @@ struct StoredSession {
   v1::SessionSpec spec;
   std::string state;                  // SerializeState bytes
   std::vector<v1::StepReply> replies;  // oldest first
+  // Next step index of each kept checkpoint, oldest first (their bytes are
+  // read on use: LoadCheckpoint).
+  std::vector<int64_t> checkpoints;
 };
 
 struct StoredGroup {
@@ -74,7 +81,8 @@ class SessionStore {
   // The schema version this code writes (PRAGMA user_version).
   //  0: no checksums (files written before version 1).
   //  1: a checksum column per blob.
-  static constexpr int kSchemaVersion = 1;
+  //  2: the checkpoints table.
+  static constexpr int kSchemaVersion = 2;
   // Under kNone, CommitStep does not wait for its write; it waits only when
   // this many bytes are already queued, so a slow disk bounds the memory.
   // (Under kSync every caller waits anyway.)
@@ -95,10 +103,13 @@ class SessionStore {
   absl::StatusOr<LoadedStore> LoadAll();
 
   // Durable (whatever the policy) before returning.  `t` is the state's
-  // next step index (1 for a new session, more for an import).
+  // next step index (1 for a new session, more for an import or a fork).
+  // Checkpoints left under `id` are removed; `checkpoint` stores the state
+  // as the session's first one, in the same transaction.
   absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec,
                           std::string state, int64_t t,
-                          const std::vector<v1::StepReply>& replies = {});
+                          const std::vector<v1::StepReply>& replies = {},
+                          bool checkpoint = false);
   absl::Status DeleteSession(const std::string& id);
   // Side-by-side groups: the member list of group `id` (durable).
   absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members);
@@ -107,10 +118,26 @@ class SessionStore {
   absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members);
 
   // Records an acknowledged step: the session's state after it and its
-  // reply; keeps the newest `keep_replies` replies.  Under kSync, returns
-  // once durable.
+  // reply; keeps the newest `keep_replies` replies.  With `keep_checkpoints`
+  // > 0 the state is also stored as a checkpoint (same transaction) and the
+  // newest `keep_checkpoints` are kept.  Under kSync, returns once durable.
   absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
-                          const v1::StepReply& reply, int keep_replies);
+                          const v1::StepReply& reply, int keep_replies,
+                          int keep_checkpoints = 0);
+
+  // Checkpoints (server/store/checkpoints.cc).  Each is durable (whatever
+  // the policy) before returning.
+  // Stores `state` (next step index `t`) as a checkpoint of session `id`,
+  // replacing one at the same t; keeps the newest `keep` (>= 1).
+  absl::Status PutCheckpoint(const std::string& id, int64_t t, std::string state, int keep);
+  // The bytes of checkpoint `t` of session `id`, checksum-verified:
+  // NOT_FOUND if there is none, DATA_LOSS if it is damaged.
+  absl::StatusOr<std::string> LoadCheckpoint(const std::string& id, int64_t t);
+  // Rolls session `id` back, in one transaction: its state becomes `state`
+  // (next step index `t`, the bytes of its checkpoint at t), its reply
+  // cache `replies`, and its checkpoints after t are removed.
+  absl::Status RollbackSession(const std::string& id, int64_t t, std::string state,
+                               const std::vector<v1::StepReply>& replies);
 
   // Caps the database file at about `max_bytes` (0: no cap) through
   // PRAGMA max_page_count: a write that would grow it further fails like a
@@ -120,8 +147,9 @@ class SessionStore {
   // The largest record (a state, a spec, a reply) the store can hold:
   // SQLite's SQLITE_LIMIT_LENGTH (1,000,000,000 bytes by default).
   int64_t max_record_bytes() const;
-  // Tests: every write from now on fails with SQLite result code `rc`, as
-  // if SQLite had returned it (SQLITE_OK: no more failures).
+  // Tests: every write (not LoadCheckpoint) from now on fails with SQLite
+  // result code `rc`, as if SQLite had returned it (SQLITE_OK: no more
+  // failures).
   void FailWritesForTesting(int rc) { fail_writes_rc_ = rc; }
   // Tests: lowers the maximum record size (the default is 1 GB).
   void LimitRecordBytesForTesting(int bytes);
@@ -135,7 +163,7 @@ class SessionStore {
   const std::string& path() const { return path_; }
 
  private:
-  struct Write;
+  struct Write;  // store_write.h
   SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
                size_t max_queued_bytes);
   absl::Status CheckFile(const std::string& dir);
@@ -144,6 +172,12 @@ class SessionStore {
   absl::Status Submit(std::shared_ptr<Write> w, bool wait);
   absl::Status Apply(const Write& w);
   absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
+  // Writer thread only (checkpoints.cc): inserts checkpoint (id, t) and
+  // drops all but the newest `keep`; applies a kRollback write.
+  absl::Status InsertCheckpoint(const std::string& id, int64_t t, const std::string& state,
+                                int keep);
+  absl::Status ApplyRollback(const Write& w);
+  absl::StatusOr<std::string> ReadCheckpoint(const std::string& id, int64_t t);
   absl::Status Exec(const char* sql);
 
   sqlite3* db_;

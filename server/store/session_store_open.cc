@@ -134,13 +134,11 @@ absl::Status SessionStore::Migrate() {
   }
   if (version == kSchemaVersion) return absl::OkStatus();
   // Version 0 -> 1: a new file takes the same path (version 0 tables, then
-  // the migration), so the migration runs on every fresh store.  Rows
+  // the migrations), so every migration runs on every fresh store.  Rows
   // already there get their checksums from their bytes as they are; the
   // checks version 0 had (the state's own checksum, the protobuf parses)
-  // still run at load, so no check is lost.  One transaction: a crash
-  // mid-way leaves the file at version 0.
-  const char* migrate[] = {
-      "BEGIN IMMEDIATE",
+  // still run at load, so no check is lost.
+  const std::vector<const char*> to_1 = {
       "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, spec BLOB NOT NULL, "
       "state BLOB NOT NULL, t INTEGER NOT NULL)",
       "CREATE TABLE IF NOT EXISTS replies (id TEXT NOT NULL, t INTEGER NOT NULL, "
@@ -154,9 +152,21 @@ absl::Status SessionStore::Migrate() {
       "state_sum = f2obo_sum('state', id, t, state)",
       "UPDATE replies SET reply_sum = f2obo_sum('reply', id, t, reply)",
       "UPDATE groups SET members_sum = f2obo_sum('group', id, 0, members)",
-      "PRAGMA user_version = 1",
-      "COMMIT",
   };
+  // Version 1 -> 2: checkpoints (server/store/checkpoints.cc).  Sessions
+  // already stored start without any; they get one at their next multiple
+  // of the checkpoint interval or on demand.
+  const std::vector<const char*> to_2 = {
+      "CREATE TABLE IF NOT EXISTS checkpoints (id TEXT NOT NULL, t INTEGER NOT NULL, "
+      "state BLOB NOT NULL, state_sum INTEGER, PRIMARY KEY (id, t))",
+  };
+  // One transaction: a crash mid-way leaves the file at its old version.
+  std::vector<const char*> migrate = {"BEGIN IMMEDIATE"};
+  if (version < 1) migrate.insert(migrate.end(), to_1.begin(), to_1.end());
+  if (version < 2) migrate.insert(migrate.end(), to_2.begin(), to_2.end());
+  const std::string set_version = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
+  migrate.push_back(set_version.c_str());
+  migrate.push_back("COMMIT");
   for (const char* sql : migrate) {
     if (absl::Status s = Exec(sql); !s.ok()) {
       Exec("ROLLBACK").IgnoreError();

@@ -1,5 +1,6 @@
 // What a store failure answers, the same way on every RPC that writes
-// (CreateSession, ImportSession, Step(s), DeleteSession, the group RPCs),
+// (CreateSession, ImportSession, Step(s), DeleteSession, CheckpointSession,
+// RollbackSession, ForkSession, the group RPCs),
 // as documented in f2obo.proto's conventions:
 //   RESOURCE_EXHAUSTED  the store is full (disk full, --max_store_bytes) or
 //                       a record exceeds the store's maximum record size;

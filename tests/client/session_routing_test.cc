@@ -75,6 +75,18 @@ class RecordingService : public v1::F2obo::Service {
                         v1::GroupInfo*) override {
     return Record("GetGroup", ctx);
   }
+  grpc::Status CheckpointSession(grpc::ServerContext* ctx, const v1::CheckpointSessionRequest*,
+                                 v1::SessionInfo*) override {
+    return Record("CheckpointSession", ctx);
+  }
+  grpc::Status RollbackSession(grpc::ServerContext* ctx, const v1::RollbackSessionRequest*,
+                               v1::SessionInfo*) override {
+    return Record("RollbackSession", ctx);
+  }
+  grpc::Status ForkSession(grpc::ServerContext* ctx, const v1::ForkSessionRequest*,
+                           v1::SessionInfo*) override {
+    return Record("ForkSession", ctx);
+  }
 
  private:
   grpc::Status Record(const std::string& method, grpc::ServerContext* ctx) {
@@ -144,6 +156,20 @@ TEST_F(SessionRoutingTest, UnaryCallsCarryTheSessionKey) {
   create.set_session_id("s4");
   ASSERT_TRUE(c.CreateSession(create).ok());
   EXPECT_EQ(service_.Last("CreateSession"), "s4");
+}
+
+// A fork is made where its source lives: it routes by the source's key.
+TEST_F(SessionRoutingTest, CheckpointRollbackAndForkCarryTheSourceSessionKey) {
+  Client c(Options());
+  ASSERT_TRUE(c.CheckpointSession("champ").ok());
+  EXPECT_EQ(service_.Last("CheckpointSession"), "champ");
+  ASSERT_TRUE(c.RollbackSession("grp.m", 3).ok());
+  EXPECT_EQ(service_.Last("RollbackSession"), "grp");
+  v1::ForkSessionRequest fork;
+  fork.set_session_id("champ");
+  fork.set_new_session_id("other");
+  ASSERT_TRUE(c.ForkSession(fork).ok());
+  EXPECT_EQ(service_.Last("ForkSession"), "champ");
 }
 
 TEST_F(SessionRoutingTest, CallsWithoutASessionCarryNone) {

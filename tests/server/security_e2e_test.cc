@@ -51,6 +51,8 @@ const std::map<std::string, Role>& Rpcs() {
       {"CreateGroup", Role::kWrite},   {"GetGroup", Role::kRead},
       {"StepGroup", Role::kWrite},     {"StepsGroup", Role::kWrite},
       {"DeleteGroup", Role::kWrite},
+      {"CheckpointSession", Role::kWrite}, {"RollbackSession", Role::kWrite},
+      {"ForkSession", Role::kWrite},
   };
   return *rpcs;
 }
@@ -74,6 +76,7 @@ std::set<std::string> Keys(const Map& m) {
 
 constexpr char kSession[] = "guarded";
 constexpr char kGroup[] = "guardedg";
+constexpr char kFork[] = "guarded.fork";
 
 v1::CreateGroupRequest GuardedGroup() {
   v1::CreateGroupRequest req;
@@ -129,6 +132,14 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
     v1::SessionInfo info;
     out["ImportSession"] = c.stub().ImportSession(ctx.get(), req, &info).error_code();
   }
+  out["CheckpointSession"] = code(c.CheckpointSession(kSession).status());
+  out["RollbackSession"] = code(c.RollbackSession(kSession, 0).status());
+  {
+    v1::ForkSessionRequest req;
+    req.set_session_id(kSession);
+    req.set_new_session_id(kFork);
+    out["ForkSession"] = code(c.ForkSession(req).status());
+  }
   out["CreateGroup"] = code(c.CreateGroup(GuardedGroup()).status());
   out["GetGroup"] = code(c.GetGroup(kGroup).status());
   {
@@ -147,6 +158,7 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
     out["StepsGroup"] = stream->Finish().error_code();
   }
   out["DeleteSession"] = code(c.DeleteSession(kSession));
+  c.DeleteSession(kFork).IgnoreError();  // (its code is DeleteSession's)
   out["DeleteGroup"] = code(c.DeleteGroup(kGroup).status());
   return out;
 }

@@ -84,7 +84,9 @@ TEST(SessionSizeE2e, ARidgeSessionOf49999999FeaturesIsRefusedWithoutAllocatingIt
 TEST(SessionSizeE2e, ASessionBeyondTheMemoryBudgetIsRefusedNamingItAndADeletionMakesRoom) {
   // quadratic with y of 100,000 entries: about 5.6 MB (x, y, z, three
   // copies and a metrics job's x and y): one fits in 10 MB, two do not.
-  ServerProcess server({"--max_total_state_bytes=10000000", "--data_dir="});
+  // (Without a store, checkpoints would count too: rollback_e2e_test.)
+  ServerProcess server(
+      {"--max_total_state_bytes=10000000", "--data_dir=", "--max_checkpoints=0"});
   ASSERT_TRUE(server.started()) << server.Stderr();
   client::Client c({server.target()});
   ASSERT_TRUE(c.CreateSession(Quadratic("first", 1, 100000)).ok());

@@ -103,6 +103,9 @@ TEST_P(StoreErrorsTest, EveryWritingRpcAnswersTheSameCodeAndChangesNothing) {
   v1::ImportSessionRequest import;
   import.set_session_id("imported");
   *import.mutable_session() = *ex;
+  v1::ForkSessionRequest fork;
+  fork.set_session_id("s");
+  fork.set_new_session_id("fork");
 
   store_->FailWritesForTesting(GetParam().rc);
   ExpectFailure(sessions_->Create(CreateRequest("new")).status(), "CreateSession");
@@ -111,6 +114,9 @@ TEST_P(StoreErrorsTest, EveryWritingRpcAnswersTheSameCodeAndChangesNothing) {
   ExpectFailure(groups_->DeleteSession("s"), "DeleteSession");
   ExpectFailure(groups_->Create(GroupRequest("h")).status(), "CreateGroup");
   ExpectFailure(groups_->Delete("g").status(), "DeleteGroup");
+  ExpectFailure(sessions_->TakeCheckpoint("s").status(), "CheckpointSession");
+  ExpectFailure(groups_->RollbackSession("s", 0).status(), "RollbackSession");
+  ExpectFailure(sessions_->Fork(fork).status(), "ForkSession");
   const absl::StatusOr<v1::GroupStepReply> group_step = groups_->Step(GroupStep("g", 1));
   ASSERT_TRUE(group_step.ok()) << group_step.status();  // the request was fine
   for (const v1::MemberStepResult& m : group_step->members()) {
@@ -122,6 +128,8 @@ TEST_P(StoreErrorsTest, EveryWritingRpcAnswersTheSameCodeAndChangesNothing) {
   EXPECT_EQ(sessions_->Get("new").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(sessions_->Get("imported").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(sessions_->Get("s")->next_t(), 2);
+  EXPECT_EQ(sessions_->Get("s")->checkpoints_size(), 1);  // the creation's only
+  EXPECT_EQ(sessions_->Get("fork").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(groups_->Get("h").status().code(), absl::StatusCode::kNotFound);
   const absl::StatusOr<v1::GroupInfo> g = groups_->Get("g");
   ASSERT_TRUE(g.ok());
@@ -131,6 +139,9 @@ TEST_P(StoreErrorsTest, EveryWritingRpcAnswersTheSameCodeAndChangesNothing) {
   EXPECT_TRUE(sessions_->Create(CreateRequest("new")).ok());
   EXPECT_TRUE(sessions_->Import(import).ok());
   EXPECT_TRUE(sessions_->Step(RequestFor(f_, "s", 2)).ok());
+  EXPECT_TRUE(sessions_->TakeCheckpoint("s").ok());
+  EXPECT_TRUE(sessions_->Fork(fork).ok());
+  EXPECT_EQ(groups_->RollbackSession("s", 0)->next_t(), 1);
   EXPECT_TRUE(groups_->Create(GroupRequest("h")).ok());
   const absl::StatusOr<v1::GroupStepReply> retried = groups_->Step(GroupStep("g", 1));
   ASSERT_TRUE(retried.ok());
@@ -139,7 +150,7 @@ TEST_P(StoreErrorsTest, EveryWritingRpcAnswersTheSameCodeAndChangesNothing) {
   EXPECT_TRUE(groups_->DeleteSession("s").ok());
   const absl::StatusOr<LoadedStore> stored = store_->LoadAll();
   ASSERT_TRUE(stored.ok());
-  EXPECT_EQ(stored->sessions.size(), 4u);  // new, imported, h.a, h.b
+  EXPECT_EQ(stored->sessions.size(), 5u);  // new, imported, h.a, h.b, fork
 }
 
 INSTANTIATE_TEST_SUITE_P(

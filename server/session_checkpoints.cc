@@ -1,0 +1,242 @@
+// SessionManager's checkpoints, rollback and fork (issue 14: undo a
+// poisoned stretch of data; branch a live session into a challenger).
+//
+// Choices:
+//  * A rollback or fork restores a kept checkpoint exactly, or the current
+//    state.  Replaying from an earlier checkpoint would need the batches of
+//    the steps in between, which the server does not keep (a step's data
+//    is used once and dropped); so the checkpoints are the only states
+//    that can be reached, and SessionInfo.checkpoints lists them.
+//  * Checkpoints are labelled by the last step applied (t = next_t - 1, 0
+//    for a new session), as RollbackSession's to_t is; internally and in
+//    the store they are keyed by the state's next step index.
+//  * A checkpoint after step t is written in the transaction of step t
+//    itself (SessionStore::CommitStep), so it costs no fsync of its own and
+//    is exactly as durable as the step.  Without a store they are kept in
+//    memory, counted in the session's reserved memory.
+//  * A rollback replaces the session object (Session::Restore, which checks
+//    the state as any restored one) and its metrics channel: the old
+//    channel's watchers end (ABORTED, see the service), and a metrics job of
+//    an abandoned step still in the pipeline does not add to the restored
+//    running sums (Entry::generation).  Later checkpoints are dropped: they
+//    belong to the abandoned branch, whose step indices will be reused.
+//  * A fork with another algorithm takes the state as that algorithm's own
+//    when Session::Restore accepts it under the new config (same class,
+//    the class's checks, the algorithm-owned vectors of its layout or none);
+//    the writer's name in the checkpoint, which guards imports against a
+//    silent change of algorithm, is replaced because this change is asked.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/problem_registry.h"
+#include "f2obo/v1/convert.h"
+#include "server/session_manager.h"
+#include "server/store/store_errors.h"
+
+namespace f2obo::server {
+
+bool SessionManager::CheckpointDue(int64_t step) const {
+  return limits_.max_checkpoints > 0 && limits_.checkpoint_every > 0 &&
+         step % limits_.checkpoint_every == 0;
+}
+
+void SessionManager::KeepCheckpoint(Entry& e, int64_t next_t, std::string bytes) const {
+  e.checkpoints.insert(next_t);
+  if (store_ == nullptr) e.memory_checkpoints[next_t] = std::move(bytes);
+  while (static_cast<int>(e.checkpoints.size()) > std::max(limits_.max_checkpoints, 1)) {
+    e.memory_checkpoints.erase(*e.checkpoints.begin());
+    e.checkpoints.erase(e.checkpoints.begin());
+  }
+}
+
+absl::StatusOr<std::string> SessionManager::CheckpointBytes(const Entry& e, int64_t next_t) const {
+  if (store_ != nullptr) return store_->LoadCheckpoint(e.id, next_t);
+  const auto it = e.memory_checkpoints.find(next_t);
+  if (it == e.memory_checkpoints.end()) {
+    return absl::InternalError(absl::StrCat("checkpoint t = ", next_t - 1, " of session '", e.id,
+                                            "' is listed but not held"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<std::string> SessionManager::StateAfter(const Entry& e, int64_t t,
+                                                       const char* what) const {
+  const int64_t next = e.session->state().t;
+  if (t >= next) {
+    return absl::FailedPreconditionError(absl::StrCat(what, " t = ", t, " refused: session '", e.id,
+                                                      "' has applied steps up to t = ", next - 1,
+                                                      " (it expects t = ", next, ")"));
+  }
+  if (t == next - 1) return e.session->Encode(e.session->state());
+  if (e.checkpoints.count(t + 1) > 0) return CheckpointBytes(e, t + 1);
+  // The nearest kept checkpoints on either side, and every one kept.
+  std::vector<int64_t> kept;
+  for (int64_t c : e.checkpoints) kept.push_back(c - 1);
+  const auto after = std::upper_bound(kept.begin(), kept.end(), t);
+  std::string nearest;
+  if (after != kept.begin()) absl::StrAppend(&nearest, "t = ", *(after - 1), " before it");
+  if (after != kept.end()) {
+    absl::StrAppend(&nearest, nearest.empty() ? "" : " and ", "t = ", *after, " after it");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      what, " t = ", t, " refused: session '", e.id,
+      "' has no checkpoint there (only a kept checkpoint or the current state, t = ", next - 1,
+      ", can be restored: the steps' data is not kept to replay); nearest: ",
+      nearest.empty() ? "none" : nearest,
+      "; kept: ", kept.empty() ? "none" : absl::StrJoin(kept, ", ")));
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string& id) {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  Entry& e = **found;
+  std::lock_guard<std::mutex> lock(e.mu);
+  if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
+  if (limits_.max_checkpoints <= 0) {
+    return absl::FailedPreconditionError(
+        "checkpoints are off on this server (--max_checkpoints=0)");
+  }
+  const int64_t next = e.session->state().t;
+  if (e.checkpoints.count(next) > 0) return Info(e);
+  std::string bytes = e.session->Encode(e.session->state());
+  if (store_ != nullptr) {
+    absl::Status s = store_->PutCheckpoint(id, next, std::move(bytes), limits_.max_checkpoints);
+    if (!s.ok()) {
+      return StoreWriteFailed(
+          s, absl::StrCat("checkpoint t = ", next - 1, " of session '", id, "' not taken"));
+    }
+  }
+  KeepCheckpoint(e, next, std::move(bytes));  // bytes unused with a store
+  return Info(e);
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, int64_t to_t,
+                                                         bool* rolled_back) {
+  if (to_t < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("to_t: ", to_t, " is not a step (>= 0)"));
+  }
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  Entry& e = **found;
+  std::shared_ptr<SessionMetrics> abandoned;
+  v1::SessionInfo info;
+  {
+    std::lock_guard<std::mutex> lock(e.mu);
+    if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
+    if (to_t + 1 == e.session->state().t) return Info(e);  // already there
+    absl::StatusOr<std::string> bytes = StateAfter(e, to_t, "rollback to");
+    if (!bytes.ok()) return bytes.status();
+    absl::StatusOr<Checkpoint> checkpoint = DeserializeCheckpoint(*bytes);
+    absl::StatusOr<std::unique_ptr<Session>> session =
+        checkpoint.ok() ? Session::Restore(e.session->config(), *std::move(checkpoint))
+                        : checkpoint.status();
+    if (!session.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint t = ", to_t, " of session '", id,
+                       "' cannot be restored: ", session.status().message()));
+    }
+    absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
+        (*session)->problem().NewMetricsEvaluator();
+    if (!evaluator.ok()) return evaluator.status();
+    std::deque<v1::StepReply> replies;
+    for (const v1::StepReply& r : e.replies) {
+      if (r.t() <= to_t) replies.push_back(r);
+    }
+    if (store_ != nullptr) {
+      absl::Status s = store_->RollbackSession(id, to_t + 1, *std::move(bytes),
+                                               {replies.begin(), replies.end()});
+      if (!s.ok()) {
+        return StoreWriteFailed(s, absl::StrCat("session '", id, "' not rolled back"));
+      }
+    }
+    // Durable: now the session in memory follows.
+    e.session = *std::move(session);
+    e.replies = std::move(replies);
+    while (!e.checkpoints.empty() && *e.checkpoints.rbegin() > to_t + 1) {
+      e.memory_checkpoints.erase(*e.checkpoints.rbegin());
+      e.checkpoints.erase(std::prev(e.checkpoints.end()));
+    }
+    ++e.generation;
+    std::shared_ptr<SessionMetrics> channel =
+        OpenMetrics(*found, *std::move(evaluator), e.generation);
+    {
+      std::lock_guard<std::mutex> metrics_lock(e.metrics_mu);
+      abandoned = std::exchange(e.metrics, std::move(channel));
+    }
+    info = Info(e);
+  }
+  abandoned->Close();
+  if (rolled_back != nullptr) *rolled_back = true;
+  return info;
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionRequest& req) {
+  if (!req.new_session_id().empty() && !ValidSessionId(req.new_session_id())) {
+    return absl::InvalidArgumentError(
+        "new_session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
+  }
+  if (req.has_at_t() && req.at_t() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("at_t: ", req.at_t(), " is not a step (>= 0)"));
+  }
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
+  if (!found.ok()) return found.status();
+  v1::SessionSpec spec;
+  absl::StatusOr<std::string> bytes;
+  int64_t at_t = 0;
+  {
+    // Only what the fork starts from is taken under the source's lock.
+    const Entry& source = **found;
+    std::lock_guard<std::mutex> lock(source.mu);
+    if (absl::Status s = CheckNotRemoved(source); !s.ok()) return s;
+    spec = ToSessionSpec(source.session->config(), source.exact_every);
+    at_t = req.has_at_t() ? req.at_t() : source.session->state().t - 1;
+    bytes = StateAfter(source, at_t, "fork at");
+  }
+  if (!bytes.ok()) return bytes.status();
+  const std::string source_algorithm = spec.algorithm();
+  const bool other_algorithm = !req.algorithm().empty() && req.algorithm() != source_algorithm;
+  if (other_algorithm) {
+    spec.set_algorithm(req.algorithm());
+    *spec.mutable_options() = req.options();  // over the new algorithm's defaults
+  } else {
+    spec.mutable_options()->MergeFrom(req.options());
+  }
+  absl::StatusOr<SessionConfig> config = CheckedConfig(spec);
+  if (!config.ok()) return config.status();
+  if (other_algorithm) {
+    // Its class and options, named as such, before the state is tried.
+    absl::StatusOr<std::unique_ptr<Problem>> problem = CreateProblem(*config);
+    if (!problem.ok()) return problem.status();
+  }
+  absl::StatusOr<int64_t> room = Reserve(*config, spec, /*enforce_limits=*/true);
+  if (!room.ok()) return room.status();
+  Reservation reserved(this, *room);
+  absl::StatusOr<Checkpoint> checkpoint = DeserializeCheckpoint(*bytes);
+  if (!checkpoint.ok()) {
+    return absl::DataLossError(absl::StrCat("checkpoint t = ", at_t, " of session '",
+                                            req.session_id(),
+                                            "': ", checkpoint.status().message()));
+  }
+  checkpoint->algorithm = config->algorithm;
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Restore(*config, *std::move(checkpoint));
+  if (!session.ok()) {
+    if (!other_algorithm) return session.status();
+    return absl::InvalidArgumentError(
+        absl::StrCat("algorithm: '", config->algorithm, "' cannot continue the state of '",
+                     source_algorithm, "' at t = ", at_t, ": ", session.status().message()));
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->id = req.new_session_id();
+  entry->exact_every = spec.metrics().exact_every();
+  entry->session = *std::move(session);
+  entry->reserved_bytes = reserved.bytes();
+  absl::StatusOr<v1::SessionInfo> info =
+      Install(std::move(entry), req.new_session_id().empty(), /*persisted=*/false);
+  if (info.ok()) reserved.Keep();
+  return info;
+}
+
+}  // namespace f2obo::server

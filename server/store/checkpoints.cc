@@ -1,0 +1,129 @@
+// The store's checkpoints: earlier states of a session, for RollbackSession
+// and ForkSession (server/session_manager.h says when they are taken).
+//
+// Table checkpoints (id, t, state, state_sum), t being the state's next
+// step index as in the sessions table.  A checkpoint is written in the same
+// transaction as the step (or the creation) whose state it keeps, so it is
+// exactly as durable as that step; its checksum binds its bytes to its
+// session and its t, verified when it is read.  Each session keeps its
+// newest `keep` checkpoints; a rollback removes those after its target (a
+// branch of history abandoned), a deletion all of them.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "server/store/record_sum.h"
+#include "server/store/session_store.h"
+#include "server/store/sqlite_stmt.h"
+#include "server/store/store_errors.h"
+#include "server/store/store_write.h"
+
+namespace f2obo::server {
+
+using store_detail::RecordSum;
+using store_detail::Stmt;
+
+absl::Status SessionStore::PutCheckpoint(const std::string& id, int64_t t, std::string state,
+                                         int keep) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kCheckpoint;
+  w->id = id;
+  w->t = t;
+  w->state = std::move(state);
+  w->keep_checkpoints = std::max(keep, 1);
+  return Submit(std::move(w), /*wait=*/true);
+}
+
+absl::Status SessionStore::RollbackSession(const std::string& id, int64_t t, std::string state,
+                                           const std::vector<v1::StepReply>& replies) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kRollback;
+  w->id = id;
+  w->t = t;
+  w->state = std::move(state);
+  for (const v1::StepReply& r : replies) w->replies.emplace_back(r.t(), r.SerializeAsString());
+  return Submit(std::move(w), /*wait=*/true);
+}
+
+absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, int64_t t) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kLoadCheckpoint;
+  w->id = id;
+  w->t = t;
+  if (absl::Status s = Submit(w, /*wait=*/true); !s.ok()) return s;
+  return std::move(w->loaded);
+}
+
+absl::StatusOr<std::string> SessionStore::ReadCheckpoint(const std::string& id, int64_t t) {
+  Stmt row(db_, "SELECT state, state_sum FROM checkpoints WHERE id = ? AND t = ?");
+  if (!row.ok()) return row.Error("reading a checkpoint");
+  const int rc = row.Text(1, id).Int(2, t).Step();
+  if (rc == SQLITE_DONE) {
+    return absl::NotFoundError(
+        absl::StrCat("session '", id, "' has no checkpoint at next step index ", t));
+  }
+  if (rc != SQLITE_ROW) return row.Error("reading a checkpoint");
+  std::string state = row.Column(0);
+  const int64_t computed = RecordSum("checkpoint", id, t, state);
+  if (row.IsNull(1) || row.ColumnInt(1) != computed) {
+    return absl::DataLossError(
+        absl::StrCat("the checkpoint of session '", id, "' at t = ", t - 1,
+                     " is damaged (checksum mismatch: corrupt record); use another checkpoint"));
+  }
+  return state;
+}
+
+absl::Status SessionStore::InsertCheckpoint(const std::string& id, int64_t t,
+                                            const std::string& state, int keep) {
+  Stmt put(db_, "INSERT OR REPLACE INTO checkpoints (id, t, state, state_sum) VALUES (?, ?, ?, ?)");
+  if (absl::Status s = put.Text(1, id)
+                           .Int(2, t)
+                           .Blob(3, state)
+                           .Int(4, RecordSum("checkpoint", id, t, state))
+                           .Run("saving a checkpoint");
+      !s.ok()) {
+    return s;
+  }
+  Stmt trim(db_,
+            "DELETE FROM checkpoints WHERE id = ?1 AND t NOT IN "
+            "(SELECT t FROM checkpoints WHERE id = ?1 ORDER BY t DESC LIMIT ?2)");
+  return trim.Text(1, id).Int(2, keep).Run("trimming checkpoints");
+}
+
+absl::Status SessionStore::ApplyRollback(const Write& w) {
+  Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ? WHERE id = ?");
+  if (absl::Status s = a.Blob(1, w.state)
+                           .Int(2, w.t)
+                           .Int(3, RecordSum("state", w.id, w.t, w.state))
+                           .Text(4, w.id)
+                           .Run("rolling back a session");
+      !s.ok()) {
+    return s;
+  }
+  if (sqlite3_changes(db_) != 1) {
+    return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
+  }
+  // The reply cache is rewritten, each reply keyed as CommitStep keys it
+  // (by the step after it), so that CommitStep's trimming keeps exactly the
+  // newest `keep_replies` from here on.
+  Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
+  if (absl::Status s = clear.Text(1, w.id).Run("clearing replies"); !s.ok()) return s;
+  for (const auto& [step, reply] : w.replies) {
+    const int64_t t = step + 1;
+    Stmt r(db_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+    if (absl::Status s = r.Text(1, w.id)
+                             .Int(2, t)
+                             .Blob(3, reply)
+                             .Int(4, RecordSum("reply", w.id, t, reply))
+                             .Run("saving a reply");
+        !s.ok()) {
+      return s;
+    }
+  }
+  Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ? AND t > ?");
+  return drop.Text(1, w.id).Int(2, w.t).Run("dropping later checkpoints");
+}
+
+}  // namespace f2obo::server

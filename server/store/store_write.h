@@ -1,0 +1,51 @@
+// One write queued for the store's writer thread (internal to server/store).
+#ifndef F2OBO_SERVER_STORE_STORE_WRITE_H_
+#define F2OBO_SERVER_STORE_STORE_WRITE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/store/session_store.h"
+
+namespace f2obo::server {
+
+struct SessionStore::Write {
+  enum Kind {
+    kPut,
+    kDelete,
+    kStep,
+    kGroup,
+    kDeleteGroup,
+    kCheckpoint,
+    kRollback,
+    kLoadCheckpoint
+  } kind;
+  std::string id;
+  std::string spec;   // kPut; kGroup, kDeleteGroup: member ids, one a line
+  std::string state;  // kPut, kStep, kCheckpoint, kRollback
+  int64_t t = 0;      // kPut, kStep, kCheckpoint, kRollback: the state's next step index
+  std::string reply;  // kStep
+  std::vector<std::pair<int64_t, std::string>> replies;  // kPut, kRollback
+  int keep = 0;                                          // kStep: replies kept
+  // kStep, kCheckpoint: > 0 stores the state as a checkpoint and keeps the
+  // newest this many; kPut: > 0 stores it as the first checkpoint.
+  int keep_checkpoints = 0;
+  // kLoadCheckpoint: what was read.  A read is queued like a write so that
+  // it sees every write queued before it (kNone does not wait for steps)
+  // and never a transaction in progress; its own failure is here, not in
+  // `status`, so it cannot fail the writes batched with it.
+  mutable absl::StatusOr<std::string> loaded;
+  size_t bytes = 0;     // payload size, for the queue bound
+  bool waited = false;  // a caller waits for `status`
+  bool done = false;
+  absl::Status status;
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_STORE_STORE_WRITE_H_
