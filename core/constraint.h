@@ -63,7 +63,8 @@ struct ConstraintSet {
   double MinLinear(const VecIn& a) const;
 
   // Euclidean projection of *x onto Z ∩ {z : <a, z> <= b} (AGM-BiO's
-  // cutting-plane set X_k, its Alg. 1), in place.  Method:
+  // cutting-plane set X_k, its Eq. (7)), in place.  The paper uses Dykstra's
+  // algorithm on R^n_+; here the projection is exact up to rounding.  Method:
   //  * the cut is scaled by 1/||a||_inf (same set, better conditioned);
   //  * empty set (min_{z in Z} <a, z> > b, up to a relative 1e-12, by
   //    MinLinear): FAILED_PRECONDITION "cutting plane: Z ∩ {<a,z> <= b} is

@@ -1,6 +1,6 @@
 // ConstraintSet::ProjectOntoCut: the Euclidean projection onto
 // Z ∩ {z : <a, z> <= b}, AGM-BiO's cutting-plane set X_k (Cao, Jiang,
-// Hamedani, Mokhtari, Alg. 1 and Eq. (6)).  The method and its choices are
+// Hamedani, Mokhtari, Alg. 1 and Eq. (7)).  The method and its choices are
 // documented in core/constraint.h.
 #include <algorithm>
 #include <cmath>
