@@ -7,20 +7,12 @@
 #include "core/algorithm_registry.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
+#include "core/initial_point.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
 
 namespace f2obo {
 namespace {
-
-absl::Status CheckVector(const Vector& v, int dim, const char* field) {
-  if (v.size() != dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": has ", v.size(), " entries, expected ", dim));
-  }
-  if (!v.allFinite()) return absl::InvalidArgumentError(absl::StrCat(field, ": not finite"));
-  return absl::OkStatus();
-}
 
 // Exact metrics on a family instance of its own (the worker's).
 class BilevelMetricsEvaluator final : public MetricsEvaluator {
@@ -73,16 +65,11 @@ class BilevelProblem final : public Problem {
 
   absl::Status InitState(const SessionConfig& c, SessionState* s) const override {
     const int d1 = family_->x_dim(), d2 = family_->y_dim();
-    if (c.x0.size() == 0) {
-      s->x.resize(d1);
-      family_->DefaultX(&s->x);
-      c.constraint.Project(&s->x);
-    } else {
-      if (absl::Status st = CheckVector(c.x0, d1, "initial.x"); !st.ok()) return st;
-      if (!c.constraint.Contains(c.x0, 1e-12)) {
-        return absl::InvalidArgumentError("initial.x: outside the constraint set X");
-      }
-      s->x = c.x0;
+    Vector start(d1);
+    family_->DefaultX(&start);
+    if (absl::Status st = InitialX(c.x0, d1, c.constraint, "X", std::move(start), &s->x);
+        !st.ok()) {
+      return st;
     }
     Vector y = c.y0.size() == 0 ? Vector::Zero(d2) : c.y0;
     if (absl::Status st = CheckVector(y, d2, "initial.y"); !st.ok()) return st;

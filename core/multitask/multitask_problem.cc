@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/initial_point.h"
 #include "core/multitask/multitask_algorithm.h"
 #include "core/multitask/multitask_metrics_evaluator.h"
 #include "core/multitask/multitask_state.h"
@@ -17,15 +18,6 @@ StateLayout MultitaskLayout() {
 }
 
 namespace {
-
-absl::Status CheckVector(const Vector& v, int dim, const char* field) {
-  if (v.size() != dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": has ", v.size(), " entries, expected ", dim));
-  }
-  if (!v.allFinite()) return absl::InvalidArgumentError(absl::StrCat(field, ": not finite"));
-  return absl::OkStatus();
-}
 
 bool IsEmpty(const Batch& b) {
   return b.rows() == 0 && b.cols() == 0 && b.labels.empty() && b.targets.size() == 0 &&
@@ -99,16 +91,11 @@ class MultitaskProblem final : public Problem {
 
   absl::Status InitState(const SessionConfig& c, SessionState* s) const override {
     const int d1 = family_->x_dim();
-    if (c.x0.size() == 0) {
-      s->x.resize(d1);
-      family_->DefaultX(&s->x);
-      c.constraint.Project(&s->x);
-    } else {
-      if (absl::Status st = CheckVector(c.x0, d1, "initial.x"); !st.ok()) return st;
-      if (!c.constraint.Contains(c.x0, 1e-12)) {
-        return absl::InvalidArgumentError("initial.x: outside the constraint set X");
-      }
-      s->x = c.x0;
+    Vector start(d1);
+    family_->DefaultX(&start);
+    if (absl::Status st = InitialX(c.x0, d1, c.constraint, "X", std::move(start), &s->x);
+        !st.ok()) {
+      return st;
     }
     s->vectors.clear();
     s->scalars = {ReadsMultiplier(entry_.info) ? c.options.lambda1 : 0.0};

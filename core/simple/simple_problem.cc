@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/initial_point.h"
 #include "core/problem_registry.h"
 #include "core/simple/simple_algorithm.h"
 #include "core/simple/simple_metrics_evaluator.h"
@@ -61,19 +62,9 @@ class SimpleProblem final : public Problem {
       return absl::InvalidArgumentError(
           "initial.y, initial.z: a simple bilevel session has only x (leave y0 and z0 empty)");
     }
-    if (c.x0.size() == 0) {
-      s->x = family_->DefaultX();
-      c.constraint.Project(&s->x);
-    } else {
-      if (c.x0.size() != d) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("initial.x: has ", c.x0.size(), " entries, expected ", d));
-      }
-      if (!c.x0.allFinite()) return absl::InvalidArgumentError("initial.x: not finite");
-      if (!c.constraint.Contains(c.x0, 1e-12)) {
-        return absl::InvalidArgumentError("initial.x: outside the constraint set Z");
-      }
-      s->x = c.x0;
+    if (absl::Status st = InitialX(c.x0, d, c.constraint, "Z", family_->DefaultX(), &s->x);
+        !st.ok()) {
+      return st;
     }
     s->vectors = {s->x};
     s->scalars.clear();
