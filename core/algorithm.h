@@ -8,13 +8,16 @@
 
 #include "absl/status/status.h"
 #include "core/batch.h"
+#include "core/round_control.h"
 #include "core/bilevel/bilevel_report.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/family.h"
 
 namespace f2obo {
 
-class BilevelAlgorithm {
+// StoppableRound: loops ask ContinueRound() once per inner iteration
+// (core/round_control.h).
+class BilevelAlgorithm : public StoppableRound {
  public:
   virtual ~BilevelAlgorithm() = default;
 

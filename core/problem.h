@@ -18,6 +18,7 @@
 #include "core/algorithm_info.h"
 #include "core/batch.h"
 #include "core/class_metrics.h"
+#include "core/round_control.h"
 #include "core/session_config.h"
 #include "core/state.h"
 #include "core/step_report.h"
@@ -75,8 +76,10 @@ class Problem {
   // and filling `report` (its class part, rows, inner iterations, cap).
   // Callers pass a scratch copy and commit it only if this returns OK and
   // the result is in range (Session::Prepare); `s` may be left half-written
-  // on failure.  Errors need no "step t" prefix.
-  virtual absl::Status Round(const StepData& data, SessionState* s, StepReport* report) = 0;
+  // on failure.  Errors need no "step t" prefix.  `control` (may be null)
+  // can stop the round at any inner iteration (core/round_control.h).
+  virtual absl::Status Round(const StepData& data, SessionState* s, StepReport* report,
+                             RoundControl* control) = 0;
 
   // The decision served to clients at state `s` (bilevel: x_t).
   virtual const Vector& Decision(const SessionState& s) const = 0;

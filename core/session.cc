@@ -130,7 +130,7 @@ std::string Session::Encode(const SessionState& state) const {
   return SerializeCheckpoint(Checkpoint{config_.family.name, config_.algorithm, state, metrics_});
 }
 
-absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
+absl::StatusOr<StepReport> Session::Prepare(const StepData& data, RoundControl* control) {
   has_pending_ = false;
   const int64_t t = state_->t;
   // t + 1 must stay a restorable index (ValidateState: t <= 2^53).
@@ -153,7 +153,7 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data) {
   }
   StepReport report;
   report.t = t;
-  if (absl::Status s = problem_->Round(data, pending_.get(), &report); !s.ok()) {
+  if (absl::Status s = problem_->Round(data, pending_.get(), &report, control); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("step ", t, ": ", s.message(),
                                                "; session state unchanged"));
   }

@@ -47,8 +47,10 @@ class Session {
   // Two-phase form, for callers that must make the new state durable
   // before it becomes current: Prepare() runs the round into a pending
   // state (the current state is untouched); Commit() makes it current;
-  // a second Prepare() or Abort() discards it.
-  absl::StatusOr<StepReport> Prepare(const StepData& data);
+  // a second Prepare() or Abort() discards it.  `control` (may be null) can
+  // stop the round at any inner iteration; a stopped round fails with the
+  // control's status and leaves the state unchanged like any other failure.
+  absl::StatusOr<StepReport> Prepare(const StepData& data, RoundControl* control = nullptr);
   const SessionState& pending_state() const { return *pending_; }
   void Commit();
   void Abort() { has_pending_ = false; }

@@ -211,7 +211,8 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Get(const std::string& id) const {
   return info;
 }
 
-absl::StatusOr<v1::GroupStepReply> GroupManager::Step(const v1::GroupStepRequest& req) {
+absl::StatusOr<v1::GroupStepReply> GroupManager::Step(const v1::GroupStepRequest& req,
+                                                      const grpc::ServerContext* call) {
   absl::StatusOr<std::vector<std::string>> members = Members(req.group_id());
   if (!members.ok()) return members.status();
   absl::StatusOr<std::shared_ptr<const StepData>> data =
@@ -229,7 +230,7 @@ absl::StatusOr<v1::GroupStepReply> GroupManager::Step(const v1::GroupStepRequest
     }
   }
   for (size_t i = 0; i < members->size(); ++i) {
-    absl::StatusOr<v1::StepReply> r = sessions_->ApplyDecoded((*members)[i], req.t(), *data);
+    absl::StatusOr<v1::StepReply> r = sessions_->ApplyDecoded((*members)[i], req.t(), *data, call);
     v1::MemberStepResult* m = reply.add_members();
     m->set_session_id((*members)[i]);
     if (r.ok()) {

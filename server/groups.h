@@ -43,8 +43,10 @@ class GroupManager {
   // Applies the step to every member.  Fails as a whole only when the
   // request itself is bad (unknown group, batches that do not decode or
   // that the family rejects): then no member changed.  Otherwise each
-  // member's outcome is in its MemberStepResult.
-  absl::StatusOr<v1::GroupStepReply> Step(const v1::GroupStepRequest& request);
+  // member's outcome is in its MemberStepResult.  `call` (may be null):
+  // the RPC whose cancellation or deadline stops the members' rounds.
+  absl::StatusOr<v1::GroupStepReply> Step(const v1::GroupStepRequest& request,
+                                          const grpc::ServerContext* call = nullptr);
   // Deletes the group and its members (from the store in one transaction);
   // returns the member sessions deleted.
   absl::StatusOr<std::vector<std::string>> Delete(const std::string& id);

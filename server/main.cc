@@ -47,6 +47,10 @@ ABSL_FLAG(int, max_message_bytes, 64 << 20, "Maximum gRPC message size in bytes"
 ABSL_FLAG(int, reply_cache, 16, "Replies kept per session to answer retried steps");
 ABSL_FLAG(int, max_inner_iterations, 100000,
           "Maximum inner iterations per loop of one round that a session may ask for");
+ABSL_FLAG(double, round_budget_seconds, 30.0,
+          "Wall time one round may run; a round still running then is stopped and its step "
+          "refused with RESOURCE_EXHAUSTED, nothing applied (0: no budget).  Rounds also stop "
+          "when their client cancels or its deadline passes");
 ABSL_FLAG(int, checkpoint_every, 100,
           "Keep a checkpoint of each session after every N-th step (0: only where a session "
           "starts and on demand), for RollbackSession and ForkSession; written with the step, "
@@ -71,7 +75,8 @@ ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
           "PEM CA bundle; when set, clients must present a certificate it signed (mTLS)");
 ABSL_FLAG(double, shutdown_grace_seconds, 10.0,
-          "On SIGTERM/SIGINT, time given to in-flight RPCs before they are cancelled");
+          "On SIGTERM/SIGINT, time the server takes to stop: rounds in flight may run until "
+          "shortly before it ends, then they are stopped (their steps not applied)");
 
 // --help and --helpshort list the flags of this file.  Abseil's default
 // keeps those of <program>.cc or <program>-main.cc only, and the binary
@@ -119,6 +124,7 @@ int main(int argc, char** argv) {
   o.limits.max_total_state_bytes = memory.max_total_state_bytes;
   o.limits.reply_cache = absl::GetFlag(FLAGS_reply_cache);
   o.limits.max_inner_iterations = absl::GetFlag(FLAGS_max_inner_iterations);
+  o.limits.round_budget_seconds = absl::GetFlag(FLAGS_round_budget_seconds);
   o.limits.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   o.limits.max_checkpoints = absl::GetFlag(FLAGS_max_checkpoints);
   o.data_dir = absl::GetFlag(FLAGS_data_dir);

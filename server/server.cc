@@ -1,6 +1,8 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -66,6 +68,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   if (options.limits.checkpoint_every < 0 || options.limits.max_checkpoints < 0) {
     return absl::InvalidArgumentError("--checkpoint_every, --max_checkpoints: must be >= 0");
+  }
+  if (!(options.limits.round_budget_seconds >= 0.0) ||
+      !std::isfinite(options.limits.round_budget_seconds)) {
+    return absl::InvalidArgumentError("--round_budget_seconds: must be finite and >= 0");
   }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
   if (!credentials.ok()) return credentials.status();
@@ -158,13 +164,22 @@ void Server::Shutdown(double grace_seconds) {
       grpc_->GetHealthCheckService()->SetServingStatus(false);
     }
     service_->BeginShutdown();  // watches end, streams stop taking messages
-    // Let in-flight rounds finish (up to the grace period), then stop
-    // accepting.  gRPC would otherwise also wait the whole deadline for
-    // idle client connections to go away, so the deadline given to it is
-    // short once nothing is running; handlers still running are not
-    // killed by it (sync API), only their calls are cancelled.
+    // Let in-flight rounds finish until shortly before the grace period
+    // ends, then stop them (core/round_control.h: a stopped round changes
+    // nothing and returns within one inner iteration), so that the server
+    // is down within the grace however long a round was going to take.
+    // gRPC would otherwise also wait the whole deadline for idle client
+    // connections to go away, so the deadline given to it is short once
+    // nothing is running; handlers still running are not killed by it
+    // (sync API), only their calls are cancelled.
+    const auto start = std::chrono::steady_clock::now();
     const auto grace = std::chrono::milliseconds(static_cast<int64_t>(grace_seconds * 1000));
-    service_->WaitIdle(std::chrono::steady_clock::now() + grace);
+    const auto margin =
+        std::min<std::chrono::milliseconds>(grace / 4, std::chrono::milliseconds(500));
+    if (!service_->WaitIdle(start + grace - margin)) {
+      sessions_->StopRounds();
+      service_->WaitIdle(start + grace);
+    }
     grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
     grpc_->Wait();
   }

@@ -129,7 +129,7 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::Step(grpc::ServerContext* ctx, const v1::StepRequest* req,
                                 v1::StepReply* out) {
-  return Handle("Step", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(*req), out); });
+  return Handle("Step", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(*req, ctx), out); });
 }
 
 grpc::Status F2oboService::Steps(
@@ -148,7 +148,7 @@ grpc::Status F2oboService::Steps(
     if (!round.admitted()) return Refuse("Steps");
     v1::StepReply reply;
     const grpc::Status status =
-        Serve("Steps", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(req), &reply); });
+        Serve("Steps", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(req, ctx), &reply); });
     if (!status.ok()) return status;
     // No lock is held here: a slow reader only slows its own stream.
     if (!stream->Write(reply)) break;
@@ -270,7 +270,7 @@ grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroup
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
                                      v1::GroupStepReply* out) {
   return Handle("StepGroup", ctx, Access::kWrite, [&] {
-    absl::Status s = Assign(groups_->Step(*req), out);
+    absl::Status s = Assign(groups_->Step(*req, ctx), out);
     if (s.ok()) ReportMembers(*out);
     return s;
   });
@@ -302,7 +302,7 @@ grpc::Status F2oboService::StepsGroup(
     if (!round.admitted()) return Refuse("StepsGroup");
     v1::GroupStepReply reply;
     const grpc::Status status = Serve("StepsGroup", ctx, Access::kWrite, [&] {
-      absl::Status s = Assign(groups_->Step(req), &reply);
+      absl::Status s = Assign(groups_->Step(req, ctx), &reply);
       if (s.ok()) ReportMembers(reply);
       return s;
     });

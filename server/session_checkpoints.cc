@@ -109,6 +109,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string
     }
   }
   KeepCheckpoint(e, next, std::move(bytes));  // bytes unused with a store
+  Publish(e);
   return Info(e);
 }
 
@@ -165,6 +166,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
       std::lock_guard<std::mutex> metrics_lock(e.metrics_mu);
       abandoned = std::exchange(e.metrics, std::move(channel));
     }
+    Publish(e);
     info = Info(e);
   }
   abandoned->Close();

@@ -52,10 +52,37 @@ absl::Status SessionManager::CheckNotRemoved(const Entry& e) {
   return absl::NotFoundError(absl::StrCat("session '", e.id, "' was deleted"));
 }
 
-v1::SessionInfo SessionManager::Info(const Entry& e) {
-  v1::SessionInfo info = SessionInfoOf(e.id, *e.session, e.session->state(), e.exact_every);
-  for (int64_t next_t : e.checkpoints) info.add_checkpoints(next_t - 1);
+std::shared_ptr<const SessionManager::View> SessionManager::CurrentView(const Entry& e) {
+  auto view = std::make_shared<View>();
+  view->session = e.session;
+  view->state = e.session->snapshot();
+  view->metrics = e.session->metrics();
+  view->checkpoints.reserve(e.checkpoints.size());
+  for (int64_t next_t : e.checkpoints) view->checkpoints.push_back(next_t - 1);
+  return view;
+}
+
+v1::SessionInfo SessionManager::InfoOf(const std::string& id, int exact_every,
+                                       const View& view) {
+  v1::SessionInfo info =
+      SessionInfoOf(id, *view.session, *view.state, view.metrics, exact_every);
+  for (int64_t t : view.checkpoints) info.add_checkpoints(t);
   return info;
+}
+
+v1::SessionInfo SessionManager::Info(const Entry& e) {
+  return InfoOf(e.id, e.exact_every, *CurrentView(e));
+}
+
+void SessionManager::Publish(Entry& e) {
+  std::shared_ptr<const View> view = CurrentView(e);
+  std::lock_guard<std::mutex> lock(e.view_mu);
+  e.view = std::move(view);
+}
+
+std::shared_ptr<const SessionManager::View> SessionManager::ViewOf(const Entry& e) {
+  std::lock_guard<std::mutex> lock(e.view_mu);
+  return e.view;
 }
 
 absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
@@ -208,6 +235,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     }
     std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
     entry->metrics = OpenMetrics(entry, *std::move(evaluator), entry->generation);
+    Publish(*entry);
     info = Info(*entry);
   }
   if (hooks_.before_publish) hooks_.before_publish(entry->id);
@@ -230,7 +258,10 @@ std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
         RunningMetrics out;
         if (std::shared_ptr<Entry> e = weak.lock()) {
           std::lock_guard<std::mutex> lock(e->mu);
-          if (e->generation == generation) e->session->AddMetrics(m);
+          if (e->generation == generation) {
+            e->session->AddMetrics(m);
+            Publish(*e);
+          }
           out = e->session->metrics();
         }
         return out;
@@ -385,9 +416,7 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
 absl::StatusOr<v1::SessionInfo> SessionManager::Get(const std::string& id) const {
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
-  std::lock_guard<std::mutex> lock((*e)->mu);
-  if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
-  return Info(**e);
+  return InfoOf(id, (*e)->exact_every, *ViewOf(**e));
 }
 
 std::vector<v1::SessionInfo> SessionManager::List() const {
@@ -397,10 +426,8 @@ std::vector<v1::SessionInfo> SessionManager::List() const {
     for (const auto& [id, e] : sessions_) entries.push_back(e);
   }
   std::vector<v1::SessionInfo> out;
-  for (const auto& e : entries) {
-    std::lock_guard<std::mutex> lock(e->mu);
-    if (!e->removed) out.push_back(Info(*e));
-  }
+  out.reserve(entries.size());
+  for (const auto& e : entries) out.push_back(InfoOf(e->id, e->exact_every, *ViewOf(*e)));
   return out;
 }
 
@@ -415,13 +442,16 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
     // step that found the entry earlier neither applies nor persists
     // (which would bring the session back at the next restart).
     // `from_store` = false: the caller (a group delete) already removed it
-    // from the store in its own transaction.
+    // from the store in its own transaction.  A round running meanwhile
+    // is stopped first (and may run again if the delete fails).
+    e.stop_rounds.store(true);
     std::lock_guard<std::mutex> entry_lock(e.mu);
     if (e.removed) {  // a concurrent Delete won
       return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     }
     if (store_ != nullptr && from_store) {
       if (absl::Status s = store_->DeleteSession(id); !s.ok()) {
+        e.stop_rounds.store(false);
         return StoreWriteFailed(s, absl::StrCat("session '", id, "' not deleted"));
       }
     }
@@ -515,7 +545,8 @@ absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
   return std::shared_ptr<const StepData>(std::move(data));
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
+absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
+                                                   const grpc::ServerContext* call) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
   if (!found.ok()) return found.status();
   if (hooks_.after_find) hooks_.after_find(req.session_id());
@@ -529,7 +560,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req) {
   absl::StatusOr<std::shared_ptr<const StepData>> data =
       Decode(req.upper(), req.inner(), req.tasks());
   if (!data.ok()) return data.status();
-  return Apply(**found, req.t(), *data);
+  return Apply(**found, req.t(), *data, call);
 }
 
 absl::Status SessionManager::ValidateBatches(const std::string& id,
@@ -542,14 +573,16 @@ absl::Status SessionManager::ValidateBatches(const std::string& id,
 }
 
 absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
-    const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data) {
+    const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
+    const grpc::ServerContext* call) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
-  return Apply(**found, t, data);
+  return Apply(**found, t, data, call);
 }
 
 absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
-                                                    const std::shared_ptr<const StepData>& data) {
+                                                    const std::shared_ptr<const StepData>& data,
+                                                    const grpc::ServerContext* call) {
   std::lock_guard<std::mutex> lock(e.mu);
   // Deleted while this request decoded (or waited for the lock): nothing
   // may be applied or written for it any more.
@@ -560,8 +593,16 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   MetricsJob job;
   job.t = t;
   job.before = s.snapshot();
-  absl::StatusOr<StepReport> report = s.Prepare(*data);
+  CallRoundControl control(call, &round_stops_, limits_.round_budget_seconds);
+  control.set_session_stop(&e.stop_rounds);
+  absl::StatusOr<StepReport> report = s.Prepare(*data, &control);
   if (!report.ok()) return report.status();
+  // A round that finished after its client gave up is not applied either.
+  if (absl::Status stop = control.CheckNow(); !stop.ok()) {
+    s.Abort();
+    return absl::Status(stop.code(), absl::StrCat("step ", t, ": ", stop.message(),
+                                                  "; not applied (session state unchanged)"));
+  }
 
   v1::StepReply reply;
   reply.set_session_id(e.id);
@@ -589,6 +630,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   }
   s.Commit();
   if (checkpoint) KeepCheckpoint(e, t + 1, std::move(encoded));  // bytes unused with a store
+  Publish(e);
   e.replies.push_back(reply);
   while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
 
@@ -602,9 +644,8 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
 absl::StatusOr<v1::Decision> SessionManager::GetDecision(const std::string& id) const {
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
-  std::lock_guard<std::mutex> lock((*e)->mu);
-  if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
-  return DecisionOf(id, *(*e)->session, (*e)->session->state());
+  const std::shared_ptr<const View> view = ViewOf(**e);
+  return DecisionOf(id, *view->session, *view->state);
 }
 
 absl::StatusOr<std::shared_ptr<SessionMetrics>> SessionManager::Metrics(

@@ -2,11 +2,17 @@
 // decisions.  The gRPC layer is a thin shell around this class.
 //
 // Thread-safety: thread-safe.  Different sessions step in parallel; one
-// session's steps are serialized by its own mutex.  Lock order: the map
-// lock is never held while a session lock is taken.
+// session's steps (and its other writers) are serialized by its own mutex.
+// Readers (Get, List, GetDecision) never take it: they read an immutable
+// view of the last committed state, so no read waits for a round.  Rounds
+// stop early (core/round_control.h) when their client gives up, the session
+// is deleted, the server's shutdown grace is over, or they run for
+// Limits::round_budget_seconds.  Lock order: the map lock is never held while
+// a session lock is taken.
 #ifndef F2OBO_SERVER_SESSION_MANAGER_H_
 #define F2OBO_SERVER_SESSION_MANAGER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -20,6 +26,8 @@
 #include "absl/status/statusor.h"
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
+#include "grpcpp/server_context.h"
+#include "server/call_round_control.h"
 #include "server/metrics_pipeline.h"
 #include "server/store/session_store.h"
 
@@ -42,6 +50,9 @@ struct Limits {
   // max_checkpoints kept per session (0: none, not even on demand).
   int checkpoint_every = 100;
   int max_checkpoints = 10;
+  // Wall time one round may run before it is stopped (RESOURCE_EXHAUSTED,
+  // nothing applied); <= 0: no budget.
+  double round_budget_seconds = 30.0;
 };
 
 // A session id: [A-Za-z0-9._-]{1,64}.
@@ -67,7 +78,10 @@ class SessionManager {
   absl::Status Delete(const std::string& id, bool from_store = true);
 
   // Exactly-once step semantics (see the proto).  On error nothing changed.
-  absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& request);
+  // `call` (may be null): the RPC whose cancellation or deadline stops the
+  // round (a stopped round is not applied).
+  absl::StatusOr<v1::StepReply> Step(const v1::StepRequest& request,
+                                     const grpc::ServerContext* call = nullptr);
 
   // Checkpoints, rollback and fork (server/session_checkpoints.cc; the
   // proto documents each).  On error nothing changed.
@@ -86,7 +100,12 @@ class SessionManager {
       const v1::Batch& upper, const v1::Batch& inner,
       const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const;
   absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
-                                             const std::shared_ptr<const StepData>& data);
+                                             const std::shared_ptr<const StepData>& data,
+                                             const grpc::ServerContext* call = nullptr);
+
+  // Server shutdown: every running and later round stops (UNAVAILABLE,
+  // nothing applied).  Irreversible.
+  void StopRounds() { round_stops_.shutdown.store(true); }
   // The family checks of session `id` on these batches, without a round.
   absl::Status ValidateBatches(const std::string& id, const StepData& data) const;
 
@@ -111,16 +130,31 @@ class SessionManager {
   void SetTestHooks(TestHooks hooks) { hooks_ = std::move(hooks); }
 
  private:
+  // What readers of a session see: its last committed state, immutable.
+  // `session` is read only for what never changes after creation (config,
+  // problem shapes); the running sums, which do change, are copied.
+  struct View {
+    std::shared_ptr<const Session> session;
+    std::shared_ptr<const SessionState> state;
+    RunningMetrics metrics;
+    std::vector<int64_t> checkpoints;  // the steps after which one was kept
+  };
+
   struct Entry {
     std::string id;
     int exact_every = 0;
-    mutable std::mutex mu;                 // serializes steps and readers
+    mutable std::mutex mu;                 // serializes steps and other writers
+    // Published under mu after every change; read under view_mu alone.
+    mutable std::mutex view_mu;
+    std::shared_ptr<const View> view;      // guarded by view_mu
+    // Set by Delete before it waits for mu, so that a running round stops.
+    std::atomic<bool> stop_rounds{false};
     // Set before the entry is findable; replaced by a rollback (under mu
     // and metrics_mu), so that a new watcher takes only metrics_mu and never
     // waits for a round.
     mutable std::mutex metrics_mu;
     std::shared_ptr<SessionMetrics> metrics;  // guarded by metrics_mu (writes: and mu)
-    std::unique_ptr<Session> session;      // guarded by mu
+    std::shared_ptr<Session> session;      // guarded by mu
     std::deque<v1::StepReply> replies;     // guarded by mu; newest last
     // The kept checkpoints by their state's next step index; their bytes
     // are in the store, or in `memory_checkpoints` when there is none.
@@ -190,13 +224,21 @@ class SessionManager {
   // checkpoint; FAILED_PRECONDITION naming the nearest checkpoints.
   absl::StatusOr<std::string> StateAfter(const Entry& e, int64_t t, const char* what) const;
   absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
-                                      const std::shared_ptr<const StepData>& data);
+                                      const std::shared_ptr<const StepData>& data,
+                                      const grpc::ServerContext* call);
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu
+  // A view of e's current state (requires e.mu); Publish makes it the one
+  // readers see.
+  static std::shared_ptr<const View> CurrentView(const Entry& e);
+  static void Publish(Entry& e);
+  static std::shared_ptr<const View> ViewOf(const Entry& e);
+  static v1::SessionInfo InfoOf(const std::string& id, int exact_every, const View& view);
   // For t != next_t: the cached reply of t (marked replayed) or
   // FAILED_PRECONDITION naming the expected index.  Requires e.mu.
   static absl::StatusOr<v1::StepReply> CachedOrRefused(const Entry& e, int64_t t);
 
   const Limits limits_;
+  RoundStopFlags round_stops_;
   MetricsPipeline* const pipeline_;
   SessionStore* const store_;
   mutable std::mutex mu_;

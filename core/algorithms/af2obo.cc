@@ -37,6 +37,7 @@ class Af2obo final : public BilevelAlgorithm {
     bool z_done = false, y_done = false;
     int64_t rows = 0;
     while (!z_done || !y_done) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       // Fresh gradients at the current iterates of the loops still running.
       if (!z_done && !y_done) {
         family.GradYGPair(s->x, s->z, s->y, inner, &ws_.gz, &ws_.gy_g);

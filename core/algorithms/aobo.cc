@@ -49,6 +49,7 @@ class Aobo final : public BilevelAlgorithm {
     int k = 0;
     double residual = 0.0;
     while (true) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       family.G(s->x, s->y, inner, nullptr, &ws_.gy_g);
       rows += inner.rows.n;
       residual = ws_.gy_g.norm();
@@ -62,8 +63,11 @@ class Aobo final : public BilevelAlgorithm {
       ++k;
     }
     EnsureAux(aux_layout_, s);
-    rows += AidHypergradient(family, s->x, s->y, upper, inner, o_.linear_system_steps,
-                             o_.linear_system_step, &s->aux[0], &ws_);
+    absl::StatusOr<int64_t> hypergradient_rows =
+        AidHypergradient(family, s->x, s->y, upper, inner, o_.linear_system_steps,
+                         o_.linear_system_step, &s->aux[0], &ws_, round_control());
+    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
+    rows += *hypergradient_rows;
     ProjectedStep(set_, o_.gamma, ws_.h, &s->x);
 
     report->hypergradient = ws_.h;

@@ -29,8 +29,11 @@ class F2obo final : public BilevelAlgorithm {
     const double alpha = steps.alpha, beta = steps.beta;
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
-    int64_t rows = PenaltyInnerLoops(family, s->x, alpha, beta, lambda, o_.inner_steps, upper,
-                                     inner, &s->y, &s->z, &ws_);
+    absl::StatusOr<int64_t> inner_rows =
+        PenaltyInnerLoops(family, s->x, alpha, beta, lambda, o_.inner_steps, upper, inner,
+                          &s->y, &s->z, &ws_, round_control());
+    if (!inner_rows.ok()) return inner_rows.status();
+    int64_t rows = *inner_rows;
     rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
     ProjectedStep(set_, steps.gamma, report->hypergradient, &s->x);
     s->lambda = NextLambda(o_, s->t, lambda);

@@ -66,11 +66,14 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
   report->l_f1 = sm.l_f1;
 }
 
-int64_t PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
-                          double lambda, int k, const BatchView& upper, const BatchView& inner,
-                          Vector* y, Vector* z, FirstOrderWorkspace* ws) {
+absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha,
+                                          double beta, double lambda, int k,
+                                          const BatchView& upper, const BatchView& inner,
+                                          Vector* y, Vector* z, FirstOrderWorkspace* ws,
+                                          RoundControl* control) {
   int64_t rows = 0;
   for (int i = 0; i < k; ++i) {
+    if (absl::Status st = ContinueRound(control); !st.ok()) return st;
     family.GradYGPair(x, *z, *y, inner, &ws->gz, &ws->gy_g);
     family.F(x, *y, upper, nullptr, &ws->gy_f);
     z->noalias() -= alpha * ws->gz;

@@ -8,6 +8,8 @@
 #include "core/family.h"
 #include "core/options.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/round_control.h"
 #include "core/bilevel/bilevel_report.h"
 
 namespace f2obo {
@@ -67,9 +69,13 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
 //   y <- y - beta (grad_y f(x, y) + lambda grad_y g(x, y))
 // both gradients of g in one pass (GradYGPair).  Returns the rows read.
 // (F2OBO's loop; mt_f2obo runs it per task.)
-int64_t PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
-                          double lambda, int k, const BatchView& upper, const BatchView& inner,
-                          Vector* y, Vector* z, FirstOrderWorkspace* ws);
+// Returns the rows read, or the status of `control` when it stopped the
+// round between two of the K iterations.
+absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha,
+                                          double beta, double lambda, int k,
+                                          const BatchView& upper, const BatchView& inner,
+                                          Vector* y, Vector* z, FirstOrderWorkspace* ws,
+                                          RoundControl* control);
 
 // h_t = grad_x f(x, y) + lambda (grad_x g(x, y) - grad_x g(x, z))
 // (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).

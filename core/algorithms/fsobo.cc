@@ -43,8 +43,11 @@ class Fsobo final : public BilevelAlgorithm {
     int64_t rows = inner.rows.n;
     rows += ResidualY(family, s->x, s->y, inner, &ws_, report);
     EnsureAux(aux_layout_, s);
-    rows += AidHypergradient(family, s->x, s->y, upper, inner, 1,
-                             o_.linear_system_step, &s->aux[0], &ws_);
+    absl::StatusOr<int64_t> hypergradient_rows =
+        AidHypergradient(family, s->x, s->y, upper, inner, 1, o_.linear_system_step,
+                         &s->aux[0], &ws_, round_control());
+    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
+    rows += *hypergradient_rows;
     ProjectedStep(set_, o_.gamma, ws_.h, &s->x);
 
     report->hypergradient = ws_.h;

@@ -52,11 +52,15 @@ class Obbo final : public BilevelAlgorithm {
     int64_t rows = 0;
     iterates_[0] = s->y;
     for (int k = 0; k < k_steps; ++k) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       family.G(s->x, iterates_[k], inner, nullptr, &ws_.gy_g);
       iterates_[k + 1].noalias() = iterates_[k] - alpha * ws_.gy_g;
       rows += inner.rows.n;
     }
-    rows += ItdHypergradient(family, s->x, iterates_, k_steps, alpha, upper, inner, &ws_);
+    absl::StatusOr<int64_t> hypergradient_rows = ItdHypergradient(
+        family, s->x, iterates_, k_steps, alpha, upper, inner, &ws_, round_control());
+    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
+    rows += *hypergradient_rows;
     rows += ResidualY(family, s->x, iterates_[k_steps], inner, &ws_, report);
     s->y = iterates_[k_steps];
     EnsureAux(aux_layout_, s);

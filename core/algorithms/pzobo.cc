@@ -79,21 +79,25 @@ void GaussianDirections::Next(Vector* u) {
   for (Eigen::Index i = 0; i < u->size(); ++i) (*u)[i] = Normal();
 }
 
-void InnerPaths::Run(Family& family, const VecIn& x, double alpha,
-                     const BatchView* views, int n, Vector* y) {
+absl::Status InnerPaths::Run(Family& family, const VecIn& x, double alpha,
+                             const BatchView* views, int n, Vector* y, RoundControl* control) {
   for (int k = 0; k < n; ++k) {
+    if (absl::Status st = ContinueRound(control); !st.ok()) return st;
     family.G(x, *y, views[k], nullptr, &grad_);
     y->noalias() -= alpha * grad_;
   }
+  return absl::OkStatus();
 }
 
-void InnerPaths::Delta(Family& family, const VecIn& x, const VecIn& u, double mu,
-                       double alpha, const VecIn& y0, const VecIn& y_n,
-                       const BatchView* views, int n, Vector* delta) {
+absl::Status InnerPaths::Delta(Family& family, const VecIn& x, const VecIn& u, double mu,
+                               double alpha, const VecIn& y0, const VecIn& y_n,
+                               const BatchView* views, int n, Vector* delta,
+                               RoundControl* control) {
   xp_.noalias() = x + mu * u;
   yp_ = y0;
-  Run(family, xp_, alpha, views, n, &yp_);
+  if (absl::Status st = Run(family, xp_, alpha, views, n, &yp_, control); !st.ok()) return st;
   delta->noalias() = (yp_ - y_n) / mu;
+  return absl::OkStatus();
 }
 
 namespace {
@@ -116,12 +120,21 @@ class Pzobo final : public BilevelAlgorithm {
     const BatchView upper = Draw(data, s);
 
     y0_ = s->y;
-    paths_.Run(family, s->x, alpha, views_.data(), n, &s->y);  // s->y = y^N
+    // s->y = y^N
+    if (absl::Status st =
+            paths_.Run(family, s->x, alpha, views_.data(), n, &s->y, round_control());
+        !st.ok()) {
+      return st;
+    }
     family.F(s->x, s->y, upper, &gx_f_, &gy_f_);
     h_.setZero();
     for (int j = 0; j < q; ++j) {
       directions.Next(&u_);
-      paths_.Delta(family, s->x, u_, mu, alpha, y0_, s->y, views_.data(), n, &delta_);
+      if (absl::Status st = paths_.Delta(family, s->x, u_, mu, alpha, y0_, s->y, views_.data(),
+                                         n, &delta_, round_control());
+          !st.ok()) {
+        return st;
+      }
       h_.noalias() += delta_.dot(gy_f_) * u_;
     }
     h_ /= static_cast<double>(q);

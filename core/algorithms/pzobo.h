@@ -9,6 +9,7 @@
 
 #include "core/algorithm_registry.h"
 #include "core/family.h"
+#include "core/round_control.h"
 #include "core/rng.h"
 #include "core/types.h"
 
@@ -43,16 +44,17 @@ class InnerPaths {
   InnerPaths(int d1, int d2) : xp_(d1), yp_(d2), grad_(d2) {}
 
   // y^{k+1} = y^k - alpha grad_y g(x, y^k; views[k]), k = 0..n-1; *y holds
-  // y^0 on entry and y^n on return.
-  void Run(Family& family, const VecIn& x, double alpha, const BatchView* views,
-           int n, Vector* y);
+  // y^0 on entry and y^n on return.  `control` (may be null) can stop the
+  // path between two steps; its status is returned then.
+  absl::Status Run(Family& family, const VecIn& x, double alpha, const BatchView* views, int n,
+                   Vector* y, RoundControl* control = nullptr);
 
   // delta = (y^n(x + mu u) - y_n) / mu, where the perturbed path starts at
   // y0 and runs over the same views as the unperturbed path that produced
   // y_n = y^n(x) (common random numbers).
-  void Delta(Family& family, const VecIn& x, const VecIn& u, double mu, double alpha,
-             const VecIn& y0, const VecIn& y_n, const BatchView* views, int n,
-             Vector* delta);
+  absl::Status Delta(Family& family, const VecIn& x, const VecIn& u, double mu, double alpha,
+                     const VecIn& y0, const VecIn& y_n, const BatchView* views, int n,
+                     Vector* delta, RoundControl* control = nullptr);
 
  private:
   Vector xp_, yp_, grad_;

@@ -29,11 +29,13 @@ int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
   return inner.rows.n;
 }
 
-int64_t AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
-                         const BatchView& upper, const BatchView& inner, int steps,
-                         double eta, Vector* v, SecondOrderWorkspace* ws) {
+absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
+                                         const BatchView& upper, const BatchView& inner,
+                                         int steps, double eta, Vector* v,
+                                         SecondOrderWorkspace* ws, RoundControl* control) {
   family.F(x, y, upper, &ws->gx_f, &ws->gy_f);
   for (int m = 0; m < steps; ++m) {
+    if (absl::Status st = ContinueRound(control); !st.ok()) return st;
     family.HvpYYG(x, y, inner, *v, &ws->hv_y);
     ws->hv_y -= ws->gy_f;  // residual of grad2_yy g v = grad_y f
     v->noalias() -= eta * ws->hv_y;
@@ -43,14 +45,16 @@ int64_t AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
   return upper.rows.n + static_cast<int64_t>(steps + 1) * inner.rows.n;
 }
 
-int64_t ItdHypergradient(Family& family, const VecIn& x,
-                         const std::vector<Vector>& iterates, int k_steps, double alpha,
-                         const BatchView& upper, const BatchView& inner,
-                         SecondOrderWorkspace* ws) {
+absl::StatusOr<int64_t> ItdHypergradient(Family& family, const VecIn& x,
+                                         const std::vector<Vector>& iterates, int k_steps,
+                                         double alpha, const BatchView& upper,
+                                         const BatchView& inner, SecondOrderWorkspace* ws,
+                                         RoundControl* control) {
   family.F(x, iterates[k_steps], upper, &ws->gx_f, &ws->v);
   ws->h = ws->gx_f;
   int64_t rows = upper.rows.n;
   for (int k = k_steps - 1; k >= 0; --k) {
+    if (absl::Status st = ContinueRound(control); !st.ok()) return st;
     family.HvpXYG(x, iterates[k], inner, ws->v, &ws->hv_x);
     ws->h.noalias() -= alpha * ws->hv_x;
     rows += inner.rows.n;

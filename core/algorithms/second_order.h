@@ -21,7 +21,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/family.h"
+#include "core/round_control.h"
 #include "core/options.h"
 #include "core/rng.h"
 #include "core/bilevel/bilevel_state.h"
@@ -63,9 +65,12 @@ int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
 //   h = grad_x f(x, y) - grad2_xy g(x, y) v           -> ws->h
 // f on `upper`, the HVPs on `inner`; `v` is updated in place (the caller's
 // warm start).  Returns the rows read.
-int64_t AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
-                         const BatchView& upper, const BatchView& inner, int steps,
-                         double eta, Vector* v, SecondOrderWorkspace* ws);
+// Returns the rows read, or the status of `control` when it stopped the
+// round between two of the `steps` iterations.
+absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
+                                         const BatchView& upper, const BatchView& inner,
+                                         int steps, double eta, Vector* v,
+                                         SecondOrderWorkspace* ws, RoundControl* control);
 
 // ITD (iterative differentiation) through y^{k+1} = y^k - alpha grad_y g(x, y^k),
 // k = 0..K-1, from a y^0 that does not depend on x:
@@ -73,10 +78,13 @@ int64_t AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
 //   for k = K-1..0:  h -= alpha grad2_xy g(x, y^k) v;  v -= alpha grad2_yy g(x, y^k) v
 // (the last v-update is skipped: dy^0/dx = 0).  iterates[0..K] hold y^k;
 // f on `upper`, the HVPs on `inner`.  Writes ws->h; returns the rows read.
-int64_t ItdHypergradient(Family& family, const VecIn& x,
-                         const std::vector<Vector>& iterates, int k_steps, double alpha,
-                         const BatchView& upper, const BatchView& inner,
-                         SecondOrderWorkspace* ws);
+// Returns the rows read, or the status of `control` when it stopped the
+// round between two of the k_steps backward steps.
+absl::StatusOr<int64_t> ItdHypergradient(Family& family, const VecIn& x,
+                                         const std::vector<Vector>& iterates, int k_steps,
+                                         double alpha, const BatchView& upper,
+                                         const BatchView& inner, SecondOrderWorkspace* ws,
+                                         RoundControl* control);
 
 // Makes state->aux hold vectors of exactly `sizes`; if it does not (a fresh
 // session, or a state written by another algorithm), resets it to zeros and

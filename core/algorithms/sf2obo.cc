@@ -53,6 +53,7 @@ class Sf2obo final : public BilevelAlgorithm {
     sampler_.Reserve(data);
     int64_t rows = 0;
     for (int k = 0; k < k_steps; ++k) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       const BatchView xi = sampler_.DrawUpper(data.upper, b_up, &s->rng);
       const BatchView zeta = sampler_.DrawInner(data.inner, b_in, &s->rng);
       family.GradYGPair(s->x, s->z, s->y, zeta, &ws_.gz, &ws_.gy_g);

@@ -53,6 +53,7 @@ class Sobbo final : public BilevelAlgorithm {
     int64_t rows = 0;
     iterates_[0] = s->y;
     for (int k = 0; k < k_steps; ++k) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       const BatchView zeta_k = sampler_.DrawInner(data.inner, b, &s->rng);
       family.G(s->x, iterates_[k], zeta_k, nullptr, &ws_.gy_g);
       iterates_[k + 1].noalias() = iterates_[k] - alpha * ws_.gy_g;
@@ -60,7 +61,10 @@ class Sobbo final : public BilevelAlgorithm {
     }
     const BatchView xi = sampler_.DrawUpper(data.upper, b, &s->rng);
     const BatchView zeta = sampler_.DrawInner(data.inner, b, &s->rng);
-    rows += ItdHypergradient(family, s->x, iterates_, k_steps, alpha, xi, zeta, &ws_);
+    absl::StatusOr<int64_t> hypergradient_rows = ItdHypergradient(
+        family, s->x, iterates_, k_steps, alpha, xi, zeta, &ws_, round_control());
+    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
+    rows += *hypergradient_rows;
     rows += ResidualY(family, s->x, iterates_[k_steps], zeta, &ws_, report);
     s->y = iterates_[k_steps];
     EnsureAux(aux_layout_, s);

@@ -49,14 +49,18 @@ class Sobow final : public BilevelAlgorithm {
     const BatchView inner = BatchView::All(data.inner);
     int64_t rows = 0;
     for (int k = 0; k < o_.inner_steps; ++k) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       family.G(s->x, s->y, inner, nullptr, &ws_.gy_g);
       s->y.noalias() -= alpha * ws_.gy_g;
       rows += inner.rows.n;
     }
     rows += ResidualY(family, s->x, s->y, inner, &ws_, report);
     EnsureAux(aux_layout_, s);
-    rows += AidHypergradient(family, s->x, s->y, upper, inner, o_.linear_system_steps,
-                             o_.linear_system_step, &s->aux[0], &ws_);
+    absl::StatusOr<int64_t> hypergradient_rows =
+        AidHypergradient(family, s->x, s->y, upper, inner, o_.linear_system_steps,
+                         o_.linear_system_step, &s->aux[0], &ws_, round_control());
+    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
+    rows += *hypergradient_rows;
     window_.PushAndAverage(ws_.h, &s->aux, &ws_.d);
     ProjectedStep(set_, o_.gamma, ws_.d, &s->x);
 

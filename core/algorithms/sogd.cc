@@ -61,8 +61,11 @@ class Sogd final : public BilevelAlgorithm {
     const BatchView zeta2 = sampler_.DrawInner(data.inner, b, &s->rng);
     rows += ResidualY(family, s->x, s->y, zeta2, &ws_, report);
     const bool first = EnsureAux(aux_layout_, s);
-    rows += AidHypergradient(family, s->x, s->y, xi, zeta2, 1, o_.linear_system_step,
-                             &s->aux[0], &ws_);
+    absl::StatusOr<int64_t> hypergradient_rows =
+        AidHypergradient(family, s->x, s->y, xi, zeta2, 1, o_.linear_system_step, &s->aux[0],
+                         &ws_, round_control());
+    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
+    rows += *hypergradient_rows;
     Vector& m = s->aux[1];
     if (first) {
       m = ws_.h;

@@ -100,7 +100,8 @@ class BilevelProblem final : public Problem {
     return absl::OkStatus();
   }
 
-  absl::Status Round(const StepData& data, SessionState* s, StepReport* report) override {
+  absl::Status Round(const StepData& data, SessionState* s, StepReport* report,
+                     RoundControl* control) override {
     family_->Prepare(data);
     const BatchView upper = BatchView::All(data.upper);
     BilevelVars v = BilevelView(s);
@@ -116,6 +117,7 @@ class BilevelProblem final : public Problem {
     report->accuracy_before = family_->Accuracy(v.x, v.y, upper);
     BilevelReport& r = report->detail.emplace<BilevelReport>();
     r.hypergradient.resize(family_->x_dim());
+    const ScopedRoundControl stoppable(algorithm_.get(), control);
     if (absl::Status st = algorithm_->Round(data, *family_, &v, &r); !st.ok()) return st;
     if (!r.hypergradient.allFinite()) {
       return absl::InvalidArgumentError(

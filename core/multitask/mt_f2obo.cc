@@ -80,6 +80,7 @@ class MtF2obo final : public MultitaskAlgorithm {
     int64_t rows = 0;
     StepSizes steps;
     for (const TaskData& td : data.tasks) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       int slot = table.Find(*s, td.task);
       const bool first = slot < 0;
       if (first) {
@@ -93,8 +94,11 @@ class MtF2obo final : public MultitaskAlgorithm {
       steps = DeterministicStepSizes(o_, sm, lambda, t);
       const BatchView upper = BatchView::All(td.data.upper);
       const BatchView inner = BatchView::All(td.data.inner);
-      rows += PenaltyInnerLoops(f, s->x, steps.alpha, steps.beta, lambda, o_.inner_steps, upper,
-                                inner, &y, &z, &ws_);
+      absl::StatusOr<int64_t> inner_rows =
+          PenaltyInnerLoops(f, s->x, steps.alpha, steps.beta, lambda, o_.inner_steps, upper,
+                            inner, &y, &z, &ws_, round_control());
+      if (!inner_rows.ok()) return inner_rows.status();
+      rows += *inner_rows;
       rows += Hypergradient(f, s->x, y, z, lambda, upper, inner, &ws_, &scratch_);
       residual_y += scratch_.residual_y;
       residual_z += scratch_.residual_z;

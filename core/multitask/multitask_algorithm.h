@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "core/algorithm_info.h"
 #include "core/batch.h"
+#include "core/round_control.h"
 #include "core/constraint.h"
 #include "core/multitask/multitask_family.h"
 #include "core/multitask/multitask_report.h"
@@ -24,7 +25,9 @@
 
 namespace f2obo {
 
-class MultitaskAlgorithm {
+// StoppableRound: loops ask ContinueRound() once per inner iteration
+// (core/round_control.h).
+class MultitaskAlgorithm : public StoppableRound {
  public:
   virtual ~MultitaskAlgorithm() = default;
 

@@ -113,7 +113,8 @@ class MultitaskProblem final : public Problem {
     return algorithm_->ValidateTaskState(s, table_);
   }
 
-  absl::Status Round(const StepData& data, SessionState* s, StepReport* report) override {
+  absl::Status Round(const StepData& data, SessionState* s, StepReport* report,
+                     RoundControl* control) override {
     // Prequential: the mean over the step's tasks of f_i(x_t, y_i) on the
     // task's fresh upper batch (and of the accuracy there).
     double loss = 0.0, accuracy = 0.0;
@@ -135,6 +136,7 @@ class MultitaskProblem final : public Problem {
     report->upper_loss_before = loss / k;
     if (family_->is_classification()) report->accuracy_before = accuracy / k;
     MultitaskReport& r = report->detail.emplace<MultitaskReport>();
+    const ScopedRoundControl stoppable(algorithm_.get(), control);
     if (absl::Status st = algorithm_->Round(data, *family_, table_, s, &r); !st.ok()) return st;
     if (!r.direction.allFinite()) {
       return absl::InvalidArgumentError(

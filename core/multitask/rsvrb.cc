@@ -142,6 +142,7 @@ class Rsvrb final : public MultitaskAlgorithm {
     double residual_sum = 0.0;
     int64_t rows = 0;
     for (const TaskData& td : data.tasks) {
+      if (absl::Status st = ContinueRound(); !st.ok()) return st;
       int slot = table.Find(*s, td.task);
       const bool first = slot < 0;
       if (first) {

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "core/algorithm_info.h"
 #include "core/batch.h"
+#include "core/round_control.h"
 #include "core/constraint.h"
 #include "core/options.h"
 #include "core/simple/simple_family.h"
@@ -22,7 +23,9 @@
 
 namespace f2obo {
 
-class SimpleAlgorithm {
+// StoppableRound: loops ask ContinueRound() once per inner iteration
+// (core/round_control.h).
+class SimpleAlgorithm : public StoppableRound {
  public:
   virtual ~SimpleAlgorithm() = default;
   // Runs round s->t on validated batches, updating the state in place

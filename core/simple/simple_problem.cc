@@ -86,7 +86,8 @@ class SimpleProblem final : public Problem {
     return absl::OkStatus();
   }
 
-  absl::Status Round(const StepData& data, SessionState* s, StepReport* report) override {
+  absl::Status Round(const StepData& data, SessionState* s, StepReport* report,
+                     RoundControl* control) override {
     SimpleVars v = SimpleView(s);
     const Batch empty;
     const BatchView upper = BatchView::All(family_->upper_reads_rows() ? data.upper : empty);
@@ -102,6 +103,7 @@ class SimpleProblem final : public Problem {
     if (family_->is_classification()) {
       report->accuracy_before = family_->Accuracy(v.decision, upper);
     }
+    const ScopedRoundControl stoppable(algorithm_.get(), control);
     if (absl::Status st = algorithm_->Round(data, *family_, &v, &r); !st.ok()) return st;
     if (!s->x.allFinite() || !v.decision.allFinite()) {
       return absl::InvalidArgumentError(

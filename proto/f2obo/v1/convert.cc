@@ -272,7 +272,8 @@ void ToProto(const ClassMetrics& m, const RunningMetrics& running, v1::ExactMetr
 }
 
 v1::SessionInfo SessionInfoOf(const std::string& id, const Session& session,
-                              const SessionState& state, int exact_every) {
+                              const SessionState& state, const RunningMetrics& metrics,
+                              int exact_every) {
   v1::SessionInfo info;
   info.set_session_id(id);
   *info.mutable_spec() = ToSessionSpec(session.config(), exact_every);
@@ -281,7 +282,7 @@ v1::SessionInfo SessionInfoOf(const std::string& id, const Session& session,
   info.set_inner_iterations(state.inner_iterations);
   info.set_cap_hits(state.cap_hits);
   info.set_rows_processed(state.rows_processed);
-  ToProto(session.problem_class(), session.metrics(), info.mutable_metrics());
+  ToProto(session.problem_class(), metrics, info.mutable_metrics());
   WireOf(session.problem_class()).info(session.problem(), state, &info);
   return info;
 }

@@ -43,8 +43,11 @@ void ToProto(const ClassMetrics& m, const RunningMetrics& running, v1::ExactMetr
 
 // What GetSession / GetDecision answer for session `id` at `state` (its
 // committed state, or a snapshot of it).
+// `state` and `metrics`: the session's state and running sums to describe
+// (a snapshot; `session` is read only for its configuration and problem).
 v1::SessionInfo SessionInfoOf(const std::string& id, const Session& session,
-                              const SessionState& state, int exact_every);
+                              const SessionState& state, const RunningMetrics& metrics,
+                              int exact_every);
 v1::Decision DecisionOf(const std::string& id, const Session& session,
                         const SessionState& state);
 

@@ -145,9 +145,9 @@ TEST(PzoboDelta, EqualsTheUnrolledJacobianTimesUForAnyMu) {
     std::vector<BatchView> views(n, all);
     InnerPaths paths(kD1, kD2);
     Vector y_n = y0, delta(kD2);
-    paths.Run(family, x, alpha, views.data(), n, &y_n);
+    ASSERT_TRUE(paths.Run(family, x, alpha, views.data(), n, &y_n).ok());
     for (double mu : {1e-6, 1e-2, 1.0, 100.0}) {
-      paths.Delta(family, x, u, mu, alpha, y0, y_n, views.data(), n, &delta);
+      ASSERT_TRUE(paths.Delta(family, x, u, mu, alpha, y0, y_n, views.data(), n, &delta).ok());
       // Rounding of y (~1e-16 |y|) is divided by mu.
       const double tol = 1e-13 * (1 + y_n.norm()) * (1 + 1 / mu);
       EXPECT_LT((delta - expected).norm(), tol * (1 + expected.norm()))
@@ -180,9 +180,9 @@ TEST(PzoboDelta, EqualsTheUnrolledJacobianOverASharedMiniBatchSequence) {
   }
   InnerPaths paths(kD1, kD2);
   Vector y_n = y0, delta(kD2);
-  paths.Run(family, x, alpha, views.data(), n, &y_n);
+  ASSERT_TRUE(paths.Run(family, x, alpha, views.data(), n, &y_n).ok());
   for (double mu : {1e-5, 1.0, 50.0}) {
-    paths.Delta(family, x, u, mu, alpha, y0, y_n, views.data(), n, &delta);
+    ASSERT_TRUE(paths.Delta(family, x, u, mu, alpha, y0, y_n, views.data(), n, &delta).ok());
     EXPECT_LT((delta - j_n * u).norm(), 1e-9 * (1 + (j_n * u).norm())) << "mu = " << mu;
   }
 }

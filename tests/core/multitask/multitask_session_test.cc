@@ -120,7 +120,7 @@ std::vector<std::pair<int64_t, std::set<int>>> CostPerStep(const std::string& al
     const int64_t before = c->calls();
     c->asked.clear();
     StepReport report;
-    EXPECT_TRUE(p->Round(data, &s, &report).ok()) << t;
+    EXPECT_TRUE(p->Round(data, &s, &report, /*control=*/nullptr).ok()) << t;
     s.t = t + 1;
     out.emplace_back(c->calls() - before, c->asked);
   }
