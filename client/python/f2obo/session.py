@@ -9,6 +9,7 @@ import grpc
 from . import _stream, errors
 from ._stubs import pb
 from .batch import BatchLike, StepLike, step_request
+from .fields import fill_message
 from .views import Decision, SessionInfo, StepMetrics, StepResult
 
 if TYPE_CHECKING:
@@ -145,6 +146,43 @@ class Session:
         gives bytes to store)."""
         return self.client._call("ExportSession", pb.ExportSessionRequest(session_id=self.id),
                                  session_id=self.id, retry=True)
+
+    # ------------------------------------------- checkpoints, rollback, fork
+
+    def checkpoint(self) -> SessionInfo:
+        """Keeps a checkpoint of the current state now (besides the server's
+        every --checkpoint_every steps); `info().checkpoints` lists the
+        steps after which one is kept."""
+        info = SessionInfo(self.client._call(
+            "CheckpointSession", pb.CheckpointSessionRequest(session_id=self.id),
+            session_id=self.id))
+        self._next_t = info.next_t
+        return info
+
+    def rollback(self, to_t: int) -> SessionInfo:
+        """Undoes the steps after `to_t` (a kept checkpoint, or next_t - 1):
+        the session continues at t = to_t + 1, as if it had never seen them
+        (e.g. a poisoned stretch of data).  Not retried: its outcome is
+        checked with info()."""
+        info = SessionInfo(self.client._call(
+            "RollbackSession", pb.RollbackSessionRequest(session_id=self.id, to_t=to_t),
+            session_id=self.id))
+        self._next_t = info.next_t
+        return info
+
+    def fork(self, new_session_id: str = "", *, at_t: Optional[int] = None,
+             algorithm: str = "", **options: Any) -> "Session":
+        """A new session continuing from this one's state (its current one,
+        or checkpoint `at_t`), e.g. a challenger with another algorithm or
+        other options (keywords: AlgorithmOptions fields) run on the same
+        stream from here on.  This session is unchanged."""
+        request = pb.ForkSessionRequest(session_id=self.id, new_session_id=new_session_id,
+                                        algorithm=algorithm)
+        if at_t is not None:
+            request.at_t = at_t
+        fill_message(request.options, dict(options), "fork()")
+        info = self.client._call("ForkSession", request, session_id=self.id)
+        return Session(self.client, info.session_id, info.next_t)
 
     def delete(self) -> None:
         self.client.delete_session(self.id)

@@ -172,6 +172,33 @@ def test_export_import_continues_bit_for_bit(client):
         client.import_session(exported)
 
 
+def test_rollback_undoes_a_poisoned_stretch_and_fork_branches_a_challenger(client):
+    s = client.create_session(**dict(HPO, seed=5))
+    clean = client.create_session(**dict(HPO, seed=5))
+    for u, i in STEPS[:4]:
+        s.step(u, i)
+        clean.step(u, i)
+    assert 4 in s.checkpoint().checkpoints
+    # A "poisoned" stretch: labels shuffled.
+    for (xu, yu), (xi, yi) in STEPS[4:7]:
+        s.step((xu, yu[::-1].copy()), (xi, yi[::-1].copy()))
+    info = s.rollback(4)
+    assert info.next_t == 5 and s.next_t == 5
+    challenger = s.fork("challenger", algorithm="f2obo", inner_steps=3)
+    assert challenger.next_t == 5
+    assert challenger.info().spec.algorithm == "f2obo"
+    assert challenger.info().spec.options.inner_steps == 3
+    for u, i in STEPS[4:]:
+        a, b = s.step(u, i), clean.step(u, i)
+        assert a.t == b.t and same_bits(a.x, b.x)
+        challenger.step(u, i)
+    assert not same_bits(challenger.decision().x, s.decision().x)
+    with pytest.raises(f2obo.FailedPrecondition):
+        s.rollback(2)  # no checkpoint kept there
+    with pytest.raises(TypeError, match="no_such_option"):
+        s.fork(algorithm="f2obo", no_such_option=1)
+
+
 def test_list_and_delete(client):
     s = client.create_session(session_id="to-delete", **HPO)
     assert s.id == "to-delete"
