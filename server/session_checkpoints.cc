@@ -69,7 +69,7 @@ absl::StatusOr<std::string> SessionManager::StateAfter(const Entry& e, int64_t t
                                                       "' has applied steps up to t = ", next - 1,
                                                       " (it expects t = ", next, ")"));
   }
-  if (t == next - 1) return e.session->Encode(e.session->state());
+  if (t == next - 1) return Encode(e, e.session->state());
   if (e.checkpoints.count(t + 1) > 0) return CheckpointBytes(e, t + 1);
   // The nearest kept checkpoints on either side, and every one kept.
   std::vector<int64_t> kept;
@@ -100,7 +100,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string
   }
   const int64_t next = e.session->state().t;
   if (e.checkpoints.count(next) > 0) return Info(e);
-  std::string bytes = e.session->Encode(e.session->state());
+  std::string bytes = Encode(e, e.session->state());
   if (store_ != nullptr) {
     absl::Status s = store_->PutCheckpoint(id, next, std::move(bytes), limits_.max_checkpoints);
     if (!s.ok()) {
@@ -153,13 +153,16 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
       }
     }
     // Durable: now the session in memory follows.
-    e.session = *std::move(session);
+    {
+      std::lock_guard<std::mutex> sums(e.sums_mu);
+      e.session = *std::move(session);
+      ++e.generation;
+    }
     e.replies = std::move(replies);
     while (!e.checkpoints.empty() && *e.checkpoints.rbegin() > to_t + 1) {
       e.memory_checkpoints.erase(*e.checkpoints.rbegin());
       e.checkpoints.erase(std::prev(e.checkpoints.end()));
     }
-    ++e.generation;
     std::shared_ptr<SessionMetrics> channel =
         OpenMetrics(*found, *std::move(evaluator), e.generation);
     {

@@ -71,13 +71,34 @@ v1::SessionInfo SessionManager::InfoOf(const std::string& id, int exact_every,
 }
 
 v1::SessionInfo SessionManager::Info(const Entry& e) {
-  return InfoOf(e.id, e.exact_every, *CurrentView(e));
+  std::shared_ptr<const View> view;
+  {
+    std::lock_guard<std::mutex> sums(e.sums_mu);
+    view = CurrentView(e);
+  }
+  return InfoOf(e.id, e.exact_every, *view);
 }
 
 void SessionManager::Publish(Entry& e) {
+  // Under sums_mu throughout, so that sums added meanwhile are not lost
+  // from the view (PublishSums waits, then adds them to this one).
+  std::lock_guard<std::mutex> sums(e.sums_mu);
   std::shared_ptr<const View> view = CurrentView(e);
   std::lock_guard<std::mutex> lock(e.view_mu);
   e.view = std::move(view);
+}
+
+void SessionManager::PublishSums(Entry& e) {
+  std::lock_guard<std::mutex> lock(e.view_mu);
+  if (e.view == nullptr) return;  // not published yet: Install will
+  auto view = std::make_shared<View>(*e.view);
+  view->metrics = e.session->metrics();
+  e.view = std::move(view);
+}
+
+std::string SessionManager::Encode(const Entry& e, const SessionState& state) {
+  std::lock_guard<std::mutex> sums(e.sums_mu);
+  return e.session->Encode(state);
 }
 
 std::shared_ptr<const SessionManager::View> SessionManager::ViewOf(const Entry& e) {
@@ -250,17 +271,18 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
 std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
     const std::shared_ptr<Entry>& entry, std::unique_ptr<MetricsEvaluator> evaluator,
     uint64_t generation) {
-  // The worker's accumulator writes into the session state under its lock,
-  // unless a rollback replaced that state since (a later generation).
+  // The worker's accumulator adds to the session's running sums under
+  // sums_mu, never waiting for a round (which holds mu), unless a rollback
+  // replaced the session since (a later generation).
   std::weak_ptr<Entry> weak = entry;
   return pipeline_->Open(
       entry->id, std::move(evaluator), [weak, generation](const ClassMetrics& m) {
         RunningMetrics out;
         if (std::shared_ptr<Entry> e = weak.lock()) {
-          std::lock_guard<std::mutex> lock(e->mu);
+          std::lock_guard<std::mutex> lock(e->sums_mu);
           if (e->generation == generation) {
             e->session->AddMetrics(m);
-            Publish(*e);
+            PublishSums(*e);
           }
           out = e->session->metrics();
         }
@@ -299,7 +321,7 @@ absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) 
   v1::SessionExport out;
   out.set_session_id(id);
   *out.mutable_spec() = ToSessionSpec((*e)->session->config(), (*e)->exact_every);
-  out.set_state((*e)->session->Encode((*e)->session->state()));
+  out.set_state(Encode(**e, (*e)->session->state()));
   for (const v1::StepReply& r : (*e)->replies) *out.add_replies() = r;
   return out;
 }
@@ -617,7 +639,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   // checkpoint when one is due.
   const bool checkpoint = CheckpointDue(t);
   std::string encoded =
-      store_ != nullptr || checkpoint ? s.Encode(s.pending_state()) : std::string();
+      store_ != nullptr || checkpoint ? Encode(e, s.pending_state()) : std::string();
   if (store_ != nullptr) {
     absl::Status durable =
         store_->CommitStep(e.id, t + 1, std::move(encoded), reply, limits_.reply_cache,

@@ -8,7 +8,7 @@
 // stop early (core/round_control.h) when their client gives up, the session
 // is deleted, the server's shutdown grace is over, or they run for
 // Limits::round_budget_seconds.  Lock order: the map lock is never held while
-// a session lock is taken.
+// a session lock is taken; an entry's locks nest mu -> sums_mu -> view_mu.
 #ifndef F2OBO_SERVER_SESSION_MANAGER_H_
 #define F2OBO_SERVER_SESSION_MANAGER_H_
 
@@ -144,6 +144,10 @@ class SessionManager {
     std::string id;
     int exact_every = 0;
     mutable std::mutex mu;                 // serializes steps and other writers
+    // The running sums (session->metrics()), which the metrics worker adds
+    // to without waiting for a round: read and written under sums_mu;
+    // `session` and `generation` are replaced under mu and sums_mu.
+    mutable std::mutex sums_mu;
     // Published under mu after every change; read under view_mu alone.
     mutable std::mutex view_mu;
     std::shared_ptr<const View> view;      // guarded by view_mu
@@ -162,7 +166,7 @@ class SessionManager {
     std::map<int64_t, std::string> memory_checkpoints;  // guarded by mu
     // Bumped by a rollback: metrics of the abandoned steps, still in the
     // pipeline, must not add to the restored running sums.
-    uint64_t generation = 0;               // guarded by mu
+    uint64_t generation = 0;               // guarded by mu and sums_mu (writes: both)
     // Set by Delete once the session left the map and the store: holders
     // of the entry found before then must neither serve it nor persist it.
     bool removed = false;                  // guarded by mu
@@ -227,10 +231,14 @@ class SessionManager {
                                       const std::shared_ptr<const StepData>& data,
                                       const grpc::ServerContext* call);
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu
-  // A view of e's current state (requires e.mu); Publish makes it the one
-  // readers see.
+  // A view of e's current state (requires e.mu and e.sums_mu); Publish
+  // (requires e.mu) makes it the one readers see; PublishSums (requires
+  // e.sums_mu) replaces only the running sums of the published view.
   static std::shared_ptr<const View> CurrentView(const Entry& e);
   static void Publish(Entry& e);
+  static void PublishSums(Entry& e);
+  // The checkpoint encoding of `state` with e's running sums (requires e.mu).
+  static std::string Encode(const Entry& e, const SessionState& state);
   static std::shared_ptr<const View> ViewOf(const Entry& e);
   static v1::SessionInfo InfoOf(const std::string& id, int exact_every, const View& view);
   // For t != next_t: the cached reply of t (marked replayed) or
