@@ -43,7 +43,7 @@ constexpr auto kStopBound = std::chrono::milliseconds(1500);
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 FamilyCase Quadratic() {
-  for (const FamilyCase &f : AllFamilyCases()) {
+  for (const FamilyCase& f : AllFamilyCases()) {
     if (f.name == "quadratic") return f;
   }
   return {};
@@ -59,7 +59,7 @@ v1::SessionSpec LongRoundSpec() {
 }
 
 // The value of an unlabelled sample `name` on the server's /metrics.
-double MetricValue(int port, const std::string &name) {
+double MetricValue(int port, const std::string& name) {
   const std::string page = testing::HttpGet(port, "/metrics");
   for (absl::string_view line : absl::StrSplit(page, '\n')) {
     if (absl::StartsWith(line, name + " ")) {
@@ -155,7 +155,7 @@ TEST_F(LongRoundE2e, ReadsAnswerWhileARoundRunsAndTheDeadlineStopsItWithNothingA
   StartLongStep(/*deadline_seconds=*/3.0);
 
   // Every read of the busy session, and of the whole server, answers now.
-  const auto timed = [&](const char *what, auto call) {
+  const auto timed = [&](const char* what, auto call) {
     const auto start = Clock::now();
     const grpc::Status s = call();
     const auto took = Clock::now() - start;
@@ -239,6 +239,61 @@ TEST_F(LongRoundE2e, DeleteStopsTheRoundOfItsSessionAndAnswersAtOnce) {
   get.set_session_id("long");
   v1::SessionInfo info;
   EXPECT_EQ(stub_->GetSession(&get_ctx, get, &info).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(LongRoundE2e, CancellingAStepsStreamStopsItsRoundWithNothingApplied) {
+  StartServer({});
+  grpc::ClientContext ctx;
+  auto stream = stub_->Steps(&ctx);
+  ASSERT_TRUE(stream->Write(RequestFor(Quadratic(), "long", 1)));
+  ASSERT_TRUE(
+      PollUntil([&] { return MetricValue(server_->metrics_port(), "f2obo_rpc_in_flight") >= 1.0; },
+                std::chrono::milliseconds(10000)));
+  ctx.TryCancel();
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(Idle()) << "the round kept running after its stream was cancelled";
+  EXPECT_EQ(NextT(), 1);
+}
+
+TEST_F(LongRoundE2e, AGroupStepsDeadlineStopsEveryMembersRound) {
+  StartServer({});
+  v1::CreateGroupRequest create;
+  create.set_group_id("g");
+  *create.mutable_spec() = LongRoundSpec();
+  for (const char* name : {"a", "b"}) {
+    v1::GroupMember* m = create.add_members();
+    m->set_name(name);
+    m->set_algorithm("pzobo");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GroupInfo info;
+    const grpc::Status s = stub_->CreateGroup(&ctx, create, &info);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  const v1::StepRequest one = RequestFor(Quadratic(), "g", 1);
+  v1::GroupStepRequest req;
+  req.set_group_id("g");
+  req.set_t(1);
+  *req.mutable_upper() = one.upper();
+  *req.mutable_inner() = one.inner();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  v1::GroupStepReply reply;
+  const auto start = Clock::now();
+  EXPECT_EQ(stub_->StepGroup(&ctx, req, &reply).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(1) + kStopBound);
+  // Both members' rounds stopped (the first at the deadline, the second at
+  // its first question), and neither step was applied.
+  EXPECT_TRUE(Idle()) << "a member's round kept running after the deadline";
+  for (const char* member : {"g.a", "g.b"}) {
+    grpc::ClientContext get_ctx;
+    v1::GetSessionRequest get;
+    get.set_session_id(member);
+    v1::SessionInfo info;
+    ASSERT_TRUE(stub_->GetSession(&get_ctx, get, &info).ok());
+    EXPECT_EQ(info.next_t(), 1) << member;
+  }
 }
 
 TEST_F(LongRoundE2e, SigtermDuringTheRoundExitsCleanlyWithinTheGraceAndTheStepIsNotApplied) {
