@@ -17,6 +17,8 @@ packages=(
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus python3-grpcio python3-protobuf openssl python3-yaml)
+  # The scale-out tests run the replicas behind a real nginx (deploy/nginx).
+  packages+=(nginx)
   # The Python package (client/python) is pip-installed offline from the
   # build and tested with pytest; its online-HPO example trains a PyTorch
   # model on scikit-learn's digits and plots with matplotlib.

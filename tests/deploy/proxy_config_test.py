@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""The generated proxy configurations cannot drift from deploy/replicas.yaml.
+
+1. The committed files equal the generator's output (gen --check).
+2. The check notices a change: a replica added to a copy of replicas.yaml
+   makes every generated file stale.
+3. statefulset.yaml runs as many replicas as replicas.yaml lists.
+4. nginx accepts a generated standalone config (nginx -t).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GEN = os.path.join(SOURCE, "deploy", "proxy", "gen_proxy_config.py")
+PY = "/usr/bin/python3"
+
+
+def run(*args):
+    return subprocess.run([PY, GEN, *args], capture_output=True, text=True)
+
+
+def main():
+    failures = []
+    r = run("--check")
+    if r.returncode != 0:
+        failures.append("committed files differ from the generator:\n" + r.stdout + r.stderr)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "replicas.yaml")))
+        spec["replicas"].append("f2obo-extra")
+        changed = os.path.join(tmp, "replicas.yaml")
+        yaml.safe_dump(spec, open(changed, "w"))
+        r = run("--check", "--replicas=" + changed)
+        if r.returncode == 0 or r.stdout.count("+++ generated") != 2 or "f2obo-extra" not in r.stdout:
+            failures.append("--check did not report both files stale after adding a replica:\n"
+                            + r.stdout + r.stderr)
+
+        sts = [d for d in yaml.safe_load_all(open(os.path.join(SOURCE, "deploy", "k8s",
+                                                                "statefulset.yaml")))
+               if d and d.get("kind") == "StatefulSet"]
+        want = len(yaml.safe_load(open(os.path.join(SOURCE, "deploy", "replicas.yaml")))["replicas"])
+        if not sts or sts[0]["spec"]["replicas"] != want:
+            failures.append("statefulset.yaml spec.replicas != %d replicas in replicas.yaml" % want)
+
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        r = run("nginx", "--listen=127.0.0.1:1", "--prefix=" + tmp,
+                "--replica=a=127.0.0.1:2", "--replica=b=127.0.0.1:3",
+                *(["--user=root"] if os.geteuid() == 0 else []))
+        conf = os.path.join(tmp, "nginx.conf")
+        open(conf, "w").write(r.stdout)
+        t = subprocess.run([nginx, "-t", "-p", tmp, "-c", conf, "-e", tmp + "/error.log"],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or t.returncode != 0 or \
+                "hash $http_x_f2obo_session consistent;" not in r.stdout:
+            failures.append("nginx -t refused the generated config:\n" + r.stderr + t.stderr)
+
+    for f in failures:
+        print("FAIL:", f)
+    print("ok" if not failures else "%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

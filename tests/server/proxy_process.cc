@@ -1,0 +1,146 @@
+#include "tests/server/proxy_process.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "f2obo/v1/f2obo.grpc.pb.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo::testing {
+namespace {
+
+std::string ReadFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs argv to completion; its stdout, or "" with `ok` false.
+std::string Capture(const std::vector<std::string> &args, bool *ok) {
+  std::string command;
+  for (const std::string &a : args)
+    command += "'" + a + "' ";
+  FILE *p = popen(command.c_str(), "r");
+  std::string out;
+  if (p == nullptr) {
+    *ok = false;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    out.append(buf, n);
+  *ok = pclose(p) == 0;
+  return out;
+}
+
+} // namespace
+
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+ProxyProcess::ProxyProcess(
+    std::vector<std::pair<std::string, std::string>> replicas)
+    : replicas_(std::move(replicas)), prefix_(MakeTempDir()) {}
+
+ProxyProcess::~ProxyProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGQUIT); // graceful: the master waits for its workers
+    int status = 0;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(prefix_, ignored);
+}
+
+std::string ProxyProcess::ErrorLog() const {
+  return ReadFile(prefix_ + "/error.log");
+}
+
+std::string ProxyProcess::Start() {
+  port_ = FreeLoopbackPort();
+  std::vector<std::string> gen = {
+      "/usr/bin/python3", F2OBO_SOURCE_DIR "/deploy/proxy/gen_proxy_config.py",
+      "nginx", "--listen=" + target(), "--prefix=" + prefix_};
+  // As root, nginx would run its workers as "nobody", who cannot enter the
+  // private temporary prefix.
+  if (geteuid() == 0)
+    gen.push_back("--user=root");
+  for (const auto &[name, address] : replicas_)
+    gen.push_back("--replica=" + name + "=" + address);
+  bool ok = false;
+  config_ = Capture(gen, &ok);
+  if (!ok)
+    return "gen_proxy_config.py failed";
+  const std::string conf = prefix_ + "/nginx.conf";
+  std::ofstream(conf) << config_;
+  pid_ = fork();
+  if (pid_ == 0) {
+    const std::string err = prefix_ + "/error.log";
+    execl(F2OBO_NGINX_PATH, F2OBO_NGINX_PATH, "-p", prefix_.c_str(), "-c",
+          conf.c_str(), "-e", err.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  // Ready when a call through the proxy is answered by a replica: a
+  // GetSession of an unknown id gets the replica's NOT_FOUND.
+  auto stub = v1::F2obo::NewStub(
+      grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return "nginx exited: " + ErrorLog();
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(500));
+    v1::GetSessionRequest req;
+    req.set_session_id("proxy-readiness-probe");
+    v1::SessionInfo info;
+    if (stub->GetSession(&ctx, req, &info).error_code() ==
+        grpc::StatusCode::NOT_FOUND)
+      return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        20)); // poll interval, not a wait for an event
+  }
+  return "nginx not ready within 20 s: " + ErrorLog();
+}
+
+} // namespace f2obo::testing

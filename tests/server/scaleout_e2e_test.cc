@@ -1,0 +1,202 @@
+// Scale-out behind a real consistent-hash proxy (issue 17): three
+// f2obo-server replicas behind nginx (its config from
+// deploy/proxy/gen_proxy_config.py), every process started here on
+// loopback.  Sessions spread over the replicas by their routing key, every
+// step reaches the replica holding its session, trajectories equal a single
+// server's bit for bit, and a replica killed with -9 makes only its own
+// sessions UNAVAILABLE until it restarts, with no acknowledged step lost.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_format.h"
+#include "client/client.h"
+#include "tests/server/e2e_support.h"
+#include "tests/server/proxy_process.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using testing::FamilyCase;
+using testing::ProxyProcess;
+using testing::RequestFor;
+using testing::ServerProcess;
+
+constexpr int kReplicas = 3;
+constexpr int kSessions = 60;
+constexpr int kSteps = 6;
+
+bool SameBits(const google::protobuf::RepeatedField<double> &a,
+              const google::protobuf::RepeatedField<double> &b) {
+  return a.size() == b.size() &&
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
+}
+
+std::string Id(int i) { return absl::StrFormat("scale-%02d", i); }
+
+class ScaleOutTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    for (int r = 0; r < kReplicas; ++r) {
+      dirs_.push_back(testing::MakeTempDir());
+      replicas_.push_back(std::make_unique<ServerProcess>(
+          std::vector<std::string>{}, dirs_[r]));
+      ASSERT_TRUE(replicas_[r]->started()) << replicas_[r]->banner();
+      ring_.emplace_back(absl::StrFormat("r%d", r), replicas_[r]->target());
+    }
+    proxy_ = std::make_unique<ProxyProcess>(ring_);
+    const std::string error = proxy_->Start();
+    ASSERT_EQ(error, "") << proxy_->config();
+    client::ClientOptions opt{proxy_->target()};
+    opt.max_attempts = 12; // rides out a replica's restart
+    via_proxy_ = std::make_unique<client::Client>(opt);
+    reference_server_ = std::make_unique<ServerProcess>();
+    ASSERT_TRUE(reference_server_->started());
+    reference_ = std::make_unique<client::Client>(
+        client::ClientOptions{reference_server_->target()});
+    for (int i = 0; i < kSessions; ++i) {
+      v1::CreateSessionRequest req;
+      req.set_session_id(Id(i));
+      *req.mutable_spec() = testing::SpecFor(family_, "f2obo", 1000 + i);
+      req.mutable_spec()->mutable_metrics()->set_exact_every(0);
+      ASSERT_TRUE(via_proxy_->CreateSession(req).ok()) << Id(i);
+      ASSERT_TRUE(reference_->CreateSession(req).ok()) << Id(i);
+    }
+  }
+
+  // A direct client of replica r (not through the proxy).
+  client::Client Direct(int r) {
+    client::ClientOptions opt{replicas_[r]->target()};
+    opt.max_attempts = 1;
+    return client::Client(opt);
+  }
+
+  // The replica holding session `id`, asked directly; -1 if none, -2 if
+  // several do.
+  int Holder(const std::string &id) {
+    int holder = -1;
+    for (int r = 0; r < kReplicas; ++r) {
+      if (replicas_[r]->pid() < 0)
+        continue;
+      if (Direct(r).GetSession(id).ok())
+        holder = holder == -1 ? r : -2;
+    }
+    return holder;
+  }
+
+  // Step t of session i through the proxy, checked bit for bit against the
+  // same step on the reference server.
+  void StepAndCompare(int i, int64_t t) {
+    const v1::StepRequest req = RequestFor(family_, Id(i), t);
+    absl::StatusOr<v1::StepReply> got = via_proxy_->Step(req);
+    absl::StatusOr<v1::StepReply> want = reference_->Step(req);
+    ASSERT_TRUE(got.ok()) << Id(i) << " t=" << t << ": " << got.status();
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_EQ(got->t(), t);
+    EXPECT_FALSE(got->replayed()) << Id(i) << " t=" << t;
+    EXPECT_TRUE(SameBits(got->x(), want->x())) << Id(i) << " t=" << t;
+  }
+
+  const FamilyCase family_ =
+      testing::AllFamilyCases()[2]; // logistic_hpo, small
+  std::vector<std::string> dirs_;
+  std::vector<std::unique_ptr<ServerProcess>> replicas_;
+  std::vector<std::pair<std::string, std::string>> ring_;
+  std::unique_ptr<ProxyProcess> proxy_;
+  std::unique_ptr<client::Client> via_proxy_;
+  std::unique_ptr<ServerProcess> reference_server_;
+  std::unique_ptr<client::Client> reference_;
+};
+
+TEST_F(ScaleOutTest,
+       SessionsSpreadOverAllReplicasAndStepBitIdenticalToOneServer) {
+  std::map<int, int> per_replica;
+  for (int i = 0; i < kSessions; ++i) {
+    const int holder = Holder(Id(i));
+    ASSERT_GE(holder, 0) << Id(i) << " is on no replica or on several";
+    ++per_replica[holder];
+  }
+  for (int r = 0; r < kReplicas; ++r) {
+    std::printf("replica %d holds %d sessions\n", r, per_replica[r]);
+    EXPECT_GE(per_replica[r], 5)
+        << "replica " << r << " holds " << per_replica[r] << " of " << kSessions
+        << " sessions";
+  }
+  for (int t = 1; t <= kSteps; ++t) {
+    for (int i = 0; i < kSessions; ++i)
+      StepAndCompare(i, t);
+  }
+  // Every step reached the holder (and only it): the holder has applied all
+  // of them, the final decision equals the single server's bit for bit.
+  for (int i = 0; i < kSessions; ++i) {
+    const int holder = Holder(Id(i));
+    ASSERT_GE(holder, 0) << Id(i);
+    absl::StatusOr<v1::SessionInfo> info = Direct(holder).GetSession(Id(i));
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->next_t(), kSteps + 1) << Id(i);
+    absl::StatusOr<v1::Decision> got = Direct(holder).GetDecision(Id(i));
+    absl::StatusOr<v1::Decision> want = reference_->GetDecision(Id(i));
+    ASSERT_TRUE(got.ok() && want.ok());
+    EXPECT_TRUE(SameBits(got->x(), want->x()) && SameBits(got->y(), want->y()))
+        << Id(i);
+  }
+}
+
+TEST_F(ScaleOutTest,
+       KillNineMakesOnlyThatReplicasSessionsUnavailableUntilItRestarts) {
+  for (int t = 1; t <= kSteps; ++t) {
+    for (int i = 0; i < kSessions; ++i)
+      StepAndCompare(i, t);
+  }
+  constexpr int kVictim = 1;
+  std::vector<int> on_victim, elsewhere;
+  for (int i = 0; i < kSessions; ++i)
+    (Holder(Id(i)) == kVictim ? on_victim : elsewhere).push_back(i);
+  ASSERT_FALSE(on_victim.empty());
+  const std::string port = std::to_string(replicas_[kVictim]->grpc_port());
+  ASSERT_EQ(replicas_[kVictim]->Stop(SIGKILL), 128 + SIGKILL);
+
+  // Its sessions: UNAVAILABLE through the proxy (one attempt each), never
+  // served by another replica.
+  for (int i : on_victim) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("x-f2obo-session", Id(i));
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    v1::StepReply reply;
+    const grpc::Status s = via_proxy_->stub().Step(
+        &ctx, RequestFor(family_, Id(i), kSteps + 1), &reply);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << Id(i) << ": " << s.error_message();
+  }
+  // The others keep stepping.
+  for (int i : elsewhere)
+    StepAndCompare(i, kSteps + 1);
+
+  // Restarted on its data directory and port: its sessions resume where
+  // their last acknowledged step left them, and continue bit for bit.
+  replicas_[kVictim] = std::make_unique<ServerProcess>(
+      std::vector<std::string>{"--listen=127.0.0.1:" + port}, dirs_[kVictim]);
+  ASSERT_TRUE(replicas_[kVictim]->started()) << replicas_[kVictim]->banner();
+  for (int i : on_victim) {
+    absl::StatusOr<v1::SessionInfo> info = via_proxy_->GetSession(Id(i));
+    ASSERT_TRUE(info.ok()) << Id(i) << ": " << info.status();
+    EXPECT_EQ(info->next_t(), kSteps + 1)
+        << Id(i) << " lost or repeated an acknowledged step";
+    StepAndCompare(i, kSteps + 1);
+  }
+  for (int i = 0; i < kSessions; ++i)
+    StepAndCompare(i, kSteps + 2);
+}
+
+} // namespace
+} // namespace f2obo
