@@ -184,11 +184,6 @@ def main():
              "--exact_every=1"])
         cli([a.cli, "stream", target, "--session=" + simple, "--data=" + csv, "--steps=4",
              "--rows_per_step=60"])
-        # A multi-task session for the f2obo_multitask_session_* series.
-        multitask = "deploymultitask"
-        cli([a.cli, "stream", target, "--create", "--id=" + multitask, "--data=" + csv,
-             "--tasks=4", "--tasks_per_step=2", "--algorithm=mt_f2obo", "--steps=4",
-             "--rows_per_step=40", "--exact_every=1"])
 
         # Exact metrics run off the request path: poll until step 8's land.
         deadline = time.monotonic() + 60
@@ -197,9 +192,7 @@ def main():
             step = value_of(text, "f2obo_session_step", sid)
             if (step is not None and step >= 8
                     and value_of(text, "f2obo_session_blreg", sid) is not None
-                    and value_of(text, "f2obo_simple_session_inner_gap", simple) is not None
-                    and value_of(text, "f2obo_multitask_session_gradient_norm",
-                                 multitask) is not None):
+                    and value_of(text, "f2obo_simple_session_inner_gap", simple) is not None):
                 break
             if time.monotonic() > deadline:
                 sys.exit("session metrics did not reach /metrics in 60 s:\n" + text)
