@@ -98,66 +98,15 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   forks_->WithLabels({});
   const std::vector<std::string> s = {"session_id"};
   t_ = OrDie(r->AddGauge("f2obo_session_step", "Index t of the last applied step.", s));
-  blreg_ = OrDie(r->AddGauge("f2obo_session_blreg",
-                             "Cumulative local regret BLReg(t) over evaluated steps (Eq. 2).", s));
-  regret_term_ = OrDie(r->AddGauge(
-      "f2obo_session_regret_term",
-      "Last local-regret term ||G_X(x_t, grad F_t(x_t), gamma)||^2.", s));
-  hypergradient_error_ = OrDie(r->AddGauge(
-      "f2obo_session_hypergradient_error",
-      "Last ||h_t - grad F_t(x_t)||, the algorithm's hypergradient error.", s));
-  variation_ = OrDie(r->AddGauge(
-      "f2obo_session_variation_estimate",
-      "Running sum of |F_t(x_t) - F_{t-1}(x_t)|: trajectory estimate of V_T.", s));
-  drift_ = OrDie(r->AddGauge(
-      "f2obo_session_drift_estimate",
-      "Running sum of ||y*_t(x_t) - y*_{t-1}(x_t)||^2: trajectory estimate of H_2,T.", s));
-  lambda_ = OrDie(r->AddGauge("f2obo_session_lambda", "Multiplier lambda_t of the last round.", s));
-  inner_iterations_ = OrDie(r->AddGauge("f2obo_session_inner_iterations",
-                                        "Inner gradient steps (z plus y) of the last round.", s));
-  value_ = OrDie(r->AddGauge("f2obo_session_objective",
-                             "F_t(x_t) at the last evaluated step.", s));
   upper_loss_ = OrDie(r->AddGauge(
       "f2obo_session_prequential_loss",
       "Upper loss on the step's fresh batch before the round (bilevel: f_t(x_t, y_t); "
-      "simple bilevel: f_t at the decision served).", s));
-  // The simple bilevel class's gaps (SPEC section 9.2), on the session's
-  // most recent rows.
-  simple_inner_gap_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_inner_gap",
-      "Simple bilevel: inner optimality gap g(decision) - g* at the last evaluated step.", s));
-  simple_outer_gap_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_outer_gap",
-      "Simple bilevel: outer gap f(decision) - f* at the last evaluated step whose f* the "
-      "family computes (may be negative: the decision need not be inner-optimal).", s));
-  simple_fw_gap_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_fw_gap",
-      "Simple bilevel: Frank-Wolfe gap max_s <grad g(decision), decision - s>, an upper "
-      "bound on the inner gap (sets with an LMO).", s));
-  simple_inner_gap_sum_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_inner_gap_cumulative",
-      "Simple bilevel: sum of converged inner gaps over evaluated steps.", s));
-  simple_outer_gap_sum_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_outer_gap_cumulative",
-      "Simple bilevel: sum of outer gaps over evaluated steps with an f*.", s));
-  simple_objective_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_objective",
-      "Simple bilevel: f(decision) on the recent upper rows at the last evaluated step.", s));
-  simple_inner_objective_ = OrDie(r->AddGauge(
-      "f2obo_simple_session_inner_objective",
-      "Simple bilevel: g(decision) on the recent inner rows at the last evaluated step.", s));
+      "simple bilevel: f_t at the decision served; multi-task: the mean over the step's tasks).",
+      s));
+  for (const presentation::ClassPresentation* p : presentation::Presentations()) {
+    classes_.emplace_back(p, p->new_series(r));
+  }
 }
-
-namespace {
-
-// Whether every solve behind a step's exact metrics met its tolerance.
-bool ExactConverged(const v1::ExactMetrics& e) {
-  if (e.has_simple()) return e.simple().g_star_converged();
-  return e.inner_converged() && e.cg_converged() &&
-         (!e.has_previous_inner_converged() || e.previous_inner_converged());
-}
-
-}  // namespace
 
 void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double seconds) {
   requests_->WithLabels({method}).Increment();
@@ -188,41 +137,23 @@ void ServiceMetrics::OnSessionCreated(const std::string& id) {
 
 void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   const v1::RoundReport& r = m.report();
+  const presentation::ClassPresentation& of = presentation::PresentationOf(r);
   steps_->WithLabels({}).Increment();
   rows_->WithLabels({}).Increment(static_cast<double>(r.rows_processed()));
   round_latency_->WithLabels({}).Observe(r.round_seconds());
   if (r.cap_hit()) cap_hits_->WithLabels({}).Increment();
   if (!m.exact_skipped_reason().empty()) exact_skipped_->WithLabels({}).Increment();
-  if (m.has_exact() && !ExactConverged(m.exact())) exact_unconverged_->WithLabels({}).Increment();
+  if (m.has_exact() && !of.exact_converged(m.exact())) {
+    exact_unconverged_->WithLabels({}).Increment();
+  }
   if (!per_session_) return;
   std::lock_guard<std::mutex> lock(series_mu_);
   if (!live_.contains(m.session_id())) return;
   const std::vector<std::string> id = {m.session_id()};
   t_->WithLabels(id).Set(static_cast<double>(m.t()));
   upper_loss_->WithLabels(id).Set(r.upper_loss_before());
-  if (r.has_simple()) {
-    if (m.has_exact()) {
-      const v1::SimpleExactMetrics& e = m.exact().simple();
-      simple_inner_gap_->WithLabels(id).Set(e.inner_gap());
-      if (e.has_outer_gap()) simple_outer_gap_->WithLabels(id).Set(e.outer_gap());
-      if (e.has_fw_gap()) simple_fw_gap_->WithLabels(id).Set(e.fw_gap());
-      simple_objective_->WithLabels(id).Set(e.f());
-      simple_inner_objective_->WithLabels(id).Set(e.g());
-      simple_inner_gap_sum_->WithLabels(id).Set(m.exact().running().simple().inner_gap_sum());
-      simple_outer_gap_sum_->WithLabels(id).Set(m.exact().running().simple().outer_gap_sum());
-    }
-    return;
-  }
-  lambda_->WithLabels(id).Set(r.lambda());
-  inner_iterations_->WithLabels(id).Set(r.z_iterations() + r.y_iterations());
-  if (m.has_exact()) {
-    const v1::ExactMetrics& e = m.exact();
-    blreg_->WithLabels(id).Set(e.running().blreg());
-    regret_term_->WithLabels(id).Set(e.regret_term());
-    hypergradient_error_->WithLabels(id).Set(e.hypergradient_error());
-    variation_->WithLabels(id).Set(e.running().variation_sum());
-    drift_->WithLabels(id).Set(e.running().drift_sum());
-    value_->WithLabels(id).Set(e.value());
+  for (auto& [p, series] : classes_) {
+    if (p == &of) series->Update(m.session_id(), m);
   }
 }
 
@@ -230,13 +161,11 @@ void ServiceMetrics::OnSessionDeleted(const std::string& id) {
   sessions_->WithLabels({}).Add(-1);
   std::lock_guard<std::mutex> lock(series_mu_);
   live_.erase(id);
-  for (metrics::GaugeFamily* g :
-       {t_, blreg_, regret_term_, hypergradient_error_, variation_, drift_, lambda_,
-        inner_iterations_, value_, upper_loss_, simple_inner_gap_, simple_outer_gap_,
-        simple_fw_gap_, simple_inner_gap_sum_, simple_outer_gap_sum_, simple_objective_,
-        simple_inner_objective_}) {
-    g->Remove({id});
-  }
+  t_->Remove({id});
+  upper_loss_->Remove({id});
+  // A session's class is not known here: every class drops its series of
+  // the id (a no-op for the others).
+  for (auto& [p, series] : classes_) series->Remove(id);
 }
 
 }  // namespace f2obo::server

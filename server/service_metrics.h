@@ -1,22 +1,29 @@
 // The service's Prometheus series: server-wide request, error, latency,
-// session and ingest figures, and per-session optimization metrics (t,
-// BLReg, regret term, hypergradient error, V_T / H_2,T estimates, lambda,
-// inner iterations, F_t(x_t)).  Per-session series carry a session_id label
-// that can be switched off for servers with very many sessions; the
-// server-wide series remain.
+// session and ingest figures, and per-session series: those every problem
+// class shares (step index t, prequential loss) here, each class's own
+// (bilevel: BLReg, regret term, hypergradient error, V_T / H_2,T estimates,
+// lambda, inner iterations, F_t(x_t); simple bilevel: its gaps; multi-task:
+// regret and grad F over the tasks seen) in its presentation
+// (server/presentation/).  Per-session series carry a session_id label that
+// can be switched off for servers with very many sessions; the server-wide
+// series remain.
 //
 // Thread-safety: thread-safe (the registry's series are atomic).
 #ifndef F2OBO_SERVER_SERVICE_METRICS_H_
 #define F2OBO_SERVER_SERVICE_METRICS_H_
 
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <grpcpp/support/status.h>
 
 #include "f2obo/v1/f2obo.pb.h"
 #include "absl/container/flat_hash_set.h"
 #include "server/metrics/registry.h"
+#include "server/presentation/class_presentation.h"
 #include "server/service.h"
 
 namespace f2obo::server {
@@ -59,25 +66,13 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::CounterFamily* undecodable_;
   metrics::CounterFamily* rollbacks_;
   metrics::CounterFamily* forks_;
-  // Per session (label session_id).
+  // Per session (label session_id): every class's, then each class's own
+  // (in presentation::Presentations() order).
   metrics::GaugeFamily* t_;
-  metrics::GaugeFamily* blreg_;
-  metrics::GaugeFamily* regret_term_;
-  metrics::GaugeFamily* hypergradient_error_;
-  metrics::GaugeFamily* variation_;
-  metrics::GaugeFamily* drift_;
-  metrics::GaugeFamily* lambda_;
-  metrics::GaugeFamily* inner_iterations_;
-  metrics::GaugeFamily* value_;
   metrics::GaugeFamily* upper_loss_;
-  // Simple bilevel sessions (f2obo_simple_session_*).
-  metrics::GaugeFamily* simple_inner_gap_;
-  metrics::GaugeFamily* simple_outer_gap_;
-  metrics::GaugeFamily* simple_fw_gap_;
-  metrics::GaugeFamily* simple_inner_gap_sum_;
-  metrics::GaugeFamily* simple_outer_gap_sum_;
-  metrics::GaugeFamily* simple_objective_;
-  metrics::GaugeFamily* simple_inner_objective_;
+  std::vector<std::pair<const presentation::ClassPresentation*,
+                        std::unique_ptr<presentation::ClassSeries>>>
+      classes_;
 };
 
 }  // namespace f2obo::server

@@ -10,8 +10,23 @@
 #define F2OBO_CORE_MULTITASK_MULTITASK_METRICS_H_
 
 #include <cstdint>
+#include <vector>
 
 namespace f2obo {
+
+// Per-task figures are kept for the task indices 0 .. kReportedTasks - 1
+// only: per-task series (Prometheus labels, the wire, running sums) stay a
+// bounded set whatever m.  Tasks are numbered by the client, so these are
+// the tasks it chose to put first (e.g. the ones it watches).
+inline constexpr int kReportedTasks = 4;
+
+// One reported task's part of a step's exact metrics, at the same x_t.
+struct TaskMetrics {
+  int task = 0;
+  double value = 0.0;        // F_i(x_t)
+  double regret_term = 0.0;  // ||G_X(x_t, grad F_i(x_t), gamma)||^2: task i's local regret term
+  bool converged = true;     // its inner and CG solves met their tolerances
+};
 
 struct MultitaskMetrics {
   int64_t t = 0;
@@ -26,6 +41,8 @@ struct MultitaskMetrics {
   // of the running sum (counted in unconverged_steps instead).
   int unconverged_tasks = 0;
   double seconds = 0.0;              // what computing these metrics cost
+  // The seen tasks with index < kReportedTasks, in increasing order.
+  std::vector<TaskMetrics> tasks;
   bool Converged() const { return unconverged_tasks == 0; }
 };
 

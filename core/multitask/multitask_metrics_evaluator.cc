@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/metrics/exact_metrics.h"
@@ -35,7 +36,9 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(
   m.t = before.t;
   m.tasks_touched = table_.touched(before);
   const Vector& x = before.x;
+  const double gamma = r.gamma > 0.0 ? r.gamma : gamma_;
   Vector grad = Vector::Zero(x.size());
+  Vector mapping(x.size());
   // Tasks in increasing order: the sums are a deterministic function of
   // the batches seen.
   for (const auto& [task, seen] : latest_) {
@@ -46,20 +49,27 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(
     const TrueHypergradient th = ComputeTrueHypergradient(f, x, data, warm, {});
     grad += th.grad;
     m.value += th.value;
-    if (!th.inner.converged || !th.cg_converged) ++m.unconverged_tasks;
+    const bool converged = th.inner.converged && th.cg_converged;
+    if (!converged) ++m.unconverged_tasks;
     ++m.tasks_evaluated;
+    if (task < kReportedTasks) {
+      GradientMapping(set_, x, th.grad, gamma, &mapping);
+      m.tasks.push_back({task, th.value, mapping.squaredNorm(), converged});
+    }
   }
   if (m.tasks_evaluated > 0) {
     grad /= m.tasks_evaluated;
     m.value /= m.tasks_evaluated;
   }
-  Vector mapping(x.size());
-  GradientMapping(set_, x, grad, r.gamma > 0.0 ? r.gamma : gamma_, &mapping);
+  GradientMapping(set_, x, grad, gamma, &mapping);
   m.regret_term = mapping.squaredNorm();
   m.true_gradient_norm = grad.norm();
   m.hypergradient_error =
       r.direction.size() == grad.size() ? (r.direction - grad).norm() : grad.norm();
-  for (double v : {m.value, m.regret_term, m.true_gradient_norm, m.hypergradient_error}) {
+  std::vector<double> figures = {m.value, m.regret_term, m.true_gradient_norm,
+                                 m.hypergradient_error};
+  for (const TaskMetrics& tm : m.tasks) figures.insert(figures.end(), {tm.value, tm.regret_term});
+  for (double v : figures) {
     if (!std::isfinite(v)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "multi-task exact metrics at step ", m.t, " are not finite"));
@@ -77,6 +87,9 @@ void AccumulateMultitask(const MultitaskMetrics& m, RunningMetrics* r) {
     r->sums[kMultitaskBlreg] += m.regret_term;
   } else {
     r->sums[kMultitaskUnconvergedSteps] += 1.0;
+  }
+  for (const TaskMetrics& tm : m.tasks) {
+    if (tm.converged) r->sums[kMultitaskTaskRegret + tm.task] += tm.regret_term;
   }
 }
 

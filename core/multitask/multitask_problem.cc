@@ -14,7 +14,11 @@
 namespace f2obo {
 
 StateLayout MultitaskLayout() {
-  return StateLayout{{}, {"lambda"}, {{"blreg"}, {"unconverged_steps", true}}};
+  StateLayout layout{{}, {"lambda"}, {{"blreg"}, {"unconverged_steps", true}}};
+  for (int i = 0; i < kReportedTasks; ++i) {
+    layout.sums.push_back({absl::StrCat("task", i, "_regret")});
+  }
+  return layout;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #ifndef F2OBO_CORE_MULTITASK_MULTITASK_STATE_H_
 #define F2OBO_CORE_MULTITASK_MULTITASK_STATE_H_
 
+#include "core/multitask/multitask_metrics.h"
 #include "core/state.h"
 
 namespace f2obo {
@@ -17,10 +18,16 @@ enum MultitaskSum {
   kMultitaskBlreg = 0,         // sum of the regret terms of converged steps
   kMultitaskUnconvergedSteps,  // evaluated steps left out of it (a task's solve
                                // did not converge)
-  kMultitaskSumCount
+  // Task i's regret terms summed over the evaluated steps at which it was
+  // seen and its solves converged, for i < kReportedTasks (at
+  // kMultitaskTaskRegret + i).  Added after the first two: a state saved
+  // before has them start at zero (Session::Restore).
+  kMultitaskTaskRegret,
+  kMultitaskSumCount = kMultitaskTaskRegret + kReportedTasks
 };
 
-// vectors {}, scalars {"lambda"}, sums {"blreg", "unconverged_steps"}.
+// vectors {}, scalars {"lambda"}, sums {"blreg", "unconverged_steps",
+// "task0_regret", ..., "task3_regret"}.
 StateLayout MultitaskLayout();
 
 }  // namespace f2obo

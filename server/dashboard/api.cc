@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/presentation/class_presentation.h"
 
 namespace f2obo::dashboard {
 namespace {
@@ -145,41 +146,12 @@ absl::StatusOr<std::map<std::string, std::string>> ParseQuery(absl::string_view 
 void WriteStep(const v1::StepMetrics& m, JsonWriter& w) {
   const v1::RoundReport& r = m.report();
   w.BeginObject().Key("t").Int(m.t());
-  if (!r.has_simple()) {
-    w.Key("lambda").Number(r.lambda())
-        .Key("z_iterations").Int(r.z_iterations())
-        .Key("y_iterations").Int(r.y_iterations());
-  } else {
-    w.Key("inner_loss_before").Number(r.simple().inner_loss_before());
-  }
   w.Key("round_seconds").Number(r.round_seconds())
       .Key("upper_loss_before").Number(r.upper_loss_before())
       .Key("rows_processed").Int(r.rows_processed());
   if (r.has_accuracy_before()) w.Key("accuracy_before").Number(r.accuracy_before());
   if (r.cap_hit()) w.Key("cap_hit").Bool(true);
-  if (m.has_exact() && m.exact().has_simple()) {
-    const v1::SimpleExactMetrics& e = m.exact().simple();
-    w.Key("f").Number(e.f())
-        .Key("g").Number(e.g())
-        .Key("inner_gap").Number(e.inner_gap())
-        .Key("inner_gap_sum").Number(m.exact().running().simple().inner_gap_sum())
-        .Key("converged").Bool(e.g_star_converged());
-    if (e.has_fw_gap()) w.Key("fw_gap").Number(e.fw_gap());
-    if (e.has_outer_gap()) w.Key("outer_gap").Number(e.outer_gap());
-  } else if (m.has_exact()) {
-    const v1::ExactMetrics& e = m.exact();
-    w.Key("regret_term").Number(e.regret_term())
-        .Key("blreg").Number(e.running().blreg())
-        .Key("hypergradient_error").Number(e.hypergradient_error())
-        .Key("value").Number(e.value());
-    if (e.has_variation()) w.Key("variation").Number(e.variation());
-    if (e.has_drift()) w.Key("drift").Number(e.drift());
-    w.Key("variation_sum").Number(e.running().variation_sum())
-        .Key("drift_sum").Number(e.running().drift_sum())
-        .Key("converged").Bool(e.inner_converged() && e.cg_converged() &&
-                               (!e.has_previous_inner_converged() ||
-                                e.previous_inner_converged()));
-  }
+  server::presentation::PresentationOf(r).step_json(m, w);
   if (!m.exact_skipped_reason().empty()) w.Key("exact_skipped").String(m.exact_skipped_reason());
   w.EndObject();
 }
@@ -208,7 +180,6 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Key("lambda").Number(info.lambda())
         .Key("blreg").Number(info.metrics().blreg())
         .Key("evaluated_steps").Int(info.metrics().evaluated_steps())
-        .Key("unconverged_steps").Int(info.metrics().unconverged_steps())
         .Key("variation_sum").Number(info.metrics().variation_sum())
         .Key("drift_sum").Number(info.metrics().drift_sum())
         .Key("x_dim").Int(info.x_dim())
@@ -216,12 +187,7 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Key("inner_iterations").Int(info.inner_iterations())
         .Key("cap_hits").Int(info.cap_hits())
         .Key("rows_processed").Int(info.rows_processed());
-    if (info.metrics().has_simple()) {
-      const v1::SimpleRunningMetrics& sm = info.metrics().simple();
-      w.Key("inner_gap_sum").Number(sm.inner_gap_sum())
-          .Key("outer_gap_sum").Number(sm.outer_gap_sum())
-          .Key("unconverged_steps").Int(sm.unconverged_steps());
-    }
+    server::presentation::PresentationOf(info).session_json(info, w);
     w.EndObject();
   }
   w.EndArray().Key("groups").BeginArray();

@@ -6,8 +6,10 @@
 //                      "lambda", "blreg", "evaluated_steps",
 //                      "unconverged_steps", "variation_sum", "drift_sum",
 //                      "x_dim", "y_dim", "inner_iterations", "cap_hits",
-//                      "rows_processed", and for simple bilevel sessions
-//                      "inner_gap_sum", "outer_gap_sum"}, ...],
+//                      "rows_processed", and the fields of the session's
+//                      class (server/presentation/): simple bilevel
+//                      "inner_gap_sum", "outer_gap_sum"; multi-task
+//                      "tasks", "tasks_touched", "task_regret" (tasks 0-3)}, ...],
 //        "groups": [{"id", "members": [session id, ...]}, ...]}
 //       "group" is set on members of a side-by-side group.
 //   GET /api/metrics?session=<id>[&after=<t>]
@@ -23,7 +25,13 @@
 //       unconverged_steps counts it); exact_skipped (a reason) when they
 //       were due but not computed.  Simple bilevel steps carry instead f,
 //       g, inner_gap, inner_gap_sum, fw_gap?, outer_gap? and converged
-//       (the g* solve met its tolerance).
+//       (the g* solve met its tolerance).  Multi-task steps carry lambda,
+//       z_iterations, y_iterations, tasks, tasks_touched and, with exact
+//       metrics (of F over the tasks seen), regret_term, blreg,
+//       hypergradient_error, value, gradient_norm, tasks_evaluated,
+//       exact_seconds, converged and task_metrics ([{task, value,
+//       regret_term, converged}] for the tasks 0-3 seen).  The class's
+//       fields are written by its presentation (server/presentation/).
 //   GET /api/decision?session=<id>[&max=<n>]
 //       {"session_id", "t", "lambda", "x_dim", "x": [the first n entries of
 //       x_t, default 1000]}

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Checks deploy/'s PromQL against what a real f2obo-server exports.
 
-Starts f2obo-server on loopback (free ports), creates a session with
-f2obo-cli, streams a few steps (Steps and unary Step), provokes one RPC
-error, waits until the session's exact metrics reach /metrics, then checks
+Starts f2obo-server on loopback (free ports), creates sessions with
+f2obo-cli (bilevel, simple bilevel and multi-task), streams a few steps
+(Steps and unary Step), provokes one RPC error, waits until the sessions'
+exact metrics reach /metrics, then checks
 every PromQL expression of the Grafana dashboard (panels and template
 variables) and of the alert rules:
   - every f2obo_* metric name is exported (histograms as _bucket/_sum/_count),
@@ -184,6 +185,12 @@ def main():
              "--exact_every=1"])
         cli([a.cli, "stream", target, "--session=" + simple, "--data=" + csv, "--steps=4",
              "--rows_per_step=60"])
+        # A multi-task session (4 tasks: every task has per-task series) for
+        # the f2obo_multitask_* series.
+        multitask = "deploymultitask"
+        cli([a.cli, "stream", target, "--create", "--id=" + multitask, "--data=" + csv,
+             "--tasks=4", "--tasks_per_step=2", "--algorithm=rsvrb", "--exact_every=1",
+             "--steps=4", "--rows_per_step=40"])
 
         # Exact metrics run off the request path: poll until step 8's land.
         deadline = time.monotonic() + 60
@@ -192,7 +199,10 @@ def main():
             step = value_of(text, "f2obo_session_step", sid)
             if (step is not None and step >= 8
                     and value_of(text, "f2obo_session_blreg", sid) is not None
-                    and value_of(text, "f2obo_simple_session_inner_gap", simple) is not None):
+                    and value_of(text, "f2obo_simple_session_inner_gap", simple) is not None
+                    and (value_of(text, "f2obo_session_step", multitask) or 0) >= 4
+                    and value_of(text, "f2obo_multitask_session_regret", multitask)
+                    is not None):
                 break
             if time.monotonic() > deadline:
                 sys.exit("session metrics did not reach /metrics in 60 s:\n" + text)
@@ -259,7 +269,10 @@ def main():
     required = {"f2obo_session_blreg", "f2obo_session_variation_estimate",
                 "f2obo_session_drift_estimate", "f2obo_session_lambda",
                 "f2obo_session_inner_iterations", "f2obo_rpc_duration_seconds_bucket",
-                "f2obo_rpc_errors_total", "f2obo_sessions", "f2obo_sessions_limit"}
+                "f2obo_rpc_errors_total", "f2obo_sessions", "f2obo_sessions_limit",
+                "f2obo_multitask_session_regret", "f2obo_multitask_session_gradient_norm",
+                "f2obo_multitask_session_tasks_touched", "f2obo_multitask_session_exact_seconds",
+                "f2obo_multitask_task_regret"}
     if not required <= used:
         fail("never queried: %s" % sorted(required - used))
     heatmaps = [p for p in dash["panels"] if p["type"] == "heatmap"]

@@ -8,7 +8,8 @@ with deploy/prometheus/prometheus.yml -- the same rule files and job name,
 only the target rewritten to the server's loopback metrics port and the
 intervals shortened to 1 s -- and checks through the HTTP API that:
   - the f2obo target is up (the exposition parses for Prometheus itself),
-  - the session's BLReg as Prometheus stored it equals the server's value,
+  - the session's BLReg and a multi-task session's regret of F as Prometheus
+    stored them equal the server's values,
   - every recording and alerting rule of the deploy rules evaluated without
     error (health "ok"), so no rule is broken PromQL against real series,
   - the per-session recording rule produced a series for the session.
@@ -108,13 +109,19 @@ def main():
              "--dataset=" + csv, "--algorithm=sf2obo", "--exact_every=1"])
         cli([a.cli, "stream", target, "--session=" + sid, "--data=" + csv, "--steps=10",
              "--rows_per_step=40"])
-        # The server's own value once step 10's exact metrics are published.
+        mt = "promscrapemt"
+        cli([a.cli, "stream", target, "--create", "--id=" + mt, "--data=" + csv, "--tasks=5",
+             "--tasks_per_step=2", "--algorithm=rsvrb", "--exact_every=1", "--steps=6",
+             "--rows_per_step=30"])
+        # The server's own values once the last steps' exact metrics are published.
         def server_blreg():
             text = scrape(mport)
-            if (value_of(text, "f2obo_session_step", sid) or 0) < 10:
+            if ((value_of(text, "f2obo_session_step", sid) or 0) < 10
+                    or (value_of(text, "f2obo_session_step", mt) or 0) < 6):
                 return None
             return value_of(text, "f2obo_session_blreg", sid)
         blreg = poll("step 10's metrics on /metrics", server_blreg)
+        mt_regret = value_of(scrape(mport), "f2obo_multitask_session_regret", mt)
 
         config_path = os.path.join(work, "prometheus.yml")
         with open(config_path, "w") as f:
@@ -142,6 +149,16 @@ def main():
         print("BLReg: server %r, Prometheus %r" % (blreg, got))
         if got != blreg:
             failures.append("Prometheus stored BLReg %r, the server exported %r" % (got, blreg))
+
+        mt_stored = poll("the multi-task regret in Prometheus",
+                         lambda: api(pport, "query",
+                                     query='f2obo_multitask_session_regret{session_id="%s"}'
+                                     % mt)["result"])
+        got = float(mt_stored[0]["value"][1])
+        print("multi-task regret: server %r, Prometheus %r" % (mt_regret, got))
+        if mt_regret is None or got != mt_regret:
+            failures.append("Prometheus stored the multi-task regret %r, the server exported %r"
+                            % (got, mt_regret))
 
         def all_rules_evaluated():
             groups = api(pport, "rules")["groups"]

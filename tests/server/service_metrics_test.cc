@@ -4,17 +4,52 @@
 
 #include <regex>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 namespace f2obo::server {
 namespace {
 
-// The value of the label-less series `name` in `text`, or -1 when absent.
+// The value of the series `name` (with its labels, e.g.
+// `x{session_id="s"}`) in `text`, or -1 when absent.
 double Value(const std::string& text, const std::string& name) {
+  const std::string quoted = std::regex_replace(name, std::regex(R"([{}])"), R"(\$&)");
   std::smatch m;
-  if (!std::regex_search(text, m, std::regex("\n" + name + " ([^\n]+)\n"))) return -1;
+  if (!std::regex_search(text, m, std::regex("\n" + quoted + " ([^\n]+)\n"))) return -1;
   return std::stod(m[1]);
+}
+
+// Session "s"'s series `name`, or -1 when absent.
+double Of(const std::string& text, const std::string& name, const std::string& more = "") {
+  return Value(text, name + "{session_id=\"s\"" + more + "}");
+}
+
+// A published multi-task step: report `tasks_touched`, exact metrics with
+// per-task figures for `tasks` (each task's regret term = its index + 1).
+v1::StepMetrics MultitaskStep(int64_t t, int64_t tasks_touched, std::vector<int> tasks) {
+  v1::StepMetrics m;
+  m.set_session_id("s");
+  m.set_t(t);
+  m.mutable_report()->mutable_multitask()->set_tasks_touched(tasks_touched);
+  v1::ExactMetrics* e = m.mutable_exact();
+  e->set_t(t);
+  e->set_inner_converged(true);
+  e->set_cg_converged(true);
+  e->set_regret_term(0.5);
+  e->set_true_gradient_norm(0.25);
+  e->set_value(3);
+  e->mutable_running()->set_blreg(1.5);
+  e->mutable_multitask()->set_tasks_evaluated(static_cast<int>(tasks.size()));
+  e->mutable_multitask()->set_seconds(0.125);
+  for (int task : tasks) {
+    v1::MultitaskTaskMetrics* tm = e->mutable_multitask()->add_tasks();
+    tm->set_task(task);
+    tm->set_regret_term(task + 1);
+    tm->set_value(10 * task);
+  }
+  for (int i = 0; i < 4; ++i) e->mutable_running()->mutable_multitask()->add_task_regret(100 + i);
+  return m;
 }
 
 v1::StepMetrics WithExact(int64_t t, bool inner_converged, bool cg_converged) {
@@ -56,6 +91,72 @@ TEST(ServiceMetrics, UnconvergedExactMetricsAreCountedAndConvergedOnesAreNot) {
   previous_unconverged.mutable_exact()->set_previous_inner_converged(false);
   metrics.OnStepMetrics(previous_unconverged);
   EXPECT_EQ(Value(registry.Render(), name), 4);
+}
+
+TEST(ServiceMetrics, MultitaskSessionsGetTheirOwnSeriesAndPerTaskOnlyForTheFirstTasks) {
+  metrics::Registry registry;
+  ServiceMetrics metrics(&registry, /*per_session_labels=*/true);
+  metrics.OnSessionCreated("s");
+  // Tasks 1 and 3 are reported; 7 is beyond the bound (whatever is sent).
+  metrics.OnStepMetrics(MultitaskStep(1, 5000, {1, 3, 7}));
+  const std::string text = registry.Render();
+  EXPECT_EQ(Of(text, "f2obo_session_step"), 1);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_tasks_touched"), 5000);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_regret"), 1.5);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_regret_term"), 0.5);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_gradient_norm"), 0.25);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_objective"), 3);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_tasks_evaluated"), 3);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_exact_seconds"), 0.125);
+  EXPECT_EQ(Of(text, "f2obo_multitask_task_regret_term", ",task=\"1\""), 2);
+  EXPECT_EQ(Of(text, "f2obo_multitask_task_objective", ",task=\"3\""), 30);
+  EXPECT_EQ(Of(text, "f2obo_multitask_task_regret", ",task=\"3\""), 103);
+  EXPECT_EQ(Of(text, "f2obo_multitask_task_regret_term", ",task=\"0\""), -1) << "not seen";
+  EXPECT_EQ(text.find("task=\"7\""), std::string::npos) << "per-task series are bounded";
+  // Not the bilevel class's series.
+  EXPECT_EQ(Of(text, "f2obo_session_blreg"), -1);
+  EXPECT_EQ(Of(text, "f2obo_session_lambda"), -1);
+
+  // A step without exact metrics moves tasks touched only.
+  v1::StepMetrics plain = MultitaskStep(2, 5001, {});
+  plain.clear_exact();
+  metrics.OnStepMetrics(plain);
+  EXPECT_EQ(Of(registry.Render(), "f2obo_multitask_session_tasks_touched"), 5001);
+  EXPECT_EQ(Of(registry.Render(), "f2obo_multitask_session_regret"), 1.5);
+
+  // An unconverged task's solve counts as unconverged exact metrics.
+  v1::StepMetrics unconverged = MultitaskStep(3, 5001, {0});
+  unconverged.mutable_exact()->set_inner_converged(false);
+  unconverged.mutable_exact()->set_cg_converged(false);
+  metrics.OnStepMetrics(unconverged);
+  EXPECT_EQ(Value(registry.Render(), "f2obo_exact_metrics_unconverged_total"), 1);
+
+  metrics.OnSessionDeleted("s");
+  EXPECT_EQ(registry.Render().find("session_id=\"s\""), std::string::npos);
+}
+
+TEST(ServiceMetrics, EachClassSetsOnlyItsOwnSeries) {
+  metrics::Registry registry;
+  ServiceMetrics metrics(&registry, /*per_session_labels=*/true);
+  metrics.OnSessionCreated("s");
+  v1::StepMetrics simple;
+  simple.set_session_id("s");
+  simple.set_t(1);
+  simple.mutable_report()->mutable_simple()->set_alpha(0.5);
+  simple.mutable_exact()->mutable_simple()->set_inner_gap(0.75);
+  simple.mutable_exact()->mutable_simple()->set_g_star_converged(true);
+  metrics.OnStepMetrics(simple);
+  v1::StepMetrics bilevel = WithExact(2, true, true);
+  bilevel.mutable_exact()->mutable_running()->set_blreg(2.5);
+  bilevel.mutable_report()->set_lambda(4);
+  metrics.OnStepMetrics(bilevel);
+  const std::string text = registry.Render();
+  EXPECT_EQ(Of(text, "f2obo_simple_session_inner_gap"), 0.75);
+  EXPECT_EQ(Of(text, "f2obo_session_blreg"), 2.5);
+  EXPECT_EQ(Of(text, "f2obo_session_lambda"), 4);
+  EXPECT_EQ(Of(text, "f2obo_multitask_session_regret"), -1);
+  EXPECT_EQ(Value(text, "f2obo_exact_metrics_unconverged_total"), 0)
+      << "a simple step's convergence is its g* solve's";
 }
 
 }  // namespace

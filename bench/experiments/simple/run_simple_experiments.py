@@ -64,6 +64,8 @@ class Server:
         if "listening on" not in banner:
             raise RuntimeError(f"f2obo-server did not start: {banner!r}")
         self.target = banner.split("listening on ")[1].split(",")[0].strip()
+        # "..., metrics on HOST:PORT/metrics": the Prometheus endpoint.
+        self.metrics_target = banner.split("metrics on ")[1].split("/metrics")[0].strip()
 
     def stop(self):
         self.proc.terminate()

@@ -49,6 +49,13 @@ void Metrics(const ClassMetrics& metrics, v1::ExactMetrics* out) {
   mt->set_tasks_touched(m.tasks_touched);
   mt->set_unconverged_tasks(m.unconverged_tasks);
   mt->set_seconds(m.seconds);
+  for (const TaskMetrics& tm : m.tasks) {
+    v1::MultitaskTaskMetrics* o = mt->add_tasks();
+    o->set_task(tm.task);
+    o->set_value(tm.value);
+    o->set_regret_term(tm.regret_term);
+    o->set_converged(tm.converged);
+  }
 }
 
 void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
@@ -57,6 +64,10 @@ void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
   };
   out->set_blreg(sum(kMultitaskBlreg));
   out->set_unconverged_steps(static_cast<int64_t>(sum(kMultitaskUnconvergedSteps)));
+  for (int i = 0; i < kReportedTasks; ++i) {
+    out->mutable_multitask()->add_task_regret(
+        sum(static_cast<MultitaskSum>(kMultitaskTaskRegret + i)));
+  }
 }
 
 void Info(const Problem& p, const SessionState& s, v1::SessionInfo* out) {

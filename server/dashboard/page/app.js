@@ -44,6 +44,18 @@ const METRICS = [
   ['fw_gap', 'simple bilevel: Frank-Wolfe gap (bounds the inner gap)', s => s.fw_gap, true],
   ['outer_gap', 'simple bilevel: outer gap f(x) \u2212 f*', s => s.outer_gap, true],
   ['simple_f', 'simple bilevel: f(x) on recent rows', s => s.f, true],
+  // Multi-task sessions: F over the tasks seen (regret, hypergradient error
+  // and F itself share the charts above), tasks touched, what the exact
+  // metrics cost, and the per-task regret terms of tasks 0-3 (the only
+  // tasks with per-task figures).
+  ['gradient_norm', 'multi-task: \u2016\u2207F(x_t)\u2016 over the tasks seen',
+   s => s.gradient_norm, true],
+  ['tasks_touched', 'multi-task: tasks touched (holding state)', s => s.tasks_touched, true],
+  ['exact_seconds', 'multi-task: cost of the exact metrics (s)', s => s.exact_seconds, true],
+  ...[0, 1, 2, 3].map(i => [`task${i}_regret_term`,
+                            `multi-task: task ${i} regret term \u2016G_X(x_t, \u2207F_${i})\u2016\u00b2`,
+                            s => ((s.task_metrics || []).find(m => m.task === i) || {}).regret_term,
+                            true]),
   ['latency_ms', 'step latency (ms, the round)', s => s.round_seconds * 1000],
   ['upper_loss_before', 'prequential upper loss f_t(x_t, y_t)', s => s.upper_loss_before],
   ['accuracy_before', 'prequential accuracy', s => s.accuracy_before, true],

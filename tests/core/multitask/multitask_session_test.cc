@@ -292,6 +292,7 @@ TEST(MultitaskSession, ExactMetricsAreTheGradientOfFOverTheTasksSeen) {
     std::unique_ptr<MetricsEvaluator> eval = *s->problem().NewMetricsEvaluator();
     const std::vector<std::vector<int>> schedule = {{4}, {1, 4}, {2}, {1}};
     std::vector<int> seen;
+    double task_regret[kReportedTasks] = {};
     for (const std::vector<int>& tasks : schedule) {
       const SessionState before = s->state();
       const StepData data = q.Step(tasks);
@@ -311,11 +312,31 @@ TEST(MultitaskSession, ExactMetricsAreTheGradientOfFOverTheTasksSeen) {
       EXPECT_NEAR(mm.hypergradient_error, (direction - truth).norm(), 1e-9);
       EXPECT_NEAR(mm.regret_term, truth.squaredNorm(), 1e-9 * (1 + truth.squaredNorm()));
       EXPECT_TRUE(mm.Converged());
+      // Per-task figures for the seen tasks among 0 .. kReportedTasks - 1
+      // only (here 1 and 2, not 4), in increasing order.
+      std::vector<int> reported;
+      for (const TaskMetrics& tm : mm.tasks) {
+        reported.push_back(tm.task);
+        const double term = q.GradF(before.x, {tm.task}).squaredNorm();
+        EXPECT_NEAR(tm.regret_term, term, 1e-9 * (1 + term)) << "task " << tm.task;
+        EXPECT_TRUE(tm.converged);
+        task_regret[tm.task] += tm.regret_term;
+      }
+      std::vector<int> expected;
+      for (int i = 0; i < kReportedTasks; ++i) {
+        if (std::find(seen.begin(), seen.end(), i) != seen.end()) expected.push_back(i);
+      }
+      EXPECT_EQ(reported, expected);
       s->AddMetrics(*m);
     }
     EXPECT_EQ(s->metrics().evaluated_steps, 4);
     EXPECT_GT(s->metrics().sums[kMultitaskBlreg], 0.0);
     EXPECT_EQ(s->metrics().sums[kMultitaskUnconvergedSteps], 0.0);
+    ASSERT_EQ(s->metrics().sums.size(), static_cast<size_t>(kMultitaskSumCount));
+    for (int i = 0; i < kReportedTasks; ++i) {
+      EXPECT_EQ(s->metrics().sums[kMultitaskTaskRegret + i], task_regret[i]) << "task " << i;
+    }
+    EXPECT_GT(task_regret[1], 0.0);
   }
 }
 

@@ -287,6 +287,59 @@ TEST(WriteStep, ExactFieldsOnlyWhenComputedAndNonFiniteAsNull) {
   EXPECT_FALSE(converged(true, false, std::nullopt));
 }
 
+TEST(WriteStep, EachClassWritesItsOwnFields) {
+  v1::StepMetrics simple;
+  simple.set_t(2);
+  simple.mutable_report()->mutable_simple()->set_inner_loss_before(0.5);
+  simple.mutable_exact()->mutable_simple()->set_inner_gap(0.25);
+  simple.mutable_exact()->mutable_simple()->set_g_star_converged(true);
+  JsonWriter ws;
+  WriteStep(simple, ws);
+  Struct s;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ws.str(), &s).ok()) << ws.str();
+  EXPECT_EQ(At(s, "inner_loss_before").number_value(), 0.5);
+  EXPECT_EQ(At(s, "inner_gap").number_value(), 0.25);
+  EXPECT_TRUE(At(s, "converged").bool_value());
+  for (const char* key : {"lambda", "blreg", "regret_term", "gradient_norm", "tasks_touched"}) {
+    EXPECT_FALSE(s.fields().count(key)) << key;
+  }
+
+  v1::StepMetrics mt;
+  mt.set_t(3);
+  mt.mutable_report()->set_lambda(1.5);
+  mt.mutable_report()->mutable_multitask()->set_tasks(2);
+  mt.mutable_report()->mutable_multitask()->set_tasks_touched(700);
+  v1::ExactMetrics* e = mt.mutable_exact();
+  e->set_regret_term(0.125);
+  e->set_true_gradient_norm(0.75);
+  e->mutable_running()->set_blreg(9);
+  e->mutable_multitask()->set_tasks_evaluated(256);
+  e->mutable_multitask()->set_seconds(0.5);
+  v1::MultitaskTaskMetrics* tm = e->mutable_multitask()->add_tasks();
+  tm->set_task(3);
+  tm->set_regret_term(0.0625);
+  JsonWriter wm;
+  WriteStep(mt, wm);
+  Struct m;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(wm.str(), &m).ok()) << wm.str();
+  EXPECT_EQ(At(m, "lambda").number_value(), 1.5);
+  EXPECT_EQ(At(m, "tasks").number_value(), 2);
+  EXPECT_EQ(At(m, "tasks_touched").number_value(), 700);
+  EXPECT_EQ(At(m, "regret_term").number_value(), 0.125);
+  EXPECT_EQ(At(m, "blreg").number_value(), 9);
+  EXPECT_EQ(At(m, "gradient_norm").number_value(), 0.75);
+  EXPECT_EQ(At(m, "tasks_evaluated").number_value(), 256);
+  EXPECT_EQ(At(m, "exact_seconds").number_value(), 0.5);
+  EXPECT_FALSE(At(m, "converged").bool_value());  // the flags were left false
+  const auto& tasks = At(m, "task_metrics").list_value().values();
+  ASSERT_EQ(tasks.size(), 1);
+  EXPECT_EQ(At(tasks[0].struct_value(), "task").number_value(), 3);
+  EXPECT_EQ(At(tasks[0].struct_value(), "regret_term").number_value(), 0.0625);
+  for (const char* key : {"inner_gap", "variation_sum", "drift_sum"}) {
+    EXPECT_FALSE(m.fields().count(key)) << key;
+  }
+}
+
 // ------------------------------------------------------ page and the routes
 
 TEST(DashboardPage, IsOneSelfContainedDocumentWithTheScriptInlined) {

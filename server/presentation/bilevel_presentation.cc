@@ -1,0 +1,116 @@
+// The bilevel class (x, y, z, lambda; SPEC sections 2-5): the f2obo_session_*
+// hypergradient series and the regret, drift and convergence fields of the
+// dashboard's steps.
+#include <initializer_list>
+#include <memory>
+
+#include "server/presentation/class_presentation.h"
+
+namespace f2obo::server::presentation {
+namespace {
+
+bool Owns(const v1::RoundReport& /*r*/) { return false; }  // the default class
+
+bool ExactConverged(const v1::ExactMetrics& e) {
+  return e.inner_converged() && e.cg_converged() &&
+         (!e.has_previous_inner_converged() || e.previous_inner_converged());
+}
+
+class Series final : public ClassSeries {
+ public:
+  explicit Series(metrics::Registry* r)
+      : blreg_(SessionGauge(r, "f2obo_session_blreg",
+                            "Cumulative local regret BLReg(t) over evaluated steps (Eq. 2).")),
+        regret_term_(SessionGauge(r, "f2obo_session_regret_term",
+                                  "Last local-regret term ||G_X(x_t, grad F_t(x_t), gamma)||^2.")),
+        hypergradient_error_(
+            SessionGauge(r, "f2obo_session_hypergradient_error",
+                         "Last ||h_t - grad F_t(x_t)||, the algorithm's hypergradient error.")),
+        variation_(
+            SessionGauge(r, "f2obo_session_variation_estimate",
+                         "Running sum of |F_t(x_t) - F_{t-1}(x_t)|: trajectory estimate of V_T.")),
+        drift_(SessionGauge(
+            r, "f2obo_session_drift_estimate",
+            "Running sum of ||y*_t(x_t) - y*_{t-1}(x_t)||^2: trajectory estimate of H_2,T.")),
+        lambda_(SessionGauge(r, "f2obo_session_lambda", "Multiplier lambda_t of the last round.")),
+        inner_iterations_(SessionGauge(r, "f2obo_session_inner_iterations",
+                                       "Inner gradient steps (z plus y) of the last round.")),
+        value_(SessionGauge(r, "f2obo_session_objective", "F_t(x_t) at the last evaluated step.")) {
+  }
+
+  void Update(const std::string& session, const v1::StepMetrics& m) override {
+    const std::vector<std::string> id = {session};
+    const v1::RoundReport& r = m.report();
+    lambda_->WithLabels(id).Set(r.lambda());
+    inner_iterations_->WithLabels(id).Set(r.z_iterations() + r.y_iterations());
+    if (!m.has_exact()) return;
+    const v1::ExactMetrics& e = m.exact();
+    blreg_->WithLabels(id).Set(e.running().blreg());
+    regret_term_->WithLabels(id).Set(e.regret_term());
+    hypergradient_error_->WithLabels(id).Set(e.hypergradient_error());
+    variation_->WithLabels(id).Set(e.running().variation_sum());
+    drift_->WithLabels(id).Set(e.running().drift_sum());
+    value_->WithLabels(id).Set(e.value());
+  }
+
+  void Remove(const std::string& session) override {
+    for (metrics::GaugeFamily* g : {blreg_, regret_term_, hypergradient_error_, variation_, drift_,
+                                    lambda_, inner_iterations_, value_}) {
+      g->Remove({session});
+    }
+  }
+
+ private:
+  metrics::GaugeFamily* const blreg_;
+  metrics::GaugeFamily* const regret_term_;
+  metrics::GaugeFamily* const hypergradient_error_;
+  metrics::GaugeFamily* const variation_;
+  metrics::GaugeFamily* const drift_;
+  metrics::GaugeFamily* const lambda_;
+  metrics::GaugeFamily* const inner_iterations_;
+  metrics::GaugeFamily* const value_;
+};
+
+std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_unique<Series>(r); }
+
+void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
+  const v1::RoundReport& r = m.report();
+  w.Key("lambda")
+      .Number(r.lambda())
+      .Key("z_iterations")
+      .Int(r.z_iterations())
+      .Key("y_iterations")
+      .Int(r.y_iterations());
+  if (!m.has_exact()) return;
+  const v1::ExactMetrics& e = m.exact();
+  w.Key("regret_term")
+      .Number(e.regret_term())
+      .Key("blreg")
+      .Number(e.running().blreg())
+      .Key("hypergradient_error")
+      .Number(e.hypergradient_error())
+      .Key("value")
+      .Number(e.value());
+  if (e.has_variation()) w.Key("variation").Number(e.variation());
+  if (e.has_drift()) w.Key("drift").Number(e.drift());
+  w.Key("variation_sum")
+      .Number(e.running().variation_sum())
+      .Key("drift_sum")
+      .Number(e.running().drift_sum())
+      .Key("converged")
+      .Bool(ExactConverged(e));
+}
+
+void SessionJson(const v1::SessionInfo& info, dashboard::JsonWriter& w) {
+  w.Key("unconverged_steps").Int(info.metrics().unconverged_steps());
+}
+
+}  // namespace
+
+const ClassPresentation& BilevelPresentation() {
+  static const ClassPresentation p{
+      ProblemClass::kBilevel, &Owns, &ExactConverged, &NewSeries, &StepJson, &SessionJson};
+  return p;
+}
+
+}  // namespace f2obo::server::presentation
