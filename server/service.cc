@@ -275,8 +275,14 @@ grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroupRequest* req,
                                     v1::GroupInfo* out) {
-  return Handle("GetGroup", ctx, Access::kRead,
-                [&] { return Assign(groups_->Get(req->group_id()), out); });
+  return Handle("GetGroup", ctx, Access::kRead, [&] {
+    absl::Status s = Assign(groups_->Get(req->group_id()), out);
+    // A group moved away: retry (as for its sessions, see SessionManager).
+    if (absl::IsNotFound(s) && !sessions_->CheckFence(req->group_id()).ok()) {
+      return sessions_->CheckFence(req->group_id());
+    }
+    return s;
+  });
 }
 
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,

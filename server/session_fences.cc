@@ -10,38 +10,30 @@
 
 namespace f2obo::server {
 
-std::string SessionManager::RoutingKey(const std::string &id) {
-  return id.substr(0, id.find('.'));
-}
+std::string SessionManager::RoutingKey(const std::string &id) { return id.substr(0, id.find('.')); }
 
 absl::Status SessionManager::CheckFence(const std::string &id) const {
   const std::string key = RoutingKey(id);
   std::lock_guard<std::mutex> lock(fence_mu_);
   const auto it = fences_.find(key);
-  if (it == fences_.end())
-    return absl::OkStatus();
+  if (it == fences_.end()) return absl::OkStatus();
   // UNAVAILABLE, not FAILED_PRECONDITION: the call is right, only sent too
   // early; clients retry it (same step index) until the proxy routes the
   // key to its new owner.
-  return absl::UnavailableError(absl::StrCat(
-      "session '", id, "' is moving to replica '",
-      it->second.empty() ? "<unknown: damaged fence record>" : it->second,
-      "' (routing key '", key, "' is fenced on this replica); retry"));
+  return absl::UnavailableError(
+      absl::StrCat("session '", id, "' is moving to replica '",
+                   it->second.empty() ? "<unknown: damaged fence record>" : it->second,
+                   "' (routing key '", key, "' is fenced on this replica); retry"));
 }
 
-absl::Status SessionManager::SetFence(const std::string &key,
-                                      const std::string &target) {
-  if (key.empty() || key.find('.') != std::string::npos ||
-      !ValidSessionId(key)) {
-    return absl::InvalidArgumentError(
-        "routing_key: must match [A-Za-z0-9_-]{1,64}");
+absl::Status SessionManager::SetFence(const std::string &key, const std::string &target) {
+  if (key.empty() || key.find('.') != std::string::npos || !ValidSessionId(key)) {
+    return absl::InvalidArgumentError("routing_key: must match [A-Za-z0-9_-]{1,64}");
   }
-  if (target.empty())
-    return absl::InvalidArgumentError("target: must name the new owner");
+  if (target.empty()) return absl::InvalidArgumentError("target: must name the new owner");
   if (store_ != nullptr) {
     if (absl::Status s = store_->PutFence(key, target); !s.ok()) {
-      return StoreWriteFailed(
-          s, absl::StrCat("routing key '", key, "' not fenced"));
+      return StoreWriteFailed(s, absl::StrCat("routing key '", key, "' not fenced"));
     }
   }
   std::vector<std::shared_ptr<Entry>> fenced;
@@ -55,20 +47,17 @@ absl::Status SessionManager::SetFence(const std::string &key,
     // first (they are then listed and moved with the rest).
     installed_cv_.wait(lock, [&] {
       for (const std::string &id : installing_) {
-        if (RoutingKey(id) == key)
-          return false;
+        if (RoutingKey(id) == key) return false;
       }
       return true;
     });
     for (const auto &[id, e] : sessions_) {
-      if (RoutingKey(id) == key)
-        fenced.push_back(e);
+      if (RoutingKey(id) == key) fenced.push_back(e);
     }
   }
   // A round holds its entry's mu from before its fence check to its commit:
   // taking each lock once waits for the rounds admitted before the fence.
-  for (const auto &e : fenced)
-    std::lock_guard<std::mutex> barrier(e->mu);
+  for (const auto &e : fenced) std::lock_guard<std::mutex> barrier(e->mu);
   return absl::OkStatus();
 }
 
@@ -76,14 +65,12 @@ absl::Status SessionManager::LiftFence(const std::string &key) {
   {
     std::lock_guard<std::mutex> lock(fence_mu_);
     if (fences_.count(key) == 0) {
-      return absl::NotFoundError(
-          absl::StrCat("routing key '", key, "' has no fence"));
+      return absl::NotFoundError(absl::StrCat("routing key '", key, "' has no fence"));
     }
   }
   if (store_ != nullptr) {
     if (absl::Status s = store_->PutFence(key, ""); !s.ok()) {
-      return StoreWriteFailed(
-          s, absl::StrCat("fence of routing key '", key, "' not lifted"));
+      return StoreWriteFailed(s, absl::StrCat("fence of routing key '", key, "' not lifted"));
     }
   }
   std::lock_guard<std::mutex> lock(fence_mu_);
@@ -94,20 +81,17 @@ absl::Status SessionManager::LiftFence(const std::string &key) {
 std::vector<StoredFence> SessionManager::Fences() const {
   std::lock_guard<std::mutex> lock(fence_mu_);
   std::vector<StoredFence> out;
-  for (const auto &[key, target] : fences_)
-    out.push_back({key, target});
+  for (const auto &[key, target] : fences_) out.push_back({key, target});
   return out;
 }
 
-std::vector<std::string>
-SessionManager::SessionsOfKey(const std::string &key) const {
+std::vector<std::string> SessionManager::SessionsOfKey(const std::string &key) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
   for (const auto &[id, e] : sessions_) {
-    if (RoutingKey(id) == key)
-      out.push_back(id);
+    if (RoutingKey(id) == key) out.push_back(id);
   }
   return out;
 }
 
-} // namespace f2obo::server
+}  // namespace f2obo::server

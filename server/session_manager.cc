@@ -42,6 +42,9 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::Find(
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) {
+    // Moved away (a fence left as a tombstone): a proxy with the old ring
+    // still sends it here; the client is to retry, not to give up.
+    if (absl::Status fenced = CheckFence(id); !fenced.ok()) return fenced;
     return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
   }
   return it->second;
