@@ -1,5 +1,6 @@
 #include "client/client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -124,12 +125,13 @@ namespace {
 // Calls `rpc(ctx, &out)` up to `max_attempts` times, retrying UNAVAILABLE
 // and DEADLINE_EXCEEDED with exponential backoff.
 template <typename Reply, typename Rpc>
-absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double backoff, Rpc rpc) {
+absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double backoff,
+                                  double max_backoff, Rpc rpc) {
   grpc::Status last;
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     if (attempt > 0) {
       std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
-      backoff *= 2;
+      backoff = std::min(2 * backoff, max_backoff);
     }
     Reply out;
     auto ctx = c.NewContext();
@@ -148,13 +150,13 @@ absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double back
 
 absl::StatusOr<v1::StepReply> Client::Step(const v1::StepRequest& req) {
   return WithRetries<v1::StepReply>(
-      *this, options_.max_attempts, options_.initial_backoff_seconds,
+      *this, options_.max_attempts, options_.initial_backoff_seconds, options_.max_backoff_seconds,
       [&](grpc::ClientContext* ctx, v1::StepReply* out) { return stub_->Step(ctx, req, out); });
 }
 
 absl::StatusOr<v1::GroupStepReply> Client::StepGroup(const v1::GroupStepRequest& req) {
   return WithRetries<v1::GroupStepReply>(
-      *this, options_.max_attempts, options_.initial_backoff_seconds,
+      *this, options_.max_attempts, options_.initial_backoff_seconds, options_.max_backoff_seconds,
       [&](grpc::ClientContext* ctx, v1::GroupStepReply* out) {
         return stub_->StepGroup(ctx, req, out);
       });

@@ -21,6 +21,12 @@ struct ClientOptions {
   std::string target = "127.0.0.1:50051";
   int max_attempts = 6;             // per Step, including the first
   double initial_backoff_seconds = 0.05;
+  // Backoff doubles per attempt up to this.  UNAVAILABLE covers a replica
+  // restarting and a session being moved to another replica (its old owner
+  // answers "session '<id>' is moving to replica '<name>' ...; retry"
+  // until the proxy routes it to the new one): raise max_attempts to ride
+  // out a rebalance.
+  double max_backoff_seconds = 1.0;
   double rpc_timeout_seconds = 120;  // per attempt
   int max_message_bytes = 64 << 20;
   // Sent as "authorization: Bearer <token>" on every call when set.

@@ -45,6 +45,9 @@ std::string IdOf(absl::string_view method, const void* message) {
   if (method == "CreateGroup") return As<v1::CreateGroupRequest>(message).group_id();
   if (method == "GetGroup") return As<v1::GetGroupRequest>(message).group_id();
   if (method == "DeleteGroup") return As<v1::DeleteGroupRequest>(message).group_id();
+  if (method == "ImportGroup") return As<v1::ImportGroupRequest>(message).group_id();
+  // Asks the proxy which replica owns a key (f2obo-cli rebalance).
+  if (method == "GetServerInfo") return As<v1::GetServerInfoRequest>(message).routing_key();
   if (method == "StepGroup" || method == "StepsGroup") {
     return As<v1::GroupStepRequest>(message).group_id();
   }

@@ -77,10 +77,58 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
     }
     ids.push_back(absl::StrCat(req.group_id(), ".", req.members(i).name()));
   }
+  return Install(req.group_id(), ids, [&](size_t i) -> absl::StatusOr<v1::SessionInfo> {
+    const v1::GroupMember& m = req.members(i);
+    v1::CreateSessionRequest create;
+    create.set_session_id(ids[i]);
+    *create.mutable_spec() = req.spec();
+    create.mutable_spec()->set_algorithm(m.algorithm());
+    create.mutable_spec()->mutable_options()->MergeFrom(m.options());
+    absl::StatusOr<v1::SessionInfo> member = sessions_->Create(create);
+    if (member.ok()) return member;
+    return absl::Status(member.status().code(), absl::StrCat("members[", i, "] (", m.name(),
+                                                             "): ", member.status().message()));
+  });
+}
+
+absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest& req) {
+  if (!ValidName(req.group_id())) {
+    return absl::InvalidArgumentError("group_id: must match [A-Za-z0-9_-]{1,32}");
+  }
+  if (req.members_size() < 1 || req.members_size() > kMaxMembers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("members: a group has 1 to ", kMaxMembers, " members"));
+  }
+  std::set<std::string> ids_seen;
+  std::vector<std::string> ids;
+  for (int i = 0; i < req.members_size(); ++i) {
+    const std::string& id = req.members(i).session_id();
+    const std::string prefix = req.group_id() + ".";
+    if (id.rfind(prefix, 0) != 0 || !ValidName(id.substr(prefix.size())) ||
+        !ids_seen.insert(id).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "members[", i, "].session_id: must be unique and match '", prefix,
+          "<[A-Za-z0-9_-]{1,32}>'"));
+    }
+    ids.push_back(id);
+  }
+  return Install(req.group_id(), ids, [&](size_t i) -> absl::StatusOr<v1::SessionInfo> {
+    v1::ImportSessionRequest import;
+    *import.mutable_session() = req.members(i);
+    absl::StatusOr<v1::SessionInfo> member = sessions_->Import(import);
+    if (member.ok()) return member;
+    return absl::Status(member.status().code(),
+                        absl::StrCat("members[", i, "]: ", member.status().message()));
+  });
+}
+
+absl::StatusOr<v1::GroupInfo> GroupManager::Install(
+    const std::string& group_id, const std::vector<std::string>& ids,
+    const std::function<absl::StatusOr<v1::SessionInfo>(size_t)>& make_member) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (groups_.count(req.group_id()) > 0 || busy_.count(req.group_id()) > 0) {
-      return absl::AlreadyExistsError(absl::StrCat("group '", req.group_id(), "' already exists"));
+    if (groups_.count(group_id) > 0 || busy_.count(group_id) > 0) {
+      return absl::AlreadyExistsError(absl::StrCat("group '", group_id, "' already exists"));
     }
     for (const std::string& id : ids) {
       if (deleting_sessions_.count(id) > 0) {
@@ -98,43 +146,35 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
           "members: a group of ", ids.size(), " sessions would exceed max_sessions = ", max,
           " (the server holds ", held, ")"));
     }
-    busy_[req.group_id()] = ids;
+    busy_[group_id] = ids;
   }
   const auto release = [&] {
     std::lock_guard<std::mutex> lock(mu_);
-    busy_.erase(req.group_id());
+    busy_.erase(group_id);
   };
   const auto roll_back = [&](size_t created) {
     for (size_t i = 0; i < created; ++i) sessions_->Delete(ids[i]).IgnoreError();  // all or none
     release();
   };
   v1::GroupInfo info;
-  info.set_group_id(req.group_id());
-  for (int i = 0; i < req.members_size(); ++i) {
-    const v1::GroupMember& m = req.members(i);
-    v1::CreateSessionRequest create;
-    create.set_session_id(ids[i]);
-    *create.mutable_spec() = req.spec();
-    create.mutable_spec()->set_algorithm(m.algorithm());
-    create.mutable_spec()->mutable_options()->MergeFrom(m.options());
-    absl::StatusOr<v1::SessionInfo> member = sessions_->Create(create);
+  info.set_group_id(group_id);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    absl::StatusOr<v1::SessionInfo> member = make_member(i);
     if (!member.ok()) {
       roll_back(i);
-      return absl::Status(member.status().code(),
-                          absl::StrCat("members[", i, "] (", m.name(), "): ",
-                                       member.status().message()));
+      return member.status();
     }
     *info.add_members() = *std::move(member);
   }
   if (store_ != nullptr) {
-    if (absl::Status s = store_->PutGroup(req.group_id(), ids); !s.ok()) {
+    if (absl::Status s = store_->PutGroup(group_id, ids); !s.ok()) {
       roll_back(ids.size());
-      return StoreWriteFailed(s, absl::StrCat("group '", req.group_id(), "' not created"));
+      return StoreWriteFailed(s, absl::StrCat("group '", group_id, "' not created"));
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  busy_.erase(req.group_id());
-  groups_[req.group_id()] = Group{ids, ""};
+  busy_.erase(group_id);
+  groups_[group_id] = Group{ids, ""};
   return info;
 }
 

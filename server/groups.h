@@ -8,6 +8,7 @@
 #ifndef F2OBO_SERVER_GROUPS_H_
 #define F2OBO_SERVER_GROUPS_H_
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -39,6 +40,9 @@ class GroupManager {
   // count against max_sessions: a group that would exceed it is refused
   // before any member is created.
   absl::StatusOr<v1::GroupInfo> Create(const v1::CreateGroupRequest& request);
+  // Creates a group and its members from the members' exports (a group
+  // moving between replicas), all or none, like Create.
+  absl::StatusOr<v1::GroupInfo> Import(const v1::ImportGroupRequest& request);
   absl::StatusOr<v1::GroupInfo> Get(const std::string& id) const;
   // Applies the step to every member.  Fails as a whole only when the
   // request itself is bad (unknown group, batches that do not decode or
@@ -67,6 +71,11 @@ class GroupManager {
   };
 
   absl::StatusOr<std::vector<std::string>> Members(const std::string& id) const;
+  // Creates group `group_id` of members `ids` (checked), the i-th by
+  // make_member(i): all or none, then the group record.
+  absl::StatusOr<v1::GroupInfo> Install(
+      const std::string& group_id, const std::vector<std::string>& ids,
+      const std::function<absl::StatusOr<v1::SessionInfo>(size_t)>& make_member);
   // The group claiming session `session_id`, or "".  Requires mu_.
   std::string OwnerOf(const std::string& session_id) const;
 

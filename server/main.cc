@@ -1,4 +1,6 @@
 // f2obo-server: the online bilevel optimization service.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -15,6 +17,9 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC listen address host:port (port 0 picks a free port)");
+ABSL_FLAG(std::string, replica_name, "",
+          "This replica's name behind a proxy, reported by GetServerInfo and used by "
+          "`f2obo-cli rebalance` (\"\" = the host name)");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics HTTP address host:port; binds only there (\"\" = off)");
 ABSL_FLAG(int, metrics_threads, 1,
@@ -105,6 +110,11 @@ int main(int argc, char** argv) {
 
   f2obo::server::ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
+  o.replica_name = absl::GetFlag(FLAGS_replica_name);
+  if (o.replica_name.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) o.replica_name = host;
+  }
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.metrics_threads = absl::GetFlag(FLAGS_metrics_threads);
   o.max_pending_metrics = absl::GetFlag(FLAGS_max_pending_metrics);

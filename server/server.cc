@@ -124,6 +124,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), s->groups_.get(), sm,
                                                s->auth_.get());
+  s->service_->set_replica_name(options.replica_name);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

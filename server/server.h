@@ -24,6 +24,9 @@ namespace f2obo::server {
 // Filled from flags in main() only.
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
+  // This replica's name, reported by GetServerInfo (scale-out); main()
+  // defaults it to the host name.
+  std::string replica_name;
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables /metrics
   int metrics_threads = 1;         // exact-metric workers
   int max_pending_metrics = 64;    // per session, before exact metrics are skipped

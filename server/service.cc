@@ -121,6 +121,7 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
                                          const v1::DeleteSessionRequest* req,
                                          v1::DeleteSessionResponse*) {
   return Handle("DeleteSession", ctx, Access::kWrite, [&] {
+    if (absl::Status s = sessions_->CheckFence(req->session_id()); !s.ok()) return s;
     absl::Status s = groups_->DeleteSession(req->session_id());  // refuses group members
     if (s.ok() && observer_ != nullptr) observer_->OnSessionDeleted(req->session_id());
     return s;
@@ -261,15 +262,34 @@ grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx,
+                                       const v1::ImportGroupRequest* req, v1::GroupInfo* out) {
+  return Handle("ImportGroup", ctx, Access::kWrite, [&] {
+    absl::Status s = Assign(groups_->Import(*req), out);
+    if (s.ok() && observer_ != nullptr) {
+      for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
+    }
+    return s;
+  });
+}
+
 grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroupRequest* req,
                                     v1::GroupInfo* out) {
-  return Handle("GetGroup", ctx, Access::kRead,
-                [&] { return Assign(groups_->Get(req->group_id()), out); });
+  return Handle("GetGroup", ctx, Access::kRead, [&] {
+    absl::Status s = Assign(groups_->Get(req->group_id()), out);
+    // A group moved away: retry (as for its sessions, see SessionManager).
+    if (absl::IsNotFound(s) && !sessions_->CheckFence(req->group_id()).ok()) {
+      return sessions_->CheckFence(req->group_id());
+    }
+    return s;
+  });
 }
 
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
                                      v1::GroupStepReply* out) {
   return Handle("StepGroup", ctx, Access::kWrite, [&] {
+    // A fenced group is refused as a whole (its members also check).
+    if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
     absl::Status s = Assign(groups_->Step(*req, ctx), out);
     if (s.ok()) ReportMembers(*out);
     return s;
@@ -280,6 +300,7 @@ grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx,
                                        const v1::DeleteGroupRequest* req,
                                        v1::DeleteGroupResponse* out) {
   return Handle("DeleteGroup", ctx, Access::kWrite, [&]() -> absl::Status {
+    if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
     absl::StatusOr<std::vector<std::string>> deleted = groups_->Delete(req->group_id());
     if (!deleted.ok()) return deleted.status();
     for (const std::string& id : *deleted) {
@@ -302,6 +323,7 @@ grpc::Status F2oboService::StepsGroup(
     if (!round.admitted()) return Refuse("StepsGroup");
     v1::GroupStepReply reply;
     const grpc::Status status = Serve("StepsGroup", ctx, Access::kWrite, [&] {
+      if (absl::Status s = sessions_->CheckFence(req.group_id()); !s.ok()) return s;
       absl::Status s = Assign(groups_->Step(req, ctx), &reply);
       if (s.ok()) ReportMembers(reply);
       return s;

@@ -93,6 +93,18 @@ class F2oboService final : public v1::F2obo::Service {
       grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>*) override;
   grpc::Status DeleteGroup(grpc::ServerContext*, const v1::DeleteGroupRequest*,
                            v1::DeleteGroupResponse*) override;
+  grpc::Status ImportGroup(grpc::ServerContext*, const v1::ImportGroupRequest*,
+                           v1::GroupInfo*) override;
+  // Scale-out (server/service_scaleout.cc).
+  grpc::Status GetServerInfo(grpc::ServerContext*, const v1::GetServerInfoRequest*,
+                             v1::ServerInfo*) override;
+  grpc::Status SetFence(grpc::ServerContext*, const v1::SetFenceRequest*, v1::Fence*) override;
+  grpc::Status LiftFence(grpc::ServerContext*, const v1::LiftFenceRequest*,
+                         v1::LiftFenceResponse*) override;
+  grpc::Status DropFencedSessions(grpc::ServerContext*, const v1::DropFencedSessionsRequest*,
+                                  v1::DropFencedSessionsResponse*) override;
+  // The name GetServerInfo reports (--replica_name); set before serving.
+  void set_replica_name(std::string name) { replica_name_ = std::move(name); }
 
  private:
   // Admission of one unit of work (a handler, or one message of a stream
@@ -130,6 +142,7 @@ class F2oboService final : public v1::F2obo::Service {
   GroupManager* const groups_;
   ServiceObserver* const observer_;
   const TokenAuthenticator* const auth_;
+  std::string replica_name_;
   std::atomic<bool> shutting_down_{false};
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;

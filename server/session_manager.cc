@@ -42,6 +42,9 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::Find(
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) {
+    // Moved away (a fence left as a tombstone): a proxy with the old ring
+    // still sends it here; the client is to retry, not to give up.
+    if (absl::Status fenced = CheckFence(id); !fenced.ok()) return fenced;
     return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
   }
   return it->second;
@@ -231,6 +234,11 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     } else if (taken(entry->id)) {
       return absl::AlreadyExistsError(absl::StrCat("session '", entry->id, "' already exists"));
     }
+    // A session of a fenced key belongs to its new owner (recovery loads
+    // the frozen copies, which the fence keeps from stepping).
+    if (!persisted) {
+      if (absl::Status s = CheckFence(entry->id); !s.ok()) return s;
+    }
     installing_.insert(entry->id);
   }
   // Where a new session starts is its first checkpoint (written with it).
@@ -244,6 +252,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       installing_.erase(entry->id);
+      installed_cv_.notify_all();
       return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
     }
   }
@@ -264,6 +273,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
     std::lock_guard<std::mutex> lock(mu_);
     installing_.erase(entry->id);
     sessions_[entry->id] = entry;
+    installed_cv_.notify_all();
   }
   return info;
 }
@@ -402,6 +412,10 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
   absl::StatusOr<LoadedStore> loaded = store_->LoadAll();
   if (!loaded.ok()) return loaded.status();
   if (groups != nullptr) *groups = std::move(loaded->groups);
+  {
+    std::lock_guard<std::mutex> lock(fence_mu_);
+    for (const StoredFence& f : loaded->fences) fences_[f.key] = f.target;
+  }
   std::vector<std::string> problems = loaded->damaged;
   for (StoredSession& stored : loaded->sessions) {
     absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec);
@@ -612,6 +626,9 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   Session& s = *e.session;
   // Another request for this index may have won the race while we decoded.
   if (t != s.state().t) return CachedOrRefused(e, t);
+  // Checked under e.mu: SetFence waits for this lock, so no step is
+  // applied after a fence's SetFence returned.
+  if (absl::Status fenced = CheckFence(e.id); !fenced.ok()) return fenced;
   MetricsJob job;
   job.t = t;
   job.before = s.snapshot();

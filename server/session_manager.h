@@ -13,6 +13,7 @@
 #define F2OBO_SERVER_SESSION_MANAGER_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -102,6 +103,22 @@ class SessionManager {
   absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
                                              const std::shared_ptr<const StepData>& data,
                                              const grpc::ServerContext* call = nullptr);
+
+  // Scale-out fences (server/session_fences.cc; the proto's SetFence).
+  // The routing key of a session or group id: up to its first '.'.
+  static std::string RoutingKey(const std::string& id);
+  // UNAVAILABLE naming the new owner when the routing key of session (or
+  // group) `id` is fenced; OK otherwise.
+  absl::Status CheckFence(const std::string& id) const;
+  // Fences `key` towards replica `target` (durable first).  Returns once
+  // no round or install of a session of that key admitted before the
+  // fence is still running, so an export taken afterwards is final.
+  absl::Status SetFence(const std::string& key, const std::string& target);
+  // NOT_FOUND when `key` has no fence.
+  absl::Status LiftFence(const std::string& key);
+  std::vector<StoredFence> Fences() const;
+  // The ids of the local sessions whose routing key is `key`.
+  std::vector<std::string> SessionsOfKey(const std::string& key) const;
 
   // Server shutdown: every running and later round stops (UNAVAILABLE,
   // nothing applied).  Irreversible.
@@ -254,6 +271,11 @@ class SessionManager {
   // Ids reserved by installs in progress: not findable yet, but taken (and
   // counted toward max_sessions).  Guarded by mu_.
   std::set<std::string> installing_;
+  std::condition_variable installed_cv_;  // an id left installing_ (with mu_)
+  // Fenced routing key -> new owner ("" if its record was damaged).  Lock
+  // order: mu_ -> fence_mu_.
+  mutable std::mutex fence_mu_;
+  std::map<std::string, std::string> fences_;  // guarded by fence_mu_
   uint64_t next_generated_id_ = 1;                          // guarded by mu_
   int64_t reserved_bytes_ = 0;                              // guarded by mu_
   TestHooks hooks_;

@@ -91,6 +91,7 @@ int RunAlgorithms();
 int RunCheckpoint();
 int RunRollback();
 int RunFork();
+int RunRebalance();
 
 // The values of every --member flag given, in order (main.cc collects them:
 // unlike other flags, --member may be repeated).

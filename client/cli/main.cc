@@ -111,6 +111,12 @@ const std::vector<Command>& Commands() {
        "class, a state layout that fits) and option flags override the source's; with "
        "another algorithm, unset options take its defaults.",
        Concat({"session", "id", "at_t", "algorithm"}, OptionFlagNames()), RunFork},
+      {"rebalance", "Move sessions to the replicas a routing proxy maps their keys to",
+       "Asks --proxy where each routing key held by the --replicas goes (GetServerInfo) and "
+       "moves every misplaced key there under a fence: fence on the old owner (its steps get "
+       "UNAVAILABLE naming the new one), export, import (a group as a unit), drop the old "
+       "copies.  Safe to rerun after a crash: it completes or undoes interrupted moves.",
+       {"proxy", "replicas", "stop_after", "lift_tombstones"}, RunRebalance},
       {"health", "Exit 0 iff the server's health service reports SERVING", "", {}, RunHealth},
       {"bench", "Load generator: concurrent synthetic streams, throughput and latency",
        "Creates --sessions sessions, streams --steps synthetic steps into each (one Steps "

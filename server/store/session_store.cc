@@ -177,6 +177,7 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
   if (rc != SQLITE_DONE) {
     out.damaged.push_back(absl::StrCat("groups: unreadable (", sqlite3_errmsg(db_), ")"));
   }
+  if (absl::Status s = LoadFences(out); !s.ok()) return s;
   return out;
 }
 
@@ -340,6 +341,17 @@ absl::Status SessionStore::Apply(const Write& w) {
     }
     case Write::kDelete:
       return DeleteSessionRows(w.id);
+    case Write::kFence: {
+      if (w.spec.empty()) {
+        Stmt f(db_, "DELETE FROM fences WHERE key = ?");
+        return f.Text(1, w.id).Run("lifting a fence");
+      }
+      Stmt f(db_, "INSERT OR REPLACE INTO fences (key, target, target_sum) VALUES (?, ?, ?)");
+      return f.Text(1, w.id)
+          .Text(2, w.spec)
+          .Int(3, RecordSum("fence", w.id, 0, w.spec))
+          .Run("saving a fence");
+    }
     case Write::kDeleteGroup: {
       // One Write is applied inside one transaction (see WriterLoop).
       for (absl::string_view m : absl::StrSplit(w.spec, '\n', absl::SkipEmpty())) {

@@ -70,9 +70,19 @@ struct StoredGroup {
   std::vector<std::string> members;  // session ids, in member order
 };
 
+// A routing key whose sessions are moving to replica `target` (scale-out:
+// the proto's SetFence).  Stored so that a crash cannot lift it.
+struct StoredFence {
+  std::string key;
+  std::string target;
+};
+
 struct LoadedStore {
   std::vector<StoredSession> sessions;
   std::vector<StoredGroup> groups;
+  // A fence record failing its checksum is loaded with target "" (still a
+  // fence: its sessions must not step) and reported in `damaged`.
+  std::vector<StoredFence> fences;
   std::vector<std::string> damaged;  // one message per session not loaded
 };
 
@@ -82,7 +92,8 @@ class SessionStore {
   //  0: no checksums (files written before version 1).
   //  1: a checksum column per blob.
   //  2: the checkpoints table.
-  static constexpr int kSchemaVersion = 2;
+  //  3: the fences table (scale-out moves, server/store/fences.cc).
+  static constexpr int kSchemaVersion = 3;
   // Under kNone, CommitStep does not wait for its write; it waits only when
   // this many bytes are already queued, so a slow disk bounds the memory.
   // (Under kSync every caller waits anyway.)
@@ -139,6 +150,11 @@ class SessionStore {
   absl::Status RollbackSession(const std::string& id, int64_t t, std::string state,
                                const std::vector<v1::StepReply>& replies);
 
+  // Fences (server/store/fences.cc), durable before returning: sets the
+  // fence of routing key `key` to `target`, or removes it when `target`
+  // is empty.
+  absl::Status PutFence(const std::string& key, const std::string& target);
+
   // Caps the database file at about `max_bytes` (0: no cap) through
   // PRAGMA max_page_count: a write that would grow it further fails like a
   // full disk (RESOURCE_EXHAUSTED, store_errors.h), while deletions, which
@@ -177,6 +193,8 @@ class SessionStore {
   absl::Status InsertCheckpoint(const std::string& id, int64_t t, const std::string& state,
                                 int keep);
   absl::Status ApplyRollback(const Write& w);
+  // Reads every fence into `out` (fences.cc).
+  absl::Status LoadFences(LoadedStore& out);
   absl::StatusOr<std::string> ReadCheckpoint(const std::string& id, int64_t t);
   absl::Status Exec(const char* sql);
 

@@ -160,10 +160,16 @@ absl::Status SessionStore::Migrate() {
       "CREATE TABLE IF NOT EXISTS checkpoints (id TEXT NOT NULL, t INTEGER NOT NULL, "
       "state BLOB NOT NULL, state_sum INTEGER, PRIMARY KEY (id, t))",
   };
+  // Version 2 -> 3: fences of routing keys being moved to another replica.
+  const std::vector<const char*> to_3 = {
+      "CREATE TABLE IF NOT EXISTS fences (key TEXT PRIMARY KEY, target TEXT NOT NULL, "
+      "target_sum INTEGER)",
+  };
   // One transaction: a crash mid-way leaves the file at its old version.
   std::vector<const char*> migrate = {"BEGIN IMMEDIATE"};
   if (version < 1) migrate.insert(migrate.end(), to_1.begin(), to_1.end());
   if (version < 2) migrate.insert(migrate.end(), to_2.begin(), to_2.end());
+  if (version < 3) migrate.insert(migrate.end(), to_3.begin(), to_3.end());
   const std::string set_version = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
   migrate.push_back(set_version.c_str());
   migrate.push_back("COMMIT");

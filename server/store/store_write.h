@@ -23,10 +23,11 @@ struct SessionStore::Write {
     kDeleteGroup,
     kCheckpoint,
     kRollback,
-    kLoadCheckpoint
+    kLoadCheckpoint,
+    kFence
   } kind;
   std::string id;
-  std::string spec;   // kPut; kGroup, kDeleteGroup: member ids, one a line
+  std::string spec;   // kPut; kGroup, kDeleteGroup: member ids, one a line; kFence: target
   std::string state;  // kPut, kStep, kCheckpoint, kRollback
   int64_t t = 0;      // kPut, kStep, kCheckpoint, kRollback: the state's next step index
   std::string reply;  // kStep

@@ -6,6 +6,9 @@
    makes every generated file stale.
 3. statefulset.yaml runs as many replicas as replicas.yaml lists.
 4. nginx accepts a generated standalone config (nginx -t).
+5. docker-compose.scaleout.yml runs exactly the replicas of replicas.yaml,
+   each with its own --replica_name, volume and port, behind the generated
+   nginx config.
 """
 import os
 import shutil
@@ -58,6 +61,25 @@ def main():
         if r.returncode != 0 or t.returncode != 0 or \
                 "hash $http_x_f2obo_session consistent;" not in r.stdout:
             failures.append("nginx -t refused the generated config:\n" + r.stderr + t.stderr)
+
+    compose = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "docker-compose.scaleout.yml")))
+    names = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "replicas.yaml")))["replicas"]
+    services = compose["services"]
+    if sorted(n for n in services if n != "proxy") != sorted(names):
+        failures.append("docker-compose.scaleout.yml replicas %s != replicas.yaml %s"
+                        % (sorted(services), names))
+    volumes, ports = set(), set()
+    for n in names:
+        svc = services.get(n, {})
+        cmd = svc.get("command", [])
+        if "--replica_name=%s" % n not in cmd or "--listen=0.0.0.0:50051" not in cmd:
+            failures.append("compose %s: --replica_name=%s / --listen missing" % (n, n))
+        volumes.update(svc.get("volumes", []))
+        ports.update(svc.get("ports", []))
+    if len(volumes) != len(names) or len(ports) != len(names):
+        failures.append("compose replicas must not share volumes or ports")
+    if "./nginx/nginx.conf:/etc/nginx/nginx.conf:ro" not in services["proxy"]["volumes"]:
+        failures.append("compose proxy does not run the generated deploy/nginx/nginx.conf")
 
     for f in failures:
         print("FAIL:", f)

@@ -1,6 +1,7 @@
 #include "tests/server/proxy_process.h"
 
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -13,8 +14,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "tests/server/server_process.h"
@@ -32,8 +31,7 @@ std::string ReadFile(const std::string &path) {
 // Runs argv to completion; its stdout, or "" with `ok` false.
 std::string Capture(const std::vector<std::string> &args, bool *ok) {
   std::string command;
-  for (const std::string &a : args)
-    command += "'" + a + "' ";
+  for (const std::string &a : args) command += "'" + a + "' ";
   FILE *p = popen(command.c_str(), "r");
   std::string out;
   if (p == nullptr) {
@@ -42,13 +40,12 @@ std::string Capture(const std::vector<std::string> &args, bool *ok) {
   }
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    out.append(buf, n);
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   *ok = pclose(p) == 0;
   return out;
 }
 
-} // namespace
+}  // namespace
 
 int FreeLoopbackPort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -65,16 +62,14 @@ int FreeLoopbackPort() {
   return port;
 }
 
-ProxyProcess::ProxyProcess(
-    std::vector<std::pair<std::string, std::string>> replicas)
+ProxyProcess::ProxyProcess(std::vector<std::pair<std::string, std::string>> replicas)
     : replicas_(std::move(replicas)), prefix_(MakeTempDir()) {}
 
 ProxyProcess::~ProxyProcess() {
   if (pid_ > 0) {
-    kill(pid_, SIGQUIT); // graceful: the master waits for its workers
+    kill(pid_, SIGQUIT);  // graceful: the master waits for its workers
     int status = 0;
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (waitpid(pid_, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         kill(pid_, SIGKILL);
@@ -88,40 +83,45 @@ ProxyProcess::~ProxyProcess() {
   std::filesystem::remove_all(prefix_, ignored);
 }
 
-std::string ProxyProcess::ErrorLog() const {
-  return ReadFile(prefix_ + "/error.log");
+std::string ProxyProcess::ErrorLog() const { return ReadFile(prefix_ + "/error.log"); }
+
+std::string ProxyProcess::Reload(std::vector<std::pair<std::string, std::string>> replicas) {
+  replicas_ = std::move(replicas);
+  if (std::string error = WriteConfig(); !error.empty()) return error;
+  if (pid_ <= 0 || kill(pid_, SIGHUP) != 0) return "nginx is not running";
+  return "";
+}
+
+std::string ProxyProcess::WriteConfig() {
+  std::vector<std::string> gen = {"/usr/bin/python3",
+                                  F2OBO_SOURCE_DIR "/deploy/proxy/gen_proxy_config.py", "nginx",
+                                  "--listen=" + target(), "--prefix=" + prefix_};
+  // As root, nginx would run its workers as "nobody", who cannot enter the
+  // private temporary prefix.
+  if (geteuid() == 0) gen.push_back("--user=root");
+  for (const auto &[name, address] : replicas_) gen.push_back("--replica=" + name + "=" + address);
+  bool ok = false;
+  config_ = Capture(gen, &ok);
+  if (!ok) return "gen_proxy_config.py failed";
+  std::ofstream(prefix_ + "/nginx.conf") << config_;
+  return "";
 }
 
 std::string ProxyProcess::Start() {
   port_ = FreeLoopbackPort();
-  std::vector<std::string> gen = {
-      "/usr/bin/python3", F2OBO_SOURCE_DIR "/deploy/proxy/gen_proxy_config.py",
-      "nginx", "--listen=" + target(), "--prefix=" + prefix_};
-  // As root, nginx would run its workers as "nobody", who cannot enter the
-  // private temporary prefix.
-  if (geteuid() == 0)
-    gen.push_back("--user=root");
-  for (const auto &[name, address] : replicas_)
-    gen.push_back("--replica=" + name + "=" + address);
-  bool ok = false;
-  config_ = Capture(gen, &ok);
-  if (!ok)
-    return "gen_proxy_config.py failed";
+  if (std::string error = WriteConfig(); !error.empty()) return error;
   const std::string conf = prefix_ + "/nginx.conf";
-  std::ofstream(conf) << config_;
   pid_ = fork();
   if (pid_ == 0) {
     const std::string err = prefix_ + "/error.log";
-    execl(F2OBO_NGINX_PATH, F2OBO_NGINX_PATH, "-p", prefix_.c_str(), "-c",
-          conf.c_str(), "-e", err.c_str(), static_cast<char *>(nullptr));
+    execl(F2OBO_NGINX_PATH, F2OBO_NGINX_PATH, "-p", prefix_.c_str(), "-c", conf.c_str(), "-e",
+          err.c_str(), static_cast<char *>(nullptr));
     _exit(127);
   }
   // Ready when a call through the proxy is answered by a replica: a
   // GetSession of an unknown id gets the replica's NOT_FOUND.
-  auto stub = v1::F2obo::NewStub(
-      grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto stub = v1::F2obo::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -129,18 +129,15 @@ std::string ProxyProcess::Start() {
       return "nginx exited: " + ErrorLog();
     }
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(500));
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     v1::GetSessionRequest req;
     req.set_session_id("proxy-readiness-probe");
     v1::SessionInfo info;
-    if (stub->GetSession(&ctx, req, &info).error_code() ==
-        grpc::StatusCode::NOT_FOUND)
-      return "";
-    std::this_thread::sleep_for(std::chrono::milliseconds(
-        20)); // poll interval, not a wait for an event
+    if (stub->GetSession(&ctx, req, &info).error_code() == grpc::StatusCode::NOT_FOUND) return "";
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(20));  // poll interval, not a wait for an event
   }
   return "nginx not ready within 20 s: " + ErrorLog();
 }
 
-} // namespace f2obo::testing
+}  // namespace f2obo::testing

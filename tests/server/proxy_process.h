@@ -16,20 +16,24 @@
 namespace f2obo::testing {
 
 class ProxyProcess {
-public:
+ public:
   // `replicas`: (name, "127.0.0.1:port") pairs, the ring's members.
-  explicit ProxyProcess(
-      std::vector<std::pair<std::string, std::string>> replicas);
+  explicit ProxyProcess(std::vector<std::pair<std::string, std::string>> replicas);
   // Stops nginx (SIGQUIT, then SIGKILL) and removes its prefix.
   ~ProxyProcess();
 
   // Empty on success, else what went wrong (with nginx's error log).
   std::string Start();
+  // A new ring: regenerates the config on the same port and prefix and
+  // signals nginx to reload it (new workers take it; the old ones finish
+  // their calls).  Returns what went wrong, or "".
+  std::string Reload(std::vector<std::pair<std::string, std::string>> replicas);
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   const std::string &config() const { return config_; }
   std::string ErrorLog() const;
 
-private:
+ private:
+  std::string WriteConfig();
   std::vector<std::pair<std::string, std::string>> replicas_;
   std::string prefix_;
   std::string config_;
@@ -40,6 +44,6 @@ private:
 // A loopback TCP port that was free a moment ago (bound to port 0, closed).
 int FreeLoopbackPort();
 
-} // namespace f2obo::testing
+}  // namespace f2obo::testing
 
-#endif // F2OBO_TESTS_SERVER_PROXY_PROCESS_H_
+#endif  // F2OBO_TESTS_SERVER_PROXY_PROCESS_H_

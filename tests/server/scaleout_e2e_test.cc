@@ -5,6 +5,7 @@
 // step reaches the replica holding its session, trajectories equal a single
 // server's bit for bit, and a replica killed with -9 makes only its own
 // sessions UNAVAILABLE until it restarts, with no acknowledged step lost.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -13,8 +14,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_format.h"
 #include "client/client.h"
@@ -37,19 +36,17 @@ constexpr int kSteps = 6;
 bool SameBits(const google::protobuf::RepeatedField<double> &a,
               const google::protobuf::RepeatedField<double> &b) {
   return a.size() == b.size() &&
-         (a.empty() ||
-          std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
+         (a.empty() || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
 }
 
 std::string Id(int i) { return absl::StrFormat("scale-%02d", i); }
 
 class ScaleOutTest : public ::testing::Test {
-protected:
+ protected:
   void SetUp() override {
     for (int r = 0; r < kReplicas; ++r) {
       dirs_.push_back(testing::MakeTempDir());
-      replicas_.push_back(std::make_unique<ServerProcess>(
-          std::vector<std::string>{}, dirs_[r]));
+      replicas_.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{}, dirs_[r]));
       ASSERT_TRUE(replicas_[r]->started()) << replicas_[r]->banner();
       ring_.emplace_back(absl::StrFormat("r%d", r), replicas_[r]->target());
     }
@@ -57,12 +54,12 @@ protected:
     const std::string error = proxy_->Start();
     ASSERT_EQ(error, "") << proxy_->config();
     client::ClientOptions opt{proxy_->target()};
-    opt.max_attempts = 12; // rides out a replica's restart
+    opt.max_attempts = 12;  // rides out a replica's restart
     via_proxy_ = std::make_unique<client::Client>(opt);
     reference_server_ = std::make_unique<ServerProcess>();
     ASSERT_TRUE(reference_server_->started());
-    reference_ = std::make_unique<client::Client>(
-        client::ClientOptions{reference_server_->target()});
+    reference_ =
+        std::make_unique<client::Client>(client::ClientOptions{reference_server_->target()});
     for (int i = 0; i < kSessions; ++i) {
       v1::CreateSessionRequest req;
       req.set_session_id(Id(i));
@@ -85,10 +82,8 @@ protected:
   int Holder(const std::string &id) {
     int holder = -1;
     for (int r = 0; r < kReplicas; ++r) {
-      if (replicas_[r]->pid() < 0)
-        continue;
-      if (Direct(r).GetSession(id).ok())
-        holder = holder == -1 ? r : -2;
+      if (replicas_[r]->pid() < 0) continue;
+      if (Direct(r).GetSession(id).ok()) holder = holder == -1 ? r : -2;
     }
     return holder;
   }
@@ -106,8 +101,7 @@ protected:
     EXPECT_TRUE(SameBits(got->x(), want->x())) << Id(i) << " t=" << t;
   }
 
-  const FamilyCase family_ =
-      testing::AllFamilyCases()[2]; // logistic_hpo, small
+  const FamilyCase family_ = testing::AllFamilyCases()[2];  // logistic_hpo, small
   std::vector<std::string> dirs_;
   std::vector<std::unique_ptr<ServerProcess>> replicas_;
   std::vector<std::pair<std::string, std::string>> ring_;
@@ -117,8 +111,7 @@ protected:
   std::unique_ptr<client::Client> reference_;
 };
 
-TEST_F(ScaleOutTest,
-       SessionsSpreadOverAllReplicasAndStepBitIdenticalToOneServer) {
+TEST_F(ScaleOutTest, SessionsSpreadOverAllReplicasAndStepBitIdenticalToOneServer) {
   std::map<int, int> per_replica;
   for (int i = 0; i < kSessions; ++i) {
     const int holder = Holder(Id(i));
@@ -127,13 +120,11 @@ TEST_F(ScaleOutTest,
   }
   for (int r = 0; r < kReplicas; ++r) {
     std::printf("replica %d holds %d sessions\n", r, per_replica[r]);
-    EXPECT_GE(per_replica[r], 5)
-        << "replica " << r << " holds " << per_replica[r] << " of " << kSessions
-        << " sessions";
+    EXPECT_GE(per_replica[r], 5) << "replica " << r << " holds " << per_replica[r] << " of "
+                                 << kSessions << " sessions";
   }
   for (int t = 1; t <= kSteps; ++t) {
-    for (int i = 0; i < kSessions; ++i)
-      StepAndCompare(i, t);
+    for (int i = 0; i < kSessions; ++i) StepAndCompare(i, t);
   }
   // Every step reached the holder (and only it): the holder has applied all
   // of them, the final decision equals the single server's bit for bit.
@@ -146,16 +137,13 @@ TEST_F(ScaleOutTest,
     absl::StatusOr<v1::Decision> got = Direct(holder).GetDecision(Id(i));
     absl::StatusOr<v1::Decision> want = reference_->GetDecision(Id(i));
     ASSERT_TRUE(got.ok() && want.ok());
-    EXPECT_TRUE(SameBits(got->x(), want->x()) && SameBits(got->y(), want->y()))
-        << Id(i);
+    EXPECT_TRUE(SameBits(got->x(), want->x()) && SameBits(got->y(), want->y())) << Id(i);
   }
 }
 
-TEST_F(ScaleOutTest,
-       KillNineMakesOnlyThatReplicasSessionsUnavailableUntilItRestarts) {
+TEST_F(ScaleOutTest, KillNineMakesOnlyThatReplicasSessionsUnavailableUntilItRestarts) {
   for (int t = 1; t <= kSteps; ++t) {
-    for (int i = 0; i < kSessions; ++i)
-      StepAndCompare(i, t);
+    for (int i = 0; i < kSessions; ++i) StepAndCompare(i, t);
   }
   constexpr int kVictim = 1;
   std::vector<int> on_victim, elsewhere;
@@ -170,17 +158,14 @@ TEST_F(ScaleOutTest,
   for (int i : on_victim) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("x-f2obo-session", Id(i));
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(10));
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::StepReply reply;
-    const grpc::Status s = via_proxy_->stub().Step(
-        &ctx, RequestFor(family_, Id(i), kSteps + 1), &reply);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE)
-        << Id(i) << ": " << s.error_message();
+    const grpc::Status s =
+        via_proxy_->stub().Step(&ctx, RequestFor(family_, Id(i), kSteps + 1), &reply);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << Id(i) << ": " << s.error_message();
   }
   // The others keep stepping.
-  for (int i : elsewhere)
-    StepAndCompare(i, kSteps + 1);
+  for (int i : elsewhere) StepAndCompare(i, kSteps + 1);
 
   // Restarted on its data directory and port: its sessions resume where
   // their last acknowledged step left them, and continue bit for bit.
@@ -190,13 +175,11 @@ TEST_F(ScaleOutTest,
   for (int i : on_victim) {
     absl::StatusOr<v1::SessionInfo> info = via_proxy_->GetSession(Id(i));
     ASSERT_TRUE(info.ok()) << Id(i) << ": " << info.status();
-    EXPECT_EQ(info->next_t(), kSteps + 1)
-        << Id(i) << " lost or repeated an acknowledged step";
+    EXPECT_EQ(info->next_t(), kSteps + 1) << Id(i) << " lost or repeated an acknowledged step";
     StepAndCompare(i, kSteps + 1);
   }
-  for (int i = 0; i < kSessions; ++i)
-    StepAndCompare(i, kSteps + 2);
+  for (int i = 0; i < kSessions; ++i) StepAndCompare(i, kSteps + 2);
 }
 
-} // namespace
-} // namespace f2obo
+}  // namespace
+}  // namespace f2obo

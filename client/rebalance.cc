@@ -1,0 +1,237 @@
+#include "client/rebalance.h"
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "client/session_routing.h"
+
+namespace f2obo::client {
+namespace {
+
+// One replica, reached directly: what it holds and its fences.
+struct Replica {
+  std::string name;
+  std::unique_ptr<Client> client;
+  std::map<std::string, std::vector<std::string>> keys;  // routing key -> session ids
+  std::map<std::string, std::string> fences;             // routing key -> target
+};
+
+template <typename Request, typename Reply, typename Rpc>
+absl::StatusOr<Reply> Call(Client& c, const Request& req, Rpc rpc) {
+  Reply out;
+  auto ctx = c.NewContext();
+  const grpc::Status s = (c.stub().*rpc)(ctx.get(), req, &out);
+  if (!s.ok()) return FromGrpc(s);
+  return out;
+}
+
+absl::StatusOr<v1::ServerInfo> ServerInfo(Client& c, const std::string& routing_key = "") {
+  v1::GetServerInfoRequest req;
+  req.set_routing_key(routing_key);
+  return Call<v1::GetServerInfoRequest, v1::ServerInfo>(c, req, &v1::F2obo::Stub::GetServerInfo);
+}
+
+absl::Status Load(Replica& r) {
+  absl::StatusOr<v1::ServerInfo> info = ServerInfo(*r.client);
+  if (!info.ok()) return info.status();
+  if (info->replica_name() != r.name) {
+    return absl::FailedPreconditionError(absl::StrCat("replica '", r.name, "' calls itself '",
+                                                      info->replica_name(), "' (--replica_name)"));
+  }
+  for (const v1::Fence& f : info->fences()) r.fences[f.routing_key()] = f.target();
+  absl::StatusOr<v1::ListSessionsResponse> list = r.client->ListSessions();
+  if (!list.ok()) return list.status();
+  for (const v1::SessionInfo& s : list->sessions()) {
+    r.keys[SessionRoutingKey(s.session_id())].push_back(s.session_id());
+  }
+  return absl::OkStatus();
+}
+
+class Mover {
+ public:
+  Mover(const RebalanceOptions& o, std::map<std::string, Replica>& replicas, Client& proxy,
+        RebalanceReport& report)
+      : o_(o), replicas_(replicas), proxy_(proxy), report_(report) {}
+
+  // The replica the proxy sends `key` to.
+  absl::StatusOr<std::string> Owner(const std::string& key) {
+    absl::StatusOr<v1::ServerInfo> info = ServerInfo(proxy_, key);
+    if (!info.ok()) return info.status();
+    if (replicas_.count(info->replica_name()) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat("the proxy routes key '", key,
+                                                        "' to replica '", info->replica_name(),
+                                                        "', which is not in --replicas"));
+    }
+    return info->replica_name();
+  }
+
+  absl::Status Settle(Replica& r, const std::string& key) {
+    absl::StatusOr<std::string> owner = Owner(key);
+    if (!owner.ok()) return owner.status();
+    const bool held = r.keys.count(key) > 0;
+    const auto fence = r.fences.find(key);
+    if (*owner == r.name) {
+      if (fence == r.fences.end()) return absl::OkStatus();
+      // A move away from here that the ring no longer wants: undo it,
+      // unless its target already holds the key (then it moves back here
+      // from there, after this tombstone is gone).
+      if (held && Holds(replicas_.at(fence->second), key)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("key '", key, "': fenced copies on '", r.name, "' and a live copy on '",
+                         fence->second, "' while the proxy maps it to '", r.name,
+                         "': drop the fenced copies (DropFencedSessions) and rerun"));
+      }
+      if (absl::Status s = Lift(r, key); !s.ok()) return s;
+      if (held) ++report_.undone;
+      report_.log.push_back(absl::StrCat(held ? "undone: " : "lifted: ", key, " on ", r.name));
+      return absl::OkStatus();
+    }
+    if (!held) {
+      if (fence == r.fences.end() || !o_.lift_tombstones) return absl::OkStatus();
+      if (absl::Status s = Lift(r, key); !s.ok()) return s;
+      ++report_.lifted;
+      report_.log.push_back(absl::StrCat("tombstone lifted: ", key, " on ", r.name));
+      return absl::OkStatus();
+    }
+    return Move(r, replicas_.at(*owner), key);
+  }
+
+ private:
+  bool Holds(Replica& r, const std::string& key) {
+    if (r.client->GetGroup(key).ok()) return true;
+    return r.client->GetSession(key).ok();
+  }
+
+  absl::Status Lift(Replica& r, const std::string& key) {
+    v1::LiftFenceRequest req;
+    req.set_routing_key(key);
+    absl::StatusOr<v1::LiftFenceResponse> s = Call<v1::LiftFenceRequest, v1::LiftFenceResponse>(
+        *r.client, req, &v1::F2obo::Stub::LiftFence);
+    if (!s.ok() && s.status().code() != absl::StatusCode::kNotFound) return s.status();
+    r.fences.erase(key);
+    return absl::OkStatus();
+  }
+
+  absl::Status Move(Replica& from, Replica& to, const std::string& key) {
+    const std::string what = absl::StrCat("key '", key, "' ", from.name, " -> ", to.name);
+    v1::SetFenceRequest fence;
+    fence.set_routing_key(key);
+    fence.set_target(to.name);
+    if (absl::StatusOr<v1::Fence> s =
+            Call<v1::SetFenceRequest, v1::Fence>(*from.client, fence, &v1::F2obo::Stub::SetFence);
+        !s.ok()) {
+      return absl::Status(s.status().code(), absl::StrCat(what, ": fence: ", s.status().message()));
+    }
+    if (o_.stop_after == "fence") return Stopped(what, "fence");
+    if (absl::Status s = Copy(from, to, key); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+    }
+    if (o_.stop_after == "import") return Stopped(what, "import");
+    v1::DropFencedSessionsRequest drop;
+    drop.set_routing_key(key);
+    if (auto s = Call<v1::DropFencedSessionsRequest, v1::DropFencedSessionsResponse>(
+            *from.client, drop, &v1::F2obo::Stub::DropFencedSessions);
+        !s.ok()) {
+      return absl::Status(s.status().code(), absl::StrCat(what, ": drop: ", s.status().message()));
+    }
+    ++report_.moved;
+    report_.log.push_back(absl::StrCat("moved: ", what));
+    return absl::OkStatus();
+  }
+
+  absl::Status Stopped(const std::string& what, const char* phase) {
+    report_.log.push_back(absl::StrCat("stopped after ", phase, ": ", what));
+    return absl::AbortedError(
+        absl::StrCat(what, ": stopped after the ", phase, " phase (--stop_after)"));
+  }
+
+  absl::StatusOr<v1::SessionExport> Export(Replica& r, const std::string& id) {
+    v1::ExportSessionRequest req;
+    req.set_session_id(id);
+    return Call<v1::ExportSessionRequest, v1::SessionExport>(*r.client, req,
+                                                             &v1::F2obo::Stub::ExportSession);
+  }
+
+  // The source's (frozen) copies onto the target, unless it has them.
+  absl::Status Copy(Replica& from, Replica& to, const std::string& key) {
+    absl::StatusOr<v1::GroupInfo> group = from.client->GetGroup(key);
+    if (group.ok()) {
+      if (to.client->GetGroup(key).ok()) return absl::OkStatus();  // imported before a crash
+      v1::ImportGroupRequest req;
+      req.set_group_id(key);
+      for (const v1::SessionInfo& m : group->members()) {
+        // Members left by an import that crashed before the group record.
+        if (to.client->GetSession(m.session_id()).ok()) {
+          if (absl::Status s = to.client->DeleteSession(m.session_id()); !s.ok()) return s;
+        }
+        absl::StatusOr<v1::SessionExport> ex = Export(from, m.session_id());
+        if (!ex.ok()) return ex.status();
+        *req.add_members() = *std::move(ex);
+      }
+      return Call<v1::ImportGroupRequest, v1::GroupInfo>(*to.client, req,
+                                                         &v1::F2obo::Stub::ImportGroup)
+          .status();
+    }
+    for (const std::string& id : from.keys.at(key)) {
+      absl::StatusOr<v1::SessionExport> ex = Export(from, id);
+      if (!ex.ok()) return ex.status();
+      v1::ImportSessionRequest req;
+      *req.mutable_session() = *std::move(ex);
+      absl::StatusOr<v1::SessionInfo> in = Call<v1::ImportSessionRequest, v1::SessionInfo>(
+          *to.client, req, &v1::F2obo::Stub::ImportSession);
+      if (in.ok()) continue;
+      if (in.status().code() != absl::StatusCode::kAlreadyExists) return in.status();
+      // Imported before a crash: the copy must be the frozen one's.
+      absl::StatusOr<v1::SessionInfo> a = from.client->GetSession(id);
+      absl::StatusOr<v1::SessionInfo> b = to.client->GetSession(id);
+      if (!a.ok() || !b.ok() || a->next_t() > b->next_t()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("session '", id, "' exists on the target behind the source's copy"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const RebalanceOptions& o_;
+  std::map<std::string, Replica>& replicas_;
+  Client& proxy_;
+  RebalanceReport& report_;
+};
+
+}  // namespace
+
+absl::StatusOr<RebalanceReport> Rebalance(const RebalanceOptions& o) {
+  if (o.proxy.empty() || o.replicas.empty()) {
+    return absl::InvalidArgumentError("rebalance needs the proxy and every replica");
+  }
+  std::map<std::string, Replica> replicas;
+  for (const auto& [name, address] : o.replicas) {
+    ClientOptions c = o.base;
+    c.target = address;
+    Replica& r = replicas[name];
+    r.name = name;
+    r.client = std::make_unique<Client>(c);
+    if (absl::Status s = Load(r); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("replica '", name, "': ", s.message()));
+    }
+  }
+  ClientOptions p = o.base;
+  p.target = o.proxy;
+  p.session_header = true;
+  Client proxy(p);
+  RebalanceReport report;
+  Mover mover(o, replicas, proxy, report);
+  for (auto& [name, r] : replicas) {
+    std::set<std::string> keys;
+    for (const auto& [key, ids] : r.keys) keys.insert(key);
+    for (const auto& [key, target] : r.fences) keys.insert(key);
+    for (const std::string& key : keys) {
+      if (absl::Status s = mover.Settle(r, key); !s.ok()) return s;
+    }
+  }
+  return report;
+}
+
+}  // namespace f2obo::client
