@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Plots of run_multitask_experiments.py's CSVs (bench/EXPERIMENTS.md,
-"Multi-task HPO").  For each algorithm the x step size with the lowest final
-F (over both streams) is drawn solid, the others thin.
+"Multi-task HPO").  For each algorithm the member settings (x step size,
+options) with the lowest final F (the worse of the two streams) are drawn
+solid, the others thin.
 
   multitask_hpo.png       F(x_t) against samples (rows sent) and against the
                           session's cumulative server round time
@@ -28,19 +29,22 @@ LABELS = {"sampled": "5 of 45 tasks per step", "all": "all 45 tasks every step"}
 def load(results):
     runs = {}
     for path in sorted(glob.glob(os.path.join(results, "multitask_*_*.csv"))):
-        m = re.fullmatch(r"multitask_(sampled|all)_(rsvrb|mt_f2obo)_g([0-9p]+)\.csv",
-                         os.path.basename(path))
+        m = re.fullmatch(r"multitask_(sampled|all)_(rsvrb|mt_f2obo)((?:_[a-z]+[0-9p]+)*)"
+                         r"_g([0-9p]+)\.csv", os.path.basename(path))
         if not m:
             continue
         with open(path) as fh:
             rows = [{k: float(v) if v != "" else None for k, v in r.items()}
                     for r in csv.DictReader(fh)]
-        runs[(m.group(1), m.group(2), m.group(3).replace("p", "."))] = rows
+        # e.g. "mom0.99 gamma 0.001": the member's options (run_multitask_experiments.py)
+        cfg = " ".join(v.replace("p", ".") for v in m.group(3).split("_") if v)
+        cfg = (cfg + " " if cfg else "") + "gamma " + m.group(4).replace("p", ".")
+        runs[(m.group(1), m.group(2), cfg)] = rows
     return runs
 
 
 def best_gamma(runs, algorithm):
-    """The step size whose worse final F over the two streams is lowest."""
+    """The member settings whose worse final F over the two streams is lowest."""
     finals = {}
     for (stream, alg, g), rows in runs.items():
         if alg == algorithm:
@@ -60,12 +64,11 @@ def main():
         solid = g == best[alg]
         kw = dict(color=COLORS[alg], linestyle=STYLES[stream], lw=2.0 if solid else 0.7,
                   alpha=1.0 if solid else 0.45,
-                  label=f"{alg} ({LABELS[stream]}), gamma {g}" if solid else None)
+                  label=f"{alg} ({LABELS[stream]}), {g}" if solid else None)
         axes[0].plot([r["samples"] for r in rows], [r["F"] for r in rows], **kw)
-        axes[1].plot([max(r["seconds"], 1e-4) for r in rows], [r["F"] for r in rows], **kw)
+        axes[1].plot([r["seconds"] for r in rows], [r["F"] for r in rows], **kw)
     axes[0].set_xlabel("samples (training + validation rows sent)")
-    axes[1].set_xlabel("server round time of the session (s, log)")
-    axes[1].set_xscale("log")
+    axes[1].set_xlabel("server round time of the session (s)")
     for ax in axes:
         ax.set_ylabel("F(x_t): mean validation loss at y_i*(x_t)")
         ax.grid(alpha=0.3)
@@ -81,10 +84,10 @@ def main():
             continue
         for ax, key, what in ((axes[0], "x_pixels", "pixel features"),
                               (axes[1], "x_noise", "noise features")):
-            ax.plot([r["t"] for r in rows], [r[key] for r in rows], color=COLORS[alg],
-                    linestyle=STYLES[stream], label=f"{alg} ({LABELS[stream]}), gamma {g}")
+            ax.plot([r["samples"] for r in rows], [r[key] for r in rows], color=COLORS[alg],
+                    linestyle=STYLES[stream], label=f"{alg} ({LABELS[stream]}), {g}")
             ax.set_title(f"mean L2 coefficient x_f on the {what}")
-            ax.set_xlabel("step t")
+            ax.set_xlabel("samples (rows sent)")
             ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.tight_layout()

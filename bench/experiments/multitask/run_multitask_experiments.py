@@ -271,17 +271,18 @@ def main():
     p.add_argument("--noise_features", type=int, default=16,
                    help="N(0, 1) columns after the 16 pooled pixels: what the per-feature L2 "
                         "should learn to suppress")
-    p.add_argument("--batch_rows", type=int, default=10, help="rows of each kind per task per step")
+    p.add_argument("--batch_rows", type=int, default=20, help="rows of each kind per task per step")
     p.add_argument("--per_step", type=int, default=5, help="k, tasks per step of the sampled stream")
-    p.add_argument("--sampled_steps", type=int, default=900)
+    p.add_argument("--sampled_steps", type=int, default=600)
     p.add_argument("--exact_every", type=int, default=0,
                    help="the server's exact metrics of F every N steps (0: the streams' "
                         "defaults below)")
     p.add_argument("--box_hi", type=float, default=1.0)
     p.add_argument("--mu0", type=float, default=1e-3)
     p.add_argument("--max_temperature", type=float, default=11.0)
-    p.add_argument("--gammas", default="rsvrb:0.001,0.01,0.1;mt_f2obo:0.001,0.01,0.1",
-                   help="x step sizes of each algorithm, one member per value (y steps: "
+    p.add_argument("--gammas", default="rsvrb:0.001,0.003,0.01;mt_f2obo:0.003,0.01,0.03",
+                   help="x step sizes of each algorithm, one member per value, e.g. "
+                        "'rsvrb:0.001,0.01;rsvrb/momentum=0.99:0.001;mt_f2obo:0.01' (y steps: "
                         "alpha_auto, beta_auto: 1/L on the task's batch)")
     p.add_argument("--nice", type=int, default=10)
     args = p.parse_args()
@@ -307,10 +308,15 @@ def main():
                     box=([0.0], [args.box_hi]), seed=args.seed, alpha_auto=True)
         members = {}
         for part in args.gammas.split(";"):
-            algorithm, values = part.split(":")
+            # "rsvrb:0.001,0.01" or "rsvrb/momentum=0.99:0.001" (options for those members)
+            head, values = part.split(":")
+            algorithm, *opts = head.split("/")
+            extra = {"beta_auto": True} if algorithm == "mt_f2obo" else {}
+            extra.update((k, float(v)) for k, v in (o.split("=") for o in opts))
+            variant = "".join(f"_{k[:3]}{v}" for k, v in (o.split("=") for o in opts))
             for g in values.split(","):
-                extra = {"beta_auto": True} if algorithm == "mt_f2obo" else {}
-                members[f"{algorithm}_g{g}".replace(".", "p")] = dict(algorithm=algorithm, gamma=float(g), **extra)
+                name = f"{algorithm}{variant}_g{g}".replace(".", "p")
+                members[name] = dict(algorithm=algorithm, gamma=float(g), **extra)
         all_steps = math.ceil(args.sampled_steps * args.per_step / m)
         groups = []
         for gid, per_step, steps, every in (
