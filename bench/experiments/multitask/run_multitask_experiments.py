@@ -8,11 +8,12 @@ bilevel experiments' Server class) and drives it with the Python client
 
 Problem (family multitask_logistic_hpo, problem class multitask_bilevel):
 m = 45 binary tasks, one per pair of digit classes (a, b), a < b, of
-scikit-learn's bundled digits (8x8 images, d = 64 pixel features scaled to
-[0, 1]).  Task i has n_tr training rows (its inner problem g_i) and n_va
+scikit-learn's bundled digits (8x8 images pooled to 4x4: 16 pixel features
+scaled to [0, 1], then `noise_features` = 16 pure N(0, 1) columns, d = 32).  Task i has n_tr training rows (its inner problem g_i) and n_va
 validation rows (its upper problem f_i), and the loss temperature sigma_i
 in [1, 11] that the family derives from i (the paper's App. E.2 range).
-Shared x: one L2 coefficient per pixel feature, in the box [0, box_hi]^64:
+Shared x: one L2 coefficient per feature, in the box [0, box_hi]^d (the
+noise columns are what a good x regularizes away):
 
   F(x) = (1/m) sum_i CE_sigma_i(val_i; y_i*(x)),
   y_i*(x) = argmin_y CE_sigma_i(train_i; y) + (mu0/2)||y||^2
@@ -75,12 +76,18 @@ def task_temperature(task, max_temperature):
     return 1.0 + (max_temperature - 1.0) * ((z >> 11) * 2.0 ** -53)
 
 
-def make_tasks(n_tr, n_va, seed):
-    """The 45 class-pair tasks of digits: [(a, b, Xtr, ytr, Xva, yva)]."""
+PIXELS = 16  # 4x4 pooled digits
+
+
+def make_tasks(n_tr, n_va, noise_features, seed):
+    """The 45 class-pair tasks of digits: [(a, b, Xtr, ytr, Xva, yva)]; the
+    4x4 pooled pixels (2x2 sums of the 8x8 images, scaled to [0, 1]) then
+    `noise_features` N(0, 1) columns."""
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
-    X = X / 16.0
+    pooled = X.reshape(-1, 4, 2, 4, 2).sum(axis=(2, 4)).reshape(-1, PIXELS) / 64.0
     rng = np.random.default_rng(seed)
+    X = np.hstack([pooled, rng.normal(0.0, 1.0, (len(X), noise_features))])
     tasks = []
     for a in range(10):
         for b in range(a + 1, 10):
@@ -130,7 +137,7 @@ class Objective:
 
         y0 = self.warm.get((key, i), np.zeros(2 * self.d + 2))
         r = minimize(g, y0, jac=True, method="L-BFGS-B",
-                     options={"maxiter": 5000, "gtol": 1e-9, "ftol": 1e-15})
+                     options={"maxiter": 5000, "gtol": 1e-7, "ftol": 1e-13})
         self.warm[(key, i)] = r.x
         return r.x
 
@@ -147,8 +154,8 @@ class Objective:
 
 def task_batch(task, rng, rows):
     _, _, Xtr, ytr, Xva, yva = task
-    tr = rng.choice(len(ytr), size=rows, replace=False)
-    va = rng.choice(len(yva), size=rows, replace=False)
+    tr = rng.choice(len(ytr), size=min(rows, len(ytr)), replace=False)
+    va = rng.choice(len(yva), size=min(rows, len(yva)), replace=False)
     return {"upper": (Xva[va], yva[va]), "inner": (Xtr[tr], ytr[tr])}
 
 
@@ -181,7 +188,7 @@ class Watcher(threading.Thread):
             self.error = e
 
 
-def measured_steps(total, points=40):
+def measured_steps(total, points=25):
     keep = {0, total}
     keep.update(int(round(v)) for v in np.geomspace(1, total, points))
     return keep
@@ -199,12 +206,20 @@ def run_group(client, log, gid, members, spec, requests, total, objective, out, 
     keep = measured_steps(total)
     x0 = np.array(sessions[names[0]].decision().x)
     F0, acc0 = objective(x0, (gid, "x0"))
-    rows = {n: [dict(t=0, rows=0, seconds=0.0, F=F0, accuracy=acc0, x_mean=float(x0.mean()))]
+    rows = {n: [dict(t=0, samples=0, rows_read=0, seconds=0.0, F=F0, accuracy=acc0,
+                     x_pixels=float(x0[:PIXELS].mean()), x_noise=float(x0[PIXELS:].mean()))]
             for n in names}
     secs = {n: 0.0 for n in names}
     read = {n: 0 for n in names}
+    sent = [0]
+
+    def counted(requests):
+        for req in requests:
+            sent[0] += sum(len(tb["upper"][1]) + len(tb["inner"][1]) for tb in req["tasks"])
+            yield req
+
     t0 = time.time()
-    for r in group.stream(requests):
+    for r in group.stream(counted(requests)):
         for n in names:
             reply = r[n]
             secs[n] += reply.report.round_seconds
@@ -212,8 +227,9 @@ def run_group(client, log, gid, members, spec, requests, total, objective, out, 
             if reply.t in keep:
                 x = np.asarray(reply.x)
                 F, acc = objective(x, (gid, n))
-                rows[n].append(dict(t=reply.t, rows=read[n], seconds=secs[n], F=F, accuracy=acc,
-                                    x_mean=float(x.mean())))
+                rows[n].append(dict(t=reply.t, samples=sent[0], rows_read=read[n],
+                                    seconds=secs[n], F=F, accuracy=acc,
+                                    x_pixels=float(x[:PIXELS].mean()), x_noise=float(x[PIXELS:].mean())))
     wall = time.time() - t0
     finals = {}
     for n in names:
@@ -250,26 +266,31 @@ def main():
                                                      os.path.join(HERE, "../../../build")))
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--n_tr", type=int, default=40, help="training rows per task")
+    p.add_argument("--n_tr", type=int, default=20, help="training rows per task")
     p.add_argument("--n_va", type=int, default=100, help="validation rows per task (the paper: 100)")
+    p.add_argument("--noise_features", type=int, default=16,
+                   help="N(0, 1) columns after the 16 pooled pixels: what the per-feature L2 "
+                        "should learn to suppress")
     p.add_argument("--batch_rows", type=int, default=20, help="rows of each kind per task per step")
     p.add_argument("--per_step", type=int, default=5, help="k, tasks per step of the sampled stream")
-    p.add_argument("--sampled_steps", type=int, default=900)
+    p.add_argument("--sampled_steps", type=int, default=600)
     p.add_argument("--exact_every", type=int, default=0,
                    help="the server's exact metrics of F every N steps (0: the streams' "
                         "defaults below)")
     p.add_argument("--box_hi", type=float, default=1.0)
     p.add_argument("--mu0", type=float, default=1e-3)
     p.add_argument("--max_temperature", type=float, default=11.0)
-    p.add_argument("--gamma", type=float, default=0.5, help="x step size of every member")
-    p.add_argument("--alpha", type=float, default=0.5, help="y step size of every member")
+    p.add_argument("--gammas", default="rsvrb:0.001,0.003,0.01;mt_f2obo:0.003,0.01,0.03",
+                   help="x step sizes of each algorithm, one member per value, e.g. "
+                        "'rsvrb:0.001,0.01;rsvrb/momentum=0.99:0.001;mt_f2obo:0.01' (y steps: "
+                        "alpha_auto, beta_auto: 1/L on the task's batch)")
     p.add_argument("--nice", type=int, default=10)
     args = p.parse_args()
     build = os.path.abspath(args.build)
     sys.path.insert(0, os.path.join(build, "python"))
     import f2obo  # noqa: E402  (the package the f2obo_python target installs)
     os.makedirs(args.out, exist_ok=True)
-    tasks = make_tasks(args.n_tr, args.n_va, args.seed)
+    tasks = make_tasks(args.n_tr, args.n_va, args.noise_features, args.seed)
     m = len(tasks)
     objective = Objective(tasks, args.mu0, args.max_temperature)
     work = tempfile.mkdtemp(prefix="f2obo_mt_exp_")
@@ -284,9 +305,18 @@ def main():
         spec = dict(family="multitask_logistic_hpo", problem_class="multitask_bilevel",
                     features=tasks[0][2].shape[1], classes=2, tasks=m,
                     max_temperature=args.max_temperature, mu0=args.mu0,
-                    box=([0.0], [args.box_hi]), seed=args.seed,
-                    gamma=args.gamma, alpha=args.alpha)
-        members = {"rsvrb": {"algorithm": "rsvrb"}, "mt_f2obo": {"algorithm": "mt_f2obo"}}
+                    box=([0.0], [args.box_hi]), seed=args.seed, alpha_auto=True)
+        members = {}
+        for part in args.gammas.split(";"):
+            # "rsvrb:0.001,0.01" or "rsvrb/momentum=0.99:0.001" (options for those members)
+            head, values = part.split(":")
+            algorithm, *opts = head.split("/")
+            extra = {"beta_auto": True} if algorithm == "mt_f2obo" else {}
+            extra.update((k, float(v)) for k, v in (o.split("=") for o in opts))
+            variant = "".join(f"_{k[:3]}{v}" for k, v in (o.split("=") for o in opts))
+            for g in values.split(","):
+                name = f"{algorithm}{variant}_g{g}".replace(".", "p")
+                members[name] = dict(algorithm=algorithm, gamma=float(g), **extra)
         all_steps = math.ceil(args.sampled_steps * args.per_step / m)
         groups = []
         for gid, per_step, steps, every in (
@@ -301,7 +331,7 @@ def main():
             summary += finals.values()
             print(f"[{gid}] {steps} steps of {per_step} tasks: {time.time() - t0:.0f} s; "
                   + ", ".join(f"{n} F={f['F']:.4f} acc={f['accuracy']:.4f} "
-                              f"rows={f['rows']} time={f['seconds']:.2f}s"
+                              f"time={f['seconds']:.2f}s"
                               for n, f in finals.items()), flush=True)
         # The server's multi-task Prometheus series of the four sessions.
         with urllib.request.urlopen(f"http://{server.metrics_target}/metrics") as r:

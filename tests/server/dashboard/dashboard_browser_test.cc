@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -14,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "f2obo/v1/convert.h"
+#include "tests/core/multitask/multitask_streams.h"
 #include "tests/server/dashboard/webdriver.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
@@ -190,6 +193,75 @@ TEST(DashboardBrowser, ChartsFillAndAdvanceWhileAGroupStreams) {
   v1::GroupStepReply ignored;
   EXPECT_FALSE(stream->Read(&ignored));
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// A multi-task session's page: the shared charts (regret, hypergradient
+// error, F) and the class's own (grad F norm, tasks touched, cost of the
+// exact metrics, per-task regret terms of tasks 0-3) fill with its steps.
+TEST(DashboardBrowser, MultitaskSessionsGetTheirCharts) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.banner();
+  client::Client c({server.target()});
+  v1::CreateSessionRequest create;
+  create.set_session_id("mt");
+  v1::SessionSpec& spec = *create.mutable_spec();
+  spec.set_problem_class("multitask_bilevel");
+  spec.mutable_family()->set_name("multitask_logistic_hpo");
+  spec.mutable_family()->set_features(3);
+  spec.mutable_family()->set_classes(2);
+  spec.mutable_family()->set_tasks(20);
+  spec.set_algorithm("rsvrb");
+  spec.mutable_constraint()->mutable_box()->add_lo(0.0);  // logistic_hpo needs a box
+  spec.mutable_constraint()->mutable_box()->add_hi(0.1);
+  spec.mutable_metrics()->set_exact_every(1);
+  const absl::StatusOr<v1::SessionInfo> created = c.CreateSession(create);
+  ASSERT_TRUE(created.ok()) << created.status();
+  constexpr int kSteps = 8;
+  std::mt19937_64 rng(3);
+  for (int t = 1; t <= kSteps; ++t) {
+    v1::StepRequest req;
+    req.set_session_id("mt");
+    req.set_t(t);
+    // Task 0 every step, then one of the others.
+    for (const TaskData& task :
+         testing::LogisticTasksStep({0, 1 + t % 19}, 3, 2, 12, rng).tasks) {
+      ToProto(task, req.add_tasks());
+    }
+    ASSERT_TRUE(c.Step(req).ok());
+  }
+
+  ChromeDriver driver(F2OBO_CHROMEDRIVER_PATH, 60);
+  ASSERT_TRUE(driver.status().ok()) << driver.status();
+  absl::StatusOr<BrowserSession> browser = BrowserSession::Start(
+      driver.port(), F2OBO_CHROMIUM_PATH,
+      {"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+       "--window-size=1400,1100"});
+  ASSERT_TRUE(browser.ok()) << browser.status();
+  Page page(*browser);
+  const std::string origin = "http://127.0.0.1:" + std::to_string(server.metrics_port());
+  ASSERT_TRUE(browser->Navigate(origin + "/#session=mt").ok());
+  EXPECT_TRUE(WaitFor([&] { return page.Points("gradient_norm", "mt") == kSteps; }))
+      << "gradient_norm points: " << page.Points("gradient_norm", "mt");
+  for (const char* chart : {"gradient_norm", "tasks_touched", "exact_seconds",
+                            "task0_regret_term", "blreg", "regret_term", "hypergradient_error",
+                            "value", "lambda", "upper_loss_before"}) {
+    EXPECT_EQ(page.Points(chart, "mt"), kSteps) << chart;
+  }
+  // Exact metrics cover every task seen so far: task 2 from step 1 on, task
+  // 3 from step 2 on (1 + t % 19), task 1 never.
+  EXPECT_EQ(page.Points("task2_regret_term", "mt"), kSteps);
+  EXPECT_EQ(page.Points("task3_regret_term", "mt"), kSteps - 1);
+  EXPECT_EQ(page.Number("return document.querySelectorAll("
+                        "'svg[data-metric=\"task1_regret_term\"]').length;"),
+            0);
+  // The other classes' charts are left out.
+  for (const char* chart : {"inner_gap", "variation_sum", "drift_sum"}) {
+    EXPECT_EQ(page.Number(std::string("return document.querySelectorAll('svg[data-metric=\"") +
+                          chart + "\"]').length;"),
+              0)
+        << chart;
+  }
+  page.SaveScreenshot("dashboard_multitask.png");
 }
 
 // The flag's two positions, over plain HTTP (no browser needed).
