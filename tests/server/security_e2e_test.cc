@@ -53,6 +53,9 @@ const std::map<std::string, Role>& Rpcs() {
       {"DeleteGroup", Role::kWrite},
       {"CheckpointSession", Role::kWrite}, {"RollbackSession", Role::kWrite},
       {"ForkSession", Role::kWrite},
+      {"ImportGroup", Role::kWrite},   {"GetServerInfo", Role::kRead},
+      {"SetFence", Role::kWrite},      {"LiftFence", Role::kWrite},
+      {"DropFencedSessions", Role::kWrite},
   };
   return *rpcs;
 }
@@ -89,7 +92,7 @@ v1::CreateGroupRequest GuardedGroup() {
 }
 
 // Calls every RPC once and returns the status codes by method.  With a
-// write token every call but ImportSession (an empty export) succeeds.
+// write token every call but ImportSession and ImportGroup (empty) succeeds.
 std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
   std::map<std::string, grpc::StatusCode> out;
   auto code = [](const absl::Status& s) { return static_cast<grpc::StatusCode>(s.code()); };
@@ -160,6 +163,41 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
   out["DeleteSession"] = code(c.DeleteSession(kSession));
   c.DeleteSession(kFork).IgnoreError();  // (its code is DeleteSession's)
   out["DeleteGroup"] = code(c.DeleteGroup(kGroup).status());
+  {
+    auto ctx = c.NewContext();
+    v1::ImportGroupRequest req;  // empty: refused for its content
+    v1::GroupInfo info;
+    out["ImportGroup"] = c.stub().ImportGroup(ctx.get(), req, &info).error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::ServerInfo info;
+    out["GetServerInfo"] =
+        c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).error_code();
+  }
+  // A fence on a key holding nothing: set, drop its (no) copies, lift.
+  {
+    auto ctx = c.NewContext();
+    v1::SetFenceRequest req;
+    req.set_routing_key("fencedkey");
+    req.set_target("elsewhere");
+    v1::Fence fence;
+    out["SetFence"] = c.stub().SetFence(ctx.get(), req, &fence).error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::DropFencedSessionsRequest req;
+    req.set_routing_key("fencedkey");
+    v1::DropFencedSessionsResponse r;
+    out["DropFencedSessions"] = c.stub().DropFencedSessions(ctx.get(), req, &r).error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::LiftFenceRequest req;
+    req.set_routing_key("fencedkey");
+    v1::LiftFenceResponse r;
+    out["LiftFence"] = c.stub().LiftFence(ctx.get(), req, &r).error_code();
+  }
   return out;
 }
 
@@ -240,7 +278,7 @@ TEST_F(AuthE2e, AWriteTokenMayDoEverything) {
   for (const auto& [method, code] : codes) {
     if (method == "WatchMetrics") {
       EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED) << method;  // allowed, idle
-    } else if (method == "ImportSession") {
+    } else if (method == "ImportSession" || method == "ImportGroup") {
       // An empty import is refused for its content, not for the caller.
       EXPECT_EQ(code, grpc::StatusCode::INVALID_ARGUMENT) << method;
     } else {
