@@ -12,7 +12,8 @@ intervals shortened to 1 s -- and checks through the HTTP API that:
     stored them equal the server's values,
   - every recording and alerting rule of the deploy rules evaluated without
     error (health "ok"), so no rule is broken PromQL against real series,
-  - the per-session recording rule produced a series for the session.
+  - the per-session recording rule produced a series for the session, and
+    for the multi-task session (regret of F / t).
 Polling with a deadline is the synchronization: Prometheus scrapes and
 evaluates on its own clock.
 Usage: prometheus_scrape_test.py --server=BIN --cli=BIN --deploy=DIR --prometheus=BIN
@@ -187,6 +188,15 @@ def main():
         print("lifetime regret per step: %r" % per_step)
         if not per_step >= 0:
             failures.append("regret per step %r is not a non-negative number" % per_step)
+        mt_lifetime = poll("f2obo:session_regret_per_step:lifetime for the multi-task session",
+                           lambda: api(pport, "query",
+                                       query='f2obo:session_regret_per_step:lifetime'
+                                       '{session_id="%s"}' % mt)["result"])
+        mt_per_step = float(mt_lifetime[0]["value"][1])
+        print("multi-task lifetime regret per step: %r" % mt_per_step)
+        if mt_regret is not None and abs(mt_per_step - mt_regret / 6) > 1e-9 * (1 + mt_regret):
+            failures.append("multi-task regret per step %r is not regret %r / 6 steps"
+                            % (mt_per_step, mt_regret))
     finally:
         for p in (prom, server):
             if p is not None and p.poll() is None:

@@ -284,6 +284,7 @@ def main():
                    help="x step sizes of each algorithm, one member per value, e.g. "
                         "'rsvrb:0.001,0.01;rsvrb/momentum=0.99:0.001;mt_f2obo:0.01' (y steps: "
                         "alpha_auto, beta_auto: 1/L on the task's batch)")
+    p.add_argument("--streams", default="sampled,all")
     p.add_argument("--nice", type=int, default=10)
     args = p.parse_args()
     build = os.path.abspath(args.build)
@@ -322,6 +323,8 @@ def main():
         for gid, per_step, steps, every in (
                 ("sampled", args.per_step, args.sampled_steps, args.exact_every or 100),
                 ("all", m, all_steps, args.exact_every or 10)):
+            if gid not in args.streams.split(","):
+                continue
             t0 = time.time()
             requests = stream(tasks, steps, per_step, args.batch_rows, args.seed + per_step)
             group, finals = run_group(client, log, gid, members,
