@@ -22,6 +22,7 @@ add_library(f2obo_fuzz_harness STATIC
   ${PROJECT_SOURCE_DIR}/server/session_footprint.cc
   ${PROJECT_SOURCE_DIR}/server/call_round_control.cc
   ${PROJECT_SOURCE_DIR}/server/session_manager.cc
+  ${PROJECT_SOURCE_DIR}/server/session_views.cc
   ${PROJECT_SOURCE_DIR}/server/session_checkpoints.cc
   ${PROJECT_SOURCE_DIR}/server/session_fences.cc
   ${PROJECT_SOURCE_DIR}/server/metrics_pipeline.cc
