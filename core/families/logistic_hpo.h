@@ -57,6 +57,11 @@ class LogisticHpoFamily final : public Family {
   std::optional<double> Accuracy(const VecIn& x, const VecIn& y,
                                  const BatchView& upper) override;
 
+  // Bounds from the batches (SmoothnessSource::kBatchBound), one forward
+  // pass over each: see logistic_hpo.cc.
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                const StepData& data) override;
+
  private:
   LogisticHpoFamily(int d, int c, double mu0)
       : d_(d), c_(c), mu0_(mu0), z_(c), z2_(c), dz_(c) {}
@@ -66,6 +71,9 @@ class LogisticHpoFamily final : public Family {
   // out = (1/n) sum of the CE Hessians at y applied to v (no regularizer).
   void CrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v,
                        Vector* out);
+  // A bound on ||(1/n) sum_i J_i^T H_i J_i|| over the view at y (softmax.h,
+  // gram_bound.h).
+  double CurvatureBound(const VecIn& y, const BatchView& view);
   // gy += mu_0 y + (x_i W_i)_i: the gradient (or, with y = v, the HVP) of
   // the regularizer.
   void AddRegularizer(const VecIn& x, const VecIn& y, Vector* gy) const;
@@ -73,6 +81,7 @@ class LogisticHpoFamily final : public Family {
   int d_, c_;
   double mu0_;
   Vector z_, z2_, dz_;  // C-sized per-row scratch
+  Vector weights_;      // per-row curvature bounds (EstimateSmoothness)
 };
 
 }  // namespace f2obo
