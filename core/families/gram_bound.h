@@ -5,7 +5,7 @@
 // over the rows of a view.  Used by the families' EstimateSmoothness for
 // "auto" step sizes (SmoothnessSource::kBatchBound).
 //
-// When the view has at most kSmallGram rows or columns and is dense, the
+// When the view has at most kSmallGram rows or columns (dense or CSR), the
 // bound is the exact lambda_max of the smaller of M (cols x cols) and the
 // rows' Gram W^1/2 A~ A~^T W^1/2 (rows x rows, same non-zero spectrum),
 // from a dense eigen-solve on fixed-size storage (no heap), times

@@ -38,6 +38,7 @@ absl::Status LogisticHpoFamily::ValidateConstraint(const ConstraintSet& set) con
 double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view,
                                        Vector* gy) {
   const Batch& b = *view.batch;
+  if (!b.sparse_features) return DenseCrossEntropy(y, view, gy);
   if (gy != nullptr) gy->setZero();
   const double inv_n = InverseRows(view);
   double* z = z_.data();
@@ -61,6 +62,7 @@ double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view,
 void LogisticHpoFamily::CrossEntropyHvp(const VecIn& y, const BatchView& view,
                                         const VecIn& v, Vector* out) {
   const Batch& b = *view.batch;
+  if (!b.sparse_features) return DenseCrossEntropyHvp(y, view, v, out);
   out->setZero();
   const double inv_n = InverseRows(view);
   double* p = z_.data();
@@ -113,6 +115,12 @@ void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1,
   // One pass over the rows: each a_i is read once for the logits of both
   // points and once more for both back-projections.
   const Batch& b = *inner.batch;
+  if (!b.sparse_features) {
+    DenseGradYGPair(y1, y2, inner, gy1, gy2);
+    AddRegularizer(x, y1, gy1);
+    AddRegularizer(x, y2, gy2);
+    return;
+  }
   gy1->setZero();
   gy2->setZero();
   const double inv_n = InverseRows(inner);
@@ -161,11 +169,19 @@ void LogisticHpoFamily::HvpYYF(const VecIn&, const VecIn& y,
 double LogisticHpoFamily::CurvatureBound(const VecIn& y, const BatchView& view) {
   const Batch& b = *view.batch;
   if (weights_.size() < view.rows.n) weights_.resize(view.rows.n);
-  double* p = z_.data();
-  for (int k = 0; k < view.rows.n; ++k) {
-    Logits(b, view.rows.row(k), y.data(), d_, c_, p);
-    SoftmaxInPlace(p, c_);
-    weights_[k] = SoftmaxCurvatureBound(p, c_);
+  if (!b.sparse_features) {
+    Eigen::Map<RowMatrix> z = DenseLogits(DenseRows(view), y);
+    for (int k = 0; k < view.rows.n; ++k) {
+      SoftmaxInPlace(z.row(k).data(), c_);
+      weights_[k] = SoftmaxCurvatureBound(z.row(k).data(), c_);
+    }
+  } else {
+    double* p = z_.data();
+    for (int k = 0; k < view.rows.n; ++k) {
+      Logits(b, view.rows.row(k), y.data(), d_, c_, p);
+      SoftmaxInPlace(p, c_);
+      weights_[k] = SoftmaxCurvatureBound(p, c_);
+    }
   }
   return GramBound(view, weights_.data(), /*augmented=*/true) * InverseRows(view);
 }
@@ -191,6 +207,13 @@ std::optional<double> LogisticHpoFamily::Accuracy(const VecIn&, const VecIn& y,
   const Batch& b = *upper.batch;
   double* z = z_.data();
   int correct = 0;
+  if (!b.sparse_features) {
+    const Eigen::Map<RowMatrix> logits = DenseLogits(DenseRows(upper), y);
+    for (int k = 0; k < upper.rows.n; ++k) {
+      if (ArgMax(logits.row(k).data(), c_) == b.labels[upper.rows.row(k)]) ++correct;
+    }
+    return correct * InverseRows(upper);
+  }
   for (int k = 0; k < upper.rows.n; ++k) {
     const int i = upper.rows.row(k);
     Logits(b, i, y.data(), d_, c_, z);
