@@ -6,14 +6,15 @@
 // "auto" step sizes (SmoothnessSource::kBatchBound).
 //
 // When the view has at most kSmallGram rows or columns (dense or CSR), the
-// bound is the exact lambda_max of the smaller of M (cols x cols) and the
-// rows' Gram W^1/2 A~ A~^T W^1/2 (rows x rows, same non-zero spectrum),
-// from a dense eigen-solve on fixed-size storage (no heap), times
-// (1 + 1e-10) for its rounding.  Otherwise it is trace(M) = sum_i w_i
-// ||a~_i||^2, one read of the rows: never below lambda_max, and as tight as
-// the rows are aligned (loose by up to the rank for isotropic rows).
-// Costs: min(rows, cols)^2 max(rows, cols) for the small case, rows x cols
-// otherwise, against rounds of tens of such passes.
+// bound is tr(S^8)^(1/8) for the smaller S of M (cols x cols) and the rows'
+// Gram W^1/2 A~ A~^T W^1/2 (rows x rows, same non-zero spectrum): at least
+// lambda_max, exact for one row, and within rank^(1/8) <= 1.42 of it; two
+// products of a matrix on fixed-size storage (no heap), times (1 + 1e-10)
+// for rounding.  Otherwise it is trace(M) = sum_i w_i ||a~_i||^2, one read
+// of the rows: never below lambda_max, and as tight as the rows are aligned
+// (loose by up to the rank for isotropic rows).  Costs: min(rows, cols)^2
+// max(rows, cols) for the small case, rows x cols otherwise, against rounds
+// of tens of passes over the rows.
 #ifndef F2OBO_CORE_FAMILIES_GRAM_BOUND_H_
 #define F2OBO_CORE_FAMILIES_GRAM_BOUND_H_
 
@@ -21,7 +22,7 @@
 
 namespace f2obo {
 
-inline constexpr int kSmallGram = 32;
+inline constexpr int kSmallGram = 16;
 
 // `weights` has view.rows.n entries (w_k for the view's k-th row), or is
 // null for w = 1.
