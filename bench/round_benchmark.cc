@@ -381,7 +381,9 @@ void BM_GemmRoof(benchmark::State& state, Shape s) {
   constexpr int kK = 5;
   std::mt19937_64 rng(5);
   std::normal_distribution<double> n01;
-  auto random = [&](int r, int c) { return RowMatrix::NullaryExpr(r, c, [&] { return n01(rng); }); };
+  auto random = [&](int r, int c) {
+    return RowMatrix::NullaryExpr(r, c, [&] { return n01(rng); });
+  };
   const RowMatrix a_up = random(s.rows, s.d), a_in = random(s.rows, s.d);
   const RowMatrix w1 = random(s.d, s.classes), w2 = random(s.d, 2 * s.classes);
   RowMatrix z1(s.rows, s.classes), z2(s.rows, 2 * s.classes);
