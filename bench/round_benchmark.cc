@@ -14,6 +14,7 @@
 // Also: the GradYGPair kernel alone (fixed vs per-row cost), and
 // ComputeExactMetrics on the dense784 shape and on a small quadratic.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -294,6 +295,123 @@ void BM_ExactMetrics_QuadraticSmall(benchmark::State& state) {
   RunExactMetrics(state, config, ring);
 }
 BENCHMARK(BM_ExactMetrics_QuadraticSmall)->Unit(benchmark::kMicrosecond);
+
+// ---------------------------------------------------------------------------
+// Side by side with the machine's roof and with PyTorch (issue 15).
+//
+// BM_Shape: one F2OBO round (K = 5, logistic_hpo, mu_0 = 1e-3, X = [0, 0.1]^d)
+// at a given d, C and rows per batch, with fixed or auto step sizes:
+//   small:  d = 20,  C = 3,  8 + 8 rows   (bench/torch_round.py's "small")
+//   medium: d = 100, C = 10, 32 + 32 rows (its "medium")
+//   paper:  d = 784, C = 10, 256 + 256 rows (the dense784 workload's shape)
+// BM_GemmRoof: the dense products such a round needs, as plain Eigen GEMMs
+// of the same shapes in the same build: 2 + 6K + 6 = 38 products of
+// (rows x d) by (d x C) size -- the prequential F and accuracy (2), per inner
+// iteration grad_y g at z and y (forward and back-projection of a d x 2C
+// pair: 4) and grad_y f (2), the hypergradient's f and g pair (6).  Both
+// report GFLOP/s on that nominal count (76 rows d C flops per round), so
+// round GFLOP/s / roof GFLOP/s is the fraction of the roof the round reaches.
+struct Shape {
+  int d, classes, rows;
+};
+constexpr Shape kSmall{20, 3, 8}, kMedium{100, 10, 32}, kPaper{784, 10, 256};
+
+double NominalRoundFlops(const Shape& s, int k) {
+  return 2.0 * (2 + 6 * k + 6) * s.rows * static_cast<double>(s.d) * s.classes;
+}
+
+// Rows ~ N(mu_label, I) with class means of norm ~2, as ClassificationBatch.
+Batch GaussianBatch(const Shape& s, const RowMatrix& means, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> label(0, s.classes - 1);
+  std::normal_distribution<double> n01;
+  Batch b;
+  b.dense.resize(s.rows, s.d);
+  b.labels.resize(s.rows);
+  for (int i = 0; i < s.rows; ++i) {
+    b.labels[i] = label(rng);
+    for (int j = 0; j < s.d; ++j) b.dense(i, j) = means(b.labels[i], j) + n01(rng);
+  }
+  return b;
+}
+
+std::vector<StepData> ShapeRing(const Shape& s) {
+  if (s.d == kDenseD && s.rows == kRows) return GetWorkload(false).ring;
+  std::mt19937_64 rng(s.d * 1000 + s.rows);
+  std::normal_distribution<double> n01;
+  const RowMatrix means =
+      RowMatrix::NullaryExpr(s.classes, s.d, [&] { return 2.0 * n01(rng) / std::sqrt(s.d); });
+  std::vector<StepData> ring;
+  for (int k = 0; k < kRing; ++k) {
+    ring.push_back(StepData{GaussianBatch(s, means, rng), GaussianBatch(s, means, rng)});
+  }
+  return ring;
+}
+
+void BM_Shape(benchmark::State& state, Shape shape, bool auto_steps) {
+  const std::vector<StepData> ring = ShapeRing(shape);
+  SessionConfig config = RoundConfig("f2obo", shape.d, 0);
+  config.family.classes = shape.classes;
+  config.options.alpha_auto = config.options.beta_auto = auto_steps;
+  std::unique_ptr<Session> session = *Session::Create(config);
+  for (const StepData& step : ring) (void)session->Step(step);
+  size_t next = 0;
+  for (auto _ : state) {
+    absl::StatusOr<StepReport> r = session->Step(ring[next]);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().ToString().c_str());
+      break;
+    }
+    next = (next + 1) % ring.size();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      1e-9 * NominalRoundFlops(shape, 5) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_Shape, small_fixed, kSmall, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Shape, small_auto, kSmall, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Shape, medium_fixed, kMedium, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Shape, medium_auto, kMedium, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Shape, paper_fixed, kPaper, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Shape, paper_auto, kPaper, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Shape, paper64_fixed, (Shape{784, 10, 64}), false)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Shape, paper64_auto, (Shape{784, 10, 64}), true)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_GemmRoof(benchmark::State& state, Shape s) {
+  constexpr int kK = 5;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> n01;
+  auto random = [&](int r, int c) {
+    return RowMatrix::NullaryExpr(r, c, [&] { return n01(rng); });
+  };
+  const RowMatrix a_up = random(s.rows, s.d), a_in = random(s.rows, s.d);
+  const RowMatrix w1 = random(s.d, s.classes), w2 = random(s.d, 2 * s.classes);
+  RowMatrix z1(s.rows, s.classes), z2(s.rows, 2 * s.classes);
+  RowMatrix g1(s.d, s.classes), g2(s.d, 2 * s.classes);
+  for (auto _ : state) {
+    z1.noalias() = a_up * w1;  // prequential f
+    z1.noalias() = a_up * w1;  // prequential accuracy
+    for (int k = 0; k < kK; ++k) {
+      z2.noalias() = a_in * w2;
+      g2.noalias() = a_in.transpose() * z2;
+      z1.noalias() = a_up * w1;
+      g1.noalias() = a_up.transpose() * z1;
+    }
+    z1.noalias() = a_up * w1;
+    g1.noalias() = a_up.transpose() * z1;
+    z2.noalias() = a_in * w2;
+    g2.noalias() = a_in.transpose() * z2;
+    benchmark::DoNotOptimize(g1.data());
+    benchmark::DoNotOptimize(g2.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      1e-9 * NominalRoundFlops(s, kK) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_GemmRoof, small, kSmall)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemmRoof, medium, kMedium)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_GemmRoof, paper, kPaper)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemmRoof, paper64, (Shape{784, 10, 64}))->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace f2obo

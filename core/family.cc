@@ -51,6 +51,7 @@ Smoothness Family::EstimateSmoothness(const VecIn& x, const VecIn& y,
     HvpYYF(x, y, upper, tmp, out);
   });
   s.l_f1 = kSafety * std::sqrt(sq);
+  s.source = SmoothnessSource::kPowerIteration;
   return s;
 }
 

@@ -30,10 +30,20 @@ namespace f2obo {
 
 enum class BatchRole { kUpper, kInner };
 
-// Upper bounds on the smoothness constants used by "auto" step sizes.
+// How a Smoothness was obtained (reported with the round; proto's
+// SmoothnessSource has the same members).
+enum class SmoothnessSource {
+  kNone,            // no step size is auto: nothing was computed
+  kExact,           // constant Hessians with known norms (quadratic)
+  kBatchBound,    // guaranteed upper bounds from the batch's row norms
+  kPowerIteration,  // HVP power iteration times a safety factor (an estimate)
+};
+
+// The smoothness constants used by "auto" step sizes.
 struct Smoothness {
   double l_g1 = 0.0;  // ||grad2_yy g|| (operator norm)
   double l_f1 = 0.0;  // ||grad2_yy f||
+  SmoothnessSource source = SmoothnessSource::kNone;
 };
 
 class Family {
@@ -87,8 +97,9 @@ class Family {
     return std::nullopt;
   }
 
-  // Smoothness bounds at (x, y) on these batches.  Default: power iteration
-  // with HVPs (a handful of iterations, scaled up by a safety factor).
+  // Smoothness constants at (x, y) on these batches.  Default: power iteration
+  // with HVPs (90 HVPs, scaled up by a safety factor): several rounds' worth
+  // of work, so families whose Hessians have a cheap bound override it.
   virtual Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
                                         const StepData& data);
 };

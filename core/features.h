@@ -22,6 +22,18 @@ inline double RowDot(const Batch& b, int i, const double* w) {
       Eigen::Map<const Vector>(w, b.dense.cols()).transpose());
 }
 
+// ||a_i||^2
+inline double RowSquaredNorm(const Batch& b, int i) {
+  if (b.sparse_features) {
+    const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+    const double* val = b.csr.valuePtr();
+    double s = 0.0;
+    for (int k = begin; k < end; ++k) s += val[k] * val[k];
+    return s;
+  }
+  return b.dense.row(i).squaredNorm();
+}
+
 // out += s * a_i  (out has cols() entries)
 inline void RowAxpy(const Batch& b, int i, double s, double* out) {
   if (b.sparse_features) {

@@ -11,6 +11,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "core/cpu_features.h"
 #include "server/auth.h"
 #include "server/machine_memory.h"
 #include "server/server.h"
@@ -92,6 +93,11 @@ bool DefinedHere(absl::string_view file) { return absl::EndsWith(file, "server/m
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything runs code compiled for F2OBO_ARCH's extensions.
+  if (absl::Status cpu = f2obo::CheckCpuFeatures(); !cpu.ok()) {
+    std::fprintf(stderr, "f2obo-server: %s\n", std::string(cpu.message()).c_str());
+    return 1;
+  }
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = &DefinedHere;
   usage.contains_helpshort_flags = &DefinedHere;

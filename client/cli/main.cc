@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/cli.h"
+#include "core/cpu_features.h"
 
 namespace f2obo::cli {
 namespace {
@@ -317,6 +318,11 @@ int Main(int argc, char** argv) {
 }  // namespace f2obo::cli
 
 int main(int argc, char** argv) {
+  // Before anything runs code compiled for F2OBO_ARCH's extensions.
+  if (absl::Status cpu = f2obo::CheckCpuFeatures(); !cpu.ok()) {
+    std::fprintf(stderr, "f2obo-cli: %s\n", std::string(cpu.message()).c_str());
+    return f2obo::cli::kExitRpc;
+  }
   try {
     return f2obo::cli::Main(argc, argv);
   } catch (const std::exception& e) {

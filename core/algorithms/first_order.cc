@@ -64,6 +64,7 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
   report->step_sizes_auto = o.alpha_auto || o.beta_auto;
   report->l_g1 = sm.l_g1;
   report->l_f1 = sm.l_f1;
+  report->smoothness_source = sm.source;
 }
 
 absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha,

@@ -13,6 +13,7 @@ double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
     alpha = 1.0 / sm.l_g1;
     report->l_g1 = sm.l_g1;
     report->l_f1 = sm.l_f1;
+    report->smoothness_source = sm.source;
   }
   report->lambda = 0.0;
   report->alpha = alpha;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/family.h"
 #include "core/types.h"
 
 namespace f2obo {
@@ -18,6 +19,7 @@ struct BilevelReport {
   bool step_sizes_auto = false;
   double l_g1 = 0.0;      // smoothness estimates behind auto step sizes
   double l_f1 = 0.0;
+  SmoothnessSource smoothness_source = SmoothnessSource::kNone;
   int z_iterations = 0;   // inner gradient steps on z this round
   int y_iterations = 0;   // inner gradient steps on y this round
   bool cap_hit = false;   // an adaptive loop stopped at max_inner_iterations

@@ -39,8 +39,8 @@ class LogisticHpoFamily final : public Family {
 
   absl::Status ValidateBatch(const Batch& batch, BatchRole role) const override;
   absl::Status ValidateConstraint(const ConstraintSet& set) const override;
-  // Scratch is C-sized and allocated at construction.
-  void Prepare(const StepData&) override {}
+  // Sizes the dense passes' buffers for these batches (logistic_hpo_dense.cc).
+  void Prepare(const StepData& data) override { PrepareDense(data); }
 
   double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
            Vector* gy) override;
@@ -57,22 +57,53 @@ class LogisticHpoFamily final : public Family {
   std::optional<double> Accuracy(const VecIn& x, const VecIn& y,
                                  const BatchView& upper) override;
 
+  // Bounds from the batches (SmoothnessSource::kBatchBound), one forward
+  // pass over each: see logistic_hpo.cc.
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                const StepData& data) override;
+
  private:
   LogisticHpoFamily(int d, int c, double mu0)
-      : d_(d), c_(c), mu0_(mu0), z_(c), z2_(c), dz_(c) {}
+      : d_(d), c_(c), mu0_(mu0), z_(c), z2_(c), dz_(c) {
+    ReserveDense();
+  }
+  // Sizes the dense buffers at construction: the pair's d x 2C, and logits
+  // for batches of up to 256 rows (fewer for very many classes, at most 512
+  // KB), so that most sessions' passes never allocate even without Prepare
+  // (the pair only up to 2^20 entries).
+  void ReserveDense();
   // Mean cross-entropy (1/n) sum CE(z_i, l_i) over the view and, if gy is
   // given, its gradient in y written into gy.
   double CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy);
   // out = (1/n) sum of the CE Hessians at y applied to v (no regularizer).
   void CrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v,
                        Vector* out);
+  // A bound on ||(1/n) sum_i J_i^T H_i J_i|| over the view at y (softmax.h,
+  // gram_bound.h).
+  double CurvatureBound(const VecIn& y, const BatchView& view);
   // gy += mu_0 y + (x_i W_i)_i: the gradient (or, with y = v, the HVP) of
   // the regularizer.
   void AddRegularizer(const VecIn& x, const VecIn& y, Vector* gy) const;
 
+  // Dense batches: blocked products over the batch (logistic_hpo_dense.cc).
+  void PrepareDense(const StepData& data);
+  // The view's rows as one n x d block (gathered into gathered_ for a subset).
+  Eigen::Map<const RowMatrix> DenseRows(const BatchView& view);
+  // Logits A W + 1 b^T (n x C) of the model y, in logits_.
+  Eigen::Map<RowMatrix> DenseLogits(const Eigen::Map<const RowMatrix>& a, const VecIn& y);
+  // Logits of two models side by side (n x 2C) from one product with [W_1 W_2].
+  Eigen::Map<RowMatrix> DenseLogitsPair(const Eigen::Map<const RowMatrix>& a, const VecIn& y1,
+                                        const VecIn& y2);
+  double DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy);
+  void DenseGradYGPair(const VecIn& y1, const VecIn& y2, const BatchView& inner, Vector* gy1,
+                       Vector* gy2);
+  void DenseCrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v, Vector* out);
+
   int d_, c_;
   double mu0_;
+  Vector logits_, wpair_, gathered_;  // dense passes' buffers (grown, never shrunk)
   Vector z_, z2_, dz_;  // C-sized per-row scratch
+  Vector weights_;      // per-row curvature bounds (EstimateSmoothness)
 };
 
 }  // namespace f2obo

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/families/gram_bound.h"
 #include "core/families/softmax.h"
 
 namespace f2obo {
@@ -234,6 +235,48 @@ void LossTuningFamily::HvpYYF(const VecIn&, const VecIn& y,
     for (int j = 0; j < c_; ++j) ds[j] *= w;
     BackProject(b, i, ds, d_, c_, out->data());
   }
+}
+
+Smoothness LossTuningFamily::EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                                const StepData& data) {
+  // Row bounds as in softmax.h, combined by gram_bound.h.  g's row Hessian
+  // is J_i^T G H(z_i) G J_i with G = diag(gamma), whose middle factor has
+  // norm at most max_j gamma_j^2 p_j (as H <= diag(p)) and at most
+  // max_j gamma_j^2 times the bound on ||H||; f's is u_l J_i^T H(s_i) J_i on
+  // the plain logits.  One forward pass per batch.
+  Smoothness out;
+  double gamma2_max = 0.0;
+  for (int j = 0; j < c_; ++j) gamma2_max = std::max(gamma2_max, x[j] * x[j]);
+  const BatchView inner = BatchView::All(data.inner);
+  double *s = s_.data(), *z = z_.data();
+  const int rows = std::max(data.inner.rows(), data.upper.rows());
+  if (weights_.size() < rows) weights_.resize(rows);
+  for (int k = 0; k < inner.rows.n; ++k) {
+    const int i = inner.rows.row(k);
+    Logits(*inner.batch, i, y.data(), d_, c_, s);
+    Adjust(x, s, z);
+    SoftmaxInPlace(z, c_);
+    double weighted = 0.0;
+    for (int j = 0; j < c_; ++j) weighted = std::max(weighted, x[j] * x[j] * z[j]);
+    const double h = std::min(weighted, gamma2_max * SoftmaxCurvatureBound(z, c_));
+    weights_[k] = std::isnan(z[0]) ? z[0] : h;
+  }
+  out.l_g1 = GramBound(inner, weights_.data(), /*augmented=*/true) * InverseRows(inner) + mu0_;
+
+  const BatchView upper = BatchView::All(data.upper);
+  ClassCoefficients(upper);
+  for (int k = 0; k < upper.rows.n; ++k) {
+    const int i = upper.rows.row(k);
+    const double w = coef_[upper.batch->labels[i]];
+    weights_[k] = 0.0;
+    if (w == 0.0) continue;
+    Logits(*upper.batch, i, y.data(), d_, c_, s);
+    SoftmaxInPlace(s, c_);
+    weights_[k] = w * SoftmaxCurvatureBound(s, c_);
+  }
+  out.l_f1 = GramBound(upper, weights_.data(), /*augmented=*/true);
+  out.source = SmoothnessSource::kBatchBound;
+  return out;
 }
 
 std::optional<double> LossTuningFamily::Accuracy(const VecIn&, const VecIn& y,

@@ -81,6 +81,11 @@ class LossTuningFamily final : public Family {
   std::optional<double> Accuracy(const VecIn& x, const VecIn& y,
                                  const BatchView& upper) override;
 
+  // Bounds from the batches (SmoothnessSource::kBatchBound), one forward
+  // pass over each: see loss_tuning.cc.
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                const StepData& data) override;
+
  private:
   LossTuningFamily(int d, int c, double mu0)
       : d_(d), c_(c), mu0_(mu0), s_(c), z_(c), s2_(c), z2_(c), ds_(c),
@@ -94,6 +99,7 @@ class LossTuningFamily final : public Family {
   int d_, c_;
   double mu0_;
   Vector s_, z_, s2_, z2_, ds_, coef_;  // C-sized scratch
+  Vector weights_;                      // per-row curvature bounds
   std::vector<int> counts_;             // C-sized scratch
   // Label counts of the upper batch Prepare() saw, and that batch (its
   // address and label storage, so that another batch is never mistaken

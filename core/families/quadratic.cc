@@ -77,8 +77,11 @@ absl::Status QuadraticFamily::ValidateBatch(const Batch& b, BatchRole role) cons
 void QuadraticFamily::Prepare(const StepData&) {}
 
 void QuadraticFamily::Residual(const VecIn& x, const VecIn& y, const Batch& inner) {
-  r_.noalias() = y - inner.c;
-  r_.noalias() -= inner.M * x;
+  // r = y - (M x + c), in this order: at y = M x + c computed the same way
+  // the residual is exactly 0 whether or not the build contracts to FMAs.
+  r_.noalias() = inner.M * x;
+  r_ += inner.c;
+  r_ = y - r_;
 }
 
 double QuadraticFamily::F(const VecIn&, const VecIn& y, const BatchView& upper,
@@ -128,7 +131,7 @@ Smoothness QuadraticFamily::EstimateSmoothness(const VecIn&, const VecIn&,
                                                const StepData&) {
   // Exact for g; for the bump, ||s e^{-r^2}(4yy^T - 2I)|| <= 2|s| for all y
   // (max over r of |4r^2 - 2| e^{-r^2} is 2, at r = 0).
-  return Smoothness{mu_, bump_ ? 2.0 * std::abs(scale_) : 1.0};
+  return Smoothness{mu_, bump_ ? 2.0 * std::abs(scale_) : 1.0, SmoothnessSource::kExact};
 }
 
 }  // namespace f2obo

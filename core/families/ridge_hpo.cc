@@ -1,8 +1,10 @@
 #include "core/families/ridge_hpo.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/families/gram_bound.h"
 #include "core/features.h"
 
 namespace f2obo {
@@ -114,6 +116,20 @@ void RidgeHpoFamily::HvpXYG(const VecIn&, const VecIn& y, const BatchView&,
 void RidgeHpoFamily::HvpYYF(const VecIn&, const VecIn&, const BatchView& upper,
                             const VecIn& v, Vector* out) {
   Gram(upper, v, out);
+}
+
+Smoothness RidgeHpoFamily::EstimateSmoothness(const VecIn& x, const VecIn&,
+                                              const StepData& data) {
+  // grad2_yy g = A^T A / n + diag(x + mu_0) and grad2_yy f = A_up^T A_up / m
+  // do not depend on y: bound the Gram parts (gram_bound.h) and add the
+  // diagonal's largest entry (Weyl).
+  const BatchView inner = BatchView::All(data.inner), upper = BatchView::All(data.upper);
+  Smoothness s;
+  s.l_g1 = GramBound(inner, nullptr, false) / std::max(1, inner.rows.n) +
+           (x.size() > 0 ? x.maxCoeff() : 0.0) + mu0_;
+  s.l_f1 = GramBound(upper, nullptr, false) / std::max(1, upper.rows.n);
+  s.source = SmoothnessSource::kBatchBound;
+  return s;
 }
 
 }  // namespace f2obo

@@ -42,6 +42,11 @@ class RidgeHpoFamily final : public Family {
   void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
               const VecIn& v, Vector* out) override;
 
+  // Bounds from the batches (SmoothnessSource::kBatchBound, gram_bound.h):
+  // see ridge_hpo.cc.
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                const StepData& data) override;
+
  private:
   RidgeHpoFamily(int d, double mu0) : d_(d), mu0_(mu0) {}
   // Mean squared-residual loss (1/2n) sum (a_i^T y - b_i)^2 and, if gy is

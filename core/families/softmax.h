@@ -111,6 +111,26 @@ inline void SoftmaxHvp(const double* p, const double* dz, int c, double* u) {
   for (int j = 0; j < c; ++j) u[j] = p[j] * (dz[j] - pd);
 }
 
+// An upper bound on ||diag(p) - p p^T||, the CE Hessian in logit space, for
+// probabilities p: it is below diag(p), so <= max_j p_j (tight at uniform
+// p = 1/C), and by Gershgorin <= max_j 2 p_j (1 - p_j) <= 1/2 (tight-ish for
+// confident rows).  NaN p gives NaN.
+inline double SoftmaxCurvatureBound(const double* p, int c) {
+  double max_p = 0.0, max_g = 0.0;
+  for (int j = 0; j < c; ++j) {
+    if (std::isnan(p[j])) return p[j];
+    max_p = p[j] > max_p ? p[j] : max_p;
+    const double g = 2.0 * p[j] * (1.0 - p[j]);
+    max_g = g > max_g ? g : max_g;
+  }
+  return max_p < max_g ? max_p : max_g;
+}
+
+// Smoothness of softmax losses in the model y = (W, b) (layout above): row
+// i's Hessian in y is J_i^T H_i J_i with J_i v = V^T a_i + v_b, so with
+// ||H_i|| <= h_i, sum_i w_i J_i^T H_i J_i <= (sum_i w_i h_i a~_i a~_i^T) (x) I_C
+// for a~_i = (a_i, 1), whose norm gram_bound.h bounds.
+
 // Index of the largest entry; ties go to the lowest index.
 inline int ArgMax(const double* z, int c) {
   int best = 0;

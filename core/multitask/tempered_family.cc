@@ -67,4 +67,13 @@ std::optional<double> TemperedFamily::Accuracy(const VecIn& x, const VecIn& y,
   return base_->Accuracy(xs_, ys_, upper);
 }
 
+Smoothness TemperedFamily::EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                              const StepData& data) {
+  Rescale(x, y);
+  Smoothness s = base_->EstimateSmoothness(xs_, ys_, data);
+  s.l_g1 /= sigma2_;  // grad2_yy = grad2_yy b / s^2, f's and g's alike
+  s.l_f1 /= sigma2_;
+  return s;
+}
+
 }  // namespace f2obo

@@ -50,6 +50,9 @@ class TemperedFamily final : public Family {
   void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper, const VecIn& v,
               Vector* out) override;
   void DefaultX(Vector* x) const override { base_->DefaultX(x); }
+  // The base family's constants at the rescaled point, over sigma^2.
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
+                                const StepData& data) override;
   std::optional<double> Accuracy(const VecIn& x, const VecIn& y,
                                  const BatchView& upper) override;
 

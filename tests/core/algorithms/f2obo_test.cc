@@ -127,6 +127,27 @@ TEST(F2obo, ReportsTheAutoStepSizesItUsed) {
   EXPECT_DOUBLE_EQ(BilevelPart(*report).alpha, 1.0 / 4.0);
   // beta_t = 1 / (2 lambda_t L_g1 + L_f1) with lambda_1 = 5, L_f1 = 1.
   EXPECT_DOUBLE_EQ(BilevelPart(*report).beta, 1.0 / (2.0 * 5.0 * 4.0 + 1.0));
+  EXPECT_EQ(BilevelPart(*report).smoothness_source, SmoothnessSource::kExact);
+}
+
+TEST(F2obo, AutoStepSizesOnSoftmaxFamiliesComeFromRowNormBounds) {
+  std::mt19937_64 rng(24);
+  FamilyConfig fam;
+  fam.name = "logistic_hpo";
+  fam.features = 6;
+  fam.classes = 3;
+  SessionConfig config = ConfigFor("f2obo", fam, ConstraintSet::Box(0.0, 0.1));
+  config.options.alpha_auto = config.options.beta_auto = true;
+  auto session = *Session::Create(config);
+  const StepData step{testing::ClassificationBatch(16, 6, 3, false, rng),
+                      testing::ClassificationBatch(16, 6, 3, false, rng)};
+  const auto report = session->Step(step);
+  ASSERT_TRUE(report.ok());
+  const BilevelReport& r = BilevelPart(*report);
+  EXPECT_EQ(r.smoothness_source, SmoothnessSource::kBatchBound);
+  EXPECT_GT(r.l_g1, 0.0);
+  EXPECT_DOUBLE_EQ(r.alpha, 1.0 / r.l_g1);
+  EXPECT_DOUBLE_EQ(r.beta, 1.0 / (2.0 * r.lambda * r.l_g1 + r.l_f1));
 }
 
 TEST(F2obo, LambdaFollowsTheScheduleAndItsCap) {
