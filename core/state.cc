@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/word_hash.h"
 
 namespace f2obo {
 namespace {
@@ -14,8 +15,12 @@ constexpr char kMagic[4] = {'F', '2', 'S', 'T'};
 // 1: bilevel only (t, x, y, z, lambda, rng, counters, aux, sums).
 // 2: version 1 plus the two unconverged-term counts of the exact metrics.
 // 3: problem classes (family, algorithm, x, class vectors and scalars, ...).
-constexpr uint32_t kVersion = 3;
+// 4: version 3's layout with a WordHash checksum (core/word_hash.h) instead
+//    of FNV-1a, which cost more than many rounds on large states.
+constexpr uint32_t kVersion = 4;
+constexpr uint64_t kWordHashSeed = 0x46325354;  // "F2ST"
 
+// The checksum of versions 1-3.
 uint64_t Fnv1a(const char* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (size_t i = 0; i < n; ++i) {
@@ -41,7 +46,7 @@ class Writer {
   }
   void Vec(const Vector& v) {
     U64(static_cast<uint64_t>(v.size()));
-    for (Eigen::Index i = 0; i < v.size(); ++i) F64(v[i]);
+    F64s(v.data(), static_cast<size_t>(v.size()));
   }
   void Vecs(const std::vector<Vector>& vs) {
     U64(vs.size());
@@ -49,8 +54,17 @@ class Writer {
   }
   void Doubles(const std::vector<double>& v) {
     U64(v.size());
-    for (double d : v) F64(d);
+    F64s(v.data(), v.size());
   }
+  // n doubles as little-endian words: one copy on little-endian hosts.
+  void F64s(const double* p, size_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n > 0) Raw(p, 8 * n);
+#else
+    for (size_t i = 0; i < n; ++i) F64(p[i]);
+#endif
+  }
+  void Reserve(size_t n) { out_.reserve(n); }
   void Str(const std::string& s) {
     U64(s.size());
     Raw(s.data(), s.size());
@@ -88,7 +102,7 @@ class Reader {
     uint64_t n;
     if (!U64(&n) || n > in_.size() / 8) return false;
     v->resize(static_cast<Eigen::Index>(n));
-    for (uint64_t i = 0; i < n; ++i) F64(&(*v)[static_cast<Eigen::Index>(i)]);
+    F64s(v->data(), n);
     return true;
   }
   bool Vecs(std::vector<Vector>* vs) {
@@ -104,8 +118,17 @@ class Reader {
     uint64_t n;
     if (!U64(&n) || n > in_.size() / 8) return false;
     v->resize(n);
-    for (double& d : *v) F64(&d);
+    F64s(v->data(), n);
     return true;
+  }
+  // n doubles (the caller checked n <= what is left / 8).
+  void F64s(double* p, uint64_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n > 0) std::memcpy(p, in_.data(), 8 * n);
+    in_.remove_prefix(8 * n);
+#else
+    for (uint64_t i = 0; i < n; ++i) F64(&p[i]);
+#endif
   }
   bool Str(std::string* s) {
     uint64_t n;
@@ -182,6 +205,11 @@ bool RunningMetrics::BitEquals(const RunningMetrics& o) const {
 std::string SerializeCheckpoint(const Checkpoint& c) {
   const SessionState& s = c.state;
   Writer w;
+  // One allocation: the fixed fields, then every vector with its length.
+  size_t words = 32 + s.x.size() + s.scalars.size() + c.metrics.sums.size();
+  for (const Vector& v : s.vectors) words += 1 + v.size();
+  for (const Vector& v : s.aux) words += 1 + v.size();
+  w.Reserve(8 * words + c.family.size() + c.algorithm.size());
   w.Raw(kMagic, 4);
   w.U64(kVersion);
   w.Str(c.family);
@@ -197,7 +225,7 @@ std::string SerializeCheckpoint(const Checkpoint& c) {
   w.Vecs(s.aux);
   w.I64(c.metrics.evaluated_steps);
   w.Doubles(c.metrics.sums);
-  w.U64(Fnv1a(w.out().data(), w.out().size()));
+  w.U64(WordHash(kWordHashSeed, w.out()));
   return std::move(w.out());
 }
 
@@ -252,6 +280,20 @@ bool ReadVersion3(Reader& r, Checkpoint* c) {
 
 }  // namespace
 
+// The checksum a record of `version` carries over `body`.
+uint64_t ChecksumOf(uint64_t version, absl::string_view body) {
+  return version >= 4 ? WordHash(kWordHashSeed, body) : Fnv1a(body.data(), body.size());
+}
+
+void ResealEncodedState(std::string* bytes) {
+  if (bytes->size() < 4 + 8 + 8) return;
+  const size_t body = bytes->size() - 8;
+  uint64_t version = 0;
+  Reader(absl::string_view(*bytes).substr(4, 8)).U64(&version);
+  const uint64_t h = ChecksumOf(version, absl::string_view(*bytes).substr(0, body));
+  for (int i = 0; i < 8; ++i) (*bytes)[body + i] = static_cast<char>(h >> (8 * i));
+}
+
 absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes) {
   if (bytes.size() < 4 + 8 + 8 || std::memcmp(bytes.data(), kMagic, 4) != 0) {
     return absl::DataLossError("session state: bad magic or truncated header");
@@ -260,20 +302,22 @@ absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes) {
   Reader tail(bytes.substr(bytes.size() - 8));
   uint64_t checksum = 0;
   tail.U64(&checksum);
-  if (checksum != Fnv1a(body.data(), body.size())) {
-    return absl::DataLossError("session state: checksum mismatch (corrupt record)");
-  }
   Reader r(body.substr(4));
   uint64_t version = 0;
-  r.U64(&version);
+  r.U64(&version);  // not verified yet: it only picks the checksum to verify
+  if (version == 0 || version > kVersion) {
+    return absl::DataLossError(absl::StrCat("session state: unsupported version ", version,
+                                            " (this server reads versions 1 to ", kVersion, ")"));
+  }
+  if (checksum != ChecksumOf(version, body)) {
+    return absl::DataLossError("session state: checksum mismatch (corrupt record)");
+  }
   Checkpoint c;
   bool ok = false;
   if (version == 1 || version == 2) {
     ok = ReadBilevelVersion(r, version, &c);
-  } else if (version == kVersion) {
-    ok = ReadVersion3(r, &c);
   } else {
-    return absl::DataLossError(absl::StrCat("session state: unsupported version ", version));
+    ok = ReadVersion3(r, &c);  // version 4: the same layout
   }
   if (!ok) return absl::DataLossError("session state: malformed body");
   return c;

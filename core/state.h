@@ -78,12 +78,16 @@ struct Checkpoint {
   }
 };
 
-// Versioned little-endian binary encoding with an FNV-1a checksum; decoding
+// Versioned little-endian binary encoding with a checksum (WordHash,
+// core/word_hash.h; versions 1-3 used FNV-1a and still decode); decoding
 // rejects truncated, corrupt or future-version input.  Version 1 (the
 // bilevel state before problem classes) and version 2 (version 1 with the
 // unconverged-term counts) decode into the bilevel layout.
 std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes);
+// Rewrites the checksum of an encoded state (of any version) to match its
+// bytes: the fuzzer's way past the checksum to the decoder's later checks.
+void ResealEncodedState(std::string* bytes);
 
 // Whether a state that did not come from this process's own rounds (an
 // import, a stored record) fits `layout` with x of `x_dim` entries:

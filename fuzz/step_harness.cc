@@ -244,16 +244,7 @@ server::Limits FuzzLimits() {
   return l;
 }
 
-void FixStateChecksum(std::string* state) {
-  if (state->size() < 4 + 8 + 8) return;
-  const size_t body = state->size() - 8;
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, as core/state.cc
-  for (size_t i = 0; i < body; ++i) {
-    h ^= static_cast<unsigned char>((*state)[i]);
-    h *= 0x100000001b3ULL;
-  }
-  for (int i = 0; i < 8; ++i) (*state)[body + i] = static_cast<char>(h >> (8 * i));
-}
+void FixStateChecksum(std::string* state) { ResealEncodedState(state); }
 
 std::string EncodeInput(uint8_t mode, const google::protobuf::MessageLite& first,
                         const v1::StepRequest& step) {

@@ -35,7 +35,7 @@ enum Mode : uint8_t {
   kTwoPhase = 0x10,      // the core twin runs the durable path: Prepare,
                          // Abort, Prepare again (must be identical), Commit
   kImport = 0x20,        // first message is a SessionExport: Import it
-  kFixChecksum = 0x40,   // import: recompute the state's FNV-1a checksum first
+  kFixChecksum = 0x40,   // import: recompute the state's checksum first
                          // (it is not a MAC; a hostile client can do this)
 };
 

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -35,7 +38,8 @@ SessionStore::~SessionStore() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  writer_cv_.notify_all();
+  room_cv_.notify_all();
   if (writer_.joinable()) writer_.join();  // drains the queue first
   sqlite3_close(db_);
   close(lock_fd_);  // last: the directory is free once the file is closed
@@ -243,18 +247,37 @@ absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
   // writes) holds back new ones instead of growing memory.  The writer takes
   // the whole queue at once, so room comes with its next batch; an empty
   // queue admits a write of any size.
-  cv_.wait(lock, [&] {
+  room_cv_.wait(lock, [&] {
     return stopping_ || queue_.empty() || queued_bytes_ + w->bytes <= max_queued_bytes_;
   });
   if (stopping_) return absl::UnavailableError("store: shutting down");
   w->waited = wait;
+  const bool was_empty = queue_.empty();
   queue_.push_back(w);
   queued_bytes_ += w->bytes;
+  queued_waited_ += wait ? 1 : 0;
   max_queued_bytes_seen_ = std::max(max_queued_bytes_seen_, queued_bytes_);
-  cv_.notify_all();
+  // Wake the writer when it has something new to decide on: a first write
+  // (it sleeps on an empty queue), one a caller waits for, or a queue over
+  // its gathering threshold (see WriterLoop).  Not for every write gathered.
+  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.notify_one();
   if (!wait) return absl::OkStatus();
-  cv_.wait(lock, [&] { return w->done; });
+  done_cv_.wait(lock, [&] { return w->done; });
   return w->status;
+}
+
+absl::Status SessionStore::SaveReply(const Write& w) {
+  Stmt b(db_, "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+  if (absl::Status s = b.Text(1, w.id)
+                           .Int(2, w.t)
+                           .Blob(3, w.reply)
+                           .Int(4, RecordSum("reply", w.id, w.t, w.reply))
+                           .Run("saving a reply");
+      !s.ok()) {
+    return s;
+  }
+  Stmt c(db_, "DELETE FROM replies WHERE id = ? AND t <= ?");
+  return c.Text(1, w.id).Int(2, w.t - w.keep).Run("trimming replies");
 }
 
 absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
@@ -361,6 +384,13 @@ absl::Status SessionStore::Apply(const Write& w) {
       return g.Text(1, w.id).Run("deleting a group");
     }
     case Write::kStep: {
+      if (w.state_superseded) {
+        // The same session's next step, later in this transaction, writes
+        // its newer state (and checks the row exists).
+        if (absl::Status s = SaveReply(w); !s.ok()) return s;
+        if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
+        return absl::OkStatus();
+      }
       Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ? WHERE id = ?");
       if (absl::Status s = a.Blob(1, w.state)
                                .Int(2, w.t)
@@ -373,21 +403,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       if (sqlite3_changes(db_) != 1) {
         return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
       }
-      Stmt b(db_,
-             "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-      if (absl::Status s = b.Text(1, w.id)
-                               .Int(2, w.t)
-                               .Blob(3, w.reply)
-                               .Int(4, RecordSum("reply", w.id, w.t, w.reply))
-                               .Run("saving a reply");
-          !s.ok()) {
-        return s;
-      }
-      Stmt c(db_, "DELETE FROM replies WHERE id = ? AND t <= ?");
-      if (absl::Status s = c.Text(1, w.id).Int(2, w.t - w.keep).Run("trimming replies");
-          !s.ok()) {
-        return s;
-      }
+      if (absl::Status s = SaveReply(w); !s.ok()) return s;
       if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
       return absl::OkStatus();
     }
@@ -395,17 +411,42 @@ absl::Status SessionStore::Apply(const Write& w) {
   return absl::InternalError("store: unknown write");
 }
 
+void SessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch) {
+  // Walk backwards, remembering the kind of each session's next write.
+  std::unordered_map<std::string_view, Write::Kind> next_kind;
+  for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+    Write& w = **it;
+    if (w.kind == Write::kStep) {
+      const auto next = next_kind.find(w.id);
+      w.state_superseded = next != next_kind.end() && next->second == Write::kStep;
+    }
+    // Group writes name a group id, not their members': a member's step
+    // before a group delete is never superseded (its next write is not a
+    // step of the same id), which is always safe.
+    next_kind[w.id] = w.kind;
+  }
+}
+
 void SessionStore::WriterLoop() {
   for (;;) {
     std::deque<std::shared_ptr<Write>> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      writer_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and drained
+      if (durability_ == Durability::kNone) {
+        // Nobody waits for these writes: gather more, so that a session's
+        // consecutive steps share one transaction and one state write.
+        writer_cv_.wait_for(lock, std::chrono::microseconds(kNoneBatchWindowMicros), [&] {
+          return stopping_ || queued_waited_ > 0 || 2 * queued_bytes_ >= max_queued_bytes_;
+        });
+      }
       batch.swap(queue_);
       queued_bytes_ = 0;
+      queued_waited_ = 0;
     }
-    cv_.notify_all();  // room for writers held back by the bound
+    MarkSupersededStates(batch);
+    room_cv_.notify_all();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.
     bool batch_ok = Exec("BEGIN IMMEDIATE").ok();
     for (const auto& w : batch) {
@@ -414,10 +455,15 @@ void SessionStore::WriterLoop() {
       batch_ok = w->status.ok();
     }
     if (batch_ok) batch_ok = Exec("COMMIT").ok();
+    if (batch_ok) {
+      for (const auto& w : batch) superseded_states_ += w->state_superseded ? 1 : 0;
+    }
     if (!batch_ok) {
       // Something failed: undo, then give each write its own transaction so
-      // one bad write cannot fail its neighbours.
+      // one bad write cannot fail its neighbours (each whole: a step's state
+      // may not rely on a later step that fails).
       Exec("ROLLBACK").IgnoreError();
+      for (const auto& w : batch) w->state_superseded = false;
       for (const auto& w : batch) {
         absl::Status s = Exec("BEGIN IMMEDIATE");
         if (s.ok()) s = Apply(*w);
@@ -448,7 +494,7 @@ void SessionStore::WriterLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& w : batch) w->done = true;
     }
-    cv_.notify_all();
+    done_cv_.notify_all();
   }
 }
 

@@ -93,11 +93,14 @@ class SessionStore {
   //  1: a checksum column per blob.
   //  2: the checkpoints table.
   //  3: the fences table (scale-out moves, server/store/fences.cc).
-  static constexpr int kSchemaVersion = 3;
+  //  4: checksums from WordHash instead of FNV-1a (store/record_sum.h).
+  static constexpr int kSchemaVersion = 4;
   // Under kNone, CommitStep does not wait for its write; it waits only when
   // this many bytes are already queued, so a slow disk bounds the memory.
   // (Under kSync every caller waits anyway.)
   static constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
+  // Under kNone, how long the writer gathers writes nobody waits for.
+  static constexpr int kNoneBatchWindowMicros = 5000;
 
   // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.  Fails
   // (FailedPrecondition, naming the path) if another process holds the
@@ -176,6 +179,8 @@ class SessionStore {
   int64_t unwaited_failures() const;
   // The most bytes ever queued at once (tests: the kNone bound holds).
   size_t max_queued_bytes_seen() const;
+  // Step writes whose state a later step of the same batch replaced (kNone).
+  int64_t superseded_states() const { return superseded_states_.load(); }
   const std::string& path() const { return path_; }
 
  private:
@@ -187,6 +192,10 @@ class SessionStore {
   void WriterLoop();
   absl::Status Submit(std::shared_ptr<Write> w, bool wait);
   absl::Status Apply(const Write& w);
+  // Writer thread only: a kStep's reply row, and the trim of older ones.
+  absl::Status SaveReply(const Write& w);
+  // Writer thread only: sets Write::state_superseded across `batch`.
+  void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
   // Writer thread only (checkpoints.cc): inserts checkpoint (id, t) and
   // drops all but the newest `keep`; applies a kRollback write.
@@ -204,13 +213,20 @@ class SessionStore {
   const Durability durability_;
   const size_t max_queued_bytes_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Three conditions on mu_, each with its own waiters, so that a commit
+  // wakes the callers it finished and not every stream (and the writer is
+  // woken by new writes only).
+  std::condition_variable writer_cv_;  // the writer: queue_ not empty, or stopping_
+  std::condition_variable room_cv_;    // Submit: room under max_queued_bytes_
+  std::condition_variable done_cv_;    // Submit: its write done
   std::deque<std::shared_ptr<Write>> queue_;  // guarded by mu_
   size_t queued_bytes_ = 0;                   // guarded by mu_
+  int queued_waited_ = 0;  // writes in queue_ a caller waits for; guarded by mu_
   size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
   int64_t unwaited_failures_ = 0;             // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
   std::atomic<int> fail_writes_rc_{0};        // FailWritesForTesting
+  std::atomic<int64_t> superseded_states_{0};
   std::thread writer_;
 };
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
 #include "server/store/sqlite_stmt.h"
@@ -21,6 +22,7 @@
 namespace f2obo::server {
 
 using store_detail::SqlRecordSum;
+using store_detail::SqlRecordSumFnv;
 using store_detail::Stmt;
 
 absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::string& dir,
@@ -77,6 +79,8 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
   sqlite3_busy_timeout(db, 5000);
   sqlite3_create_function_v2(db, "f2obo_sum", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
                              SqlRecordSum, nullptr, nullptr, nullptr);
+  sqlite3_create_function_v2(db, "f2obo_sum_fnv", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                             nullptr, SqlRecordSumFnv, nullptr, nullptr, nullptr);
   if (absl::Status s = store->CheckFile(dir); !s.ok()) return s;
   const char* setup[] = {
       "PRAGMA journal_mode=WAL",
@@ -165,11 +169,32 @@ absl::Status SessionStore::Migrate() {
       "CREATE TABLE IF NOT EXISTS fences (key TEXT PRIMARY KEY, target TEXT NOT NULL, "
       "target_sum INTEGER)",
   };
+  // Version 1-3 -> 4: checksums from WordHash instead of byte-wise FNV-1a
+  // (record_sum.h).  Each row is verified against its old sum first: one
+  // that fails it gets the complement of its new sum, so it still fails at
+  // load (a missing sum stays missing).  Version 0 files get their sums in
+  // to_1, already the new ones.
+  std::vector<std::string> to_4;
+  for (const char* column :
+       {"sessions SET spec_sum|spec_sum|'spec', id, 0, spec",
+        "sessions SET state_sum|state_sum|'state', id, t, state",
+        "replies SET reply_sum|reply_sum|'reply', id, t, reply",
+        "groups SET members_sum|members_sum|'group', id, 0, members",
+        "checkpoints SET state_sum|state_sum|'checkpoint', id, t, state",
+        "fences SET target_sum|target_sum|'fence', key, 0, target"}) {
+    const std::vector<std::string> p = absl::StrSplit(column, '|');
+    to_4.push_back(absl::StrCat("UPDATE ", p[0], " = CASE WHEN ", p[1], " IS NULL THEN NULL WHEN ",
+                                p[1], " = f2obo_sum_fnv(", p[2], ") THEN f2obo_sum(", p[2],
+                                ") ELSE ~f2obo_sum(", p[2], ") END"));
+  }
   // One transaction: a crash mid-way leaves the file at its old version.
   std::vector<const char*> migrate = {"BEGIN IMMEDIATE"};
   if (version < 1) migrate.insert(migrate.end(), to_1.begin(), to_1.end());
   if (version < 2) migrate.insert(migrate.end(), to_2.begin(), to_2.end());
   if (version < 3) migrate.insert(migrate.end(), to_3.begin(), to_3.end());
+  if (version >= 1) {
+    for (const std::string& sql : to_4) migrate.push_back(sql.c_str());
+  }
   const std::string set_version = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
   migrate.push_back(set_version.c_str());
   migrate.push_back("COMMIT");

@@ -41,6 +41,11 @@ struct SessionStore::Write {
   // and never a transaction in progress; its own failure is here, not in
   // `status`, so it cannot fail the writes batched with it.
   mutable absl::StatusOr<std::string> loaded;
+  // kStep: the same session's next write in this batch is a step too, whose
+  // state replaces this one in the same transaction: only the reply (and a
+  // due checkpoint) is written.  Set by the writer for the batched
+  // transaction only, never when writes are retried one by one.
+  bool state_superseded = false;
   size_t bytes = 0;     // payload size, for the queue bound
   bool waited = false;  // a caller waits for `status`
   bool done = false;

@@ -14,6 +14,7 @@
 #include "core/state.h"
 #include "server/store/session_store.h"
 #include "tests/server/server_process.h"
+#include "tests/server/store/legacy_store.h"
 
 namespace f2obo::server {
 namespace {
@@ -202,7 +203,7 @@ TEST_F(CheckpointStoreTest, UnderNoDurabilityAReadSeesTheCheckpointOfAStepNotWai
 TEST_F(CheckpointStoreTest, AVersionOneFileGainsTheCheckpointsTableAndItsSessionsLoad) {
   ASSERT_TRUE(store_->PutSession("old", Spec(), StateAt(3), 3).ok());
   store_.reset();
-  Sql(DbPath(), "DROP TABLE checkpoints; PRAGMA user_version = 1");
+  testing::RewriteWithFnvSums(DbPath(), 1, "DROP TABLE checkpoints; DROP TABLE fences");
   const LoadedStore loaded = Reload();
   ASSERT_NE(Loaded(loaded, "old"), nullptr);
   EXPECT_EQ(Loaded(loaded, "old")->state, StateAt(3));

@@ -18,6 +18,7 @@
 
 #include "core/state.h"
 #include "tests/server/server_process.h"
+#include "tests/server/store/legacy_store.h"
 
 namespace f2obo::server {
 namespace {
@@ -337,6 +338,39 @@ TEST_F(StoreTest, AVersionZeroFileMigratesLoadsBitExactAndIsCheckedFromThenOn) {
               ::testing::Contains(HasSubstr("session 'old1': cached reply at t=3: checksum")));
 }
 
+TEST_F(StoreTest, AVersionThreeFileIsReSummedRowByRowAndItsDamagedRowsStayDamaged) {
+  const auto expected = WriteThree(dir_);
+  {
+    auto store = SessionStore::Open(dir_, Durability::kSync);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutCheckpoint("a", 3, StateBytes(3, 1), 4).ok());
+    ASSERT_TRUE((*store)->PutFence("key-1", "replica-2").ok());
+  }
+  testing::RewriteWithFnvSums(DbPath(dir_), 3);
+  // Damaged while still a version-3 file: its FNV sum no longer matches.
+  FlipByte(DbPath(dir_), "replies", "reply", "id = 'b' AND t = 5", 2);
+  {
+    const LoadedStore loaded = Reload(dir_);
+    EXPECT_EQ(UserVersion(DbPath(dir_)), SessionStore::kSchemaVersion);
+    EXPECT_THAT(CheckLoadedExactly(loaded, expected), ElementsAre("a", "c"));
+    ASSERT_THAT(loaded.damaged, SizeIs(1));
+    EXPECT_THAT(loaded.damaged[0], HasSubstr("session 'b': cached reply at t=5: checksum"));
+    ASSERT_THAT(loaded.groups, SizeIs(1));
+    ASSERT_THAT(loaded.fences, SizeIs(1));
+    EXPECT_EQ(loaded.fences[0].target, "replica-2");  // verified, not loaded as damaged
+    auto store = SessionStore::Open(dir_, Durability::kSync);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const auto checkpoint = (*store)->LoadCheckpoint("a", 3);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+    EXPECT_EQ(*checkpoint, StateBytes(3, 1));
+  }
+  // The new sums guard the migrated rows from then on.
+  FlipByte(DbPath(dir_), "sessions", "spec", "id = 'c'", 1);
+  const LoadedStore loaded = Reload(dir_);
+  EXPECT_THAT(CheckLoadedExactly(loaded, expected), ElementsAre("a"));
+  EXPECT_THAT(loaded.damaged, ::testing::Contains(HasSubstr("session 'c': spec checksum")));
+}
+
 TEST_F(StoreTest, AFileFromANewerServerIsRefused) {
   WriteThree(dir_);
   Sql(DbPath(dir_), "PRAGMA user_version = 99");
@@ -383,6 +417,50 @@ TEST_F(StoreTest, TheNoneWriteBehindQueueStaysBoundedAndLosesNothingOnClose) {
   ASSERT_THAT(loaded.sessions, SizeIs(1));
   EXPECT_EQ(loaded.sessions[0].state, last);
   EXPECT_THAT(loaded.sessions[0].replies, SizeIs(kKeep));
+}
+
+TEST_F(StoreTest, NoneBatchesWriteEachSessionsNewestStateButEveryReplyAndCheckpoint) {
+  constexpr int kCommits = 40, kEvery = 5;
+  {
+    auto store = SessionStore::Open(dir_, Durability::kNone);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (const std::string id : {"p", "q"}) {
+      ASSERT_TRUE((*store)->PutSession(id, SpecFor(id), StateBytes(1, 3), 1).ok());
+    }
+    // Two sessions interleaved, a checkpoint every kEvery steps, and a
+    // rollback of "q" in the middle (a write of another kind between steps).
+    for (int64_t t = 1; t <= kCommits; ++t) {
+      for (const std::string id : {"p", "q"}) {
+        const double seed = id == "p" ? 3 : 4;
+        ASSERT_TRUE((*store)->CommitStep(id, t + 1, StateBytes(t + 1, seed), ReplyFor(id, t),
+                                         kCommits, t % kEvery == 0 ? kCommits : 0).ok());
+      }
+      if (t == kCommits / 2) {
+        ASSERT_TRUE((*store)->RollbackSession("q", t + 1, StateBytes(t + 1, 4), {}).ok());
+      }
+    }
+    for (int64_t t = kEvery + 1; t <= kCommits + 1; t += kEvery) {
+      const auto checkpoint = (*store)->LoadCheckpoint("p", t);
+      ASSERT_TRUE(checkpoint.ok()) << t << ": " << checkpoint.status();
+      EXPECT_EQ(*checkpoint, StateBytes(t, 3)) << t;
+    }
+    // Consecutive steps shared batches: some states were never written.
+    EXPECT_GT((*store)->superseded_states(), 0);
+  }
+  const LoadedStore loaded = Reload(dir_);
+  EXPECT_THAT(loaded.damaged, IsEmpty());
+  ASSERT_THAT(loaded.sessions, SizeIs(2));
+  for (const StoredSession& s : loaded.sessions) {
+    const double seed = s.id == "p" ? 3 : 4;
+    EXPECT_EQ(s.state, StateBytes(kCommits + 1, seed)) << s.id;
+    // "q"'s cache restarts at its rollback.
+    const int64_t first = s.id == "p" ? 1 : kCommits / 2 + 1;
+    ASSERT_THAT(s.replies, SizeIs(kCommits - first + 1)) << s.id;
+    for (const v1::StepReply& r : s.replies) {
+      EXPECT_EQ(r.SerializeAsString(), ReplyFor(s.id, r.t()).SerializeAsString()) << s.id;
+    }
+    EXPECT_EQ(s.replies.front().t(), first) << s.id;
+  }
 }
 
 TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
