@@ -43,7 +43,8 @@ void MetricsPipeline::Enqueue(const std::shared_ptr<SessionMetrics>& s, MetricsJ
   if (schedule) {
     std::lock_guard<std::mutex> lock(mu_);
     ready_.push_back(s);
-    ready_cv_.notify_one();
+    // A busy or gathering worker comes back to ready_ by itself.
+    if (idle_workers_ > 0) ready_cv_.notify_one();
   }
 }
 
@@ -56,6 +57,7 @@ void MetricsPipeline::Stop() {
     open.swap(open_);
   }
   ready_cv_.notify_all();
+  stop_cv_.notify_all();
   for (std::thread& w : workers_) w.join();
   workers_.clear();
   for (const auto& s : open) s->Close();
@@ -71,7 +73,13 @@ void MetricsPipeline::WorkerLoop() {
     std::shared_ptr<SessionMetrics> s;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      ready_cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+      if (!stopping_ && ready_.empty()) {
+        ++idle_workers_;
+        ready_cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+        --idle_workers_;
+        // Let the next steps' jobs arrive: one wake-up for all of them.
+        stop_cv_.wait_for(lock, kGatherWindow, [&] { return stopping_; });
+      }
       // Stopping drains: every job already queued (steps acknowledged
       // before the shutdown) is processed and published first.
       if (ready_.empty()) return;
@@ -95,7 +103,7 @@ void MetricsPipeline::WorkerLoop() {
     if (again) {  // one job per turn: sessions share the workers fairly
       std::lock_guard<std::mutex> lock(mu_);
       ready_.push_back(std::move(s));
-      ready_cv_.notify_one();
+      if (idle_workers_ > 0) ready_cv_.notify_one();
     }
   }
 }
