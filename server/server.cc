@@ -149,7 +149,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                           absl::StrCat("--metrics_listen: ", exporter.status().message()));
     }
     s->exporter_ = *std::move(exporter);
-    s->exporter_->Handle("/metrics", metrics::MetricsHandler(&s->registry_));
+    s->process_memory_ = std::make_unique<ProcessMemoryGauges>(&s->registry_);
+    const metrics::HttpExporter::Handler render = metrics::MetricsHandler(&s->registry_);
+    s->exporter_->Handle("/metrics", [render, memory = s->process_memory_.get()](
+                                         const metrics::HttpExporter::Request& request) {
+      memory->Refresh();
+      return render(request);
+    });
     if (options.dashboard) {  // the live page at "/" and its JSON API under "/api/"
       dashboard::RegisterDashboard(s->exporter_.get(), s->sessions_.get(), s->groups_.get());
     }

@@ -14,6 +14,7 @@
 #include "server/auth.h"
 #include "server/groups.h"
 #include "server/metrics_pipeline.h"
+#include "server/process_memory.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
 #include "server/session_manager.h"
@@ -71,6 +72,7 @@ class Server {
   std::unique_ptr<SessionStore> store_;
   metrics::Registry registry_;
   std::unique_ptr<ServiceMetrics> service_metrics_;
+  std::unique_ptr<ProcessMemoryGauges> process_memory_;
   std::unique_ptr<MetricsPipeline> pipeline_;
   std::unique_ptr<SessionManager> sessions_;
   std::unique_ptr<GroupManager> groups_;

@@ -27,7 +27,9 @@
 //    and at least half of the run has passed: on a loaded 2-core machine the
 //    server's RSS was seen still settling (allocator arenas, gRPC threads)
 //    for up to 2 minutes, then flat.  The RSS at 3/4 of the run is printed
-//    too, to tell a trend from noise.
+//    too, to tell a trend from noise, and at each point the server's heap
+//    in use and free (f2obo_process_heap_bytes on /metrics), to tell a
+//    growing structure (in use grows) from allocator retention (free grows).
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
@@ -84,6 +86,29 @@ long RssKib(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
   }
   return -1;
+}
+
+// f2obo_process_heap_bytes{state=`state`} from the server's /metrics in
+// KiB, or -1.
+long HeapKib(int metrics_port, const std::string& state) {
+  const std::string text = HttpGet(metrics_port, "/metrics");
+  const std::string key = "f2obo_process_heap_bytes{state=\"" + state + "\"} ";
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return -1;
+  return static_cast<long>(std::strtod(text.c_str() + at + key.size(), nullptr) / 1024);
+}
+
+// RSS, heap in use and heap free (KiB) of the server, printed together.
+struct MemorySample {
+  long rss = -1, in_use = -1, free = -1;
+};
+MemorySample SampleMemory(const ServerProcess& server) {
+  return {RssKib(server.pid()), HeapKib(server.metrics_port(), "in_use"),
+          HeapKib(server.metrics_port(), "free")};
+}
+std::string Describe(const MemorySample& m) {
+  return std::to_string(m.rss) + " KiB RSS (heap " + std::to_string(m.in_use) + " in use, " +
+         std::to_string(m.free) + " free)";
 }
 
 enum Kind {
@@ -382,6 +407,7 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
   // Warm-up: every session past the bounded buffers, and half of the run.
   long warm_rss = -1;
   double warm_at = 0;
+  MemorySample warm_memory, trend_memory;
   {
     std::unique_lock<std::mutex> lock(soak.mu);
     const bool warm = soak.warm_cv.wait_until(lock, start + (soak.deadline - start) * 3 / 5, [&] {
@@ -391,7 +417,8 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
     if (warm) {
       // (A measurement time point, not synchronization.)
       std::this_thread::sleep_until(std::max(Clock::now(), start + (soak.deadline - start) / 2));
-      warm_rss = RssKib(server.pid());
+      warm_memory = SampleMemory(server);
+      warm_rss = warm_memory.rss;
       warm_at = std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
@@ -403,12 +430,14 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
     const Clock::time_point at = start + (soak.deadline - start) * 3 / 4;
     if (at > Clock::now()) {
       std::this_thread::sleep_until(at);
-      trend << " " << RssKib(server.pid()) << " KiB at "
+      trend_memory = SampleMemory(server);
+      trend << " " << trend_memory.rss << " KiB at "
             << std::chrono::duration<double>(Clock::now() - start).count() << " s,";
     }
   }
   for (std::thread& t : threads) t.join();
-  const long end_rss = RssKib(server.pid());
+  const MemorySample end_memory = SampleMemory(server);
+  const long end_rss = end_memory.rss;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
 
   long total = 0;
@@ -423,6 +452,9 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
               "(%+.2f%%)\n",
               warm_rss, warm_at, trend.str().c_str(), end_rss,
               warm_rss > 0 ? 100.0 * (end_rss - warm_rss) / warm_rss : 0.0);
+  std::printf("soak: after warm-up %s; at 3/4 %s; at the end %s\n",
+              Describe(warm_memory).c_str(), Describe(trend_memory).c_str(),
+              Describe(end_memory).c_str());
   std::fflush(stdout);
 
   {
