@@ -162,8 +162,19 @@ class Mover {
       v1::ImportGroupRequest req;
       req.set_group_id(key);
       for (const v1::SessionInfo& m : group->members()) {
-        // Members left by an import that crashed before the group record.
-        if (to.client->GetSession(m.session_id()).ok()) {
+        // ImportGroup stores members and group record in one transaction,
+        // so a member without its group comes only from a server older
+        // than that.  Replaced only if it took no step there: the frozen
+        // source's copy is then the same; otherwise replacing it would
+        // lose the steps it acknowledged.
+        if (absl::StatusOr<v1::SessionInfo> left = to.client->GetSession(m.session_id());
+            left.ok()) {
+          if (left->next_t() != m.next_t()) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "member '", m.session_id(), "' exists on the target without its group, at t = ",
+                left->next_t(), " (the frozen source's is at ", m.next_t(),
+                "): steps were applied to it there; reconcile by hand"));
+          }
           if (absl::Status s = to.client->DeleteSession(m.session_id()); !s.ok()) return s;
         }
         absl::StatusOr<v1::SessionExport> ex = Export(from, m.session_id());

@@ -12,8 +12,12 @@
 //  * From the fence on, the source refuses every change to the key, so its
 //    copy is frozen; an export taken after SetFence returned is final.
 //  * The target's copy comes to exist only through the import, which is
-//    one store transaction (a group: its record is written last; members
-//    without it are leftovers, deleted and re-imported by the rerun).
+//    one store transaction: ImportSession per session, and ImportGroup
+//    for a group's members and its record together (SessionManager::
+//    ImportAll), so a crash mid-import leaves none of the group on the
+//    target, never members without their group (lone sessions that would
+//    accept direct steps, then be replaced when the rerun re-imports).
+//    Until that transaction commits, the members are not findable there.
 //  * So the states a crash can leave are: fence only (the frozen source is
 //    the only copy: a rerun imports it, or lifts the fence if the proxy
 //    now maps the key back to the source); fence + target copy (the

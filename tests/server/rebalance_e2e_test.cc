@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -313,6 +314,64 @@ TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompl
   }
   StepAll(4);
   StepAll(5);
+}
+
+// Issue 17's crash window in a group move: the target killed in the middle
+// of ImportGroup, after its members were built and before the group record
+// (the server's F2OBO_TEST_CRASH_AT point).  The members and the record are
+// one store transaction, so the restarted target holds no member that a
+// client could step there on its own (and lose when the rerun
+// re-imports); the source's frozen copy is still the only one, and the
+// rerun moves the group with its next_t intact.
+TEST_F(RebalanceTest, GroupImportKilledBeforeItsRecordLeavesNoMemberOnTarget) {
+  for (int64_t t = 1; t <= 3; ++t) StepAll(t);
+  const std::vector<int> holders = Holders("grp");
+  ASSERT_EQ(holders.size(), 1u);
+  const int source = holders[0];
+  ASSERT_NE(source, 3);
+  // A ring of r3 alone: every key, the group included, moves there.
+  ProxyProcess staging(Ring{{"r3", replicas_[3]->target()}});
+  ASSERT_EQ(staging.Start(), "");
+  setenv("F2OBO_TEST_CRASH_AT", "import_group_before_commit", 1);
+  Restart(3);
+  unsetenv("F2OBO_TEST_CRASH_AT");
+  std::string out;
+  EXPECT_EQ(Rebalance(staging, {}, &out), 1) << out;
+  {
+    client::Client c = Direct(3);
+    v1::ServerInfo info;
+    auto ctx = c.NewContext();
+    ASSERT_FALSE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok())
+        << "the target did not die in ImportGroup: " << out;
+  }
+  Restart(3);
+  {
+    client::Client target = Direct(3);
+    EXPECT_EQ(target.GetGroup("grp").status().code(), absl::StatusCode::kNotFound);
+    for (const char* member : {"grp.a", "grp.b"}) {
+      EXPECT_EQ(target.GetSession(member).status().code(), absl::StatusCode::kNotFound)
+          << member << " survived a crash before its group record";
+      // A client stepping the member directly on the target is refused.
+      absl::StatusOr<v1::StepReply> step = target.Step(RequestFor(family_, member, 4));
+      EXPECT_EQ(step.status().code(), absl::StatusCode::kNotFound) << member;
+    }
+    // The source's copy is frozen: it refuses the step too.
+    absl::StatusOr<v1::StepReply> step = Direct(source).Step(RequestFor(family_, "grp.a", 4));
+    EXPECT_EQ(step.status().code(), absl::StatusCode::kUnavailable) << step.status();
+  }
+  out.clear();
+  ASSERT_EQ(Rebalance(staging, {}, &out), 0) << out;
+  std::printf("%s", out.c_str());
+  ExpectPlaced(staging);
+  absl::StatusOr<v1::GroupInfo> group = Direct(3).GetGroup("grp");
+  ASSERT_TRUE(group.ok()) << group.status();
+  ASSERT_EQ(group->members_size(), 2);
+  for (const v1::SessionInfo& m : group->members()) {
+    EXPECT_EQ(m.next_t(), 4) << m.session_id() << " lost or repeated a step";
+  }
+  ASSERT_EQ(live_->Reload(Ring{{"r3", replicas_[3]->target()}}), "");
+  ASSERT_TRUE(WaitForRing(staging)) << live_->ErrorLog();
+  StepAll(4);  // every stream, the group's included, goes on from t = 4
 }
 
 }  // namespace
