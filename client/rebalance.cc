@@ -74,14 +74,27 @@ class Mover {
     const auto fence = r.fences.find(key);
     if (*owner == r.name) {
       if (fence == r.fences.end()) return absl::OkStatus();
-      // A move away from here that the ring no longer wants: undo it,
-      // unless its target already holds the key (then it moves back here
-      // from there, after this tombstone is gone).
-      if (held && Holds(replicas_.at(fence->second), key)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("key '", key, "': fenced copies on '", r.name, "' and a live copy on '",
-                         fence->second, "' while the proxy maps it to '", r.name,
-                         "': drop the fenced copies (DropFencedSessions) and rerun"));
+      // A move away from here that the ring no longer wants: undo it.
+      const auto there = replicas_.find(fence->second);
+      if (held && there != replicas_.end() && Holds(there->second, key)) {
+        // It got as far as the import: the copy there is the one that
+        // accepts steps (these are frozen, equal or older).  Drop these,
+        // then move that one back (Copy lifts this tombstone first).
+        const std::string target = fence->second;
+        if (absl::Status s = DropFenced(r, key); !s.ok()) return s;
+        if (absl::Status s = Move(there->second, r, key); !s.ok()) return s;
+        ++report_.undone;
+        report_.log.push_back(absl::StrCat("undone: ", key, " moved back from ", target, " to ",
+                                           r.name));
+        return absl::OkStatus();
+      }
+      if (held && there == replicas_.end()) {
+        // A damaged fence record (target unknown) or a replica missing from
+        // --replicas: whether a copy elsewhere took steps cannot be checked.
+        return absl::FailedPreconditionError(absl::StrCat(
+            "key '", key, "' on '", r.name, "' is fenced towards '", fence->second,
+            "', which is not in --replicas: add it, or check by hand that no other replica "
+            "holds the key, then LiftFence"));
       }
       if (absl::Status s = Lift(r, key); !s.ok()) return s;
       if (held) ++report_.undone;
@@ -124,20 +137,30 @@ class Mover {
         !s.ok()) {
       return absl::Status(s.status().code(), absl::StrCat(what, ": fence: ", s.status().message()));
     }
+    from.fences[key] = to.name;
     if (o_.stop_after == "fence") return Stopped(what, "fence");
     if (absl::Status s = Copy(from, to, key); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
     }
     if (o_.stop_after == "import") return Stopped(what, "import");
-    v1::DropFencedSessionsRequest drop;
-    drop.set_routing_key(key);
-    if (auto s = Call<v1::DropFencedSessionsRequest, v1::DropFencedSessionsResponse>(
-            *from.client, drop, &v1::F2obo::Stub::DropFencedSessions);
-        !s.ok()) {
-      return absl::Status(s.status().code(), absl::StrCat(what, ": drop: ", s.status().message()));
+    if (absl::Status s = DropFenced(from, key); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(what, ": drop: ", s.message()));
     }
     ++report_.moved;
     report_.log.push_back(absl::StrCat("moved: ", what));
+    return absl::OkStatus();
+  }
+
+  // Deletes r's (fenced, frozen) copies of `key`; the fence stays.
+  absl::Status DropFenced(Replica& r, const std::string& key) {
+    v1::DropFencedSessionsRequest drop;
+    drop.set_routing_key(key);
+    if (auto s = Call<v1::DropFencedSessionsRequest, v1::DropFencedSessionsResponse>(
+            *r.client, drop, &v1::F2obo::Stub::DropFencedSessions);
+        !s.ok()) {
+      return s.status();
+    }
+    r.keys.erase(key);
     return absl::OkStatus();
   }
 
@@ -156,6 +179,17 @@ class Mover {
 
   // The source's (frozen) copies onto the target, unless it has them.
   absl::Status Copy(Replica& from, Replica& to, const std::string& key) {
+    if (to.fences.count(key) > 0) {
+      // A tombstone: the key moved away from `to` once and now comes back
+      // (its import would be refused while fenced).  `from` is fenced
+      // already, so lifting it lets no copy step; calls routed to `to`
+      // get NOT_FOUND instead of "moved" until the import below.
+      if (to.keys.count(key) > 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "'", to.name, "' holds fenced copies of key '", key, "': rerun to undo that move"));
+      }
+      if (absl::Status s = Lift(to, key); !s.ok()) return s;
+    }
     absl::StatusOr<v1::GroupInfo> group = from.client->GetGroup(key);
     if (group.ok()) {
       if (to.client->GetGroup(key).ok()) return absl::OkStatus();  // imported before a crash

@@ -20,10 +20,13 @@
 //    Until that transaction commits, the members are not findable there.
 //  * So the states a crash can leave are: fence only (the frozen source is
 //    the only copy: a rerun imports it, or lifts the fence if the proxy
-//    now maps the key back to the source); fence + target copy (the
-//    target's is the only one accepting steps: a rerun drops the source's);
-//    tombstone only (done).  In none do two copies accept steps, and the
-//    frozen copy equals the imported one, so no acknowledged step is lost.
+//    now maps the key back to the source: an undo); fence + target copy
+//    (the target's is the only one accepting steps: a rerun drops the
+//    source's, or, if the proxy maps the key back to the source, drops the
+//    source's and moves the target's back, lifting the source's tombstone
+//    just before that import); tombstone only (done).  In none do two
+//    copies accept steps, and the frozen copy equals the imported one, so
+//    no acknowledged step is lost.
 // Where a key goes is asked of the proxy (GetServerInfo with routing_key),
 // never computed here, so the answer is the proxy's own hash.
 #ifndef F2OBO_CLIENT_REBALANCE_H_
