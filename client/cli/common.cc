@@ -13,6 +13,10 @@ ABSL_FLAG(double, timeout, 30.0,
 ABSL_FLAG(int, max_attempts, 6,
           "Attempts per unary Step (--mode=unary) and consecutive reconnects of a "
           "broken Steps stream, with exponential backoff");
+ABSL_FLAG(double, moved_retry_seconds, 300,
+          "How long a step (unary or stream) keeps retrying the \"moved\" status (a session "
+          "being rebalanced to another replica, until the proxy routes it there), on top of "
+          "--max_attempts; 0: counted like any UNAVAILABLE");
 ABSL_FLAG(bool, verbose, false,
           "More output: the filled-in session spec after create, the dataset and step range "
           "of stream");
@@ -45,6 +49,7 @@ client::ClientOptions ClientOptionsFromFlags() {
   o.target = absl::GetFlag(FLAGS_server);
   o.rpc_timeout_seconds = std::max(0.001, absl::GetFlag(FLAGS_timeout));
   o.max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
+  o.moved_retry_seconds = std::max(0.0, absl::GetFlag(FLAGS_moved_retry_seconds));
   return o;
 }
 
@@ -68,7 +73,7 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
 
 const std::vector<std::string>& GlobalFlagNames() {
   static const auto* names =
-      new std::vector<std::string>{"server", "timeout", "max_attempts", "verbose"};
+      new std::vector<std::string>{"server", "timeout", "max_attempts", "moved_retry_seconds", "verbose"};
   return *names;
 }
 
