@@ -73,7 +73,7 @@ class SessionManager {
   absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
   absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request);
   // Imports several sessions as a unit (ImportGroup; server/
-  // session_import_all.cc): each is checked and built like Import, none is
+  // session_install.cc): each is checked and built like Import, none is
   // findable until `persist` has written all their records (with whatever
   // the caller adds) in one store transaction, and if anything fails none
   // exists.  `field` names the requests in errors ("members" ->
@@ -219,6 +219,8 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
   // NOT_FOUND for an entry deleted after it was found.  Requires e.mu.
   static absl::Status CheckNotRemoved(const Entry& e);
+  // The exact-metrics period of a session made from `spec`.
+  static int ExactEvery(const v1::SessionSpec& spec, const Session& session);
   // The reply cache of an import, against the state it comes with.
   static absl::Status CheckImportedReplies(const v1::SessionExport& ex,
                                            const SessionState& state);

@@ -3,15 +3,14 @@
 // before PutFence returns); and a damaged fence record is reported
 // precisely and still fences its key (target unknown) rather than
 // crashing the load or leaving the key's sessions free to step.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "server/session_manager.h"
 #include "server/store/session_store.h"
