@@ -75,26 +75,35 @@ class Mover {
     if (*owner == r.name) {
       if (fence == r.fences.end()) return absl::OkStatus();
       // A move away from here that the ring no longer wants: undo it.
-      const auto there = replicas_.find(fence->second);
-      if (held && there != replicas_.end() && Holds(there->second, key)) {
-        // It got as far as the import: the copy there is the one that
-        // accepts steps (these are frozen, equal or older).  Drop these,
-        // then move that one back (Copy lifts this tombstone first).
-        const std::string target = fence->second;
-        if (absl::Status s = DropFenced(r, key); !s.ok()) return s;
-        if (absl::Status s = Move(there->second, r, key); !s.ok()) return s;
-        ++report_.undone;
-        report_.log.push_back(absl::StrCat("undone: ", key, " moved back from ", target, " to ",
-                                           r.name));
-        return absl::OkStatus();
-      }
-      if (held && there == replicas_.end()) {
-        // A damaged fence record (target unknown) or a replica missing from
-        // --replicas: whether a copy elsewhere took steps cannot be checked.
-        return absl::FailedPreconditionError(absl::StrCat(
-            "key '", key, "' on '", r.name, "' is fenced towards '", fence->second,
-            "', which is not in --replicas: add it, or check by hand that no other replica "
-            "holds the key, then LiftFence"));
+      const std::string target = fence->second;
+      if (held) {
+        const auto there = replicas_.find(target);
+        if (there == replicas_.end()) {
+          // A damaged fence record (target unknown) or a replica missing
+          // from --replicas: whether a copy there took steps is unknown.
+          return absl::FailedPreconditionError(absl::StrCat(
+              "key '", key, "' on '", r.name, "' is fenced towards '", target,
+              "', which is not in --replicas: add it, or check by hand that no other replica "
+              "holds the key, then LiftFence"));
+        }
+        absl::StatusOr<bool> imported = Holds(there->second, key);
+        if (!imported.ok()) {
+          return absl::Status(imported.status().code(),
+                              absl::StrCat("key '", key, "': cannot tell whether '", target,
+                                           "' holds it (", imported.status().message(),
+                                           "); rerun once it answers"));
+        }
+        if (*imported) {
+          // It got as far as the import: the copy there is the one that
+          // accepts steps (these are frozen, equal or older).  Drop these,
+          // then move that one back (Copy lifts this tombstone first).
+          if (absl::Status s = DropFenced(r, key); !s.ok()) return s;
+          if (absl::Status s = Move(there->second, r, key); !s.ok()) return s;
+          ++report_.undone;
+          report_.log.push_back(
+              absl::StrCat("undone: ", key, " moved back from ", target, " to ", r.name));
+          return absl::OkStatus();
+        }
       }
       if (absl::Status s = Lift(r, key); !s.ok()) return s;
       if (held) ++report_.undone;
@@ -112,9 +121,18 @@ class Mover {
   }
 
  private:
-  bool Holds(Replica& r, const std::string& key) {
-    if (r.client->GetGroup(key).ok()) return true;
-    return r.client->GetSession(key).ok();
+  // Whether r holds a copy of `key` (its sessions listed at the start, or
+  // its group); an error when r cannot say (down, say): an undo must not
+  // guess, or two copies could accept steps.
+  absl::StatusOr<bool> Holds(Replica& r, const std::string& key) {
+    if (r.keys.count(key) > 0) return true;
+    for (const absl::Status& s : {r.client->GetGroup(key).status(),
+                                  r.client->GetSession(key).status()}) {
+      if (s.ok()) return true;
+      // NOT_FOUND, or "moved" from a tombstone of the key: no copy.
+      if (s.code() != absl::StatusCode::kNotFound && !IsMoved(s)) return s;
+    }
+    return false;
   }
 
   absl::Status Lift(Replica& r, const std::string& key) {

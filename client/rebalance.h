@@ -26,7 +26,9 @@
 //    source's and moves the target's back, lifting the source's tombstone
 //    just before that import); tombstone only (done).  In none do two
 //    copies accept steps, and the frozen copy equals the imported one, so
-//    no acknowledged step is lost.
+//    no acknowledged step is lost.  Telling the last two apart needs the
+//    target's answer: a rerun stops with an error, and lifts nothing, while
+//    a replica does not answer (every replica is listed at the start).
 // Where a key goes is asked of the proxy (GetServerInfo with routing_key),
 // never computed here, so the answer is the proxy's own hash.
 #ifndef F2OBO_CLIENT_REBALANCE_H_
