@@ -168,7 +168,8 @@ absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double back
 absl::StatusOr<v1::StepReply> Client::Step(const v1::StepRequest& req) {
   return WithRetries<v1::StepReply>(
       *this, options_.max_attempts, options_.initial_backoff_seconds, options_.max_backoff_seconds,
-      options_.moved_retry_seconds, [&](grpc::ClientContext* ctx, v1::StepReply* out) { return stub_->Step(ctx, req, out); });
+      options_.moved_retry_seconds,
+      [&](grpc::ClientContext* ctx, v1::StepReply* out) { return stub_->Step(ctx, req, out); });
 }
 
 absl::StatusOr<v1::GroupStepReply> Client::StepGroup(const v1::GroupStepRequest& req) {
