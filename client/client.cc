@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/session_routing.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -13,6 +14,13 @@ namespace f2obo::client {
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+bool IsMoved(const absl::Status& s) {
+  // The message the proto documents for SetFence's refusals
+  // (server/session_fences.cc).
+  return s.code() == absl::StatusCode::kUnavailable &&
+         absl::StrContains(s.message(), "' is moving to replica '");
 }
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
@@ -123,25 +131,34 @@ absl::StatusOr<v1::DeleteGroupResponse> Client::DeleteGroup(const std::string& i
 namespace {
 
 // Calls `rpc(ctx, &out)` up to `max_attempts` times, retrying UNAVAILABLE
-// and DEADLINE_EXCEEDED with exponential backoff.
+// and DEADLINE_EXCEEDED with exponential backoff; the "moved" status is
+// retried for up to `moved_seconds` more without counting as an attempt.
 template <typename Reply, typename Rpc>
 absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double backoff,
-                                  double max_backoff, Rpc rpc) {
+                                  double max_backoff, double moved_seconds, Rpc rpc) {
+  const auto moved_deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(moved_seconds);
   grpc::Status last;
-  for (int attempt = 0; attempt < max_attempts; ++attempt) {
-    if (attempt > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+  int failures = 0;
+  for (bool first = true;; first = false) {
+    if (!first) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));  // backoff
       backoff = std::min(2 * backoff, max_backoff);
     }
     Reply out;
     auto ctx = c.NewContext();
-    ctx->set_wait_for_ready(attempt > 0);  // after a failure, wait out reconnects
+    ctx->set_wait_for_ready(!first);  // after a failure, wait out reconnects
     last = rpc(ctx.get(), &out);
     if (last.ok()) return out;
     if (last.error_code() != grpc::StatusCode::UNAVAILABLE &&
         last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
       break;
     }
+    const bool moved_budget_left =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(backoff) <
+        moved_deadline;
+    if (IsMoved(FromGrpc(last)) && moved_budget_left) continue;
+    if (++failures >= max_attempts) break;
   }
   return FromGrpc(last);
 }
@@ -151,13 +168,14 @@ absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double back
 absl::StatusOr<v1::StepReply> Client::Step(const v1::StepRequest& req) {
   return WithRetries<v1::StepReply>(
       *this, options_.max_attempts, options_.initial_backoff_seconds, options_.max_backoff_seconds,
+      options_.moved_retry_seconds,
       [&](grpc::ClientContext* ctx, v1::StepReply* out) { return stub_->Step(ctx, req, out); });
 }
 
 absl::StatusOr<v1::GroupStepReply> Client::StepGroup(const v1::GroupStepRequest& req) {
   return WithRetries<v1::GroupStepReply>(
       *this, options_.max_attempts, options_.initial_backoff_seconds, options_.max_backoff_seconds,
-      [&](grpc::ClientContext* ctx, v1::GroupStepReply* out) {
+      options_.moved_retry_seconds, [&](grpc::ClientContext* ctx, v1::GroupStepReply* out) {
         return stub_->StepGroup(ctx, req, out);
       });
 }

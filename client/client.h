@@ -27,6 +27,15 @@ struct ClientOptions {
   // until the proxy routes it to the new one): raise max_attempts to ride
   // out a rebalance.
   double max_backoff_seconds = 1.0;
+  // The "moved" status (UNAVAILABLE "session '<id>' is moving to replica
+  // '<name>' ...; retry", the proto's SetFence: IsMoved) lasts from a
+  // rebalance's fence until the proxy routes the key to its new owner,
+  // i.e. steps 4-5 of deploy/README.md's runbook: as long as the whole
+  // `f2obo-cli rebalance` run.  Step and StepGroup keep retrying it (same
+  // step index, backoff up to max_backoff_seconds) for this long, without
+  // counting it against max_attempts, which then only bounds other
+  // failures (a replica down).  0: "moved" counts as any UNAVAILABLE.
+  double moved_retry_seconds = 300;
   double rpc_timeout_seconds = 120;  // per attempt
   int max_message_bytes = 64 << 20;
   // Sent as "authorization: Bearer <token>" on every call when set.
@@ -45,6 +54,10 @@ struct ClientOptions {
 };
 
 absl::Status FromGrpc(const grpc::Status& status);
+// True for the "moved" status: a replica refusing a session of a routing
+// key it has fenced (moving to another replica); the same call succeeds
+// once the proxy routes the key to its new owner.
+bool IsMoved(const absl::Status& status);
 
 class Client {
  public:

@@ -74,14 +74,36 @@ class Mover {
     const auto fence = r.fences.find(key);
     if (*owner == r.name) {
       if (fence == r.fences.end()) return absl::OkStatus();
-      // A move away from here that the ring no longer wants: undo it,
-      // unless its target already holds the key (then it moves back here
-      // from there, after this tombstone is gone).
-      if (held && Holds(replicas_.at(fence->second), key)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("key '", key, "': fenced copies on '", r.name, "' and a live copy on '",
-                         fence->second, "' while the proxy maps it to '", r.name,
-                         "': drop the fenced copies (DropFencedSessions) and rerun"));
+      // A move away from here that the ring no longer wants: undo it.
+      const std::string target = fence->second;
+      if (held) {
+        const auto there = replicas_.find(target);
+        if (there == replicas_.end()) {
+          // A damaged fence record (target unknown) or a replica missing
+          // from --replicas: whether a copy there took steps is unknown.
+          return absl::FailedPreconditionError(absl::StrCat(
+              "key '", key, "' on '", r.name, "' is fenced towards '", target,
+              "', which is not in --replicas: add it, or check by hand that no other replica "
+              "holds the key, then LiftFence"));
+        }
+        absl::StatusOr<bool> imported = Holds(there->second, key);
+        if (!imported.ok()) {
+          return absl::Status(imported.status().code(),
+                              absl::StrCat("key '", key, "': cannot tell whether '", target,
+                                           "' holds it (", imported.status().message(),
+                                           "); rerun once it answers"));
+        }
+        if (*imported) {
+          // It got as far as the import: the copy there is the one that
+          // accepts steps (these are frozen, equal or older).  Drop these,
+          // then move that one back (Copy lifts this tombstone first).
+          if (absl::Status s = DropFenced(r, key); !s.ok()) return s;
+          if (absl::Status s = Move(there->second, r, key); !s.ok()) return s;
+          ++report_.undone;
+          report_.log.push_back(
+              absl::StrCat("undone: ", key, " moved back from ", target, " to ", r.name));
+          return absl::OkStatus();
+        }
       }
       if (absl::Status s = Lift(r, key); !s.ok()) return s;
       if (held) ++report_.undone;
@@ -99,9 +121,18 @@ class Mover {
   }
 
  private:
-  bool Holds(Replica& r, const std::string& key) {
-    if (r.client->GetGroup(key).ok()) return true;
-    return r.client->GetSession(key).ok();
+  // Whether r holds a copy of `key` (its sessions listed at the start, or
+  // its group); an error when r cannot say (down, say): an undo must not
+  // guess, or two copies could accept steps.
+  absl::StatusOr<bool> Holds(Replica& r, const std::string& key) {
+    if (r.keys.count(key) > 0) return true;
+    for (const absl::Status& s : {r.client->GetGroup(key).status(),
+                                  r.client->GetSession(key).status()}) {
+      if (s.ok()) return true;
+      // NOT_FOUND, or "moved" from a tombstone of the key: no copy.
+      if (s.code() != absl::StatusCode::kNotFound && !IsMoved(s)) return s;
+    }
+    return false;
   }
 
   absl::Status Lift(Replica& r, const std::string& key) {
@@ -124,20 +155,30 @@ class Mover {
         !s.ok()) {
       return absl::Status(s.status().code(), absl::StrCat(what, ": fence: ", s.status().message()));
     }
+    from.fences[key] = to.name;
     if (o_.stop_after == "fence") return Stopped(what, "fence");
     if (absl::Status s = Copy(from, to, key); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
     }
     if (o_.stop_after == "import") return Stopped(what, "import");
-    v1::DropFencedSessionsRequest drop;
-    drop.set_routing_key(key);
-    if (auto s = Call<v1::DropFencedSessionsRequest, v1::DropFencedSessionsResponse>(
-            *from.client, drop, &v1::F2obo::Stub::DropFencedSessions);
-        !s.ok()) {
-      return absl::Status(s.status().code(), absl::StrCat(what, ": drop: ", s.status().message()));
+    if (absl::Status s = DropFenced(from, key); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(what, ": drop: ", s.message()));
     }
     ++report_.moved;
     report_.log.push_back(absl::StrCat("moved: ", what));
+    return absl::OkStatus();
+  }
+
+  // Deletes r's (fenced, frozen) copies of `key`; the fence stays.
+  absl::Status DropFenced(Replica& r, const std::string& key) {
+    v1::DropFencedSessionsRequest drop;
+    drop.set_routing_key(key);
+    if (auto s = Call<v1::DropFencedSessionsRequest, v1::DropFencedSessionsResponse>(
+            *r.client, drop, &v1::F2obo::Stub::DropFencedSessions);
+        !s.ok()) {
+      return s.status();
+    }
+    r.keys.erase(key);
     return absl::OkStatus();
   }
 
@@ -156,14 +197,36 @@ class Mover {
 
   // The source's (frozen) copies onto the target, unless it has them.
   absl::Status Copy(Replica& from, Replica& to, const std::string& key) {
+    if (to.fences.count(key) > 0) {
+      // A tombstone: the key moved away from `to` once and now comes back
+      // (its import would be refused while fenced).  `from` is fenced
+      // already, so lifting it lets no copy step; calls routed to `to`
+      // get NOT_FOUND instead of "moved" until the import below.
+      if (to.keys.count(key) > 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "'", to.name, "' holds fenced copies of key '", key, "': rerun to undo that move"));
+      }
+      if (absl::Status s = Lift(to, key); !s.ok()) return s;
+    }
     absl::StatusOr<v1::GroupInfo> group = from.client->GetGroup(key);
     if (group.ok()) {
       if (to.client->GetGroup(key).ok()) return absl::OkStatus();  // imported before a crash
       v1::ImportGroupRequest req;
       req.set_group_id(key);
       for (const v1::SessionInfo& m : group->members()) {
-        // Members left by an import that crashed before the group record.
-        if (to.client->GetSession(m.session_id()).ok()) {
+        // ImportGroup stores members and group record in one transaction,
+        // so a member without its group comes only from a server older
+        // than that.  Replaced only if it took no step there: the frozen
+        // source's copy is then the same; otherwise replacing it would
+        // lose the steps it acknowledged.
+        if (absl::StatusOr<v1::SessionInfo> left = to.client->GetSession(m.session_id());
+            left.ok()) {
+          if (left->next_t() != m.next_t()) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "member '", m.session_id(), "' exists on the target without its group, at t = ",
+                left->next_t(), " (the frozen source's is at ", m.next_t(),
+                "): steps were applied to it there; reconcile by hand"));
+          }
           if (absl::Status s = to.client->DeleteSession(m.session_id()); !s.ok()) return s;
         }
         absl::StatusOr<v1::SessionExport> ex = Export(from, m.session_id());

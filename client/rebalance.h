@@ -12,14 +12,23 @@
 //  * From the fence on, the source refuses every change to the key, so its
 //    copy is frozen; an export taken after SetFence returned is final.
 //  * The target's copy comes to exist only through the import, which is
-//    one store transaction (a group: its record is written last; members
-//    without it are leftovers, deleted and re-imported by the rerun).
+//    one store transaction: ImportSession per session, and ImportGroup
+//    for a group's members and its record together (SessionManager::
+//    ImportAll), so a crash mid-import leaves none of the group on the
+//    target, never members without their group (lone sessions that would
+//    accept direct steps, then be replaced when the rerun re-imports).
+//    Until that transaction commits, the members are not findable there.
 //  * So the states a crash can leave are: fence only (the frozen source is
 //    the only copy: a rerun imports it, or lifts the fence if the proxy
-//    now maps the key back to the source); fence + target copy (the
-//    target's is the only one accepting steps: a rerun drops the source's);
-//    tombstone only (done).  In none do two copies accept steps, and the
-//    frozen copy equals the imported one, so no acknowledged step is lost.
+//    now maps the key back to the source: an undo); fence + target copy
+//    (the target's is the only one accepting steps: a rerun drops the
+//    source's, or, if the proxy maps the key back to the source, drops the
+//    source's and moves the target's back, lifting the source's tombstone
+//    just before that import); tombstone only (done).  In none do two
+//    copies accept steps, and the frozen copy equals the imported one, so
+//    no acknowledged step is lost.  Telling the last two apart needs the
+//    target's answer: a rerun stops with an error, and lifts nothing, while
+//    a replica does not answer (every replica is listed at the start).
 // Where a key goes is asked of the proxy (GetServerInfo with routing_key),
 // never computed here, so the answer is the proxy's own hash.
 #ifndef F2OBO_CLIENT_REBALANCE_H_

@@ -1,5 +1,8 @@
 #include "server/groups.h"
 
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -7,6 +10,13 @@
 
 namespace f2obo::server {
 namespace {
+
+// Tests of crash windows (rebalance_e2e_test): with F2OBO_TEST_CRASH_AT
+// set to `point` in its environment, the server dies here as by kill -9.
+void CrashPointForTesting(const char* point) {
+  const char* at = std::getenv("F2OBO_TEST_CRASH_AT");
+  if (at != nullptr && std::strcmp(at, point) == 0) std::raise(SIGKILL);
+}
 
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 32) return false;
@@ -112,42 +122,59 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest&
     }
     ids.push_back(id);
   }
-  return Install(req.group_id(), ids, [&](size_t i) -> absl::StatusOr<v1::SessionInfo> {
-    v1::ImportSessionRequest import;
-    *import.mutable_session() = req.members(i);
-    absl::StatusOr<v1::SessionInfo> member = sessions_->Import(import);
-    if (member.ok()) return member;
-    return absl::Status(member.status().code(),
-                        absl::StrCat("members[", i, "]: ", member.status().message()));
-  });
+  if (absl::Status s = Claim(req.group_id(), ids); !s.ok()) return s;
+  std::vector<v1::ImportSessionRequest> imports(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) *imports[i].mutable_session() = req.members(i);
+  // Members and group record in one store transaction: a crash cannot
+  // leave members without their group (lone sessions that would accept
+  // steps on the new owner, then be replaced when the move is rerun).
+  absl::StatusOr<std::vector<v1::SessionInfo>> members = sessions_->ImportAll(
+      imports, "members", [&](const std::vector<SessionRecord>& records) -> absl::Status {
+        CrashPointForTesting("import_group_before_commit");
+        if (store_ == nullptr) return absl::OkStatus();
+        absl::Status s = store_->PutGroupWithSessions(req.group_id(), records);
+        if (s.ok()) return s;
+        return StoreWriteFailed(s, absl::StrCat("group '", req.group_id(), "' not imported"));
+      });
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_.erase(req.group_id());
+  if (!members.ok()) return members.status();
+  groups_[req.group_id()] = Group{ids, ""};
+  v1::GroupInfo info;
+  info.set_group_id(req.group_id());
+  for (v1::SessionInfo& m : *members) *info.add_members() = std::move(m);
+  return info;
+}
+
+absl::Status GroupManager::Claim(const std::string& group_id, const std::vector<std::string>& ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (groups_.count(group_id) > 0 || busy_.count(group_id) > 0) {
+    return absl::AlreadyExistsError(absl::StrCat("group '", group_id, "' already exists"));
+  }
+  for (const std::string& id : ids) {
+    if (deleting_sessions_.count(id) > 0) {
+      return absl::AbortedError(
+          absl::StrCat("session '", id, "' is being deleted; retry CreateGroup"));
+    }
+  }
+  // Checked up front so that a group too large is refused without
+  // creating (and persisting) some members first.  A race with other
+  // creations is still caught by each member's own check.
+  const int max = sessions_->limits().max_sessions;
+  const size_t held = sessions_->size();
+  if (held + ids.size() > static_cast<size_t>(max)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "members: a group of ", ids.size(), " sessions would exceed max_sessions = ", max,
+        " (the server holds ", held, ")"));
+  }
+  busy_[group_id] = ids;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Install(
     const std::string& group_id, const std::vector<std::string>& ids,
     const std::function<absl::StatusOr<v1::SessionInfo>(size_t)>& make_member) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (groups_.count(group_id) > 0 || busy_.count(group_id) > 0) {
-      return absl::AlreadyExistsError(absl::StrCat("group '", group_id, "' already exists"));
-    }
-    for (const std::string& id : ids) {
-      if (deleting_sessions_.count(id) > 0) {
-        return absl::AbortedError(
-            absl::StrCat("session '", id, "' is being deleted; retry CreateGroup"));
-      }
-    }
-    // Checked up front so that a group too large is refused without
-    // creating (and persisting) some members first.  A race with other
-    // creations is still caught by each member's own check below.
-    const int max = sessions_->limits().max_sessions;
-    const size_t held = sessions_->size();
-    if (held + ids.size() > static_cast<size_t>(max)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "members: a group of ", ids.size(), " sessions would exceed max_sessions = ", max,
-          " (the server holds ", held, ")"));
-    }
-    busy_[group_id] = ids;
-  }
+  if (absl::Status s = Claim(group_id, ids); !s.ok()) return s;
   const auto release = [&] {
     std::lock_guard<std::mutex> lock(mu_);
     busy_.erase(group_id);

@@ -41,7 +41,8 @@ class GroupManager {
   // before any member is created.
   absl::StatusOr<v1::GroupInfo> Create(const v1::CreateGroupRequest& request);
   // Creates a group and its members from the members' exports (a group
-  // moving between replicas), all or none, like Create.
+  // moving between replicas), all or none, and durably so: members and
+  // group record are stored in one transaction (SessionManager::ImportAll).
   absl::StatusOr<v1::GroupInfo> Import(const v1::ImportGroupRequest& request);
   absl::StatusOr<v1::GroupInfo> Get(const std::string& id) const;
   // Applies the step to every member.  Fails as a whole only when the
@@ -71,6 +72,10 @@ class GroupManager {
   };
 
   absl::StatusOr<std::vector<std::string>> Members(const std::string& id) const;
+  // Claims group `group_id` and its member ids `ids` (busy_) unless the
+  // group exists, a member is being deleted, or max_sessions would be
+  // exceeded.
+  absl::Status Claim(const std::string& group_id, const std::vector<std::string>& ids);
   // Creates group `group_id` of members `ids` (checked), the i-th by
   // make_member(i): all or none, then the group record.
   absl::StatusOr<v1::GroupInfo> Install(

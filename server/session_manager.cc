@@ -21,18 +21,14 @@ bool ValidSessionId(const std::string& id) {
   return true;
 }
 
-namespace {
-
 // Exact metrics cost more than a round: the client's policy, else the
 // problem class's default.  One rule for every way a session comes to be
 // (create, import, recovery), so that an imported session without the
 // field does not silently lose its metrics.
-int ExactEvery(const v1::SessionSpec& spec, const Session& session) {
+int SessionManager::ExactEvery(const v1::SessionSpec& spec, const Session& session) {
   if (spec.metrics().has_exact_every()) return spec.metrics().exact_every();
   return session.problem().DefaultExactEvery();
 }
-
-}  // namespace
 
 SessionManager::SessionManager(Limits limits, MetricsPipeline* pipeline, SessionStore* store)
     : limits_(limits), pipeline_(pipeline), store_(store) {}
@@ -155,75 +151,6 @@ int64_t SessionManager::reserved_bytes() const {
   return reserved_bytes_;
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
-                                                        bool generate_id, bool persisted) {
-  Session& session = *entry->session;
-  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
-      session.problem().NewMetricsEvaluator();
-  if (!evaluator.ok()) return evaluator.status();
-  // Reserve the id, then build everything outside the map lock; the entry
-  // is published only once complete, so no RPC can see a session that is
-  // not durable yet, has no metrics channel, or is about to be rolled back.
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (static_cast<int>(sessions_.size() + installing_.size()) >= limits_.max_sessions) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "sessions: the server holds max_sessions = ", limits_.max_sessions));
-    }
-    const auto taken = [&](const std::string& id) {
-      return sessions_.count(id) > 0 || installing_.count(id) > 0;
-    };
-    if (generate_id) {
-      do {
-        entry->id = absl::StrCat("s", next_generated_id_++);
-      } while (taken(entry->id));
-    } else if (taken(entry->id)) {
-      return absl::AlreadyExistsError(absl::StrCat("session '", entry->id, "' already exists"));
-    }
-    // A session of a fenced key belongs to its new owner (recovery loads
-    // the frozen copies, which the fence keeps from stepping).
-    if (!persisted) {
-      if (absl::Status s = CheckFence(entry->id); !s.ok()) return s;
-    }
-    installing_.insert(entry->id);
-  }
-  // Where a new session starts is its first checkpoint (written with it).
-  const bool checkpoint = !persisted && limits_.max_checkpoints > 0;
-  if (store_ != nullptr && !persisted) {
-    const std::vector<v1::StepReply> replies(entry->replies.begin(), entry->replies.end());
-    absl::Status s = store_->PutSession(entry->id,
-                                        ToSessionSpec(session.config(), entry->exact_every),
-                                        session.Encode(session.state()), session.state().t,
-                                        replies, checkpoint);
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      installing_.erase(entry->id);
-      installed_cv_.notify_all();
-      return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
-    }
-  }
-  v1::SessionInfo info;
-  {
-    std::lock_guard<std::mutex> lock(entry->mu);
-    if (checkpoint) {
-      KeepCheckpoint(*entry, session.state().t,
-                     store_ == nullptr ? session.Encode(session.state()) : std::string());
-    }
-    std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
-    entry->metrics = OpenMetrics(entry, *std::move(evaluator), entry->generation);
-    Publish(*entry);
-    info = Info(*entry);
-  }
-  if (hooks_.before_publish) hooks_.before_publish(entry->id);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    installing_.erase(entry->id);
-    sessions_[entry->id] = entry;
-    installed_cv_.notify_all();
-  }
-  return info;
-}
-
 std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
     const std::shared_ptr<Entry>& entry, std::unique_ptr<MetricsEvaluator> evaluator,
     uint64_t generation) {
@@ -315,41 +242,6 @@ absl::Status SessionManager::CheckImportedReplies(const v1::SessionExport& ex,
     }
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req) {
-  const v1::SessionExport& ex = req.session();
-  const std::string id = req.session_id().empty() ? ex.session_id() : req.session_id();
-  if (!ValidSessionId(id)) {
-    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64}");
-  }
-  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
-  if (!config.ok()) return config.status();
-  absl::StatusOr<int64_t> room = Reserve(*config, ex.spec(), /*enforce_limits=*/true);
-  if (!room.ok()) return room.status();
-  Reservation reserved(this, *room);
-  absl::StatusOr<Checkpoint> state = DeserializeCheckpoint(ex.state());
-  if (!state.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("session.state: ", state.status().message()));
-  }
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Restore(*config, *std::move(state));
-  if (!session.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
-  }
-  if (absl::Status s = CheckImportedReplies(ex, (*session)->state()); !s.ok()) return s;
-  auto entry = std::make_shared<Entry>();
-  entry->id = id;
-  entry->exact_every = ExactEvery(ex.spec(), **session);
-  entry->session = *std::move(session);
-  for (v1::StepReply r : ex.replies()) {
-    r.set_session_id(id);
-    entry->replies.push_back(std::move(r));
-  }
-  entry->reserved_bytes = reserved.bytes();
-  absl::StatusOr<v1::SessionInfo> info =
-      Install(std::move(entry), /*generate_id=*/false, /*persisted=*/false);
-  if (info.ok()) reserved.Keep();
-  return info;
 }
 
 absl::StatusOr<std::vector<std::string>> SessionManager::Recover(

@@ -72,6 +72,15 @@ class SessionManager {
   absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request);
   absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
   absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request);
+  // Imports several sessions as a unit (ImportGroup; server/
+  // session_install.cc): each is checked and built like Import, none is
+  // findable until `persist` has written all their records (with whatever
+  // the caller adds) in one store transaction, and if anything fails none
+  // exists.  `field` names the requests in errors ("members" ->
+  // "members[1]: ...").
+  absl::StatusOr<std::vector<v1::SessionInfo>> ImportAll(
+      const std::vector<v1::ImportSessionRequest>& requests, const std::string& field,
+      const std::function<absl::Status(const std::vector<SessionRecord>&)>& persist);
   absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
   std::vector<v1::SessionInfo> List() const;
   // `from_store` false: the caller already removed the session from the
@@ -210,6 +219,8 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
   // NOT_FOUND for an entry deleted after it was found.  Requires e.mu.
   static absl::Status CheckNotRemoved(const Entry& e);
+  // The exact-metrics period of a session made from `spec`.
+  static int ExactEvery(const v1::SessionSpec& spec, const Session& session);
   // The reply cache of an import, against the state it comes with.
   static absl::Status CheckImportedReplies(const v1::SessionExport& ex,
                                            const SessionState& state);
@@ -228,6 +239,20 @@ class SessionManager {
   // metrics, and only then publishes it in the map.
   absl::StatusOr<v1::SessionInfo> Install(std::shared_ptr<Entry> entry, bool generate_id,
                                           bool persisted);
+  // Install's steps, for callers that persist several entries at once
+  // (ImportAll).  Claim reserves entry's id (generated if asked; refused if
+  // taken, if max_sessions is reached or, with `check_fence`, if its key is
+  // fenced); the caller then persists it, or releases the id (Unclaim);
+  // PublishClaimed opens its metrics and makes it findable.
+  absl::Status Claim(Entry& entry, bool generate_id, bool check_fence);
+  void Unclaim(const std::string& id);
+  SessionRecord RecordOf(const Entry& e, bool checkpoint) const;
+  v1::SessionInfo PublishClaimed(std::shared_ptr<Entry> entry,
+                                 std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint);
+  // Import's checks and the entry it builds (not installed); `reserved`
+  // receives its memory reservation.
+  absl::StatusOr<std::shared_ptr<Entry>> PrepareImport(const v1::ImportSessionRequest& request,
+                                                       std::unique_ptr<Reservation>& reserved);
   absl::Status CheckLimits(const v1::Batch& batch, const std::string& what) const;
   // The metrics channel of `entry` for its session of `generation`.
   std::shared_ptr<SessionMetrics> OpenMetrics(const std::shared_ptr<Entry>& entry,

@@ -22,6 +22,7 @@
 ABSL_DECLARE_FLAG(std::string, server);
 ABSL_DECLARE_FLAG(double, timeout);
 ABSL_DECLARE_FLAG(int, max_attempts);
+ABSL_DECLARE_FLAG(double, moved_retry_seconds);
 ABSL_DECLARE_FLAG(bool, verbose);
 // Shared by several subcommands (common.cc).
 ABSL_DECLARE_FLAG(std::string, session);

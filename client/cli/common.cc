@@ -1,9 +1,14 @@
 // Global and shared flags of f2obo-cli, error reporting and output helpers.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/cli/cli.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
@@ -13,6 +18,14 @@ ABSL_FLAG(double, timeout, 30.0,
 ABSL_FLAG(int, max_attempts, 6,
           "Attempts per unary Step (--mode=unary) and consecutive reconnects of a "
           "broken Steps stream, with exponential backoff");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the bearer token to send (a server started with --token_file): the "
+          "token alone, or '<role> <token>' lines as in the server's file (the first 'write' "
+          "token is used, else the first)");
+ABSL_FLAG(double, moved_retry_seconds, 300,
+          "How long a step (unary or stream) keeps retrying the \"moved\" status (a session "
+          "being rebalanced to another replica, until the proxy routes it there), on top of "
+          "--max_attempts; 0: counted like any UNAVAILABLE");
 ABSL_FLAG(bool, verbose, false,
           "More output: the filled-in session spec after create, the dataset and step range "
           "of stream");
@@ -40,11 +53,40 @@ int RpcError(const std::string& what, const absl::Status& status) {
   return kExitRpc;
 }
 
+namespace {
+
+absl::StatusOr<std::string> TokenFromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("--token_file: cannot read '" + path + "'");
+  std::string line, first, write;
+  while (std::getline(in, line)) {
+    std::vector<std::string> words = absl::StrSplit(line, absl::ByAnyChar(" \t\r"),
+                                                    absl::SkipEmpty());
+    if (words.empty() || words[0][0] == '#') continue;
+    const std::string token = words.size() == 1 ? words[0] : words[1];
+    if (first.empty()) first = token;
+    if (words.size() > 1 && words[0] == "write" && write.empty()) write = token;
+  }
+  if (first.empty()) return absl::InvalidArgumentError("--token_file: '" + path + "' is empty");
+  return write.empty() ? first : write;
+}
+
+}  // namespace
+
 client::ClientOptions ClientOptionsFromFlags() {
   client::ClientOptions o;
+  if (const std::string path = absl::GetFlag(FLAGS_token_file); !path.empty()) {
+    absl::StatusOr<std::string> token = TokenFromFile(path);
+    if (!token.ok()) {
+      std::fprintf(stderr, "f2obo-cli: %s\n", std::string(token.status().message()).c_str());
+      std::exit(kExitUsage);
+    }
+    o.token = *std::move(token);
+  }
   o.target = absl::GetFlag(FLAGS_server);
   o.rpc_timeout_seconds = std::max(0.001, absl::GetFlag(FLAGS_timeout));
   o.max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
+  o.moved_retry_seconds = std::max(0.0, absl::GetFlag(FLAGS_moved_retry_seconds));
   return o;
 }
 
@@ -68,7 +110,8 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
 
 const std::vector<std::string>& GlobalFlagNames() {
   static const auto* names =
-      new std::vector<std::string>{"server", "timeout", "max_attempts", "verbose"};
+      new std::vector<std::string>{"server",     "timeout",             "max_attempts",
+                                   "token_file", "moved_retry_seconds", "verbose"};
   return *names;
 }
 

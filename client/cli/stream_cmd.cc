@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/cli.h"
+#include "client/cli/reconnects.h"
 #include "client/data/drift_stream.h"
 #include "client/session_routing.h"
 #include "core/simple/simple_registries.h"
@@ -196,9 +197,7 @@ v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::strin
 absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
                          const TaskSplit& split, const std::string& id, int64_t t, int64_t last,
                          Progress& progress) {
-  const int max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
-  double backoff = 0.25;
-  int failures = 0;
+  Reconnects reconnects;
   while (t <= last) {
     grpc::ClientContext ctx;  // no deadline: a stream lasts as long as it must
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
@@ -224,8 +223,7 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
       }
       progress.Update(reply);
       ++t;
-      failures = 0;
-      backoff = 0.25;
+      reconnects.Progressed();
     }
     if (!broken) {
       rpc->WritesDone();
@@ -233,12 +231,8 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
     }
     absl::Status s = client::FromGrpc(rpc->Finish());
     if (s.ok()) s = absl::UnavailableError("the server ended the stream early");
-    if (s.code() != absl::StatusCode::kUnavailable || ++failures >= max_attempts) return s;
     progress.Break();
-    std::fprintf(stderr, "f2obo-cli: stream: UNAVAILABLE: %s; reconnecting (attempt %d of %d)\n",
-                 std::string(s.message()).c_str(), failures + 1, max_attempts);
-    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
-    backoff = std::min(2 * backoff, 8.0);
+    if (!reconnects.Retry(s)) return s;
     // Resume from the server's count (waiting up to --timeout for it to come
     // back): steps it applied are never sent again.
     v1::GetSessionRequest get;
@@ -379,9 +373,7 @@ absl::StatusOr<int64_t> GroupNextT(client::Client& c, const std::string& id) {
 absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& stream,
                               const TaskSplit& split, const std::string& id, int64_t t,
                               int64_t last, GroupProgress& progress) {
-  const int max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
-  double backoff = 0.25;
-  int failures = 0;
+  Reconnects reconnects;
   while (t <= last) {
     grpc::ClientContext ctx;
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
@@ -410,8 +402,7 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
       }
       progress.Update(reply);
       ++t;
-      failures = 0;
-      backoff = 0.25;
+      reconnects.Progressed();
     }
     if (!broken) {
       rpc->WritesDone();
@@ -419,12 +410,8 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
     }
     absl::Status s = client::FromGrpc(rpc->Finish());
     if (s.ok()) s = absl::UnavailableError("the server ended the stream early");
-    if (s.code() != absl::StatusCode::kUnavailable || ++failures >= max_attempts) return s;
     progress.Break();
-    std::fprintf(stderr, "f2obo-cli: stream: UNAVAILABLE: %s; reconnecting (attempt %d of %d)\n",
-                 std::string(s.message()).c_str(), failures + 1, max_attempts);
-    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
-    backoff = std::min(2 * backoff, 8.0);
+    if (!reconnects.Retry(s)) return s;
     absl::StatusOr<int64_t> next = GroupNextT(c, id);
     if (next.ok()) {
       t = *next;

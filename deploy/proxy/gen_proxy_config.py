@@ -12,6 +12,8 @@
 
 Committed outputs, all from the one replica list:
     deploy/k8s/envoy.yaml     Envoy ring hash over the StatefulSet's pods
+    deploy/k8s/rebalance-job.yaml, lift-tombstones-job.yaml
+                              the runbook's f2obo-cli rebalance Jobs
     deploy/nginx/nginx.conf   nginx `hash ... consistent` for docker compose
 The routing itself is each proxy's own: nothing here recomputes a hash.
 """
@@ -44,7 +46,15 @@ def load_replicas(path):
     names = spec["replicas"]
     if not names or len(set(names)) != len(names):
         raise SystemExit("%s: replicas must be a non-empty list of distinct names" % path)
+    if set(spec.get("leaving") or []) & set(names):
+        raise SystemExit("%s: a replica cannot be both in the ring and leaving" % path)
     return spec, names
+
+
+def rebalance_replicas(spec, names):
+    """Every replica rebalance must reach: the ring's and those leaving it
+    (still running, holding keys that must move away)."""
+    return names + list(spec.get("leaving") or [])
 
 
 def envoy(spec, names):
@@ -55,6 +65,12 @@ def envoy(spec, names):
         "                        socket_address: {address: %s, port_value: %d}\n"
         % (n, spec["addresses"]["k8s"].format(name=n), spec["port"]) for n in names)
     return render("envoy.yaml.in", ENDPOINTS=endpoints, RING=",".join(names))
+
+
+def k8s_replicas(spec, names):
+    """f2obo-cli rebalance's --replicas: each pod by its stable name."""
+    return ",".join("%s=%s:%d" % (n, spec["addresses"]["k8s"].format(name=n), spec["port"])
+                    for n in names)
 
 
 def nginx(listen, servers, main, http):
@@ -94,6 +110,12 @@ def outputs(replicas_path):
     spec, names = load_replicas(replicas_path)
     return {
         os.path.join(DEPLOY, "k8s", "envoy.yaml"): envoy(spec, names),
+        os.path.join(DEPLOY, "k8s", "rebalance-job.yaml"): render(
+            "rebalance-job.yaml.in", REPLICAS=k8s_replicas(spec, rebalance_replicas(spec, names)),
+            RING=",".join(names)),
+        os.path.join(DEPLOY, "k8s", "lift-tombstones-job.yaml"): render(
+            "lift-tombstones-job.yaml.in",
+            REPLICAS=k8s_replicas(spec, rebalance_replicas(spec, names))),
         os.path.join(DEPLOY, "nginx", "nginx.conf"): compose_nginx(spec, names),
     }
 

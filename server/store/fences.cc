@@ -33,9 +33,14 @@ absl::Status SessionStore::LoadFences(LoadedStore &out) {
     // A damaged record still fences its key (target unknown): lifting it
     // on a guess could leave two copies accepting steps.
     if (fences.IsNull(2) || fences.ColumnInt(2) != RecordSum("fence", f.key, 0, f.target)) {
-      out.damaged.push_back(absl::StrCat("fence of key '", f.key,
-                                         "': checksum mismatch (corrupt record); kept as a "
-                                         "fence with an unknown target"));
+      // The checksum covers key and target: if the key is what changed,
+      // the real key's fence is gone and only a rerun of the move restores
+      // it, which the message must say rather than pass for a lost target.
+      out.damaged.push_back(absl::StrCat(
+          "fence of key '", f.key,
+          "': checksum mismatch (corrupt record: the key or the target); kept as a fence with "
+          "an unknown target.  If the key itself is damaged, the fence of the real key is "
+          "lost: rerun f2obo-cli rebalance before clients step this replica's sessions"));
       f.target.clear();
     }
     out.fences.push_back(std::move(f));

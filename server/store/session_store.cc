@@ -203,19 +203,44 @@ absl::Status SessionStore::DeleteGroup(const std::string& id,
   return Submit(std::move(w), /*wait=*/true);
 }
 
+std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(const SessionRecord& r) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kPut;
+  w->id = r.id;
+  w->spec = r.spec.SerializeAsString();
+  w->state = r.state;
+  w->t = r.t;
+  w->keep_checkpoints = r.checkpoint ? 1 : 0;
+  for (const v1::StepReply& reply : r.replies) {
+    w->replies.emplace_back(reply.t(), reply.SerializeAsString());
+  }
+  return w;
+}
+
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
                                       std::string state, int64_t t,
                                       const std::vector<v1::StepReply>& replies,
                                       bool checkpoint) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kPut;
-  w->id = id;
-  w->spec = spec.SerializeAsString();
-  w->state = std::move(state);
-  w->t = t;
-  w->keep_checkpoints = checkpoint ? 1 : 0;
-  for (const v1::StepReply& r : replies) w->replies.emplace_back(r.t(), r.SerializeAsString());
-  return Submit(std::move(w), /*wait=*/true);
+  SessionRecord r{id, spec, std::move(state), t, replies, checkpoint};
+  return Submit(PutWrite(r), /*wait=*/true);
+}
+
+absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
+                                                const std::vector<SessionRecord>& members) {
+  auto all = std::make_shared<Write>();
+  all->kind = Write::kAll;
+  all->id = id;
+  std::vector<std::string> ids;
+  for (const SessionRecord& r : members) {
+    all->parts.push_back(PutWrite(r));
+    ids.push_back(r.id);
+  }
+  auto group = std::make_shared<Write>();
+  group->kind = Write::kGroup;
+  group->id = id;
+  group->spec = absl::StrJoin(ids, "\n");
+  all->parts.push_back(std::move(group));
+  return Submit(std::move(all), /*wait=*/true);
 }
 
 absl::Status SessionStore::DeleteSession(const std::string& id) {
@@ -242,6 +267,11 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
 absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
   w->bytes = w->spec.size() + w->state.size() + w->reply.size();
   for (const auto& r : w->replies) w->bytes += r.second.size();
+  for (const auto& p : w->parts) {
+    p->bytes = p->spec.size() + p->state.size() + p->reply.size();
+    for (const auto& r : p->replies) p->bytes += r.second.size();
+    w->bytes += p->bytes;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   // Bounded queue: a writer that falls behind (kNone does not wait for its
   // writes) holds back new ones instead of growing memory.  The writer takes
@@ -348,6 +378,12 @@ absl::Status SessionStore::Apply(const Write& w) {
       if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, 1);
       return absl::OkStatus();
     }
+    case Write::kAll:
+      // One Write is applied inside one transaction (see WriterLoop).
+      for (const auto& part : w.parts) {
+        if (absl::Status s = Apply(*part); !s.ok()) return s;
+      }
+      return absl::OkStatus();
     case Write::kCheckpoint:
       return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
     case Write::kRollback:

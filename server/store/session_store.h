@@ -65,6 +65,17 @@ struct StoredSession {
   std::vector<int64_t> checkpoints;
 };
 
+// One session as PutSession writes it (PutGroupWithSessions: several in
+// one transaction).
+struct SessionRecord {
+  std::string id;
+  v1::SessionSpec spec;
+  std::string state;  // SerializeState bytes
+  int64_t t = 0;      // the state's next step index
+  std::vector<v1::StepReply> replies;
+  bool checkpoint = false;  // store the state as the session's first checkpoint
+};
+
 struct StoredGroup {
   std::string id;
   std::vector<std::string> members;  // session ids, in member order
@@ -127,6 +138,12 @@ class SessionStore {
   absl::Status DeleteSession(const std::string& id);
   // Side-by-side groups: the member list of group `id` (durable).
   absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members);
+  // Group `id` (member list: the records' ids, in order) and its member
+  // sessions, in one transaction, durable before returning (ImportGroup, a
+  // group moving between replicas): a crash leaves all of them or none,
+  // never members without their group, which would step on their own.
+  absl::Status PutGroupWithSessions(const std::string& id,
+                                    const std::vector<SessionRecord>& members);
   // Group `id` and its member sessions (with their replies), in one
   // transaction: a crash leaves either all of them or none.
   absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members);
@@ -189,6 +206,7 @@ class SessionStore {
                size_t max_queued_bytes);
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
+  static std::shared_ptr<Write> PutWrite(const SessionRecord& record);
   void WriterLoop();
   absl::Status Submit(std::shared_ptr<Write> w, bool wait);
   absl::Status Apply(const Write& w);

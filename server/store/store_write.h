@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +25,8 @@ struct SessionStore::Write {
     kCheckpoint,
     kRollback,
     kLoadCheckpoint,
-    kFence
+    kFence,
+    kAll
   } kind;
   std::string id;
   std::string spec;   // kPut; kGroup, kDeleteGroup: member ids, one a line; kFence: target
@@ -33,6 +35,8 @@ struct SessionStore::Write {
   std::string reply;  // kStep
   std::vector<std::pair<int64_t, std::string>> replies;  // kPut, kRollback
   int keep = 0;                                          // kStep: replies kept
+  // kAll: writes applied in order, all in one transaction.
+  std::vector<std::shared_ptr<Write>> parts;
   // kStep, kCheckpoint: > 0 stores the state as a checkpoint and keeps the
   // newest this many; kPut: > 0 stores it as the first checkpoint.
   int keep_checkpoints = 0;

@@ -13,6 +13,10 @@
     file's --max_sessions as f2obo_sessions_limit;
   - Envoy hashes on the header the C++ client sends (client/session_routing.h)
     over exactly the StatefulSet's replicas, by stable hostname;
+  - the runbook's rebalance Jobs run f2obo-cli rebalance over exactly those
+    replicas with the server's token file (step 4 through a sidecar Envoy
+    with the ConfigMap's ring, step 6 through the front Service), and each
+    Job's command, pointed at the real server, authenticates and completes;
   - the Dockerfile copies the binaries from where CMake builds them, and its
     runtime packages provide every shared library the binaries load.
 Usage: check_manifests.py --server=BIN --cli=BIN --source=DIR --binary_dir=DIR
@@ -23,6 +27,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -227,6 +232,52 @@ def main():
                for k, v in dep["spec"]["template"]["metadata"]["labels"].items()) and
            front["spec"]["ports"][0]["targetPort"] in eports, "front Service does not reach Envoy")
 
+    # The runbook's rebalance Jobs: f2obo-cli rebalance over exactly the
+    # StatefulSet's pods (by the names they report: their host names), with
+    # the server's token file from its Secret; step 4 asks a sidecar Envoy
+    # with the ConfigMap's (new) ring, step 6 the live front Service.
+    secret_mounts = {}
+    for v in sts["spec"]["template"]["spec"]["volumes"]:
+        if "secret" in v:
+            secret_mounts[v["secret"]["secretName"]] = [
+                m["mountPath"] for m in ctr["volumeMounts"] if m["name"] == v["name"]][0]
+    jobs = {}
+    for job_name in ("f2obo-rebalance", "f2obo-lift-tombstones"):
+        job = one(objs, "Job", job_name)
+        jpod = job["spec"]["template"]["spec"]
+        jctr = jpod["containers"][0]
+        expect(jctr["command"] == ["f2obo-cli", "rebalance"], "%s: not f2obo-cli rebalance" % job_name)
+        jargs = dict(x.split("=", 1) if "=" in x else (x, "true") for x in jctr["args"])
+        jobs[job_name] = jctr["command"] + jctr["args"]
+        want_replicas = ",".join("%s-%d=%s-%d.%s.%s.svc.cluster.local:%d" % (
+            name, i, name, i, svc, ns, grpc_port) for i in range(sts["spec"]["replicas"]))
+        expect(jargs.get("--replicas") == want_replicas,
+               "%s: --replicas %s != the StatefulSet's pods %s"
+               % (job_name, jargs.get("--replicas"), want_replicas))
+        jvols = {v["name"]: v for v in jpod["volumes"]}
+        tmount = [m["mountPath"] for m in jctr["volumeMounts"]
+                  if jvols[m["name"]].get("secret", {}).get("secretName") == "f2obo-tokens"]
+        expect(tmount and secret_mounts.get("f2obo-tokens") and
+               jargs.get("--token_file") == tmount[0] + flags["token_file"][
+                   len(secret_mounts["f2obo-tokens"]):],
+               "%s: --token_file %s is not the server's token file from Secret f2obo-tokens"
+               % (job_name, jargs.get("--token_file")))
+        if job_name == "f2obo-rebalance":
+            side = jpod["initContainers"][0]
+            expect(side.get("restartPolicy") == "Always", "rebalance Job: Envoy is not a sidecar")
+            expect(jargs.get("--proxy") == "127.0.0.1:%d"
+                   % lst["address"]["socket_address"]["port_value"],
+                   "rebalance Job: --proxy is not its sidecar Envoy's listener")
+            smount = [m["mountPath"] for m in side["volumeMounts"]
+                      if jvols[m["name"]].get("configMap", {}).get("name") == "f2obo-envoy"]
+            expect(smount and side["args"][-1] == smount[0] + "/envoy.yaml",
+                   "rebalance Job: its Envoy does not run the f2obo-envoy ConfigMap")
+        else:
+            expect(jargs.get("--proxy") == "%s.%s.svc.cluster.local:%d" % (
+                front["metadata"]["name"], ns, front["spec"]["ports"][0]["port"]),
+                   "lift Job: --proxy is not the front Service")
+            expect("--lift_tombstones" in jargs, "lift Job: no --lift_tombstones")
+
     # ------------------------------------------------ compose and Prometheus
     deploy = os.path.join(src, "deploy")
     with open(os.path.join(deploy, "docker-compose.yml")) as f:
@@ -337,6 +388,19 @@ def main():
         expect(m and float(m.group(1)) == float(flags["max_sessions"]),
                "server from the flag file: f2obo_sessions_limit %s != --max_sessions %s"
                % (m and m.group(1), flags["max_sessions"]))
+        # Each Job's command, pointed at this server as its own proxy and
+        # only replica, authenticates with the token file and completes.
+        for job_name, command in jobs.items():
+            cmd = [a.cli] + [
+                "--proxy=127.0.0.1:%d" % port if c.startswith("--proxy=") else
+                "--replicas=%s=127.0.0.1:%d" % (socket.gethostname(), port)
+                if c.startswith("--replicas=") else
+                "--token_file=" + tokens if c.startswith("--token_file=") else c
+                for c in command[1:]]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            expect(r.returncode == 0 and "moved 0, undone 0" in r.stdout,
+                   "%s's command %s: exit %d %s%s" % (job_name, cmd, r.returncode, r.stdout,
+                                                      r.stderr))
         # The token file took effect: an unauthenticated write is refused.
         r = subprocess.run([a.cli, "delete", "--server=127.0.0.1:%d" % port, "--session=x"],
                            capture_output=True, text=True, timeout=60)

@@ -39,16 +39,31 @@ def main():
         changed = os.path.join(tmp, "replicas.yaml")
         yaml.safe_dump(spec, open(changed, "w"))
         r = run("--check", "--replicas=" + changed)
-        if r.returncode == 0 or r.stdout.count("+++ generated") != 2 or "f2obo-extra" not in r.stdout:
-            failures.append("--check did not report both files stale after adding a replica:\n"
+        if r.returncode == 0 or r.stdout.count("+++ generated") != 4 or "f2obo-extra" not in r.stdout:
+            failures.append("--check did not report all 4 files stale after adding a replica:\n"
                             + r.stdout + r.stderr)
 
         sts = [d for d in yaml.safe_load_all(open(os.path.join(SOURCE, "deploy", "k8s",
                                                                 "statefulset.yaml")))
                if d and d.get("kind") == "StatefulSet"]
-        want = len(yaml.safe_load(open(os.path.join(SOURCE, "deploy", "replicas.yaml")))["replicas"])
+        listed = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "replicas.yaml")))
+        want = len(listed["replicas"]) + len(listed.get("leaving") or [])
         if not sts or sts[0]["spec"]["replicas"] != want:
-            failures.append("statefulset.yaml spec.replicas != %d replicas in replicas.yaml" % want)
+            failures.append("statefulset.yaml spec.replicas != %d replicas (ring and leaving) "
+                            "in replicas.yaml" % want)
+        # A leaving replica is out of the ring but still rebalanced from.
+        spec["replicas"].remove("f2obo-extra")
+        spec["leaving"] = [spec["replicas"].pop()]
+        yaml.safe_dump(spec, open(changed, "w"))
+        out = os.path.join(tmp, "out")
+        shutil.copytree(os.path.join(SOURCE, "deploy"), out)
+        subprocess.run([PY, GEN, "--replicas=" + changed, "--out_dir=" + out], check=True)
+        envoy = open(os.path.join(out, "k8s", "envoy.yaml")).read()
+        job = open(os.path.join(out, "k8s", "rebalance-job.yaml")).read()
+        gone = spec["leaving"][0]
+        if "hostname: " + gone in envoy or "--replicas=" not in job or gone + "=" not in job:
+            failures.append("a leaving replica is in the Envoy ring or missing from the "
+                            "rebalance Job's --replicas")
 
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         r = run("nginx", "--listen=127.0.0.1:1", "--prefix=" + tmp,

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -202,6 +203,34 @@ class RebalanceTest : public ::testing::Test {
     }
   }
 
+  // Every fence on every replica, as "r<i>:<key>".
+  std::vector<std::string> AllFences() {
+    std::vector<std::string> out;
+    for (int r = 0; r < 4; ++r) {
+      client::Client c = Direct(r);
+      v1::ServerInfo info;
+      auto ctx = c.NewContext();
+      EXPECT_TRUE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok());
+      for (const v1::Fence& f : info.fences()) {
+        out.push_back(absl::StrFormat("r%d:%s", r, f.routing_key()));
+      }
+    }
+    return out;
+  }
+  // After an undone move: every key where the live ring puts it, no fence
+  // left, every session at next_t = 4 (steps 1-3 applied once), and the
+  // streams go on through the live proxy.
+  void ExpectUndone() {
+    ExpectPlaced(*live_);
+    EXPECT_TRUE(AllFences().empty()) << absl::StrJoin(AllFences(), " ");
+    for (int i = 0; i < kSessions; ++i) {
+      absl::StatusOr<v1::SessionInfo> info = via_proxy_->GetSession(Id(i));
+      ASSERT_TRUE(info.ok()) << Id(i) << ": " << info.status();
+      EXPECT_EQ(info->next_t(), 4) << Id(i) << " lost or repeated an acknowledged step";
+    }
+    StepAll(4);
+  }
+
   const FamilyCase family_ = testing::AllFamilyCases()[2];  // logistic_hpo, small
   std::vector<std::string> dirs_;
   std::vector<std::string> ports_;
@@ -313,6 +342,119 @@ TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompl
   }
   StepAll(4);
   StepAll(5);
+}
+
+// The undo path: a move interrupted after its fence, then the ring changes
+// back (the live proxy, 3 replicas).  The rerun lifts the fence on the
+// source, whose frozen copy is the only one, and nothing moves.
+TEST_F(RebalanceTest, ARerunUndoesAMoveStoppedAfterItsFenceWhenTheRingMapsTheKeyBack) {
+  for (int64_t t = 1; t <= 3; ++t) StepAll(t);
+  ProxyProcess staging(RingOf(4));
+  ASSERT_EQ(staging.Start(), "");
+  std::string out;
+  EXPECT_EQ(Rebalance(staging, {"--stop_after=fence"}, &out), 1) << out;
+  ASSERT_EQ(AllFences().size(), 1u) << out;
+  out.clear();
+  ASSERT_EQ(Rebalance(*live_, {}, &out), 0) << out;
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find("moved 0, undone 1,"), std::string::npos) << out;
+  ExpectUndone();
+}
+
+// The undo path after the import: both copies exist and only the target's
+// may step; the ring maps the key back to the source.  The rerun drops the
+// source's frozen copies and moves the target's back (lifting the source's
+// tombstone just before), with no step lost or repeated.
+TEST_F(RebalanceTest, ARerunMovesBackAMoveStoppedAfterItsImportWhenTheRingMapsTheKeyBack) {
+  for (int64_t t = 1; t <= 3; ++t) StepAll(t);
+  ProxyProcess staging(RingOf(4));
+  ASSERT_EQ(staging.Start(), "");
+  std::string out;
+  EXPECT_EQ(Rebalance(staging, {"--stop_after=import"}, &out), 1) << out;
+  const std::vector<std::string> fences = AllFences();
+  ASSERT_EQ(fences.size(), 1u) << out;
+  const std::string key = fences[0].substr(3);
+  const int source = fences[0][1] - '0';
+  ASSERT_EQ(Holders(key).size(), 2u) << key;
+  // With the target down, whether it holds the key cannot be told: the
+  // rerun stops (it needs every replica to answer) rather than guess, which
+  // could lift the fence and leave two copies that accept steps.
+  replicas_[3]->Stop(SIGKILL);
+  out.clear();
+  EXPECT_EQ(Rebalance(*live_, {"--lift_tombstones"}, &out), 1) << out;
+  {
+    client::Client c = Direct(source);
+    v1::ServerInfo info;
+    auto ctx = c.NewContext();
+    ASSERT_TRUE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok());
+    ASSERT_EQ(info.fences_size(), 1) << "the source's fence was lifted with the target down";
+    EXPECT_EQ(info.fences(0).routing_key(), key);
+  }
+  Restart(3);
+  out.clear();
+  ASSERT_EQ(Rebalance(*live_, {"--lift_tombstones"}, &out), 0) << out;
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find("undone: " + key + " moved back from r3"), std::string::npos) << out;
+  EXPECT_NE(out.find("moved 1, undone 1,"), std::string::npos) << out;
+  ExpectUndone();
+}
+
+// Issue 17's crash window in a group move: the target killed in the middle
+// of ImportGroup, after its members were built and before the group record
+// (the server's F2OBO_TEST_CRASH_AT point).  The members and the record are
+// one store transaction, so the restarted target holds no member that a
+// client could step there on its own (and lose when the rerun
+// re-imports); the source's frozen copy is still the only one, and the
+// rerun moves the group with its next_t intact.
+TEST_F(RebalanceTest, GroupImportKilledBeforeItsRecordLeavesNoMemberOnTarget) {
+  for (int64_t t = 1; t <= 3; ++t) StepAll(t);
+  const std::vector<int> holders = Holders("grp");
+  ASSERT_EQ(holders.size(), 1u);
+  const int source = holders[0];
+  ASSERT_NE(source, 3);
+  // A ring of r3 alone: every key, the group included, moves there.
+  ProxyProcess staging(Ring{{"r3", replicas_[3]->target()}});
+  ASSERT_EQ(staging.Start(), "");
+  setenv("F2OBO_TEST_CRASH_AT", "import_group_before_commit", 1);
+  Restart(3);
+  unsetenv("F2OBO_TEST_CRASH_AT");
+  std::string out;
+  EXPECT_EQ(Rebalance(staging, {}, &out), 1) << out;
+  {
+    client::Client c = Direct(3);
+    v1::ServerInfo info;
+    auto ctx = c.NewContext();
+    ASSERT_FALSE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok())
+        << "the target did not die in ImportGroup: " << out;
+  }
+  Restart(3);
+  {
+    client::Client target = Direct(3);
+    EXPECT_EQ(target.GetGroup("grp").status().code(), absl::StatusCode::kNotFound);
+    for (const char* member : {"grp.a", "grp.b"}) {
+      EXPECT_EQ(target.GetSession(member).status().code(), absl::StatusCode::kNotFound)
+          << member << " survived a crash before its group record";
+      // A client stepping the member directly on the target is refused.
+      absl::StatusOr<v1::StepReply> step = target.Step(RequestFor(family_, member, 4));
+      EXPECT_EQ(step.status().code(), absl::StatusCode::kNotFound) << member;
+    }
+    // The source's copy is frozen: it refuses the step too.
+    absl::StatusOr<v1::StepReply> step = Direct(source).Step(RequestFor(family_, "grp.a", 4));
+    EXPECT_EQ(step.status().code(), absl::StatusCode::kUnavailable) << step.status();
+  }
+  out.clear();
+  ASSERT_EQ(Rebalance(staging, {}, &out), 0) << out;
+  std::printf("%s", out.c_str());
+  ExpectPlaced(staging);
+  absl::StatusOr<v1::GroupInfo> group = Direct(3).GetGroup("grp");
+  ASSERT_TRUE(group.ok()) << group.status();
+  ASSERT_EQ(group->members_size(), 2);
+  for (const v1::SessionInfo& m : group->members()) {
+    EXPECT_EQ(m.next_t(), 4) << m.session_id() << " lost or repeated a step";
+  }
+  ASSERT_EQ(live_->Reload(Ring{{"r3", replicas_[3]->target()}}), "");
+  ASSERT_TRUE(WaitForRing(staging)) << live_->ErrorLog();
+  StepAll(4);  // every stream, the group's included, goes on from t = 4
 }
 
 }  // namespace

@@ -13,9 +13,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/proxy_process.h"
@@ -179,6 +182,85 @@ TEST_F(ScaleOutTest, KillNineMakesOnlyThatReplicasSessionsUnavailableUntilItRest
     StepAndCompare(i, kSteps + 1);
   }
   for (int i = 0; i < kSessions; ++i) StepAndCompare(i, kSteps + 2);
+}
+
+// Refusals of Step with UNAVAILABLE that `server` has counted.
+double StepRefusals(const ServerProcess &server) {
+  const std::string text = testing::HttpGet(server.metrics_port(), "/metrics");
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, "f2obo_rpc_errors_total{") &&
+        absl::StrContains(line, "method=\"Step\"") && absl::StrContains(line, "UNAVAILABLE")) {
+      return std::stod(std::string(line.substr(line.rfind(' ') + 1)));
+    }
+  }
+  return 0;
+}
+
+// The client's retry budget covers a rebalance (fence -> proxy switch,
+// deploy/README.md's runbook): the "moved" status is retried, same step
+// index, past max_attempts for up to moved_retry_seconds, and the step is
+// applied once when the key is served again (here: the fence lifted).
+TEST(MovedRetryTest, AStepRetriesMovedPastMaxAttemptsAndIsAppliedOnceWhenServedAgain) {
+  ServerProcess server({"--replica_name=r0"});
+  ASSERT_TRUE(server.started()) << server.banner();
+  const FamilyCase family = testing::AllFamilyCases()[2];
+  client::ClientOptions direct{server.target()};
+  direct.max_attempts = 1;
+  client::Client admin(direct);
+  v1::CreateSessionRequest create;
+  create.set_session_id("moving");
+  *create.mutable_spec() = testing::SpecFor(family, "f2obo", 5);
+  ASSERT_TRUE(admin.CreateSession(create).ok());
+  ASSERT_TRUE(admin.Step(RequestFor(family, "moving", 1)).ok());
+  const auto fence = [&](bool set) {
+    auto ctx = admin.NewContext();
+    if (set) {
+      v1::SetFenceRequest req;
+      req.set_routing_key("moving");
+      req.set_target("r1");
+      v1::Fence out;
+      return admin.stub().SetFence(ctx.get(), req, &out).ok();
+    }
+    v1::LiftFenceRequest req;
+    req.set_routing_key("moving");
+    v1::LiftFenceResponse out;
+    return admin.stub().LiftFence(ctx.get(), req, &out).ok();
+  };
+  ASSERT_TRUE(fence(true));
+  client::ClientOptions opt{server.target()};
+  opt.max_attempts = 2;
+  opt.initial_backoff_seconds = 0.01;
+  opt.max_backoff_seconds = 0.02;
+  {
+    // Without the budget, "moved" is one more UNAVAILABLE: 2 attempts.
+    client::ClientOptions no_budget = opt;
+    no_budget.moved_retry_seconds = 0;
+    absl::StatusOr<v1::StepReply> r =
+        client::Client(no_budget).Step(RequestFor(family, "moving", 2));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+    EXPECT_TRUE(client::IsMoved(r.status())) << r.status();
+  }
+  const double before = StepRefusals(server);
+  opt.moved_retry_seconds = 60;
+  client::Client retrying(opt);
+  absl::StatusOr<v1::StepReply> got = absl::UnknownError("not run");
+  std::thread stepper([&] { got = retrying.Step(RequestFor(family, "moving", 2)); });
+  // Lift only once the client has been refused more often than
+  // max_attempts would allow (polled from the server's own counter).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (StepRefusals(server) < before + 3 * opt.max_attempts &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // poll interval
+  }
+  EXPECT_GE(StepRefusals(server), before + 3 * opt.max_attempts);
+  ASSERT_TRUE(fence(false));
+  stepper.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->t(), 2);
+  EXPECT_FALSE(got->replayed());
+  absl::StatusOr<v1::SessionInfo> info = admin.GetSession("moving");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->next_t(), 3) << "the retried step was applied other than once";
 }
 
 }  // namespace

@@ -35,18 +35,21 @@ def check_in_flight(in_flight: int) -> int:
 
 def exactly_once(open_call: Callable[[Iterator[Any]], Any], requests: Iterator[Any],
                  wait: Callable[[], None], in_flight: int = 1,
-                 reconnects: int = 10) -> Iterator[Any]:
+                 reconnects: int = 10, moved_seconds: float = 0.0) -> Iterator[Any]:
     """Yields the reply to each of `requests`, in order (see module doc).
 
     open_call(request_iterator) opens the RPC (returns the response
     iterator, a grpc.Call); wait() blocks until the server answers again or
-    raises; `reconnects` bounds consecutive reconnections without progress.
+    raises; `reconnects` bounds consecutive reconnections without progress,
+    except those after the "moved" status (errors.is_moved: the session is
+    being rebalanced), retried for up to `moved_seconds` without progress.
     """
     check_in_flight(in_flight)
     pending: Deque[Any] = deque()  # sent (or to be re-sent), not yet answered
     exhausted = False
     failures = 0
     backoff = 0.1
+    moved_since = None  # first "moved" since the last reply
     while True:
         outbox: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         call = open_call(iter(outbox.get, _END))
@@ -72,6 +75,7 @@ def exactly_once(open_call: Callable[[Iterator[Any]], Any], requests: Iterator[A
                 pending.popleft()
                 failures = 0
                 backoff = 0.1
+                moved_since = None
                 yield reply
             outbox.put(_END)
             for extra in call:
@@ -80,12 +84,20 @@ def exactly_once(open_call: Callable[[Iterator[Any]], Any], requests: Iterator[A
             return
         except (grpc.RpcError, errors.Unavailable) as e:
             error = errors.from_rpc_error(e) if isinstance(e, grpc.RpcError) else e
-            if not isinstance(error, errors.Unavailable) or failures >= reconnects:
+            if not isinstance(error, errors.Unavailable):
+                raise error from None
+            moved = False
+            if errors.is_moved(error) and moved_seconds > 0:
+                now = time.monotonic()
+                moved_since = now if moved_since is None else moved_since
+                moved = now - moved_since + backoff <= moved_seconds
+            if not moved and failures >= reconnects:
                 raise error from None
         finally:
             outbox.put(_END)
             call.cancel()
-        failures += 1
-        time.sleep(backoff)
-        backoff = min(2 * backoff, 2.0)
+        if not moved:
+            failures += 1
+        time.sleep(backoff)  # backoff before reconnecting
+        backoff = min(2 * backoff, 1.0 if moved else 2.0)
         wait()

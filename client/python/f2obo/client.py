@@ -108,6 +108,12 @@ class Client:
         UNAVAILABLE.
       reconnect_timeout: how long each retry waits for the server to come
         back before raising Unavailable.
+      moved_retry_seconds: how long a step (and a stream) keeps retrying the
+        "moved" status, UNAVAILABLE "session '<id>' is moving to replica
+        ...": a rebalance, from its fence until the proxy routes the key to
+        the new owner (deploy/README.md's runbook, steps 4-5), i.e. as long
+        as the whole `f2obo-cli rebalance` run.  These retries do not use up
+        `retries`.  0: "moved" counts like any UNAVAILABLE.
       max_message_bytes: largest message sent or received.
       channel_options: extra grpc channel arguments.
 
@@ -117,12 +123,14 @@ class Client:
     def __init__(self, address: str, token: Optional[str] = None,
                  tls: Union[bool, TLS, grpc.ChannelCredentials] = False, *,
                  timeout: Optional[float] = 120.0, retries: int = 5,
-                 reconnect_timeout: float = 60.0, max_message_bytes: int = 64 << 20,
+                 reconnect_timeout: float = 60.0, moved_retry_seconds: float = 300.0,
+                 max_message_bytes: int = 64 << 20,
                  channel_options: Sequence[Tuple[str, Any]] = ()) -> None:
         self.address = address
         self.timeout = timeout
         self.retries = retries
         self.reconnect_timeout = reconnect_timeout
+        self.moved_retry_seconds = moved_retry_seconds
         options: List[Tuple[str, Any]] = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
@@ -177,16 +185,22 @@ class Client:
         rpc: Callable[..., Any] = getattr(self.stub, method)
         attempt = 0
         backoff = 0.05
+        moved_deadline = time.monotonic() + self.moved_retry_seconds
         while True:
             try:
                 return rpc(request, timeout=self.timeout, metadata=self.metadata(session_id))
             except grpc.RpcError as e:
                 error = errors.from_rpc_error(e)
-                if not retry or e.code() not in _TRANSIENT or attempt >= self.retries:
+                if not retry or e.code() not in _TRANSIENT:
                     raise error from None
-            time.sleep(backoff)
-            backoff = min(2 * backoff, 2.0)
-            attempt += 1
+                moved = (errors.is_moved(error)
+                         and time.monotonic() + backoff < moved_deadline)
+                if not moved and attempt >= self.retries:
+                    raise error from None
+            time.sleep(backoff)  # backoff before the retry
+            backoff = min(2 * backoff, 1.0 if moved else 2.0)
+            if not moved:
+                attempt += 1
             self._wait_ready(self.reconnect_timeout, error)
 
     def _wait_ready(self, timeout: float, error: Optional[errors.Error] = None) -> None:

@@ -128,3 +128,11 @@ def from_rpc_error(e: grpc.RpcError) -> Error:
     code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
     details = e.details() if hasattr(e, "details") else str(e)
     return from_code(code, details or "")
+
+
+def is_moved(error: BaseException) -> bool:
+    """True for the "moved" status: a replica refusing a session whose
+    routing key it has fenced (being rebalanced to another replica, the
+    proto's SetFence).  The same call succeeds once the proxy routes the
+    key to its new owner, so steps retry it with the same index."""
+    return isinstance(error, Unavailable) and "' is moving to replica '" in error.message

@@ -135,7 +135,8 @@ class Group:
         replies = _stream.exactly_once(
             lambda outbox: self.client.stub.StepsGroup(outbox,
                                                        metadata=self.client.metadata(self.id)),
-            requests, lambda: self.client.get_group(self.id), in_flight, reconnects)
+            requests, lambda: self.client.get_group(self.id), in_flight, reconnects,
+            self.client.moved_retry_seconds)
         return self._results(replies, check)
 
     def _results(self, replies: Iterator["pb.GroupStepReply"],

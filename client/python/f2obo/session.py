@@ -103,7 +103,8 @@ class Session:
                     for t, item in skip_applied(steps, first, next_t))
         replies = _stream.exactly_once(
             lambda outbox: self.client.stub.Steps(outbox, metadata=self.client.metadata(self.id)),
-            requests, self._wait_for_server, in_flight, reconnects)
+            requests, self._wait_for_server, in_flight, reconnects,
+            self.client.moved_retry_seconds)
         return self._results(replies)
 
     def _results(self, replies: Iterator["pb.StepReply"]) -> Iterator[StepResult]:

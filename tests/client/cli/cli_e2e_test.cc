@@ -8,15 +8,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "f2obo/v1/f2obo.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 
 #include "tests/client/cli/cli_e2e_fixture.h"
 
@@ -306,6 +311,65 @@ TEST_F(CliE2e, BenchReportsRatesConsistentWithTheBatchAndDeletesItsSessions) {
 // Side-by-side groups through the CLI: one upload per step for every member,
 // and each member ends exactly (bit for bit) where a lone session created
 // and streamed with the same CLI arguments ends.
+
+// `stream` rides out a rebalance: the "moved" status (the session's key
+// fenced on this replica, as `rebalance` does) is retried past
+// --max_attempts for up to --moved_retry_seconds, and the stream resumes
+// with no gap once the key is served again (here: the fence lifted).
+TEST_F(CliE2e, StreamRetriesMovedPastMaxAttemptsAndResumesWithoutAGap) {
+  Create("mv");
+  // UNAVAILABLE answers to Steps the test server has counted.
+  const auto refusals = [] {
+    const std::string text = testing::HttpGet(server_->metrics_port(), "/metrics");
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      if (absl::StartsWith(line, "f2obo_rpc_errors_total{") &&
+          absl::StrContains(line, "method=\"Steps\"") && absl::StrContains(line, "UNAVAILABLE")) {
+        return std::stod(std::string(line.substr(line.rfind(' ') + 1)));
+      }
+    }
+    return 0.0;
+  };
+  auto stub = v1::F2obo::NewStub(
+      grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials()));
+  const auto fence = [&](bool on) {
+    grpc::ClientContext ctx;
+    if (on) {
+      v1::SetFenceRequest req;
+      req.set_routing_key("mv");
+      req.set_target("r1");
+      v1::Fence out;
+      return stub->SetFence(&ctx, req, &out).ok();
+    }
+    v1::LiftFenceRequest req;
+    req.set_routing_key("mv");
+    v1::LiftFenceResponse out;
+    return stub->LiftFence(&ctx, req, &out).ok();
+  };
+  ASSERT_TRUE(fence(true));
+  const Result refused =
+      Cli(StreamArgs("mv", {"--steps=3", "--max_attempts=1", "--moved_retry_seconds=0"}));
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("is moving to replica 'r1'"));
+  const double before = refusals();
+  Result streamed;
+  std::thread stream([&] {
+    streamed = Cli(StreamArgs("mv", {"--steps=5", "--max_attempts=1",
+                                     "--moved_retry_seconds=60"}));
+  });
+  // Lift once the stream has been refused more often than --max_attempts
+  // allows (polled from the server's own counter).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (refusals() < before + 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // poll interval
+  }
+  EXPECT_GE(refusals(), before + 3);
+  ASSERT_TRUE(fence(false));
+  stream.join();
+  ASSERT_EQ(streamed.code, 0) << streamed.err;
+  EXPECT_THAT(streamed.out, HasSubstr("next_t = 6"));
+  EXPECT_THAT(streamed.err, HasSubstr("--moved_retry_seconds=60"));
+  EXPECT_EQ(Cli({"delete", "--session=mv"}).code, 0);
+}
 
 }  // namespace
 }  // namespace f2obo

@@ -4,6 +4,8 @@
 // binary, no server) puts exactly that value into the request, and
 // `f2obo-cli help create` and `f2obo-cli algorithms` document it.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,6 +145,35 @@ TEST(CliOptions, AnInvalidOptionIsAUsageErrorNamingTheField) {
                                      "--y_dim=2", "--problem_class=nope"});
   EXPECT_EQ(wrong_class.code, 2);
   EXPECT_THAT(wrong_class.err, HasSubstr("problem_class: unknown class 'nope'"));
+}
+
+// --token_file: the token alone, or the server's own '<role> <token>' file
+// (its write token), is sent; a token file that cannot be read is a usage
+// error before any call.
+TEST(CliOptions, TokenFileAuthenticatesAgainstAServerWithTokens) {
+  const std::string dir = MakeTempDir();
+  {
+    std::ofstream(dir + "/server-tokens")
+        << "# roles\nread r-token-0123456789abcdef\nwrite w-token-0123456789abcdef\n";
+    std::ofstream(dir + "/alone") << "w-token-0123456789abcdef\n";
+  }
+  std::filesystem::permissions(dir + "/server-tokens", std::filesystem::perms::owner_read |
+                                                           std::filesystem::perms::owner_write);
+  ServerProcess server({"--token_file=" + dir + "/server-tokens"});
+  ASSERT_TRUE(server.started()) << server.banner() << server.Stderr();
+  const std::string at = "--server=" + server.target();
+  const Result none = RunCli({"sessions", at});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_THAT(none.err, HasSubstr("UNAUTHENTICATED"));
+  for (const char* file : {"/server-tokens", "/alone"}) {
+    // delete needs a write token: NOT_FOUND (not PERMISSION_DENIED) shows it was sent.
+    const Result r = RunCli({"delete", at, "--session=nope", "--token_file=" + dir + file});
+    EXPECT_EQ(r.code, 1) << file;
+    EXPECT_THAT(r.err, HasSubstr("NOT_FOUND")) << file << ": " << r.err;
+  }
+  const Result missing = RunCli({"sessions", at, "--token_file=" + dir + "/missing"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--token_file: cannot read"));
 }
 
 }  // namespace

@@ -474,5 +474,45 @@ TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
   EXPECT_EQ((*store)->unwaited_failures(), 1);
 }
 
+// ImportGroup's write: members and group record in one transaction.
+TEST_F(StoreTest, AGroupWithItsSessionsIsStoredWhole) {
+  {
+    auto store = SessionStore::Open(dir_, Durability::kSync);
+    ASSERT_TRUE(store.ok()) << store.status();
+    std::vector<SessionRecord> members = {
+        {"g.a", SpecFor("g.a"), StateBytes(4, 1), 4, {ReplyFor("g.a", 3)}, true},
+        {"g.b", SpecFor("g.b"), StateBytes(4, 2), 4, {}, false}};
+    ASSERT_TRUE((*store)->PutGroupWithSessions("g", members).ok());
+  }
+  const LoadedStore loaded = Reload(dir_);
+  EXPECT_THAT(loaded.damaged, IsEmpty());
+  ASSERT_THAT(loaded.sessions, SizeIs(2));
+  EXPECT_EQ(loaded.sessions[0].id, "g.a");
+  EXPECT_EQ(loaded.sessions[0].state, StateBytes(4, 1));
+  ASSERT_THAT(loaded.sessions[0].replies, SizeIs(1));
+  EXPECT_EQ(loaded.sessions[0].replies[0].t(), 3);
+  EXPECT_THAT(loaded.sessions[0].checkpoints, ElementsAre(4));
+  EXPECT_EQ(loaded.sessions[1].state, StateBytes(4, 2));
+  ASSERT_THAT(loaded.groups, SizeIs(1));
+  EXPECT_THAT(loaded.groups[0].members, ElementsAre("g.a", "g.b"));
+}
+
+TEST_F(StoreTest, AGroupWhoseLastMemberCannotBeStoredLeavesNoMemberBehind) {
+  {
+    auto store = SessionStore::Open(dir_, Durability::kSync);
+    ASSERT_TRUE(store.ok()) << store.status();
+    (*store)->LimitRecordBytesForTesting(4096);
+    // The first member fits; the second's state does not.
+    std::vector<SessionRecord> members = {
+        {"g.a", SpecFor("g.a"), StateBytes(4, 1), 4, {}, false},
+        {"g.b", SpecFor("g.b"), StateBytes(4, 2, 4096), 4, {}, false}};
+    const absl::Status s = (*store)->PutGroupWithSessions("g", members);
+    EXPECT_FALSE(s.ok());
+  }
+  const LoadedStore loaded = Reload(dir_);
+  EXPECT_THAT(loaded.sessions, IsEmpty()) << "a member outlived its group's failed write";
+  EXPECT_THAT(loaded.groups, IsEmpty());
+}
+
 }  // namespace
 }  // namespace f2obo::server

@@ -1,0 +1,195 @@
+// How a session comes to exist on this server: Install (claim its id,
+// persist it, publish it), Import, and ImportAll, several sessions imported
+// as a unit (ImportGroup: a group moving between replicas).  Unlike a loop
+// over Import, ImportAll makes nothing durable or findable until every
+// member is: a crash or an error part-way leaves none of them, so no member
+// can exist on its own, accept steps, and then be replaced by a rerun of
+// the move (which would lose the steps it took).
+#include "absl/strings/str_cat.h"
+#include "f2obo/v1/convert.h"
+#include "server/session_manager.h"
+#include "server/store/store_errors.h"
+
+namespace f2obo::server {
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
+                                                        bool generate_id, bool persisted) {
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
+      entry->session->problem().NewMetricsEvaluator();
+  if (!evaluator.ok()) return evaluator.status();
+  if (absl::Status s = Claim(*entry, generate_id, /*check_fence=*/!persisted); !s.ok()) return s;
+  // Where a new session starts is its first checkpoint (written with it).
+  const bool checkpoint = !persisted && limits_.max_checkpoints > 0;
+  if (store_ != nullptr && !persisted) {
+    SessionRecord r = RecordOf(*entry, checkpoint);
+    absl::Status s =
+        store_->PutSession(r.id, r.spec, std::move(r.state), r.t, r.replies, r.checkpoint);
+    if (!s.ok()) {
+      Unclaim(entry->id);
+      return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
+    }
+  }
+  return PublishClaimed(std::move(entry), *std::move(evaluator), checkpoint);
+}
+
+absl::Status SessionManager::Claim(Entry& entry, bool generate_id, bool check_fence) {
+  // Reserve the id, then build everything outside the map lock; the entry
+  // is published only once complete, so no RPC can see a session that is
+  // not durable yet, has no metrics channel, or is about to be rolled back.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (static_cast<int>(sessions_.size() + installing_.size()) >= limits_.max_sessions) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("sessions: the server holds max_sessions = ", limits_.max_sessions));
+  }
+  const auto taken = [&](const std::string& id) {
+    return sessions_.count(id) > 0 || installing_.count(id) > 0;
+  };
+  if (generate_id) {
+    do {
+      entry.id = absl::StrCat("s", next_generated_id_++);
+    } while (taken(entry.id));
+  } else if (taken(entry.id)) {
+    return absl::AlreadyExistsError(absl::StrCat("session '", entry.id, "' already exists"));
+  }
+  // A session of a fenced key belongs to its new owner (recovery loads
+  // the frozen copies, which the fence keeps from stepping).
+  if (check_fence) {
+    if (absl::Status s = CheckFence(entry.id); !s.ok()) return s;
+  }
+  installing_.insert(entry.id);
+  return absl::OkStatus();
+}
+
+void SessionManager::Unclaim(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  installing_.erase(id);
+  installed_cv_.notify_all();
+}
+
+SessionRecord SessionManager::RecordOf(const Entry& e, bool checkpoint) const {
+  const Session& session = *e.session;
+  return SessionRecord{e.id,
+                       ToSessionSpec(session.config(), e.exact_every),
+                       session.Encode(session.state()),
+                       session.state().t,
+                       std::vector<v1::StepReply>(e.replies.begin(), e.replies.end()),
+                       checkpoint};
+}
+
+v1::SessionInfo SessionManager::PublishClaimed(std::shared_ptr<Entry> entry,
+                                               std::unique_ptr<MetricsEvaluator> evaluator,
+                                               bool checkpoint) {
+  Session& session = *entry->session;
+  v1::SessionInfo info;
+  {
+    std::lock_guard<std::mutex> lock(entry->mu);
+    if (checkpoint) {
+      KeepCheckpoint(*entry, session.state().t,
+                     store_ == nullptr ? session.Encode(session.state()) : std::string());
+    }
+    std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
+    entry->metrics = OpenMetrics(entry, std::move(evaluator), entry->generation);
+    Publish(*entry);
+    info = Info(*entry);
+  }
+  if (hooks_.before_publish) hooks_.before_publish(entry->id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    installing_.erase(entry->id);
+    sessions_[entry->id] = entry;
+    installed_cv_.notify_all();
+  }
+  return info;
+}
+
+absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req) {
+  std::unique_ptr<Reservation> reserved;
+  absl::StatusOr<std::shared_ptr<Entry>> entry = PrepareImport(req, reserved);
+  if (!entry.ok()) return entry.status();
+  absl::StatusOr<v1::SessionInfo> info =
+      Install(*std::move(entry), /*generate_id=*/false, /*persisted=*/false);
+  if (info.ok()) reserved->Keep();
+  return info;
+}
+
+absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareImport(
+    const v1::ImportSessionRequest& req, std::unique_ptr<Reservation>& reserved) {
+  const v1::SessionExport& ex = req.session();
+  const std::string id = req.session_id().empty() ? ex.session_id() : req.session_id();
+  if (!ValidSessionId(id)) {
+    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64}");
+  }
+  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
+  if (!config.ok()) return config.status();
+  absl::StatusOr<int64_t> room = Reserve(*config, ex.spec(), /*enforce_limits=*/true);
+  if (!room.ok()) return room.status();
+  reserved = std::make_unique<Reservation>(this, *room);
+  absl::StatusOr<Checkpoint> state = DeserializeCheckpoint(ex.state());
+  if (!state.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("session.state: ", state.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Restore(*config, *std::move(state));
+  if (!session.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
+  }
+  if (absl::Status s = CheckImportedReplies(ex, (*session)->state()); !s.ok()) return s;
+  auto entry = std::make_shared<Entry>();
+  entry->id = id;
+  entry->exact_every = ExactEvery(ex.spec(), **session);
+  entry->session = *std::move(session);
+  for (v1::StepReply r : ex.replies()) {
+    r.set_session_id(id);
+    entry->replies.push_back(std::move(r));
+  }
+  entry->reserved_bytes = reserved->bytes();
+  return entry;
+}
+
+absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::ImportAll(
+    const std::vector<v1::ImportSessionRequest>& requests, const std::string& field,
+    const std::function<absl::Status(const std::vector<SessionRecord>&)>& persist) {
+  const auto named = [&](size_t i, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(field, "[", i, "]: ", s.message()));
+  };
+  std::vector<std::unique_ptr<Reservation>> reserved(requests.size());
+  std::vector<std::shared_ptr<Entry>> entries;
+  std::vector<std::unique_ptr<MetricsEvaluator>> evaluators;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    absl::StatusOr<std::shared_ptr<Entry>> entry = PrepareImport(requests[i], reserved[i]);
+    if (!entry.ok()) return named(i, entry.status());
+    absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
+        (*entry)->session->problem().NewMetricsEvaluator();
+    if (!evaluator.ok()) return named(i, evaluator.status());
+    entries.push_back(*std::move(entry));
+    evaluators.push_back(*std::move(evaluator));
+  }
+  size_t claimed = 0;
+  const auto unclaim = [&] {
+    for (size_t i = 0; i < claimed; ++i) Unclaim(entries[i]->id);
+  };
+  for (; claimed < entries.size(); ++claimed) {
+    if (absl::Status s = Claim(*entries[claimed], /*generate_id=*/false, /*check_fence=*/true);
+        !s.ok()) {
+      unclaim();
+      return named(claimed, s);
+    }
+  }
+  // Where an imported session starts is its first checkpoint, as Install.
+  const bool checkpoint = limits_.max_checkpoints > 0;
+  std::vector<SessionRecord> records;
+  if (store_ != nullptr) {
+    for (const auto& e : entries) records.push_back(RecordOf(*e, checkpoint));
+  }
+  if (absl::Status s = persist(records); !s.ok()) {
+    unclaim();
+    return s;
+  }
+  std::vector<v1::SessionInfo> infos;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    infos.push_back(PublishClaimed(std::move(entries[i]), std::move(evaluators[i]), checkpoint));
+    reserved[i]->Keep();
+  }
+  return infos;
+}
+
+}  // namespace f2obo::server
