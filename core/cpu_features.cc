@@ -1,5 +1,11 @@
 #include "core/cpu_features.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -10,8 +16,8 @@
 namespace f2obo {
 namespace {
 
-// The compiler's macro for each extension paired with the name
-// __builtin_cpu_supports knows it by.  Only extensions the compiler may emit
+// The compiler's macro for each extension paired with its name (GCC's
+// __builtin_cpu_supports names; CpuHas reads them from CPUID).  Only extensions the compiler may emit
 // on its own (vectorization, bit manipulation) are listed: the ones a
 // -march=x86-64-v2..v4 or a current server CPU turns on.
 struct Feature {
@@ -94,36 +100,60 @@ std::vector<std::string> CompiledCpuFeatures() {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-// __builtin_cpu_supports takes only a literal, hence one probe per name.
-struct Probe {
-  const char* name;
-  bool (*has)();
-};
-#define F2OBO_PROBE(lit)                                 \
-  {                                                      \
-    lit, [] { return __builtin_cpu_supports(lit) != 0; } \
-  }
-const Probe kProbes[] = {
-    F2OBO_PROBE("sse3"),     F2OBO_PROBE("ssse3"),    F2OBO_PROBE("sse4.1"),
-    F2OBO_PROBE("sse4.2"),   F2OBO_PROBE("popcnt"),   F2OBO_PROBE("avx"),
-    F2OBO_PROBE("avx2"),     F2OBO_PROBE("fma"),      F2OBO_PROBE("bmi"),
-    F2OBO_PROBE("bmi2"),     F2OBO_PROBE("f16c"),     F2OBO_PROBE("lzcnt"),
-    F2OBO_PROBE("movbe"),    F2OBO_PROBE("avx512f"),  F2OBO_PROBE("avx512cd"),
-    F2OBO_PROBE("avx512bw"), F2OBO_PROBE("avx512dq"), F2OBO_PROBE("avx512vl"),
-};
-#undef F2OBO_PROBE
-#endif
+// Read from CPUID directly rather than with __builtin_cpu_supports, whose
+// accepted names differ between compilers (clang 14, which builds the
+// fuzzer, knows neither "bmi2" nor "lzcnt").  Register bits from the Intel
+// SDM vol. 2A, CPUID; AVX and AVX-512 also need the OS to save their
+// registers (XCR0), as the builtin checks too.
+static uint64_t Xcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
 
 static bool CpuHas(const std::string& name) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  for (const Probe& p : kProbes) {
-    if (name == p.name) return p.has();
+  unsigned a = 0, b = 0, c1 = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c1, &d)) return false;
+  unsigned b7 = 0, c7 = 0, d7 = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) b7 = 0;
+  unsigned c81 = 0;
+  if (!__get_cpuid(0x80000001, &a, &b, &c81, &d)) c81 = 0;
+  const bool osxsave = (c1 >> 27) & 1;
+  const uint64_t xcr0 = osxsave ? Xcr0() : 0;
+  const bool os_avx = (xcr0 & 0x6) == 0x6;         // XMM and YMM state
+  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;    // plus opmask and ZMM state
+  const auto bit = [](unsigned reg, int i) { return ((reg >> i) & 1) != 0; };
+  const struct {
+    const char* name;
+    bool has;
+  } table[] = {
+      {"sse3", bit(c1, 0)},
+      {"ssse3", bit(c1, 9)},
+      {"fma", bit(c1, 12) && os_avx},
+      {"sse4.1", bit(c1, 19)},
+      {"sse4.2", bit(c1, 20)},
+      {"movbe", bit(c1, 22)},
+      {"popcnt", bit(c1, 23)},
+      {"avx", bit(c1, 28) && os_avx},
+      {"f16c", bit(c1, 29) && os_avx},
+      {"bmi", bit(b7, 3)},
+      {"avx2", bit(b7, 5) && os_avx},
+      {"bmi2", bit(b7, 8)},
+      {"avx512f", bit(b7, 16) && os_avx512},
+      {"avx512dq", bit(b7, 17) && os_avx512},
+      {"avx512cd", bit(b7, 28) && os_avx512},
+      {"avx512bw", bit(b7, 30) && os_avx512},
+      {"avx512vl", bit(b7, 31) && os_avx512},
+      {"lzcnt", bit(c81, 5)},
+  };
+  for (const auto& f : table) {
+    if (name == f.name) return f.has;
   }
-#endif
-  (void)name;
   return false;
 }
+#else
+static bool CpuHas(const std::string&) { return false; }
+#endif
 
 absl::Status CheckCpuFeatures() { return CheckCpuFeatures(CompiledCpuFeatures(), &CpuHas); }
 

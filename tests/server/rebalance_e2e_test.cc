@@ -129,6 +129,7 @@ class RebalanceTest : public ::testing::Test {
   client::Client Direct(int r) {
     client::ClientOptions opt{replicas_[r]->target()};
     opt.max_attempts = 1;
+    opt.moved_retry_seconds = 0;  // a "moved" refusal is what these tests look at
     return client::Client(opt);
   }
   // The replica names holding `key` (a session id or a group id).
@@ -312,6 +313,7 @@ TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompl
   {
     client::ClientOptions opt{replicas_[source]->target()};
     opt.max_attempts = 1;
+    opt.moved_retry_seconds = 0;  // the refusal itself, not 300 s of retrying it
     client::Client c(opt);
     // A session of the key: the group's member steps on its own too.
     const std::string session = key == "grp" ? "grp.a" : key;

@@ -77,6 +77,7 @@ class ScaleOutTest : public ::testing::Test {
   client::Client Direct(int r) {
     client::ClientOptions opt{replicas_[r]->target()};
     opt.max_attempts = 1;
+    opt.moved_retry_seconds = 0;  // a "moved" refusal is what these tests look at
     return client::Client(opt);
   }
 
