@@ -17,21 +17,10 @@ add_subdirectory(core)
 add_subdirectory(proto)
 
 find_package(SQLite3 REQUIRED)
+include(${PROJECT_SOURCE_DIR}/server/session_sources.cmake)  # F2OBO_SESSION_SOURCES
 add_library(f2obo_fuzz_harness STATIC
   ${PROJECT_SOURCE_DIR}/fuzz/step_harness.cc
-  ${PROJECT_SOURCE_DIR}/server/session_footprint.cc
-  ${PROJECT_SOURCE_DIR}/server/call_round_control.cc
-  ${PROJECT_SOURCE_DIR}/server/session_manager.cc
-  ${PROJECT_SOURCE_DIR}/server/session_views.cc
-  ${PROJECT_SOURCE_DIR}/server/session_checkpoints.cc
-  ${PROJECT_SOURCE_DIR}/server/session_fences.cc
-  ${PROJECT_SOURCE_DIR}/server/metrics_pipeline.cc
-  ${PROJECT_SOURCE_DIR}/server/store/record_sum.cc
-  ${PROJECT_SOURCE_DIR}/server/store/session_store.cc
-  ${PROJECT_SOURCE_DIR}/server/store/session_store_open.cc
-  ${PROJECT_SOURCE_DIR}/server/store/checkpoints.cc
-  ${PROJECT_SOURCE_DIR}/server/store/fences.cc
-  ${PROJECT_SOURCE_DIR}/server/store/store_errors.cc
+  ${F2OBO_SESSION_SOURCES}
 )
 target_link_libraries(f2obo_fuzz_harness PUBLIC f2obo_api SQLite::SQLite3)
 

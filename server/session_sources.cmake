@@ -1,0 +1,22 @@
+# The sources of SessionManager and everything it needs (sessions, the
+# store, the metrics pipeline), listed once: the server library
+# (server/CMakeLists.txt) and the fuzz harness (fuzz/fuzz.cmake) both
+# compile them, and a file split out of session_manager.cc used to leave
+# the fuzzer unlinkable.
+set(F2OBO_SESSION_SOURCES
+  call_round_control.cc
+  metrics_pipeline.cc
+  session_checkpoints.cc
+  session_fences.cc
+  session_footprint.cc
+  session_install.cc
+  session_manager.cc
+  session_views.cc
+  store/checkpoints.cc
+  store/fences.cc
+  store/record_sum.cc
+  store/session_store.cc
+  store/session_store_open.cc
+  store/store_errors.cc
+)
+list(TRANSFORM F2OBO_SESSION_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/")
