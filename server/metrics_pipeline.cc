@@ -36,6 +36,7 @@ void MetricsPipeline::Enqueue(const std::shared_ptr<SessionMetrics>& s, MetricsJ
       // Keep the stream of per-step messages complete, drop the expensive part.
       job.exact_due = false;
       job.skipped_reason = "metrics worker behind: exact metrics skipped for this step";
+      job.before.reset();  // only exact metrics read it: a backlog holds no state copies
     }
     s->jobs_.push_back(std::move(job));
     if (!s->scheduled_) schedule = s->scheduled_ = true;

@@ -408,6 +408,24 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
   long warm_rss = -1;
   double warm_at = 0;
   MemorySample warm_memory, trend_memory;
+  // The heap in use every 2 s: its floor over a window ignores transient
+  // backlogs (a burst of queued metrics jobs), a leak raises it.
+  std::mutex heap_mu;
+  std::condition_variable heap_cv;
+  bool heap_done = false;
+  std::vector<std::pair<double, long>> heap_samples;  // (s since start, KiB in use)
+  std::thread heap_sampler([&] {
+    std::unique_lock<std::mutex> lock(heap_mu);
+    while (!heap_done) {
+      lock.unlock();
+      const long in_use = HeapKib(server.metrics_port(), "in_use");
+      const double at = std::chrono::duration<double>(Clock::now() - start).count();
+      lock.lock();
+      if (in_use > 0) heap_samples.emplace_back(at, in_use);
+      // (A sampling period, not synchronization: the loop ends on heap_done.)
+      heap_cv.wait_for(lock, std::chrono::seconds(2), [&] { return heap_done; });
+    }
+  });
   {
     std::unique_lock<std::mutex> lock(soak.mu);
     const bool warm = soak.warm_cv.wait_until(lock, start + (soak.deadline - start) * 3 / 5, [&] {
@@ -436,6 +454,12 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
     }
   }
   for (std::thread& t : threads) t.join();
+  {
+    std::lock_guard<std::mutex> lock(heap_mu);
+    heap_done = true;
+  }
+  heap_cv.notify_all();
+  heap_sampler.join();
   const MemorySample end_memory = SampleMemory(server);
   const long end_rss = end_memory.rss;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -455,6 +479,21 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
   std::printf("soak: after warm-up %s; at 3/4 %s; at the end %s\n",
               Describe(warm_memory).c_str(), Describe(trend_memory).c_str(),
               Describe(end_memory).c_str());
+  // The floor of the heap in use in the eighth of the run after warm-up
+  // and in the last eighth.
+  const double run = std::chrono::duration<double>(soak.deadline - start).count();
+  const auto floor_in = [&](double from, double to) {
+    long floor = -1;
+    for (const auto& [at, kib] : heap_samples) {
+      if (at >= from && at <= to && (floor < 0 || kib < floor)) floor = kib;
+    }
+    return floor;
+  };
+  const long warm_floor = warm_rss > 0 ? floor_in(warm_at, warm_at + run / 8) : -1;
+  const long end_floor = floor_in(run - run / 8, run + 60);
+  std::printf("soak: heap in use, floor after warm-up %ld KiB, floor in the last eighth %ld KiB "
+              "(%zu samples)\n",
+              warm_floor, end_floor, heap_samples.size());
   std::fflush(stdout);
 
   {
