@@ -17,6 +17,7 @@ set(F2OBO_SESSION_SOURCES
   store/record_sum.cc
   store/session_store.cc
   store/session_store_open.cc
+  store/writer_thread.cc
   store/store_errors.cc
 )
 list(TRANSFORM F2OBO_SESSION_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/")

@@ -5,11 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <string_view>
-#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -264,38 +261,6 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
   return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync);
 }
 
-absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
-  w->bytes = w->spec.size() + w->state.size() + w->reply.size();
-  for (const auto& r : w->replies) w->bytes += r.second.size();
-  for (const auto& p : w->parts) {
-    p->bytes = p->spec.size() + p->state.size() + p->reply.size();
-    for (const auto& r : p->replies) p->bytes += r.second.size();
-    w->bytes += p->bytes;
-  }
-  std::unique_lock<std::mutex> lock(mu_);
-  // Bounded queue: a writer that falls behind (kNone does not wait for its
-  // writes) holds back new ones instead of growing memory.  The writer takes
-  // the whole queue at once, so room comes with its next batch; an empty
-  // queue admits a write of any size.
-  room_cv_.wait(lock, [&] {
-    return stopping_ || queue_.empty() || queued_bytes_ + w->bytes <= max_queued_bytes_;
-  });
-  if (stopping_) return absl::UnavailableError("store: shutting down");
-  w->waited = wait;
-  const bool was_empty = queue_.empty();
-  queue_.push_back(w);
-  queued_bytes_ += w->bytes;
-  queued_waited_ += wait ? 1 : 0;
-  max_queued_bytes_seen_ = std::max(max_queued_bytes_seen_, queued_bytes_);
-  // Wake the writer when it has something new to decide on: a first write
-  // (it sleeps on an empty queue), one a caller waits for, or a queue over
-  // its gathering threshold (see WriterLoop).  Not for every write gathered.
-  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.notify_one();
-  if (!wait) return absl::OkStatus();
-  done_cv_.wait(lock, [&] { return w->done; });
-  return w->status;
-}
-
 absl::Status SessionStore::SaveReply(const Write& w) {
   Stmt b(db_, "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
   if (absl::Status s = b.Text(1, w.id)
@@ -445,93 +410,6 @@ absl::Status SessionStore::Apply(const Write& w) {
     }
   }
   return absl::InternalError("store: unknown write");
-}
-
-void SessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch) {
-  // Walk backwards, remembering the kind of each session's next write.
-  std::unordered_map<std::string_view, Write::Kind> next_kind;
-  for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
-    Write& w = **it;
-    if (w.kind == Write::kStep) {
-      const auto next = next_kind.find(w.id);
-      w.state_superseded = next != next_kind.end() && next->second == Write::kStep;
-    }
-    // Group writes name a group id, not their members': a member's step
-    // before a group delete is never superseded (its next write is not a
-    // step of the same id), which is always safe.
-    next_kind[w.id] = w.kind;
-  }
-}
-
-void SessionStore::WriterLoop() {
-  for (;;) {
-    std::deque<std::shared_ptr<Write>> batch;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      writer_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and drained
-      if (durability_ == Durability::kNone) {
-        // Nobody waits for these writes: gather more, so that a session's
-        // consecutive steps share one transaction and one state write.
-        writer_cv_.wait_for(lock, std::chrono::microseconds(kNoneBatchWindowMicros), [&] {
-          return stopping_ || queued_waited_ > 0 || 2 * queued_bytes_ >= max_queued_bytes_;
-        });
-      }
-      batch.swap(queue_);
-      queued_bytes_ = 0;
-      queued_waited_ = 0;
-    }
-    MarkSupersededStates(batch);
-    room_cv_.notify_all();  // room for writers held back by the bound
-    // Group commit: one transaction (one fsync) for everything pending.
-    bool batch_ok = Exec("BEGIN IMMEDIATE").ok();
-    for (const auto& w : batch) {
-      if (!batch_ok) break;
-      w->status = Apply(*w);
-      batch_ok = w->status.ok();
-    }
-    if (batch_ok) batch_ok = Exec("COMMIT").ok();
-    if (batch_ok) {
-      for (const auto& w : batch) superseded_states_ += w->state_superseded ? 1 : 0;
-    }
-    if (!batch_ok) {
-      // Something failed: undo, then give each write its own transaction so
-      // one bad write cannot fail its neighbours (each whole: a step's state
-      // may not rely on a later step that fails).
-      Exec("ROLLBACK").IgnoreError();
-      for (const auto& w : batch) w->state_superseded = false;
-      for (const auto& w : batch) {
-        absl::Status s = Exec("BEGIN IMMEDIATE");
-        if (s.ok()) s = Apply(*w);
-        if (s.ok()) s = Exec("COMMIT");
-        if (!s.ok()) Exec("ROLLBACK").IgnoreError();
-        w->status = s;
-      }
-    }
-    // A write nobody waits for (kNone's steps) cannot report its failure to
-    // a caller: say it on stderr instead of losing durability silently
-    // (1st, 2nd, 4th, 8th, ... failure, so a full disk cannot flood the log).
-    for (const auto& w : batch) {
-      if (w->waited || w->status.ok()) continue;
-      int64_t n;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        n = ++unwaited_failures_;
-      }
-      if ((n & (n - 1)) == 0) {
-        std::fprintf(stderr,
-                     "f2obo-server: store: a step of session '%s' was not saved (%s); %lld "
-                     "unsaved so far: a restart resumes from older steps\n",
-                     w->id.c_str(), std::string(w->status.message()).c_str(),
-                     static_cast<long long>(n));
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& w : batch) w->done = true;
-    }
-    done_cv_.notify_all();
-  }
 }
 
 }  // namespace f2obo::server

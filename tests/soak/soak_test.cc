@@ -56,6 +56,7 @@
 #include "server/metrics_pipeline.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
+#include "tests/soak/server_memory.h"
 
 namespace f2obo::testing {
 namespace {
@@ -76,39 +77,6 @@ int SoakSeconds() {
   const char* s = std::getenv("F2OBO_SOAK_SECONDS");
   const int v = s != nullptr ? std::atoi(s) : 0;
   return v > 0 ? v : 270;
-}
-
-// Resident set size of `pid` in KiB, or -1.
-long RssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
-// f2obo_process_heap_bytes{state=`state`} from the server's /metrics in
-// KiB, or -1.
-long HeapKib(int metrics_port, const std::string& state) {
-  const std::string text = HttpGet(metrics_port, "/metrics");
-  const std::string key = "f2obo_process_heap_bytes{state=\"" + state + "\"} ";
-  const size_t at = text.find(key);
-  if (at == std::string::npos) return -1;
-  return static_cast<long>(std::strtod(text.c_str() + at + key.size(), nullptr) / 1024);
-}
-
-// RSS, heap in use and heap free (KiB) of the server, printed together.
-struct MemorySample {
-  long rss = -1, in_use = -1, free = -1;
-};
-MemorySample SampleMemory(const ServerProcess& server) {
-  return {RssKib(server.pid()), HeapKib(server.metrics_port(), "in_use"),
-          HeapKib(server.metrics_port(), "free")};
-}
-std::string Describe(const MemorySample& m) {
-  return std::to_string(m.rss) + " KiB RSS (heap " + std::to_string(m.in_use) + " in use, " +
-         std::to_string(m.free) + " free)";
 }
 
 enum Kind {
@@ -410,22 +378,7 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
   MemorySample warm_memory, trend_memory;
   // The heap in use every 2 s: its floor over a window ignores transient
   // backlogs (a burst of queued metrics jobs), a leak raises it.
-  std::mutex heap_mu;
-  std::condition_variable heap_cv;
-  bool heap_done = false;
-  std::vector<std::pair<double, long>> heap_samples;  // (s since start, KiB in use)
-  std::thread heap_sampler([&] {
-    std::unique_lock<std::mutex> lock(heap_mu);
-    while (!heap_done) {
-      lock.unlock();
-      const long in_use = HeapKib(server.metrics_port(), "in_use");
-      const double at = std::chrono::duration<double>(Clock::now() - start).count();
-      lock.lock();
-      if (in_use > 0) heap_samples.emplace_back(at, in_use);
-      // (A sampling period, not synchronization: the loop ends on heap_done.)
-      heap_cv.wait_for(lock, std::chrono::seconds(2), [&] { return heap_done; });
-    }
-  });
+  HeapSampler heap(server.metrics_port(), start);
   {
     std::unique_lock<std::mutex> lock(soak.mu);
     const bool warm = soak.warm_cv.wait_until(lock, start + (soak.deadline - start) * 3 / 5, [&] {
@@ -454,12 +407,7 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
     }
   }
   for (std::thread& t : threads) t.join();
-  {
-    std::lock_guard<std::mutex> lock(heap_mu);
-    heap_done = true;
-  }
-  heap_cv.notify_all();
-  heap_sampler.join();
+  heap.Stop();
   const MemorySample end_memory = SampleMemory(server);
   const long end_rss = end_memory.rss;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -482,18 +430,11 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
   // The floor of the heap in use in the eighth of the run after warm-up
   // and in the last eighth.
   const double run = std::chrono::duration<double>(soak.deadline - start).count();
-  const auto floor_in = [&](double from, double to) {
-    long floor = -1;
-    for (const auto& [at, kib] : heap_samples) {
-      if (at >= from && at <= to && (floor < 0 || kib < floor)) floor = kib;
-    }
-    return floor;
-  };
-  const long warm_floor = warm_rss > 0 ? floor_in(warm_at, warm_at + run / 8) : -1;
-  const long end_floor = floor_in(run - run / 8, run + 60);
+  const long warm_floor = warm_rss > 0 ? heap.Floor(warm_at, warm_at + run / 8) : -1;
+  const long end_floor = heap.Floor(run - run / 8, run + 60);
   std::printf("soak: heap in use, floor after warm-up %ld KiB, floor in the last eighth %ld KiB "
               "(%zu samples)\n",
-              warm_floor, end_floor, heap_samples.size());
+              warm_floor, end_floor, heap.samples());
   std::fflush(stdout);
 
   {
