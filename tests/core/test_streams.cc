@@ -13,8 +13,11 @@ Matrix WellConditioned(int m, int n, double lo, double hi, std::mt19937_64& rng)
   const Matrix b = RandomMatrix(n, n, rng);
   const Matrix q1 = Eigen::HouseholderQR<Matrix>(a).householderQ();
   const Matrix q2 = Eigen::HouseholderQR<Matrix>(b).householderQ();
+  // Singular values on the diagonal of the m x n middle factor: min(m, n) of
+  // them (looping to n wrote past the matrix when m < n).
+  const int k = std::min(m, n);
   Matrix s = Matrix::Zero(m, n);
-  for (int i = 0; i < n; ++i) s(i, i) = lo + (hi - lo) * i / std::max(1, n - 1);
+  for (int i = 0; i < k; ++i) s(i, i) = lo + (hi - lo) * i / std::max(1, k - 1);
   return q1 * s * q2.transpose();
 }
 
