@@ -14,6 +14,7 @@
 #include "core/cpu_features.h"
 #include "server/auth.h"
 #include "server/machine_memory.h"
+#include "server/process_memory.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -26,7 +27,8 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
 ABSL_FLAG(int, metrics_threads, 1,
           "Worker threads computing exact (second-order) metrics off the request path");
 ABSL_FLAG(int, max_pending_metrics, 64,
-          "Per-session queue of metric jobs; beyond it exact metrics are skipped (and said so)");
+          "Per-session queue of metric jobs; beyond it exact metrics are skipped (and said so), "
+          "beyond twice it a step processes its session's oldest jobs itself");
 ABSL_FLAG(int, http_threads, 2, "Threads serving the metrics HTTP port");
 ABSL_FLAG(bool, dashboard, true,
           "Serve the live dashboard (/) and its JSON API (/api/...) on the metrics port.  Like "
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "f2obo-server: %s\n", std::string(cpu.message()).c_str());
     return 1;
   }
+  f2obo::server::TuneAllocator();  // before any thread allocates
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = &DefinedHere;
   usage.contains_helpshort_flags = &DefinedHere;

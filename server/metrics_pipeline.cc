@@ -18,7 +18,7 @@ std::shared_ptr<SessionMetrics> MetricsPipeline::Open(
     std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
     std::function<RunningMetrics(const ClassMetrics&)> accumulate) {
   std::shared_ptr<SessionMetrics> s(new SessionMetrics(
-      std::move(session_id), std::move(evaluator), std::move(accumulate)));
+      std::move(session_id), std::move(evaluator), std::move(accumulate), tally_));
   std::lock_guard<std::mutex> lock(mu_);
   open_.erase(std::remove_if(open_.begin(), open_.end(),
                              [](const auto& p) { return p.use_count() == 1 || p->closed(); }),
@@ -29,6 +29,7 @@ std::shared_ptr<SessionMetrics> MetricsPipeline::Open(
 
 void MetricsPipeline::Enqueue(const std::shared_ptr<SessionMetrics>& s, MetricsJob job) {
   bool schedule = false;
+  bool help = false;
   {
     std::lock_guard<std::mutex> lock(s->mu_);
     if (s->closed_) return;
@@ -39,13 +40,36 @@ void MetricsPipeline::Enqueue(const std::shared_ptr<SessionMetrics>& s, MetricsJ
       job.before.reset();  // only exact metrics read it: a backlog holds no state copies
     }
     s->jobs_.push_back(std::move(job));
+    ++tally_->queued_jobs;
     if (!s->scheduled_) schedule = s->scheduled_ = true;
+    help = static_cast<int>(s->jobs_.size()) > HelpAbove();
   }
   if (schedule) {
     std::lock_guard<std::mutex> lock(mu_);
     ready_.push_back(s);
     // A busy or gathering worker comes back to ready_ by itself.
     if (idle_workers_ > 0) ready_cv_.notify_one();
+  }
+  if (help) Help(*s);
+}
+
+void MetricsPipeline::Help(SessionMetrics& s) {
+  std::lock_guard<std::mutex> turn(s.process_mu_);
+  for (;;) {
+    MetricsJob job;
+    {
+      std::lock_guard<std::mutex> lock(s.mu_);
+      if (s.closed_ || static_cast<int>(s.jobs_.size()) <= HelpAbove()) return;
+      job = std::move(s.jobs_.front());
+      s.jobs_.pop_front();
+    }
+    --tally_->queued_jobs;
+    if (job.exact_due) {  // a step's thread never computes exact metrics
+      job.exact_due = false;
+      job.skipped_reason = "metrics worker behind: exact metrics skipped for this step";
+      job.before.reset();
+    }
+    Process(s, std::move(job));
   }
 }
 
@@ -87,19 +111,32 @@ void MetricsPipeline::WorkerLoop() {
       s = std::move(ready_.front());
       ready_.pop_front();
     }
-    MetricsJob job;
     {
-      std::lock_guard<std::mutex> lock(s->mu_);
-      job = std::move(s->jobs_.front());
-      s->jobs_.pop_front();
+      // Taken and processed under the session's turn, so that a step's
+      // thread helping (Help) cannot overtake the job: step order holds.
+      std::lock_guard<std::mutex> turn(s->process_mu_);
+      std::optional<MetricsJob> job;
+      {
+        std::lock_guard<std::mutex> lock(s->mu_);
+        if (!s->jobs_.empty()) {  // (a helper may have emptied the queue)
+          job = std::move(s->jobs_.front());
+          s->jobs_.pop_front();
+        }
+      }
+      if (job.has_value()) {
+        --tally_->queued_jobs;
+        Process(*s, *std::move(job));
+      }
     }
-    Process(*s, std::move(job));
     bool again = false;
     {
       std::lock_guard<std::mutex> lock(s->mu_);
       again = !s->jobs_.empty() && !s->closed_;
       s->scheduled_ = again;
-      if (!again) s->jobs_.clear();
+      if (!again) {  // closed: its queued jobs are dropped
+        tally_->queued_jobs -= static_cast<int64_t>(s->jobs_.size());
+        s->jobs_.clear();
+      }
     }
     if (again) {  // one job per turn: sessions share the workers fairly
       std::lock_guard<std::mutex> lock(mu_);
@@ -128,25 +165,59 @@ void MetricsPipeline::Process(SessionMetrics& s, MetricsJob job) {
   }
   s.previous_ = std::move(job.data);
   if (observer_) observer_(msg);
-  s.Publish(std::move(msg));
+  s.Publish(msg);
 }
 
-void SessionMetrics::Publish(v1::StepMetrics m) {
+namespace {
+
+v1::StepMetrics Parse(const std::string& bytes) {
+  v1::StepMetrics m;
+  m.ParseFromString(bytes);  // our own serialization of a valid message
+  return m;
+}
+
+}  // namespace
+
+SessionMetrics::~SessionMetrics() {
+  tally_->bytes -= static_cast<int64_t>(published_bytes_);
+  tally_->queued_jobs -= static_cast<int64_t>(jobs_.size());
+  if (full_) --tally_->full_sessions;
+}
+
+void SessionMetrics::Publish(const v1::StepMetrics& m) {
+  Entry entry{m.t(), m.SerializeAsString()};
+  const size_t size = entry.bytes.size() + kEntryOverhead;
   std::lock_guard<std::mutex> lock(mu_);
   if (m.has_exact()) latest_exact_ = m.exact();
-  published_.push_back(std::move(m));
-  if (published_.size() > kBuffered) published_.pop_front();
+  published_.push_back(std::move(entry));
+  published_bytes_ += size;
+  int64_t change = static_cast<int64_t>(size);
+  while (published_bytes_ > kBufferedBytes && published_.size() > 1) {
+    const size_t dropped = published_.front().bytes.size() + kEntryOverhead;
+    published_.pop_front();
+    published_bytes_ -= dropped;
+    change -= static_cast<int64_t>(dropped);
+    if (!full_) {
+      full_ = true;
+      ++tally_->full_sessions;
+    }
+  }
+  tally_->bytes += change;
   cv_.notify_all();
+}
+
+std::deque<SessionMetrics::Entry>::const_iterator SessionMetrics::FirstAfter(
+    int64_t after_t) const {
+  return std::upper_bound(published_.begin(), published_.end(), after_t,
+                          [](int64_t t, const Entry& e) { return t < e.t; });
 }
 
 std::optional<v1::StepMetrics> SessionMetrics::NextAfter(
     int64_t after_t, const std::function<bool()>& cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    const auto it = std::upper_bound(
-        published_.begin(), published_.end(), after_t,
-        [](int64_t t, const v1::StepMetrics& m) { return t < m.t(); });
-    if (it != published_.end()) return *it;
+    const auto it = FirstAfter(after_t);
+    if (it != published_.end()) return Parse(it->bytes);
     if (closed_ || cancelled()) return std::nullopt;
     // Wake up periodically to notice a cancelled RPC.
     cv_.wait_for(lock, std::chrono::milliseconds(100));
@@ -154,11 +225,16 @@ std::optional<v1::StepMetrics> SessionMetrics::NextAfter(
 }
 
 std::vector<v1::StepMetrics> SessionMetrics::Snapshot(int64_t after_t, size_t max) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::upper_bound(published_.begin(), published_.end(), after_t,
-                             [](int64_t t, const v1::StepMetrics& m) { return t < m.t(); });
+  std::vector<std::string> copies;  // parsed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = FirstAfter(after_t); it != published_.end() && copies.size() < max; ++it) {
+      copies.push_back(it->bytes);
+    }
+  }
   std::vector<v1::StepMetrics> out;
-  for (; it != published_.end() && out.size() < max; ++it) out.push_back(*it);
+  out.reserve(copies.size());
+  for (const std::string& bytes : copies) out.push_back(Parse(bytes));
   return out;
 }
 

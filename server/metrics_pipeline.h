@@ -8,6 +8,23 @@
 // sums, then publication of a StepMetrics message to the session's ring
 // buffer and its watchers.  Steps never wait for metrics.
 //
+// The ring of published messages is bounded in bytes, not in messages: a
+// message is kept serialized (one allocation, no sub-message objects) and a
+// session keeps its newest kBufferedBytes of them, so a server's memory for
+// metrics is at most max_sessions x kBufferedBytes whatever the mix of
+// messages with and without exact metrics (a ring of 1,024 parsed messages
+// held ~550 KB a session, and more as the share with exact metrics rose).
+//
+// A bounded queue: the workers share the CPU with every request thread, and
+// under enough concurrent streams (the soak: 64 clients on 2 cores) one
+// worker fell behind even with exact metrics skipped, its queue of jobs,
+// each holding its step's batches, growing by ~35 jobs a second without
+// end.  So beyond max_pending_jobs queued for a session exact metrics are
+// skipped (as before), and beyond twice that the step's own thread
+// processes that session's oldest jobs (never their exact metrics) until
+// the queue is back at the bound: steps pay for metrics only when the
+// workers cannot keep up, and memory stays bounded.
+//
 // Wake-ups: a worker woken from idle first gathers for kGatherWindow, so
 // that one wake-up serves the steps of that window (a wake-up per step was
 // the largest cost of tiny steps after the round itself, issue 15); steps
@@ -18,11 +35,13 @@
 #ifndef F2OBO_SERVER_METRICS_PIPELINE_H_
 #define F2OBO_SERVER_METRICS_PIPELINE_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +70,13 @@ using MetricsObserver = std::function<void(const v1::StepMetrics&)>;
 
 class SessionMetrics;
 
+// The rings of every open session, for /metrics (f2obo_metrics_buffer_*).
+struct BufferTally {
+  std::atomic<int64_t> bytes{0};         // accounted bytes of every ring
+  std::atomic<int64_t> full_sessions{0}; // rings that have dropped a message
+  std::atomic<int64_t> queued_jobs{0};   // jobs enqueued and not yet processed
+};
+
 class MetricsPipeline {
  public:
   MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer);
@@ -69,15 +95,24 @@ class MetricsPipeline {
   void Stop();
   // Whether Stop() has begun.
   bool stopping() const;
+  // Totals over the open sessions' rings (live: read atomically).
+  const BufferTally& buffers() const { return *tally_; }
 
  private:
   static constexpr std::chrono::microseconds kGatherWindow{2000};
 
   void WorkerLoop();
+  // A step's thread processing its session's oldest jobs while more than
+  // HelpAbove() are queued.
+  void Help(SessionMetrics& s);
+  int HelpAbove() const { return 2 * max_pending_; }
+  // Caller holds s.process_mu_.
   void Process(SessionMetrics& s, MetricsJob job);
 
   const int max_pending_;
   MetricsObserver observer_;
+  // Shared with each SessionMetrics, which may outlive the pipeline.
+  const std::shared_ptr<BufferTally> tally_ = std::make_shared<BufferTally>();
   mutable std::mutex mu_;
   std::condition_variable ready_cv_;  // idle workers: ready_ not empty, or stopping_
   std::condition_variable stop_cv_;   // gathering workers: stopping_
@@ -91,7 +126,13 @@ class MetricsPipeline {
 // One session's published metrics and watchers.
 class SessionMetrics {
  public:
-  static constexpr size_t kBuffered = 1024;
+  // The ring's budget: serialized sizes plus kEntryOverhead a message (its
+  // deque slot and allocation), the newest messages that fit (at least one).
+  // About a thousand steps at ~250 bytes a message.
+  static constexpr size_t kBufferedBytes = 256 * 1024;
+  static constexpr size_t kEntryOverhead = 48;
+
+  ~SessionMetrics();
 
   // Blocks until a message with t > after_t exists, the channel closes, or
   // `cancelled()` turns true (polled every 100 ms).  Returns nullopt when
@@ -100,7 +141,8 @@ class SessionMetrics {
                                            const std::function<bool()>& cancelled);
   // The buffered messages with t > after_t, oldest first, at most `max` of
   // them (the oldest ones).  Never waits: a copy of what is there now.
-  std::vector<v1::StepMetrics> Snapshot(int64_t after_t, size_t max = kBuffered) const;
+  std::vector<v1::StepMetrics> Snapshot(int64_t after_t,
+                                        size_t max = std::numeric_limits<size_t>::max()) const;
   // Newest exact metrics published so far.
   std::optional<v1::ExactMetrics> LatestExact() const;
   // Ends watchers (session deleted or server stopping).
@@ -109,24 +151,38 @@ class SessionMetrics {
 
  private:
   friend class MetricsPipeline;
+  struct Entry {
+    int64_t t;
+    std::string bytes;  // the serialized v1::StepMetrics
+  };
+
   SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
-                 std::function<RunningMetrics(const ClassMetrics&)> accumulate)
+                 std::function<RunningMetrics(const ClassMetrics&)> accumulate,
+                 std::shared_ptr<BufferTally> tally)
       : id_(std::move(id)), evaluator_(std::move(evaluator)),
-        accumulate_(std::move(accumulate)) {}
-  void Publish(v1::StepMetrics m);
+        accumulate_(std::move(accumulate)), tally_(std::move(tally)) {}
+  void Publish(const v1::StepMetrics& m);
+  // The first buffered entry with t > after_t.  Caller holds mu_.
+  std::deque<Entry>::const_iterator FirstAfter(int64_t after_t) const;
 
   const std::string id_;
-  // Worker-only (one job of a session at a time): no lock needed.
-  std::unique_ptr<MetricsEvaluator> evaluator_;
-  std::function<RunningMetrics(const ClassMetrics&)> accumulate_;
-  std::shared_ptr<const StepData> previous_;
+  // The session's turn: held while one of its jobs is taken and processed,
+  // by a worker or a helping step thread; guards what processing uses.
+  // Ordered before mu_.
+  std::mutex process_mu_;
+  std::unique_ptr<MetricsEvaluator> evaluator_;                    // guarded by process_mu_
+  std::function<RunningMetrics(const ClassMetrics&)> accumulate_;  // guarded by process_mu_
+  std::shared_ptr<const StepData> previous_;                       // guarded by process_mu_
+  const std::shared_ptr<BufferTally> tally_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<MetricsJob> jobs_;            // guarded by mu_
   bool scheduled_ = false;                 // in the ready queue or running
   bool closed_ = false;
-  std::deque<v1::StepMetrics> published_;  // last kBuffered
+  std::deque<Entry> published_;  // the newest kBufferedBytes; guarded by mu_
+  size_t published_bytes_ = 0;   // accounted size of published_; guarded by mu_
+  bool full_ = false;            // a message was ever dropped; guarded by mu_
   std::optional<v1::ExactMetrics> latest_exact_;
 };
 

@@ -2,9 +2,13 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace f2obo::server {
 
@@ -18,25 +22,67 @@ HeapUsage CurrentHeapUsage() {
   return u;
 }
 
-ProcessMemoryGauges::ProcessMemoryGauges(metrics::Registry* registry) {
-  absl::StatusOr<metrics::GaugeFamily*> heap = registry->AddGauge(
-      "f2obo_process_heap_bytes",
+void TuneAllocator() {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) {
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThresholdBytes));
+  }
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) {
+    mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+  }
+#endif
+}
+
+namespace {
+
+metrics::GaugeFamily* AddGaugeOrDie(metrics::Registry* registry, const char* name,
+                                    const char* help, std::vector<std::string> labels) {
+  absl::StatusOr<metrics::GaugeFamily*> family = registry->AddGauge(name, help, std::move(labels));
+  if (!family.ok()) {  // fixed, valid names: a programming error
+    std::fprintf(stderr, "f2obo-server: metric registration: %s\n",
+                 std::string(family.status().message()).c_str());
+    std::abort();
+  }
+  return *family;
+}
+
+}  // namespace
+
+ProcessMemoryGauges::ProcessMemoryGauges(metrics::Registry* registry, const BufferTally* buffers)
+    : buffers_(buffers) {
+  metrics::GaugeFamily* heap = AddGaugeOrDie(
+      registry, "f2obo_process_heap_bytes",
       "The server's heap: bytes allocated (state=\"in_use\") and bytes freed but kept by the "
       "allocator (state=\"free\"), from glibc's mallinfo2 at scrape time.",
       {"state"});
-  if (!heap.ok()) {  // fixed, valid names: a programming error
-    std::fprintf(stderr, "f2obo-server: metric registration: %s\n",
-                 std::string(heap.status().message()).c_str());
-    std::abort();
-  }
-  in_use_ = &(*heap)->WithLabels({"in_use"});
-  free_ = &(*heap)->WithLabels({"free"});
+  in_use_ = &heap->WithLabels({"in_use"});
+  free_ = &heap->WithLabels({"free"});
+  if (buffers_ == nullptr) return;
+  buffer_bytes_ = &AddGaugeOrDie(registry, "f2obo_metrics_buffer_bytes",
+                                 "Bytes held by the sessions' rings of published step metrics "
+                                 "(serialized sizes plus a fixed overhead a message).",
+                                 {})
+                       ->WithLabels({});
+  buffers_full_ = &AddGaugeOrDie(registry, "f2obo_metrics_buffers_full",
+                                 "Sessions whose ring of step metrics is at its byte budget "
+                                 "(it drops its oldest message for each new one).",
+                                 {})
+                       ->WithLabels({});
+  jobs_queued_ = &AddGaugeOrDie(registry, "f2obo_metrics_jobs_queued",
+                                "Applied steps whose metrics job is queued, not yet processed "
+                                "(each holds the step's batches until then).",
+                                {})
+                      ->WithLabels({});
 }
 
 void ProcessMemoryGauges::Refresh() {
   const HeapUsage u = CurrentHeapUsage();
   in_use_->Set(static_cast<double>(u.in_use_bytes));
   free_->Set(static_cast<double>(u.free_bytes));
+  if (buffers_ == nullptr) return;
+  buffer_bytes_->Set(static_cast<double>(buffers_->bytes.load()));
+  buffers_full_->Set(static_cast<double>(buffers_->full_sessions.load()));
+  jobs_queued_->Set(static_cast<double>(buffers_->queued_jobs.load()));
 }
 
 }  // namespace f2obo::server

@@ -149,7 +149,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                           absl::StrCat("--metrics_listen: ", exporter.status().message()));
     }
     s->exporter_ = *std::move(exporter);
-    s->process_memory_ = std::make_unique<ProcessMemoryGauges>(&s->registry_);
+    s->process_memory_ =
+        std::make_unique<ProcessMemoryGauges>(&s->registry_, &s->pipeline_->buffers());
     const metrics::HttpExporter::Handler render = metrics::MetricsHandler(&s->registry_);
     s->exporter_->Handle("/metrics", [render, memory = s->process_memory_.get()](
                                          const metrics::HttpExporter::Request& request) {

@@ -30,7 +30,8 @@ struct ServerOptions {
   std::string replica_name;
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables /metrics
   int metrics_threads = 1;         // exact-metric workers
-  int max_pending_metrics = 64;    // per session, before exact metrics are skipped
+  int max_pending_metrics = 64;    // per session, before exact metrics are skipped;
+                                   // twice it: steps process the oldest jobs themselves
   int http_threads = 2;
   bool dashboard = true;           // "/" and "/api/..." on the metrics port
   int max_message_bytes = 64 << 20;

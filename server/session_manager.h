@@ -8,7 +8,10 @@
 // stop early (core/round_control.h) when their client gives up, the session
 // is deleted, the server's shutdown grace is over, or they run for
 // Limits::round_budget_seconds.  Lock order: the map lock is never held while
-// a session lock is taken; an entry's locks nest mu -> sums_mu -> view_mu.
+// a session lock is taken; an entry's locks nest mu -> sums_mu -> view_mu,
+// and a step holding mu may take its metrics channel's turn (the pipeline's
+// SessionMetrics::process_mu_, when it helps a late worker), which nests
+// before sums_mu and is never taken by a holder of sums_mu or view_mu.
 #ifndef F2OBO_SERVER_SESSION_MANAGER_H_
 #define F2OBO_SERVER_SESSION_MANAGER_H_
 

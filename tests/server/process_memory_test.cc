@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -12,6 +15,15 @@
 
 namespace f2obo::server {
 namespace {
+
+// Bytes in blocks mapped on their own (mallinfo2's hblkhd).
+int64_t CurrentMappedBytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  return static_cast<int64_t>(mallinfo2().hblkhd);
+#else
+  return 0;
+#endif
+}
 
 TEST(ProcessMemory, InUseGrowsByAnAllocationAndShrinksWhenItIsFreed) {
   constexpr int64_t kBytes = int64_t{64} << 20;
@@ -25,6 +37,23 @@ TEST(ProcessMemory, InUseGrowsByAnAllocationAndShrinksWhenItIsFreed) {
   block.reset();
   const HeapUsage after = CurrentHeapUsage();
   EXPECT_LE(after.in_use_bytes, during.in_use_bytes - kBytes);
+}
+
+// glibc's default would raise the threshold to 4 MiB after the first free
+// below, and serve the second block from an arena that keeps it.
+TEST(ProcessMemory, AfterTuningLargeBlocksAreMappedEvenAfterALargerOneWasFreed) {
+  if (CurrentHeapUsage().in_use_bytes == 0) GTEST_SKIP() << "no mallinfo2 (not glibc >= 2.33)";
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) GTEST_SKIP() << "set by the environment";
+  TuneAllocator();
+  auto first = std::make_unique<char[]>(4 << 20);
+  std::memset(first.get(), 1, 4 << 20);
+  first.reset();
+  constexpr int64_t kBytes = 2 * kMmapThresholdBytes;
+  const int64_t mapped_before = CurrentMappedBytes();
+  auto second = std::make_unique<char[]>(kBytes);
+  std::memset(second.get(), 2, kBytes);
+  EXPECT_GE(CurrentMappedBytes() - mapped_before, kBytes);
+  EXPECT_EQ(second[kBytes - 1], 2);
 }
 
 TEST(ProcessMemory, TheGaugesRenderInUseAndFreeAfterRefresh) {

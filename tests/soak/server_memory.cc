@@ -14,22 +14,31 @@ long RssKib(pid_t pid) {
   return -1;
 }
 
-long HeapKib(int metrics_port, const std::string& state) {
+double MetricValue(int metrics_port, const std::string& series) {
   const std::string text = HttpGet(metrics_port, "/metrics");
-  const std::string key = "f2obo_process_heap_bytes{state=\"" + state + "\"} ";
+  const std::string key = "\n" + series + " ";
   const size_t at = text.find(key);
   if (at == std::string::npos) return -1;
-  return static_cast<long>(std::strtod(text.c_str() + at + key.size(), nullptr) / 1024);
+  return std::strtod(text.c_str() + at + key.size(), nullptr);
+}
+
+long HeapKib(int metrics_port, const std::string& state) {
+  const double bytes =
+      MetricValue(metrics_port, "f2obo_process_heap_bytes{state=\"" + state + "\"}");
+  return bytes < 0 ? -1 : static_cast<long>(bytes / 1024);
 }
 
 MemorySample SampleMemory(const ServerProcess& server) {
-  return {RssKib(server.pid()), HeapKib(server.metrics_port(), "in_use"),
-          HeapKib(server.metrics_port(), "free")};
+  const int port = server.metrics_port();
+  return {RssKib(server.pid()), HeapKib(port, "in_use"), HeapKib(port, "free"),
+          static_cast<long>(MetricValue(port, "f2obo_metrics_buffer_bytes") / 1024),
+          static_cast<long>(MetricValue(port, "f2obo_metrics_jobs_queued"))};
 }
 
 std::string Describe(const MemorySample& m) {
   return std::to_string(m.rss) + " KiB RSS (heap " + std::to_string(m.in_use) + " in use, " +
-         std::to_string(m.free) + " free)";
+         std::to_string(m.free) + " free; metrics rings " + std::to_string(m.metrics_kib) +
+         " KiB, " + std::to_string(m.queued_jobs) + " metrics jobs queued)";
 }
 
 HeapSampler::HeapSampler(int metrics_port, Clock::time_point start)

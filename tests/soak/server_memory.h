@@ -22,12 +22,17 @@ namespace f2obo::testing {
 // Resident set size of `pid` in KiB, or -1.
 long RssKib(pid_t pid);
 
+// The value of `series` (a name with its labels, as rendered) on the
+// server's /metrics, or -1 if absent.
+double MetricValue(int metrics_port, const std::string& series);
+
 // f2obo_process_heap_bytes{state=`state`} from /metrics in KiB, or -1.
 long HeapKib(int metrics_port, const std::string& state);
 
 // RSS, heap in use and heap free (KiB) of the server, printed together.
 struct MemorySample {
   long rss = -1, in_use = -1, free = -1;
+  long metrics_kib = -1, queued_jobs = -1;  // f2obo_metrics_buffer_bytes, _jobs_queued
 };
 MemorySample SampleMemory(const ServerProcess& server);
 std::string Describe(const MemorySample& m);
