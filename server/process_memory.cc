@@ -2,11 +2,9 @@
 
 #include <malloc.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,12 +22,7 @@ HeapUsage CurrentHeapUsage() {
 
 void TuneAllocator() {
 #if defined(__GLIBC__)
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) {
-    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThresholdBytes));
-  }
-  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) {
-    mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
-  }
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, ArenaLimit());
 #endif
 }
 

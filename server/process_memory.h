@@ -6,8 +6,10 @@
 #ifndef F2OBO_SERVER_PROCESS_MEMORY_H_
 #define F2OBO_SERVER_PROCESS_MEMORY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 
 #include "server/metrics/registry.h"
 #include "server/metrics_pipeline.h"
@@ -22,20 +24,14 @@ struct HeapUsage {
 // glibc's mallinfo2 summed over every arena; zeros where it is unavailable.
 HeapUsage CurrentHeapUsage();
 
-// Called once at start, before threads, so that resident memory follows
-// the heap in use instead of the history of peaks (bench/RESULTS.md, "Soak
-// memory"; without both settings the soak's resident memory rose 14-18%
-// over 135 s while the heap in use stayed flat):
-//  * allocations of kMmapThresholdBytes or more are mapped on their own and
-//    unmapped when freed.  glibc's default raises that threshold to the
-//    largest block freed so far (up to 32 MiB), so after one large request
-//    (a message near --max_message_bytes) the later ones came from the
-//    arenas, which grew to the largest concurrency of them ever seen;
-//  * at most max(2, hardware threads) arenas instead of 8 per core: each
-//    gRPC thread otherwise settles in an arena of its own whose free space
-//    no other thread reuses.
-// MALLOC_MMAP_THRESHOLD_ / MALLOC_ARENA_MAX in the environment win.
-inline constexpr size_t kMmapThresholdBytes = 128 * 1024;
+// Called once at start, before threads: at most max(2, hardware threads)
+// malloc arenas instead of glibc's 8 per core.  Each gRPC thread otherwise
+// settles in an arena of its own whose free space no other thread reuses,
+// and resident memory follows the history of peaks rather than the heap in
+// use (bench/RESULTS.md, "Soak memory").  MALLOC_ARENA_MAX in the
+// environment wins.  (A fixed mmap threshold of 128 KiB was tried too: it
+// halved the 8 x 784 steps/s, every ~130 KB state copy becoming an mmap.)
+inline int ArenaLimit() { return static_cast<int>(std::max(2u, std::thread::hardware_concurrency())); }
 void TuneAllocator();
 
 // Gauge f2obo_process_heap_bytes{state="in_use"|"free"} and, given the

@@ -6,23 +6,34 @@
 
 #include <malloc.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "server/metrics/registry.h"
 
 namespace f2obo::server {
 namespace {
 
-// Bytes in blocks mapped on their own (mallinfo2's hblkhd).
-int64_t CurrentMappedBytes() {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  return static_cast<int64_t>(mallinfo2().hblkhd);
-#else
-  return 0;
-#endif
+// The number of malloc arenas: malloc_info's XML has one <heap nr=...> each.
+int CountArenas() {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* out = open_memstream(&text, &size);
+  malloc_info(0, out);
+  std::fclose(out);
+  const std::string xml(text, size);
+  std::free(text);
+  int n = 0;
+  for (size_t at = xml.find("<heap nr="); at != std::string::npos; at = xml.find("<heap nr=", at + 1)) {
+    ++n;
+  }
+  return n;
 }
 
 TEST(ProcessMemory, InUseGrowsByAnAllocationAndShrinksWhenItIsFreed) {
@@ -39,21 +50,29 @@ TEST(ProcessMemory, InUseGrowsByAnAllocationAndShrinksWhenItIsFreed) {
   EXPECT_LE(after.in_use_bytes, during.in_use_bytes - kBytes);
 }
 
-// glibc's default would raise the threshold to 4 MiB after the first free
-// below, and serve the second block from an arena that keeps it.
-TEST(ProcessMemory, AfterTuningLargeBlocksAreMappedEvenAfterALargerOneWasFreed) {
-  if (CurrentHeapUsage().in_use_bytes == 0) GTEST_SKIP() << "no mallinfo2 (not glibc >= 2.33)";
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) GTEST_SKIP() << "set by the environment";
+// glibc's default would give each of these threads an arena of its own (up
+// to 8 per core); malloc_info lists one <heap> per arena.
+TEST(ProcessMemory, AfterTuningThreadsShareAtMostArenaLimitArenas) {
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr) GTEST_SKIP() << "set by the environment";
   TuneAllocator();
-  auto first = std::make_unique<char[]>(4 << 20);
-  std::memset(first.get(), 1, 4 << 20);
-  first.reset();
-  constexpr int64_t kBytes = 2 * kMmapThresholdBytes;
-  const int64_t mapped_before = CurrentMappedBytes();
-  auto second = std::make_unique<char[]>(kBytes);
-  std::memset(second.get(), 2, kBytes);
-  EXPECT_GE(CurrentMappedBytes() - mapped_before, kBytes);
-  EXPECT_EQ(second[kBytes - 1], 2);
+  const int threads = 4 * ArenaLimit() + 4;
+  std::vector<std::thread> workers;
+  std::atomic<int> allocated{0};
+  std::atomic<bool> release{false};
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&] {  // all alive at once, so none can reuse another's arena
+      auto block = std::make_unique<char[]>(1024);
+      ++allocated;
+      while (!release) std::this_thread::yield();
+      EXPECT_EQ(block[0], 0);
+    });
+  }
+  while (allocated < threads) std::this_thread::yield();
+  const int arenas = CountArenas();
+  release = true;
+  for (std::thread& w : workers) w.join();
+  EXPECT_GE(arenas, 1);
+  EXPECT_LE(arenas, ArenaLimit()) << threads << " threads";
 }
 
 TEST(ProcessMemory, TheGaugesRenderInUseAndFreeAfterRefresh) {
