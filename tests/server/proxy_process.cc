@@ -62,6 +62,19 @@ int FreeLoopbackPort() {
   return port;
 }
 
+// Whether something accepts TCP connections on 127.0.0.1:`port`.
+static bool AcceptsConnections(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
 ProxyProcess::ProxyProcess(std::vector<std::pair<std::string, std::string>> replicas)
     : replicas_(std::move(replicas)), prefix_(MakeTempDir()) {}
 
@@ -119,9 +132,23 @@ std::string ProxyProcess::Start() {
     _exit(127);
   }
   // Ready when a call through the proxy is answered by a replica: a
-  // GetSession of an unknown id gets the replica's NOT_FOUND.
-  auto stub = v1::F2obo::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  // GetSession of an unknown id gets the replica's NOT_FOUND.  The channel
+  // is made once nginx accepts connections: a gRPC channel refused before
+  // that backs off and took ~10 s to notice (every start paid it).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!AcceptsConnections(port_)) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return "nginx exited: " + ErrorLog();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return "nginx not listening within 20 s: " + ErrorLog();
+    }
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(5));  // poll interval, not a wait for an event
+  }
+  auto stub = v1::F2obo::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -129,6 +156,7 @@ std::string ProxyProcess::Start() {
       return "nginx exited: " + ErrorLog();
     }
     grpc::ClientContext ctx;
+    ctx.set_wait_for_ready(true);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     v1::GetSessionRequest req;
     req.set_session_id("proxy-readiness-probe");
