@@ -1,7 +1,7 @@
 // The session store's integrity promises, white-box: every stored blob is
 // checked on load, a damaged record is reported and skipped while the
 // others load bit-exact, a damaged file is refused, older files migrate,
-// and one directory has one owner.
+// and one directory has one owner (older files: store_migration_test.cc).
 #include "server/store/session_store.h"
 
 #include <sqlite3.h>
@@ -17,8 +17,8 @@
 #include <gtest/gtest.h>
 
 #include "core/state.h"
-#include "tests/server/server_process.h"
 #include "tests/server/store/legacy_store.h"
+#include "tests/server/store/store_fixture.h"
 
 namespace f2obo::server {
 namespace {
@@ -27,141 +27,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-
-// A state whose bytes depend on (t, seed), `n` numbers long.
-std::string StateBytes(int64_t t, double seed, int n = 64) {
-  SessionState s;
-  s.t = t;
-  s.x = Vector::Constant(n, seed + static_cast<double>(t));
-  s.vectors = {Vector::Constant(3, -seed), Vector::Constant(3, seed)};
-  s.scalars = {0.5 * static_cast<double>(t)};
-  return SerializeCheckpoint(Checkpoint{"quadratic", "f2obo", s, RunningMetrics{}});
-}
-
-v1::SessionSpec SpecFor(const std::string& id) {
-  v1::SessionSpec spec;
-  spec.set_algorithm("f2obo");
-  spec.mutable_family()->set_name("quadratic");  // any bytes will do here
-  spec.add_x0(static_cast<double>(id.size()));
-  return spec;
-}
-
-v1::StepReply ReplyFor(const std::string& id, int64_t t) {
-  v1::StepReply r;
-  r.set_session_id(id);
-  r.set_t(t);
-  r.add_x(static_cast<double>(t) / 3.0);
-  return r;
-}
-
-// What a session should load as.
-struct Expected {
-  std::string spec;
-  std::string state;
-  std::vector<std::string> replies;  // serialized, oldest first
-};
-
-constexpr int kSteps = 6, kKeep = 3;
-
-// Three sessions, a, b and c, each created then stepped kSteps times, and
-// a group of all three.
-std::map<std::string, Expected> WriteThree(const std::string& dir,
-                                           Durability durability = Durability::kSync) {
-  std::map<std::string, Expected> expected;
-  auto store = SessionStore::Open(dir, durability);
-  EXPECT_TRUE(store.ok()) << store.status();
-  if (!store.ok()) return expected;
-  double seed = 1;
-  for (const std::string id : {"a", "b", "c"}) {
-    Expected& e = expected[id];
-    e.spec = SpecFor(id).SerializeAsString();
-    EXPECT_TRUE((*store)->PutSession(id, SpecFor(id), StateBytes(1, seed), 1).ok());
-    for (int64_t t = 1; t <= kSteps; ++t) {
-      e.state = StateBytes(t + 1, seed);
-      EXPECT_TRUE((*store)->CommitStep(id, t + 1, e.state, ReplyFor(id, t), kKeep).ok());
-      if (t > kSteps - kKeep) e.replies.push_back(ReplyFor(id, t).SerializeAsString());
-    }
-    seed += 10;
-  }
-  EXPECT_TRUE((*store)->PutGroup("g", {"a", "b", "c"}).ok());
-  return expected;
-}
-
-LoadedStore Reload(const std::string& dir) {
-  auto store = SessionStore::Open(dir, Durability::kSync);
-  EXPECT_TRUE(store.ok()) << store.status();
-  if (!store.ok()) return {};
-  auto loaded = (*store)->LoadAll();
-  EXPECT_TRUE(loaded.ok()) << loaded.status();
-  return loaded.ok() ? *std::move(loaded) : LoadedStore{};
-}
-
-// Every loaded session is bit-exact what was written; returns their ids.
-std::vector<std::string> CheckLoadedExactly(const LoadedStore& loaded,
-                                            const std::map<std::string, Expected>& expected) {
-  std::vector<std::string> ids;
-  for (const StoredSession& s : loaded.sessions) {
-    ids.push_back(s.id);
-    const Expected& e = expected.at(s.id);
-    EXPECT_EQ(s.spec.SerializeAsString(), e.spec) << s.id;
-    EXPECT_EQ(s.state, e.state) << s.id;
-    std::vector<std::string> replies;
-    for (const v1::StepReply& r : s.replies) replies.push_back(r.SerializeAsString());
-    EXPECT_EQ(replies, e.replies) << s.id;
-  }
-  return ids;
-}
-
-std::string DbPath(const std::string& dir) { return dir + "/f2obo.sqlite3"; }
-
-void Sql(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
-      << sql << ": " << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
-
-// Inverts the bits of byte `offset` of `column` in the row `where` selects,
-// with raw SQLite (as a bad sector or a stray write would).
-void FlipByte(const std::string& db_path, const std::string& table, const std::string& column,
-              const std::string& where, size_t offset) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* read = nullptr;
-  const std::string select = "SELECT " + column + " FROM " + table + " WHERE " + where;
-  ASSERT_EQ(sqlite3_prepare_v2(db, select.c_str(), -1, &read, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(read), SQLITE_ROW) << select;
-  std::string bytes(static_cast<const char*>(sqlite3_column_blob(read, 0)),
-                    sqlite3_column_bytes(read, 0));
-  const bool is_text = sqlite3_column_type(read, 0) == SQLITE_TEXT;
-  sqlite3_finalize(read);
-  ASSERT_LT(offset, bytes.size());
-  bytes[offset] = static_cast<char>(~bytes[offset]);
-  sqlite3_stmt* write = nullptr;
-  const std::string update = "UPDATE " + table + " SET " + column + " = ? WHERE " + where;
-  ASSERT_EQ(sqlite3_prepare_v2(db, update.c_str(), -1, &write, nullptr), SQLITE_OK);
-  if (is_text) {
-    sqlite3_bind_text(write, 1, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
-  } else {
-    sqlite3_bind_blob(write, 1, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
-  }
-  ASSERT_EQ(sqlite3_step(write), SQLITE_DONE);
-  ASSERT_EQ(sqlite3_changes(db), 1);
-  sqlite3_finalize(write);
-  sqlite3_close(db);
-}
-
-class StoreTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  const std::string dir_ = testing::MakeTempDir();
-};
 
 TEST_F(StoreTest, AllSessionsAndGroupsLoadBitExactWhenNothingIsDamaged) {
   const auto expected = WriteThree(dir_);
@@ -259,125 +124,6 @@ TEST_F(StoreTest, AFileThatIsNotADatabaseIsRefusedNamingThePath) {
   const auto store = SessionStore::Open(dir_, Durability::kSync);
   ASSERT_FALSE(store.ok());
   EXPECT_THAT(store.status().message(), HasSubstr(DbPath(dir_) + " is damaged"));
-}
-
-// A store as servers before schema version 1 wrote it (no checksums).
-void WriteVersionZeroFile(const std::string& dir, const std::string& good_state,
-                          const std::string& corrupt_state) {
-  std::filesystem::create_directories(dir);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(DbPath(dir).c_str(), &db), SQLITE_OK);
-  const char* schema =
-      "PRAGMA journal_mode=WAL;"
-      "CREATE TABLE sessions (id TEXT PRIMARY KEY, spec BLOB NOT NULL, "
-      "state BLOB NOT NULL, t INTEGER NOT NULL);"
-      "CREATE TABLE replies (id TEXT NOT NULL, t INTEGER NOT NULL, "
-      "reply BLOB NOT NULL, PRIMARY KEY (id, t));"
-      "CREATE TABLE groups (id TEXT PRIMARY KEY, members TEXT NOT NULL);"
-      "INSERT INTO groups VALUES ('old', 'old1\nold2');";
-  ASSERT_EQ(sqlite3_exec(db, schema, nullptr, nullptr, nullptr), SQLITE_OK);
-  const auto insert = [&](const std::string& id, const std::string& state) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db, "INSERT INTO sessions VALUES (?, ?, ?, 4)", -1, &s, nullptr);
-    const std::string spec = SpecFor(id).SerializeAsString();
-    sqlite3_bind_text(s, 1, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
-    sqlite3_bind_blob(s, 2, spec.data(), static_cast<int>(spec.size()), SQLITE_TRANSIENT);
-    sqlite3_bind_blob(s, 3, state.data(), static_cast<int>(state.size()), SQLITE_TRANSIENT);
-    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
-    sqlite3_finalize(s);
-    sqlite3_prepare_v2(db, "INSERT INTO replies VALUES (?, 3, ?)", -1, &s, nullptr);
-    const std::string reply = ReplyFor(id, 3).SerializeAsString();
-    sqlite3_bind_text(s, 1, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
-    sqlite3_bind_blob(s, 2, reply.data(), static_cast<int>(reply.size()), SQLITE_TRANSIENT);
-    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
-    sqlite3_finalize(s);
-  };
-  insert("old1", good_state);
-  insert("old2", corrupt_state);
-  sqlite3_close(db);
-}
-
-int UserVersion(const std::string& db_path) {
-  sqlite3* db = nullptr;
-  sqlite3_open(db_path.c_str(), &db);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr);
-  const int v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
-  sqlite3_finalize(s);
-  sqlite3_close(db);
-  return v;
-}
-
-TEST_F(StoreTest, AVersionZeroFileMigratesLoadsBitExactAndIsCheckedFromThenOn) {
-  const std::string good = StateBytes(4, 7);
-  std::string corrupt = StateBytes(4, 8);
-  corrupt[30] = static_cast<char>(~corrupt[30]);  // damaged before the migration
-  WriteVersionZeroFile(dir_, good, corrupt);
-  ASSERT_EQ(UserVersion(DbPath(dir_)), 0);
-  {
-    const LoadedStore loaded = Reload(dir_);
-    EXPECT_EQ(UserVersion(DbPath(dir_)), SessionStore::kSchemaVersion);
-    ASSERT_THAT(loaded.sessions, SizeIs(1));
-    EXPECT_EQ(loaded.sessions[0].id, "old1");
-    EXPECT_EQ(loaded.sessions[0].state, good);
-    EXPECT_EQ(loaded.sessions[0].spec.SerializeAsString(), SpecFor("old1").SerializeAsString());
-    ASSERT_THAT(loaded.sessions[0].replies, SizeIs(1));
-    EXPECT_EQ(loaded.sessions[0].replies[0].SerializeAsString(),
-              ReplyFor("old1", 3).SerializeAsString());
-    // The older check (the state's own checksum) still runs.
-    ASSERT_THAT(loaded.damaged, SizeIs(1));
-    EXPECT_THAT(loaded.damaged[0], HasSubstr("session 'old2': session state: checksum"));
-    ASSERT_THAT(loaded.groups, SizeIs(1));
-    EXPECT_THAT(loaded.groups[0].members, ElementsAre("old1", "old2"));
-  }
-  // Migrated rows carry checksums: damage to them is now caught as such.
-  FlipByte(DbPath(dir_), "replies", "reply", "id = 'old1'", 1);
-  const LoadedStore loaded = Reload(dir_);
-  EXPECT_THAT(loaded.sessions, IsEmpty());
-  EXPECT_THAT(loaded.damaged,
-              ::testing::Contains(HasSubstr("session 'old1': cached reply at t=3: checksum")));
-}
-
-TEST_F(StoreTest, AVersionThreeFileIsReSummedRowByRowAndItsDamagedRowsStayDamaged) {
-  const auto expected = WriteThree(dir_);
-  {
-    auto store = SessionStore::Open(dir_, Durability::kSync);
-    ASSERT_TRUE(store.ok()) << store.status();
-    ASSERT_TRUE((*store)->PutCheckpoint("a", 3, StateBytes(3, 1), 4).ok());
-    ASSERT_TRUE((*store)->PutFence("key-1", "replica-2").ok());
-  }
-  testing::RewriteWithFnvSums(DbPath(dir_), 3);
-  // Damaged while still a version-3 file: its FNV sum no longer matches.
-  FlipByte(DbPath(dir_), "replies", "reply", "id = 'b' AND t = 5", 2);
-  {
-    const LoadedStore loaded = Reload(dir_);
-    EXPECT_EQ(UserVersion(DbPath(dir_)), SessionStore::kSchemaVersion);
-    EXPECT_THAT(CheckLoadedExactly(loaded, expected), ElementsAre("a", "c"));
-    ASSERT_THAT(loaded.damaged, SizeIs(1));
-    EXPECT_THAT(loaded.damaged[0], HasSubstr("session 'b': cached reply at t=5: checksum"));
-    ASSERT_THAT(loaded.groups, SizeIs(1));
-    ASSERT_THAT(loaded.fences, SizeIs(1));
-    EXPECT_EQ(loaded.fences[0].target, "replica-2");  // verified, not loaded as damaged
-    auto store = SessionStore::Open(dir_, Durability::kSync);
-    ASSERT_TRUE(store.ok()) << store.status();
-    const auto checkpoint = (*store)->LoadCheckpoint("a", 3);
-    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-    EXPECT_EQ(*checkpoint, StateBytes(3, 1));
-  }
-  // The new sums guard the migrated rows from then on.
-  FlipByte(DbPath(dir_), "sessions", "spec", "id = 'c'", 1);
-  const LoadedStore loaded = Reload(dir_);
-  EXPECT_THAT(CheckLoadedExactly(loaded, expected), ElementsAre("a"));
-  EXPECT_THAT(loaded.damaged, ::testing::Contains(HasSubstr("session 'c': spec checksum")));
-}
-
-TEST_F(StoreTest, AFileFromANewerServerIsRefused) {
-  WriteThree(dir_);
-  Sql(DbPath(dir_), "PRAGMA user_version = 99");
-  const auto store = SessionStore::Open(dir_, Durability::kSync);
-  ASSERT_FALSE(store.ok());
-  EXPECT_THAT(store.status().message(), HasSubstr(DbPath(dir_)));
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));
 }
 
 TEST_F(StoreTest, ASecondOpenOfTheSameDirectoryFailsUntilTheFirstCloses) {
