@@ -15,6 +15,7 @@
 #include "server/store/session_store.h"
 #include "tests/server/server_process.h"
 #include "tests/server/store/legacy_store.h"
+#include "tests/server/store/store_fixture.h"  // Sql
 
 namespace f2obo::server {
 namespace {
@@ -49,15 +50,6 @@ v1::StepReply ReplyOf(const std::string& id, int64_t t) {
   return r;
 }
 
-void Sql(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
-      << sql << ": " << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
 
 class CheckpointStoreTest : public ::testing::Test {
  protected:
