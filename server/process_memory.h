@@ -7,7 +7,6 @@
 #define F2OBO_SERVER_PROCESS_MEMORY_H_
 
 #include <algorithm>
-#include <cstddef>
 #include <cstdint>
 #include <thread>
 
@@ -24,14 +23,18 @@ struct HeapUsage {
 // glibc's mallinfo2 summed over every arena; zeros where it is unavailable.
 HeapUsage CurrentHeapUsage();
 
-// Called once at start, before threads: at most max(2, hardware threads)
-// malloc arenas instead of glibc's 8 per core.  Each gRPC thread otherwise
-// settles in an arena of its own whose free space no other thread reuses,
-// and resident memory follows the history of peaks rather than the heap in
-// use (bench/RESULTS.md, "Soak memory").  MALLOC_ARENA_MAX in the
-// environment wins.  (A fixed mmap threshold of 128 KiB was tried too: it
-// halved the 8 x 784 steps/s, every ~130 KB state copy becoming an mmap.)
-inline int ArenaLimit() { return static_cast<int>(std::max(2u, std::thread::hardware_concurrency())); }
+// The most malloc arenas the server uses: max(2, hardware threads).
+inline int ArenaLimit() {
+  return static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+}
+
+// Called once at start, before threads: at most ArenaLimit() malloc arenas
+// instead of glibc's 8 per core.  Each gRPC thread otherwise settles in an
+// arena of its own whose free space no other thread reuses, and resident
+// memory follows the history of peaks rather than the heap in use
+// (bench/RESULTS.md, "Soak memory").  MALLOC_ARENA_MAX in the environment
+// wins.  (A fixed mmap threshold of 128 KiB was tried too: it halved the
+// 8 x 784 steps/s, every ~130 KB state copy becoming an mmap.)
 void TuneAllocator();
 
 // Gauge f2obo_process_heap_bytes{state="in_use"|"free"} and, given the
