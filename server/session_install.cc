@@ -1,16 +1,68 @@
 // How a session comes to exist on this server: Install (claim its id,
-// persist it, publish it), Import, and ImportAll, several sessions imported
+// persist it, publish it), Import (with Export, what it takes, and the check
+// of an export's reply cache), and ImportAll, several sessions imported
 // as a unit (ImportGroup: a group moving between replicas).  Unlike a loop
 // over Import, ImportAll makes nothing durable or findable until every
 // member is: a crash or an error part-way leaves none of them, so no member
 // can exist on its own, accept steps, and then be replaced by a rerun of
 // the move (which would lose the steps it took).
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
+#include "f2obo/v1/number_checks.h"
 #include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
+
+absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
+  if (!e.ok()) return e.status();
+  std::lock_guard<std::mutex> lock((*e)->mu);
+  if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
+  v1::SessionExport out;
+  out.set_session_id(id);
+  *out.mutable_spec() = ToSessionSpec((*e)->session->config(), (*e)->exact_every);
+  out.set_state(Encode(**e, (*e)->session->state()));
+  for (const v1::StepReply& r : (*e)->replies) *out.add_replies() = r;
+  return out;
+}
+
+// The reply cache is served as it is (a retry gets the cached reply), so
+// each entry is checked like the replies this server makes: oldest first,
+// each index in [1, next_t) (a reply for a later index would be served,
+// marked replayed, for a step never applied), x of the session's x_dim, and
+// every number finite.
+absl::Status SessionManager::CheckImportedReplies(const v1::SessionExport& ex,
+                                                  const SessionState& state) {
+  int64_t previous = 0;
+  for (int i = 0; i < ex.replies_size(); ++i) {
+    const v1::StepReply& r = ex.replies(i);
+    const std::string field = absl::StrCat("session.replies[", i, "]");
+    if (r.t() < 1 || r.t() >= state.t) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".t = ", r.t(), ": outside [1, ", state.t,
+          "), the steps the state has applied"));
+    }
+    if (r.t() <= previous) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".t = ", r.t(), ": step indices must increase (the previous entry has t = ",
+          previous, ")"));
+    }
+    previous = r.t();
+    if (r.x_size() != state.x.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".x: has ", r.x_size(),
+                                                     " entries, expected x_dim = ",
+                                                     state.x.size()));
+    }
+    if (absl::Status s = CheckNumbers(r, field, std::numeric_limits<double>::infinity());
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
                                                         bool generate_id, bool persisted) {
