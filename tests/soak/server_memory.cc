@@ -14,25 +14,34 @@ long RssKib(pid_t pid) {
   return -1;
 }
 
-double MetricValue(int metrics_port, const std::string& series) {
-  const std::string text = HttpGet(metrics_port, "/metrics");
+namespace {
+
+// The value of `series` in a /metrics page, or -1 if absent.
+double ValueIn(const std::string& text, const std::string& series) {
   const std::string key = "\n" + series + " ";
   const size_t at = text.find(key);
   if (at == std::string::npos) return -1;
   return std::strtod(text.c_str() + at + key.size(), nullptr);
 }
 
+long KibOf(double bytes) { return bytes < 0 ? -1 : static_cast<long>(bytes / 1024); }
+
+}  // namespace
+
+double MetricValue(int metrics_port, const std::string& series) {
+  return ValueIn(HttpGet(metrics_port, "/metrics"), series);
+}
+
 long HeapKib(int metrics_port, const std::string& state) {
-  const double bytes =
-      MetricValue(metrics_port, "f2obo_process_heap_bytes{state=\"" + state + "\"}");
-  return bytes < 0 ? -1 : static_cast<long>(bytes / 1024);
+  return KibOf(MetricValue(metrics_port, "f2obo_process_heap_bytes{state=\"" + state + "\"}"));
 }
 
 MemorySample SampleMemory(const ServerProcess& server) {
-  const int port = server.metrics_port();
-  return {RssKib(server.pid()), HeapKib(port, "in_use"), HeapKib(port, "free"),
-          static_cast<long>(MetricValue(port, "f2obo_metrics_buffer_bytes") / 1024),
-          static_cast<long>(MetricValue(port, "f2obo_metrics_jobs_queued"))};
+  const std::string text = HttpGet(server.metrics_port(), "/metrics");  // one scrape
+  return {RssKib(server.pid()), KibOf(ValueIn(text, "f2obo_process_heap_bytes{state=\"in_use\"}")),
+          KibOf(ValueIn(text, "f2obo_process_heap_bytes{state=\"free\"}")),
+          KibOf(ValueIn(text, "f2obo_metrics_buffer_bytes")),
+          static_cast<long>(ValueIn(text, "f2obo_metrics_jobs_queued"))};
 }
 
 std::string Describe(const MemorySample& m) {
