@@ -72,7 +72,8 @@ int Run() {
   config.options = DefaultAlgorithmOptions(config.algorithm);
   config.options.gamma = absl::GetFlag(FLAGS_gamma);
   config.options.alpha_auto = config.options.beta_auto = absl::GetFlag(FLAGS_auto_step_sizes);
-  if (family != "loss_tuning") config.constraint = ConstraintSet::Box(0.0, absl::GetFlag(FLAGS_box_hi));
+  if (family != "loss_tuning")
+    config.constraint = ConstraintSet::Box(0.0, absl::GetFlag(FLAGS_box_hi));
   config.seed = absl::GetFlag(FLAGS_seed);
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(config);
   if (!session.ok()) {
@@ -80,17 +81,16 @@ int Run() {
     return 2;
   }
   Session& s = **session;
-  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
-      s.problem().NewMetricsEvaluator();
+  absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator = s.problem().NewMetricsEvaluator();
   if (!evaluator.ok()) {
     std::fprintf(stderr, "f2obo-replay: %s\n", std::string(evaluator.status().message()).c_str());
     return 2;
   }
   std::printf("f2obo-replay: %s on %s, %d rows x %d features, %d classes, %d steps\n",
-              config.algorithm.c_str(), family.c_str(), ds->rows(), ds->features(),
-              ds->classes, absl::GetFlag(FLAGS_steps));
-  std::printf("%6s %8s %8s %9s %6s %10s %10s %10s %9s\n", "t", "preq.f", "preq.acc",
-              "lambda", "inner", "regret_t", "BLReg", "hgrad.err", "round.ms");
+              config.algorithm.c_str(), family.c_str(), ds->rows(), ds->features(), ds->classes,
+              absl::GetFlag(FLAGS_steps));
+  std::printf("%6s %8s %8s %9s %6s %10s %10s %10s %9s\n", "t", "preq.f", "preq.acc", "lambda",
+              "inner", "regret_t", "BLReg", "hgrad.err", "round.ms");
   const int every = absl::GetFlag(FLAGS_metrics_every);
   const int print_every = std::max(1, absl::GetFlag(FLAGS_print_every));
   StepData previous;
@@ -109,8 +109,8 @@ int Run() {
       if (m.ok()) {
         s.AddMetrics(*m);
         const ExactMetrics& e = std::get<ExactMetrics>(*m);
-        metrics = absl::StrFormat("%10.3e %10.3e %10.3e", e.regret_term,
-                                  s.metrics().sums[kBlreg], e.hypergradient_error);
+        metrics = absl::StrFormat("%10.3e %10.3e %10.3e", e.regret_term, s.metrics().sums[kBlreg],
+                                  e.hypergradient_error);
       }
     }
     if (t % print_every == 0 || t == 1) {
@@ -125,7 +125,8 @@ int Run() {
   const Vector& x = s.state().x;
   std::printf("final x (first %d of %d): ", static_cast<int>(std::min<Eigen::Index>(x.size(), 10)),
               static_cast<int>(x.size()));
-  for (Eigen::Index i = 0; i < std::min<Eigen::Index>(x.size(), 10); ++i) std::printf("%.4g ", x[i]);
+  for (Eigen::Index i = 0; i < std::min<Eigen::Index>(x.size(), 10); ++i)
+    std::printf("%.4g ", x[i]);
   std::printf("\ninner iterations %lld, rows processed %lld, cap hits %lld\n",
               static_cast<long long>(s.state().inner_iterations),
               static_cast<long long>(s.state().rows_processed),

@@ -4,11 +4,11 @@
 // types) and a plain copy of the same values, on the paper's Sec. 6.2
 // batch shape (256 dense rows of 784 features, labels) -- side by side in
 // one run, so that the ratios hold whatever the machine's load.
+#include <benchmark/benchmark.h>
+
 #include <cstring>
 #include <random>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "core/batch.h"
 #include "f2obo/v1/convert.h"

@@ -8,17 +8,16 @@
 // 64 MiB is the classic STREAM size; 512 MiB is the safe DRAM figure (the VM
 // reports a large shared L3, so 64 MiB arrays may partly hit it).  Arrays
 // are first-touched before timing.
+#include <benchmark/benchmark.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-
 namespace {
 
 std::size_t Elements(const benchmark::State& state) {
-  return static_cast<std::size_t>(state.range(0)) * (std::size_t{1} << 20) /
-         sizeof(double);
+  return static_cast<std::size_t>(state.range(0)) * (std::size_t{1} << 20) / sizeof(double);
 }
 
 void BM_StreamCopy(benchmark::State& state) {

@@ -13,6 +13,8 @@
 //
 // Also: the GradYGPair kernel alone (fixed vs per-row cost), and
 // ComputeExactMetrics on the dense784 shape and on a small quadratic.
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,23 +23,21 @@
 #include <string>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-
 #include "core/bilevel/bilevel_state.h"
-#include "core/problem_registry.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 
 namespace f2obo {
 namespace {
 
-constexpr int kRows = 256;      // rows per batch (upper and inner each)
+constexpr int kRows = 256;  // rows per batch (upper and inner each)
 constexpr int kClasses = 10;
-constexpr int kRing = 8;        // distinct steps cycled through
+constexpr int kRing = 8;  // distinct steps cycled through
 constexpr int kDenseD = 784;
 constexpr int kCsrD = 100000;
-constexpr int kCsrNnz = 1000;   // non-zeros per CSR row (1% of d)
+constexpr int kCsrNnz = 1000;  // non-zeros per CSR row (1% of d)
 
 struct Workload {
   int d = 0;
@@ -106,8 +106,8 @@ const Workload& GetWorkload(bool sparse) {
       for (int j = 0; j < kDenseD; ++j) templates(c, j) = tmpl(rng);
     for (int s = 0; s < kRing; ++s) {
       const double shift = 0.02 * s;
-      w->ring.push_back(StepData{PixelBatch(templates, shift, rng),
-                                 PixelBatch(templates, shift, rng)});
+      w->ring.push_back(
+          StepData{PixelBatch(templates, shift, rng), PixelBatch(templates, shift, rng)});
     }
     return w;
   }();
@@ -185,12 +185,11 @@ void BM_Round(benchmark::State& state, const std::string& algorithm, bool sparse
   state.counters["z_iters"] = Counter(static_cast<double>(kz), Counter::kAvgIterations);
   state.counters["y_iters"] = Counter(static_cast<double>(ky), Counter::kAvgIterations);
   if (algorithm == "af2obo") {
-    state.counters["cap_hit_frac"] =
-        Counter(static_cast<double>(caps), Counter::kAvgIterations);
+    state.counters["cap_hit_frac"] = Counter(static_cast<double>(caps), Counter::kAvgIterations);
   }
 }
 
-#define F2OBO_ROUND(label, algorithm, sparse, batch)                      \
+#define F2OBO_ROUND(label, algorithm, sparse, batch)                        \
   BENCHMARK_CAPTURE(BM_Round, label, std::string(algorithm), sparse, batch) \
       ->Unit(benchmark::kMillisecond)
 
@@ -228,7 +227,10 @@ void BM_GradYGPair(benchmark::State& state) {
 }
 BENCHMARK(BM_GradYGPair)
     ->ArgNames({"csr", "rows"})
-    ->Args({0, 1})->Args({0, kRows})->Args({1, 1})->Args({1, kRows})
+    ->Args({0, 1})
+    ->Args({0, kRows})
+    ->Args({1, 1})
+    ->Args({1, kRows})
     ->Unit(benchmark::kMillisecond);
 
 // Exact metrics of one step, with the previous step's batches (so variation
@@ -239,8 +241,8 @@ void RunExactMetrics(benchmark::State& state, const SessionConfig& config,
   std::unique_ptr<Family> family = *CreateFamily(config.family);
   MetricsInput in{};
   for (const StepData& step : ring) {
-    in = MetricsInput{session->state().t, session->state().x,
-                      BilevelView(session->state()).y, Vector(), config.options.gamma};
+    in = MetricsInput{session->state().t, session->state().x, BilevelView(session->state()).y,
+                      Vector(), config.options.gamma};
     absl::StatusOr<StepReport> r = session->Step(step);
     if (!r.ok()) {
       state.SkipWithError(r.status().ToString().c_str());

@@ -22,14 +22,14 @@
 // round_seconds); window_rows = rows of each kind in the window;
 // full_pass_us / other_us (ir_fscg) = mean round time of the steps with a
 // full pass over the window and of the others.
+#include <benchmark/benchmark.h>
+
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "core/problem_registry.h"
 #include "core/session.h"
@@ -109,8 +109,8 @@ SessionConfig Config(const std::string& algorithm, bool sparse, int window) {
 
 // `window` > 0: window_rows of a windowed algorithm; `warmup`: steps applied
 // before the timing (at least enough to fill the window).
-void BM_SimpleStep(benchmark::State& state, const std::string& algorithm, bool sparse,
-                   int window, int warmup) {
+void BM_SimpleStep(benchmark::State& state, const std::string& algorithm, bool sparse, int window,
+                   int warmup) {
   const std::vector<StepData>& ring = Workload(sparse);
   auto session = Session::Create(Config(algorithm, sparse, window));
   if (!session.ok()) {

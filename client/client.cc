@@ -48,17 +48,17 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    std::chrono::milliseconds(
-                        static_cast<int64_t>(options_.rpc_timeout_seconds * 1000)));
+  ctx->set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(options_.rpc_timeout_seconds * 1000)));
   return ctx;
 }
 
-#define F2OBO_UNARY(Method, Request, Response)            \
-  Response out;                                           \
-  auto ctx = NewContext();                                \
+#define F2OBO_UNARY(Method, Request, Response)                    \
+  Response out;                                                   \
+  auto ctx = NewContext();                                        \
   const grpc::Status s = stub_->Method(ctx.get(), Request, &out); \
-  if (!s.ok()) return FromGrpc(s);                        \
+  if (!s.ok()) return FromGrpc(s);                                \
   return out
 
 absl::StatusOr<v1::SessionInfo> Client::CreateSession(const v1::CreateSessionRequest& req) {
@@ -155,8 +155,7 @@ absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double back
       break;
     }
     const bool moved_budget_left =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(backoff) <
-        moved_deadline;
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(backoff) < moved_deadline;
     if (IsMoved(FromGrpc(last)) && moved_budget_left) continue;
     if (++failures >= max_attempts) break;
   }

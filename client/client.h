@@ -7,10 +7,10 @@
 #ifndef F2OBO_CLIENT_CLIENT_H_
 #define F2OBO_CLIENT_CLIENT_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
@@ -19,7 +19,7 @@ namespace f2obo::client {
 
 struct ClientOptions {
   std::string target = "127.0.0.1:50051";
-  int max_attempts = 6;             // per Step, including the first
+  int max_attempts = 6;  // per Step, including the first
   double initial_backoff_seconds = 0.05;
   // Backoff doubles per attempt up to this.  UNAVAILABLE covers a replica
   // restarting and a session being moved to another replica (its old owner

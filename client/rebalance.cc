@@ -88,10 +88,10 @@ class Mover {
         }
         absl::StatusOr<bool> imported = Holds(there->second, key);
         if (!imported.ok()) {
-          return absl::Status(imported.status().code(),
-                              absl::StrCat("key '", key, "': cannot tell whether '", target,
-                                           "' holds it (", imported.status().message(),
-                                           "); rerun once it answers"));
+          return absl::Status(
+              imported.status().code(),
+              absl::StrCat("key '", key, "': cannot tell whether '", target, "' holds it (",
+                           imported.status().message(), "); rerun once it answers"));
         }
         if (*imported) {
           // It got as far as the import: the copy there is the one that
@@ -126,8 +126,8 @@ class Mover {
   // guess, or two copies could accept steps.
   absl::StatusOr<bool> Holds(Replica& r, const std::string& key) {
     if (r.keys.count(key) > 0) return true;
-    for (const absl::Status& s : {r.client->GetGroup(key).status(),
-                                  r.client->GetSession(key).status()}) {
+    for (const absl::Status& s :
+         {r.client->GetGroup(key).status(), r.client->GetSession(key).status()}) {
       if (s.ok()) return true;
       // NOT_FOUND, or "moved" from a tombstone of the key: no copy.
       if (s.code() != absl::StatusCode::kNotFound && !IsMoved(s)) return s;

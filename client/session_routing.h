@@ -17,10 +17,10 @@
 #ifndef F2OBO_CLIENT_SESSION_ROUTING_H_
 #define F2OBO_CLIENT_SESSION_ROUTING_H_
 
+#include <grpcpp/support/client_interceptor.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/support/client_interceptor.h>
 
 #include "absl/strings/string_view.h"
 

@@ -8,10 +8,10 @@
 
 #include "absl/status/status.h"
 #include "core/batch.h"
-#include "core/round_control.h"
 #include "core/bilevel/bilevel_report.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/family.h"
+#include "core/round_control.h"
 
 namespace f2obo {
 

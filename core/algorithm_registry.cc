@@ -1,7 +1,6 @@
 #include "core/algorithm_registry.h"
 
 #include "absl/strings/str_cat.h"
-
 #include "core/algorithms/af2obo.h"
 #include "core/algorithms/aobo.h"
 #include "core/algorithms/f2obo.h"
@@ -18,9 +17,9 @@ namespace f2obo {
 
 const std::vector<const BilevelAlgorithmEntry*>& BilevelAlgorithms() {
   static const auto* entries = new std::vector<const BilevelAlgorithmEntry*>{
-      &F2oboAlgorithm(), &F2oboSlAlgorithm(), &Af2oboAlgorithm(), &Sf2oboAlgorithm(),
-      &ObboAlgorithm(),  &SobowAlgorithm(),   &AoboAlgorithm(),   &FsoboAlgorithm(),
-      &SobboAlgorithm(), &SogdAlgorithm(),    &SvrbAlgorithm(),   &PzoboAlgorithm(),
+      &F2oboAlgorithm(),  &F2oboSlAlgorithm(), &Af2oboAlgorithm(), &Sf2oboAlgorithm(),
+      &ObboAlgorithm(),   &SobowAlgorithm(),   &AoboAlgorithm(),   &FsoboAlgorithm(),
+      &SobboAlgorithm(),  &SogdAlgorithm(),    &SvrbAlgorithm(),   &PzoboAlgorithm(),
       &PzoboSAlgorithm(),
   };
   return *entries;

@@ -4,10 +4,10 @@
 #define F2OBO_CORE_ALGORITHM_REGISTRY_H_
 
 #include <memory>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/algorithm.h"
 #include "core/algorithm_info.h"
 #include "core/constraint.h"

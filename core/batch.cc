@@ -14,8 +14,7 @@ std::string InputNumberProblem(double v) {
   return absl::StrCat(v, " is beyond the input bound |v| <= ", kMaxInputMagnitude);
 }
 
-absl::Status CheckInputNumbers(const double* v, int64_t n, absl::string_view field,
-                               int64_t cols) {
+absl::Status CheckInputNumbers(const double* v, int64_t n, absl::string_view field, int64_t cols) {
   // The common case (every number fine) is one vectorized pass; the scalar
   // search for the offender runs only on the way to an error.
   if (n <= 0 || (Eigen::Map<const Eigen::ArrayXd>(v, n).abs() <= kMaxInputMagnitude).all()) {
@@ -23,9 +22,9 @@ absl::Status CheckInputNumbers(const double* v, int64_t n, absl::string_view fie
   }
   int64_t i = 0;
   while (InputNumberOk(v[i])) ++i;
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, "[", i, "]: ", InputNumberProblem(v[i]),
-      cols > 0 ? absl::StrCat(" (row ", i / cols, ", column ", i % cols, ")") : ""));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, "[", i, "]: ", InputNumberProblem(v[i]),
+                   cols > 0 ? absl::StrCat(" (row ", i / cols, ", column ", i % cols, ")") : ""));
 }
 
 int64_t Batch::FeatureBytes() const {
@@ -51,24 +50,22 @@ namespace {
 // summed: Eigen's sparse kernels and coeff() assume no duplicates, and a
 // client that sends them almost certainly has a bug in its encoder.
 template <typename OuterT, typename InnerT>
-absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer,
-                               const InnerT* inner, const double* val,
-                               int64_t stored, const std::string& prefix) {
+absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer, const InnerT* inner,
+                               const double* val, int64_t stored, const std::string& prefix) {
   if (outer[0] < 0 || static_cast<int64_t>(outer[0]) > stored) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        prefix, "indptr[0] = ", outer[0], " outside [0, ", stored, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, "indptr[0] = ", outer[0], " outside [0, ", stored, "]"));
   }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t begin = outer[r], end = outer[r + 1];
     if (end < begin) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          prefix, "indptr: decreases at row ", r, " (indptr[", r, "] = ", begin,
-          ", indptr[", r + 1, "] = ", end, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(prefix, "indptr: decreases at row ", r,
+                                                     " (indptr[", r, "] = ", begin, ", indptr[",
+                                                     r + 1, "] = ", end, ")"));
     }
     if (end > stored) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          prefix, "indptr[", r + 1, "] = ", end, " exceeds nnz = ", stored,
-          " (row ", r, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(prefix, "indptr[", r + 1, "] = ", end,
+                                                     " exceeds nnz = ", stored, " (row ", r, ")"));
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -76,21 +73,19 @@ absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer,
     for (int64_t k = begin; k < end; ++k) {
       const int64_t col = inner[k];
       if (col < 0 || col >= cols) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            prefix, "indices[", k, "]: column ", col, " outside [0, ", cols,
-            ") (row ", r, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(prefix, "indices[", k, "]: column ", col,
+                                                       " outside [0, ", cols, ") (row ", r, ")"));
       }
       if (k > begin && col <= static_cast<int64_t>(inner[k - 1])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            prefix, "indices: row ", r, " columns not strictly increasing at ",
-            k, " (column ", col, " after ", inner[k - 1],
-            col == static_cast<int64_t>(inner[k - 1]) ? ", a duplicate" : "",
-            ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(prefix, "indices: row ", r, " columns not strictly increasing at ", k,
+                         " (column ", col, " after ", inner[k - 1],
+                         col == static_cast<int64_t>(inner[k - 1]) ? ", a duplicate" : "", ")"));
       }
       if (!InputNumberOk(val[k])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            prefix, "values[", k, "]: ", InputNumberProblem(val[k]), " (row ", r,
-            ", column ", col, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(prefix, "values[", k,
+                                                       "]: ", InputNumberProblem(val[k]), " (row ",
+                                                       r, ", column ", col, ")"));
       }
     }
   }
@@ -99,39 +94,35 @@ absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer,
 
 }  // namespace
 
-absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols,
-                                  const std::vector<int64_t>& indptr,
+absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols, const std::vector<int64_t>& indptr,
                                   const std::vector<int32_t>& indices,
                                   const std::vector<double>& values) {
   if (rows < 0 || cols < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("csr: negative shape ", rows, " x ", cols));
+    return absl::InvalidArgumentError(absl::StrCat("csr: negative shape ", rows, " x ", cols));
   }
   // int64 so that rows = INT_MAX does not overflow in the message.
   const int64_t expected_indptr = static_cast<int64_t>(rows) + 1;
   if (indptr.size() != static_cast<size_t>(expected_indptr)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "csr.indptr: has ", indptr.size(), " entries, expected rows + 1 = ",
-        expected_indptr));
+        "csr.indptr: has ", indptr.size(), " entries, expected rows + 1 = ", expected_indptr));
   }
   if (indices.size() != values.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("csr: ", indices.size(), " indices but ", values.size(),
-                     " values"));
+        absl::StrCat("csr: ", indices.size(), " indices but ", values.size(), " values"));
   }
   // CsrMatrix stores offsets as int.
   if (indices.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "csr: nnz = ", indices.size(), " exceeds ", std::numeric_limits<int>::max()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("csr: nnz = ", indices.size(), " exceeds ", std::numeric_limits<int>::max()));
   }
   const int64_t nnz = static_cast<int64_t>(indices.size());
   if (indptr.front() != 0 || indptr.back() != nnz) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "csr.indptr: must start at 0 and end at nnz = ", nnz, ", got ",
-        indptr.front(), " .. ", indptr.back()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("csr.indptr: must start at 0 and end at nnz = ", nnz, ", got ", indptr.front(),
+                     " .. ", indptr.back()));
   }
-  absl::Status st = CheckCsrStructure(rows, cols, indptr.data(), indices.data(),
-                                      values.data(), nnz, "csr.");
+  absl::Status st =
+      CheckCsrStructure(rows, cols, indptr.data(), indices.data(), values.data(), nnz, "csr.");
   if (!st.ok()) return st;
   CsrMatrix m(rows, cols);
   m.resizeNonZeros(static_cast<Eigen::Index>(values.size()));
@@ -145,37 +136,32 @@ absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols,
   return m;
 }
 
-absl::Status ValidateFeatures(const Batch& b, int expected_cols,
-                              const char* what) {
+absl::Status ValidateFeatures(const Batch& b, int expected_cols, const char* what) {
   if (b.rows() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": empty batch"));
   }
   if (b.cols() != expected_cols) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": rows have ", b.cols(),
-                     " features, the session expects ", expected_cols));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": rows have ", b.cols(), " features, the session expects ", expected_cols));
   }
   if (b.sparse_features) {
     if (!b.csr.isCompressed()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": csr features must be compressed"));
+      return absl::InvalidArgumentError(absl::StrCat(what, ": csr features must be compressed"));
     }
     // A CsrMatrix assembled in-process (not through MakeCsr) may have been
     // filled through its raw arrays, so the structure is checked again here
     // before the unchecked row kernels read it.
     absl::Status st = CheckCsrStructure(
-        b.csr.rows(), b.csr.cols(), b.csr.outerIndexPtr(),
-        b.csr.innerIndexPtr(), b.csr.valuePtr(),
+        b.csr.rows(), b.csr.cols(), b.csr.outerIndexPtr(), b.csr.innerIndexPtr(), b.csr.valuePtr(),
         static_cast<int64_t>(b.csr.data().size()), absl::StrCat(what, ": csr."));
     if (!st.ok()) return st;
   } else if (!(b.dense.array().abs() <= kMaxInputMagnitude).all()) {
     for (Eigen::Index r = 0; r < b.dense.rows(); ++r) {
       for (Eigen::Index j = 0; j < b.dense.cols(); ++j) {
         if (!InputNumberOk(b.dense(r, j))) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(what, ": feature (row ", r, ", column ", j, ") ",
-                           std::isfinite(b.dense(r, j)) ? "" : "is ",
-                           InputNumberProblem(b.dense(r, j))));
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, ": feature (row ", r, ", column ", j, ") ",
+              std::isfinite(b.dense(r, j)) ? "" : "is ", InputNumberProblem(b.dense(r, j))));
         }
       }
     }
@@ -186,14 +172,12 @@ absl::Status ValidateFeatures(const Batch& b, int expected_cols,
 absl::Status ValidateLabels(const Batch& b, int classes, const char* what) {
   if (b.labels.size() != static_cast<size_t>(b.rows())) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", b.labels.size(), " labels for ", b.rows(),
-                     " rows"));
+        absl::StrCat(what, ": ", b.labels.size(), " labels for ", b.rows(), " rows"));
   }
   for (size_t i = 0; i < b.labels.size(); ++i) {
     if (b.labels[i] < 0 || b.labels[i] >= classes) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": label[", i, "] = ", b.labels[i],
-                       " outside [0, ", classes, ")"));
+          absl::StrCat(what, ": label[", i, "] = ", b.labels[i], " outside [0, ", classes, ")"));
     }
   }
   return absl::OkStatus();
@@ -202,14 +186,13 @@ absl::Status ValidateLabels(const Batch& b, int classes, const char* what) {
 absl::Status ValidateTargets(const Batch& b, const char* what) {
   if (b.targets.size() != b.rows()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", b.targets.size(), " targets for ", b.rows(),
-                     " rows"));
+        absl::StrCat(what, ": ", b.targets.size(), " targets for ", b.rows(), " rows"));
   }
   for (Eigen::Index i = 0; i < b.targets.size(); ++i) {
     if (!InputNumberOk(b.targets[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": target[", i, "] ", std::isfinite(b.targets[i]) ? "" : "is ",
-                       InputNumberProblem(b.targets[i])));
+      return absl::InvalidArgumentError(absl::StrCat(what, ": target[", i, "] ",
+                                                     std::isfinite(b.targets[i]) ? "" : "is ",
+                                                     InputNumberProblem(b.targets[i])));
     }
   }
   return absl::OkStatus();

@@ -53,12 +53,8 @@ struct Batch {
   Vector d;
 
   // Number of samples (0 for families without samples, e.g. quadratic).
-  int rows() const {
-    return static_cast<int>(sparse_features ? csr.rows() : dense.rows());
-  }
-  int cols() const {
-    return static_cast<int>(sparse_features ? csr.cols() : dense.cols());
-  }
+  int rows() const { return static_cast<int>(sparse_features ? csr.rows() : dense.rows()); }
+  int cols() const { return static_cast<int>(sparse_features ? csr.cols() : dense.cols()); }
   // Bytes of sample data a full pass reads (for throughput figures).
   int64_t FeatureBytes() const;
 };
@@ -81,8 +77,8 @@ struct StepData {
 // every oracle taking a step's data (Family::Prepare, the exact metrics,
 // the samplers) serves a task unchanged.
 struct TaskData {
-  int task = 0;      // in [0, m)
-  StepData data;     // upper (f_i) and inner (g_i) batches; data.tasks empty
+  int task = 0;   // in [0, m)
+  StepData data;  // upper (f_i) and inner (g_i) batches; data.tasks empty
   // The probability with which the client sampled this task for this step
   // (RSVRB's p_i, Alg. 2 line 3); 0: uniform sampling of the step's k tasks
   // among the m, p_i = k / m.
@@ -109,15 +105,13 @@ struct BatchView {
 // indptr has rows+1 non-decreasing entries from 0 to nnz, column indices are
 // in [0, cols) and strictly increasing within a row, values are input
 // numbers (finite, |v| <= kMaxInputMagnitude).
-absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols,
-                                  const std::vector<int64_t>& indptr,
+absl::StatusOr<CsrMatrix> MakeCsr(int rows, int cols, const std::vector<int64_t>& indptr,
                                   const std::vector<int32_t>& indices,
                                   const std::vector<double>& values);
 
 // Shared checks for sample-based batches; `what` prefixes error messages
 // (e.g. "upper batch").  Every number they read must be an input number.
-absl::Status ValidateFeatures(const Batch& b, int expected_cols,
-                              const char* what);
+absl::Status ValidateFeatures(const Batch& b, int expected_cols, const char* what);
 absl::Status ValidateLabels(const Batch& b, int classes, const char* what);
 absl::Status ValidateTargets(const Batch& b, const char* what);
 

@@ -141,21 +141,20 @@ absl::Status ConstraintSet::Validate(int x_dim) const {
     case Kind::kBox: {
       for (const auto* b : {&lo, &hi}) {
         if (b->size() != 1 && b->size() != x_dim) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "constraint.box: ", b == &lo ? "lo" : "hi", " has ", b->size(),
-              " entries, expected 1 or x_dim = ", x_dim));
+          return absl::InvalidArgumentError(
+              absl::StrCat("constraint.box: ", b == &lo ? "lo" : "hi", " has ", b->size(),
+                           " entries, expected 1 or x_dim = ", x_dim));
         }
         for (Eigen::Index i = 0; i < b->size(); ++i) {
           if (std::isnan((*b)[i])) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("constraint.box: bound ", i, " is NaN"));
+            return absl::InvalidArgumentError(absl::StrCat("constraint.box: bound ", i, " is NaN"));
           }
         }
       }
       for (int i = 0; i < x_dim; ++i) {
         if (BoundAt(lo, i) > BoundAt(hi, i)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "constraint.box: lo > hi at coordinate ", i));
+          return absl::InvalidArgumentError(
+              absl::StrCat("constraint.box: lo > hi at coordinate ", i));
         }
       }
       return absl::OkStatus();
@@ -233,14 +232,12 @@ bool ConstraintSet::Contains(const VecIn& x, double tol) const {
       }
       return true;
     case Kind::kBall:
-      return (center.size() != 0 ? (x - center).norm() : x.norm()) <=
-             radius + tol;
+      return (center.size() != 0 ? (x - center).norm() : x.norm()) <= radius + tol;
     case Kind::kL1Ball:
       return (center.size() != 0 ? (x - center).lpNorm<1>() : x.lpNorm<1>()) <=
              radius + tol + rounding;
     case Kind::kSimplex:
-      return x.size() > 0 && x.minCoeff() >= -tol &&
-             std::abs(x.sum() - radius) <= tol + rounding;
+      return x.size() > 0 && x.minCoeff() >= -tol && std::abs(x.sum() - radius) <= tol + rounding;
   }
   return false;
 }
@@ -326,8 +323,8 @@ double ConstraintSet::MinLinear(const VecIn& a) const {
   return -kInf;
 }
 
-void GradientMapping(const ConstraintSet& set, const VecIn& x, const VecIn& g,
-                     double gamma, Vector* out) {
+void GradientMapping(const ConstraintSet& set, const VecIn& x, const VecIn& g, double gamma,
+                     Vector* out) {
   out->noalias() = x - gamma * g;
   set.Project(out);
   *out = (x - *out) / gamma;

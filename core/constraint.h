@@ -93,8 +93,8 @@ struct ConstraintSet {
 
 // Gradient mapping G_X(x, g, gamma) = (x - P_X(x - gamma g)) / gamma,
 // paper Eq. (3).  `out` is caller-owned, sized x_dim.
-void GradientMapping(const ConstraintSet& set, const VecIn& x, const VecIn& g,
-                     double gamma, Vector* out);
+void GradientMapping(const ConstraintSet& set, const VecIn& x, const VecIn& g, double gamma,
+                     Vector* out);
 
 }  // namespace f2obo
 

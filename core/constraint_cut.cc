@@ -74,8 +74,7 @@ void CutBall(const ConstraintSet& set, const Vector& a, double b, Vector* x) {
 
 // The 1-D search of core/constraint.h for the polyhedral sets.  `m` is
 // MinLinear(a) (<= b + slack here).
-absl::Status CutSearch(const ConstraintSet& set, const Vector& a, double b, double m,
-                       Vector* x) {
+absl::Status CutSearch(const ConstraintSet& set, const Vector& a, double b, double m, Vector* x) {
   const Vector x0 = *x;
   Vector z = x0;
   set.Project(&z);
@@ -159,8 +158,8 @@ absl::Status CutSearch(const ConstraintSet& set, const Vector& a, double b, doub
 
 absl::Status ConstraintSet::ProjectOntoCut(const VecIn& a, double b, Vector* x) const {
   if (a.size() != x->size()) {
-    return absl::InvalidArgumentError(absl::StrCat("cutting plane: a has ", a.size(),
-                                                   " entries, x has ", x->size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cutting plane: a has ", a.size(), " entries, x has ", x->size()));
   }
   if (!a.allFinite() || !std::isfinite(b)) {
     return absl::InvalidArgumentError("cutting plane: a or b is not finite");

@@ -17,9 +17,9 @@ namespace f2obo {
 namespace {
 
 // The compiler's macro for each extension paired with its name (GCC's
-// __builtin_cpu_supports names; CpuHas reads them from CPUID).  Only extensions the compiler may emit
-// on its own (vectorization, bit manipulation) are listed: the ones a
-// -march=x86-64-v2..v4 or a current server CPU turns on.
+// __builtin_cpu_supports names; CpuHas reads them from CPUID).  Only extensions the compiler may
+// emit on its own (vectorization, bit manipulation) are listed: the ones a -march=x86-64-v2..v4 or
+// a current server CPU turns on.
 struct Feature {
   bool compiled;
   const char* name;
@@ -120,8 +120,8 @@ static bool CpuHas(const std::string& name) {
   if (!__get_cpuid(0x80000001, &a, &b, &c81, &d)) c81 = 0;
   const bool osxsave = (c1 >> 27) & 1;
   const uint64_t xcr0 = osxsave ? Xcr0() : 0;
-  const bool os_avx = (xcr0 & 0x6) == 0x6;         // XMM and YMM state
-  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;    // plus opmask and ZMM state
+  const bool os_avx = (xcr0 & 0x6) == 0x6;       // XMM and YMM state
+  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;  // plus opmask and ZMM state
   const auto bit = [](unsigned reg, int i) { return ((reg >> i) & 1) != 0; };
   const struct {
     const char* name;

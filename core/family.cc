@@ -29,14 +29,13 @@ double PowerIteration(int n, Apply apply) {
 
 }  // namespace
 
-void Family::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
-                        const BatchView& inner, Vector* gy1, Vector* gy2) {
+void Family::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
+                        Vector* gy1, Vector* gy2) {
   G(x, y1, inner, nullptr, gy1);
   G(x, y2, inner, nullptr, gy2);
 }
 
-Smoothness Family::EstimateSmoothness(const VecIn& x, const VecIn& y,
-                                      const StepData& data) {
+Smoothness Family::EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) {
   constexpr double kSafety = 1.1;
   const BatchView upper = BatchView::All(data.upper);
   const BatchView inner = BatchView::All(data.inner);

@@ -35,7 +35,7 @@ enum class BatchRole { kUpper, kInner };
 enum class SmoothnessSource {
   kNone,            // no step size is auto: nothing was computed
   kExact,           // constant Hessians with known norms (quadratic)
-  kBatchBound,    // guaranteed upper bounds from the batch's row norms
+  kBatchBound,      // guaranteed upper bounds from the batch's row norms
   kPowerIteration,  // HVP power iteration times a safety factor (an estimate)
 };
 
@@ -66,25 +66,25 @@ class Family {
   virtual void Prepare(const StepData& data) = 0;
 
   // f on the upper batch: returns f(x, y), writes grad_x f and grad_y f.
-  virtual double F(const VecIn& x, const VecIn& y, const BatchView& upper,
-                   Vector* gx, Vector* gy) = 0;
+  virtual double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
+                   Vector* gy) = 0;
   // g on the inner batch: returns g(x, y), writes grad_x g and grad_y g.
-  virtual double G(const VecIn& x, const VecIn& y, const BatchView& inner,
-                   Vector* gx, Vector* gy) = 0;
+  virtual double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
+                   Vector* gy) = 0;
   // grad_y g at two points in one pass over the inner batch (F2OBO's z- and
   // y-loops, paper Alg. 1 lines 5-6).  Default: two calls of G.
-  virtual void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
-                          const BatchView& inner, Vector* gy1, Vector* gy2);
+  virtual void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
+                          Vector* gy1, Vector* gy2);
 
   // out = grad2_yy g(x, y) v        (y_dim)
-  virtual void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-                      const VecIn& v, Vector* out) = 0;
+  virtual void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+                      Vector* out) = 0;
   // out = grad2_xy g(x, y) v        (x_dim); the d1 x d2 cross block times v
-  virtual void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-                      const VecIn& v, Vector* out) = 0;
+  virtual void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+                      Vector* out) = 0;
   // out = grad2_yy f(x, y) v        (y_dim)
-  virtual void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
-                      const VecIn& v, Vector* out) = 0;
+  virtual void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper, const VecIn& v,
+                      Vector* out) = 0;
 
   // The start x_1 of a session that gives no initial point, before the
   // projection onto X (default: 0).
@@ -100,8 +100,7 @@ class Family {
   // Smoothness constants at (x, y) on these batches.  Default: power iteration
   // with HVPs (90 HVPs, scaled up by a safety factor): several rounds' worth
   // of work, so families whose Hessians have a cheap bound override it.
-  virtual Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
-                                        const StepData& data);
+  virtual Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data);
 };
 
 }  // namespace f2obo

@@ -28,9 +28,8 @@ absl::StatusOr<std::unique_ptr<Family>> CreateFamily(const FamilyConfig& config)
   for (const Entry& e : kFamilies) {
     if (config.name == e.name) return e.create(config);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("family.name: unknown family '", config.name,
-                   "'; known: ", absl::StrJoin(FamilyNames(), ", ")));
+  return absl::InvalidArgumentError(absl::StrCat("family.name: unknown family '", config.name,
+                                                 "'; known: ", absl::StrJoin(FamilyNames(), ", ")));
 }
 
 std::vector<std::string> FamilyNames() {

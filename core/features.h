@@ -18,8 +18,7 @@ inline double RowDot(const Batch& b, int i, const double* w) {
     for (int k = begin; k < end; ++k) s += val[k] * w[col[k]];
     return s;
   }
-  return b.dense.row(i).dot(
-      Eigen::Map<const Vector>(w, b.dense.cols()).transpose());
+  return b.dense.row(i).dot(Eigen::Map<const Vector>(w, b.dense.cols()).transpose());
 }
 
 // ||a_i||^2
@@ -47,8 +46,7 @@ inline void RowAxpy(const Batch& b, int i, double s, double* out) {
 }
 
 // out (C) = W^T a_i for W d x C row-major (feature-major) at `w`.
-inline void RowTimesMatrix(const Batch& b, int i, const double* w, int classes,
-                           double* out) {
+inline void RowTimesMatrix(const Batch& b, int i, const double* w, int classes, double* out) {
   Eigen::Map<Vector> o(out, classes);
   o.setZero();
   if (b.sparse_features) {
@@ -56,8 +54,7 @@ inline void RowTimesMatrix(const Batch& b, int i, const double* w, int classes,
     const int* col = b.csr.innerIndexPtr();
     const double* val = b.csr.valuePtr();
     for (int k = begin; k < end; ++k) {
-      o += val[k] * Eigen::Map<const Vector>(w + static_cast<size_t>(col[k]) * classes,
-                                             classes);
+      o += val[k] * Eigen::Map<const Vector>(w + static_cast<size_t>(col[k]) * classes, classes);
     }
     return;
   }
@@ -66,16 +63,14 @@ inline void RowTimesMatrix(const Batch& b, int i, const double* w, int classes,
 }
 
 // G += a_i r^T for G d x C row-major at `g` (r has C entries).
-inline void RowOuterAdd(const Batch& b, int i, const double* r, int classes,
-                        double* g) {
+inline void RowOuterAdd(const Batch& b, int i, const double* r, int classes, double* g) {
   const Eigen::Map<const Vector> rv(r, classes);
   if (b.sparse_features) {
     const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
     const int* col = b.csr.innerIndexPtr();
     const double* val = b.csr.valuePtr();
     for (int k = begin; k < end; ++k) {
-      Eigen::Map<Vector>(g + static_cast<size_t>(col[k]) * classes, classes) +=
-          val[k] * rv;
+      Eigen::Map<Vector>(g + static_cast<size_t>(col[k]) * classes, classes) += val[k] * rv;
     }
     return;
   }

@@ -58,11 +58,11 @@ void FromNumber(double v, T* out) {
 std::vector<OptionInfo> BuildTable() {
   const AlgorithmOptions defaults;
   std::vector<OptionInfo> table;
-#define F2OBO_OPTION(type, name, def, rule, help)                                     \
-  table.push_back(OptionInfo{                                                         \
-      Opt::name, #name, TypeOf<type>(), rule, help, ChoiceNames<type>(),              \
-      ToNumber(defaults.name), [](const AlgorithmOptions& o) { return ToNumber(o.name); }, \
-      [](AlgorithmOptions* o, double v) { FromNumber(v, &o->name); }});
+#define F2OBO_OPTION(type, name, def, rule, help)                                               \
+  table.push_back(OptionInfo{Opt::name, #name, TypeOf<type>(), rule, help, ChoiceNames<type>(), \
+                             ToNumber(defaults.name),                                           \
+                             [](const AlgorithmOptions& o) { return ToNumber(o.name); },        \
+                             [](AlgorithmOptions* o, double v) { FromNumber(v, &o->name); }});
 #include "core/options.def"
 #undef F2OBO_OPTION
   return table;
@@ -88,13 +88,13 @@ std::string OptionRule::Describe() const {
   if (any) return "any value";
   std::string range;
   if (hi == kMaxOptionMagnitude && !hi_open) {
-    range = absl::StrCat(lo_open ? "> " : ">= ", Number(lo), " and finite (at most ",
-                         Number(hi), ")");
+    range =
+        absl::StrCat(lo_open ? "> " : ">= ", Number(lo), " and finite (at most ", Number(hi), ")");
   } else if (hi == 2147483647.0) {
     range = absl::StrCat(">= ", Number(lo));
   } else {
-    range = absl::StrCat("in ", lo_open ? "(" : "[", Number(lo), ", ", Number(hi),
-                         hi_open ? ")" : "]");
+    range =
+        absl::StrCat("in ", lo_open ? "(" : "[", Number(lo), ", ", Number(hi), hi_open ? ")" : "]");
   }
   return absl::StrCat("must be ", range, infinity_allowed ? ", or inf for none" : "");
 }
@@ -137,8 +137,7 @@ absl::Status SetOptionNumber(const OptionInfo& info, double v, AlgorithmOptions*
   return absl::OkStatus();
 }
 
-absl::Status SetOptionChoice(const OptionInfo& info, absl::string_view value,
-                             AlgorithmOptions* o) {
+absl::Status SetOptionChoice(const OptionInfo& info, absl::string_view value, AlgorithmOptions* o) {
   for (size_t i = 0; i < info.choices.size(); ++i) {
     if (value == info.choices[i]) {
       info.set(o, static_cast<double>(i));

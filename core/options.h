@@ -12,10 +12,10 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace f2obo {
 
@@ -117,7 +117,7 @@ struct OptionInfo {
   OptionRule rule;
   const char* help;
   std::vector<std::string> choices;  // kChoice: names, in enum order
-  double default_value;                    // as `get` returns it
+  double default_value;              // as `get` returns it
 
   // The value as a number: double, int, bool (0/1), choice (its index).
   double (*get)(const AlgorithmOptions&);
@@ -134,8 +134,7 @@ const OptionInfo* FindOption(absl::string_view name);
 // integral and fit, a bool 0 or 1) or a choice name; INVALID_ARGUMENT
 // "options.<name>: ..." otherwise.  Rules are checked by ValidateOptions.
 absl::Status SetOptionNumber(const OptionInfo& info, double value, AlgorithmOptions* o);
-absl::Status SetOptionChoice(const OptionInfo& info, absl::string_view value,
-                             AlgorithmOptions* o);
+absl::Status SetOptionChoice(const OptionInfo& info, absl::string_view value, AlgorithmOptions* o);
 // The value as text ("0.1", "5", "true", "scaled"), e.g. for help and specs.
 std::string OptionValueText(const OptionInfo& info, const AlgorithmOptions& o);
 

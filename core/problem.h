@@ -39,8 +39,7 @@ class MetricsEvaluator {
   // (null at the first step, or when it was not kept).  Fails only on
   // non-finite results.
   virtual absl::StatusOr<ClassMetrics> Evaluate(const SessionState& before,
-                                                const StepReport& report,
-                                                const StepData& current,
+                                                const StepReport& report, const StepData& current,
                                                 const StepData* previous) = 0;
 };
 

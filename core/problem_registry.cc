@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/bilevel/bilevel_problem.h"
-#include "core/simple/simple_problem.h"
 #include "core/multitask/multitask_problem.h"
+#include "core/simple/simple_problem.h"
 
 namespace f2obo {
 
@@ -45,8 +45,8 @@ absl::StatusOr<ProblemClass> ParseProblemClass(absl::string_view name) {
     if (name == e.name) return e.id;
     names.emplace_back(e.name);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "problem_class: unknown class '", name, "'; known: ", absl::StrJoin(names, ", ")));
+  return absl::InvalidArgumentError(absl::StrCat("problem_class: unknown class '", name,
+                                                 "'; known: ", absl::StrJoin(names, ", ")));
 }
 
 absl::StatusOr<ProblemClass> ClassOfFamily(absl::string_view family) {
@@ -56,9 +56,9 @@ absl::StatusOr<ProblemClass> ClassOfFamily(absl::string_view family) {
     if (std::find(names.begin(), names.end(), family) != names.end()) return e.id;
     known.push_back(absl::StrCat(e.name, ": ", absl::StrJoin(names, ", ")));
   }
-  return absl::InvalidArgumentError(absl::StrCat("family.name: unknown family '", family,
-                                                 "'; known (by problem class): ",
-                                                 absl::StrJoin(known, "; ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("family.name: unknown family '", family,
+                   "'; known (by problem class): ", absl::StrJoin(known, "; ")));
 }
 
 const AlgorithmInfo* FindAlgorithm(absl::string_view name) {
@@ -87,10 +87,10 @@ absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string
   if (info == nullptr || info->problem_class != c) {
     const std::string known = absl::StrJoin(AlgorithmNames(c), ", ");
     if (info != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "algorithm: '", algorithm, "' is a ", ProblemClassName(info->problem_class),
-          " algorithm, and this session's problem class is ", ProblemClassName(c),
-          "; its algorithms: ", known));
+      return absl::InvalidArgumentError(
+          absl::StrCat("algorithm: '", algorithm, "' is a ", ProblemClassName(info->problem_class),
+                       " algorithm, and this session's problem class is ", ProblemClassName(c),
+                       "; its algorithms: ", known));
     }
     return absl::InvalidArgumentError(absl::StrCat("algorithm: unknown algorithm '", algorithm,
                                                    "'; ", ProblemClassName(c),
@@ -103,7 +103,8 @@ absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string
 absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOptions& options) {
   const AlgorithmInfo* info = FindAlgorithm(algorithm);
   if (info == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("algorithm: unknown algorithm '", algorithm, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("algorithm: unknown algorithm '", algorithm, "'"));
   }
   return ValidateAlgorithmOptions(*info, options);
 }

@@ -8,10 +8,10 @@
 
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/algorithm_info.h"
 #include "core/problem.h"
 #include "core/problem_class.h"

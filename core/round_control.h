@@ -24,7 +24,7 @@ class RoundControl {
 };
 
 // OK when `control` is null (a round nobody stops: tests, benchmarks).
-inline absl::Status ContinueRound(RoundControl *control) {
+inline absl::Status ContinueRound(RoundControl* control) {
   return control == nullptr ? absl::OkStatus() : control->Check();
 }
 
@@ -32,28 +32,28 @@ inline absl::Status ContinueRound(RoundControl *control) {
 // running (set by its Problem around each Round, null otherwise).
 class StoppableRound {
  public:
-  void set_round_control(RoundControl *control) { control_ = control; }
+  void set_round_control(RoundControl* control) { control_ = control; }
 
  protected:
-  RoundControl *round_control() const { return control_; }
+  RoundControl* round_control() const { return control_; }
   absl::Status ContinueRound() const { return f2obo::ContinueRound(control_); }
 
  private:
-  RoundControl *control_ = nullptr;
+  RoundControl* control_ = nullptr;
 };
 
 // Sets an algorithm's round control for one scope (the Problem's Round).
 class ScopedRoundControl {
  public:
-  ScopedRoundControl(StoppableRound *algorithm, RoundControl *control) : algorithm_(algorithm) {
+  ScopedRoundControl(StoppableRound* algorithm, RoundControl* control) : algorithm_(algorithm) {
     algorithm_->set_round_control(control);
   }
   ~ScopedRoundControl() { algorithm_->set_round_control(nullptr); }
-  ScopedRoundControl(const ScopedRoundControl &) = delete;
-  ScopedRoundControl &operator=(const ScopedRoundControl &) = delete;
+  ScopedRoundControl(const ScopedRoundControl&) = delete;
+  ScopedRoundControl& operator=(const ScopedRoundControl&) = delete;
 
  private:
-  StoppableRound *algorithm_;
+  StoppableRound* algorithm_;
 };
 
 }  // namespace f2obo

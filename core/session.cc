@@ -42,9 +42,11 @@ RunningMetrics EmptyMetrics(const Problem& p) {
 
 Session::Session(SessionConfig config, std::unique_ptr<Problem> problem, SessionState state,
                  RunningMetrics metrics)
-    : config_(std::move(config)), problem_(std::move(problem)),
+    : config_(std::move(config)),
+      problem_(std::move(problem)),
       state_(std::make_shared<const SessionState>(std::move(state))),
-      pending_(std::make_shared<SessionState>()), metrics_(std::move(metrics)) {}
+      pending_(std::make_shared<SessionState>()),
+      metrics_(std::move(metrics)) {}
 
 absl::Status ValidateSessionConfig(const SessionConfig& config) {
   absl::StatusOr<std::unique_ptr<Problem>> problem = CreateProblem(config);
@@ -68,30 +70,29 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& c
   if (!problem.ok()) return problem.status();
   const Problem& p = **problem;
   if (!c.family.empty() && c.family != config.family.name) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.family.name: '", config.family.name, "', but the state was written by a '",
-        c.family, "' session"));
+    return absl::InvalidArgumentError(absl::StrCat("spec.family.name: '", config.family.name,
+                                                   "', but the state was written by a '", c.family,
+                                                   "' session"));
   }
   if (!c.algorithm.empty() && c.algorithm != config.algorithm) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.algorithm: '", config.algorithm, "', but the state was written by '",
-        c.algorithm, "' (its algorithm-owned state has another layout)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.algorithm: '", config.algorithm, "', but the state was written by '",
+                     c.algorithm, "' (its algorithm-owned state has another layout)"));
   }
-  if (absl::Status s = ValidateState(c.state, p.layout(), p.x_dim(), kMaxStateMagnitude);
-      !s.ok()) {
+  if (absl::Status s = ValidateState(c.state, p.layout(), p.x_dim(), kMaxStateMagnitude); !s.ok()) {
     return s;
   }
   if (absl::Status s = p.ValidateRestored(c.state); !s.ok()) return s;
   // Sums added by later versions of a class start at zero.
   if (c.metrics.sums.size() > p.layout().sums.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state.metrics: ", c.metrics.sums.size(), " running sums, this problem class has ",
-        p.layout().sums.size()));
+    return absl::InvalidArgumentError(absl::StrCat("state.metrics: ", c.metrics.sums.size(),
+                                                   " running sums, this problem class has ",
+                                                   p.layout().sums.size()));
   }
   c.metrics.sums.resize(p.layout().sums.size(), 0.0);
   if (c.metrics.evaluated_steps < 0 || c.metrics.evaluated_steps >= c.state.t) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state.metrics: ", c.metrics.evaluated_steps, " evaluated steps at step ", c.state.t));
+    return absl::InvalidArgumentError(absl::StrCat("state.metrics: ", c.metrics.evaluated_steps,
+                                                   " evaluated steps at step ", c.state.t));
   }
   for (size_t i = 0; i < c.metrics.sums.size(); ++i) {
     const double v = c.metrics.sums[i];
@@ -106,8 +107,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& c
           c.metrics.evaluated_steps, " evaluated steps"));
     }
   }
-  return std::unique_ptr<Session>(new Session(config, *std::move(problem), std::move(c.state),
-                                              std::move(c.metrics)));
+  return std::unique_ptr<Session>(
+      new Session(config, *std::move(problem), std::move(c.state), std::move(c.metrics)));
 }
 
 absl::StatusOr<StepReport> Session::Step(const StepData& data) {
@@ -135,8 +136,8 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data, RoundControl* 
   const int64_t t = state_->t;
   // t + 1 must stay a restorable index (ValidateState: t <= 2^53).
   if (t >= kMaxStepIndex) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "step ", t, ": the step counter is at its maximum; session state unchanged"));
+    return absl::OutOfRangeError(
+        absl::StrCat("step ", t, ": the step counter is at its maximum; session state unchanged"));
   }
   if (!data.tasks.empty() && !problem_->reads_tasks()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -154,16 +155,16 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data, RoundControl* 
   StepReport report;
   report.t = t;
   if (absl::Status s = problem_->Round(data, pending_.get(), &report, control); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("step ", t, ": ", s.message(),
-                                               "; session state unchanged"));
+    return absl::Status(s.code(),
+                        absl::StrCat("step ", t, ": ", s.message(), "; session state unchanged"));
   }
   SessionState& next = *pending_;
   if (std::string field = next.FirstOutOfRange(problem_->layout(), kMaxStateMagnitude);
       !field.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "step ", t, ": the round produced a non-finite ", field, " (or one beyond the safe ",
-        "magnitude ", kMaxStateMagnitude,
-        "; step sizes too large for this batch?); session state unchanged"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", t, ": the round produced a non-finite ", field,
+                     " (or one beyond the safe ", "magnitude ", kMaxStateMagnitude,
+                     "; step sizes too large for this batch?); session state unchanged"));
   }
   next.t = t + 1;
   next.inner_iterations = SaturatingAdd(next.inner_iterations, report.inner_iterations);

@@ -151,7 +151,6 @@ bool BitEqual(const Vector& a, const Vector& b) {
          (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
 }
 
-
 // A number's place in the state, for error messages: "y[3]", "lambda".
 std::string OutOfRange(const Vector& v, const std::string& name, double bound) {
   for (Eigen::Index i = 0; i < v.size(); ++i) {
@@ -334,22 +333,21 @@ absl::Status ValidateState(const SessionState& s, const StateLayout& layout, int
   };
   if (absl::Status st = shape(s.x, x_dim, "x"); !st.ok()) return st;
   if (s.vectors.size() != layout.vectors.size() || s.scalars.size() != layout.scalars.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state: holds ", s.vectors.size(), " vectors and ", s.scalars.size(),
-        " scalars; this session's problem class has ", layout.vectors.size(), " and ",
-        layout.scalars.size(), " (a state of another problem class?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: holds ", s.vectors.size(), " vectors and ", s.scalars.size(),
+                     " scalars; this session's problem class has ", layout.vectors.size(), " and ",
+                     layout.scalars.size(), " (a state of another problem class?)"));
   }
   for (size_t i = 0; i < s.vectors.size(); ++i) {
     const auto& [name, dim] = layout.vectors[i];
     if (absl::Status st = shape(s.vectors[i], dim, name); !st.ok()) return st;
   }
   if (std::string f = s.FirstOutOfRange(layout, bound); !f.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state.", f, ": not finite, or beyond the safe magnitude ", bound));
+    return absl::InvalidArgumentError(
+        absl::StrCat("state.", f, ": not finite, or beyond the safe magnitude ", bound));
   }
   if (s.t < 1 || s.t > kMaxStepIndex) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("state.t: ", s.t, " is outside [1, 2^53]"));
+    return absl::InvalidArgumentError(absl::StrCat("state.t: ", s.t, " is outside [1, 2^53]"));
   }
   const std::array<uint64_t, 4>& words = s.rng.words();
   if (words[0] == 0 && words[1] == 0 && words[2] == 0 && words[3] == 0) {

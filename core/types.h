@@ -10,8 +10,7 @@ namespace f2obo {
 using Vector = Eigen::VectorXd;
 using Matrix = Eigen::MatrixXd;
 // Dense feature rows: one sample per row, contiguous.
-using RowMatrix =
-    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 // CSR features: one sample per (compressed) row.
 using CsrMatrix = Eigen::SparseMatrix<double, Eigen::RowMajor, int>;
 

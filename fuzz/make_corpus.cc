@@ -64,8 +64,7 @@ struct Writer {
   int failures = 0;
 
   void Add(const std::string& name, const std::string& bytes, bool must_apply) {
-    const Result r =
-        RunInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    const Result r = RunInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     if (must_apply && r.outcome != Outcome::kApplied) {
       std::fprintf(stderr, "make_corpus: seed %s was not applied: %s\n", name.c_str(),
                    r.first_error.c_str());
@@ -113,7 +112,7 @@ int main(int argc, char** argv) {
     // upper rows these steps carry; its rows are fuzzed from these seeds'
     // mutations of the family name.)
     const std::vector<std::string> simple_families =
-        f.name == "ridge_hpo"          ? std::vector<std::string>{"least_squares"}
+        f.name == "ridge_hpo"              ? std::vector<std::string>{"least_squares"}
         : f.name.rfind("logistic", 0) == 0 ? std::vector<std::string>{"logistic"}
                                            : std::vector<std::string>{};
     for (const std::string& family : simple_families) {

@@ -2,12 +2,12 @@
 // request) pairs through decoding, validation, limits and one or more
 // rounds.  See step_harness.h for the input framing and the invariants, and
 // README.md for how to run it.
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
-
-#include <google/protobuf/stubs/logging.h>
 
 #include "fuzz/step_harness.h"
 

@@ -30,11 +30,11 @@ constexpr char kId[] = "fuzz";
   std::abort();
 }
 
-#define FUZZ_CHECK(cond, ...)                                                       \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      Fail(absl::StrCat(__FILE__, ":", __LINE__, ": ", #cond, ": ", __VA_ARGS__));  \
-    }                                                                               \
+#define FUZZ_CHECK(cond, ...)                                                      \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      Fail(absl::StrCat(__FILE__, ":", __LINE__, ": ", #cond, ": ", __VA_ARGS__)); \
+    }                                                                              \
   } while (false)
 
 // The largest magnitude among a constraint set's finite numbers.
@@ -73,8 +73,8 @@ void CheckDurable(const Session& session) {
              "the state did not survive its encoding bit-exactly");
   absl::StatusOr<std::unique_ptr<Session>> restored =
       Session::Restore(session.config(), *std::move(back));
-  FUZZ_CHECK(restored.ok(), "Session::Restore of a committed state: ",
-             restored.status().ToString());
+  FUZZ_CHECK(restored.ok(),
+             "Session::Restore of a committed state: ", restored.status().ToString());
 }
 
 void CheckExactMetrics(const ExactMetrics& m) {
@@ -85,9 +85,8 @@ void CheckExactMetrics(const ExactMetrics& m) {
                  (!m.drift.has_value() || std::isfinite(*m.drift)),
              "ComputeExactMetrics returned OK with a non-finite metric: regret_term ",
              m.regret_term, ", hypergradient_error ", m.hypergradient_error, ", value ", m.value,
-             ", true_gradient_norm ", m.true_gradient_norm, ", inner_residual ",
-             m.inner_residual, ", variation ", m.variation.value_or(0.0), ", drift ",
-             m.drift.value_or(0.0));
+             ", true_gradient_norm ", m.true_gradient_norm, ", inner_residual ", m.inner_residual,
+             ", variation ", m.variation.value_or(0.0), ", drift ", m.drift.value_or(0.0));
 }
 
 struct Input {
@@ -136,8 +135,9 @@ absl::StatusOr<StepReport> TwinRound(Session& session, const StepData& data, boo
     session.Commit();  // nothing pending after Abort: must be a no-op
     FUZZ_CHECK(session.state().BitEquals(before), "Commit after Abort changed the state");
     report = session.Prepare(data);
-    FUZZ_CHECK(report.ok() == first.ok(), "two Prepares from one state disagree: ",
-               first.status().ToString(), " vs ", report.status().ToString());
+    FUZZ_CHECK(report.ok() == first.ok(),
+               "two Prepares from one state disagree: ", first.status().ToString(), " vs ",
+               report.status().ToString());
     if (report.ok()) {
       FUZZ_CHECK(session.pending_state().BitEquals(*pending),
                  "two Prepares from one state produced different states (t = ", before.t, ")");
@@ -145,8 +145,9 @@ absl::StatusOr<StepReport> TwinRound(Session& session, const StepData& data, boo
     }
   }
   if (!report.ok()) {
-    FUZZ_CHECK(session.state().BitEquals(before), "a refused round changed the state (t = ",
-               before.t, "): ", report.status().ToString());
+    FUZZ_CHECK(session.state().BitEquals(before),
+               "a refused round changed the state (t = ", before.t,
+               "): ", report.status().ToString());
     return report;
   }
   const SessionState& after = session.state();
@@ -221,8 +222,8 @@ std::unique_ptr<Session> Open(Input& in, server::SessionManager& mgr, std::strin
     }
     twin = Session::Restore(*config, *std::move(state));
   }
-  FUZZ_CHECK(twin.ok(), "the manager accepted a session the core refuses: ",
-             twin.status().ToString());
+  FUZZ_CHECK(twin.ok(),
+             "the manager accepted a session the core refuses: ", twin.status().ToString());
   FUZZ_CHECK(ManagerState(mgr) == (*twin)->Encode((*twin)->state()),
              "the manager's new session differs from its core twin");
   FUZZ_CHECK(info->next_t() == (*twin)->state().t, "next_t ", info->next_t(), " vs twin t ",
@@ -328,11 +329,12 @@ Result RunInput(const uint8_t* data, size_t size) {
     }
     const StepData& step = **decoded;
     absl::StatusOr<StepReport> report = TwinRound(session, step, (in.mode & kTwoPhase) != 0);
-    FUZZ_CHECK(reply.ok() == report.ok(), "the manager and its core twin disagree: ",
-               reply.status().ToString(), " vs ", report.status().ToString());
+    FUZZ_CHECK(reply.ok() == report.ok(),
+               "the manager and its core twin disagree: ", reply.status().ToString(), " vs ",
+               report.status().ToString());
     if (!report.ok()) {
-      FUZZ_CHECK(ManagerState(mgr) == before_bytes, "a refused step changed the state: ",
-                 reply.status().ToString());
+      FUZZ_CHECK(ManagerState(mgr) == before_bytes,
+                 "a refused step changed the state: ", reply.status().ToString());
       ++result.rounds_refused;
       if (result.first_error.empty()) result.first_error = std::string(report.status().message());
       continue;
@@ -376,8 +378,7 @@ Result RunInput(const uint8_t* data, size_t size) {
     }
     if (class_evaluator != nullptr) {
       class_evaluator->Observe(step);
-      absl::StatusOr<ClassMetrics> m =
-          class_evaluator->Evaluate(before, *report, step, nullptr);
+      absl::StatusOr<ClassMetrics> m = class_evaluator->Evaluate(before, *report, step, nullptr);
       // Non-finite results are refused (the worker skips the step); what
       // is published must be finite, and an inner gap is never negative.
       if (m.ok() && std::holds_alternative<SimpleMetrics>(*m)) {

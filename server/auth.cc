@@ -63,16 +63,15 @@ absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromText
     if (line.empty()) continue;
     const std::vector<absl::string_view> parts =
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (parts.size() != 2 || (parts[0] != "read" && parts[0] != "write") ||
-        parts[1].size() < 16) {
+    if (parts.size() != 2 || (parts[0] != "read" && parts[0] != "write") || parts[1].size() < 16) {
       return absl::InvalidArgumentError(absl::StrCat(
           source, ":", line_no, ": want '<read|write> <token of at least 16 characters>'"));
     }
     const auto [seen, is_new] = first_line.emplace(std::string(parts[1]), line_no);
     if (!is_new) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ":", line_no, ": duplicate token (already given on line ", seen->second,
-          "); each token must appear once, with one role"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ":", line_no, ": duplicate token (already given on line ",
+                       seen->second, "); each token must appear once, with one role"));
     }
     auth->tokens_.push_back(
         Token{parts[0] == "write" ? Access::kWrite : Access::kRead, std::string(parts[1])});
@@ -83,8 +82,7 @@ absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::FromText
   return auth;
 }
 
-absl::Status TokenAuthenticator::Check(const grpc::ServerContext& context,
-                                       Access needed) const {
+absl::Status TokenAuthenticator::Check(const grpc::ServerContext& context, Access needed) const {
   const auto& md = context.client_metadata();
   const auto it = md.find("authorization");
   if (it == md.end()) {

@@ -7,11 +7,11 @@
 #ifndef F2OBO_SERVER_AUTH_H_
 #define F2OBO_SERVER_AUTH_H_
 
+#include <grpcpp/server_context.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/server_context.h>
 
 #include "absl/status/statusor.h"
 

@@ -18,7 +18,7 @@ CallRoundControl::Clock::duration Seconds(double s) {
 
 }  // namespace
 
-CallRoundControl::CallRoundControl(const grpc::ServerContext *call, const RoundStopFlags *server,
+CallRoundControl::CallRoundControl(const grpc::ServerContext* call, const RoundStopFlags* server,
                                    double budget_seconds)
     : call_(call),
       server_(server),

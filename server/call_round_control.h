@@ -35,11 +35,11 @@ class CallRoundControl final : public RoundControl {
 
   // Any pointer may be null (nothing to watch there).  `budget_seconds`
   // <= 0: no budget.  All must outlive the control.
-  CallRoundControl(const grpc::ServerContext *call, const RoundStopFlags *server,
+  CallRoundControl(const grpc::ServerContext* call, const RoundStopFlags* server,
                    double budget_seconds);
 
   // The session's own stop request (set by a Delete of that session).
-  void set_session_stop(const std::atomic<bool> *stop) { session_stop_ = stop; }
+  void set_session_stop(const std::atomic<bool>* stop) { session_stop_ = stop; }
 
   absl::Status Check() override;
   // Check() without the stride: looks at every stop source now.
@@ -48,9 +48,9 @@ class CallRoundControl final : public RoundControl {
  private:
   absl::Status Look(Clock::time_point now);
 
-  const grpc::ServerContext *const call_;
-  const RoundStopFlags *const server_;
-  const std::atomic<bool> *session_stop_ = nullptr;
+  const grpc::ServerContext* const call_;
+  const RoundStopFlags* const server_;
+  const std::atomic<bool>* session_stop_ = nullptr;
   const bool has_budget_;
   const double budget_seconds_;
   const Clock::time_point start_;

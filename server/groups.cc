@@ -38,8 +38,8 @@ std::vector<std::string> GroupManager::Restore(const std::vector<StoredGroup>& g
       if (sessions_->Get(m).ok()) continue;
       // Serving the others as the group would silently compare fewer
       // algorithms than were asked for.
-      group.unavailable = absl::StrCat("group '", g.id, "' is not served: its member session '",
-                                       m, "' could not be loaded at start-up; DeleteGroup "
+      group.unavailable = absl::StrCat("group '", g.id, "' is not served: its member session '", m,
+                                       "' could not be loaded at start-up; DeleteGroup "
                                        "removes the group and its remaining members");
       problems.push_back(group.unavailable);
       break;
@@ -82,8 +82,8 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
   std::vector<std::string> ids;
   for (int i = 0; i < req.members_size(); ++i) {
     if (!ValidName(req.members(i).name()) || !names.insert(req.members(i).name()).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "members[", i, "].name: must be unique and match [A-Za-z0-9_-]{1,32}"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("members[", i, "].name: must be unique and match [A-Za-z0-9_-]{1,32}"));
     }
     ids.push_back(absl::StrCat(req.group_id(), ".", req.members(i).name()));
   }
@@ -116,9 +116,9 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest&
     const std::string prefix = req.group_id() + ".";
     if (id.rfind(prefix, 0) != 0 || !ValidName(id.substr(prefix.size())) ||
         !ids_seen.insert(id).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "members[", i, "].session_id: must be unique and match '", prefix,
-          "<[A-Za-z0-9_-]{1,32}>'"));
+      return absl::InvalidArgumentError(absl::StrCat("members[", i,
+                                                     "].session_id: must be unique and match '",
+                                                     prefix, "<[A-Za-z0-9_-]{1,32}>'"));
     }
     ids.push_back(id);
   }
@@ -163,9 +163,9 @@ absl::Status GroupManager::Claim(const std::string& group_id, const std::vector<
   const int max = sessions_->limits().max_sessions;
   const size_t held = sessions_->size();
   if (held + ids.size() > static_cast<size_t>(max)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "members: a group of ", ids.size(), " sessions would exceed max_sessions = ", max,
-        " (the server holds ", held, ")"));
+    return absl::ResourceExhaustedError(absl::StrCat("members: a group of ", ids.size(),
+                                                     " sessions would exceed max_sessions = ", max,
+                                                     " (the server holds ", held, ")"));
   }
   busy_[group_id] = ids;
   return absl::OkStatus();
@@ -239,9 +239,9 @@ absl::Status GroupManager::DeleteSession(const std::string& session_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "session '", session_id, "' is a member of group '", owner,
-          "': delete the group instead (DeleteGroup)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("session '", session_id, "' is a member of group '", owner,
+                       "': delete the group instead (DeleteGroup)"));
     }
     deleting_sessions_.insert(session_id);
   }
@@ -258,9 +258,9 @@ absl::StatusOr<v1::SessionInfo> GroupManager::RollbackSession(const std::string&
     // the session as a member (member ids are new sessions).
     std::lock_guard<std::mutex> lock(mu_);
     if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "session '", session_id, "' is a member of group '", owner,
-          "': a member is not rolled back alone (fork it instead: ForkSession)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("session '", session_id, "' is a member of group '", owner,
+                       "': a member is not rolled back alone (fork it instead: ForkSession)"));
     }
   }
   return sessions_->Rollback(session_id, to_t, rolled_back);

@@ -33,7 +33,7 @@ MachineMemory AvailableMemory() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   m.bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
   m.source = "physical memory";
-  for (const char* path : {"/sys/fs/cgroup/memory.max",                     // v2
+  for (const char* path : {"/sys/fs/cgroup/memory.max",                       // v2
                            "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {  // v1
     const int64_t limit = CgroupLimit(path);
     if (limit > 0 && (m.bytes == 0 || limit < m.bytes)) {
@@ -61,8 +61,7 @@ MemoryLimits DeriveMemoryLimits(int64_t max_total_state_bytes, int64_t max_y_dim
     y_from = "the largest y whose session fits max_total_state_bytes";
   }
   out.explanation = absl::StrCat("max_total_state_bytes = ", out.max_total_state_bytes, " (",
-                                 total_from, "), max_y_dim = ", out.max_y_dim, " (", y_from,
-                                 ")");
+                                 total_from, "), max_y_dim = ", out.max_y_dim, " (", y_from, ")");
   return out;
 }
 

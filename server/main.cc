@@ -154,15 +154,14 @@ int main(int argc, char** argv) {
                  durability.c_str());
     return 1;
   }
-  o.durability = durability == "sync" ? f2obo::server::Durability::kSync
-                                      : f2obo::server::Durability::kNone;
+  o.durability =
+      durability == "sync" ? f2obo::server::Durability::kSync : f2obo::server::Durability::kNone;
   o.token_file = absl::GetFlag(FLAGS_token_file);
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
 
-  absl::StatusOr<std::unique_ptr<f2obo::server::Server>> server =
-      f2obo::server::Server::Start(o);
+  absl::StatusOr<std::unique_ptr<f2obo::server::Server>> server = f2obo::server::Server::Start(o);
   if (!server.ok()) {
     std::fprintf(stderr, "f2obo-server: %s\n", std::string(server.status().message()).c_str());
     return 1;
@@ -187,13 +186,12 @@ int main(int argc, char** argv) {
   }
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
   // One machine-readable line: tests and scripts read the bound ports here.
-  std::printf("f2obo-server listening on %s:%d, metrics on %s\n", host.c_str(),
-              (*server)->grpc_port(),
-              o.metrics_listen.empty()
-                  ? "(disabled)"
-                  : (o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) + ":" +
-                     std::to_string((*server)->metrics_port()) + "/metrics")
-                        .c_str());
+  std::printf(
+      "f2obo-server listening on %s:%d, metrics on %s\n", host.c_str(), (*server)->grpc_port(),
+      o.metrics_listen.empty() ? "(disabled)"
+                               : (o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) + ":" +
+                                  std::to_string((*server)->metrics_port()) + "/metrics")
+                                     .c_str());
   std::fflush(stdout);
 
   int signal = 0;

@@ -17,8 +17,8 @@ MetricsPipeline::~MetricsPipeline() { Stop(); }
 std::shared_ptr<SessionMetrics> MetricsPipeline::Open(
     std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
     std::function<RunningMetrics(const ClassMetrics&)> accumulate) {
-  std::shared_ptr<SessionMetrics> s(new SessionMetrics(
-      std::move(session_id), std::move(evaluator), std::move(accumulate), tally_));
+  std::shared_ptr<SessionMetrics> s(new SessionMetrics(std::move(session_id), std::move(evaluator),
+                                                       std::move(accumulate), tally_));
   std::lock_guard<std::mutex> lock(mu_);
   open_.erase(std::remove_if(open_.begin(), open_.end(),
                              [](const auto& p) { return p.use_count() == 1 || p->closed(); }),
@@ -212,8 +212,8 @@ std::deque<SessionMetrics::Entry>::const_iterator SessionMetrics::FirstAfter(
                           [](int64_t t, const Entry& e) { return t < e.t; });
 }
 
-std::optional<v1::StepMetrics> SessionMetrics::NextAfter(
-    int64_t after_t, const std::function<bool()>& cancelled) {
+std::optional<v1::StepMetrics> SessionMetrics::NextAfter(int64_t after_t,
+                                                         const std::function<bool()>& cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     const auto it = FirstAfter(after_t);

@@ -72,9 +72,9 @@ class SessionMetrics;
 
 // The rings of every open session, for /metrics (f2obo_metrics_buffer_*).
 struct BufferTally {
-  std::atomic<int64_t> bytes{0};         // accounted bytes of every ring
-  std::atomic<int64_t> full_sessions{0}; // rings that have dropped a message
-  std::atomic<int64_t> queued_jobs{0};   // jobs enqueued and not yet processed
+  std::atomic<int64_t> bytes{0};          // accounted bytes of every ring
+  std::atomic<int64_t> full_sessions{0};  // rings that have dropped a message
+  std::atomic<int64_t> queued_jobs{0};    // jobs enqueued and not yet processed
 };
 
 class MetricsPipeline {
@@ -137,8 +137,7 @@ class SessionMetrics {
   // Blocks until a message with t > after_t exists, the channel closes, or
   // `cancelled()` turns true (polled every 100 ms).  Returns nullopt when
   // closed or cancelled.
-  std::optional<v1::StepMetrics> NextAfter(int64_t after_t,
-                                           const std::function<bool()>& cancelled);
+  std::optional<v1::StepMetrics> NextAfter(int64_t after_t, const std::function<bool()>& cancelled);
   // The buffered messages with t > after_t, oldest first, at most `max` of
   // them (the oldest ones).  Never waits: a copy of what is there now.
   std::vector<v1::StepMetrics> Snapshot(int64_t after_t,
@@ -159,8 +158,10 @@ class SessionMetrics {
   SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
                  std::function<RunningMetrics(const ClassMetrics&)> accumulate,
                  std::shared_ptr<BufferTally> tally)
-      : id_(std::move(id)), evaluator_(std::move(evaluator)),
-        accumulate_(std::move(accumulate)), tally_(std::move(tally)) {}
+      : id_(std::move(id)),
+        evaluator_(std::move(evaluator)),
+        accumulate_(std::move(accumulate)),
+        tally_(std::move(tally)) {}
   void Publish(const v1::StepMetrics& m);
   // The first buffered entry with t > after_t.  Caller holds mu_.
   std::deque<Entry>::const_iterator FirstAfter(int64_t after_t) const;
@@ -177,8 +178,8 @@ class SessionMetrics {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<MetricsJob> jobs_;            // guarded by mu_
-  bool scheduled_ = false;                 // in the ready queue or running
+  std::deque<MetricsJob> jobs_;  // guarded by mu_
+  bool scheduled_ = false;       // in the ready queue or running
   bool closed_ = false;
   std::deque<Entry> published_;  // the newest kBufferedBytes; guarded by mu_
   size_t published_bytes_ = 0;   // accounted size of published_; guarded by mu_

@@ -28,8 +28,8 @@ void TuneAllocator() {
 
 namespace {
 
-metrics::GaugeFamily* AddGaugeOrDie(metrics::Registry* registry, const char* name,
-                                    const char* help, std::vector<std::string> labels) {
+metrics::GaugeFamily* AddGaugeOrDie(metrics::Registry* registry, const char* name, const char* help,
+                                    std::vector<std::string> labels) {
   absl::StatusOr<metrics::GaugeFamily*> family = registry->AddGauge(name, help, std::move(labels));
   if (!family.ok()) {  // fixed, valid names: a programming error
     std::fprintf(stderr, "f2obo-server: metric registration: %s\n",

@@ -1,18 +1,16 @@
 #include "server/server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/server_builder.h>
-
 #include <fstream>
 #include <sstream>
-
-#include <grpcpp/security/server_credentials.h>
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/decode_traits.h"
@@ -89,8 +87,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     if (!store.ok()) return store.status();
     s->store_ = *std::move(store);
     if (absl::Status limited = s->store_->LimitSize(options.max_store_bytes); !limited.ok()) {
-      return absl::Status(limited.code(),
-                          absl::StrCat("--max_store_bytes: ", limited.message()));
+      return absl::Status(limited.code(), absl::StrCat("--max_store_bytes: ", limited.message()));
     }
   }
   s->service_metrics_ = std::make_unique<ServiceMetrics>(&s->registry_, options.per_session_labels);
@@ -105,9 +102,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       limit.ok()) {
     (*limit)->WithLabels({}).Set(options.limits.max_sessions);
   }
-  s->pipeline_ = std::make_unique<MetricsPipeline>(
-      options.metrics_threads, options.max_pending_metrics,
-      [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
+  s->pipeline_ =
+      std::make_unique<MetricsPipeline>(options.metrics_threads, options.max_pending_metrics,
+                                        [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
   s->sessions_ =
       std::make_unique<SessionManager>(options.limits, s->pipeline_.get(), s->store_.get());
   std::vector<StoredGroup> stored_groups;
@@ -122,8 +119,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   for (std::string& problem : s->groups_->Restore(stored_groups)) {
     s->recovery_problems_.push_back(std::move(problem));
   }
-  s->service_ = std::make_unique<F2oboService>(s->sessions_.get(), s->groups_.get(), sm,
-                                               s->auth_.get());
+  s->service_ =
+      std::make_unique<F2oboService>(s->sessions_.get(), s->groups_.get(), sm, s->auth_.get());
   s->service_->set_replica_name(options.replica_name);
 
   grpc::EnableDefaultHealthCheckService(true);

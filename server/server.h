@@ -3,16 +3,16 @@
 #ifndef F2OBO_SERVER_SERVER_H_
 #define F2OBO_SERVER_SERVER_H_
 
+#include <grpcpp/server.h>
+
 #include <memory>
 #include <string>
 
-#include <grpcpp/server.h>
-
 #include "absl/status/statusor.h"
-#include "server/metrics/http_exporter.h"
-#include "server/metrics/registry.h"
 #include "server/auth.h"
 #include "server/groups.h"
+#include "server/metrics/http_exporter.h"
+#include "server/metrics/registry.h"
 #include "server/metrics_pipeline.h"
 #include "server/process_memory.h"
 #include "server/service.h"
@@ -29,11 +29,11 @@ struct ServerOptions {
   // defaults it to the host name.
   std::string replica_name;
   std::string metrics_listen = "127.0.0.1:9464";  // "" disables /metrics
-  int metrics_threads = 1;         // exact-metric workers
-  int max_pending_metrics = 64;    // per session, before exact metrics are skipped;
-                                   // twice it: steps process the oldest jobs themselves
+  int metrics_threads = 1;                        // exact-metric workers
+  int max_pending_metrics = 64;                   // per session, before exact metrics are skipped;
+                                 // twice it: steps process the oldest jobs themselves
   int http_threads = 2;
-  bool dashboard = true;           // "/" and "/api/..." on the metrics port
+  bool dashboard = true;  // "/" and "/api/..." on the metrics port
   int max_message_bytes = 64 << 20;
   bool per_session_labels = true;  // session_id label on per-session series
   Limits limits;
@@ -43,7 +43,7 @@ struct ServerOptions {
   int64_t max_store_bytes = 0;  // cap on the store's database file; 0 = none
   // Security.  Without a token file every caller may write (said loudly).
   std::string token_file;
-  std::string tls_cert_file;       // PEM; with tls_key_file enables TLS
+  std::string tls_cert_file;  // PEM; with tls_key_file enables TLS
   std::string tls_key_file;
   std::string tls_client_ca_file;  // PEM; set = require and verify client certs
 };

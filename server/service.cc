@@ -66,22 +66,23 @@ grpc::Status F2oboService::Refuse(const char* method) {
   return status;
 }
 
-grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx,
-                                  Access access, const std::function<absl::Status()>& body) {
+grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx, Access access,
+                                  const std::function<absl::Status()>& body) {
   const InFlight in_flight(this);
   if (!in_flight.admitted()) return Refuse(method);
   return Serve(method, ctx, access, body);
 }
 
-grpc::Status F2oboService::Serve(const char* method, const grpc::ServerContext* ctx,
-                                 Access access, const std::function<absl::Status()>& body) {
+grpc::Status F2oboService::Serve(const char* method, const grpc::ServerContext* ctx, Access access,
+                                 const std::function<absl::Status()>& body) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status result = auth_ != nullptr ? auth_->Check(*ctx, access) : absl::OkStatus();
   if (result.ok()) result = body();
   const grpc::Status status = ToGrpcStatus(result);
   if (observer_ != nullptr) {
-    observer_->OnRpc(method, status.error_code(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    observer_->OnRpc(
+        method, status.error_code(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return status;
 }
@@ -130,11 +131,12 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::Step(grpc::ServerContext* ctx, const v1::StepRequest* req,
                                 v1::StepReply* out) {
-  return Handle("Step", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(*req, ctx), out); });
+  return Handle("Step", ctx, Access::kWrite,
+                [&] { return Assign(sessions_->Step(*req, ctx), out); });
 }
 
-grpc::Status F2oboService::Steps(
-    grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>* stream) {
+grpc::Status F2oboService::Steps(grpc::ServerContext* ctx,
+                                 grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>* stream) {
   // Authorize the stream itself, even one that never sends a message.  The
   // opening is its own method label: counted as "Steps" it would add a
   // request and a ~0 s observation to the step latency histogram per stream.
@@ -148,8 +150,8 @@ grpc::Status F2oboService::Steps(
     const InFlight round(this);
     if (!round.admitted()) return Refuse("Steps");
     v1::StepReply reply;
-    const grpc::Status status =
-        Serve("Steps", ctx, Access::kWrite, [&] { return Assign(sessions_->Step(req, ctx), &reply); });
+    const grpc::Status status = Serve("Steps", ctx, Access::kWrite,
+                                      [&] { return Assign(sessions_->Step(req, ctx), &reply); });
     if (!status.ok()) return status;
     // No lock is held here: a slow reader only slows its own stream.
     if (!stream->Write(reply)) break;
@@ -168,8 +170,7 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
                                         const v1::WatchMetricsRequest* req,
                                         grpc::ServerWriter<v1::StepMetrics>* writer) {
   return Handle("WatchMetrics", ctx, Access::kRead, [&]() -> absl::Status {
-    absl::StatusOr<std::shared_ptr<SessionMetrics>> channel =
-        sessions_->Metrics(req->session_id());
+    absl::StatusOr<std::shared_ptr<SessionMetrics>> channel = sessions_->Metrics(req->session_id());
     if (!channel.ok()) return channel.status();
     int64_t after = req->after_t();
     const auto cancelled = [&] { return ctx->IsCancelled() || shutting_down_.load(); };
@@ -183,8 +184,7 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
     if ((*channel)->closed()) {
       // A rollback replaces the channel: the steps this watch followed
       // were abandoned, and indices from the rollback's on come again.
-      absl::StatusOr<std::shared_ptr<SessionMetrics>> now =
-          sessions_->Metrics(req->session_id());
+      absl::StatusOr<std::shared_ptr<SessionMetrics>> now = sessions_->Metrics(req->session_id());
       if (now.ok() && *now != *channel) {
         return absl::AbortedError(absl::StrCat(
             "session '", req->session_id(),
@@ -239,8 +239,8 @@ grpc::Status F2oboService::RollbackSession(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx,
-                                       const v1::ForkSessionRequest* req, v1::SessionInfo* out) {
+grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx, const v1::ForkSessionRequest* req,
+                                       v1::SessionInfo* out) {
   return Handle("ForkSession", ctx, Access::kWrite, [&] {
     absl::Status s = Assign(sessions_->Fork(*req), out);
     if (s.ok() && observer_ != nullptr) {
@@ -251,8 +251,8 @@ grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx,
-                                       const v1::CreateGroupRequest* req, v1::GroupInfo* out) {
+grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx, const v1::CreateGroupRequest* req,
+                                       v1::GroupInfo* out) {
   return Handle("CreateGroup", ctx, Access::kWrite, [&] {
     absl::Status s = Assign(groups_->Create(*req), out);
     if (s.ok() && observer_ != nullptr) {
@@ -262,8 +262,8 @@ grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx,
-                                       const v1::ImportGroupRequest* req, v1::GroupInfo* out) {
+grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx, const v1::ImportGroupRequest* req,
+                                       v1::GroupInfo* out) {
   return Handle("ImportGroup", ctx, Access::kWrite, [&] {
     absl::Status s = Assign(groups_->Import(*req), out);
     if (s.ok() && observer_ != nullptr) {
@@ -296,8 +296,7 @@ grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupSt
   });
 }
 
-grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx,
-                                       const v1::DeleteGroupRequest* req,
+grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx, const v1::DeleteGroupRequest* req,
                                        v1::DeleteGroupResponse* out) {
   return Handle("DeleteGroup", ctx, Access::kWrite, [&]() -> absl::Status {
     if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
@@ -314,8 +313,8 @@ grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx,
 grpc::Status F2oboService::StepsGroup(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>* stream) {
-  const grpc::Status allowed =
-      Handle("StepsGroupOpen", ctx, Access::kWrite, [] { return absl::OkStatus(); });  // as in Steps
+  const grpc::Status allowed = Handle("StepsGroupOpen", ctx, Access::kWrite,
+                                      [] { return absl::OkStatus(); });  // as in Steps
   if (!allowed.ok()) return allowed;
   v1::GroupStepRequest req;
   while (ReadRequest(stream, &req)) {

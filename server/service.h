@@ -7,8 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <functional>
+#include <mutex>
 #include <string>
 
 #include "f2obo/v1/f2obo.grpc.pb.h"
@@ -84,8 +84,7 @@ class F2oboService final : public v1::F2obo::Service {
                            v1::SessionInfo*) override;
   grpc::Status CreateGroup(grpc::ServerContext*, const v1::CreateGroupRequest*,
                            v1::GroupInfo*) override;
-  grpc::Status GetGroup(grpc::ServerContext*, const v1::GetGroupRequest*,
-                        v1::GroupInfo*) override;
+  grpc::Status GetGroup(grpc::ServerContext*, const v1::GetGroupRequest*, v1::GroupInfo*) override;
   grpc::Status StepGroup(grpc::ServerContext*, const v1::GroupStepRequest*,
                          v1::GroupStepReply*) override;
   grpc::Status StepsGroup(

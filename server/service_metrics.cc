@@ -1,7 +1,7 @@
 #include "server/service_metrics.h"
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,11 +22,23 @@ T* OrDie(absl::StatusOr<T*> r) {
 }
 
 const char* CodeName(grpc::StatusCode c) {
-  static const char* const kNames[] = {
-      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   const int i = static_cast<int>(c);
   return i >= 0 && i <= 16 ? kNames[i] : "UNKNOWN";
 }
@@ -35,28 +47,28 @@ const char* CodeName(grpc::StatusCode c) {
 
 ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
     : per_session_(per_session_labels) {
-  const std::vector<double> rpc_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                           0.05,   0.1,   0.25,   0.5,   1,    2.5, 10};
-  requests_ = OrDie(r->AddCounter("f2obo_rpc_requests_total",
-                                  "gRPC requests handled, by method (Steps, StepsGroup: per message; "
-                                  "StepsOpen, StepsGroupOpen: per stream opened).",
-                                  {"method"}));
+  const std::vector<double> rpc_buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                           0.1,    0.25,  0.5,    1,     2.5,  10};
+  requests_ =
+      OrDie(r->AddCounter("f2obo_rpc_requests_total",
+                          "gRPC requests handled, by method (Steps, StepsGroup: per message; "
+                          "StepsOpen, StepsGroupOpen: per stream opened).",
+                          {"method"}));
   errors_ = OrDie(r->AddCounter("f2obo_rpc_errors_total",
                                 "gRPC requests that failed, by method and status code.",
                                 {"method", "code"}));
-  latency_ = OrDie(r->AddHistogram("f2obo_rpc_duration_seconds",
-                                   "Time to handle a gRPC request, by method.", {"method"},
-                                   rpc_buckets));
-  in_flight_ = OrDie(r->AddGauge(
-      "f2obo_rpc_in_flight",
-      "gRPC handlers running now (a stream counts once per message being processed; an "
-      "open WatchMetrics counts while it waits).",
-      {}));
+  latency_ =
+      OrDie(r->AddHistogram("f2obo_rpc_duration_seconds",
+                            "Time to handle a gRPC request, by method.", {"method"}, rpc_buckets));
+  in_flight_ = OrDie(
+      r->AddGauge("f2obo_rpc_in_flight",
+                  "gRPC handlers running now (a stream counts once per message being processed; an "
+                  "open WatchMetrics counts while it waits).",
+                  {}));
   in_flight_->WithLabels({}).Set(0);  // exported from the start
   round_latency_ = OrDie(r->AddHistogram(
       "f2obo_round_duration_seconds",
-      "Time of one optimization round (validation, prequential metrics, round).", {},
-      rpc_buckets));
+      "Time of one optimization round (validation, prequential metrics, round).", {}, rpc_buckets));
   sessions_ = OrDie(r->AddGauge("f2obo_sessions", "Sessions held by the server.", {}));
   steps_ = OrDie(r->AddCounter("f2obo_steps_total", "Steps applied across all sessions.", {}));
   rows_ = OrDie(r->AddCounter("f2obo_rows_ingested_total",
@@ -66,13 +78,13 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   exact_skipped_ = OrDie(r->AddCounter(
       "f2obo_exact_metrics_skipped_total",
       "Steps whose due exact metrics were skipped (worker behind or non-finite).", {}));
-  exact_unconverged_ = OrDie(r->AddCounter(
-      "f2obo_exact_metrics_unconverged_total",
-      "Exact metrics published although one of their solves stopped short of its "
-      "tolerance (the step-t inner solve, the CG solve of the hypergradient, or the "
-      "step t-1 inner solve behind variation and drift); the affected terms are left "
-      "out of BLReg and the V_T, H_2,T estimates.",
-      {}));
+  exact_unconverged_ = OrDie(
+      r->AddCounter("f2obo_exact_metrics_unconverged_total",
+                    "Exact metrics published although one of their solves stopped short of its "
+                    "tolerance (the step-t inner solve, the CG solve of the hypergradient, or the "
+                    "step t-1 inner solve behind variation and drift); the affected terms are left "
+                    "out of BLReg and the V_T, H_2,T estimates.",
+                    {}));
   exact_unconverged_->WithLabels({});  // exported from the start, for rate()
   group_member_steps_ = OrDie(r->AddCounter(
       "f2obo_group_member_steps_total",
@@ -90,8 +102,7 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   undecodable_->WithLabels({});
   rollbacks_ = OrDie(r->AddCounter(
       "f2obo_rollbacks_total",
-      "Sessions rolled back to a checkpoint (RollbackSession calls that changed the state).",
-      {}));
+      "Sessions rolled back to a checkpoint (RollbackSession calls that changed the state).", {}));
   rollbacks_->WithLabels({});
   forks_ = OrDie(r->AddCounter("f2obo_forks_total",
                                "Sessions created by ForkSession (also in f2obo_sessions).", {}));

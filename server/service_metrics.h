@@ -12,16 +12,16 @@
 #ifndef F2OBO_SERVER_SERVICE_METRICS_H_
 #define F2OBO_SERVER_SERVICE_METRICS_H_
 
+#include <grpcpp/support/status.h>
+
 #include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <grpcpp/support/status.h>
-
-#include "f2obo/v1/f2obo.pb.h"
 #include "absl/container/flat_hash_set.h"
+#include "f2obo/v1/f2obo.pb.h"
 #include "server/metrics/registry.h"
 #include "server/presentation/class_presentation.h"
 #include "server/service.h"
@@ -70,8 +70,8 @@ class ServiceMetrics final : public ServiceObserver {
   // (in presentation::Presentations() order).
   metrics::GaugeFamily* t_;
   metrics::GaugeFamily* upper_loss_;
-  std::vector<std::pair<const presentation::ClassPresentation*,
-                        std::unique_ptr<presentation::ClassSeries>>>
+  std::vector<
+      std::pair<const presentation::ClassPresentation*, std::unique_ptr<presentation::ClassSeries>>>
       classes_;
 };
 

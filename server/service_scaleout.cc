@@ -4,12 +4,12 @@
 
 namespace f2obo::server {
 
-grpc::Status F2oboService::GetServerInfo(grpc::ServerContext *ctx, const v1::GetServerInfoRequest *,
-                                         v1::ServerInfo *out) {
+grpc::Status F2oboService::GetServerInfo(grpc::ServerContext* ctx, const v1::GetServerInfoRequest*,
+                                         v1::ServerInfo* out) {
   return Handle("GetServerInfo", ctx, Access::kRead, [&] {
     out->set_replica_name(replica_name_);
-    for (const StoredFence &f : sessions_->Fences()) {
-      v1::Fence *fence = out->add_fences();
+    for (const StoredFence& f : sessions_->Fences()) {
+      v1::Fence* fence = out->add_fences();
       fence->set_routing_key(f.key);
       fence->set_target(f.target);
     }
@@ -17,8 +17,8 @@ grpc::Status F2oboService::GetServerInfo(grpc::ServerContext *ctx, const v1::Get
   });
 }
 
-grpc::Status F2oboService::SetFence(grpc::ServerContext *ctx, const v1::SetFenceRequest *req,
-                                    v1::Fence *out) {
+grpc::Status F2oboService::SetFence(grpc::ServerContext* ctx, const v1::SetFenceRequest* req,
+                                    v1::Fence* out) {
   return Handle("SetFence", ctx, Access::kWrite, [&] {
     absl::Status s = sessions_->SetFence(req->routing_key(), req->target());
     if (s.ok()) {
@@ -29,17 +29,17 @@ grpc::Status F2oboService::SetFence(grpc::ServerContext *ctx, const v1::SetFence
   });
 }
 
-grpc::Status F2oboService::LiftFence(grpc::ServerContext *ctx, const v1::LiftFenceRequest *req,
-                                     v1::LiftFenceResponse *) {
+grpc::Status F2oboService::LiftFence(grpc::ServerContext* ctx, const v1::LiftFenceRequest* req,
+                                     v1::LiftFenceResponse*) {
   return Handle("LiftFence", ctx, Access::kWrite,
                 [&] { return sessions_->LiftFence(req->routing_key()); });
 }
 
-grpc::Status F2oboService::DropFencedSessions(grpc::ServerContext *ctx,
-                                              const v1::DropFencedSessionsRequest *req,
-                                              v1::DropFencedSessionsResponse *out) {
+grpc::Status F2oboService::DropFencedSessions(grpc::ServerContext* ctx,
+                                              const v1::DropFencedSessionsRequest* req,
+                                              v1::DropFencedSessionsResponse* out) {
   return Handle("DropFencedSessions", ctx, Access::kWrite, [&]() -> absl::Status {
-    const std::string &key = req->routing_key();
+    const std::string& key = req->routing_key();
     if (sessions_->CheckFence(key).ok()) {
       return absl::FailedPreconditionError(
           "routing key '" + key +
@@ -52,12 +52,12 @@ grpc::Status F2oboService::DropFencedSessions(grpc::ServerContext *ctx,
       return members.status();
     }
     std::vector<std::string> deleted = members.ok() ? *members : std::vector<std::string>{};
-    for (const std::string &id : sessions_->SessionsOfKey(key)) {
+    for (const std::string& id : sessions_->SessionsOfKey(key)) {
       absl::Status s = groups_->DeleteSession(id);
       if (!s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
       if (s.ok()) deleted.push_back(id);
     }
-    for (const std::string &id : deleted) {
+    for (const std::string& id : deleted) {
       if (observer_ != nullptr) observer_->OnSessionDeleted(id);
       out->add_session_ids(id);
     }

@@ -127,7 +127,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
     std::lock_guard<std::mutex> lock(e.mu);
     if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
     if (absl::Status s = CheckFence(id); !s.ok()) return s;  // its state is being moved
-    if (to_t + 1 == e.session->state().t) return Info(e);  // already there
+    if (to_t + 1 == e.session->state().t) return Info(e);    // already there
     absl::StatusOr<std::string> bytes = StateAfter(e, to_t, "rollback to");
     if (!bytes.ok()) return bytes.status();
     absl::StatusOr<Checkpoint> checkpoint = DeserializeCheckpoint(*bytes);

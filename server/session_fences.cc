@@ -10,9 +10,9 @@
 
 namespace f2obo::server {
 
-std::string SessionManager::RoutingKey(const std::string &id) { return id.substr(0, id.find('.')); }
+std::string SessionManager::RoutingKey(const std::string& id) { return id.substr(0, id.find('.')); }
 
-absl::Status SessionManager::CheckFence(const std::string &id) const {
+absl::Status SessionManager::CheckFence(const std::string& id) const {
   const std::string key = RoutingKey(id);
   std::lock_guard<std::mutex> lock(fence_mu_);
   const auto it = fences_.find(key);
@@ -26,7 +26,7 @@ absl::Status SessionManager::CheckFence(const std::string &id) const {
                    "' (routing key '", key, "' is fenced on this replica); retry"));
 }
 
-absl::Status SessionManager::SetFence(const std::string &key, const std::string &target) {
+absl::Status SessionManager::SetFence(const std::string& key, const std::string& target) {
   if (key.empty() || key.find('.') != std::string::npos || !ValidSessionId(key)) {
     return absl::InvalidArgumentError("routing_key: must match [A-Za-z0-9_-]{1,64}");
   }
@@ -46,22 +46,22 @@ absl::Status SessionManager::SetFence(const std::string &key, const std::string 
     // Installs that reserved an id of the key before the fence finish
     // first (they are then listed and moved with the rest).
     installed_cv_.wait(lock, [&] {
-      for (const std::string &id : installing_) {
+      for (const std::string& id : installing_) {
         if (RoutingKey(id) == key) return false;
       }
       return true;
     });
-    for (const auto &[id, e] : sessions_) {
+    for (const auto& [id, e] : sessions_) {
       if (RoutingKey(id) == key) fenced.push_back(e);
     }
   }
   // A round holds its entry's mu from before its fence check to its commit:
   // taking each lock once waits for the rounds admitted before the fence.
-  for (const auto &e : fenced) std::lock_guard<std::mutex> barrier(e->mu);
+  for (const auto& e : fenced) std::lock_guard<std::mutex> barrier(e->mu);
   return absl::OkStatus();
 }
 
-absl::Status SessionManager::LiftFence(const std::string &key) {
+absl::Status SessionManager::LiftFence(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(fence_mu_);
     if (fences_.count(key) == 0) {
@@ -81,14 +81,14 @@ absl::Status SessionManager::LiftFence(const std::string &key) {
 std::vector<StoredFence> SessionManager::Fences() const {
   std::lock_guard<std::mutex> lock(fence_mu_);
   std::vector<StoredFence> out;
-  for (const auto &[key, target] : fences_) out.push_back({key, target});
+  for (const auto& [key, target] : fences_) out.push_back({key, target});
   return out;
 }
 
-std::vector<std::string> SessionManager::SessionsOfKey(const std::string &key) const {
+std::vector<std::string> SessionManager::SessionsOfKey(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
-  for (const auto &[id, e] : sessions_) {
+  for (const auto& [id, e] : sessions_) {
     if (RoutingKey(id) == key) out.push_back(id);
   }
   return out;

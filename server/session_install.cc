@@ -42,22 +42,19 @@ absl::Status SessionManager::CheckImportedReplies(const v1::SessionExport& ex,
     const std::string field = absl::StrCat("session.replies[", i, "]");
     if (r.t() < 1 || r.t() >= state.t) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field, ".t = ", r.t(), ": outside [1, ", state.t,
-          "), the steps the state has applied"));
+          field, ".t = ", r.t(), ": outside [1, ", state.t, "), the steps the state has applied"));
     }
     if (r.t() <= previous) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".t = ", r.t(), ": step indices must increase (the previous entry has t = ",
-          previous, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".t = ", r.t(),
+                       ": step indices must increase (the previous entry has t = ", previous, ")"));
     }
     previous = r.t();
     if (r.x_size() != state.x.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".x: has ", r.x_size(),
-                                                     " entries, expected x_dim = ",
-                                                     state.x.size()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".x: has ", r.x_size(), " entries, expected x_dim = ", state.x.size()));
     }
-    if (absl::Status s = CheckNumbers(r, field, std::numeric_limits<double>::infinity());
-        !s.ok()) {
+    if (absl::Status s = CheckNumbers(r, field, std::numeric_limits<double>::infinity()); !s.ok()) {
       return s;
     }
   }

@@ -49,8 +49,7 @@ absl::Status SessionManager::CheckNotRemoved(const Entry& e) {
   return absl::NotFoundError(absl::StrCat("session '", e.id, "' was deleted"));
 }
 
-absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
-    const v1::SessionSpec& spec) const {
+absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(const v1::SessionSpec& spec) const {
   // Every number of the spec is an input number (the proto's conventions),
   // checked before any of it is converted or allocated.
   if (absl::Status s = CheckSpecNumbers(spec, "spec"); !s.ok()) return s;
@@ -63,20 +62,20 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
   const auto dim = [](int v) { return static_cast<int64_t>(std::max(v, 0)); };
   // A multi-task session may come to hold a y per task (tasks are checked
   // against max_tasks first, so the product stays far inside int64).
-  const int64_t per_task = (dim(f.features) + 1) * std::max<int64_t>(dim(f.classes), 1) +
-                           dim(f.y_dim) + dim(f.x_dim);
+  const int64_t per_task =
+      (dim(f.features) + 1) * std::max<int64_t>(dim(f.classes), 1) + dim(f.y_dim) + dim(f.x_dim);
   const int64_t y_bound =
       f.tasks > 0 && f.tasks <= limits_.max_tasks ? per_task * f.tasks : per_task;
   if (f.tasks > limits_.max_tasks) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "spec.family.tasks: m = ", f.tasks, " exceeds the server limit max_tasks = ",
-        limits_.max_tasks));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("spec.family.tasks: m = ", f.tasks,
+                     " exceeds the server limit max_tasks = ", limits_.max_tasks));
   }
   if (y_bound > limits_.max_y_dim) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "spec.family: a session of about ", y_bound,
-        " state variables (x and y) exceeds the per-session limit max_y_dim = ",
-        limits_.max_y_dim));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("spec.family: a session of about ", y_bound,
+                     " state variables (x and y) exceeds the per-session limit max_y_dim = ",
+                     limits_.max_y_dim));
   }
   // Only the caps the algorithm reads: an option it ignores keeps its
   // generic default, which may exceed the server's limit (an export
@@ -91,7 +90,8 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
        o.max_scheduled_inner_steps > cap)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.inner_steps / max_inner_iterations / max_scheduled_inner_steps: above the "
-        "server limit max_inner_iterations = ", limits_.max_inner_iterations));
+        "server limit max_inner_iterations = ",
+        limits_.max_inner_iterations));
   }
   if (spec.metrics().has_exact_every() && spec.metrics().exact_every() < 0) {
     return absl::InvalidArgumentError("spec.metrics.exact_every: must be >= 0");
@@ -100,22 +100,21 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(
 }
 
 absl::StatusOr<int64_t> SessionManager::Reserve(const SessionConfig& config,
-                                                const v1::SessionSpec& spec,
-                                                bool enforce_limits) {
+                                                const v1::SessionSpec& spec, bool enforce_limits) {
   const SessionFootprint f = EstimateFootprint(config.family);
   if (store_ != nullptr && enforce_limits) {
     const int64_t max_record = store_->max_record_bytes();
     if (f.record_bytes > max_record) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "spec.family: the session's state (x of about ", f.x, " entries, y and z of ", f.y,
-          " each) would take about ", f.record_bytes,
-          " bytes in the store, beyond its maximum record size of ", max_record,
-          " bytes (SQLite's SQLITE_MAX_LENGTH)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("spec.family: the session's state (x of about ", f.x,
+                       " entries, y and z of ", f.y, " each) would take about ", f.record_bytes,
+                       " bytes in the store, beyond its maximum record size of ", max_record,
+                       " bytes (SQLite's SQLITE_MAX_LENGTH)"));
     }
     if (static_cast<int64_t>(spec.ByteSizeLong()) > max_record) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "spec: ", spec.ByteSizeLong(), " bytes, beyond the store's maximum record size of ",
-          max_record, " bytes"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("spec: ", spec.ByteSizeLong(),
+                       " bytes, beyond the store's maximum record size of ", max_record, " bytes"));
     }
   }
   // Without a store, a session's checkpoints are kept in memory.
@@ -128,12 +127,11 @@ absl::StatusOr<int64_t> SessionManager::Reserve(const SessionConfig& config,
   if (enforce_limits && limits_.max_total_state_bytes > 0 &&
       memory > limits_.max_total_state_bytes - reserved_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "spec.family: a session of about ", memory,
-        " bytes of memory (x of about ", f.x, " entries, y and z of ", f.y,
-        " each, with the copies a round and a commit make",
+        "spec.family: a session of about ", memory, " bytes of memory (x of about ", f.x,
+        " entries, y and z of ", f.y, " each, with the copies a round and a commit make",
         store_ == nullptr ? " and its in-memory checkpoints" : "",
-        ") does not fit the memory limit max_total_state_bytes = ",
-        limits_.max_total_state_bytes, " (sessions hold ", reserved_bytes_, ")"));
+        ") does not fit the memory limit max_total_state_bytes = ", limits_.max_total_state_bytes,
+        " (sessions hold ", reserved_bytes_, ")"));
   }
   reserved_bytes_ += memory;
   return memory;
@@ -156,25 +154,24 @@ std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
   // sums_mu, never waiting for a round (which holds mu), unless a rollback
   // replaced the session since (a later generation).
   std::weak_ptr<Entry> weak = entry;
-  return pipeline_->Open(
-      entry->id, std::move(evaluator), [weak, generation](const ClassMetrics& m) {
-        RunningMetrics out;
-        if (std::shared_ptr<Entry> e = weak.lock()) {
-          std::lock_guard<std::mutex> lock(e->sums_mu);
-          if (e->generation == generation) {
-            e->session->AddMetrics(m);
-            PublishSums(*e);
-          }
-          out = e->session->metrics();
-        }
-        return out;
-      });
+  return pipeline_->Open(entry->id, std::move(evaluator),
+                         [weak, generation](const ClassMetrics& m) {
+                           RunningMetrics out;
+                           if (std::shared_ptr<Entry> e = weak.lock()) {
+                             std::lock_guard<std::mutex> lock(e->sums_mu);
+                             if (e->generation == generation) {
+                               e->session->AddMetrics(m);
+                               PublishSums(*e);
+                             }
+                             out = e->session->metrics();
+                           }
+                           return out;
+                         });
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
   if (!req.session_id().empty() && !ValidSessionId(req.session_id())) {
-    return absl::InvalidArgumentError(
-        "session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
+    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(req.spec());
   if (!config.ok()) return config.status();
@@ -194,8 +191,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRe
   return info;
 }
 
-absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
-    std::vector<StoredGroup>* groups) {
+absl::StatusOr<std::vector<std::string>> SessionManager::Recover(std::vector<StoredGroup>* groups) {
   if (store_ == nullptr) return std::vector<std::string>{};
   absl::StatusOr<LoadedStore> loaded = store_->LoadAll();
   if (!loaded.ok()) return loaded.status();
@@ -212,8 +208,7 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(
     absl::StatusOr<std::unique_ptr<Session>> session =
         state.ok() ? Session::Restore(*config, *std::move(state)) : state.status();
     if (!session.ok()) {
-      problems.push_back(
-          absl::StrCat("session '", stored.id, "': ", session.status().message()));
+      problems.push_back(absl::StrCat("session '", stored.id, "': ", session.status().message()));
       continue;
     }
     auto entry = std::make_shared<Entry>();
@@ -291,16 +286,16 @@ absl::Status SessionManager::CheckLimits(const v1::Batch& b, const std::string& 
     nnz = b.csr().values_size();
   }
   if (rows > limits_.max_batch_rows) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, ": ", rows, " rows exceed max_batch_rows = ", limits_.max_batch_rows));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": ", rows, " rows exceed max_batch_rows = ", limits_.max_batch_rows));
   }
   if (cols > limits_.max_batch_cols) {
     return absl::ResourceExhaustedError(absl::StrCat(
         what, ": ", cols, " columns exceed max_batch_cols = ", limits_.max_batch_cols));
   }
   if (nnz > limits_.max_batch_nnz) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, ": ", nnz, " values exceed max_batch_nnz = ", limits_.max_batch_nnz));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": ", nnz, " values exceed max_batch_nnz = ", limits_.max_batch_nnz));
   }
   return absl::OkStatus();
 }
@@ -314,9 +309,9 @@ absl::StatusOr<v1::StepReply> SessionManager::CachedOrRefused(const Entry& e, in
     }
   }
   const int64_t next = e.session->state().t;
-  return absl::FailedPreconditionError(absl::StrCat(
-      "step index t = ", t, " refused: session '", e.id, "' expects t = ", next,
-      t < next ? " (that step was applied and is no longer in the reply cache)" : ""));
+  return absl::FailedPreconditionError(
+      absl::StrCat("step index t = ", t, " refused: session '", e.id, "' expects t = ", next,
+                   t < next ? " (that step was applied and is no longer in the reply cache)" : ""));
 }
 
 absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
@@ -369,8 +364,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
   return Apply(**found, req.t(), *data, call);
 }
 
-absl::Status SessionManager::ValidateBatches(const std::string& id,
-                                             const StepData& data) const {
+absl::Status SessionManager::ValidateBatches(const std::string& id, const StepData& data) const {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
   std::lock_guard<std::mutex> lock((*found)->mu);
@@ -433,8 +427,8 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
                            checkpoint ? limits_.max_checkpoints : 0);
     if (!durable.ok()) {
       s.Abort();
-      return StoreWriteFailed(
-          durable, absl::StrCat("step ", t, " not applied (session state unchanged)"));
+      return StoreWriteFailed(durable,
+                              absl::StrCat("step ", t, " not applied (session state unchanged)"));
     }
   }
   s.Commit();

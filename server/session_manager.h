@@ -42,8 +42,8 @@ struct Limits {
   int max_batch_rows = 100000;
   int max_batch_cols = 1000000;
   int64_t max_batch_nnz = 50000000;
-  int64_t max_y_dim = 50000000;  // per-session state size guard (doubles)
-  int reply_cache = 16;          // replies kept per session for retries
+  int64_t max_y_dim = 50000000;       // per-session state size guard (doubles)
+  int reply_cache = 16;               // replies kept per session for retries
   int max_inner_iterations = 100000;  // per inner loop of one round
   int max_tasks = 10000;              // m of a multi-task session (FamilySpec.tasks)
   // Memory of every session together (session_footprint.h's estimates,
@@ -172,14 +172,14 @@ class SessionManager {
   struct Entry {
     std::string id;
     int exact_every = 0;
-    mutable std::mutex mu;                 // serializes steps and other writers
+    mutable std::mutex mu;  // serializes steps and other writers
     // The running sums (session->metrics()), which the metrics worker adds
     // to without waiting for a round: read and written under sums_mu;
     // `session` and `generation` are replaced under mu and sums_mu.
     mutable std::mutex sums_mu;
     // Published under mu after every change; read under view_mu alone.
     mutable std::mutex view_mu;
-    std::shared_ptr<const View> view;      // guarded by view_mu
+    std::shared_ptr<const View> view;  // guarded by view_mu
     // Set by Delete before it waits for mu, so that a running round stops.
     std::atomic<bool> stop_rounds{false};
     // Set before the entry is findable; replaced by a rollback (under mu
@@ -187,18 +187,18 @@ class SessionManager {
     // waits for a round.
     mutable std::mutex metrics_mu;
     std::shared_ptr<SessionMetrics> metrics;  // guarded by metrics_mu (writes: and mu)
-    std::shared_ptr<Session> session;      // guarded by mu
-    std::deque<v1::StepReply> replies;     // guarded by mu; newest last
+    std::shared_ptr<Session> session;         // guarded by mu
+    std::deque<v1::StepReply> replies;        // guarded by mu; newest last
     // The kept checkpoints by their state's next step index; their bytes
     // are in the store, or in `memory_checkpoints` when there is none.
     std::set<int64_t> checkpoints;                      // guarded by mu
     std::map<int64_t, std::string> memory_checkpoints;  // guarded by mu
     // Bumped by a rollback: metrics of the abandoned steps, still in the
     // pipeline, must not add to the restored running sums.
-    uint64_t generation = 0;               // guarded by mu and sums_mu (writes: both)
+    uint64_t generation = 0;  // guarded by mu and sums_mu (writes: both)
     // Set by Delete once the session left the map and the store: holders
     // of the entry found before then must neither serve it nor persist it.
-    bool removed = false;                  // guarded by mu
+    bool removed = false;        // guarded by mu
     int64_t reserved_bytes = 0;  // its share of reserved_bytes_, released by Delete
   };
 
@@ -225,8 +225,7 @@ class SessionManager {
   // The exact-metrics period of a session made from `spec`.
   static int ExactEvery(const v1::SessionSpec& spec, const Session& session);
   // The reply cache of an import, against the state it comes with.
-  static absl::Status CheckImportedReplies(const v1::SessionExport& ex,
-                                           const SessionState& state);
+  static absl::Status CheckImportedReplies(const v1::SessionExport& ex, const SessionState& state);
   // Room for a session of `config` (given as `spec`), before anything is
   // allocated: its records must fit the store's maximum record size and
   // its memory the max_total_state_bytes budget (unless not
@@ -304,8 +303,8 @@ class SessionManager {
   // order: mu_ -> fence_mu_.
   mutable std::mutex fence_mu_;
   std::map<std::string, std::string> fences_;  // guarded by fence_mu_
-  uint64_t next_generated_id_ = 1;                          // guarded by mu_
-  int64_t reserved_bytes_ = 0;                              // guarded by mu_
+  uint64_t next_generated_id_ = 1;             // guarded by mu_
+  int64_t reserved_bytes_ = 0;                 // guarded by mu_
   TestHooks hooks_;
 };
 

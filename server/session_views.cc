@@ -22,10 +22,8 @@ std::shared_ptr<const SessionManager::View> SessionManager::CurrentView(const En
   return view;
 }
 
-v1::SessionInfo SessionManager::InfoOf(const std::string& id, int exact_every,
-                                       const View& view) {
-  v1::SessionInfo info =
-      SessionInfoOf(id, *view.session, *view.state, view.metrics, exact_every);
+v1::SessionInfo SessionManager::InfoOf(const std::string& id, int exact_every, const View& view) {
+  v1::SessionInfo info = SessionInfoOf(id, *view.session, *view.state, view.metrics, exact_every);
   for (int64_t t : view.checkpoints) info.add_checkpoints(t);
   return info;
 }

@@ -21,8 +21,7 @@ int RunAlgorithms() {
   for (const ProblemClassEntry& c : ProblemClasses()) {
     if (only.empty()) {
       std::printf("problem class %s: %s\n  families: %s\n  default algorithm: %s\n\n", c.name,
-                  c.summary, absl::StrJoin(c.family_names(), ", ").c_str(),
-                  c.default_algorithm);
+                  c.summary, absl::StrJoin(c.family_names(), ", ").c_str(), c.default_algorithm);
     }
     for (const AlgorithmInfo* info : c.algorithms()) {
       if (!only.empty() && only != info->name) continue;
@@ -30,8 +29,8 @@ int RunAlgorithms() {
       const AlgorithmOptions defaults = DefaultOptions(*info);
       for (const OptionInfo& o : OptionTable()) {
         if (!info->reads.Has(o.id)) continue;
-        std::printf("    --%s=%s  %s; %s\n", o.name, OptionValueText(o, defaults).c_str(),
-                    o.help, o.rule.Describe().c_str());
+        std::printf("    --%s=%s  %s; %s\n", o.name, OptionValueText(o, defaults).c_str(), o.help,
+                    o.rule.Describe().c_str());
       }
       std::printf("\n");
     }

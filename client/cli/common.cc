@@ -13,8 +13,7 @@
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "Address host:port of the f2obo server (every subcommand)");
-ABSL_FLAG(double, timeout, 30.0,
-          "Deadline in seconds of each unary RPC (streams have none)");
+ABSL_FLAG(double, timeout, 30.0, "Deadline in seconds of each unary RPC (streams have none)");
 ABSL_FLAG(int, max_attempts, 6,
           "Attempts per unary Step (--mode=unary) and consecutive reconnects of a "
           "broken Steps stream, with exponential backoff");
@@ -60,8 +59,8 @@ absl::StatusOr<std::string> TokenFromFile(const std::string& path) {
   if (!in) return absl::NotFoundError("--token_file: cannot read '" + path + "'");
   std::string line, first, write;
   while (std::getline(in, line)) {
-    std::vector<std::string> words = absl::StrSplit(line, absl::ByAnyChar(" \t\r"),
-                                                    absl::SkipEmpty());
+    std::vector<std::string> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
     if (words.empty() || words[0][0] == '#') continue;
     const std::string token = words.size() == 1 ? words[0] : words[1];
     if (first.empty()) first = token;
@@ -109,9 +108,8 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
 }
 
 const std::vector<std::string>& GlobalFlagNames() {
-  static const auto* names =
-      new std::vector<std::string>{"server",     "timeout",             "max_attempts",
-                                   "token_file", "moved_retry_seconds", "verbose"};
+  static const auto* names = new std::vector<std::string>{
+      "server", "timeout", "max_attempts", "token_file", "moved_retry_seconds", "verbose"};
   return *names;
 }
 

@@ -61,8 +61,7 @@ absl::StatusOr<v1::GroupMember> ParseMember(const std::string& text) {
   if (parts.size() == 3) {
     for (absl::string_view kv : absl::StrSplit(parts[2], ',', absl::SkipEmpty())) {
       if (absl::Status s = SetOption(kv, m.mutable_options()); !s.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--member=", text, ": ", s.message()));
+        return absl::InvalidArgumentError(absl::StrCat("--member=", text, ": ", s.message()));
       }
     }
   }

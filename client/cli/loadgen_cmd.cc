@@ -23,8 +23,7 @@
 #include "f2obo/v1/convert.h"
 
 ABSL_FLAG(int, sessions, 16, "loadgen: number of sessions (1..1000), one Steps stream each");
-ABSL_FLAG(int, threads, 0,
-          "loadgen: client threads sharing the streams (0 = one per session)");
+ABSL_FLAG(int, threads, 0, "loadgen: client threads sharing the streams (0 = one per session)");
 ABSL_FLAG(double, max_seconds, 120,
           "loadgen: time limit of the streaming phase; streams still running are stopped");
 
@@ -69,7 +68,8 @@ StepData SyntheticStep(const v1::SessionInfo& info, int rows, std::mt19937_64& r
     b->labels.resize(n);
     for (int i = 0; i < n; ++i) {
       Eigen::Index best = 0;
-      (scores.row(i).transpose() + 0.5 * Vector::NullaryExpr(classes, [&] {
+      (scores.row(i).transpose() +
+       0.5 * Vector::NullaryExpr(classes, [&] {
          return normal(rng);
        })).maxCoeff(&best);
       b->labels[i] = static_cast<int32_t>(best);
@@ -93,9 +93,9 @@ struct WorkerResult {
   std::vector<std::string> errors;
 };
 
-void Work(client::Client& c, const std::vector<v1::StepRequest>& pool,
-          std::vector<std::string> ids, int steps, Clock::time_point stop_at,
-          std::chrono::system_clock::time_point deadline, WorkerResult* out) {
+void Work(client::Client& c, const std::vector<v1::StepRequest>& pool, std::vector<std::string> ids,
+          int steps, Clock::time_point stop_at, std::chrono::system_clock::time_point deadline,
+          WorkerResult* out) {
   std::vector<Lane> lanes(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     lanes[i].id = ids[i];
@@ -181,10 +181,11 @@ int RunLoadgen() {
     if (i == 0) shape = *info;
   }
   const v1::FamilySpec& f = shape.spec().family();
-  std::printf("loadgen: %d sessions x %d steps, %s / %s, %d rows/step, x_dim %d, y_dim %d, "
-              "%d threads\n",
-              n, steps, f.name().c_str(), shape.spec().algorithm().c_str(), rows, shape.x_dim(),
-              shape.y_dim(), threads);
+  std::printf(
+      "loadgen: %d sessions x %d steps, %s / %s, %d rows/step, x_dim %d, y_dim %d, "
+      "%d threads\n",
+      n, steps, f.name().c_str(), shape.spec().algorithm().c_str(), rows, shape.x_dim(),
+      shape.y_dim(), threads);
   std::fflush(stdout);
   std::vector<v1::StepRequest> pool(kPool);
   std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
@@ -196,8 +197,8 @@ int RunLoadgen() {
 
   auto previous = std::signal(SIGINT, OnSigint);
   const auto start = Clock::now();
-  const auto span = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(max_seconds));
+  const auto span =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(max_seconds));
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(span);
   std::vector<WorkerResult> results(threads);
@@ -205,8 +206,8 @@ int RunLoadgen() {
   for (int k = 0; k < threads; ++k) {
     std::vector<std::string> mine;
     for (int i = k; i < n; i += threads) mine.push_back(ids[i]);
-    workers.emplace_back(Work, std::ref(c), std::cref(pool), std::move(mine), steps,
-                         start + span, deadline, &results[k]);
+    workers.emplace_back(Work, std::ref(c), std::cref(pool), std::move(mine), steps, start + span,
+                         deadline, &results[k]);
   }
   for (std::thread& w : workers) w.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -231,16 +232,16 @@ int RunLoadgen() {
       f.name() == "quadratic"
           ? absl::StrFormat(" (%.4g MB/s)", rate * request_bytes / 1e6)
           : absl::StrFormat(" (%.0f rows/s, %.4g MB/s)", rate * rows, rate * request_bytes / 1e6);
-  std::printf("completed %lld of %lld steps in %.2f s: %.1f steps/s%s%s\n",
-              static_cast<long long>(done), static_cast<long long>(n) * steps, seconds, rate,
-              volume.c_str(),
-              g_interrupted ? ", interrupted"
-              : done < static_cast<int64_t>(n) * steps && errors.empty()
-                  ? ", stopped at --max_seconds"
-                  : "");
-  std::printf("step latency (client-observed): p50 %.2f ms  p95 %.2f ms  p99 %.2f ms  max %.2f ms\n",
-              1e3 * Percentile(lat, 0.50), 1e3 * Percentile(lat, 0.95),
-              1e3 * Percentile(lat, 0.99), lat.empty() ? 0.0 : 1e3 * lat.back());
+  std::printf(
+      "completed %lld of %lld steps in %.2f s: %.1f steps/s%s%s\n", static_cast<long long>(done),
+      static_cast<long long>(n) * steps, seconds, rate, volume.c_str(),
+      g_interrupted                                              ? ", interrupted"
+      : done < static_cast<int64_t>(n) * steps && errors.empty() ? ", stopped at --max_seconds"
+                                                                 : "");
+  std::printf(
+      "step latency (client-observed): p50 %.2f ms  p95 %.2f ms  p99 %.2f ms  max %.2f ms\n",
+      1e3 * Percentile(lat, 0.50), 1e3 * Percentile(lat, 0.95), 1e3 * Percentile(lat, 0.99),
+      lat.empty() ? 0.0 : 1e3 * lat.back());
   std::printf("errors: %zu\n", errors.size());
   for (const std::string& e : errors) std::fprintf(stderr, "f2obo-cli: loadgen: %s\n", e.c_str());
   return errors.empty() ? kExitOk : kExitRpc;

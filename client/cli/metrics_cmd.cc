@@ -38,11 +38,11 @@ std::string CsvQuote(const std::string& s) {
 
 std::string Row(const v1::StepMetrics& m) {
   const v1::RoundReport& r = m.report();
-  std::string row = absl::StrCat(
-      m.t(), ",", G(r.lambda()), ",", r.z_iterations(), ",", r.y_iterations(), ",",
-      r.cap_hit() ? 1 : 0, ",", G(r.residual_z()), ",", G(r.residual_y()), ",",
-      G(r.upper_loss_before()), ",", r.has_accuracy_before() ? G(r.accuracy_before()) : "", ",",
-      G(r.round_seconds()), ",");
+  std::string row = absl::StrCat(m.t(), ",", G(r.lambda()), ",", r.z_iterations(), ",",
+                                 r.y_iterations(), ",", r.cap_hit() ? 1 : 0, ",", G(r.residual_z()),
+                                 ",", G(r.residual_y()), ",", G(r.upper_loss_before()), ",",
+                                 r.has_accuracy_before() ? G(r.accuracy_before()) : "", ",",
+                                 G(r.round_seconds()), ",");
   if (m.has_exact() && !m.exact().has_simple()) {
     const v1::ExactMetrics& e = m.exact();
     absl::StrAppend(&row, G(e.regret_term()), ",", G(e.running().blreg()), ",",

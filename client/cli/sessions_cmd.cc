@@ -58,9 +58,9 @@ int RunCreate() {
   if (!info.ok()) return RpcError("create", info.status());
   std::printf("%s\n", info->session_id().c_str());
   if (absl::GetFlag(FLAGS_verbose)) {
-    std::printf("x_dim: %d\ny_dim: %d\nnext_t: %lld\nlambda: %s\n%s", info->x_dim(),
-                info->y_dim(), static_cast<long long>(info->next_t()),
-                Num(info->lambda()).c_str(), SpecText(info->spec()).c_str());
+    std::printf("x_dim: %d\ny_dim: %d\nnext_t: %lld\nlambda: %s\n%s", info->x_dim(), info->y_dim(),
+                static_cast<long long>(info->next_t()), Num(info->lambda()).c_str(),
+                SpecText(info->spec()).c_str());
   }
   return kExitOk;
 }
@@ -93,12 +93,11 @@ int RunDecision() {
   const int n = all ? d->x_size() : std::min(d->x_size(), absl::GetFlag(FLAGS_show));
   std::string x;
   for (int i = 0; i < n; ++i) {
-    absl::StrAppend(&x, i > 0 ? " " : "",
-                    all ? absl::StrFormat("%.17g", d->x(i)) : Num(d->x(i)));
+    absl::StrAppend(&x, i > 0 ? " " : "", all ? absl::StrFormat("%.17g", d->x(i)) : Num(d->x(i)));
   }
   std::printf("session: %s\nt: %lld\nlambda: %s\nx_dim: %d\nx: %s%s\n", d->session_id().c_str(),
-              static_cast<long long>(d->t()), Num(d->lambda(), 17).c_str(), d->x_size(),
-              x.c_str(), n < d->x_size() ? " ..." : "");
+              static_cast<long long>(d->t()), Num(d->lambda(), 17).c_str(), d->x_size(), x.c_str(),
+              n < d->x_size() ? " ..." : "");
   return kExitOk;
 }
 

@@ -100,8 +100,7 @@ absl::Status SetX0(v1::SessionSpec* spec) {
     const std::vector<absl::string_view> vn = absl::StrSplit(part, absl::MaxSplits('*', 1));
     double v = 0;
     int n = 1;
-    if (!absl::SimpleAtod(vn[0], &v) || (vn.size() == 2 && !absl::SimpleAtoi(vn[1], &n)) ||
-        n < 1) {
+    if (!absl::SimpleAtod(vn[0], &v) || (vn.size() == 2 && !absl::SimpleAtoi(vn[1], &n)) || n < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("--x0: '", part, "' is not a number or 'value*count'"));
     }
@@ -176,8 +175,7 @@ absl::Status SetConstraint(const std::string& family, v1::ConstraintSpec* c) {
   const std::vector<std::string> parts = absl::StrSplit(box, ',');
   double lo = 0, hi = 0;
   if (parts.size() != 2 || !absl::SimpleAtod(parts[0], &lo) || !absl::SimpleAtod(parts[1], &hi)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--box: '", box, "' is not 'lo,hi' or 'none'"));
+    return absl::InvalidArgumentError(absl::StrCat("--box: '", box, "' is not 'lo,hi' or 'none'"));
   }
   c->mutable_box()->add_lo(lo);
   c->mutable_box()->add_hi(hi);
@@ -205,7 +203,7 @@ absl::Status SetFromFlag(const char* name, const std::string& v, v1::AlgorithmOp
 }  // namespace
 
 absl::Status OptionsFromFlags(v1::AlgorithmOptions* o) {
-#define F2OBO_OPTION(type, name, def, rule, help)                                     \
+#define F2OBO_OPTION(type, name, def, rule, help) \
   if (absl::Status s = SetFromFlag(#name, absl::GetFlag(FLAGS_##name), o); !s.ok()) return s;
 #include "core/options.def"
 #undef F2OBO_OPTION
@@ -220,9 +218,9 @@ std::vector<std::string> OptionFlagNames() {
 
 const std::vector<std::string>& SpecFlagNames() {
   static const auto* names = [] {
-    auto* v = new std::vector<std::string>{"id",    "problem_class", "family", "features",
-                                           "classes", "x_dim",       "y_dim",  "tasks",
-                                           "max_temperature", "mu0", "algorithm"};
+    auto* v = new std::vector<std::string>{
+        "id",    "problem_class", "family",          "features", "classes",  "x_dim",
+        "y_dim", "tasks",         "max_temperature", "mu0",      "algorithm"};
     for (const OptionInfo& o : OptionTable()) v->emplace_back(o.name);
     for (const char* n : {"box", "constraint", "x0", "seed", "exact_every"}) v->emplace_back(n);
     return v;
@@ -271,8 +269,7 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
     valid = absl::InvalidArgumentError("metrics.exact_every: must be >= 0");
   }
   if (!valid.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid session spec: ", valid.message()));
+    return absl::InvalidArgumentError(absl::StrCat("invalid session spec: ", valid.message()));
   }
   return req;
 }

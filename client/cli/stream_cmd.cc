@@ -58,8 +58,11 @@ using Clock = std::chrono::steady_clock;
 class Progress {
  public:
   Progress(int64_t first, int64_t last)
-      : first_(first), last_(last), tty_(isatty(fileno(stdout)) == 1),
-        every_(std::max(1, absl::GetFlag(FLAGS_print_every))), start_(Clock::now()) {}
+      : first_(first),
+        last_(last),
+        tty_(isatty(fileno(stdout)) == 1),
+        every_(std::max(1, absl::GetFlag(FLAGS_print_every))),
+        start_(Clock::now()) {}
 
   void Update(const v1::StepReply& r) {
     ++done_;
@@ -111,8 +114,8 @@ class Progress {
           with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", inner_gap_, outer_gap_);
     }
     return absl::StrFormat(
-        "step %d (%d/%d)  %.1f steps/s  preq.loss %.4f  preq.acc %s  lambda %s  BLReg %s", t,
-        done_, last_ - first_ + 1, done_ / std::max(1e-9, Seconds()), loss / n,
+        "step %d (%d/%d)  %.1f steps/s  preq.loss %.4f  preq.acc %s  lambda %s  BLReg %s", t, done_,
+        last_ - first_ + 1, done_ / std::max(1e-9, Seconds()), loss / n,
         with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", Num(lambda_, 4), blreg_);
   }
 
@@ -167,8 +170,8 @@ absl::StatusOr<TaskSplit> SplitFor(const v1::SessionSpec& spec, int rows) {
         "--tasks: ", *m, ", but the session was created with ", split.tasks, " tasks"));
   }
   if (split.tasks > 0 && !(split.per_step >= 1 && split.per_step <= split.tasks)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tasks_per_step: must be in [1, ", split.tasks, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tasks_per_step: must be in [1, ", split.tasks, "]"));
   }
   if (split.tasks > rows) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -177,8 +180,8 @@ absl::StatusOr<TaskSplit> SplitFor(const v1::SessionSpec& spec, int rows) {
   return split;
 }
 
-v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::string& id,
-                            int64_t t, const TaskSplit& split) {
+v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::string& id, int64_t t,
+                            const TaskSplit& split) {
   const StepData step = StepOf(stream, t, split);
   v1::StepRequest req;
   req.set_session_id(id);
@@ -199,7 +202,7 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
                          Progress& progress) {
   Reconnects reconnects;
   while (t <= last) {
-    grpc::ClientContext ctx;  // no deadline: a stream lasts as long as it must
+    grpc::ClientContext ctx;             // no deadline: a stream lasts as long as it must
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
     auto rpc = c.stub().Steps(&ctx);
     v1::StepRequest req = MakeRequest(stream, id, t, split);
@@ -274,17 +277,20 @@ v1::GroupStepRequest MakeGroupRequest(const data::DriftingStream& stream, const 
 class GroupProgress {
  public:
   GroupProgress(int64_t first, int64_t last, const std::string& group)
-      : first_(first), last_(last), prefix_(group + "."),
-        tty_(isatty(fileno(stdout)) == 1), every_(std::max(1, absl::GetFlag(FLAGS_print_every))),
+      : first_(first),
+        last_(last),
+        prefix_(group + "."),
+        tty_(isatty(fileno(stdout)) == 1),
+        every_(std::max(1, absl::GetFlag(FLAGS_print_every))),
         start_(Clock::now()) {}
 
   // A member's failure, as a status naming it; OK when every member applied.
   static absl::Status MemberFailure(const v1::GroupStepReply& r) {
     for (const v1::MemberStepResult& m : r.members()) {
       if (m.code() != 0) {
-        return absl::Status(static_cast<absl::StatusCode>(m.code()),
-                            absl::StrCat("member ", m.session_id(), " at t = ", r.t(), ": ",
-                                         m.message()));
+        return absl::Status(
+            static_cast<absl::StatusCode>(m.code()),
+            absl::StrCat("member ", m.session_id(), " at t = ", r.t(), ": ", m.message()));
       }
     }
     return absl::OkStatus();
@@ -299,10 +305,11 @@ class GroupProgress {
       const v1::MemberStepResult& m = r.members(i);
       Member& s = members_[i];
       s.name = m.session_id().rfind(prefix_, 0) == 0 ? m.session_id().substr(prefix_.size())
-                                                      : m.session_id();
+                                                     : m.session_id();
       s.window.push_back(m.reply().report());
       if (static_cast<int>(s.window.size()) > every_) s.window.pop_front();
-      if (m.reply().has_latest_exact()) s.blreg = Num(m.reply().latest_exact().running().blreg(), 4);
+      if (m.reply().has_latest_exact())
+        s.blreg = Num(m.reply().latest_exact().running().blreg(), 4);
     }
     const bool final = r.t() >= last_;
     if (tty_) {
@@ -341,8 +348,7 @@ class GroupProgress {
       }
       const double n = std::max<size_t>(1, m.window.size());
       absl::StrAppendFormat(&line, "  | %s loss %.4f acc %s BLReg %s", m.name, loss / n,
-                            with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-",
-                            m.blreg);
+                            with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", m.blreg);
     }
     return line;
   }
@@ -437,10 +443,11 @@ int RunGroupStream(const data::Dataset& ds, const data::DriftOptions& drift,
   const std::optional<int64_t> until = absl::GetFlag(FLAGS_until);
   const int64_t last = until ? *until : *first + steps.value_or(400) - 1;
   if (absl::GetFlag(FLAGS_verbose)) {
-    std::printf("streaming %s (%d rows x %d features, %d classes) to group %s, steps "
-                "%lld..%lld\n",
-                absl::GetFlag(FLAGS_data).c_str(), ds.rows(), ds.features(), ds.classes,
-                id.c_str(), static_cast<long long>(*first), static_cast<long long>(last));
+    std::printf(
+        "streaming %s (%d rows x %d features, %d classes) to group %s, steps "
+        "%lld..%lld\n",
+        absl::GetFlag(FLAGS_data).c_str(), ds.rows(), ds.features(), ds.classes, id.c_str(),
+        static_cast<long long>(*first), static_cast<long long>(last));
   }
   if (last < *first) {
     std::printf("group %s is at next_t = %lld: nothing to send\n", id.c_str(),

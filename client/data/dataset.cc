@@ -54,8 +54,7 @@ absl::StatusOr<int32_t> ParseLabel(absl::string_view s, const std::string& where
 
 }  // namespace
 
-absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
-                                const std::string& labels_path) {
+absl::StatusOr<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path) {
   absl::StatusOr<std::string> img = ReadMaybeGzip(images_path);
   if (!img.ok()) return img.status();
   absl::StatusOr<std::string> lab = ReadMaybeGzip(labels_path);
@@ -72,8 +71,8 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
   const uint64_t pixels = uint64_t{BigEndian32(*img, 8)} * BigEndian32(*img, 12);
   if (BigEndian32(*lab, 4) != n || img->size() != 16 + n * pixels ||
       lab->size() != 8 + uint64_t{n}) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        images_path, ", ", labels_path, ": sizes disagree with the headers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ", ", labels_path, ": sizes disagree with the headers"));
   }
   Dataset d;
   d.dense.resize(n, static_cast<Eigen::Index>(pixels));
@@ -111,8 +110,8 @@ absl::StatusOr<Dataset> ReadLibsvm(const std::string& path, int features) {
           !absl::SimpleAtoi(tokens[k].substr(0, colon), &index) ||
           !absl::SimpleAtod(tokens[k].substr(colon + 1), &value) || index <= previous ||
           !std::isfinite(value)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": bad feature '", tokens[k], "' (want increasing index:value)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": bad feature '", tokens[k], "' (want increasing index:value)"));
       }
       previous = index;
       max_index = std::max(max_index, index);
@@ -123,8 +122,8 @@ absl::StatusOr<Dataset> ReadLibsvm(const std::string& path, int features) {
   if (row == 0) return absl::InvalidArgumentError(absl::StrCat(path, ": no rows"));
   if (features == 0) features = max_index;
   if (max_index > features) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": feature index ", max_index, " exceeds features = ", features));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": feature index ", max_index, " exceeds features = ", features));
   }
   d.sparse = true;
   d.csr.resize(row, features);
@@ -159,8 +158,8 @@ absl::StatusOr<Dataset> ReadCsv(const std::string& path, int label_column) {
     }
     if (width == 0) width = values.size();
     if (values.size() != width || width < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ":", line_no, ": ", values.size(), " columns, expected ", width));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line_no, ": ", values.size(), " columns, expected ", width));
     }
     rows.push_back(std::move(values));
   }

@@ -71,8 +71,8 @@ StepData DriftingStream::Draw(Rng& rng, int64_t t, int first, int stride, int po
     const int i = first + stride * static_cast<int>(rng.UniformBelow(pool));
     if (!labelled || Uniform01(rng) < KeepProbability(t, data_.labels[i])) rows.push_back(i);
   }
-  const int n_up = std::clamp(static_cast<int>(std::lround(o_.upper_fraction * rows.size())),
-                              1, static_cast<int>(rows.size()) - 1);
+  const int n_up = std::clamp(static_cast<int>(std::lround(o_.upper_fraction * rows.size())), 1,
+                              static_cast<int>(rows.size()) - 1);
   const std::vector<int> up(rows.begin(), rows.begin() + n_up);
   const std::vector<int> in(rows.begin() + n_up, rows.end());
   auto labels_of = [&](const std::vector<int>& r, bool noisy) {

@@ -20,8 +20,8 @@
 namespace f2obo::data {
 
 struct DriftOptions {
-  int rows_per_step = 256;      // rows drawn per step, split into the batches
-  double upper_fraction = 0.5;  // share of the rows that form the upper batch
+  int rows_per_step = 256;             // rows drawn per step, split into the batches
+  double upper_fraction = 0.5;         // share of the rows that form the upper batch
   std::vector<double> imbalance_rhos;  // one rho per phase; empty = balanced
   int64_t phase_steps = 100;           // steps per imbalance phase
   // (first step, probability) pairs, sorted by step: the latest applies.

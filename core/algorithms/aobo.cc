@@ -34,8 +34,7 @@ namespace {
 class Aobo final : public BilevelAlgorithm {
  public:
   explicit Aobo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
-        aux_layout_{ctx.y_dim} {}
+      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim), aux_layout_{ctx.y_dim} {}
 
   std::vector<int> AuxLayout() const override { return aux_layout_; }
 

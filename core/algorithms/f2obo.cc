@@ -30,8 +30,8 @@ class F2obo final : public BilevelAlgorithm {
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
     absl::StatusOr<int64_t> inner_rows =
-        PenaltyInnerLoops(family, s->x, alpha, beta, lambda, o_.inner_steps, upper, inner,
-                          &s->y, &s->z, &ws_, round_control());
+        PenaltyInnerLoops(family, s->x, alpha, beta, lambda, o_.inner_steps, upper, inner, &s->y,
+                          &s->z, &ws_, round_control());
     if (!inner_rows.ok()) return inner_rows.status();
     int64_t rows = *inner_rows;
     rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
@@ -68,14 +68,13 @@ void SingleLoopDefaults(AlgorithmOptions* o) {
 
 absl::Status SingleLoopCheck(const AlgorithmOptions& o) {
   if (o.inner_steps != 1) {
-    return absl::InvalidArgumentError(
-        "options.inner_steps: f2obo_sl is single-loop, K must be 1");
+    return absl::InvalidArgumentError("options.inner_steps: f2obo_sl is single-loop, K must be 1");
   }
   return CheckPenaltyOptions(o);
 }
 
-// Paper Appendix A (the loss-tuning experiment; F2OBO-SL is not run there): K = 5, lambda_1 = 5, tau = 1,
-// alpha = 0.1, gamma = 0.001 (the generic defaults).
+// Paper Appendix A (the loss-tuning experiment; F2OBO-SL is not run there): K = 5, lambda_1 = 5,
+// tau = 1, alpha = 0.1, gamma = 0.001 (the generic defaults).
 void PaperExperiment(AlgorithmOptions* o) {
   o->inner_steps = 5;
   AppendixAFirstOrder(o);
@@ -86,8 +85,8 @@ void PaperExperiment(AlgorithmOptions* o) {
 const BilevelAlgorithmEntry& F2oboAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"f2obo", ProblemClass::kBilevel,
-       "F2OBO (Jia & Chen, Alg. 1): K gradient steps on z and y, penalty hypergradient",
-       Reads(), nullptr, &CheckPenaltyOptions, &PaperExperiment},
+       "F2OBO (Jia & Chen, Alg. 1): K gradient steps on z and y, penalty hypergradient", Reads(),
+       nullptr, &CheckPenaltyOptions, &PaperExperiment},
       &Create};
   return entry;
 }
@@ -95,8 +94,8 @@ const BilevelAlgorithmEntry& F2oboAlgorithm() {
 const BilevelAlgorithmEntry& F2oboSlAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"f2obo_sl", ProblemClass::kBilevel,
-       "F2OBO-SL (Jia & Chen, Alg. 1 with K = 1, Theorem 3.2): single loop, tau = 1/3",
-       Reads(), &SingleLoopDefaults, &SingleLoopCheck, nullptr},
+       "F2OBO-SL (Jia & Chen, Alg. 1 with K = 1, Theorem 3.2): single loop, tau = 1/3", Reads(),
+       &SingleLoopDefaults, &SingleLoopCheck, nullptr},
       &Create};
   return entry;
 }

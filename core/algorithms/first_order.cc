@@ -12,8 +12,8 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda) {
   return std::min(next, o.lambda_max);
 }
 
-Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family,
-                            const VecIn& x, const VecIn& y, const StepData& data) {
+Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const VecIn& x,
+                            const VecIn& y, const StepData& data) {
   if (!o.alpha_auto && !o.beta_auto) return Smoothness{};
   return family.EstimateSmoothness(x, y, data);
 }
@@ -29,9 +29,9 @@ OptionSet PenaltyRoundOptions() {
 
 absl::Status CheckPenaltyOptions(const AlgorithmOptions& o) {
   if (!(o.lambda_max >= o.lambda1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.lambda_max: ", o.lambda_max, " must be >= lambda1 = ", o.lambda1,
-        " (inf for no cap)"));
+    return absl::InvalidArgumentError(absl::StrCat("options.lambda_max: ", o.lambda_max,
+                                                   " must be >= lambda1 = ", o.lambda1,
+                                                   " (inf for no cap)"));
   }
   if (!o.beta_auto && o.beta_scaling == BetaScaling::kFixed && o.tau > 0.0 &&
       std::isinf(o.lambda_max)) {
@@ -44,12 +44,12 @@ absl::Status CheckPenaltyOptions(const AlgorithmOptions& o) {
   return absl::OkStatus();
 }
 
-StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm,
-                                 double lambda, int64_t t) {
+StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
+                                 int64_t t) {
   StepSizes s;
   s.gamma = UpperStepSize(o, t);
   s.alpha = o.alpha_auto ? 1.0 / sm.l_g1 : o.alpha;
-  s.beta = o.beta_auto ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
+  s.beta = o.beta_auto                              ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
            : o.beta_scaling == BetaScaling::kScaled ? o.beta / lambda
                                                     : o.beta;
   return s;
@@ -67,11 +67,10 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
   report->smoothness_source = sm.source;
 }
 
-absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha,
-                                          double beta, double lambda, int k,
-                                          const BatchView& upper, const BatchView& inner,
-                                          Vector* y, Vector* z, FirstOrderWorkspace* ws,
-                                          RoundControl* control) {
+absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
+                                          double lambda, int k, const BatchView& upper,
+                                          const BatchView& inner, Vector* y, Vector* z,
+                                          FirstOrderWorkspace* ws, RoundControl* control) {
   int64_t rows = 0;
   for (int i = 0; i < k; ++i) {
     if (absl::Status st = ContinueRound(control); !st.ok()) return st;
@@ -85,9 +84,8 @@ absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double
   return rows;
 }
 
-int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
-                      const VecIn& z, double lambda, const BatchView& upper,
-                      const BatchView& inner, FirstOrderWorkspace* ws,
+int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
+                      const BatchView& upper, const BatchView& inner, FirstOrderWorkspace* ws,
                       BilevelReport* report) {
   family.F(x, y, upper, &ws->gx_f, &ws->gy_f);
   family.G(x, y, inner, &ws->gx_g_y, &ws->gy_g);
@@ -99,8 +97,7 @@ int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
   return upper.rows.n + 2 * static_cast<int64_t>(inner.rows.n);
 }
 
-void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h,
-                   Vector* x) {
+void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h, Vector* x) {
   x->noalias() -= gamma * h;
   set.Project(x);
 }

@@ -4,13 +4,13 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/bilevel/bilevel_report.h"
 #include "core/constraint.h"
 #include "core/family.h"
 #include "core/options.h"
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "core/round_control.h"
-#include "core/bilevel/bilevel_report.h"
 
 namespace f2obo {
 
@@ -31,8 +31,8 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
 
 // Smoothness estimate when a step size is "auto" (SPEC section 3), else
 // zeros.  Estimated at (x_t, y_t) on the full step batches.
-Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family,
-                            const VecIn& x, const VecIn& y, const StepData& data);
+Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const VecIn& x,
+                            const VecIn& y, const StepData& data);
 
 // Step sizes of Algorithms 1-2: alpha (or 1/L_g1 when auto), beta_t =
 // beta / lambda_t ("scaled"), beta ("fixed"), or 1/(2 lambda_t L_g1 + L_f1)
@@ -43,8 +43,8 @@ struct StepSizes {
   double beta = 0.0;
   double gamma = 0.0;
 };
-StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm,
-                                 double lambda, int64_t t);
+StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
+                                 int64_t t);
 
 // gamma_t: gamma ("constant", the paper's experiments) or gamma t^-tau
 // ("theory": Theorem 3.2 takes gamma_t < 1/(8 lambda_1 t^tau) sqrt(...)).
@@ -71,24 +71,21 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
 // (F2OBO's loop; mt_f2obo runs it per task.)
 // Returns the rows read, or the status of `control` when it stopped the
 // round between two of the K iterations.
-absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha,
-                                          double beta, double lambda, int k,
-                                          const BatchView& upper, const BatchView& inner,
-                                          Vector* y, Vector* z, FirstOrderWorkspace* ws,
-                                          RoundControl* control);
+absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
+                                          double lambda, int k, const BatchView& upper,
+                                          const BatchView& inner, Vector* y, Vector* z,
+                                          FirstOrderWorkspace* ws, RoundControl* control);
 
 // h_t = grad_x f(x, y) + lambda (grad_x g(x, y) - grad_x g(x, z))
 // (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).
 // Also records the final residuals ||grad_y L(y)|| and ||grad_y g(z)||
 // computed in the same passes.  Returns the rows read.
-int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y,
-                      const VecIn& z, double lambda, const BatchView& upper,
-                      const BatchView& inner, FirstOrderWorkspace* ws,
+int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
+                      const BatchView& upper, const BatchView& inner, FirstOrderWorkspace* ws,
                       BilevelReport* report);
 
 // x <- P_X(x - gamma h)   (Alg. 1 line 10, the prox form of a projected step)
-void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h,
-                   Vector* x);
+void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h, Vector* x);
 
 }  // namespace f2obo
 

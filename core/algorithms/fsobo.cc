@@ -28,8 +28,7 @@ namespace {
 class Fsobo final : public BilevelAlgorithm {
  public:
   explicit Fsobo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
-        aux_layout_{ctx.y_dim} {}
+      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim), aux_layout_{ctx.y_dim} {}
 
   std::vector<int> AuxLayout() const override { return aux_layout_; }
 
@@ -44,8 +43,8 @@ class Fsobo final : public BilevelAlgorithm {
     rows += ResidualY(family, s->x, s->y, inner, &ws_, report);
     EnsureAux(aux_layout_, s);
     absl::StatusOr<int64_t> hypergradient_rows =
-        AidHypergradient(family, s->x, s->y, upper, inner, 1, o_.linear_system_step,
-                         &s->aux[0], &ws_, round_control());
+        AidHypergradient(family, s->x, s->y, upper, inner, 1, o_.linear_system_step, &s->aux[0],
+                         &ws_, round_control());
     if (!hypergradient_rows.ok()) return hypergradient_rows.status();
     rows += *hypergradient_rows;
     ProjectedStep(set_, o_.gamma, ws_.h, &s->x);

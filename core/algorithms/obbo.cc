@@ -35,7 +35,9 @@ namespace {
 class Obbo final : public BilevelAlgorithm {
  public:
   explicit Obbo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        ws_(ctx.x_dim, ctx.y_dim),
         iterates_(o_.inner_steps + 1, Vector(ctx.y_dim)),
         window_(0, o_.window, ctx.x_dim) {
     window_.AppendLayout(&aux_layout_);
@@ -98,8 +100,8 @@ const BilevelAlgorithmEntry& ObboAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"obbo", ProblemClass::kBilevel,
        "OBBO (Bohne et al.): K inner GD steps, hypergradient by iterative differentiation",
-       BaselineRoundOptions().Add({Opt::inner_steps, Opt::window}),
-       nullptr, nullptr, &PaperExperiment},
+       BaselineRoundOptions().Add({Opt::inner_steps, Opt::window}), nullptr, nullptr,
+       &PaperExperiment},
       &Create};
   return entry;
 }

@@ -66,7 +66,7 @@ double GaussianDirections::Normal() {
     return spare_;
   }
   constexpr double kTwoPi = 6.283185307179586476925286766559;
-  constexpr double kUnit = 1.0 / 9007199254740992.0;  // 2^-53
+  constexpr double kUnit = 1.0 / 9007199254740992.0;                       // 2^-53
   const double u1 = static_cast<double>((rng_.Next() >> 11) + 1) * kUnit;  // (0, 1]
   const double u2 = static_cast<double>(rng_.Next() >> 11) * kUnit;        // [0, 1)
   const double r = std::sqrt(-2.0 * std::log(u1));
@@ -79,8 +79,8 @@ void GaussianDirections::Next(Vector* u) {
   for (Eigen::Index i = 0; i < u->size(); ++i) (*u)[i] = Normal();
 }
 
-absl::Status InnerPaths::Run(Family& family, const VecIn& x, double alpha,
-                             const BatchView* views, int n, Vector* y, RoundControl* control) {
+absl::Status InnerPaths::Run(Family& family, const VecIn& x, double alpha, const BatchView* views,
+                             int n, Vector* y, RoundControl* control) {
   for (int k = 0; k < n; ++k) {
     if (absl::Status st = ContinueRound(control); !st.ok()) return st;
     family.G(x, *y, views[k], nullptr, &grad_);
@@ -105,10 +105,18 @@ namespace {
 class Pzobo final : public BilevelAlgorithm {
  public:
   explicit Pzobo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), stochastic_(ctx.name == "pzobo_s"),
-        paths_(ctx.x_dim, ctx.y_dim), y0_(ctx.y_dim), gx_f_(ctx.x_dim),
-        gy_f_(ctx.y_dim), gy_g_(ctx.y_dim), u_(ctx.x_dim), delta_(ctx.y_dim),
-        h_(ctx.x_dim), views_(o_.inner_steps),
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        stochastic_(ctx.name == "pzobo_s"),
+        paths_(ctx.x_dim, ctx.y_dim),
+        y0_(ctx.y_dim),
+        gx_f_(ctx.x_dim),
+        gy_f_(ctx.y_dim),
+        gy_g_(ctx.y_dim),
+        u_(ctx.x_dim),
+        delta_(ctx.y_dim),
+        h_(ctx.x_dim),
+        views_(o_.inner_steps),
         inner_idx_(stochastic_ ? o_.inner_steps : 0) {}
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
@@ -121,8 +129,7 @@ class Pzobo final : public BilevelAlgorithm {
 
     y0_ = s->y;
     // s->y = y^N
-    if (absl::Status st =
-            paths_.Run(family, s->x, alpha, views_.data(), n, &s->y, round_control());
+    if (absl::Status st = paths_.Run(family, s->x, alpha, views_.data(), n, &s->y, round_control());
         !st.ok()) {
       return st;
     }
@@ -130,8 +137,8 @@ class Pzobo final : public BilevelAlgorithm {
     h_.setZero();
     for (int j = 0; j < q; ++j) {
       directions.Next(&u_);
-      if (absl::Status st = paths_.Delta(family, s->x, u_, mu, alpha, y0_, s->y, views_.data(),
-                                         n, &delta_, round_control());
+      if (absl::Status st = paths_.Delta(family, s->x, u_, mu, alpha, y0_, s->y, views_.data(), n,
+                                         &delta_, round_control());
           !st.ok()) {
         return st;
       }
@@ -151,8 +158,7 @@ class Pzobo final : public BilevelAlgorithm {
     report->y_iterations = n;
     report->batch_size = stochastic_ ? views_[0].rows.n : 0;
     report->hyper_batch_size = stochastic_ ? upper.rows.n : 0;
-    report->rows_processed =
-        static_cast<int64_t>(q + 1) * path_rows + upper.rows.n + last.rows.n;
+    report->rows_processed = static_cast<int64_t>(q + 1) * path_rows + upper.rows.n + last.rows.n;
     return absl::OkStatus();
   }
 
@@ -189,8 +195,8 @@ class Pzobo final : public BilevelAlgorithm {
   bool stochastic_;
   InnerPaths paths_;
   Vector y0_, gx_f_, gy_f_, gy_g_, u_, delta_, h_;
-  std::vector<BatchView> views_;               // S_0..S_{N-1}
-  std::vector<std::vector<int>> inner_idx_;    // pzobo_s: rows of each S_k
+  std::vector<BatchView> views_;             // S_0..S_{N-1}
+  std::vector<std::vector<int>> inner_idx_;  // pzobo_s: rows of each S_k
   std::vector<int> upper_idx_, perm_;
 };
 

@@ -9,8 +9,8 @@
 
 #include "core/algorithm_registry.h"
 #include "core/family.h"
-#include "core/round_control.h"
 #include "core/rng.h"
+#include "core/round_control.h"
 #include "core/types.h"
 
 namespace f2obo {

@@ -4,8 +4,8 @@
 
 namespace f2obo {
 
-double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
-                     const VecIn& y, const StepData& data, BilevelReport* report) {
+double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x, const VecIn& y,
+                     const StepData& data, BilevelReport* report) {
   double alpha = o.alpha;
   report->l_g1 = report->l_f1 = 0.0;
   if (o.alpha_auto) {
@@ -23,17 +23,17 @@ double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
   return alpha;
 }
 
-int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
-                  const BatchView& inner, SecondOrderWorkspace* ws, BilevelReport* report) {
+int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner,
+                  SecondOrderWorkspace* ws, BilevelReport* report) {
   family.G(x, y, inner, nullptr, &ws->gy_g);
   report->residual_y = ws->gy_g.norm();
   return inner.rows.n;
 }
 
 absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
-                                         const BatchView& upper, const BatchView& inner,
-                                         int steps, double eta, Vector* v,
-                                         SecondOrderWorkspace* ws, RoundControl* control) {
+                                         const BatchView& upper, const BatchView& inner, int steps,
+                                         double eta, Vector* v, SecondOrderWorkspace* ws,
+                                         RoundControl* control) {
   family.F(x, y, upper, &ws->gx_f, &ws->gy_f);
   for (int m = 0; m < steps; ++m) {
     if (absl::Status st = ContinueRound(control); !st.ok()) return st;

@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/algorithms/row_sampler.h"
+#include "core/bilevel/bilevel_report.h"
+#include "core/bilevel/bilevel_state.h"
 #include "core/family.h"
-#include "core/round_control.h"
 #include "core/options.h"
 #include "core/rng.h"
-#include "core/bilevel/bilevel_state.h"
-#include "core/bilevel/bilevel_report.h"
-#include "core/algorithms/row_sampler.h"
+#include "core/round_control.h"
 
 namespace f2obo {
 
@@ -49,16 +49,16 @@ struct SecondOrderWorkspace {
 // alpha, or 1/L_g1 from the family's estimate at (x, y) on the full step
 // batches when options.alpha_auto.  Records alpha, L_g1, gamma, lambda = 0 and
 // beta = 0 in the report.
-double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x,
-                     const VecIn& y, const StepData& data, BilevelReport* report);
+double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x, const VecIn& y,
+                     const StepData& data, BilevelReport* report);
 
 // The options every baseline round reads: the inner step (InnerStepSize)
 // and the upper step.
 inline OptionSet BaselineRoundOptions() { return {Opt::alpha, Opt::alpha_auto, Opt::gamma}; }
 
 // report->residual_y = ||grad_y g(x, y)|| on `inner` (one pass, returns rows).
-int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
-                  const BatchView& inner, SecondOrderWorkspace* ws, BilevelReport* report);
+int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner,
+                  SecondOrderWorkspace* ws, BilevelReport* report);
 
 // AID (approximate implicit differentiation) at (x, y):
 //   for m = 1..steps:  v <- v - eta (grad2_yy g(x, y) v - grad_y f(x, y))
@@ -68,9 +68,9 @@ int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y,
 // Returns the rows read, or the status of `control` when it stopped the
 // round between two of the `steps` iterations.
 absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
-                                         const BatchView& upper, const BatchView& inner,
-                                         int steps, double eta, Vector* v,
-                                         SecondOrderWorkspace* ws, RoundControl* control);
+                                         const BatchView& upper, const BatchView& inner, int steps,
+                                         double eta, Vector* v, SecondOrderWorkspace* ws,
+                                         RoundControl* control);
 
 // ITD (iterative differentiation) through y^{k+1} = y^k - alpha grad_y g(x, y^k),
 // k = 0..K-1, from a y^0 that does not depend on x:
@@ -95,8 +95,7 @@ bool EnsureAux(const std::vector<int>& sizes, BilevelVars* state);
 // [first, first + w), plus a bookkeeping slot {filled, next} at first + w.
 class HypergradientWindow {
  public:
-  HypergradientWindow(int first, int width, int d1)
-      : first_(first), width_(width), d1_(d1) {}
+  HypergradientWindow(int first, int width, int d1) : first_(first), width_(width), d1_(d1) {}
   // Appends the window's slot sizes to an aux layout.
   void AppendLayout(std::vector<int>* sizes) const;
   // Stores h (overwriting the oldest entry once full) and writes the uniform

@@ -38,18 +38,15 @@ class Sf2obo final : public BilevelAlgorithm {
     const double td = static_cast<double>(t);
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
-    const double alpha =
-        (o_.alpha_auto ? 1.0 / sm.l_g1 : o_.alpha) / std::pow(td, o_.alpha_decay);
+    const double alpha = (o_.alpha_auto ? 1.0 / sm.l_g1 : o_.alpha) / std::pow(td, o_.alpha_decay);
     const double beta =
-        (o_.beta_auto ? 1.0 / (2.0 * o_.lambda1 * sm.l_g1 + sm.l_f1)
-                      : o_.beta / o_.lambda1) /
+        (o_.beta_auto ? 1.0 / (2.0 * o_.lambda1 * sm.l_g1 + sm.l_f1) : o_.beta / o_.lambda1) /
         std::pow(td, o_.beta_decay);
     const int n_up = data.upper.rows(), n_in = data.inner.rows();
     const int b_up = ScheduledBatchSize(o_.batch_scale, o_.batch_growth, t, n_up);
     const int b_in = ScheduledBatchSize(o_.batch_scale, o_.batch_growth, t, n_in);
-    const int k_steps = o_.inner_schedule == InnerSchedule::kFixed
-                            ? o_.inner_steps
-                            : ScheduledInnerSteps(o_, t);
+    const int k_steps =
+        o_.inner_schedule == InnerSchedule::kFixed ? o_.inner_steps : ScheduledInnerSteps(o_, t);
     sampler_.Reserve(data);
     int64_t rows = 0;
     for (int k = 0; k < k_steps; ++k) {
@@ -97,10 +94,10 @@ int ScheduledBatchSize(double scale, double growth, int64_t t, int rows) {
 
 int ScheduledInnerSteps(const AlgorithmOptions& o, int64_t t) {
   const double td = static_cast<double>(t);
-  const double k = std::ceil(o.inner_schedule_scale *
-                             std::max(std::pow(td, o.beta_decay - o.tau),
-                                      std::pow(td, o.alpha_decay)) *
-                             std::log(td + 1.0));
+  const double k =
+      std::ceil(o.inner_schedule_scale *
+                std::max(std::pow(td, o.beta_decay - o.tau), std::pow(td, o.alpha_decay)) *
+                std::log(td + 1.0));
   if (!(k < o.max_scheduled_inner_steps)) return o.max_scheduled_inner_steps;
   return std::max(1, static_cast<int>(k));
 }
@@ -121,9 +118,9 @@ void Defaults(AlgorithmOptions* o) { o->tau = 1.0 / 6.0; }
 // (Theorem 5.1 bounds beta_t lambda_t); a lambda_max cap stops the growth.
 absl::Status Check(const AlgorithmOptions& o) {
   if (!(o.lambda_max >= o.lambda1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.lambda_max: ", o.lambda_max, " must be >= lambda1 = ", o.lambda1,
-        " (inf for no cap)"));
+    return absl::InvalidArgumentError(absl::StrCat("options.lambda_max: ", o.lambda_max,
+                                                   " must be >= lambda1 = ", o.lambda1,
+                                                   " (inf for no cap)"));
   }
   if (o.tau > o.beta_decay && std::isinf(o.lambda_max)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -150,11 +147,11 @@ const BilevelAlgorithmEntry& Sf2oboAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"sf2obo", ProblemClass::kBilevel,
        "SF2OBO (Jia & Chen, Alg. 3): seeded mini-batches B_t = ceil(t^B2), Bhat_t = ceil(t^B1)",
-       PenaltyRoundOptions().Add(
-           {Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto, Opt::inner_steps,
-            Opt::alpha_decay, Opt::beta_decay, Opt::batch_growth, Opt::hyper_batch_growth,
-            Opt::batch_scale, Opt::inner_schedule, Opt::inner_schedule_scale,
-            Opt::max_scheduled_inner_steps}),
+       PenaltyRoundOptions().Add({Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto,
+                                  Opt::inner_steps, Opt::alpha_decay, Opt::beta_decay,
+                                  Opt::batch_growth, Opt::hyper_batch_growth, Opt::batch_scale,
+                                  Opt::inner_schedule, Opt::inner_schedule_scale,
+                                  Opt::max_scheduled_inner_steps}),
        &Defaults, &Check, &PaperExperiment},
       &Create};
   return entry;

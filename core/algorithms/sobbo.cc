@@ -37,7 +37,9 @@ namespace {
 class Sobbo final : public BilevelAlgorithm {
  public:
   explicit Sobbo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        ws_(ctx.x_dim, ctx.y_dim),
         iterates_(o_.inner_steps + 1, Vector(ctx.y_dim)),
         window_(0, o_.window, ctx.x_dim) {
     window_.AppendLayout(&aux_layout_);
@@ -61,8 +63,8 @@ class Sobbo final : public BilevelAlgorithm {
     }
     const BatchView xi = sampler_.DrawUpper(data.upper, b, &s->rng);
     const BatchView zeta = sampler_.DrawInner(data.inner, b, &s->rng);
-    absl::StatusOr<int64_t> hypergradient_rows = ItdHypergradient(
-        family, s->x, iterates_, k_steps, alpha, xi, zeta, &ws_, round_control());
+    absl::StatusOr<int64_t> hypergradient_rows =
+        ItdHypergradient(family, s->x, iterates_, k_steps, alpha, xi, zeta, &ws_, round_control());
     if (!hypergradient_rows.ok()) return hypergradient_rows.status();
     rows += *hypergradient_rows;
     rows += ResidualY(family, s->x, iterates_[k_steps], zeta, &ws_, report);
@@ -111,8 +113,8 @@ const BilevelAlgorithmEntry& SobboAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"sobbo", ProblemClass::kBilevel,
        "SOBBO (Bohne et al.): stochastic OBBO with window averaging",
-       BaselineRoundOptions().Add({Opt::inner_steps, Opt::window, Opt::sample_rows}),
-       &Defaults, nullptr, &PaperExperiment},
+       BaselineRoundOptions().Add({Opt::inner_steps, Opt::window, Opt::sample_rows}), &Defaults,
+       nullptr, &PaperExperiment},
       &Create};
   return entry;
 }

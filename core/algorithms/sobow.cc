@@ -35,8 +35,11 @@ namespace {
 class Sobow final : public BilevelAlgorithm {
  public:
   explicit Sobow(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
-        window_(1, o_.window, ctx.x_dim), aux_layout_{ctx.y_dim} {
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        ws_(ctx.x_dim, ctx.y_dim),
+        window_(1, o_.window, ctx.x_dim),
+        aux_layout_{ctx.y_dim} {
     window_.AppendLayout(&aux_layout_);
   }
 

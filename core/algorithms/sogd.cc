@@ -42,7 +42,9 @@ namespace {
 class Sogd final : public BilevelAlgorithm {
  public:
   explicit Sogd(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim),
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        ws_(ctx.x_dim, ctx.y_dim),
         aux_layout_{ctx.y_dim, ctx.x_dim} {}
 
   std::vector<int> AuxLayout() const override { return aux_layout_; }
@@ -61,9 +63,8 @@ class Sogd final : public BilevelAlgorithm {
     const BatchView zeta2 = sampler_.DrawInner(data.inner, b, &s->rng);
     rows += ResidualY(family, s->x, s->y, zeta2, &ws_, report);
     const bool first = EnsureAux(aux_layout_, s);
-    absl::StatusOr<int64_t> hypergradient_rows =
-        AidHypergradient(family, s->x, s->y, xi, zeta2, 1, o_.linear_system_step, &s->aux[0],
-                         &ws_, round_control());
+    absl::StatusOr<int64_t> hypergradient_rows = AidHypergradient(
+        family, s->x, s->y, xi, zeta2, 1, o_.linear_system_step, &s->aux[0], &ws_, round_control());
     if (!hypergradient_rows.ok()) return hypergradient_rows.status();
     rows += *hypergradient_rows;
     Vector& m = s->aux[1];

@@ -65,8 +65,11 @@
 namespace f2obo {
 
 SpectralProjections::SpectralProjections(int d1, int d2)
-    : svd_(d1, d2, Eigen::ComputeThinU | Eigen::ComputeThinV), eig_(d2),
-      sym_(d2, d2), raised_(d2), tmp_(d2) {}
+    : svd_(d1, d2, Eigen::ComputeThinU | Eigen::ComputeThinV),
+      eig_(d2),
+      sym_(d2, d2),
+      raised_(d2),
+      tmp_(d2) {}
 
 int SpectralProjections::ClipSingularValues(Eigen::Ref<Matrix> j, double c) {
   if (!j.allFinite()) return -1;
@@ -95,8 +98,8 @@ int SpectralProjections::RaiseEigenvalues(Eigen::Ref<Matrix> h, double lambda) {
   for (Eigen::Index i = 0; i < l.size(); ++i) {
     raised_[i] = std::max(l[i], lambda);
     if (l[i] >= lambda) continue;
-    h.noalias() += (lambda - l[i]) * eig_.eigenvectors().col(i) *
-                   eig_.eigenvectors().col(i).transpose();
+    h.noalias() +=
+        (lambda - l[i]) * eig_.eigenvectors().col(i) * eig_.eigenvectors().col(i).transpose();
     ++raised;
   }
   return raised;
@@ -127,9 +130,17 @@ namespace {
 class Svrb final : public BilevelAlgorithm {
  public:
   explicit Svrb(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), d1_(ctx.x_dim), d2_(ctx.y_dim),
-        cur_(d1_, d2_), prev_(d1_, d2_), oracle_(d1_, d2_), combine_(d1_, d2_), h_(d1_),
-        gy_res_(d2_), aux_layout_{d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, d2_} {}
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        d1_(ctx.x_dim),
+        d2_(ctx.y_dim),
+        cur_(d1_, d2_),
+        prev_(d1_, d2_),
+        oracle_(d1_, d2_),
+        combine_(d1_, d2_),
+        h_(d1_),
+        gy_res_(d2_),
+        aux_layout_{d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, d2_} {}
 
   std::vector<int> AuxLayout() const override { return aux_layout_; }
 

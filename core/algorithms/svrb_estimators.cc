@@ -26,9 +26,8 @@ void ProjectOntoBall(double r, Vector* v) {
 
 }  // namespace
 
-int64_t SvrbOracle::Evaluate(Family& family, const VecIn& x, const VecIn& y,
-                             const BatchView& xi, const BatchView& zeta,
-                             SvrbDerivatives* out) {
+int64_t SvrbOracle::Evaluate(Family& family, const VecIn& x, const VecIn& y, const BatchView& xi,
+                             const BatchView& zeta, SvrbDerivatives* out) {
   family.F(x, y, xi, &out->gx_f, &out->gy_f);
   family.G(x, y, zeta, nullptr, &out->gy_g);
   for (int j = 0; j < d2_; ++j) {
@@ -50,8 +49,8 @@ void SvrbStart(const SvrbDerivatives& cur, SvrbEstimators* e) {
   e->h = cur.hyy;
 }
 
-void SvrbStorm(const SvrbDerivatives& cur, const SvrbDerivatives& prev, double keep,
-               double scale, SvrbEstimators* e) {
+void SvrbStorm(const SvrbDerivatives& cur, const SvrbDerivatives& prev, double keep, double scale,
+               SvrbEstimators* e) {
   if (scale == 1.0) {
     Storm(cur.gx_f, prev.gx_f, keep, &e->u);
     Storm(cur.gy_f, prev.gy_f, keep, &e->w);
@@ -76,17 +75,17 @@ void SvrbStorm(const SvrbDerivatives& cur, const SvrbDerivatives& prev, double k
 }
 
 absl::Status SvrbProjectAndCombine(double fx_clip, double fy_clip, double jacobian_clip,
-                                   double hessian_floor, const char* who,
-                                   SvrbEstimators* e, SvrbCombineWorkspace* ws, Vector* h) {
+                                   double hessian_floor, const char* who, SvrbEstimators* e,
+                                   SvrbCombineWorkspace* ws, Vector* h) {
   ProjectOntoBall(fx_clip, &e->u);
   ProjectOntoBall(fy_clip, &e->w);
   if (ws->proj.ClipSingularValues(e->j, jacobian_clip) < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, ": the grad2_xy g estimate is not finite (step sizes too large?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": the grad2_xy g estimate is not finite (step sizes too large?)"));
   }
   if (ws->proj.RaiseEigenvalues(e->h, hessian_floor) < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        who, ": the grad2_yy g estimate is not finite (step sizes too large?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": the grad2_yy g estimate is not finite (step sizes too large?)"));
   }
   ws->proj.Solve(e->w, &ws->hinv_w);
   ws->jh.noalias() = e->j * ws->hinv_w;

@@ -66,8 +66,8 @@ void SvrbStart(const SvrbDerivatives& cur, SvrbEstimators* e);
 // scale = 1 is SVRB (Alg. 1 lines 3-7); scale = 1/p_i is RSVRB's
 // randomized-coordinate STORM for the sampled task (Alg. 2 lines 4-8).  With
 // scale = 1 the arithmetic is exactly SVRB's e -= prev; e *= keep; e += cur.
-void SvrbStorm(const SvrbDerivatives& cur, const SvrbDerivatives& prev, double keep,
-               double scale, SvrbEstimators* e);
+void SvrbStorm(const SvrbDerivatives& cur, const SvrbDerivatives& prev, double keep, double scale,
+               SvrbEstimators* e);
 
 // Scratch of SvrbProjectAndCombine, sized once.
 struct SvrbCombineWorkspace {
@@ -85,8 +85,8 @@ struct SvrbCombineWorkspace {
 // The estimators are stored projected.  INVALID_ARGUMENT "<who>: ..." when
 // an estimate is not finite (the SVD or eigensolver cannot run).
 absl::Status SvrbProjectAndCombine(double fx_clip, double fy_clip, double jacobian_clip,
-                                   double hessian_floor, const char* who,
-                                   SvrbEstimators* e, SvrbCombineWorkspace* ws, Vector* h);
+                                   double hessian_floor, const char* who, SvrbEstimators* e,
+                                   SvrbCombineWorkspace* ws, Vector* h);
 
 }  // namespace f2obo
 

@@ -31,8 +31,7 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
     in.h = r.hypergradient;
     // The regret term's gradient mapping uses the round's own upper step.
     in.gamma = r.gamma > 0.0 ? r.gamma : gamma_;
-    absl::StatusOr<ExactMetrics> m =
-        ComputeExactMetrics(*family_, set_, in, current, previous);
+    absl::StatusOr<ExactMetrics> m = ComputeExactMetrics(*family_, set_, in, current, previous);
     if (!m.ok()) return m.status();
     return ClassMetrics(*std::move(m));
   }
@@ -46,10 +45,12 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
 class BilevelProblem final : public Problem {
  public:
   BilevelProblem(const SessionConfig& config, std::unique_ptr<Family> family,
-                 const BilevelAlgorithmEntry& entry,
-                 std::unique_ptr<BilevelAlgorithm> algorithm)
-      : config_(config), family_(std::move(family)), entry_(entry),
-        algorithm_(std::move(algorithm)), layout_(BilevelLayout(family_->y_dim())) {}
+                 const BilevelAlgorithmEntry& entry, std::unique_ptr<BilevelAlgorithm> algorithm)
+      : config_(config),
+        family_(std::move(family)),
+        entry_(entry),
+        algorithm_(std::move(algorithm)),
+        layout_(BilevelLayout(family_->y_dim())) {}
 
   ProblemClass problem_class() const override { return ProblemClass::kBilevel; }
   const AlgorithmInfo& algorithm() const override { return entry_.info; }
@@ -93,9 +94,9 @@ class BilevelProblem final : public Problem {
       fits = s.aux[i].size() == layout[i];
     }
     if (!fits) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "state.aux: ", s.aux.size(), " algorithm vectors that are not ", entry_.info.name,
-          "'s layout (a state written by another algorithm?)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.aux: ", s.aux.size(), " algorithm vectors that are not ",
+                       entry_.info.name, "'s layout (a state written by another algorithm?)"));
     }
     return absl::OkStatus();
   }
@@ -110,9 +111,9 @@ class BilevelProblem final : public Problem {
     // times the current y exceed DBL_MAX); a non-finite loss would otherwise
     // be reported as if it were a measurement, so the step is refused here.
     if (!std::isfinite(report->upper_loss_before)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "non-finite f_t(x_t, y_t) = ", report->upper_loss_before,
-          " on the upper batch (feature values too large for the current point?)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("non-finite f_t(x_t, y_t) = ", report->upper_loss_before,
+                       " on the upper batch (feature values too large for the current point?)"));
     }
     report->accuracy_before = family_->Accuracy(v.x, v.y, upper);
     BilevelReport& r = report->detail.emplace<BilevelReport>();
@@ -139,8 +140,8 @@ class BilevelProblem final : public Problem {
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
     absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(config_.family);
     if (!family.ok()) return family.status();
-    return std::unique_ptr<MetricsEvaluator>(new BilevelMetricsEvaluator(
-        *std::move(family), config_.constraint, config_.options.gamma));
+    return std::unique_ptr<MetricsEvaluator>(
+        new BilevelMetricsEvaluator(*std::move(family), config_.constraint, config_.options.gamma));
   }
 
   void Accumulate(const ClassMetrics& m, RunningMetrics* running) const override {

@@ -14,8 +14,9 @@ StateLayout BilevelLayout(int y_dim) {
 }
 
 BilevelVars BilevelView(SessionState* s) {
-  return BilevelVars{s->t, s->x, s->vectors[kBilevelY], s->vectors[kBilevelZ],
-                     s->scalars[kBilevelLambda], s->rng, s->aux};
+  return BilevelVars{
+      s->t,   s->x,  s->vectors[kBilevelY], s->vectors[kBilevelZ], s->scalars[kBilevelLambda],
+      s->rng, s->aux};
 }
 
 ConstBilevelVars BilevelView(const SessionState& s) {

@@ -19,10 +19,10 @@ namespace f2obo {
 enum BilevelVector { kBilevelY = 0, kBilevelZ = 1, kBilevelVectorCount };
 enum BilevelScalar { kBilevelLambda = 0, kBilevelScalarCount };
 enum BilevelSum {
-  kBlreg = 0,       // sum of regret terms r_s (paper Eq. 2)
-  kVariation,       // sum of v_s: trajectory estimate of V_T
-  kDrift,           // sum of d_s: trajectory estimate of H_2,T
-  kDriftSteps,      // steps whose v_s, d_s were available
+  kBlreg = 0,   // sum of regret terms r_s (paper Eq. 2)
+  kVariation,   // sum of v_s: trajectory estimate of V_T
+  kDrift,       // sum of d_s: trajectory estimate of H_2,T
+  kDriftSteps,  // steps whose v_s, d_s were available
   // Of the evaluated steps, those whose r_s was left out of kBlreg (its
   // solve did not converge); of kDriftSteps, those whose v_s, d_s were left
   // out of kVariation and kDrift.

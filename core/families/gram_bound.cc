@@ -1,8 +1,8 @@
 #include "core/families/gram_bound.h"
 
-#include <limits>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/features.h"
 

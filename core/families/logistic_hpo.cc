@@ -11,8 +11,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Family>> LogisticHpoFamily::Create(
-    const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<Family>> LogisticHpoFamily::Create(const FamilyConfig& config) {
   if (absl::Status s = ValidateSoftmaxConfig(config, "logistic_hpo"); !s.ok()) return s;
   return std::unique_ptr<Family>(
       new LogisticHpoFamily(config.features, config.classes, config.mu0));
@@ -27,16 +26,15 @@ absl::Status LogisticHpoFamily::ValidateBatch(const Batch& b, BatchRole role) co
 absl::Status LogisticHpoFamily::ValidateConstraint(const ConstraintSet& set) const {
   for (int j = 0; j < d_; ++j) {
     if (!(set.LowerBound(j) + mu0_ > 0.0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "constraint: logistic_hpo needs a box with lo > -mu0 (coordinate ", j,
-          ") so that g stays strongly convex in y"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("constraint: logistic_hpo needs a box with lo > -mu0 (coordinate ", j,
+                       ") so that g stays strongly convex in y"));
     }
   }
   return absl::OkStatus();
 }
 
-double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view,
-                                       Vector* gy) {
+double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy) {
   const Batch& b = *view.batch;
   if (!b.sparse_features) return DenseCrossEntropy(y, view, gy);
   if (gy != nullptr) gy->setZero();
@@ -59,8 +57,8 @@ double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view,
   return loss * inv_n;
 }
 
-void LogisticHpoFamily::CrossEntropyHvp(const VecIn& y, const BatchView& view,
-                                        const VecIn& v, Vector* out) {
+void LogisticHpoFamily::CrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v,
+                                        Vector* out) {
   const Batch& b = *view.batch;
   if (!b.sparse_features) return DenseCrossEntropyHvp(y, view, v, out);
   out->setZero();
@@ -78,8 +76,7 @@ void LogisticHpoFamily::CrossEntropyHvp(const VecIn& y, const BatchView& view,
   }
 }
 
-void LogisticHpoFamily::AddRegularizer(const VecIn& x, const VecIn& y,
-                                       Vector* gy) const {
+void LogisticHpoFamily::AddRegularizer(const VecIn& x, const VecIn& y, Vector* gy) const {
   double* g = gy->data();
   const double* w = y.data();
   const int n = y_dim();
@@ -90,14 +87,14 @@ void LogisticHpoFamily::AddRegularizer(const VecIn& x, const VecIn& y,
   }
 }
 
-double LogisticHpoFamily::F(const VecIn&, const VecIn& y, const BatchView& upper,
-                            Vector* gx, Vector* gy) {
+double LogisticHpoFamily::F(const VecIn&, const VecIn& y, const BatchView& upper, Vector* gx,
+                            Vector* gy) {
   if (gx != nullptr) gx->setZero();
   return CrossEntropy(y, upper, gy);
 }
 
-double LogisticHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inner,
-                            Vector* gx, Vector* gy) {
+double LogisticHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
+                            Vector* gy) {
   const double loss = CrossEntropy(y, inner, gy);
   if (gy != nullptr) AddRegularizer(x, y, gy);
   double row_penalty = 0.0;
@@ -109,9 +106,8 @@ double LogisticHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inn
   return loss + 0.5 * mu0_ * y.squaredNorm() + 0.5 * row_penalty;
 }
 
-void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1,
-                                   const VecIn& y2, const BatchView& inner,
-                                   Vector* gy1, Vector* gy2) {
+void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
+                                   const BatchView& inner, Vector* gy1, Vector* gy2) {
   // One pass over the rows: each a_i is read once for the logits of both
   // points and once more for both back-projections.
   const Batch& b = *inner.batch;
@@ -144,15 +140,14 @@ void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1,
   AddRegularizer(x, y2, gy2);
 }
 
-void LogisticHpoFamily::HvpYYG(const VecIn& x, const VecIn& y,
-                               const BatchView& inner, const VecIn& v,
-                               Vector* out) {
+void LogisticHpoFamily::HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
+                               const VecIn& v, Vector* out) {
   CrossEntropyHvp(y, inner, v, out);
   AddRegularizer(x, v, out);  // linear in its second argument
 }
 
-void LogisticHpoFamily::HvpXYG(const VecIn&, const VecIn& y, const BatchView&,
-                               const VecIn& v, Vector* out) {
+void LogisticHpoFamily::HvpXYG(const VecIn&, const VecIn& y, const BatchView&, const VecIn& v,
+                               Vector* out) {
   // d/dx_i of g is ||W_i||^2 / 2, whose derivative along v is W_i . V_i.
   for (int f = 0; f < d_; ++f) {
     const Eigen::Index off = static_cast<Eigen::Index>(f) * c_;
@@ -160,8 +155,7 @@ void LogisticHpoFamily::HvpXYG(const VecIn&, const VecIn& y, const BatchView&,
   }
 }
 
-void LogisticHpoFamily::HvpYYF(const VecIn&, const VecIn& y,
-                               const BatchView& upper, const VecIn& v,
+void LogisticHpoFamily::HvpYYF(const VecIn&, const VecIn& y, const BatchView& upper, const VecIn& v,
                                Vector* out) {
   CrossEntropyHvp(y, upper, v, out);
 }

@@ -42,29 +42,24 @@ class LogisticHpoFamily final : public Family {
   // Sizes the dense passes' buffers for these batches (logistic_hpo_dense.cc).
   void Prepare(const StepData& data) override { PrepareDense(data); }
 
-  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
-           Vector* gy) override;
-  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
-           Vector* gy) override;
-  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
-                  const BatchView& inner, Vector* gy1, Vector* gy2) override;
-  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
-              const VecIn& v, Vector* out) override;
-  std::optional<double> Accuracy(const VecIn& x, const VecIn& y,
-                                 const BatchView& upper) override;
+  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx, Vector* gy) override;
+  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy) override;
+  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
+                  Vector* gy1, Vector* gy2) override;
+  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper, const VecIn& v,
+              Vector* out) override;
+  std::optional<double> Accuracy(const VecIn& x, const VecIn& y, const BatchView& upper) override;
 
   // Bounds from the batches (SmoothnessSource::kBatchBound), one forward
   // pass over each: see logistic_hpo.cc.
-  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
-                                const StepData& data) override;
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) override;
 
  private:
-  LogisticHpoFamily(int d, int c, double mu0)
-      : d_(d), c_(c), mu0_(mu0), z_(c), z2_(c), dz_(c) {
+  LogisticHpoFamily(int d, int c, double mu0) : d_(d), c_(c), mu0_(mu0), z_(c), z2_(c), dz_(c) {
     ReserveDense();
   }
   // Sizes the dense buffers at construction: the pair's d x 2C, and logits
@@ -76,8 +71,7 @@ class LogisticHpoFamily final : public Family {
   // given, its gradient in y written into gy.
   double CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy);
   // out = (1/n) sum of the CE Hessians at y applied to v (no regularizer).
-  void CrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v,
-                       Vector* out);
+  void CrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v, Vector* out);
   // A bound on ||(1/n) sum_i J_i^T H_i J_i|| over the view at y (softmax.h,
   // gram_bound.h).
   double CurvatureBound(const VecIn& y, const BatchView& view);
@@ -102,8 +96,8 @@ class LogisticHpoFamily final : public Family {
   int d_, c_;
   double mu0_;
   Vector logits_, wpair_, gathered_;  // dense passes' buffers (grown, never shrunk)
-  Vector z_, z2_, dz_;  // C-sized per-row scratch
-  Vector weights_;      // per-row curvature bounds (EstimateSmoothness)
+  Vector z_, z2_, dz_;                // C-sized per-row scratch
+  Vector weights_;                    // per-row curvature bounds (EstimateSmoothness)
 };
 
 }  // namespace f2obo

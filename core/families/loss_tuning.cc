@@ -11,11 +11,9 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Family>> LossTuningFamily::Create(
-    const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<Family>> LossTuningFamily::Create(const FamilyConfig& config) {
   if (absl::Status s = ValidateSoftmaxConfig(config, "loss_tuning"); !s.ok()) return s;
-  return std::unique_ptr<Family>(
-      new LossTuningFamily(config.features, config.classes, config.mu0));
+  return std::unique_ptr<Family>(new LossTuningFamily(config.features, config.classes, config.mu0));
 }
 
 absl::Status LossTuningFamily::ValidateBatch(const Batch& b, BatchRole role) const {
@@ -24,18 +22,18 @@ absl::Status LossTuningFamily::ValidateBatch(const Batch& b, BatchRole role) con
   if (absl::Status s = ValidateLabels(b, c_, what); !s.ok()) return s;
   if (role == BatchRole::kUpper && b.class_weights.size() > 0) {
     if (b.class_weights.size() != c_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": class_weights has ", b.class_weights.size(),
-                       " entries, expected classes = ", c_));
+      return absl::InvalidArgumentError(absl::StrCat(what, ": class_weights has ",
+                                                     b.class_weights.size(),
+                                                     " entries, expected classes = ", c_));
     }
     // f's gradients form u_j a_i (class weight times feature): two inputs,
     // at most 1e300 each, so no bound beyond the per-number one is needed.
     for (int j = 0; j < c_; ++j) {
       const double w = b.class_weights[j];
       if (!InputNumberOk(w) || w < 0.0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": class_weights[", j, "] = ", w, " must be finite, >= 0 and <= ",
-            kMaxInputMagnitude));
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": class_weights[", j, "] = ", w,
+                         " must be finite, >= 0 and <= ", kMaxInputMagnitude));
       }
     }
   }
@@ -64,8 +62,8 @@ void LossTuningFamily::ClassCoefficients(const BatchView& view) {
     coef_ = b.class_weights * InverseRows(view);
     return;
   }
-  const bool prepared = &b == prepared_ && b.labels.data() == prepared_labels_ &&
-                        b.labels.size() == prepared_rows_;
+  const bool prepared =
+      &b == prepared_ && b.labels.data() == prepared_labels_ && b.labels.size() == prepared_rows_;
   if (!prepared) CountLabels(b, &counts_);
   const std::vector<int>& counts = prepared ? prepared_counts_ : counts_;
   // u_j / n = (m / n) / count_j; m / n is exactly 1 on the whole batch, so
@@ -79,8 +77,8 @@ void LossTuningFamily::Adjust(const VecIn& x, const double* s, double* z) const 
   for (int j = 0; j < c_; ++j) z[j] = x[j] * s[j] + x[c_ + j];
 }
 
-double LossTuningFamily::F(const VecIn&, const VecIn& y, const BatchView& upper,
-                           Vector* gx, Vector* gy) {
+double LossTuningFamily::F(const VecIn&, const VecIn& y, const BatchView& upper, Vector* gx,
+                           Vector* gy) {
   const Batch& b = *upper.batch;
   if (gx != nullptr) gx->setZero();
   if (gy != nullptr) gy->setZero();
@@ -105,8 +103,8 @@ double LossTuningFamily::F(const VecIn&, const VecIn& y, const BatchView& upper,
   return loss;
 }
 
-double LossTuningFamily::G(const VecIn& x, const VecIn& y, const BatchView& inner,
-                           Vector* gx, Vector* gy) {
+double LossTuningFamily::G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
+                           Vector* gy) {
   const Batch& b = *inner.batch;
   if (gx != nullptr) gx->setZero();
   if (gy != nullptr) gy->setZero();
@@ -141,9 +139,8 @@ double LossTuningFamily::G(const VecIn& x, const VecIn& y, const BatchView& inne
   return loss * inv_n + 0.5 * mu0_ * y.squaredNorm();
 }
 
-void LossTuningFamily::GradYGPair(const VecIn& x, const VecIn& y1,
-                                  const VecIn& y2, const BatchView& inner,
-                                  Vector* gy1, Vector* gy2) {
+void LossTuningFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
+                                  const BatchView& inner, Vector* gy1, Vector* gy2) {
   // One pass over the rows: each a_i is read once for the logits of both
   // points and once more for both back-projections.
   const Batch& b = *inner.batch;
@@ -171,9 +168,8 @@ void LossTuningFamily::GradYGPair(const VecIn& x, const VecIn& y1,
   *gy2 += mu0_ * y2;
 }
 
-void LossTuningFamily::HvpYYG(const VecIn& x, const VecIn& y,
-                              const BatchView& inner, const VecIn& v,
-                              Vector* out) {
+void LossTuningFamily::HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
+                              const VecIn& v, Vector* out) {
   const Batch& b = *inner.batch;
   out->setZero();
   const double inv_n = InverseRows(inner);
@@ -192,9 +188,8 @@ void LossTuningFamily::HvpYYG(const VecIn& x, const VecIn& y,
   *out += mu0_ * v;
 }
 
-void LossTuningFamily::HvpXYG(const VecIn& x, const VecIn& y,
-                              const BatchView& inner, const VecIn& v,
-                              Vector* out) {
+void LossTuningFamily::HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
+                              const VecIn& v, Vector* out) {
   const Batch& b = *inner.batch;
   out->setZero();
   const double inv_n = InverseRows(inner);
@@ -217,8 +212,7 @@ void LossTuningFamily::HvpXYG(const VecIn& x, const VecIn& y,
   *out *= inv_n;
 }
 
-void LossTuningFamily::HvpYYF(const VecIn&, const VecIn& y,
-                              const BatchView& upper, const VecIn& v,
+void LossTuningFamily::HvpYYF(const VecIn&, const VecIn& y, const BatchView& upper, const VecIn& v,
                               Vector* out) {
   const Batch& b = *upper.batch;
   out->setZero();

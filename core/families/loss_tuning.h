@@ -66,30 +66,35 @@ class LossTuningFamily final : public Family {
   // Scratch is C-sized and allocated at construction.
   void Prepare(const StepData& data) override;
 
-  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
-           Vector* gy) override;
-  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
-           Vector* gy) override;
-  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
-                  const BatchView& inner, Vector* gy1, Vector* gy2) override;
-  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
-              const VecIn& v, Vector* out) override;
-  std::optional<double> Accuracy(const VecIn& x, const VecIn& y,
-                                 const BatchView& upper) override;
+  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx, Vector* gy) override;
+  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy) override;
+  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
+                  Vector* gy1, Vector* gy2) override;
+  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper, const VecIn& v,
+              Vector* out) override;
+  std::optional<double> Accuracy(const VecIn& x, const VecIn& y, const BatchView& upper) override;
 
   // Bounds from the batches (SmoothnessSource::kBatchBound), one forward
   // pass over each: see loss_tuning.cc.
-  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
-                                const StepData& data) override;
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) override;
 
  private:
   LossTuningFamily(int d, int c, double mu0)
-      : d_(d), c_(c), mu0_(mu0), s_(c), z_(c), s2_(c), z2_(c), ds_(c),
-        coef_(c), counts_(c), prepared_counts_(c) {}
+      : d_(d),
+        c_(c),
+        mu0_(mu0),
+        s_(c),
+        z_(c),
+        s2_(c),
+        z2_(c),
+        ds_(c),
+        coef_(c),
+        counts_(c),
+        prepared_counts_(c) {}
   // coef_[j] = u_j / n for a view of n rows, u_j from the view's whole
   // batch (see the header comment).
   void ClassCoefficients(const BatchView& view);

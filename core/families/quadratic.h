@@ -28,18 +28,15 @@ class QuadraticFamily final : public Family {
   absl::Status ValidateBatch(const Batch& batch, BatchRole role) const override;
   void Prepare(const StepData& data) override;
 
-  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
-           Vector* gy) override;
-  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
-           Vector* gy) override;
-  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
-              const VecIn& v, Vector* out) override;
-  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
-                                const StepData& data) override;
+  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx, Vector* gy) override;
+  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy) override;
+  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper, const VecIn& v,
+              Vector* out) override;
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) override;
 
  private:
   QuadraticFamily(int d1, int d2, double mu, bool bump, double scale)

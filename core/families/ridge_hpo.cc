@@ -9,8 +9,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Family>> RidgeHpoFamily::Create(
-    const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<Family>> RidgeHpoFamily::Create(const FamilyConfig& config) {
   if (config.features <= 0) {
     return absl::InvalidArgumentError("family.features: ridge_hpo needs d > 0");
   }
@@ -29,16 +28,15 @@ absl::Status RidgeHpoFamily::ValidateBatch(const Batch& b, BatchRole role) const
 absl::Status RidgeHpoFamily::ValidateConstraint(const ConstraintSet& set) const {
   for (int j = 0; j < d_; ++j) {
     if (!(set.LowerBound(j) + mu0_ > 0.0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "constraint: ridge_hpo needs a box with lo > -mu0 (coordinate ", j,
-          ") so that g stays strongly convex in y"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("constraint: ridge_hpo needs a box with lo > -mu0 (coordinate ", j,
+                       ") so that g stays strongly convex in y"));
     }
   }
   return absl::OkStatus();
 }
 
-double RidgeHpoFamily::LeastSquares(const VecIn& y, const BatchView& view,
-                                    Vector* gy) {
+double RidgeHpoFamily::LeastSquares(const VecIn& y, const BatchView& view, Vector* gy) {
   const Batch& b = *view.batch;
   if (gy != nullptr) gy->setZero();
   double loss = 0.0;
@@ -62,14 +60,14 @@ void RidgeHpoFamily::Gram(const BatchView& view, const VecIn& v, Vector* out) {
   }
 }
 
-double RidgeHpoFamily::F(const VecIn&, const VecIn& y, const BatchView& upper,
-                         Vector* gx, Vector* gy) {
+double RidgeHpoFamily::F(const VecIn&, const VecIn& y, const BatchView& upper, Vector* gx,
+                         Vector* gy) {
   if (gx != nullptr) gx->setZero();
   return LeastSquares(y, upper, gy);
 }
 
-double RidgeHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inner,
-                         Vector* gx, Vector* gy) {
+double RidgeHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
+                         Vector* gy) {
   const double loss = LeastSquares(y, inner, gy);
   if (gy != nullptr) gy->array() += (x.array() + mu0_) * y.array();
   if (gx != nullptr) gx->array() = 0.5 * y.array().square();
@@ -101,25 +99,24 @@ void RidgeHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2
   gy2->array() += (x.array() + mu0_) * y2.array();
 }
 
-void RidgeHpoFamily::HvpYYG(const VecIn& x, const VecIn&, const BatchView& inner,
-                            const VecIn& v, Vector* out) {
+void RidgeHpoFamily::HvpYYG(const VecIn& x, const VecIn&, const BatchView& inner, const VecIn& v,
+                            Vector* out) {
   Gram(inner, v, out);
   out->array() += (x.array() + mu0_) * v.array();
 }
 
-void RidgeHpoFamily::HvpXYG(const VecIn&, const VecIn& y, const BatchView&,
-                            const VecIn& v, Vector* out) {
+void RidgeHpoFamily::HvpXYG(const VecIn&, const VecIn& y, const BatchView&, const VecIn& v,
+                            Vector* out) {
   // d/dx_j of g is y_j^2 / 2, so the cross block is diag(y).
   out->array() = y.array() * v.array();
 }
 
-void RidgeHpoFamily::HvpYYF(const VecIn&, const VecIn&, const BatchView& upper,
-                            const VecIn& v, Vector* out) {
+void RidgeHpoFamily::HvpYYF(const VecIn&, const VecIn&, const BatchView& upper, const VecIn& v,
+                            Vector* out) {
   Gram(upper, v, out);
 }
 
-Smoothness RidgeHpoFamily::EstimateSmoothness(const VecIn& x, const VecIn&,
-                                              const StepData& data) {
+Smoothness RidgeHpoFamily::EstimateSmoothness(const VecIn& x, const VecIn&, const StepData& data) {
   // grad2_yy g = A^T A / n + diag(x + mu_0) and grad2_yy f = A_up^T A_up / m
   // do not depend on y: bound the Gram parts (gram_bound.h) and add the
   // diagonal's largest entry (Weyl).

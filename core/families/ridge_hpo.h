@@ -29,23 +29,20 @@ class RidgeHpoFamily final : public Family {
   absl::Status ValidateConstraint(const ConstraintSet& set) const override;
   void Prepare(const StepData&) override {}
 
-  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
-           Vector* gy) override;
-  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
-           Vector* gy) override;
-  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
-                  const BatchView& inner, Vector* gy1, Vector* gy2) override;
-  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-              const VecIn& v, Vector* out) override;
-  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
-              const VecIn& v, Vector* out) override;
+  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx, Vector* gy) override;
+  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy) override;
+  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
+                  Vector* gy1, Vector* gy2) override;
+  void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+              Vector* out) override;
+  void HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper, const VecIn& v,
+              Vector* out) override;
 
   // Bounds from the batches (SmoothnessSource::kBatchBound, gram_bound.h):
   // see ridge_hpo.cc.
-  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
-                                const StepData& data) override;
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) override;
 
  private:
   RidgeHpoFamily(int d, double mu0) : d_(d), mu0_(mu0) {}

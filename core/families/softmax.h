@@ -21,8 +21,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/batch.h"
-#include "core/features.h"
 #include "core/family.h"
+#include "core/features.h"
 
 namespace f2obo {
 
@@ -30,12 +30,12 @@ namespace f2obo {
 // and a parameter vector of (d + 1) C entries that fits an int).
 inline absl::Status ValidateSoftmaxConfig(const FamilyConfig& config, const char* family) {
   if (config.features <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "family.features: ", family, " needs d > 0, got ", config.features));
+    return absl::InvalidArgumentError(
+        absl::StrCat("family.features: ", family, " needs d > 0, got ", config.features));
   }
   if (config.classes < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "family.classes: ", family, " needs C >= 2, got ", config.classes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("family.classes: ", family, " needs C >= 2, got ", config.classes));
   }
   // features + 1 is formed in int64: in int it overflows for d = INT_MAX and
   // the product wrapped negative, passing the check.
@@ -141,16 +141,15 @@ inline int ArgMax(const double* z, int c) {
 }
 
 // z = W^T a_i + b for the model y (layout above).
-inline void Logits(const Batch& b, int i, const double* y, int d, int c,
-                   double* z) {
+inline void Logits(const Batch& b, int i, const double* y, int d, int c, double* z) {
   RowTimesMatrix(b, i, y, c, z);
   const double* bias = y + static_cast<size_t>(d) * c;
   for (int j = 0; j < c; ++j) z[j] += bias[j];
 }
 
 // Logits of sample i under two models in one read of a_i.
-inline void LogitsPair(const Batch& b, int i, const double* y1, const double* y2,
-                       int d, int c, double* z1, double* z2) {
+inline void LogitsPair(const Batch& b, int i, const double* y1, const double* y2, int d, int c,
+                       double* z1, double* z2) {
   const double* bias1 = y1 + static_cast<size_t>(d) * c;
   const double* bias2 = y2 + static_cast<size_t>(d) * c;
   for (int j = 0; j < c; ++j) {
@@ -177,17 +176,15 @@ inline void LogitsPair(const Batch& b, int i, const double* y1, const double* y2
 
 // Gradient back-projection of a logit-space vector r for sample i:
 // G_W += a_i r^T and G_b += r, with g in the model layout.
-inline void BackProject(const Batch& b, int i, const double* r, int d, int c,
-                        double* g) {
+inline void BackProject(const Batch& b, int i, const double* r, int d, int c, double* g) {
   RowOuterAdd(b, i, r, c, g);
   double* gb = g + static_cast<size_t>(d) * c;
   for (int j = 0; j < c; ++j) gb[j] += r[j];
 }
 
 // BackProject for two models in one read of a_i.
-inline void BackProjectPair(const Batch& b, int i, const double* r1,
-                            const double* r2, int d, int c, double* g1,
-                            double* g2) {
+inline void BackProjectPair(const Batch& b, int i, const double* r1, const double* r2, int d, int c,
+                            double* g1, double* g2) {
   auto add = [&](int feature, double a) {
     const size_t off = static_cast<size_t>(feature) * c;
     for (int j = 0; j < c; ++j) {

@@ -22,8 +22,13 @@ constexpr double kMinStep = 0x1p-40;
 class NewtonState {
  public:
   NewtonState(Family& family, const VecIn& x, const BatchView& inner, InnerSolution* sol)
-      : family_(family), x_(x), inner_(inner), sol_(*sol), grad_(family.y_dim()),
-        trial_(family.y_dim()), trial_grad_(family.y_dim()) {
+      : family_(family),
+        x_(x),
+        inner_(inner),
+        sol_(*sol),
+        grad_(family.y_dim()),
+        trial_(family.y_dim()),
+        trial_grad_(family.y_dim()) {
     value_ = family_.G(x_, sol_.y, inner_, nullptr, &grad_);
     sol_.grad_norm = grad_.norm();
   }
@@ -39,8 +44,8 @@ class NewtonState {
       const double v = family_.G(x_, trial_, inner_, nullptr, &trial_grad_);
       if (!std::isfinite(v)) continue;
       const bool resolvable = -s * slope > kValueRoundoff * std::abs(value_);
-      const bool accept = resolvable ? v <= value_ + 1e-4 * s * slope
-                                     : trial_grad_.norm() < sol_.grad_norm;
+      const bool accept =
+          resolvable ? v <= value_ + 1e-4 * s * slope : trial_grad_.norm() < sol_.grad_norm;
       if (accept) {
         sol_.y.swap(trial_);
         grad_.swap(trial_grad_);
@@ -63,8 +68,8 @@ class NewtonState {
 
 }  // namespace
 
-InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
-                         const VecIn& warm, const ExactMetricsOptions& o) {
+InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner, const VecIn& warm,
+                         const ExactMetricsOptions& o) {
   const int n = family.y_dim();
   InnerSolution sol;
   sol.y = warm;
@@ -86,16 +91,15 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
   while (sol.grad_norm > target && sol.newton_iterations < o.max_newton_iterations) {
     ++sol.newton_iterations;
     const double forcing = std::max(std::min(0.1, sol.grad_norm), o.cg_tolerance);
-    sol.cg_iterations += ConjugateGradient(hessian, -state.grad(), forcing,
-                                           o.max_cg_iterations, &step);
+    sol.cg_iterations +=
+        ConjugateGradient(hessian, -state.grad(), forcing, o.max_cg_iterations, &step);
     if (state.LineSearch(step)) continue;
     // Safeguard: the Cauchy step along -grad (plain -grad if the curvature
     // along it is not positive and finite).
     hessian(state.grad(), &hg);
     const double curvature = state.grad().dot(hg);
-    const double scale = curvature > 0.0 && std::isfinite(curvature)
-                             ? state.grad().squaredNorm() / curvature
-                             : 1.0;
+    const double scale =
+        curvature > 0.0 && std::isfinite(curvature) ? state.grad().squaredNorm() / curvature : 1.0;
     step = -scale * state.grad();
     ++sol.cauchy_steps;
     if (!state.LineSearch(step)) break;  // stalled
@@ -105,9 +109,8 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
   return sol;
 }
 
-TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
-                                           const StepData& data, const VecIn& warm,
-                                           const ExactMetricsOptions& o) {
+TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const StepData& data,
+                                           const VecIn& warm, const ExactMetricsOptions& o) {
   const BatchView upper = BatchView::All(data.upper);
   const BatchView inner = BatchView::All(data.inner);
   TrueHypergradient out;
@@ -117,9 +120,9 @@ TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
   out.value = family.F(x, ys, upper, &gx_f, &gy_f);
   // Solve grad2_yy g w = grad_y f, then grad F = grad_x f - grad2_xy g w.
   CgOutcome cg;
-  out.cg_iterations = ConjugateGradient(
-      [&](const Vector& v, Vector* r) { family.HvpYYG(x, ys, inner, v, r); }, gy_f,
-      o.cg_tolerance, o.max_cg_iterations, &w, &cg);
+  out.cg_iterations =
+      ConjugateGradient([&](const Vector& v, Vector* r) { family.HvpYYG(x, ys, inner, v, r); },
+                        gy_f, o.cg_tolerance, o.max_cg_iterations, &w, &cg);
   out.cg_converged = cg.converged;
   out.cg_relative_residual = cg.relative_residual;
   out.grad.resize(family.x_dim());
@@ -128,10 +131,8 @@ TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
   return out;
 }
 
-absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
-                                                 const ConstraintSet& set,
-                                                 const MetricsInput& in,
-                                                 const StepData& current,
+absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const ConstraintSet& set,
+                                                 const MetricsInput& in, const StepData& current,
                                                  const StepData* previous,
                                                  const ExactMetricsOptions& o) {
   ExactMetrics m;

@@ -30,7 +30,7 @@ struct ExactMetricsOptions {
   double inner_tolerance = 1e-10;
   double inner_relative_tolerance = 1e-14;
   int max_newton_iterations = 100;
-  double cg_tolerance = 1e-12;     // relative residual of the Hessian system
+  double cg_tolerance = 1e-12;  // relative residual of the Hessian system
   int max_cg_iterations = 1000;
 };
 
@@ -66,8 +66,8 @@ struct InnerSolution {
   int cg_iterations = 0;
   int cauchy_steps = 0;  // iterations that took the safeguard's Cauchy step
 };
-InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
-                         const VecIn& warm, const ExactMetricsOptions& o);
+InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner, const VecIn& warm,
+                         const ExactMetricsOptions& o);
 
 // grad F(x) = grad_x f - grad2_xy g [grad2_yy g]^{-1} grad_y f at (x, y*(x))
 // (paper Eq. 1), with the linear system solved by CG on HVPs.
@@ -81,9 +81,8 @@ struct TrueHypergradient {
   bool cg_converged = false;
   double cg_relative_residual = 0.0;
 };
-TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x,
-                                           const StepData& data, const VecIn& warm,
-                                           const ExactMetricsOptions& o);
+TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const StepData& data,
+                                           const VecIn& warm, const ExactMetricsOptions& o);
 
 // What the metrics of step t need besides the batches.
 struct MetricsInput {
@@ -102,8 +101,8 @@ struct ExactMetrics {
   double true_gradient_norm = 0.0;   // ||grad F_t(x_t)||
   double inner_residual = 0.0;       // ||grad_y g_t(x_t, y*)|| of the solve
   // With the previous step's batches, evaluated at x_t (not a sup over X):
-  std::optional<double> variation;   // |F_t(x_t) - F_{t-1}(x_t)|
-  std::optional<double> drift;       // ||y*_t(x_t) - y*_{t-1}(x_t)||^2
+  std::optional<double> variation;  // |F_t(x_t) - F_{t-1}(x_t)|
+  std::optional<double> drift;      // ||y*_t(x_t) - y*_{t-1}(x_t)||^2
   int newton_iterations = 0;
   int cg_iterations = 0;
   // Whether the numbers above can be trusted to the configured tolerances
@@ -137,10 +136,8 @@ struct ExactMetrics {
 // Computes the metrics of step t.  `previous` may be null (first step, or
 // its batches were not kept), leaving variation and drift empty.  Fails
 // only on non-finite results.
-absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family,
-                                                 const ConstraintSet& set,
-                                                 const MetricsInput& in,
-                                                 const StepData& current,
+absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const ConstraintSet& set,
+                                                 const MetricsInput& in, const StepData& current,
                                                  const StepData* previous,
                                                  const ExactMetricsOptions& o = {});
 

@@ -4,8 +4,8 @@
 
 namespace f2obo {
 
-int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_tol,
-                      int max_it, Vector* w, CgOutcome* outcome) {
+int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_tol, int max_it,
+                      Vector* w, CgOutcome* outcome) {
   const int n = static_cast<int>(b.size());
   w->setZero(n);
   Vector r = b, p = b, ap(n);

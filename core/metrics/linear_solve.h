@@ -25,8 +25,8 @@ struct CgOutcome {
 // iterations (or A is found not positive definite along a direction);
 // returns the iterations used.  `w` is resized to b's size.  If `outcome`
 // is not null it receives how the solve ended.
-int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_tol,
-                      int max_it, Vector* w, CgOutcome* outcome = nullptr);
+int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_tol, int max_it,
+                      Vector* w, CgOutcome* outcome = nullptr);
 
 }  // namespace f2obo
 

@@ -45,8 +45,14 @@ namespace {
 class MtF2obo final : public MultitaskAlgorithm {
  public:
   explicit MtF2obo(const MultitaskAlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), d1_(ctx.x_dim), d2_(ctx.y_dim), y0_(ctx.y0),
-        z0_(ctx.z0), ws_(d1_, d2_), direction_(d1_) {
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        d1_(ctx.x_dim),
+        d2_(ctx.y_dim),
+        y0_(ctx.y0),
+        z0_(ctx.z0),
+        ws_(d1_, d2_),
+        direction_(d1_) {
     scratch_.hypergradient.resize(d1_);
   }
 
@@ -95,8 +101,8 @@ class MtF2obo final : public MultitaskAlgorithm {
       const BatchView upper = BatchView::All(td.data.upper);
       const BatchView inner = BatchView::All(td.data.inner);
       absl::StatusOr<int64_t> inner_rows =
-          PenaltyInnerLoops(f, s->x, steps.alpha, steps.beta, lambda, o_.inner_steps, upper,
-                            inner, &y, &z, &ws_, round_control());
+          PenaltyInnerLoops(f, s->x, steps.alpha, steps.beta, lambda, o_.inner_steps, upper, inner,
+                            &y, &z, &ws_, round_control());
       if (!inner_rows.ok()) return inner_rows.status();
       rows += *inner_rows;
       rows += Hypergradient(f, s->x, y, z, lambda, upper, inner, &ws_, &scratch_);

@@ -14,13 +14,13 @@
 #include "absl/strings/string_view.h"
 #include "core/algorithm_info.h"
 #include "core/batch.h"
-#include "core/round_control.h"
 #include "core/constraint.h"
 #include "core/multitask/multitask_family.h"
 #include "core/multitask/multitask_report.h"
 #include "core/multitask/multitask_state.h"
 #include "core/multitask/task_table.h"
 #include "core/options.h"
+#include "core/round_control.h"
 #include "core/state.h"
 
 namespace f2obo {
@@ -51,9 +51,8 @@ class MultitaskAlgorithm : public StoppableRound {
   // may leave the state half-written on failure.  Errors need no "step t"
   // prefix.  Cost: O(tasks in the step) family work and O(log touched)
   // lookups, never O(m).
-  virtual absl::Status Round(const StepData& data, MultitaskFamily& family,
-                             const TaskTable& table, SessionState* s,
-                             MultitaskReport* report) = 0;
+  virtual absl::Status Round(const StepData& data, MultitaskFamily& family, const TaskTable& table,
+                             SessionState* s, MultitaskReport* report) = 0;
 };
 
 // What a factory gets: validated options (copied) and the session's shapes.
@@ -72,8 +71,7 @@ struct MultitaskAlgorithmEntry {
   // Builds the algorithm for validated options; may still refuse a session
   // it cannot serve (rsvrb's explicit-dimension limit), INVALID_ARGUMENT
   // naming the field.
-  absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> (*create)(
-      const MultitaskAlgorithmContext&);
+  absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> (*create)(const MultitaskAlgorithmContext&);
 };
 
 // In registration order.

@@ -1,8 +1,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "core/multitask/multitask_algorithm.h"
 #include "core/multitask/mt_f2obo.h"
+#include "core/multitask/multitask_algorithm.h"
 #include "core/multitask/rsvrb.h"
 
 namespace f2obo {
@@ -31,8 +31,7 @@ absl::Status CheckLastUpdateSteps(const SessionState& s, const TaskTable& table,
     if (!(last >= 1 && last <= static_cast<double>(s.t - 1) && last == std::floor(last))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "state.aux[", table.Index(slot, b), "][0]: ", last, " is not the step of task ",
-          table.task_at(s, slot), "'s last update, a whole number in [1, t - 1 = ", s.t - 1,
-          "]"));
+          table.task_at(s, slot), "'s last update, a whole number in [1, t - 1 = ", s.t - 1, "]"));
     }
   }
   return absl::OkStatus();

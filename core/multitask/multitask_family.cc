@@ -67,7 +67,8 @@ class TemperedLogisticTasks final : public SharedFamilyTasks {
   TemperedLogisticTasks(const FamilyConfig& base_config, int tasks, double max_temperature,
                         std::unique_ptr<Family> base)
       : SharedFamilyTasks("multitask_logistic_hpo", tasks, std::move(base)),
-        base_config_(base_config), max_temperature_(max_temperature) {}
+        base_config_(base_config),
+        max_temperature_(max_temperature) {}
 
   Family& Task(int task, const StepData& data) override {
     const double sigma = TaskTemperature(task, max_temperature_);
@@ -113,8 +114,7 @@ double TaskTemperature(int task, double max_temperature) {
   return 1.0 + (max_temperature - 1.0) * u;
 }
 
-absl::StatusOr<std::unique_ptr<MultitaskFamily>> CreateMultitaskFamily(
-    const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<MultitaskFamily>> CreateMultitaskFamily(const FamilyConfig& config) {
   const Entry* entry = nullptr;
   for (const Entry& e : kFamilies) {
     if (config.name == e.name) entry = &e;
@@ -126,8 +126,7 @@ absl::StatusOr<std::unique_ptr<MultitaskFamily>> CreateMultitaskFamily(
   }
   if (config.tasks < 1 || config.tasks > kMaxTasks) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "family.tasks: m = ", config.tasks, "; a multi-task family needs 1 <= m <= ",
-        kMaxTasks));
+        "family.tasks: m = ", config.tasks, "; a multi-task family needs 1 <= m <= ", kMaxTasks));
   }
   FamilyConfig base_config = config;
   base_config.name = entry->base;
@@ -135,9 +134,9 @@ absl::StatusOr<std::unique_ptr<MultitaskFamily>> CreateMultitaskFamily(
   if (!base.ok()) return base.status();
   if (std::string_view(entry->base) == "logistic_hpo") {
     if (!(config.max_temperature >= 1.0 && config.max_temperature <= kMaxTemperature)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "family.max_temperature: ", config.max_temperature, " must be in [1, ",
-          kMaxTemperature, "] (task temperatures are drawn in [1, max_temperature])"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("family.max_temperature: ", config.max_temperature, " must be in [1, ",
+                       kMaxTemperature, "] (task temperatures are drawn in [1, max_temperature])"));
     }
     return std::unique_ptr<MultitaskFamily>(new TemperedLogisticTasks(
         base_config, config.tasks, config.max_temperature, *std::move(base)));

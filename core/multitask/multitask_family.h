@@ -58,8 +58,7 @@ class MultitaskFamily {
 
 // Builds the multi-task family `config.name` with m = config.tasks;
 // INVALID_ARGUMENT naming the field ("family.tasks: ...") otherwise.
-absl::StatusOr<std::unique_ptr<MultitaskFamily>> CreateMultitaskFamily(
-    const FamilyConfig& config);
+absl::StatusOr<std::unique_ptr<MultitaskFamily>> CreateMultitaskFamily(const FamilyConfig& config);
 // Registered names, in registration order.
 std::vector<std::string> MultitaskFamilyNames();
 

@@ -40,7 +40,7 @@ struct MultitaskMetrics {
   // did, the figures above are not trusted and the regret term is left out
   // of the running sum (counted in unconverged_steps instead).
   int unconverged_tasks = 0;
-  double seconds = 0.0;              // what computing these metrics cost
+  double seconds = 0.0;  // what computing these metrics cost
   // The seen tasks with index < kReportedTasks, in increasing order.
   std::vector<TaskMetrics> tasks;
   bool Converged() const { return unconverged_tasks == 0; }

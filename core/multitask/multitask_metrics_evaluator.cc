@@ -27,9 +27,10 @@ void MultitaskMetricsEvaluator::Observe(const StepData& data) {
   }
 }
 
-absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(
-    const SessionState& before, const StepReport& report, const StepData& /*current*/,
-    const StepData* /*previous*/) {
+absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(const SessionState& before,
+                                                                 const StepReport& report,
+                                                                 const StepData& /*current*/,
+                                                                 const StepData* /*previous*/) {
   const auto start = std::chrono::steady_clock::now();
   const MultitaskReport& r = std::get<MultitaskReport>(report.detail);
   MultitaskMetrics m;
@@ -71,8 +72,8 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(
   for (const TaskMetrics& tm : m.tasks) figures.insert(figures.end(), {tm.value, tm.regret_term});
   for (double v : figures) {
     if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "multi-task exact metrics at step ", m.t, " are not finite"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("multi-task exact metrics at step ", m.t, " are not finite"));
     }
   }
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -29,13 +29,15 @@ class MultitaskMetricsEvaluator final : public MetricsEvaluator {
   // start of its inner solve); `y0`: a never-touched task's y.
   MultitaskMetricsEvaluator(std::unique_ptr<MultitaskFamily> family, ConstraintSet set,
                             double gamma, TaskTable table, Vector y0)
-      : family_(std::move(family)), set_(std::move(set)), gamma_(gamma),
-        table_(std::move(table)), y0_(std::move(y0)) {}
+      : family_(std::move(family)),
+        set_(std::move(set)),
+        gamma_(gamma),
+        table_(std::move(table)),
+        y0_(std::move(y0)) {}
 
   void Observe(const StepData& data) override;
   absl::StatusOr<ClassMetrics> Evaluate(const SessionState& before, const StepReport& report,
-                                        const StepData& current,
-                                        const StepData* previous) override;
+                                        const StepData& current, const StepData* previous) override;
 
  private:
   std::unique_ptr<MultitaskFamily> family_;
@@ -47,7 +49,7 @@ class MultitaskMetricsEvaluator final : public MetricsEvaluator {
     StepData data;  // the task's latest batches
     uint64_t when;  // order of observation (key of by_when_)
   };
-  std::map<int, Seen> latest_;     // task -> its latest batches
+  std::map<int, Seen> latest_;       // task -> its latest batches
   std::map<uint64_t, int> by_when_;  // observation order -> task (for eviction)
   uint64_t observed_ = 0;
 };

@@ -36,8 +36,12 @@ class MultitaskProblem final : public Problem {
   MultitaskProblem(const SessionConfig& config, std::unique_ptr<MultitaskFamily> family,
                    const MultitaskAlgorithmEntry& entry,
                    std::unique_ptr<MultitaskAlgorithm> algorithm, Vector y0)
-      : config_(config), family_(std::move(family)), entry_(entry),
-        algorithm_(std::move(algorithm)), y0_(std::move(y0)), layout_(MultitaskLayout()),
+      : config_(config),
+        family_(std::move(family)),
+        entry_(entry),
+        algorithm_(std::move(algorithm)),
+        y0_(std::move(y0)),
+        layout_(MultitaskLayout()),
         table_(algorithm_->GlobalLayout(), Block(family_->y_dim(), *algorithm_)) {}
 
   ProblemClass problem_class() const override { return ProblemClass::kMultitaskBilevel; }
@@ -48,10 +52,10 @@ class MultitaskProblem final : public Problem {
 
   absl::Status ValidateData(const StepData& data) const override {
     if (!IsEmpty(data.upper) || !IsEmpty(data.inner)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          IsEmpty(data.upper) ? "inner" : "upper",
-          ": a multitask_bilevel step carries its batches in tasks[k].upper and "
-          "tasks[k].inner; the top-level upper and inner must be empty"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(IsEmpty(data.upper) ? "inner" : "upper",
+                       ": a multitask_bilevel step carries its batches in tasks[k].upper and "
+                       "tasks[k].inner; the top-level upper and inner must be empty"));
     }
     if (data.tasks.empty()) {
       return absl::InvalidArgumentError(
@@ -63,13 +67,13 @@ class MultitaskProblem final : public Problem {
     for (size_t k = 0; k < data.tasks.size(); ++k) {
       const TaskData& td = data.tasks[k];
       if (td.task < 0 || td.task >= m) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tasks[", k, "].task: ", td.task, " is outside [0, m = ", m, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("tasks[", k, "].task: ", td.task, " is outside [0, m = ", m, ")"));
       }
       if (!(td.probability >= 0.0 && td.probability <= 1.0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tasks[", k, "].probability: ", td.probability,
-            " must be in (0, 1], or 0 for the default k/m"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("tasks[", k, "].probability: ", td.probability,
+                         " must be in (0, 1], or 0 for the default k/m"));
       }
       if (!td.data.tasks.empty()) {
         return absl::InvalidArgumentError(
@@ -87,8 +91,8 @@ class MultitaskProblem final : public Problem {
     }
     std::sort(seen.begin(), seen.end());
     if (auto dup = std::adjacent_find(seen.begin(), seen.end()); dup != seen.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tasks: task ", *dup, " appears more than once in this step"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tasks: task ", *dup, " appears more than once in this step"));
     }
     return absl::OkStatus();
   }
@@ -129,9 +133,9 @@ class MultitaskProblem final : public Problem {
       const BatchView upper = BatchView::All(td.data.upper);
       const double l = f.F(s->x, y, upper, nullptr, nullptr);
       if (!std::isfinite(l)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "non-finite f_i(x_t, y_i) = ", l, " on task ", td.task,
-            "'s upper batch (feature values too large for the current point?)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("non-finite f_i(x_t, y_i) = ", l, " on task ", td.task,
+                         "'s upper batch (feature values too large for the current point?)"));
       }
       loss += l;
       if (family_->is_classification()) accuracy += f.Accuracy(s->x, y, upper).value_or(0.0);
@@ -160,8 +164,7 @@ class MultitaskProblem final : public Problem {
   int DefaultExactEvery() const override { return 10; }
 
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
-    absl::StatusOr<std::unique_ptr<MultitaskFamily>> family =
-        CreateMultitaskFamily(config_.family);
+    absl::StatusOr<std::unique_ptr<MultitaskFamily>> family = CreateMultitaskFamily(config_.family);
     if (!family.ok()) return family.status();
     return std::unique_ptr<MetricsEvaluator>(new MultitaskMetricsEvaluator(
         *std::move(family), config_.constraint, config_.options.gamma, table_, y0_));
@@ -209,8 +212,8 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateMultitaskProblem(
   absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> algorithm = entry.create(
       MultitaskAlgorithmContext{c.options, c.constraint, d1, d2, family->tasks(), y0, z0});
   if (!algorithm.ok()) return algorithm.status();
-  return std::unique_ptr<Problem>(new MultitaskProblem(c, std::move(family), entry,
-                                                       *std::move(algorithm), std::move(y0)));
+  return std::unique_ptr<Problem>(
+      new MultitaskProblem(c, std::move(family), entry, *std::move(algorithm), std::move(y0)));
 }
 
 absl::StatusOr<std::unique_ptr<Problem>> CreateMultitaskProblem(const SessionConfig& c) {

@@ -89,10 +89,26 @@ double GeometricSum(double keep, double k) {
 class Rsvrb final : public MultitaskAlgorithm {
  public:
   explicit Rsvrb(const MultitaskAlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), d1_(ctx.x_dim), d2_(ctx.y_dim), m_(ctx.tasks),
-        y0_(ctx.y0), cur_(d1_, d2_), prev_(d1_, d2_), oracle_(d1_, d2_), combine_(d1_, d2_),
-        eig_(d2_), sym_(d2_, d2_), raised_(d2_), tmp_(d2_), hw_(d2_), jh_(d1_), y_prev_(d2_),
-        z_jt_(d1_), z_jt1_(d1_), gy_res_(d2_) {}
+      : o_(ctx.options),
+        set_(ctx.constraint),
+        d1_(ctx.x_dim),
+        d2_(ctx.y_dim),
+        m_(ctx.tasks),
+        y0_(ctx.y0),
+        cur_(d1_, d2_),
+        prev_(d1_, d2_),
+        oracle_(d1_, d2_),
+        combine_(d1_, d2_),
+        eig_(d2_),
+        sym_(d2_, d2_),
+        raised_(d2_),
+        tmp_(d2_),
+        hw_(d2_),
+        jh_(d1_),
+        y_prev_(d2_),
+        z_jt_(d1_),
+        z_jt1_(d1_),
+        gy_res_(d2_) {}
 
   std::vector<int> GlobalLayout() const override { return {d1_, d1_}; }
   std::vector<int> TaskLayout() const override {
@@ -112,9 +128,9 @@ class Rsvrb final : public MultitaskAlgorithm {
     if (absl::Status st = CheckLastUpdateSteps(s, table, kRsvrbMeta); !st.ok()) return st;
     for (int slot = 0; slot < table.touched(s); ++slot) {
       if (!(table.Var(s, slot, kRsvrbMeta)[1] > 0.0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "state.aux[", table.Index(slot, kRsvrbMeta), "][1]: the y-step of task ",
-            table.task_at(s, slot), "'s last update must be > 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("state.aux[", table.Index(slot, kRsvrbMeta), "][1]: the y-step of task ",
+                         table.task_at(s, slot), "'s last update must be > 0"));
       }
     }
     return absl::OkStatus();
@@ -149,8 +165,7 @@ class Rsvrb final : public MultitaskAlgorithm {
         slot = table.Insert(s, td.task, InitialTaskBlock());
         ++report->new_tasks;
       } else {
-        CatchUp(table, s, slot, static_cast<double>(t - 1) -
-                                    table.Var(*s, slot, kRsvrbMeta)[0]);
+        CatchUp(table, s, slot, static_cast<double>(t - 1) - table.Var(*s, slot, kRsvrbMeta)[0]);
       }
       j_sampled = j_sampled || td.task == j;
       // (References into aux are taken after the insertion, which may move
@@ -317,8 +332,8 @@ const MultitaskAlgorithmEntry& RsvrbAlgorithm() {
        "RSVRB (Guo, Hu, Zhang & Yang, Alg. 2): SVRB estimators per sampled task by "
        "randomized-coordinate STORM, lazy decay of the others, STORM estimate of grad F",
        BaselineRoundOptions().Add({Opt::momentum, Opt::task_momentum, Opt::sample_rows,
-                                   Opt::max_explicit_dim, Opt::jacobian_clip,
-                                   Opt::hessian_floor, Opt::grad_fy_clip, Opt::grad_fx_clip}),
+                                   Opt::max_explicit_dim, Opt::jacobian_clip, Opt::hessian_floor,
+                                   Opt::grad_fy_clip, Opt::grad_fx_clip}),
        nullptr, nullptr, nullptr},
       &Create};
   return entry;

@@ -28,8 +28,8 @@ int TaskTable::Insert(SessionState* s, int task, const std::vector<Vector>& bloc
   Vector& index = s->aux[0];
   const int n = static_cast<int>(index.size());
   const double* begin = index.data();
-  const int slot = static_cast<int>(
-      std::lower_bound(begin, begin + n, static_cast<double>(task)) - begin);
+  const int slot =
+      static_cast<int>(std::lower_bound(begin, begin + n, static_cast<double>(task)) - begin);
   Vector grown(n + 1);
   grown.head(slot) = index.head(slot);
   grown[slot] = task;
@@ -57,24 +57,22 @@ absl::Status TaskTable::Validate(const SessionState& s, int tasks) const {
   for (Eigen::Index k = 0; k < index.size(); ++k) {
     const double v = index[k];
     if (!(v >= 0 && v < tasks && v == std::floor(v)) || (k > 0 && !(v > index[k - 1]))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "state.aux[0][", k, "]: ", v, " is not a task index in [0, ", tasks,
-          ") above the one before it (touched tasks are listed in increasing order)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.aux[0][", k, "]: ", v, " is not a task index in [0, ", tasks,
+                       ") above the one before it (touched tasks are listed in increasing order)"));
     }
   }
   for (size_t g = 0; g < globals_.size(); ++g) {
     if (s.aux[1 + g].size() != globals_[g]) {
-      return absl::InvalidArgumentError(absl::StrCat("state.aux[", 1 + g, "]: has ",
-                                                     s.aux[1 + g].size(),
-                                                     " entries, expected ", globals_[g]));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "state.aux[", 1 + g, "]: has ", s.aux[1 + g].size(), " entries, expected ", globals_[g]));
     }
   }
   for (size_t i = fixed; i < s.aux.size(); ++i) {
     const int expected = block_[(i - fixed) % block_.size()];
     if (s.aux[i].size() != expected) {
-      return absl::InvalidArgumentError(absl::StrCat("state.aux[", i, "]: has ",
-                                                     s.aux[i].size(), " entries, expected ",
-                                                     expected));
+      return absl::InvalidArgumentError(absl::StrCat("state.aux[", i, "]: has ", s.aux[i].size(),
+                                                     " entries, expected ", expected));
     }
   }
   return absl::OkStatus();

@@ -50,9 +50,7 @@ class TaskTable {
   int Insert(SessionState* s, int task, const std::vector<Vector>& block) const;
 
   Vector& Var(SessionState* s, int slot, int b) const { return s->aux[Index(slot, b)]; }
-  const Vector& Var(const SessionState& s, int slot, int b) const {
-    return s.aux[Index(slot, b)];
-  }
+  const Vector& Var(const SessionState& s, int slot, int b) const { return s.aux[Index(slot, b)]; }
   Vector& Global(SessionState* s, int g) const { return s->aux[1 + g]; }
   const Vector& Global(const SessionState& s, int g) const { return s.aux[1 + g]; }
 
@@ -67,7 +65,6 @@ class TaskTable {
   }
 
  private:
-
   std::vector<int> globals_;
   std::vector<int> block_;
 };

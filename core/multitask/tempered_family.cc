@@ -5,8 +5,13 @@
 namespace f2obo {
 
 TemperedFamily::TemperedFamily(std::unique_ptr<Family> base, double sigma)
-    : base_(std::move(base)), sigma_(sigma), inv_sigma_(1.0 / sigma), sigma2_(sigma * sigma),
-      xs_(base_->x_dim()), ys_(base_->y_dim()), ys2_(base_->y_dim()) {}
+    : base_(std::move(base)),
+      sigma_(sigma),
+      inv_sigma_(1.0 / sigma),
+      sigma2_(sigma * sigma),
+      xs_(base_->x_dim()),
+      ys_(base_->y_dim()),
+      ys2_(base_->y_dim()) {}
 
 void TemperedFamily::Rescale(const VecIn& x, const VecIn& y) {
   xs_.noalias() = sigma2_ * x;
@@ -40,22 +45,22 @@ void TemperedFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2
   *gy2 *= inv_sigma_;
 }
 
-void TemperedFamily::HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-                            const VecIn& v, Vector* out) {
+void TemperedFamily::HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+                            Vector* out) {
   Rescale(x, y);
   base_->HvpYYG(xs_, ys_, inner, v, out);
   *out *= inv_sigma_ * inv_sigma_;
 }
 
-void TemperedFamily::HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner,
-                            const VecIn& v, Vector* out) {
+void TemperedFamily::HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
+                            Vector* out) {
   Rescale(x, y);
   base_->HvpXYG(xs_, ys_, inner, v, out);
   *out *= sigma_;
 }
 
-void TemperedFamily::HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper,
-                            const VecIn& v, Vector* out) {
+void TemperedFamily::HvpYYF(const VecIn& x, const VecIn& y, const BatchView& upper, const VecIn& v,
+                            Vector* out) {
   Rescale(x, y);
   base_->HvpYYF(xs_, ys_, upper, v, out);
   *out *= inv_sigma_ * inv_sigma_;

@@ -37,10 +37,8 @@ class TemperedFamily final : public Family {
   }
   void Prepare(const StepData& data) override { base_->Prepare(data); }
 
-  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
-           Vector* gy) override;
-  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
-           Vector* gy) override;
+  double F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx, Vector* gy) override;
+  double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy) override;
   void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
                   Vector* gy1, Vector* gy2) override;
   void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
@@ -51,10 +49,8 @@ class TemperedFamily final : public Family {
               Vector* out) override;
   void DefaultX(Vector* x) const override { base_->DefaultX(x); }
   // The base family's constants at the rescaled point, over sigma^2.
-  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y,
-                                const StepData& data) override;
-  std::optional<double> Accuracy(const VecIn& x, const VecIn& y,
-                                 const BatchView& upper) override;
+  Smoothness EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) override;
+  std::optional<double> Accuracy(const VecIn& x, const VecIn& y, const BatchView& upper) override;
 
  private:
   // xs_ = sigma^2 x, ys_ = y / sigma.

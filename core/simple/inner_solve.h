@@ -12,8 +12,8 @@
 namespace f2obo {
 
 struct InnerSolveResult {
-  Vector z;            // the best point found (in Z)
-  double g = 0.0;      // g(z)
+  Vector z;        // the best point found (in Z)
+  double g = 0.0;  // g(z)
   bool converged = false;
   int iterations = 0;
   // The stop test's measure at z: the Frank-Wolfe gap (an upper bound on

@@ -59,9 +59,7 @@ void ForEachEntry(const Batch& b, int i, bool nonzero_only, Fn fn) {
 }
 
 // Whether v is an integer in [lo, hi] (so that casting it is defined).
-bool IntegerIn(double v, double lo, double hi) {
-  return v >= lo && v <= hi && std::floor(v) == v;
-}
+bool IntegerIn(double v, double lo, double hi) { return v >= lo && v <= hi && std::floor(v) == v; }
 
 absl::Status Bad(int index, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("aux[", index, "]: row window ", what));
@@ -167,8 +165,8 @@ void RowWindow::Encode(std::vector<Vector>* out) const {
   const bool targets = n > 0 && rows_.targets.size() > 0;
   const int64_t nnz = csr ? rows_.csr.outerIndexPtr()[n] : 0;
   Vector header(kHeaderSize);
-  header << (n == 0 ? kEmpty : (csr ? kCsr : kDense)), labels ? 1.0 : 0.0, targets ? 1.0 : 0.0,
-      n, cols_, static_cast<double>(nnz);
+  header << (n == 0 ? kEmpty : (csr ? kCsr : kDense)), labels ? 1.0 : 0.0, targets ? 1.0 : 0.0, n,
+      cols_, static_cast<double>(nnz);
   out->push_back(std::move(header));
   if (n == 0) {
     for (int k = 1; k < kEncodedVectors; ++k) out->emplace_back(0);
@@ -196,12 +194,12 @@ void RowWindow::Encode(std::vector<Vector>* out) const {
   out->push_back(std::move(fields));
 }
 
-absl::StatusOr<RowWindow> RowWindow::Decode(const std::vector<Vector>& aux, int first,
-                                            int capacity, int cols) {
+absl::StatusOr<RowWindow> RowWindow::Decode(const std::vector<Vector>& aux, int first, int capacity,
+                                            int cols) {
   if (first < 0 || aux.size() < static_cast<size_t>(first) + kEncodedVectors) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "aux: a row window needs ", kEncodedVectors, " vectors from aux[", first, "], there are ",
-        aux.size()));
+    return absl::InvalidArgumentError(absl::StrCat("aux: a row window needs ", kEncodedVectors,
+                                                   " vectors from aux[", first, "], there are ",
+                                                   aux.size()));
   }
   const Vector& header = aux[static_cast<size_t>(first)];
   const Vector& values = aux[static_cast<size_t>(first) + 1];
@@ -209,8 +207,8 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const std::vector<Vector>& aux, int 
   const Vector& inner = aux[static_cast<size_t>(first) + 3];
   const Vector& fields = aux[static_cast<size_t>(first) + 4];
   if (header.size() != kHeaderSize) {
-    return Bad(first, absl::StrCat("header has ", header.size(), " entries, expected ",
-                                   kHeaderSize));
+    return Bad(first,
+               absl::StrCat("header has ", header.size(), " entries, expected ", kHeaderSize));
   }
   if (!IntegerIn(header[0], kEmpty, kCsr) || !IntegerIn(header[1], 0, 1) ||
       !IntegerIn(header[2], 0, 1)) {
@@ -267,8 +265,8 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const std::vector<Vector>& aux, int 
                               " entries, expected nnz = ", nnz));
     }
     if (outer.size() != n + 1) {
-      return Bad(first + 2, absl::StrCat("has ", outer.size(), " row offsets, expected rows + 1 = ",
-                                         n + 1));
+      return Bad(first + 2,
+                 absl::StrCat("has ", outer.size(), " row offsets, expected rows + 1 = ", n + 1));
     }
     std::vector<int64_t> indptr(static_cast<size_t>(n) + 1);
     for (int r = 0; r <= n; ++r) {
@@ -309,15 +307,15 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const std::vector<Vector>& aux, int 
   if (labels) {
     for (int r = 0; r < n; ++r, ++pos) {
       if (!IntegerIn(fields[pos], 0, 2147483647.0)) {
-        return Bad(first + 4, absl::StrCat("label ", r, " = ", fields[pos],
-                                           " is not a non-negative integer"));
+        return Bad(first + 4,
+                   absl::StrCat("label ", r, " = ", fields[pos], " is not a non-negative integer"));
       }
       b.labels.push_back(static_cast<int32_t>(fields[pos]));
     }
   }
   if (targets) {
-    if (absl::Status s = CheckInputNumbers(fields.data() + pos, n,
-                                           absl::StrCat("aux[", first + 4, "] targets"));
+    if (absl::Status s =
+            CheckInputNumbers(fields.data() + pos, n, absl::StrCat("aux[", first + 4, "] targets"));
         !s.ok()) {
       return s;
     }

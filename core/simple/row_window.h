@@ -39,8 +39,8 @@ class RowWindow {
   // Writes kEncodedVectors vectors to `out` (appended); Decode reads them
   // back, checking shapes and values (INVALID_ARGUMENT naming "aux[i]").
   void Encode(std::vector<Vector>* out) const;
-  static absl::StatusOr<RowWindow> Decode(const std::vector<Vector>& aux, int first,
-                                          int capacity, int cols);
+  static absl::StatusOr<RowWindow> Decode(const std::vector<Vector>& aux, int first, int capacity,
+                                          int cols);
 
  private:
   int capacity_ = 0;

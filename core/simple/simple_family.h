@@ -62,8 +62,7 @@ class SimpleFamily {
   // least_squares: a documented constrained / minimum-norm solve), with
   // the accuracy it is known to; nullopt otherwise.  Off the request path
   // (the metrics evaluator), may be expensive.
-  virtual std::optional<double> OuterOptimum(const BatchView& /*upper*/,
-                                             const BatchView& /*inner*/,
+  virtual std::optional<double> OuterOptimum(const BatchView& /*upper*/, const BatchView& /*inner*/,
                                              const ConstraintSet& /*z*/) {
     return std::nullopt;
   }

@@ -41,8 +41,8 @@ absl::StatusOr<SimpleMetrics> SimpleMetricsEvaluator::Measure(int64_t t, const V
   }
   const BatchView inner = BatchView::All(inner_.rows());
   const Batch empty;
-  const BatchView upper = family_->upper_reads_rows() ? BatchView::All(upper_.rows())
-                                                      : BatchView::All(empty);
+  const BatchView upper =
+      family_->upper_reads_rows() ? BatchView::All(upper_.rows()) : BatchView::All(empty);
   m.f = family_->F(decision, upper, nullptr);
   Vector grad;
   m.g = family_->G(decision, inner, &grad);
@@ -50,10 +50,9 @@ absl::StatusOr<SimpleMetrics> SimpleMetricsEvaluator::Measure(int64_t t, const V
     Vector s;
     m.fw_gap = FrankWolfeGap(set_, decision, grad, &s);
   }
-  InnerSolveResult solve =
-      last_minimizer_.size() == decision.size()
-          ? MinimizeG(*family_, inner, set_, last_minimizer_)
-          : MinimizeG(*family_, inner, set_, decision);
+  InnerSolveResult solve = last_minimizer_.size() == decision.size()
+                               ? MinimizeG(*family_, inner, set_, last_minimizer_)
+                               : MinimizeG(*family_, inner, set_, decision);
   // g* is a minimum: the decision itself (in Z) bounds it from above.
   m.g_star = std::min(solve.g, m.g);
   m.inner_gap = m.g - m.g_star;
@@ -61,8 +60,8 @@ absl::StatusOr<SimpleMetrics> SimpleMetricsEvaluator::Measure(int64_t t, const V
   last_minimizer_ = std::move(solve.z);
   m.f_star = family_->OuterOptimum(upper, inner, set_);
   if (m.f_star.has_value()) m.outer_gap = m.f - *m.f_star;
-  for (double v : {m.f, m.g, m.g_star, m.inner_gap, m.fw_gap.value_or(0.0),
-                   m.f_star.value_or(0.0)}) {
+  for (double v :
+       {m.f, m.g, m.g_star, m.inner_gap, m.fw_gap.value_or(0.0), m.f_star.value_or(0.0)}) {
     if (!std::isfinite(v)) {
       return absl::InternalError(absl::StrCat("simple metrics at step ", t, ": not finite"));
     }

@@ -30,8 +30,7 @@ class SimpleMetricsEvaluator final : public MetricsEvaluator {
 
   void Observe(const StepData& data) override;
   absl::StatusOr<ClassMetrics> Evaluate(const SessionState& before, const StepReport& report,
-                                        const StepData& current,
-                                        const StepData* previous) override;
+                                        const StepData& current, const StepData* previous) override;
 
   // The metrics of `decision` on the current window (for tests and tools).
   absl::StatusOr<SimpleMetrics> Measure(int64_t t, const VecIn& decision);

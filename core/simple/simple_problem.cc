@@ -46,9 +46,9 @@ class SimpleProblem final : public Problem {
           "inner: a simple bilevel step needs at least one inner row (they define g)");
     }
     if (family_->upper_reads_rows() && data.upper.rows() == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "upper: family ", std::string(family_->name()),
-          " needs at least one upper row per step (they define f)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("upper: family ", std::string(family_->name()),
+                       " needs at least one upper row per step (they define f)"));
     }
     if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
       return s;

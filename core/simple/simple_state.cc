@@ -3,12 +3,10 @@
 namespace f2obo {
 
 StateLayout SimpleLayout(int x_dim) {
-  return StateLayout{{{"decision", x_dim}},
-                     {},
-                     {{"inner_gap"},
-                      {"outer_gap"},
-                      {"outer_gap_steps", true},
-                      {"unconverged_steps", true}}};
+  return StateLayout{
+      {{"decision", x_dim}},
+      {},
+      {{"inner_gap"}, {"outer_gap"}, {"outer_gap_steps", true}, {"unconverged_steps", true}}};
 }
 
 SimpleVars SimpleView(SessionState* s) {

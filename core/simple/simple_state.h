@@ -23,11 +23,11 @@ namespace f2obo {
 // Places in SessionState::vectors and RunningMetrics::sums.
 enum SimpleVector { kSimpleDecision = 0, kSimpleVectorCount };
 enum SimpleSum {
-  kSimpleInnerGap = 0,     // sum of g(decision) - g* over evaluated steps
-  kSimpleOuterGap,         // sum of f(decision) - f* where f* was available
-  kSimpleOuterGapSteps,    // evaluated steps with an f*
-  kSimpleUnconvergedSteps, // evaluated steps whose g* solve did not converge
-                           // (their terms are left out of the sums)
+  kSimpleInnerGap = 0,      // sum of g(decision) - g* over evaluated steps
+  kSimpleOuterGap,          // sum of f(decision) - f* where f* was available
+  kSimpleOuterGapSteps,     // evaluated steps with an f*
+  kSimpleUnconvergedSteps,  // evaluated steps whose g* solve did not converge
+                            // (their terms are left out of the sums)
   kSimpleSumCount
 };
 

@@ -146,9 +146,12 @@ absl::StatusOr<std::map<std::string, std::string>> ParseQuery(absl::string_view 
 void WriteStep(const v1::StepMetrics& m, JsonWriter& w) {
   const v1::RoundReport& r = m.report();
   w.BeginObject().Key("t").Int(m.t());
-  w.Key("round_seconds").Number(r.round_seconds())
-      .Key("upper_loss_before").Number(r.upper_loss_before())
-      .Key("rows_processed").Int(r.rows_processed());
+  w.Key("round_seconds")
+      .Number(r.round_seconds())
+      .Key("upper_loss_before")
+      .Number(r.upper_loss_before())
+      .Key("rows_processed")
+      .Int(r.rows_processed());
   if (r.has_accuracy_before()) w.Key("accuracy_before").Number(r.accuracy_before());
   if (r.cap_hit()) w.Key("cap_hit").Bool(true);
   server::presentation::PresentationOf(r).step_json(m, w);
@@ -161,7 +164,8 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
   if (!ReadOnly(r)) return Error(405, "only GET and HEAD are served");
   const std::vector<v1::SessionInfo> list = sessions.List();
   const std::map<std::string, std::vector<std::string>> by_group =
-      groups != nullptr ? GroupsOf(list, *groups) : std::map<std::string, std::vector<std::string>>{};
+      groups != nullptr ? GroupsOf(list, *groups)
+                        : std::map<std::string, std::vector<std::string>>{};
   std::map<std::string, std::string> group_of;
   for (const auto& [group, members] : by_group) {
     for (const std::string& m : members) group_of[m] = group;
@@ -173,20 +177,34 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
     if (const auto g = group_of.find(info.session_id()); g != group_of.end()) {
       w.Key("group").String(g->second);
     }
-    w.Key("problem_class").String(info.spec().problem_class())
-        .Key("algorithm").String(info.spec().algorithm())
-        .Key("family").String(info.spec().family().name())
-        .Key("next_t").Int(info.next_t())
-        .Key("lambda").Number(info.lambda())
-        .Key("blreg").Number(info.metrics().blreg())
-        .Key("evaluated_steps").Int(info.metrics().evaluated_steps())
-        .Key("variation_sum").Number(info.metrics().variation_sum())
-        .Key("drift_sum").Number(info.metrics().drift_sum())
-        .Key("x_dim").Int(info.x_dim())
-        .Key("y_dim").Int(info.y_dim())
-        .Key("inner_iterations").Int(info.inner_iterations())
-        .Key("cap_hits").Int(info.cap_hits())
-        .Key("rows_processed").Int(info.rows_processed());
+    w.Key("problem_class")
+        .String(info.spec().problem_class())
+        .Key("algorithm")
+        .String(info.spec().algorithm())
+        .Key("family")
+        .String(info.spec().family().name())
+        .Key("next_t")
+        .Int(info.next_t())
+        .Key("lambda")
+        .Number(info.lambda())
+        .Key("blreg")
+        .Number(info.metrics().blreg())
+        .Key("evaluated_steps")
+        .Int(info.metrics().evaluated_steps())
+        .Key("variation_sum")
+        .Number(info.metrics().variation_sum())
+        .Key("drift_sum")
+        .Number(info.metrics().drift_sum())
+        .Key("x_dim")
+        .Int(info.x_dim())
+        .Key("y_dim")
+        .Int(info.y_dim())
+        .Key("inner_iterations")
+        .Int(info.inner_iterations())
+        .Key("cap_hits")
+        .Int(info.cap_hits())
+        .Key("rows_processed")
+        .Int(info.rows_processed());
     server::presentation::PresentationOf(info).session_json(info, w);
     w.EndObject();
   }
@@ -230,11 +248,16 @@ HttpResponse ServeDecision(const server::SessionManager& sessions, const HttpReq
   if (!d.ok()) return ErrorFor(d.status());
   JsonWriter w;
   w.BeginObject()
-      .Key("session_id").String(q.id)
-      .Key("t").Int(d->t())
-      .Key("lambda").Number(d->lambda())
-      .Key("x_dim").Int(d->x_size())
-      .Key("x").BeginArray();
+      .Key("session_id")
+      .String(q.id)
+      .Key("t")
+      .Int(d->t())
+      .Key("lambda")
+      .Number(d->lambda())
+      .Key("x_dim")
+      .Int(d->x_size())
+      .Key("x")
+      .BeginArray();
   for (int i = 0; i < d->x_size() && i < max_entries; ++i) w.Number(d->x(i));
   w.EndArray().EndObject();
   return Json(w);

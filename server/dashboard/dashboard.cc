@@ -13,9 +13,11 @@ void RegisterDashboard(metrics::HttpExporter* http, const server::SessionManager
     }
     return HttpResponse{200, "text/html; charset=utf-8", kDashboardPage};
   });
-  http->Handle("/api/sessions",
-               [sessions, groups](const HttpRequest& r) { return ServeSessions(*sessions, groups, r); });
-  http->Handle("/api/metrics", [sessions](const HttpRequest& r) { return ServeMetrics(*sessions, r); });
+  http->Handle("/api/sessions", [sessions, groups](const HttpRequest& r) {
+    return ServeSessions(*sessions, groups, r);
+  });
+  http->Handle("/api/metrics",
+               [sessions](const HttpRequest& r) { return ServeMetrics(*sessions, r); });
   http->Handle("/api/decision",
                [sessions](const HttpRequest& r) { return ServeDecision(*sessions, r); });
 }

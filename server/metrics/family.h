@@ -83,9 +83,9 @@ class Family final : public FamilyBase {
   // Returns InvalidArgument when the number of values is wrong.
   absl::StatusOr<T*> TryWithLabels(std::vector<std::string> label_values) {
     if (label_values.size() != label_names().size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "metric \"", name(), "\" has ", label_names().size(), " label(s), got ",
-          label_values.size(), " value(s)"));
+      return absl::InvalidArgumentError(absl::StrCat("metric \"", name(), "\" has ",
+                                                     label_names().size(), " label(s), got ",
+                                                     label_values.size(), " value(s)"));
     }
     for (std::string& v : label_values) v = SanitizeUtf8(v);
     {
@@ -136,8 +136,8 @@ class Family final : public FamilyBase {
   void Render(std::string* out) const override {
     absl::ReaderMutexLock lock(&mu_);
     if (series_.empty()) return;
-    absl::StrAppend(out, "# HELP ", name(), " ", EscapeHelp(help()), "\n", "# TYPE ",
-                    name(), " ", T::kTypeName, "\n");
+    absl::StrAppend(out, "# HELP ", name(), " ", EscapeHelp(help()), "\n", "# TYPE ", name(), " ",
+                    T::kTypeName, "\n");
     // std::map keeps series ordered by label values, so output is stable.
     for (const auto& [label_values, series] : series_) {
       series->AppendSamples(name(), label_names(), label_values, out);

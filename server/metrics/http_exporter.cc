@@ -45,8 +45,7 @@ struct ListenAddress {
 absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& address) {
   const auto bad = [&](const char* why) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "invalid listen address \"", address, "\" (want <IPv4>:<port> or [<IPv6>]:<port>): ",
-        why));
+        "invalid listen address \"", address, "\" (want <IPv4>:<port> or [<IPv6>]:<port>): ", why));
   };
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos) return bad("no port");
@@ -119,11 +118,8 @@ void SendResponse(mg_connection* conn, const mg_request_info& info,
   const std::string head = absl::StrCat(
       http10 ? "HTTP/1.0 " : "HTTP/1.1 ", response.status, " ",
       mg_get_response_code_text(conn, response.status), "\r\n",
-      "Content-Type: ", response.content_type, "\r\n",
-      "Content-Length: ", response.body.size(), "\r\n",
-      "Cache-Control: no-store\r\n",
-      "Date: ", date, "\r\n",
-      "Connection: close\r\n\r\n");
+      "Content-Type: ", response.content_type, "\r\n", "Content-Length: ", response.body.size(),
+      "\r\n", "Cache-Control: no-store\r\n", "Date: ", date, "\r\n", "Connection: close\r\n\r\n");
   mg_write(conn, head.data(), head.size());
   if (with_body && !response.body.empty()) {
     mg_write(conn, response.body.data(), response.body.size());
@@ -132,8 +128,8 @@ void SendResponse(mg_connection* conn, const mg_request_info& info,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
-    const std::string& listen_address, int num_threads) {
+absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::string& listen_address,
+                                                                  int num_threads) {
   absl::StatusOr<ListenAddress> address = ParseListenAddress(listen_address);
   if (!address.ok()) return address.status();
   if (num_threads < 1 || num_threads > kMaxThreads) {
@@ -148,10 +144,14 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
 
   const std::string threads = absl::StrCat(num_threads);
   // No document_root: civetweb then serves no files, only our handler.
-  const char* options[] = {"listening_ports",    address->listening_ports.c_str(),
-                           "num_threads",        threads.c_str(),
-                           "request_timeout_ms", kRequestTimeoutMs,
-                           "enable_keep_alive",  "no",
+  const char* options[] = {"listening_ports",
+                           address->listening_ports.c_str(),
+                           "num_threads",
+                           threads.c_str(),
+                           "request_timeout_ms",
+                           kRequestTimeoutMs,
+                           "enable_keep_alive",
+                           "no",
                            nullptr};
   mg_callbacks callbacks = {};
   auto exporter = std::unique_ptr<HttpExporter>(new HttpExporter());
@@ -166,9 +166,8 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(
   mg_error_data error = {&error_code, error_text, sizeof(error_text)};
   exporter->ctx_ = mg_start2(&init, &error);
   if (exporter->ctx_ == nullptr) {
-    const std::string reason = error_text[0] != '\0'
-                                   ? std::string(error_text)
-                                   : absl::StrCat("civetweb error ", error_code);
+    const std::string reason = error_text[0] != '\0' ? std::string(error_text)
+                                                     : absl::StrCat("civetweb error ", error_code);
     return absl::UnavailableError(
         absl::StrCat("cannot serve HTTP on ", listen_address, ": ", reason));
   }

@@ -52,8 +52,8 @@ class HttpExporter {
   // worker threads (1..64) serve requests.  Errors: InvalidArgument for a
   // malformed address or thread count, Unavailable if civetweb cannot
   // start (e.g. the port is taken), with civetweb's reason.
-  static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(
-      const std::string& listen_address, int num_threads);
+  static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(const std::string& listen_address,
+                                                             int num_threads);
 
   ~HttpExporter();  // Stop()s.
   HttpExporter(const HttpExporter&) = delete;

@@ -29,10 +29,8 @@ inline void AtomicAdd(std::atomic<double>& a, double v) {
   }
 }
 
-static_assert(std::atomic<double>::is_always_lock_free,
-              "series updates must not take a lock");
-static_assert(std::atomic<uint64_t>::is_always_lock_free,
-              "series updates must not take a lock");
+static_assert(std::atomic<double>::is_always_lock_free, "series updates must not take a lock");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "series updates must not take a lock");
 
 }  // namespace internal
 

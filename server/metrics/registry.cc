@@ -26,24 +26,22 @@ absl::Status CheckTypeSuffix(absl::string_view name, absl::string_view type) {
   const bool is_counter = type == Counter::kTypeName;
   if (is_counter != absl::EndsWith(name, "_total")) {
     return absl::InvalidArgumentError(
-        is_counter
-            ? absl::StrCat("counter name \"", name, "\" must end in \"_total\"")
-            : absl::StrCat(type, " name \"", name, "\" must not end in \"_total\""));
+        is_counter ? absl::StrCat("counter name \"", name, "\" must end in \"_total\"")
+                   : absl::StrCat(type, " name \"", name, "\" must not end in \"_total\""));
   }
   if (type != Histogram::kTypeName) {
     for (absl::string_view suffix : kHistogramSuffixes) {
       if (absl::EndsWith(name, suffix)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            type, " name \"", name, "\" must not end in \"", suffix,
-            "\" (reserved for histograms)"));
+        return absl::InvalidArgumentError(absl::StrCat(type, " name \"", name,
+                                                       "\" must not end in \"", suffix,
+                                                       "\" (reserved for histograms)"));
       }
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckLabelNames(absl::string_view name,
-                             const std::vector<std::string>& label_names) {
+absl::Status CheckLabelNames(absl::string_view name, const std::vector<std::string>& label_names) {
   absl::flat_hash_set<absl::string_view> seen;
   for (const std::string& label : label_names) {
     if (absl::Status s = ValidateLabelName(label); !s.ok()) {
@@ -92,49 +90,47 @@ absl::StatusOr<Family<T>*> Registry::Add(const std::string& name, const std::str
   for (const std::string& sample : samples) {
     if (sample_names_.contains(sample)) {
       return absl::AlreadyExistsError(
-          sample == name
-              ? absl::StrCat("metric \"", name, "\" is already registered")
-              : absl::StrCat("metric \"", name, "\" would emit \"", sample,
-                             "\", which an existing family already uses"));
+          sample == name ? absl::StrCat("metric \"", name, "\" is already registered")
+                         : absl::StrCat("metric \"", name, "\" would emit \"", sample,
+                                        "\", which an existing family already uses"));
     }
   }
   sample_names_.insert(samples.begin(), samples.end());
-  auto family = std::make_unique<Family<T>>(name, SanitizeUtf8(help), label_names,
-                                            std::move(config));
+  auto family =
+      std::make_unique<Family<T>>(name, SanitizeUtf8(help), label_names, std::move(config));
   Family<T>* result = family.get();
   families_.push_back(std::move(family));
   return result;
 }
 
-absl::StatusOr<CounterFamily*> Registry::AddCounter(
-    const std::string& name, const std::string& help,
-    const std::vector<std::string>& label_names) {
+absl::StatusOr<CounterFamily*> Registry::AddCounter(const std::string& name,
+                                                    const std::string& help,
+                                                    const std::vector<std::string>& label_names) {
   return Add<Counter>(name, help, label_names, Counter::Config{});
 }
 
-absl::StatusOr<GaugeFamily*> Registry::AddGauge(const std::string& name,
-                                                const std::string& help,
+absl::StatusOr<GaugeFamily*> Registry::AddGauge(const std::string& name, const std::string& help,
                                                 const std::vector<std::string>& label_names) {
   return Add<Gauge>(name, help, label_names, Gauge::Config{});
 }
 
-absl::StatusOr<HistogramFamily*> Registry::AddHistogram(
-    const std::string& name, const std::string& help,
-    const std::vector<std::string>& label_names, std::vector<double> bucket_bounds) {
-  if (!bucket_bounds.empty() && std::isinf(bucket_bounds.back()) &&
-      bucket_bounds.back() > 0) {
+absl::StatusOr<HistogramFamily*> Registry::AddHistogram(const std::string& name,
+                                                        const std::string& help,
+                                                        const std::vector<std::string>& label_names,
+                                                        std::vector<double> bucket_bounds) {
+  if (!bucket_bounds.empty() && std::isinf(bucket_bounds.back()) && bucket_bounds.back() > 0) {
     bucket_bounds.pop_back();
   }
   for (size_t i = 0; i < bucket_bounds.size(); ++i) {
     if (!std::isfinite(bucket_bounds[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("histogram \"", name, "\": bucket bound ",
-                       FormatValue(bucket_bounds[i]), " is not finite"));
+      return absl::InvalidArgumentError(absl::StrCat("histogram \"", name, "\": bucket bound ",
+                                                     FormatValue(bucket_bounds[i]),
+                                                     " is not finite"));
     }
     if (i > 0 && !(bucket_bounds[i - 1] < bucket_bounds[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "histogram \"", name, "\": bucket bounds must be strictly increasing, got ",
-          FormatValue(bucket_bounds[i - 1]), " then ", FormatValue(bucket_bounds[i])));
+      return absl::InvalidArgumentError(
+          absl::StrCat("histogram \"", name, "\": bucket bounds must be strictly increasing, got ",
+                       FormatValue(bucket_bounds[i - 1]), " then ", FormatValue(bucket_bounds[i])));
     }
   }
   return Add<Histogram>(name, help, label_names, Histogram::Config{std::move(bucket_bounds)});

@@ -55,8 +55,7 @@ class Registry {
   // `bucket_bounds`: finite, strictly increasing upper bounds.  A trailing
   // +Inf is accepted and dropped, as the +Inf bucket is always present; an
   // empty list leaves only that bucket.
-  absl::StatusOr<HistogramFamily*> AddHistogram(const std::string& name,
-                                                const std::string& help,
+  absl::StatusOr<HistogramFamily*> AddHistogram(const std::string& name, const std::string& help,
                                                 const std::vector<std::string>& label_names,
                                                 std::vector<double> bucket_bounds);
 

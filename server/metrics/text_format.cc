@@ -34,9 +34,7 @@ size_t Utf8SequenceLength(absl::string_view s, size_t i) {
   if (in(b0, 0xF0, 0xF4)) {
     const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80;
     const unsigned hi = b0 == 0xF4 ? 0x8F : 0xBF;
-    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) && in(byte(3), 0x80, 0xBF)
-               ? 4
-               : 0;
+    return in(byte(1), lo, hi) && in(byte(2), 0x80, 0xBF) && in(byte(3), 0x80, 0xBF) ? 4 : 0;
   }
   return 0;
 }
@@ -108,38 +106,33 @@ absl::Status ValidateMetricName(absl::string_view name) {
     ok = ok && (IsAsciiLetter(c) || IsAsciiDigit(c) || c == '_' || c == ':');
   }
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "invalid metric name \"", EscapeLabelValue(name),
-      "\": must match [a-zA-Z_:][a-zA-Z0-9_:]*"));
+  return absl::InvalidArgumentError(absl::StrCat("invalid metric name \"", EscapeLabelValue(name),
+                                                 "\": must match [a-zA-Z_:][a-zA-Z0-9_:]*"));
 }
 
 absl::Status ValidateLabelName(absl::string_view name) {
   bool ok = !name.empty() && !IsAsciiDigit(name[0]);
   for (char c : name) ok = ok && (IsAsciiLetter(c) || IsAsciiDigit(c) || c == '_');
   if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid label name \"", EscapeLabelValue(name),
-                     "\": must match [a-zA-Z_][a-zA-Z0-9_]*"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid label name \"", EscapeLabelValue(name),
+                                                   "\": must match [a-zA-Z_][a-zA-Z0-9_]*"));
   }
   if (name.substr(0, 2) == "__") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid label name \"", name, "\": names starting with \"__\" are reserved"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid label name \"", name, "\": names starting with \"__\" are reserved"));
   }
   return absl::OkStatus();
 }
 
-void AppendSample(absl::string_view name,
-                  const std::vector<std::string>& label_names,
-                  const std::vector<std::string>& label_values,
-                  absl::string_view extra_name, absl::string_view extra_value,
-                  absl::string_view value, std::string* out) {
+void AppendSample(absl::string_view name, const std::vector<std::string>& label_names,
+                  const std::vector<std::string>& label_values, absl::string_view extra_name,
+                  absl::string_view extra_value, absl::string_view value, std::string* out) {
   out->append(name.data(), name.size());
   if (!label_names.empty() || !extra_name.empty()) {
     *out += '{';
     for (size_t i = 0; i < label_names.size(); ++i) {
       if (i > 0) *out += ',';
-      absl::StrAppend(out, label_names[i], "=\"", EscapeLabelValue(label_values[i]),
-                      "\"");
+      absl::StrAppend(out, label_names[i], "=\"", EscapeLabelValue(label_values[i]), "\"");
     }
     if (!extra_name.empty()) {
       if (!label_names.empty()) *out += ',';

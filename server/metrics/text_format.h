@@ -17,8 +17,7 @@
 namespace f2obo::metrics {
 
 // The content type a scraper expects for this format.
-inline constexpr char kTextFormatContentType[] =
-    "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr char kTextFormatContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
 // Shortest decimal that parses back to exactly `v` ("0.005", "1", "2.5",
 // "1e+21"), or "+Inf", "-Inf", "NaN" as Prometheus spells them.
@@ -48,11 +47,9 @@ absl::Status ValidateLabelName(absl::string_view name);
 // to `out`.  The braces are left out when there are no labels at all.
 // `label_values` must be as long as `label_names` and already UTF-8 clean;
 // `extra_name` (used for a histogram's "le") is skipped when empty.
-void AppendSample(absl::string_view name,
-                  const std::vector<std::string>& label_names,
-                  const std::vector<std::string>& label_values,
-                  absl::string_view extra_name, absl::string_view extra_value,
-                  absl::string_view value, std::string* out);
+void AppendSample(absl::string_view name, const std::vector<std::string>& label_names,
+                  const std::vector<std::string>& label_values, absl::string_view extra_name,
+                  absl::string_view extra_value, absl::string_view value, std::string* out);
 
 }  // namespace f2obo::metrics
 

@@ -16,7 +16,7 @@ namespace f2obo::server {
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
-absl::Status SessionStore::PutFence(const std::string &key, const std::string &target) {
+absl::Status SessionStore::PutFence(const std::string& key, const std::string& target) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kFence;
   w->id = key;
@@ -24,7 +24,7 @@ absl::Status SessionStore::PutFence(const std::string &key, const std::string &t
   return Submit(std::move(w), /*wait=*/true);
 }
 
-absl::Status SessionStore::LoadFences(LoadedStore &out) {
+absl::Status SessionStore::LoadFences(LoadedStore& out) {
   Stmt fences(db_, "SELECT key, target, target_sum FROM fences ORDER BY key");
   if (!fences.ok()) return fences.Error("listing fences");
   int rc;

@@ -38,8 +38,7 @@ void SqlSum(sqlite3_context* ctx, int argc, sqlite3_value** argv, SumFn sum) {
 
 }  // namespace
 
-int64_t RecordSum(absl::string_view tag, absl::string_view id, int64_t t,
-                  absl::string_view blob) {
+int64_t RecordSum(absl::string_view tag, absl::string_view id, int64_t t, absl::string_view blob) {
   std::string header;
   header.reserve(24 + tag.size() + id.size());
   AppendU64(header, tag.size());

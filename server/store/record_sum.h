@@ -18,8 +18,7 @@ namespace f2obo::server::store_detail {
 // row, another session or another step fails it too.  Every change within
 // one 8-byte word of the blob, hence every single-byte change, is
 // detected.  Stored as SQLite's signed 64-bit INTEGER.
-int64_t RecordSum(absl::string_view tag, absl::string_view id, int64_t t,
-                  absl::string_view blob);
+int64_t RecordSum(absl::string_view tag, absl::string_view id, int64_t t, absl::string_view blob);
 
 // The checksum of schema versions 1-3: 64-bit FNV-1a over the same fields,
 // byte by byte (~4 cycles a byte: it cost more than small rounds).  Only

@@ -154,7 +154,8 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
     Stmt checkpoints(db_, "SELECT t FROM checkpoints WHERE id = ? ORDER BY t");
     if (!checkpoints.ok()) return checkpoints.Error("listing checkpoints");
     checkpoints.Text(1, id);
-    while ((rc = checkpoints.Step()) == SQLITE_ROW) s.checkpoints.push_back(checkpoints.ColumnInt(0));
+    while ((rc = checkpoints.Step()) == SQLITE_ROW)
+      s.checkpoints.push_back(checkpoints.ColumnInt(0));
     if (rc != SQLITE_DONE) return checkpoints.Error("listing checkpoints");
     out.sessions.push_back(std::move(s));
   }
@@ -216,8 +217,7 @@ std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(const SessionRecord&
 
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
                                       std::string state, int64_t t,
-                                      const std::vector<v1::StepReply>& replies,
-                                      bool checkpoint) {
+                                      const std::vector<v1::StepReply>& replies, bool checkpoint) {
   SessionRecord r{id, spec, std::move(state), t, replies, checkpoint};
   return Submit(PutWrite(r), /*wait=*/true);
 }

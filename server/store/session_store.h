@@ -58,7 +58,7 @@ enum class Durability { kSync, kNone };
 struct StoredSession {
   std::string id;
   v1::SessionSpec spec;
-  std::string state;                  // SerializeState bytes
+  std::string state;                   // SerializeState bytes
   std::vector<v1::StepReply> replies;  // oldest first
   // Next step index of each kept checkpoint, oldest first (their bytes are
   // read on use: LoadCheckpoint).
@@ -117,8 +117,7 @@ class SessionStore {
   // (FailedPrecondition, naming the path) if another process holds the
   // directory, if the file is damaged, or if a newer server wrote it.
   static absl::StatusOr<std::unique_ptr<SessionStore>> Open(
-      const std::string& dir, Durability durability,
-      size_t max_queued_bytes = kMaxQueuedBytes);
+      const std::string& dir, Durability durability, size_t max_queued_bytes = kMaxQueuedBytes);
   ~SessionStore();
 
   // Every session in the store.  A session any of whose records (spec,
@@ -131,9 +130,8 @@ class SessionStore {
   // next step index (1 for a new session, more for an import or a fork).
   // Checkpoints left under `id` are removed; `checkpoint` stores the state
   // as the session's first one, in the same transaction.
-  absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec,
-                          std::string state, int64_t t,
-                          const std::vector<v1::StepReply>& replies = {},
+  absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec, std::string state,
+                          int64_t t, const std::vector<v1::StepReply>& replies = {},
                           bool checkpoint = false);
   absl::Status DeleteSession(const std::string& id);
   // Side-by-side groups: the member list of group `id` (durable).
@@ -153,8 +151,7 @@ class SessionStore {
   // > 0 the state is also stored as a checkpoint (same transaction) and the
   // newest `keep_checkpoints` are kept.  Under kSync, returns once durable.
   absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
-                          const v1::StepReply& reply, int keep_replies,
-                          int keep_checkpoints = 0);
+                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0);
 
   // Checkpoints (server/store/checkpoints.cc).  Each is durable (whatever
   // the policy) before returning.
@@ -234,12 +231,12 @@ class SessionStore {
   // Three conditions on mu_, each with its own waiters, so that a commit
   // wakes the callers it finished and not every stream (and the writer is
   // woken by new writes only).
-  std::condition_variable writer_cv_;  // the writer: queue_ not empty, or stopping_
-  std::condition_variable room_cv_;    // Submit: room under max_queued_bytes_
-  std::condition_variable done_cv_;    // Submit: its write done
+  std::condition_variable writer_cv_;         // the writer: queue_ not empty, or stopping_
+  std::condition_variable room_cv_;           // Submit: room under max_queued_bytes_
+  std::condition_variable done_cv_;           // Submit: its write done
   std::deque<std::shared_ptr<Write>> queue_;  // guarded by mu_
   size_t queued_bytes_ = 0;                   // guarded by mu_
-  int queued_waited_ = 0;  // writes in queue_ a caller waits for; guarded by mu_
+  int queued_waited_ = 0;                     // writes in queue_ a caller waits for; guarded by mu_
   size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
   int64_t unwaited_failures_ = 0;             // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_

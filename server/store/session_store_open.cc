@@ -51,10 +51,10 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
     }
     std::string pid(holder, n > 0 ? static_cast<size_t>(n) : 0);
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--data_dir ", dir, " is already in use by another f2obo-server",
-        pid.empty() ? "" : absl::StrCat(" (pid ", pid, ")"), ", which holds ", lock_path,
-        "; give each server its own --data_dir"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--data_dir ", dir, " is already in use by another f2obo-server",
+                     pid.empty() ? "" : absl::StrCat(" (pid ", pid, ")"), ", which holds ",
+                     lock_path, "; give each server its own --data_dir"));
   }
   // The holder's pid, for the message above only (the flock is the lock).
   if (ftruncate(lock_fd, 0) == 0) {
@@ -64,7 +64,8 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
   }
   const std::string path = dir + "/f2obo.sqlite3";
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -79,8 +80,8 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
   sqlite3_busy_timeout(db, 5000);
   sqlite3_create_function_v2(db, "f2obo_sum", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
                              SqlRecordSum, nullptr, nullptr, nullptr);
-  sqlite3_create_function_v2(db, "f2obo_sum_fnv", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
-                             nullptr, SqlRecordSumFnv, nullptr, nullptr, nullptr);
+  sqlite3_create_function_v2(db, "f2obo_sum_fnv", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                             SqlRecordSumFnv, nullptr, nullptr, nullptr);
   if (absl::Status s = store->CheckFile(dir); !s.ok()) return s;
   const char* setup[] = {
       "PRAGMA journal_mode=WAL",
@@ -175,13 +176,12 @@ absl::Status SessionStore::Migrate() {
   // load (a missing sum stays missing).  Version 0 files get their sums in
   // to_1, already the new ones.
   std::vector<std::string> to_4;
-  for (const char* column :
-       {"sessions SET spec_sum|spec_sum|'spec', id, 0, spec",
-        "sessions SET state_sum|state_sum|'state', id, t, state",
-        "replies SET reply_sum|reply_sum|'reply', id, t, reply",
-        "groups SET members_sum|members_sum|'group', id, 0, members",
-        "checkpoints SET state_sum|state_sum|'checkpoint', id, t, state",
-        "fences SET target_sum|target_sum|'fence', key, 0, target"}) {
+  for (const char* column : {"sessions SET spec_sum|spec_sum|'spec', id, 0, spec",
+                             "sessions SET state_sum|state_sum|'state', id, t, state",
+                             "replies SET reply_sum|reply_sum|'reply', id, t, reply",
+                             "groups SET members_sum|members_sum|'group', id, 0, members",
+                             "checkpoints SET state_sum|state_sum|'checkpoint', id, t, state",
+                             "fences SET target_sum|target_sum|'fence', key, 0, target"}) {
     const std::vector<std::string> p = absl::StrSplit(column, '|');
     to_4.push_back(absl::StrCat("UPDATE ", p[0], " = CASE WHEN ", p[1], " IS NULL THEN NULL WHEN ",
                                 p[1], " = f2obo_sum_fnv(", p[2], ") THEN f2obo_sum(", p[2],
@@ -201,8 +201,8 @@ absl::Status SessionStore::Migrate() {
   for (const char* sql : migrate) {
     if (absl::Status s = Exec(sql); !s.ok()) {
       Exec("ROLLBACK").IgnoreError();
-      return absl::Status(s.code(), absl::StrCat("migrating from schema version ", version,
-                                                 ": ", s.message()));
+      return absl::Status(
+          s.code(), absl::StrCat("migrating from schema version ", version, ": ", s.message()));
     }
   }
   return absl::OkStatus();

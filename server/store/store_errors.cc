@@ -8,8 +8,8 @@ namespace f2obo::server {
 
 absl::Status StoreError(int rc, absl::string_view what, absl::string_view detail) {
   const std::string message = absl::StrCat("store: ", what, ": ", detail);
-  switch (rc & 0xff) {  // the primary result code
-    case SQLITE_FULL:   // disk full, or the database at its max_page_count
+  switch (rc & 0xff) {   // the primary result code
+    case SQLITE_FULL:    // disk full, or the database at its max_page_count
     case SQLITE_TOOBIG:  // a blob beyond SQLITE_LIMIT_LENGTH
       return absl::ResourceExhaustedError(message);
     case SQLITE_IOERR:
@@ -32,8 +32,8 @@ absl::Status StoreWriteFailed(const absl::Status& store, absl::string_view not_d
       return absl::ResourceExhaustedError(
           absl::StrCat(not_done, ": the store has no room for it (", store.message(), ")"));
     case absl::StatusCode::kUnavailable:
-      return absl::UnavailableError(absl::StrCat(
-          not_done, ": the store could not be written (", store.message(), "); retry"));
+      return absl::UnavailableError(absl::StrCat(not_done, ": the store could not be written (",
+                                                 store.message(), "); retry"));
     default:
       return absl::InternalError(absl::StrCat(not_done, ": ", store.message()));
   }

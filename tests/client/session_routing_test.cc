@@ -3,12 +3,12 @@
 // proxy (deploy/k8s/envoy) hashes on to pin a session to one replica.
 #include "client/session_routing.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "client/client.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -19,8 +18,8 @@
 namespace f2obo {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Gaussian;
+using ::testing::HasSubstr;
 using testing::kDims;
 using testing::kInf;
 using testing::NamedSet;
@@ -191,7 +190,8 @@ TEST(ConstraintCut, BallClosedFormCoversItsThreeCases) {
 
 TEST(ConstraintCut, NoneUsesTheHalfspaceClosedForm) {
   Vector z = (Vector(2) << 3.0, 1.0).finished();
-  ASSERT_TRUE(ConstraintSet::None().ProjectOntoCut((Vector(2) << 1.0, 1.0).finished(), 2.0, &z).ok());
+  ASSERT_TRUE(
+      ConstraintSet::None().ProjectOntoCut((Vector(2) << 1.0, 1.0).finished(), 2.0, &z).ok());
   EXPECT_NEAR((z - (Vector(2) << 2.0, 0.0).finished()).norm(), 0.0, 1e-15);
 }
 

@@ -3,12 +3,12 @@
 // checks exactly the options it reads; the divergence guards of issue 11.
 #include "core/options.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/problem_registry.h"
 
@@ -132,7 +132,7 @@ void ExpectRefused(const std::string& algorithm, const AlgorithmOptions& o,
 TEST(AlgorithmOptions, Sf2oboRefusesTauAboveBWithoutACap) {
   AlgorithmOptions o = DefaultAlgorithmOptions("sf2obo");
   EXPECT_TRUE(ValidateOptionsFor("sf2obo", o).ok());  // Corollary 5.2: tau = b = 1/6
-  o.tau = 1.0;                                           // Appendix A's tau, default b
+  o.tau = 1.0;                                        // Appendix A's tau, default b
   ExpectRefused("sf2obo", o, "options.tau: 1 > beta_decay", "grow without bound");
   o.beta_decay = 1.0;
   EXPECT_TRUE(ValidateOptionsFor("sf2obo", o).ok());

@@ -2,13 +2,13 @@
 // precise error and leaves the state bit-for-bit unchanged.
 #include "core/session.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
@@ -28,8 +28,7 @@ std::unique_ptr<Session> LogisticSession(const std::string& algorithm) {
   fam.name = "logistic_hpo";
   fam.features = kFeatures;
   fam.classes = kClasses;
-  return *Session::Create(
-      testing::ConfigFor(algorithm, fam, ConstraintSet::Box(0.0, 0.1)));
+  return *Session::Create(testing::ConfigFor(algorithm, fam, ConstraintSet::Box(0.0, 0.1)));
 }
 
 StepData LogisticStep(std::mt19937_64& rng, bool sparse = false) {
@@ -95,8 +94,8 @@ TEST(Session, DivergingRoundFailsAndLeavesStateUnchanged) {
   config.options.alpha = 1e150;  // z leaves the safe magnitude within the inner loop
   auto s = *Session::Create(config);
   const SessionState before = s->state();
-  const auto r = s->Step(testing::QuadraticStep(Matrix::Identity(2, 2),
-                                                Vector::Ones(2), Vector::Zero(2)));
+  const auto r =
+      s->Step(testing::QuadraticStep(Matrix::Identity(2, 2), Vector::Ones(2), Vector::Zero(2)));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("non-finite"));
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("state unchanged"));

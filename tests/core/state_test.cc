@@ -1,12 +1,12 @@
 #include "core/state.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/bilevel/bilevel_state.h"
 #include "core/session.h"
@@ -307,8 +307,9 @@ TEST(SessionState, RestoreRefusesInvalidStatesWithInvalidArgument) {
   EXPECT_TRUE(Session::Restore(sogd, c).ok()) << "sogd does not read lambda";
 
   c = good;
-  expect_refused(Session::Restore(sogd, c), "spec.algorithm: 'sogd', but the state was "
-                                            "written by 'f2obo'");
+  expect_refused(Session::Restore(sogd, c),
+                 "spec.algorithm: 'sogd', but the state was "
+                 "written by 'f2obo'");
   c.family = "ridge_hpo";
   expect_refused(Session::Restore(f2obo, c), "spec.family.name");
 

@@ -29,8 +29,7 @@ StepData QuadraticStep(const Matrix& M, const Vector& c, const Vector& d) {
   return s;
 }
 
-Batch RegressionBatch(int rows, const Vector& w, double noise, bool sparse,
-                      std::mt19937_64& rng) {
+Batch RegressionBatch(int rows, const Vector& w, double noise, bool sparse, std::mt19937_64& rng) {
   Batch b;
   const RowMatrix a = RandomMatrix(rows, static_cast<int>(w.size()), rng);
   b.targets = a * w + noise * RandomVector(rows, rng);
@@ -44,8 +43,7 @@ Batch RegressionBatch(int rows, const Vector& w, double noise, bool sparse,
   return b;
 }
 
-Batch ClassificationBatch(int rows, int features, int classes, bool sparse,
-                          std::mt19937_64& rng) {
+Batch ClassificationBatch(int rows, int features, int classes, bool sparse, std::mt19937_64& rng) {
   Batch b;
   RowMatrix a = RandomMatrix(rows, features, rng);
   std::uniform_int_distribution<int> label(0, classes - 1);

@@ -18,12 +18,10 @@ Matrix WellConditioned(int m, int n, double lo, double hi, std::mt19937_64& rng)
 StepData QuadraticStep(const Matrix& M, const Vector& c, const Vector& d);
 
 // A ridge/linear-regression batch: rows a_i ~ N(0, I), b = a^T w + noise.
-Batch RegressionBatch(int rows, const Vector& w, double noise, bool sparse,
-                      std::mt19937_64& rng);
+Batch RegressionBatch(int rows, const Vector& w, double noise, bool sparse, std::mt19937_64& rng);
 
 // A classification batch for softmax families: rows ~ N(mean_label, I).
-Batch ClassificationBatch(int rows, int features, int classes, bool sparse,
-                          std::mt19937_64& rng);
+Batch ClassificationBatch(int rows, int features, int classes, bool sparse, std::mt19937_64& rng);
 
 // Session config with the registry defaults of `algorithm` applied.
 SessionConfig ConfigFor(const std::string& algorithm, const FamilyConfig& family,

@@ -5,11 +5,11 @@
 // survives wire -> core -> wire and the CLI's text form.
 #include "f2obo/v1/options_convert.h"
 
-#include <cmath>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
 
 #include "google/protobuf/descriptor.h"
 
@@ -74,17 +74,20 @@ TEST(OptionCoverage, EveryOptionRoundTripsThroughTheWireAndTheCliText) {
     ASSERT_TRUE(SetOptionFromText(info.name, text, &wire).ok()) << info.name;
     AlgorithmOptions core;
     ASSERT_TRUE(ApplyOptions(wire, &core).ok()) << info.name;
-    EXPECT_EQ(OptionValueText(info, core), OptionValueText(info, [&] {
-                AlgorithmOptions parsed;
-                if (info.type == OptionType::kChoice) {
-                  EXPECT_TRUE(SetOptionChoice(info, text, &parsed).ok());
-                } else if (info.type == OptionType::kBool) {
-                  EXPECT_TRUE(SetOptionNumber(info, text == "true" ? 1 : 0, &parsed).ok());
-                } else {
-                  EXPECT_TRUE(SetOptionNumber(info, std::stod(text), &parsed).ok());
-                }
-                return parsed;
-              }()))
+    EXPECT_EQ(OptionValueText(info, core),
+              OptionValueText(info,
+                              [&] {
+                                AlgorithmOptions parsed;
+                                if (info.type == OptionType::kChoice) {
+                                  EXPECT_TRUE(SetOptionChoice(info, text, &parsed).ok());
+                                } else if (info.type == OptionType::kBool) {
+                                  EXPECT_TRUE(
+                                      SetOptionNumber(info, text == "true" ? 1 : 0, &parsed).ok());
+                                } else {
+                                  EXPECT_TRUE(SetOptionNumber(info, std::stod(text), &parsed).ok());
+                                }
+                                return parsed;
+                              }()))
         << info.name;
     EXPECT_NE(OptionValueText(info, core), OptionValueText(info, AlgorithmOptions{}))
         << info.name << ": the value did not arrive";

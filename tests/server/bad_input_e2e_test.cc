@@ -9,9 +9,9 @@
 namespace f2obo {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::AllFamilyCases;
 using testing::FamilyCase;
+using ::testing::HasSubstr;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;
@@ -30,8 +30,8 @@ std::vector<BadCase> BadStepCases() {
       {"wrong dimension",
        [](v1::StepRequest* r) {
          r->mutable_upper()->mutable_dense()->set_cols(5);
-         r->mutable_upper()->mutable_dense()->mutable_values()->Truncate(
-             5 * r->upper().dense().rows());
+         r->mutable_upper()->mutable_dense()->mutable_values()->Truncate(5 *
+                                                                         r->upper().dense().rows());
        },
        absl::StatusCode::kInvalidArgument, "upper batch: rows have 5 features"},
       {"NaN", [](v1::StepRequest* r) { r->mutable_inner()->mutable_dense()->set_values(7, NAN); },
@@ -63,7 +63,7 @@ std::vector<BadCase> BadStepCases() {
          c->add_values(1);
        },
        absl::StatusCode::kInvalidArgument, "upper.csr.indices: row 0 columns not strictly"},
-    };
+  };
 }
 
 class BadInputE2e : public ::testing::Test {

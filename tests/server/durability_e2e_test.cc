@@ -1,18 +1,17 @@
 // Durability: kill -9 at random moments, damaged records, export/import.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
-#include <random>
 #include <filesystem>
 #include <functional>
+#include <mutex>
+#include <random>
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "core/state.h"
@@ -22,11 +21,11 @@
 namespace f2obo {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::AllAlgorithms;
 using testing::AllFamilyCases;
 using testing::CoreState;
 using testing::FamilyCase;
+using ::testing::HasSubstr;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;
@@ -137,8 +136,7 @@ TEST(Durability, KillNineAtTwentyRandomMomentsLosesAndRepeatsNoAcknowledgedStep)
     const auto expected = CoreState(f, NoMetrics(SpecFor(f, algorithms[i], 5)), kSteps);
     ASSERT_TRUE(expected.ok()) << expected.status();
     EXPECT_TRUE(state->BitEquals(*expected)) << ids[i] << " differs from the uninterrupted run";
-    std::printf("%s: %d replies came from the durable reply cache\n", ids[i].c_str(),
-                replayed[i]);
+    std::printf("%s: %d replies came from the durable reply cache\n", ids[i].c_str(), replayed[i]);
   }
   std::printf("server restarts: %s", server->Stderr().c_str());
 }
@@ -149,7 +147,8 @@ void CorruptStoredState(const std::string& db_path, const std::string& id) {
   ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
   const std::string sql =
       "UPDATE sessions SET state = substr(state, 1, 40) || X'FF' || substr(state, 42) "
-      "WHERE id = '" + id + "'";
+      "WHERE id = '" +
+      id + "'";
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
 }

@@ -2,8 +2,7 @@
 
 namespace f2obo::testing {
 
-v1::SessionExport ExportSession(client::Client& c, const std::string& id,
-                                grpc::Status* status) {
+v1::SessionExport ExportSession(client::Client& c, const std::string& id, grpc::Status* status) {
   v1::ExportSessionRequest req;
   req.set_session_id(id);
   v1::SessionExport ex;
@@ -13,8 +12,7 @@ v1::SessionExport ExportSession(client::Client& c, const std::string& id,
   return ex;
 }
 
-grpc::Status ImportSession(client::Client& c, const std::string& id,
-                           const v1::SessionExport& ex) {
+grpc::Status ImportSession(client::Client& c, const std::string& id, const v1::SessionExport& ex) {
   v1::ImportSessionRequest req;
   req.set_session_id(id);
   *req.mutable_session() = ex;

@@ -3,9 +3,9 @@
 #ifndef F2OBO_TESTS_SERVER_E2E_CLIENT_H_
 #define F2OBO_TESTS_SERVER_E2E_CLIENT_H_
 
-#include <string>
-
 #include <grpcpp/support/status.h>
+
+#include <string>
 
 #include "client/client.h"
 

@@ -79,8 +79,7 @@ StepData StepFor(const FamilyCase& f, int64_t t) {
                     RegressionBatch(20, w, 0.5, f.sparse, rng)};
   }
   return StepData{ClassificationBatch(12, f.family.features(), f.family.classes(), f.sparse, rng),
-                  ClassificationBatch(20, f.family.features(), f.family.classes(), f.sparse,
-                                      rng)};
+                  ClassificationBatch(20, f.family.features(), f.family.classes(), f.sparse, rng)};
 }
 
 v1::StepRequest RequestFor(const FamilyCase& f, const std::string& session, int64_t t) {
@@ -94,17 +93,19 @@ v1::StepRequest RequestFor(const FamilyCase& f, const std::string& session, int6
 }
 
 absl::StatusOr<Checkpoint> CoreState(const FamilyCase& f, const v1::SessionSpec& spec,
-                                       int64_t steps) {
+                                     int64_t steps) {
   absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
   if (!config.ok()) return config.status();
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
   if (!session.ok()) return session.status();
   for (int64_t t = 1; t <= steps; ++t) {
     const v1::StepRequest req = RequestFor(f, "", t);
-    const absl::Status s = (*session)->Step(StepData{*ToBatch(req.upper(), "upper"),
-                                                     *ToBatch(req.inner(), "inner")})
-                               .status();
-    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(f.name, " step ", t, ": ", s.message()));
+    const absl::Status s =
+        (*session)
+            ->Step(StepData{*ToBatch(req.upper(), "upper"), *ToBatch(req.inner(), "inner")})
+            .status();
+    if (!s.ok())
+      return absl::Status(s.code(), absl::StrCat(f.name, " step ", t, ": ", s.message()));
   }
   return DeserializeCheckpoint((*session)->Encode((*session)->state()));
 }

@@ -34,7 +34,8 @@ v1::StepRequest RequestFor(const FamilyCase& f, const std::string& session, int6
 // RequestFor's batches, decoded as the server decodes them: what a server
 // session must hold after the same steps, bit for bit.  An error names the
 // step that failed.
-absl::StatusOr<Checkpoint> CoreState(const FamilyCase& f, const v1::SessionSpec& spec, int64_t steps);
+absl::StatusOr<Checkpoint> CoreState(const FamilyCase& f, const v1::SessionSpec& spec,
+                                     int64_t steps);
 
 }  // namespace f2obo::testing
 

@@ -1,10 +1,9 @@
 // Side-by-side groups over real gRPC: one upload, every member advanced,
 // each exactly as it would run alone.
-#include <signal.h>
-#include <sqlite3.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
 
 #include "client/client.h"
 #include "core/bilevel/bilevel_state.h"
@@ -16,11 +15,11 @@
 namespace f2obo {
 namespace {
 
+using testing::AllFamilyCases;
 using ::testing::ElementsAre;
+using testing::FamilyCase;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::AllFamilyCases;
-using testing::FamilyCase;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;
@@ -146,9 +145,11 @@ TEST(Groups, EachOfFourMembersFollowsExactlyItsLoneSessionTrajectory) {
       ASSERT_EQ(member->t(), t + 1);
       ASSERT_EQ(Vec(member->x()), Vec(solo->x())) << kAlgorithms[i] << " t = " << t;
       ASSERT_EQ(Vec(member->y()), Vec(solo->y())) << kAlgorithms[i] << " t = " << t;
-      ASSERT_EQ(Vec(member->y()), Vec(BilevelView(lone[i]->state()).y)) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(Vec(member->y()), Vec(BilevelView(lone[i]->state()).y))
+          << kAlgorithms[i] << " t = " << t;
       ASSERT_EQ(member->lambda(), solo->lambda()) << kAlgorithms[i] << " t = " << t;
-      ASSERT_EQ(member->lambda(), BilevelView(lone[i]->state()).lambda) << kAlgorithms[i] << " t = " << t;
+      ASSERT_EQ(member->lambda(), BilevelView(lone[i]->state()).lambda)
+          << kAlgorithms[i] << " t = " << t;
     }
   }
   stream->WritesDone();
@@ -334,8 +335,7 @@ TEST(Groups, ADeletedGroupStaysDeletedAfterARestart) {
   EXPECT_THAT(server.Stderr(), Not(HasSubstr("NOT LOADED")));
   client::Client c({server.target()});
   EXPECT_EQ(GetGroup(c, "cmp").error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_THAT(SessionIds(c),
-              ElementsAre("kept.af2obo", "kept.f2obo", "kept.obbo", "kept.sf2obo"));
+  EXPECT_THAT(SessionIds(c), ElementsAre("kept.af2obo", "kept.f2obo", "kept.obbo", "kept.sf2obo"));
   v1::GroupInfo info;
   ASSERT_TRUE(GetGroup(c, "kept", &info).ok());
   EXPECT_EQ(info.members_size(), 4);

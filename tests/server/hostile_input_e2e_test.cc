@@ -2,12 +2,12 @@
 // items 2, 4 and 5), against the real server: every number of every field
 // is an input number (finite, |v| <= 1e150) whether the family reads it or
 // not, and an import's reply cache is checked like the server's own.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "tests/server/e2e_client.h"
@@ -17,10 +17,10 @@
 namespace f2obo {
 namespace {
 
-using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
 using testing::AllFamilyCases;
+using ::testing::ElementsAreArray;
 using testing::FamilyCase;
+using ::testing::HasSubstr;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;
@@ -30,9 +30,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 class HostileInputE2e : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(server_.started()) << server_.banner();
-  }
+  void SetUp() override { ASSERT_TRUE(server_.started()) << server_.banner(); }
 
   void Create(const std::string& id, const v1::SessionSpec& spec) {
     v1::CreateSessionRequest create;
@@ -144,32 +142,40 @@ TEST_F(HostileInputE2e, EveryNumberOfEveryBatchFieldIsCheckedWhetherTheFamilyRea
     b->mutable_m()->add_values(v);
   };
   const std::vector<Case> cases = {
-      {4, [](v1::StepRequest* r) {
+      {4,
+       [](v1::StepRequest* r) {
          for (int i = 0; i < r->upper().dense().rows(); ++i) r->mutable_upper()->add_targets(i);
          r->mutable_upper()->set_targets(3, kNaN);
-       }, "upper.targets[3]: not finite"},
+       },
+       "upper.targets[3]: not finite"},
       {2, [](v1::StepRequest* r) { r->mutable_upper()->add_d(kNaN); }, "upper.d[0]: not finite"},
       {2, [&](v1::StepRequest* r) { add_m(r->mutable_inner(), kInf); },
        "inner.m.values[1]: not finite (row 0, column 1)"},
-      {2, [](v1::StepRequest* r) {
+      {2,
+       [](v1::StepRequest* r) {
          r->mutable_inner()->add_c(1.0);
          r->mutable_inner()->add_c(-1e200);
-       }, "inner.c[1]: -1e+200 is beyond the input bound"},
-      {2, [](v1::StepRequest* r) {
+       },
+       "inner.c[1]: -1e+200 is beyond the input bound"},
+      {2,
+       [](v1::StepRequest* r) {
          for (double w : {1.0, kNaN, 1.0}) r->mutable_upper()->add_class_weights(w);
-       }, "upper.class_weights[1]: not finite"},
+       },
+       "upper.class_weights[1]: not finite"},
       {2, [](v1::StepRequest* r) { r->mutable_inner()->mutable_dense()->set_values(7, 2e150); },
        "inner.dense.values[7]: 2e+150 is beyond the input bound"},
       {3, [](v1::StepRequest* r) { r->mutable_upper()->mutable_csr()->set_values(0, -kInf); },
        "upper.csr.values[0]: not finite"},
       {1, [](v1::StepRequest* r) { r->mutable_upper()->add_class_weights(kNaN); },
        "upper.class_weights[0]: not finite"},
-      {0, [](v1::StepRequest* r) {
+      {0,
+       [](v1::StepRequest* r) {
          v1::DenseMatrix* d = r->mutable_upper()->mutable_dense();
          d->set_rows(1);
          d->set_cols(1);
          d->add_values(kNaN);
-       }, "upper.dense.values[0]: not finite (row 0, column 0)"},
+       },
+       "upper.dense.values[0]: not finite (row 0, column 0)"},
   };
   const std::vector<FamilyCase> families = AllFamilyCases();
   std::vector<int64_t> next_t(families.size(), 0);
@@ -249,7 +255,8 @@ TEST_F(HostileInputE2e, ImportChecksEveryReplyCacheEntryAndNamesTheField) {
        "session.replies[5].report.lambda: not finite"},
       {[](v1::SessionExport* e) {
          e->mutable_replies(1)->mutable_latest_exact()->set_regret_term(kNaN);
-       }, "session.replies[1].latest_exact.regret_term: not finite"},
+       },
+       "session.replies[1].latest_exact.regret_term: not finite"},
       {[](v1::SessionExport* e) { e->mutable_replies(0)->set_t(0); },
        "session.replies[0].t = 0: outside [1, 7)"},
       {[](v1::SessionExport* e) { e->mutable_replies(5)->set_t(7); },

@@ -4,6 +4,7 @@
 // applied without its reply having been sent or applied twice.  Also the
 // server's own accounting of running RPCs (f2obo_rpc_in_flight) and of a
 // watch the client ends.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
@@ -13,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "core/state.h"
@@ -56,8 +55,7 @@ TEST(GracefulShutdown, SigtermDuringEightStreamsKeepsEveryAcknowledgedStepExactl
     for (int i = 0; i < kStreams; ++i) {
       v1::CreateSessionRequest create;
       create.set_session_id("stream-" + std::to_string(i));
-      *create.mutable_spec() =
-          NoMetrics(SpecFor(f, algorithms[i % algorithms.size()], 11 + i));
+      *create.mutable_spec() = NoMetrics(SpecFor(f, algorithms[i % algorithms.size()], 11 + i));
       ASSERT_TRUE(c.CreateSession(create).ok()) << create.session_id();
       ids.push_back(create.session_id());
       specs.push_back(create.spec());
@@ -73,8 +71,7 @@ TEST(GracefulShutdown, SigtermDuringEightStreamsKeepsEveryAcknowledgedStepExactl
         v1::StepReply reply;
         // Lockstep: each request is sent once its predecessor was answered,
         // and never again, so the server cannot be asked to apply a step twice.
-        for (int64_t t = 1; stream->Write(RequestFor(f, ids[i], t)) && stream->Read(&reply);
-             ++t) {
+        for (int64_t t = 1; stream->Write(RequestFor(f, ids[i], t)) && stream->Read(&reply); ++t) {
           if (reply.t() != t || reply.replayed()) {
             ADD_FAILURE() << ids[i] << ": reply t " << reply.t() << " for step " << t;
             break;

@@ -1,9 +1,9 @@
 // f2obo-server --help lists the server's own flags with their help texts
 // (Abseil's default filter matched no file of ours: "No flags matched").
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/help_output.h"
 

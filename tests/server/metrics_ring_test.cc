@@ -8,9 +8,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/session.h"
@@ -78,8 +78,8 @@ TEST(MetricsRing, KeepsTheNewestStepsThatFitItsByteBudget) {
   EXPECT_LE(bytes, static_cast<int64_t>(SessionMetrics::kBufferedBytes));
   // Full: within a message or two of the budget (the messages differ by a
   // few bytes).
-  const int64_t one = static_cast<int64_t>(kept.front().ByteSizeLong() +
-                                           SessionMetrics::kEntryOverhead);
+  const int64_t one =
+      static_cast<int64_t>(kept.front().ByteSizeLong() + SessionMetrics::kEntryOverhead);
   EXPECT_GT(bytes, static_cast<int64_t>(SessionMetrics::kBufferedBytes) - 2 * one);
   EXPECT_EQ(pipeline.buffers().bytes.load(), bytes);
   EXPECT_EQ(pipeline.buffers().full_sessions.load(), 1);

@@ -2,6 +2,8 @@
 // per-task batches (Steps), GetSession / GetDecision, export / import,
 // kill -9 and resume mid-stream, groups comparing rsvrb with mt_f2obo, the
 // per-task metrics, and bad input refused naming the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <memory>
@@ -10,9 +12,6 @@
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "core/session.h"
@@ -25,8 +24,8 @@ namespace f2obo {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::ServerProcess;
+using ::testing::StartsWith;
 
 constexpr int kTasks = 40, kFeatures = 3, kClasses = 2;
 
@@ -212,8 +211,8 @@ TEST_F(MultitaskE2e, GroupsCompareRsvrbWithTheFirstOrderRoundOnOneUpload) {
   }
   for (const char* a : {"rsvrb", "mt_f2obo"}) {
     v1::SessionSpec spec = MultitaskSpec(a);
-    EXPECT_TRUE(ServerState(*client_, std::string("mtg.") + a)
-                    .BitEquals(CoreReference(spec, 8).state))
+    EXPECT_TRUE(
+        ServerState(*client_, std::string("mtg.") + a).BitEquals(CoreReference(spec, 8).state))
         << a << " in the group runs as it would alone";
   }
 }
@@ -285,8 +284,7 @@ TEST_F(MultitaskE2e, ExportsPrometheusSeriesOfFAndOfTheFirstTasksOnly) {
   EXPECT_GT(info->metrics().blreg(), 0.0);
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_gradient_norm" + s),
             last.exact().true_gradient_norm());
-  EXPECT_EQ(Scraped(text, "f2obo_multitask_session_regret_term" + s),
-            last.exact().regret_term());
+  EXPECT_EQ(Scraped(text, "f2obo_multitask_session_regret_term" + s), last.exact().regret_term());
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_tasks_touched" + s), 6);
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_tasks_evaluated" + s), 6);
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_exact_seconds" + s),
@@ -299,8 +297,7 @@ TEST_F(MultitaskE2e, ExportsPrometheusSeriesOfFAndOfTheFirstTasksOnly) {
   // (A task's regret term is 0 where its gradient pushes x against the box.)
   double task_regret_sum = 0;
   for (int task = 0; task < 4; ++task) {
-    const std::string labels =
-        "{session_id=\"mt-prom\",task=\"" + std::to_string(task) + "\"}";
+    const std::string labels = "{session_id=\"mt-prom\",task=\"" + std::to_string(task) + "\"}";
     EXPECT_EQ(Scraped(text, "f2obo_multitask_task_regret" + labels),
               info->metrics().multitask().task_regret(task))
         << task;

@@ -3,7 +3,6 @@
 #include "server/process_memory.h"
 
 #include <gtest/gtest.h>
-
 #include <malloc.h>
 
 #include <atomic>
@@ -30,7 +29,8 @@ int CountArenas() {
   const std::string xml(text, size);
   std::free(text);
   int n = 0;
-  for (size_t at = xml.find("<heap nr="); at != std::string::npos; at = xml.find("<heap nr=", at + 1)) {
+  for (size_t at = xml.find("<heap nr="); at != std::string::npos;
+       at = xml.find("<heap nr=", at + 1)) {
     ++n;
   }
   return n;

@@ -21,7 +21,7 @@
 namespace f2obo::testing {
 namespace {
 
-std::string ReadFile(const std::string &path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -29,10 +29,10 @@ std::string ReadFile(const std::string &path) {
 }
 
 // Runs argv to completion; its stdout, or "" with `ok` false.
-std::string Capture(const std::vector<std::string> &args, bool *ok) {
+std::string Capture(const std::vector<std::string>& args, bool* ok) {
   std::string command;
-  for (const std::string &a : args) command += "'" + a + "' ";
-  FILE *p = popen(command.c_str(), "r");
+  for (const std::string& a : args) command += "'" + a + "' ";
+  FILE* p = popen(command.c_str(), "r");
   std::string out;
   if (p == nullptr) {
     *ok = false;
@@ -54,8 +54,8 @@ int FreeLoopbackPort() {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(addr);
   int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
     port = ntohs(addr.sin_port);
   }
   close(fd);
@@ -112,7 +112,7 @@ std::string ProxyProcess::WriteConfig() {
   // As root, nginx would run its workers as "nobody", who cannot enter the
   // private temporary prefix.
   if (geteuid() == 0) gen.push_back("--user=root");
-  for (const auto &[name, address] : replicas_) gen.push_back("--replica=" + name + "=" + address);
+  for (const auto& [name, address] : replicas_) gen.push_back("--replica=" + name + "=" + address);
   bool ok = false;
   config_ = Capture(gen, &ok);
   if (!ok) return "gen_proxy_config.py failed";
@@ -128,7 +128,7 @@ std::string ProxyProcess::Start() {
   if (pid_ == 0) {
     const std::string err = prefix_ + "/error.log";
     execl(F2OBO_NGINX_PATH, F2OBO_NGINX_PATH, "-p", prefix_.c_str(), "-c", conf.c_str(), "-e",
-          err.c_str(), static_cast<char *>(nullptr));
+          err.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   // Ready when a call through the proxy is answered by a replica: a

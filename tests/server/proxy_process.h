@@ -29,7 +29,7 @@ class ProxyProcess {
   // their calls).  Returns what went wrong, or "".
   std::string Reload(std::vector<std::pair<std::string, std::string>> replicas);
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
-  const std::string &config() const { return config_; }
+  const std::string& config() const { return config_; }
   std::string ErrorLog() const;
 
  private:

@@ -2,15 +2,14 @@
 // on loopback, states compared bit for bit with the core library's, a
 // kill -9 and restart, and every bad request refused precisely without a
 // change.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "core/session.h"

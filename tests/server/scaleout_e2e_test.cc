@@ -36,8 +36,8 @@ constexpr int kReplicas = 3;
 constexpr int kSessions = 60;
 constexpr int kSteps = 6;
 
-bool SameBits(const google::protobuf::RepeatedField<double> &a,
-              const google::protobuf::RepeatedField<double> &b) {
+bool SameBits(const google::protobuf::RepeatedField<double>& a,
+              const google::protobuf::RepeatedField<double>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
 }
@@ -83,7 +83,7 @@ class ScaleOutTest : public ::testing::Test {
 
   // The replica holding session `id`, asked directly; -1 if none, -2 if
   // several do.
-  int Holder(const std::string &id) {
+  int Holder(const std::string& id) {
     int holder = -1;
     for (int r = 0; r < kReplicas; ++r) {
       if (replicas_[r]->pid() < 0) continue;
@@ -186,7 +186,7 @@ TEST_F(ScaleOutTest, KillNineMakesOnlyThatReplicasSessionsUnavailableUntilItRest
 }
 
 // Refusals of Step with UNAVAILABLE that `server` has counted.
-double StepRefusals(const ServerProcess &server) {
+double StepRefusals(const ServerProcess& server) {
   const std::string text = testing::HttpGet(server.metrics_port(), "/metrics");
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (absl::StartsWith(line, "f2obo_rpc_errors_total{") &&

@@ -1,14 +1,13 @@
 // Authentication (bearer tokens with roles) and TLS / mutual TLS, over real
 // gRPC on loopback with certificates generated here by openssl.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "google/protobuf/descriptor.h"
@@ -43,18 +42,28 @@ enum class Role { kRead, kWrite };
 // checks below.
 const std::map<std::string, Role>& Rpcs() {
   static const auto* rpcs = new std::map<std::string, Role>{
-      {"CreateSession", Role::kWrite}, {"GetSession", Role::kRead},
-      {"ListSessions", Role::kRead},   {"DeleteSession", Role::kWrite},
-      {"Step", Role::kWrite},          {"Steps", Role::kWrite},
-      {"GetDecision", Role::kRead},    {"WatchMetrics", Role::kRead},
-      {"ExportSession", Role::kWrite}, {"ImportSession", Role::kWrite},
-      {"CreateGroup", Role::kWrite},   {"GetGroup", Role::kRead},
-      {"StepGroup", Role::kWrite},     {"StepsGroup", Role::kWrite},
+      {"CreateSession", Role::kWrite},
+      {"GetSession", Role::kRead},
+      {"ListSessions", Role::kRead},
+      {"DeleteSession", Role::kWrite},
+      {"Step", Role::kWrite},
+      {"Steps", Role::kWrite},
+      {"GetDecision", Role::kRead},
+      {"WatchMetrics", Role::kRead},
+      {"ExportSession", Role::kWrite},
+      {"ImportSession", Role::kWrite},
+      {"CreateGroup", Role::kWrite},
+      {"GetGroup", Role::kRead},
+      {"StepGroup", Role::kWrite},
+      {"StepsGroup", Role::kWrite},
       {"DeleteGroup", Role::kWrite},
-      {"CheckpointSession", Role::kWrite}, {"RollbackSession", Role::kWrite},
+      {"CheckpointSession", Role::kWrite},
+      {"RollbackSession", Role::kWrite},
       {"ForkSession", Role::kWrite},
-      {"ImportGroup", Role::kWrite},   {"GetServerInfo", Role::kRead},
-      {"SetFence", Role::kWrite},      {"LiftFence", Role::kWrite},
+      {"ImportGroup", Role::kWrite},
+      {"GetServerInfo", Role::kRead},
+      {"SetFence", Role::kWrite},
+      {"LiftFence", Role::kWrite},
       {"DropFencedSessions", Role::kWrite},
   };
   return *rpcs;
@@ -207,8 +216,8 @@ class AuthE2e : public ::testing::Test {
     const std::string dir = MakeTempDir();
     token_file_ = dir + "/tokens";
     std::ofstream(token_file_) << "# role token\nread " << kRead << "\nwrite " << kWrite << "\n";
-    server_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"--token_file=" + token_file_});
+    server_ =
+        std::make_unique<ServerProcess>(std::vector<std::string>{"--token_file=" + token_file_});
     ASSERT_TRUE(server_->started()) << server_->Stderr();
   }
   client::Client ClientWith(const std::string& token) {
@@ -302,13 +311,13 @@ TEST(AuthStartup, ATokenGivenTwiceIsAStartUpErrorNamingTheLine) {
                                 "\n\nwrite " + kRead + "  # again\n";
   std::unique_ptr<ServerProcess> server = ServerWithTokens(two_roles);
   EXPECT_FALSE(server->started());
-  EXPECT_THAT(server->Stderr(), ::testing::ContainsRegex(
-                                    "/tokens:5: duplicate token \\(already given on line 2\\)"));
+  EXPECT_THAT(server->Stderr(),
+              ::testing::ContainsRegex("/tokens:5: duplicate token \\(already given on line 2\\)"));
   // Same token, same role.
   server = ServerWithTokens(std::string("write ") + kWrite + "\nwrite " + kWrite + "\n");
   EXPECT_FALSE(server->started());
-  EXPECT_THAT(server->Stderr(), ::testing::ContainsRegex(
-                                    "/tokens:2: duplicate token \\(already given on line 1\\)"));
+  EXPECT_THAT(server->Stderr(),
+              ::testing::ContainsRegex("/tokens:2: duplicate token \\(already given on line 1\\)"));
   // Distinct tokens start.
   server = ServerWithTokens(std::string("read ") + kRead + "\nwrite " + kWrite + "\n");
   EXPECT_TRUE(server->started()) << server->Stderr();
@@ -349,7 +358,8 @@ struct Pki {
   Pki() : dir(MakeTempDir()) {
     const std::string d = dir;
     const std::string script =
-        "cd '" + d + "' && "
+        "cd '" + d +
+        "' && "
         "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
         "-subj /CN=f2obo-test-ca >/dev/null 2>&1 && "
         "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr "
@@ -381,8 +391,8 @@ client::Client TlsClient(const ServerProcess& s, const Pki& pki, bool with_cert)
 TEST(TlsE2e, ServesTlsAndRefusesPlaintextClients) {
   Pki pki;
   ASSERT_TRUE(pki.ok) << "openssl failed";
-  ServerProcess server({"--tls_cert_file=" + pki.path("server.pem"),
-                        "--tls_key_file=" + pki.path("server.key")});
+  ServerProcess server(
+      {"--tls_cert_file=" + pki.path("server.pem"), "--tls_key_file=" + pki.path("server.key")});
   ASSERT_TRUE(server.started()) << server.Stderr();
   client::Client tls = TlsClient(server, pki, /*with_cert=*/false);
   EXPECT_TRUE(tls.ListSessions().ok()) << tls.ListSessions().status();
@@ -409,7 +419,8 @@ TEST(TlsE2e, MutualTlsRequiresAClientCertificateSignedByTheCa) {
 TEST(TlsStartup, RefusesAKeyWithoutACertificate) {
   ServerProcess server({"--tls_key_file=/nonexistent.key"});
   EXPECT_FALSE(server.started());
-  EXPECT_THAT(server.Stderr(), ::testing::HasSubstr("--tls_cert_file and --tls_key_file go together"));
+  EXPECT_THAT(server.Stderr(),
+              ::testing::HasSubstr("--tls_cert_file and --tls_key_file go together"));
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <regex>
+#include <sstream>
 
 namespace f2obo::testing {
 
@@ -25,8 +25,7 @@ std::string MakeTempDir() {
 }
 
 ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string data_dir)
-    : data_dir_(data_dir.empty() ? MakeTempDir() : data_dir),
-      owns_data_dir_(data_dir.empty()) {
+    : data_dir_(data_dir.empty() ? MakeTempDir() : data_dir), owns_data_dir_(data_dir.empty()) {
   int out[2];
   if (pipe(out) != 0) return;
   std::vector<std::string> args = {F2OBO_SERVER_PATH, "--listen=127.0.0.1:0",

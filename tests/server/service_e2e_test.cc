@@ -1,11 +1,10 @@
 // End to end: the real f2obo-server binary on loopback, driven over gRPC.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <memory>
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "core/session.h"
@@ -16,10 +15,10 @@
 namespace f2obo {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::AllAlgorithms;
 using testing::AllFamilyCases;
 using testing::FamilyCase;
+using ::testing::HasSubstr;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;

@@ -2,11 +2,11 @@
 // server-wide series (rendered in the text format, as /metrics serves it).
 #include "server/service_metrics.h"
 
+#include <gtest/gtest.h>
+
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace f2obo::server {
 namespace {

@@ -20,8 +20,8 @@
 #include "core/family_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/metrics_pipeline.h"
 #include "server/metrics/registry.h"
+#include "server/metrics_pipeline.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
 #include "server/session_manager.h"
@@ -98,8 +98,7 @@ TEST_F(SessionLifecycleTest, StepRacingDeleteIsNotFoundAndLeavesNothingStored) {
   const absl::StatusOr<v1::StepReply> step = mgr_->Step(RequestFor(quadratic_, "a", 2));
   ASSERT_EQ(deletes, 1);
   EXPECT_EQ(step.status().code(), absl::StatusCode::kNotFound) << step.status();
-  EXPECT_NE(step.status().message().find("'a' was deleted"), std::string::npos)
-      << step.status();
+  EXPECT_NE(step.status().message().find("'a' was deleted"), std::string::npos) << step.status();
 
   EXPECT_EQ(StoredSessions(), 0u);
   // And a restart (a new manager on the same directory) does not bring it back.
@@ -250,8 +249,7 @@ TEST_F(SessionLifecycleTest, ShutdownRefusesNewCallsButFinishesTheAdmittedRound)
     EXPECT_EQ(refused.error_message(), "server is shutting down");
     v1::StepReply no_reply;
     const v1::StepRequest step2 = RequestFor(quadratic_, "a", 2);
-    EXPECT_EQ(service.Step(&other, &step2, &no_reply).error_code(),
-              grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(service.Step(&other, &step2, &no_reply).error_code(), grpc::StatusCode::UNAVAILABLE);
   };
   mgr_->SetTestHooks(hooks);
   const v1::StepRequest step1 = RequestFor(quadratic_, "a", 1);
@@ -316,9 +314,8 @@ TEST(MetricsPipelineStop, DrainsQueuedJobsBeforeJoiningTheWorkers) {
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
       (*session)->problem().NewMetricsEvaluator();
   ASSERT_TRUE(evaluator.ok()) << evaluator.status();
-  std::shared_ptr<SessionMetrics> channel =
-      pipeline.Open("s", *std::move(evaluator),
-                    [](const ClassMetrics&) { return RunningMetrics{}; });
+  std::shared_ptr<SessionMetrics> channel = pipeline.Open(
+      "s", *std::move(evaluator), [](const ClassMetrics&) { return RunningMetrics{}; });
   for (int t = 1; t <= kJobs; ++t) {
     MetricsJob job;
     job.t = t;

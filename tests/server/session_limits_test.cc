@@ -20,8 +20,7 @@ class SessionLimitsTest : public ::testing::Test {
     l.max_y_dim = max_y_dim;
     return l;
   }
-  absl::Status Create(const std::string& family, int features, int classes, int x_dim,
-                      int y_dim) {
+  absl::Status Create(const std::string& family, int features, int classes, int x_dim, int y_dim) {
     v1::CreateSessionRequest req;
     v1::SessionSpec& spec = *req.mutable_spec();
     spec.mutable_family()->set_name(family);
@@ -62,8 +61,7 @@ TEST_F(SessionLimitsTest, NegativeFeaturesCannotHideAHugeYDim) {
   // ignores features, so it allocated 16 GiB for y.
   const absl::Status s = Create("quadratic", INT_MIN, 1, 1, INT_MAX);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  EXPECT_EQ(Create("quadratic", -1000, 1000, 1, 5000).code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Create("quadratic", -1000, 1000, 1, 5000).code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(mgr_.size(), 0u);
 }
 

@@ -3,6 +3,8 @@
 // RESOURCE_EXHAUSTED naming the limit before anything is allocated (the
 // server's peak resident memory stays far below the state it would have
 // been), and the limits derived from the machine's memory are said at start.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,9 +13,6 @@
 #include <regex>
 #include <sstream>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "tests/server/server_process.h"
@@ -85,8 +84,7 @@ TEST(SessionSizeE2e, ASessionBeyondTheMemoryBudgetIsRefusedNamingItAndADeletionM
   // quadratic with y of 100,000 entries: about 5.6 MB (x, y, z, three
   // copies and a metrics job's x and y): one fits in 10 MB, two do not.
   // (Without a store, checkpoints would count too: rollback_e2e_test.)
-  ServerProcess server(
-      {"--max_total_state_bytes=10000000", "--data_dir=", "--max_checkpoints=0"});
+  ServerProcess server({"--max_total_state_bytes=10000000", "--data_dir=", "--max_checkpoints=0"});
   ASSERT_TRUE(server.started()) << server.Stderr();
   client::Client c({server.target()});
   ASSERT_TRUE(c.CreateSession(Quadratic("first", 1, 100000)).ok());

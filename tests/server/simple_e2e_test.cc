@@ -1,15 +1,14 @@
 // The simple bilevel class end to end: the real f2obo-server on loopback,
 // every algorithm of the class created, streamed and read over gRPC, a
 // group comparing them on one stream, a kill -9 mid-stream, bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "core/problem_registry.h"
@@ -43,7 +42,8 @@ v1::StepRequest StepRequestFor(const std::string& session, int64_t t) {
   v1::StepRequest req;
   req.set_session_id(session);
   req.set_t(t);
-  for (auto [batch, rows] : {std::pair{req.mutable_upper(), 4}, std::pair{req.mutable_inner(), 3}}) {
+  for (auto [batch, rows] :
+       {std::pair{req.mutable_upper(), 4}, std::pair{req.mutable_inner(), 3}}) {
     v1::DenseMatrix* m = batch->mutable_dense();
     m->set_rows(rows);
     m->set_cols(kFeatures);
@@ -60,7 +60,9 @@ StepData DataOf(const v1::StepRequest& req) {
 std::vector<double> Vec(const google::protobuf::RepeatedField<double>& v) {
   return std::vector<double>(v.begin(), v.end());
 }
-std::vector<double> Vec(const Vector& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+std::vector<double> Vec(const Vector& v) {
+  return std::vector<double>(v.data(), v.data() + v.size());
+}
 
 std::vector<std::string> Algorithms() { return AlgorithmNames(ProblemClass::kSimpleBilevel); }
 
@@ -187,8 +189,8 @@ TEST(SimpleE2e, KillNineMidStreamResumesTheSameTrajectory) {
     for (int t = 1; t <= 12; ++t) ASSERT_TRUE(c.Step(StepRequestFor(create.session_id(), t)).ok());
   }
   server->Stop(SIGKILL);
-  server = std::make_unique<ServerProcess>(std::vector<std::string>{"--listen=127.0.0.1:" + port},
-                                           dir);
+  server =
+      std::make_unique<ServerProcess>(std::vector<std::string>{"--listen=127.0.0.1:" + port}, dir);
   ASSERT_TRUE(server->started()) << server->Stderr();
   client::Client c({server->target()});
   for (const std::string& a : Algorithms()) {
@@ -219,10 +221,11 @@ TEST(SimpleE2e, BadSpecsAndStepsGetPreciseErrorsAndChangeNothing) {
     void (*edit)(v1::SessionSpec*);
     const char* needle;
   } kBad[] = {
-      {"radius <= 0", [](v1::SessionSpec* s) { s->mutable_constraint()->mutable_l1_ball()->set_radius(-1); },
+      {"radius <= 0",
+       [](v1::SessionSpec* s) { s->mutable_constraint()->mutable_l1_ball()->set_radius(-1); },
        "constraint.l1_ball.radius"},
-      {"no LMO for ir_scg", [](v1::SessionSpec* s) { s->mutable_constraint()->set_unconstrained(true); },
-       "constraint"},
+      {"no LMO for ir_scg",
+       [](v1::SessionSpec* s) { s->mutable_constraint()->set_unconstrained(true); }, "constraint"},
       {"algorithm of the other class", [](v1::SessionSpec* s) { s->set_algorithm("f2obo"); },
        "'f2obo' is a bilevel algorithm"},
       {"family of the other class", [](v1::SessionSpec* s) { s->set_problem_class("bilevel"); },

@@ -93,9 +93,9 @@ TEST(StoreFullE2e, EveryRpcThatNeedsRoomAnswersResourceExhaustedAndADeletionMake
   ExpectFull(c.Step(Step("a", 1, kX, 4)).status(), "Step");
   EXPECT_EQ(c.GetSession("a")->next_t(), 1);
   const grpc::Status imported = testing::ImportSession(c, "b", ex);
-  ExpectFull(absl::Status(static_cast<absl::StatusCode>(imported.error_code()),
-                          imported.error_message()),
-             "ImportSession");
+  ExpectFull(
+      absl::Status(static_cast<absl::StatusCode>(imported.error_code()), imported.error_message()),
+      "ImportSession");
   EXPECT_EQ(c.GetSession("b").status().code(), absl::StatusCode::kNotFound);
   v1::CreateGroupRequest other = group;
   other.set_group_id("h");

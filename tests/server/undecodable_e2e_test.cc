@@ -3,14 +3,14 @@
 // every method of the service, and no libprotobuf log line per request
 // (gRPC 1.51 itself answers INTERNAL with an empty message and libprotobuf
 // logs invalid UTF-8; see proto/f2obo/v1/decode_traits.h).
-#include <chrono>
-#include <string>
-
-#include <google/protobuf/descriptor.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
 
 #include "client/client.h"
 #include "tests/server/e2e_support.h"
@@ -42,8 +42,7 @@ grpc::Status CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::s
     EXPECT_EQ(got, Tag(expected));
     return ok;
   };
-  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
-      stub.PrepareCall(&ctx, method, &cq);
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call = stub.PrepareCall(&ctx, method, &cq);
   call->StartCall(Tag(1));
   wait(1);
   for (const std::string& bytes : messages) {
@@ -82,8 +81,7 @@ const std::string kNotUtf8("\x0a\x02\xff\xfe", 4);
 TEST(UndecodableE2e, EveryMethodAnswersInvalidArgumentWithTheReasonAndLogsNothing) {
   ServerProcess server;
   ASSERT_TRUE(server.started()) << server.banner();
-  const auto channel =
-      grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
+  const auto channel = grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
   const google::protobuf::ServiceDescriptor* service =
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("f2obo.v1.F2obo");
   ASSERT_NE(service, nullptr);
@@ -133,12 +131,11 @@ TEST(UndecodableE2e, AnUndecodableMessageEndsTheStepsStreamWithInvalidArgument) 
   *create.mutable_spec() = testing::SpecFor(f, "f2obo", 1);
   ASSERT_TRUE(c.CreateSession(create).ok());
   std::vector<std::string> replies;
-  const grpc::Status s = CallRaw(
-      c.channel(), "/f2obo.v1.F2obo/Steps",
-      {testing::RequestFor(f, "raw", 1).SerializeAsString(),
-       testing::RequestFor(f, "raw", 2).SerializeAsString(), kNotUtf8,
-       testing::RequestFor(f, "raw", 3).SerializeAsString()},
-      &replies);
+  const grpc::Status s = CallRaw(c.channel(), "/f2obo.v1.F2obo/Steps",
+                                 {testing::RequestFor(f, "raw", 1).SerializeAsString(),
+                                  testing::RequestFor(f, "raw", 2).SerializeAsString(), kNotUtf8,
+                                  testing::RequestFor(f, "raw", 3).SerializeAsString()},
+                                 &replies);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   EXPECT_THAT(s.error_message(),
               HasSubstr("could not decode the f2obo.v1.StepRequest message: String field "

@@ -52,8 +52,8 @@ class HeapSampler {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;                              // guarded by mu_
-  std::vector<std::pair<double, long>> samples_;   // (s since start, KiB); guarded by mu_
+  bool done_ = false;                             // guarded by mu_
+  std::vector<std::pair<double, long>> samples_;  // (s since start, KiB); guarded by mu_
   std::thread thread_;
 };
 

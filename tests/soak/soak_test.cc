@@ -24,11 +24,10 @@
 //    is within 10% of its value after warm-up.  Warm-up ends when every
 //    session's ring of published metrics is at its byte budget (the server's
 //    f2obo_metrics_buffers_full equals the number of sessions), so every
-//    bounded buffer is full, and at least half of the run has passed: on a loaded 2-core machine the
-//    server's RSS was seen still settling (allocator arenas, gRPC threads)
-//    for up to 2 minutes, then flat.  The RSS at 3/4 of the run is printed
-//    too, to tell a trend from noise, and at each point the server's heap
-//    in use and free (f2obo_process_heap_bytes on /metrics), to tell a
+//    bounded buffer is full, and at least half of the run has passed: on a loaded 2-core machine
+//    the server's RSS was seen still settling (allocator arenas, gRPC threads) for up to 2 minutes,
+//    then flat.  The RSS at 3/4 of the run is printed too, to tell a trend from noise, and at each
+//    point the server's heap in use and free (f2obo_process_heap_bytes on /metrics), to tell a
 //    growing structure (in use grows) from allocator retention (free grows).
 #include <google/protobuf/util/message_differencer.h>
 
@@ -91,10 +90,10 @@ enum Kind {
   kRaceBehind,    // ... refused (FAILED_PRECONDITION) because another was ahead
   kKinds
 };
-const char* const kKindNames[kKinds] = {
-    "valid",          "retry_previous", "bad_dims",      "nan",
-    "wrong_index",    "unknown_session", "over_rows",    "over_message",
-    "race_applied",   "race_replayed",  "race_behind"};
+const char* const kKindNames[kKinds] = {"valid",         "retry_previous", "bad_dims",
+                                        "nan",           "wrong_index",    "unknown_session",
+                                        "over_rows",     "over_message",   "race_applied",
+                                        "race_replayed", "race_behind"};
 
 struct SessionUnderTest {
   std::string id;
@@ -117,8 +116,10 @@ struct Soak {
 
   void Fail(const std::string& what) {
     std::lock_guard<std::mutex> lock(mu);
-    if (failures.size() < 20) failures.push_back(what);
-    else if (failures.size() == 20) failures.push_back("... more failures not kept");
+    if (failures.size() < 20)
+      failures.push_back(what);
+    else if (failures.size() == 20)
+      failures.push_back("... more failures not kept");
   }
   void Applied(SessionUnderTest& s, const v1::StepReply& reply) {
     ++s.applied;
@@ -167,8 +168,8 @@ void OwnerLoop(Soak& soak, SessionUnderTest& s, uint64_t seed) {
     if (roll < 70) {
       absl::StatusOr<v1::StepReply> r = c.Step(req);
       if (!r.ok() || r->replayed() || r->t() != next) {
-        soak.Fail(s.id + " t=" + std::to_string(next) + " valid: " +
-                  (r.ok() ? "replayed or wrong t" : Describe(r.status())));
+        soak.Fail(s.id + " t=" + std::to_string(next) +
+                  " valid: " + (r.ok() ? "replayed or wrong t" : Describe(r.status())));
         return;  // the session's index is unknown from here on
       }
       soak.Applied(s, *r);
@@ -201,8 +202,7 @@ void OwnerLoop(Soak& soak, SessionUnderTest& s, uint64_t seed) {
         } else {
           b.mutable_csr()->set_cols(b.csr().cols() + 1);
         }
-        Expect(soak, s, "bad_dims", next, c.Step(req).status(),
-               absl::StatusCode::kInvalidArgument);
+        Expect(soak, s, "bad_dims", next, c.Step(req).status(), absl::StatusCode::kInvalidArgument);
         soak.counts[kBadDims]++;
         break;
       }
@@ -229,8 +229,7 @@ void OwnerLoop(Soak& soak, SessionUnderTest& s, uint64_t seed) {
       }
       case 4: {
         req.set_session_id(s.id + "-missing");
-        Expect(soak, s, "unknown_session", next, c.Step(req).status(),
-               absl::StatusCode::kNotFound);
+        Expect(soak, s, "unknown_session", next, c.Step(req).status(), absl::StatusCode::kNotFound);
         soak.counts[kUnknownSession]++;
         break;
       }
@@ -271,8 +270,8 @@ void SharerLoop(Soak& soak, SessionUnderTest& s, uint64_t seed) {
     const int64_t t = next > 1 && rng() % 10 == 0 ? next - 1 : next;
     absl::StatusOr<v1::StepReply> r = c.Step(RequestFor(s.family, s.id, t));
     if (r.ok() && r->t() != t) {
-      soak.Fail(s.id + ": reply for t=" + std::to_string(r->t()) + " to a request for t=" +
-                std::to_string(t));
+      soak.Fail(s.id + ": reply for t=" + std::to_string(r->t()) +
+                " to a request for t=" + std::to_string(t));
     } else if (r.ok() && !r->replayed()) {
       soak.Applied(s, *r);
       soak.counts[kRaceApplied]++;
@@ -356,8 +355,7 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
       threads.emplace_back(OwnerLoop, std::ref(soak), std::ref(*soak.sessions[i]), 1000 + i);
     } else {
       const int shared = kOwnedSessions + (i - kOwnedSessions) / kThreadsPerShared;
-      threads.emplace_back(SharerLoop, std::ref(soak), std::ref(*soak.sessions[shared]),
-                           1000 + i);
+      threads.emplace_back(SharerLoop, std::ref(soak), std::ref(*soak.sessions[shared]), 1000 + i);
     }
   }
 
@@ -413,21 +411,22 @@ TEST(SoakTest, SixtyFourClientsMixedRequestsBoundedMemoryExactlyOnce) {
   }
   std::printf("soak: %d threads, %.1f s, %ld requests (%.0f/s):%s\n", kThreads, elapsed, total,
               total / elapsed, counts.str().c_str());
-  std::printf("soak: server VmRSS %ld KiB after warm-up (at %.1f s),%s %ld KiB at the end "
-              "(%+.2f%%)\n",
-              warm_rss, warm_at, trend.str().c_str(), end_rss,
-              warm_rss > 0 ? 100.0 * (end_rss - warm_rss) / warm_rss : 0.0);
-  std::printf("soak: after warm-up %s; at 3/4 %s; at the end %s\n",
-              Describe(warm_memory).c_str(), Describe(trend_memory).c_str(),
-              Describe(end_memory).c_str());
+  std::printf(
+      "soak: server VmRSS %ld KiB after warm-up (at %.1f s),%s %ld KiB at the end "
+      "(%+.2f%%)\n",
+      warm_rss, warm_at, trend.str().c_str(), end_rss,
+      warm_rss > 0 ? 100.0 * (end_rss - warm_rss) / warm_rss : 0.0);
+  std::printf("soak: after warm-up %s; at 3/4 %s; at the end %s\n", Describe(warm_memory).c_str(),
+              Describe(trend_memory).c_str(), Describe(end_memory).c_str());
   // The floor of the heap in use in the eighth of the run after warm-up
   // and in the last eighth.
   const double run = std::chrono::duration<double>(soak.deadline - start).count();
   const long warm_floor = warm_rss > 0 ? heap.Floor(warm_at, warm_at + run / 8) : -1;
   const long end_floor = heap.Floor(run - run / 8, run + 60);
-  std::printf("soak: heap in use, floor after warm-up %ld KiB, floor in the last eighth %ld KiB "
-              "(%zu samples)\n",
-              warm_floor, end_floor, heap.samples());
+  std::printf(
+      "soak: heap in use, floor after warm-up %ld KiB, floor in the last eighth %ld KiB "
+      "(%zu samples)\n",
+      warm_floor, end_floor, heap.samples());
   std::fflush(stdout);
 
   {

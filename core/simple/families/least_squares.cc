@@ -29,9 +29,8 @@
 //    then min_Z g = min g, argmin_Z g = argmin g ∩ Z contains x*, and f* is
 //    the same; otherwise nullopt.
 //  * nullopt too when the dense copies would exceed kMaxDenseEntries.
-#include <cmath>
-
 #include <Eigen/Dense>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "core/simple/families/simple_families.h"
@@ -106,8 +105,7 @@ class LeastSquaresFamily final : public SimpleFamily {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLeastSquaresFamily(
-    const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLeastSquaresFamily(const FamilyConfig& config) {
   if (config.features <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("family.features: least_squares needs d > 0, got ", config.features));

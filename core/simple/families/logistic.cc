@@ -111,8 +111,7 @@ absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLogisticFamily(const FamilyC
   }
   if (static_cast<int64_t>(config.features) * config.classes >
       static_cast<int64_t>(std::numeric_limits<int>::max())) {
-    return absl::InvalidArgumentError(
-        "family.features: d * C does not fit the parameter vector");
+    return absl::InvalidArgumentError("family.features: d * C does not fit the parameter vector");
   }
   return std::unique_ptr<SimpleFamily>(new LogisticFamily(config.features, config.classes));
 }

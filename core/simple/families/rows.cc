@@ -1,8 +1,7 @@
 // The row kernels shared by the simple bilevel families (declared in
 // core/simple/families/simple_families.h).
-#include <algorithm>
-
 #include <Eigen/Dense>
+#include <algorithm>
 
 #include "core/features.h"
 #include "core/simple/families/simple_families.h"

@@ -45,8 +45,8 @@ double MeanRowSquaredNorm(const BatchView& view);
 inline constexpr int64_t kMaxDenseEntries = int64_t{1} << 22;
 struct DenseRows {
   std::vector<int> columns;
-  std::vector<Matrix> a;   // one per view: rows x columns.size()
-  std::vector<Vector> t;   // the views' targets
+  std::vector<Matrix> a;  // one per view: rows x columns.size()
+  std::vector<Vector> t;  // the views' targets
 };
 std::optional<DenseRows> GatherDenseRows(const std::vector<BatchView>& views, int cols);
 // The full x (cols entries) of a solution on the kept columns.

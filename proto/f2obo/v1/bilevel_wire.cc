@@ -90,8 +90,8 @@ void Decision(const Problem& /*p*/, const SessionState& s, v1::Decision* out) {
 }  // namespace
 
 const ClassWire& BilevelWire() {
-  static const ClassWire wire{ProblemClass::kBilevel, &Report, &Metrics, &Running, &Info,
-                              &Decision};
+  static const ClassWire wire{
+      ProblemClass::kBilevel, &Report, &Metrics, &Running, &Info, &Decision};
   return wire;
 }
 

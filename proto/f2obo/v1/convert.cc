@@ -49,12 +49,11 @@ absl::StatusOr<ConstraintSet> ToConstraint(const v1::ConstraintSpec& c) {
 absl::StatusOr<RowMatrix> ToDense(const v1::DenseMatrix& m, const std::string& field) {
   if (m.rows() < 0 || m.cols() < 0 ||
       static_cast<int64_t>(m.rows()) * m.cols() != m.values_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", m.values_size(), " values for a ", m.rows(), " x ",
-                     m.cols(), " matrix"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", m.values_size(), " values for a ",
+                                                   m.rows(), " x ", m.cols(), " matrix"));
   }
-  if (absl::Status s = CheckInputNumbers(m.values().data(), m.values_size(),
-                                         field + ".values", m.cols());
+  if (absl::Status s =
+          CheckInputNumbers(m.values().data(), m.values_size(), field + ".values", m.cols());
       !s.ok()) {
     return s;
   }
@@ -149,8 +148,7 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
       break;
     case ConstraintSet::Kind::kL1Ball:
       s.mutable_constraint()->mutable_l1_ball()->set_radius(c.constraint.radius);
-      ToRepeated(c.constraint.center,
-                 s.mutable_constraint()->mutable_l1_ball()->mutable_center());
+      ToRepeated(c.constraint.center, s.mutable_constraint()->mutable_l1_ball()->mutable_center());
       break;
     case ConstraintSet::Kind::kSimplex:
       s.mutable_constraint()->mutable_simplex()->set_total(c.constraint.radius);
@@ -178,10 +176,10 @@ absl::StatusOr<Batch> ToBatch(const v1::Batch& p, const std::string& what) {
     }
     case v1::Batch::kCsr: {
       const v1::CsrMatrix& c = p.csr();
-      absl::StatusOr<CsrMatrix> m = MakeCsr(
-          c.rows(), c.cols(), std::vector<int64_t>(c.indptr().begin(), c.indptr().end()),
-          std::vector<int32_t>(c.indices().begin(), c.indices().end()),
-          std::vector<double>(c.values().begin(), c.values().end()));
+      absl::StatusOr<CsrMatrix> m =
+          MakeCsr(c.rows(), c.cols(), std::vector<int64_t>(c.indptr().begin(), c.indptr().end()),
+                  std::vector<int32_t>(c.indices().begin(), c.indices().end()),
+                  std::vector<double>(c.values().begin(), c.values().end()));
       if (!m.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(what, ".", m.status().message()));
       }
@@ -287,8 +285,7 @@ v1::SessionInfo SessionInfoOf(const std::string& id, const Session& session,
   return info;
 }
 
-v1::Decision DecisionOf(const std::string& id, const Session& session,
-                        const SessionState& state) {
+v1::Decision DecisionOf(const std::string& id, const Session& session, const SessionState& state) {
   v1::Decision d;
   d.set_session_id(id);
   d.set_t(state.t);

@@ -48,8 +48,7 @@ void ToProto(const ClassMetrics& m, const RunningMetrics& running, v1::ExactMetr
 v1::SessionInfo SessionInfoOf(const std::string& id, const Session& session,
                               const SessionState& state, const RunningMetrics& metrics,
                               int exact_every);
-v1::Decision DecisionOf(const std::string& id, const Session& session,
-                        const SessionState& state);
+v1::Decision DecisionOf(const std::string& id, const Session& session, const SessionState& state);
 
 inline Vector ToVector(const google::protobuf::RepeatedField<double>& v) {
   return Eigen::Map<const Vector>(v.data(), v.size());

@@ -1,10 +1,10 @@
 #include "f2obo/v1/decode_traits.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <atomic>
 #include <mutex>
 #include <string>
-
-#include <google/protobuf/stubs/logging.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -37,8 +37,7 @@ grpc::Status DecodeRequest(grpc::ByteBuffer* buffer, google::protobuf::MessageLi
   std::string* const outer = capture;
   capture = &said;
   const grpc::Status parsed =
-      grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::MessageLite>(buffer,
-                                                                                       msg);
+      grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::MessageLite>(buffer, msg);
   capture = outer;
   if (parsed.ok()) return parsed;
   undecodable.fetch_add(1, std::memory_order_relaxed);
@@ -48,14 +47,14 @@ grpc::Status DecodeRequest(grpc::ByteBuffer* buffer, google::protobuf::MessageLi
   }
   // gRPC's own reasons ("No payload", a reader error) are kept; a failed
   // parse has none (InitializationErrorString() is empty for proto3).
-  const std::string why =
-      !said.empty()                    ? said
-      : !parsed.error_message().empty() ? parsed.error_message()
-                                        : "not a valid protobuf encoding (truncated, or a "
-                                          "malformed tag, length or wire type)";
-  grpc::Status refused(grpc::StatusCode::INVALID_ARGUMENT,
-                       absl::StrCat("could not decode the ", msg->GetTypeName(),
-                                    " message: ", why));
+  const std::string why = !said.empty() ? said
+                          : !parsed.error_message().empty()
+                              ? parsed.error_message()
+                              : "not a valid protobuf encoding (truncated, or a "
+                                "malformed tag, length or wire type)";
+  grpc::Status refused(
+      grpc::StatusCode::INVALID_ARGUMENT,
+      absl::StrCat("could not decode the ", msg->GetTypeName(), " message: ", why));
   last_failure = refused;
   return refused;
 }

@@ -15,13 +15,13 @@
 #ifndef F2OBO_PROTO_F2OBO_V1_DECODE_TRAITS_H_
 #define F2OBO_PROTO_F2OBO_V1_DECODE_TRAITS_H_
 
-#include <cstdint>
-#include <functional>
-#include <optional>
-
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
 
 #include "f2obo/v1/f2obo.pb.h"
 
@@ -57,24 +57,23 @@ void ClearDecodeFailure();
 // instantiation of these traits in the project is the same.)  A test sends
 // bytes that do not parse to each method of the service descriptor, so a
 // streaming request type missing here fails it.
-#define F2OBO_V1_DECODE_TRAITS(Message)                                                   \
-  namespace grpc {                                                                        \
-  template <>                                                                             \
-  class SerializationTraits<Message, void> {                                              \
-   public:                                                                                \
-    static Status Serialize(const protobuf::MessageLite& msg, ByteBuffer* bb,             \
-                            bool* own_buffer) {                                           \
-      return GenericSerialize<ProtoBufferWriter, Message>(msg, bb, own_buffer);           \
-    }                                                                                     \
-    static Status Deserialize(ByteBuffer* buffer, protobuf::MessageLite* msg) {           \
-      return f2obo::v1::DecodeRequest(buffer, msg);                                       \
-    }                                                                                     \
-  };                                                                                      \
+#define F2OBO_V1_DECODE_TRAITS(Message)                                                           \
+  namespace grpc {                                                                                \
+  template <>                                                                                     \
+  class SerializationTraits<Message, void> {                                                      \
+   public:                                                                                        \
+    static Status Serialize(const protobuf::MessageLite& msg, ByteBuffer* bb, bool* own_buffer) { \
+      return GenericSerialize<ProtoBufferWriter, Message>(msg, bb, own_buffer);                   \
+    }                                                                                             \
+    static Status Deserialize(ByteBuffer* buffer, protobuf::MessageLite* msg) {                   \
+      return f2obo::v1::DecodeRequest(buffer, msg);                                               \
+    }                                                                                             \
+  };                                                                                              \
   }
 
-F2OBO_V1_DECODE_TRAITS(::google::protobuf::MessageLite)  // unary
-F2OBO_V1_DECODE_TRAITS(::f2obo::v1::StepRequest)         // Steps
-F2OBO_V1_DECODE_TRAITS(::f2obo::v1::GroupStepRequest)    // StepsGroup
+F2OBO_V1_DECODE_TRAITS(::google::protobuf::MessageLite)   // unary
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::StepRequest)          // Steps
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::GroupStepRequest)     // StepsGroup
 F2OBO_V1_DECODE_TRAITS(::f2obo::v1::WatchMetricsRequest)  // WatchMetrics
 
 #undef F2OBO_V1_DECODE_TRAITS

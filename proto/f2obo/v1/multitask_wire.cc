@@ -86,8 +86,8 @@ void Decision(const Problem& /*p*/, const SessionState& s, v1::Decision* out) {
 }  // namespace
 
 const ClassWire& MultitaskWire() {
-  static const ClassWire wire{ProblemClass::kMultitaskBilevel, &Report, &Metrics, &Running,
-                              &Info, &Decision};
+  static const ClassWire wire{
+      ProblemClass::kMultitaskBilevel, &Report, &Metrics, &Running, &Info, &Decision};
   return wire;
 }
 

@@ -1,10 +1,10 @@
 #include "f2obo/v1/number_checks.h"
 
-#include <cmath>
-#include <vector>
-
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/reflection.h>
+
+#include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/batch.h"

@@ -6,10 +6,10 @@
 #ifndef F2OBO_PROTO_F2OBO_V1_NUMBER_CHECKS_H_
 #define F2OBO_PROTO_F2OBO_V1_NUMBER_CHECKS_H_
 
+#include <google/protobuf/message.h>
+
 #include <set>
 #include <string>
-
-#include <google/protobuf/message.h>
 
 #include "absl/status/status.h"
 #include "f2obo/v1/f2obo.pb.h"

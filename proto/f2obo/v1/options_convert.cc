@@ -76,9 +76,10 @@ absl::Status SetOptionFromText(absl::string_view name, absl::string_view text,
                                v1::AlgorithmOptions* p) {
   const FieldDescriptor* f = FieldOf(name);
   if (f == nullptr || f->is_repeated()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown option '", name, "' (an AlgorithmOptions field; `f2obo-cli algorithms` "
-        "lists them)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown option '", name,
+                     "' (an AlgorithmOptions field; `f2obo-cli algorithms` "
+                     "lists them)"));
   }
   const std::string value(absl::StripAsciiWhitespace(text));
   const google::protobuf::Reflection* r = p->GetReflection();

@@ -63,8 +63,8 @@ void Decision(const Problem& /*p*/, const SessionState& s, v1::Decision* out) {
 }  // namespace
 
 const ClassWire& SimpleWire() {
-  static const ClassWire wire{ProblemClass::kSimpleBilevel, &Report, &Metrics, &Running, &Info,
-                              &Decision};
+  static const ClassWire wire{
+      ProblemClass::kSimpleBilevel, &Report, &Metrics, &Running, &Info, &Decision};
   return wire;
 }
 

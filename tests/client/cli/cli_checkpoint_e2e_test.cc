@@ -1,11 +1,11 @@
 // f2obo-cli checkpoint, rollback and fork against the real server (see
 // cli_e2e_fixture.h): a rolled-back stream re-streamed, and a fork streamed
 // from a checkpoint, both end where an uninterrupted stream does.
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "tests/client/cli/cli_e2e_fixture.h"
 

@@ -11,8 +11,7 @@
 
 namespace f2obo::testing {
 
-pid_t Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd,
-            int out_pipe_bytes) {
+pid_t Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd, int out_pipe_bytes) {
   int out[2], err[2];
   if (pipe(out) != 0 || pipe(err) != 0) return -1;
   if (out_pipe_bytes > 0 && fcntl(out[0], F_SETPIPE_SZ, out_pipe_bytes) < 0) return -1;

@@ -6,8 +6,9 @@
 #ifndef F2OBO_TESTS_CLIENT_CLI_CLI_E2E_FIXTURE_H_
 #define F2OBO_TESTS_CLIENT_CLI_CLI_E2E_FIXTURE_H_
 
-#include <sys/types.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -15,8 +16,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/server/server_process.h"
 
@@ -29,8 +28,7 @@ struct Result {
 
 // Forks and execs the CLI with stdout and stderr on pipes (the stdout pipe
 // shrunk to `out_pipe_bytes` when given).  Returns -1 on failure.
-pid_t Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd,
-            int out_pipe_bytes = 0);
+pid_t Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd, int out_pipe_bytes = 0);
 // Waits for `pid`; its exit code, or 128 + signal.
 int Wait(pid_t pid);
 // Runs the CLI to completion, capturing both streams and the exit code.
@@ -62,11 +60,10 @@ class CliE2e : public ::testing::Test {
         a[j] = normal(rng);
         for (int c = 0; c < 3; ++c) score[c] += a[j] * ((j + c) % 3 - 1.0);
       }
-      const int label = score[0] > score[1] ? (score[0] > score[2] ? 0 : 2)
-                                            : (score[1] > score[2] ? 1 : 2);
+      const int label =
+          score[0] > score[1] ? (score[0] > score[2] ? 0 : 2) : (score[1] > score[2] ? 1 : 2);
       char line[160];
-      std::snprintf(line, sizeof(line), "%.6f,%.6f,%.6f,%.6f,%d\n", a[0], a[1], a[2], a[3],
-                    label);
+      std::snprintf(line, sizeof(line), "%.6f,%.6f,%.6f,%.6f,%d\n", a[0], a[1], a[2], a[3], label);
       csv << line;
     }
   }
@@ -85,14 +82,14 @@ class CliE2e : public ::testing::Test {
   }
   static std::string Data() { return "--data=" + *dir_ + "/data.csv"; }
   static std::vector<std::string> StreamArgs(const std::string& id, std::vector<std::string> more) {
-    std::vector<std::string> args = {"stream", "--session=" + id, Data(), "--rows_per_step=32",
-                                     "--phase_steps=10", "--seed=7"};
+    std::vector<std::string> args = {
+        "stream", "--session=" + id, Data(), "--rows_per_step=32", "--phase_steps=10", "--seed=7"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
   }
   static void Create(const std::string& id) {
-    const Result r = Cli({"create", "--id=" + id, "--features=4", "--classes=3",
-                          "--algorithm=sf2obo", "--seed=7"});
+    const Result r = Cli(
+        {"create", "--id=" + id, "--features=4", "--classes=3", "--algorithm=sf2obo", "--seed=7"});
     ASSERT_EQ(r.code, 0) << r.err;
     ASSERT_EQ(r.out, id + "\n");
   }

@@ -2,6 +2,8 @@
 // help, create/stream/decision/sessions/metrics/delete, resuming streams,
 // health, bad input and the bench load generator (see cli_e2e_fixture.h).
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,23 +17,19 @@
 #include <thread>
 #include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-
 #include "tests/client/cli/cli_e2e_fixture.h"
 
 namespace f2obo {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::CliE2e;
 using testing::Field;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Result;
 using testing::RunCli;
 using testing::Spawn;
@@ -40,8 +38,8 @@ using testing::Wait;
 TEST_F(CliE2e, HelpListsTheSubcommandsAndTheirFlags) {
   const Result help = RunCli({"help"});
   EXPECT_EQ(help.code, 0);
-  for (const char* c : {"create", "stream", "decision", "sessions", "delete", "metrics",
-                        "health", "bench", "loadgen", "create-group", "group", "evaluate", "--server"}) {
+  for (const char* c : {"create", "stream", "decision", "sessions", "delete", "metrics", "health",
+                        "bench", "loadgen", "create-group", "group", "evaluate", "--server"}) {
     EXPECT_THAT(help.out, HasSubstr(c));
   }
   const Result none = RunCli({});
@@ -111,16 +109,15 @@ TEST_F(CliE2e, CreateStreamDecisionSessionsMetricsDelete) {
 TEST_F(CliE2e, SimpleBilevelSessionsStreamFromCsvAndReportTheirGaps) {
   for (const std::string& family : {"least_squares", "linear_inverse"}) {
     const std::string id = "simple-" + family;
-    const Result created = Cli({"create", "--id=" + id, "--family=" + family, "--features=4",
-                                "--algorithm=ir_scg", "--constraint=l1_ball:3", "--seed=7",
-                                "--exact_every=1"});
+    const Result created =
+        Cli({"create", "--id=" + id, "--family=" + family, "--features=4", "--algorithm=ir_scg",
+             "--constraint=l1_ball:3", "--seed=7", "--exact_every=1"});
     ASSERT_EQ(created.code, 0) << created.err;
     const Result streamed = Cli(StreamArgs(id, {"--steps=12"}));
     ASSERT_EQ(streamed.code, 0) << family << ": " << streamed.err;
     EXPECT_THAT(streamed.out, HasSubstr("inner gap")) << streamed.out;
     const std::string csv_path = *dir_ + "/" + id + ".csv";
-    const Result metrics =
-        Cli({"metrics", "--session=" + id, "--until=12", "--out=" + csv_path});
+    const Result metrics = Cli({"metrics", "--session=" + id, "--until=12", "--out=" + csv_path});
     ASSERT_EQ(metrics.code, 0) << metrics.err;
     std::ifstream csv(csv_path);
     std::string line;
@@ -131,7 +128,7 @@ TEST_F(CliE2e, SimpleBilevelSessionsStreamFromCsvAndReportTheirGaps) {
       ASSERT_EQ(cols.size(), 24u) << line;
       if (cols[18].empty()) continue;  // no exact metrics for this step
       ++with_gap;
-      EXPECT_GE(std::stod(cols[18]), 0.0) << line;                       // inner_gap
+      EXPECT_GE(std::stod(cols[18]), 0.0) << line;                         // inner_gap
       EXPECT_LE(std::stod(cols[18]), std::stod(cols[19]) + 1e-9) << line;  // <= fw_gap
     }
     EXPECT_EQ(with_gap, 12) << family;
@@ -203,8 +200,8 @@ TEST_F(CliE2e, AKilledStreamResumesFromNextTAndMatchesAnUninterruptedOne) {
 }
 
 TEST_F(CliE2e, StreamCreateIsOneCommand) {
-  const Result r = Cli({"stream", "--create", "--id=oneshot", Data(), "--steps=5",
-                        "--rows_per_step=16"});
+  const Result r =
+      Cli({"stream", "--create", "--id=oneshot", Data(), "--steps=5", "--rows_per_step=16"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("created session oneshot"));
   EXPECT_THAT(r.out, HasSubstr("next_t = 6"));
@@ -214,14 +211,14 @@ TEST_F(CliE2e, StreamCreateIsOneCommand) {
 // `stream --tasks=m` splits the dataset into m tasks and tags each step's
 // batches; a re-run resumes the same multi-task stream.
 TEST_F(CliE2e, StreamTasksSplitsTheDatasetIntoTasks) {
-  const Result r = Cli({"stream", "--create", "--id=mt", Data(), "--tasks=6",
-                        "--tasks_per_step=2", "--algorithm=mt_f2obo", "--steps=12",
-                        "--rows_per_step=10", "--max_temperature=11"});
+  const Result r =
+      Cli({"stream", "--create", "--id=mt", Data(), "--tasks=6", "--tasks_per_step=2",
+           "--algorithm=mt_f2obo", "--steps=12", "--rows_per_step=10", "--max_temperature=11"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("created session mt"));
   EXPECT_THAT(r.out, HasSubstr("streamed 12 steps to mt"));
-  const Result resumed = Cli({"stream", "--session=mt", Data(), "--tasks_per_step=2",
-                              "--steps=3", "--rows_per_step=10"});
+  const Result resumed = Cli(
+      {"stream", "--session=mt", Data(), "--tasks_per_step=2", "--steps=3", "--rows_per_step=10"});
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_THAT(resumed.out, HasSubstr("next_t = 16"));
   const Result list = Cli({"sessions"});
@@ -353,8 +350,7 @@ TEST_F(CliE2e, StreamRetriesMovedPastMaxAttemptsAndResumesWithoutAGap) {
   const double before = refusals();
   Result streamed;
   std::thread stream([&] {
-    streamed = Cli(StreamArgs("mv", {"--steps=5", "--max_attempts=1",
-                                     "--moved_retry_seconds=60"}));
+    streamed = Cli(StreamArgs("mv", {"--steps=5", "--max_attempts=1", "--moved_retry_seconds=60"}));
   });
   // Lift once the stream has been refused more often than --max_attempts
   // allows (polled from the server's own counter).

@@ -1,23 +1,23 @@
 // End to end: the CLI's side-by-side groups (create-group, stream --group,
 // delete --group) and evaluate, against the real server on loopback (see
 // cli_e2e_fixture.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "tests/client/cli/cli_e2e_fixture.h"
 
 namespace f2obo {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::CliE2e;
 using testing::Field;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Result;
 using testing::RunCli;
 using testing::Spawn;
@@ -25,11 +25,10 @@ using testing::Wait;
 
 TEST_F(CliE2e, GroupMembersEndExactlyWhereLoneSessionsStreamedTheSameWayEnd) {
   // loss_tuning: x (gamma_j, Delta_j) is unconstrained, so it moves.
-  const Result created = Cli({"create-group", "--group=side", "--family=loss_tuning",
-                              "--features=4", "--classes=3", "--x0=1*3,0*3", "--seed=7",
-                              "--gamma=0.05", "--member=fo:f2obo:inner_steps=3",
-                              "--member=sf:sf2obo", "--member=af:af2obo:max_inner_iterations=20",
-                              "--member=ob:obbo"});
+  const Result created =
+      Cli({"create-group", "--group=side", "--family=loss_tuning", "--features=4", "--classes=3",
+           "--x0=1*3,0*3", "--seed=7", "--gamma=0.05", "--member=fo:f2obo:inner_steps=3",
+           "--member=sf:sf2obo", "--member=af:af2obo:max_inner_iterations=20", "--member=ob:obbo"});
   ASSERT_EQ(created.code, 0) << created.err;
   EXPECT_THAT(created.out, HasSubstr("side\n"));
   EXPECT_THAT(created.out, HasSubstr("side.fo  f2obo"));
@@ -45,7 +44,7 @@ TEST_F(CliE2e, GroupMembersEndExactlyWhereLoneSessionsStreamedTheSameWayEnd) {
       {"lone-ob", {"--algorithm=obbo"}},
   };
   for (const Lone& l : lone) {
-    std::vector<std::string> args = {"create",      "--id=" + l.id, "--family=loss_tuning",
+    std::vector<std::string> args = {"create",       "--id=" + l.id, "--family=loss_tuning",
                                      "--features=4", "--classes=3",  "--x0=1*3,0*3",
                                      "--seed=7",     "--gamma=0.05"};
     args.insert(args.end(), l.flags.begin(), l.flags.end());
@@ -205,8 +204,8 @@ TEST_F(CliE2e, EvaluateScoresTheDecisionOnHeldOutData) {
   const Result before = Cli({"evaluate", "--session=scored", test, train});
   ASSERT_EQ(before.code, 0) << before.err;
   EXPECT_NEAR(EvalColumn(before.out, "scored", "test_loss"), std::log(3.0), 1e-12);
-  EXPECT_NEAR(EvalColumn(before.out, "scored", "test_accuracy"),
-              static_cast<double>(zeros) / rows, 1e-12);
+  EXPECT_NEAR(EvalColumn(before.out, "scored", "test_accuracy"), static_cast<double>(zeros) / rows,
+              1e-12);
   EXPECT_NEAR(EvalColumn(before.out, "scored", "test_balanced_accuracy"), 1.0 / 3, 1e-12);
   EXPECT_NEAR(EvalColumn(before.out, "scored", "train_loss"), std::log(3.0), 1e-12);
 

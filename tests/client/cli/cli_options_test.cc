@@ -3,15 +3,15 @@
 // AlgorithmOptions, `f2obo-cli create --dry_run --<field>=<value>` (the real
 // binary, no server) puts exactly that value into the request, and
 // `f2obo-cli help create` and `f2obo-cli algorithms` document it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/problem_registry.h"
 #include "f2obo/v1/f2obo.pb.h"
@@ -43,8 +43,8 @@ std::vector<std::string> Candidates(const OptionInfo& info) {
 // Options set with the one under test, when a non-default value of it is
 // only valid together with another (fixed beta_scaling needs tau = 0 or a
 // lambda_max): none, or tau = 0.
-const std::vector<std::vector<std::pair<std::string, std::string>>> kCompanions = {
-    {}, {{"tau", "0"}}};
+const std::vector<std::vector<std::pair<std::string, std::string>>> kCompanions = {{},
+                                                                                   {{"tau", "0"}}};
 
 // An algorithm that reads `info` and accepts `text` for it with
 // `companions` (its other options at their defaults), or "" if none.
@@ -105,8 +105,7 @@ TEST(CliOptions, EveryProtoOptionCanBeSetFromItsFlag) {
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
     v1::CreateSessionRequest req;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(r.out, &req)) << r.out;
-    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(req.spec().options(),
-                                                                   expected))
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(req.spec().options(), expected))
         << name << "=" << text << " with " << algorithm << " gave\n"
         << req.spec().options().DebugString();
   }
@@ -137,8 +136,8 @@ TEST(CliOptions, HelpDocumentsEveryOptionFlag) {
 }
 
 TEST(CliOptions, AnInvalidOptionIsAUsageErrorNamingTheField) {
-  const Result r = RunCli({"create", "--dry_run", "--family=quadratic", "--x_dim=2",
-                           "--y_dim=2", "--algorithm=sf2obo", "--tau=1"});
+  const Result r = RunCli({"create", "--dry_run", "--family=quadratic", "--x_dim=2", "--y_dim=2",
+                           "--algorithm=sf2obo", "--tau=1"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("options.tau: 1 > beta_decay"));
   const Result wrong_class = RunCli({"create", "--dry_run", "--family=quadratic", "--x_dim=2",

@@ -1,8 +1,8 @@
 // f2obo-cli --help lists the CLI's commands and flags with their help texts.
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/help_output.h"
 

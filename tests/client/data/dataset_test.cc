@@ -1,13 +1,12 @@
 #include "client/data/dataset.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace f2obo::data {
 namespace {
@@ -78,7 +77,8 @@ TEST(ReadLibsvm, BuildsCsrWithOneBasedIndices) {
   EXPECT_EQ(d->csr.nonZeros(), 3);
   EXPECT_EQ(d->labels, (std::vector<int32_t>{1, 0, 2}));
   WriteFile(p, "1 3:1 2:1\n", false);
-  EXPECT_THAT(std::string(ReadLibsvm(p).status().message()), HasSubstr("a.svm:1: bad feature '2:1'"));
+  EXPECT_THAT(std::string(ReadLibsvm(p).status().message()),
+              HasSubstr("a.svm:1: bad feature '2:1'"));
   WriteFile(p, "-1 1:1\n", false);
   EXPECT_THAT(std::string(ReadLibsvm(p).status().message()), HasSubstr("not a class index"));
 }

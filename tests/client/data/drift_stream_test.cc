@@ -1,8 +1,8 @@
 #include "client/data/drift_stream.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace f2obo::data {
 namespace {
@@ -77,8 +77,7 @@ TEST(DriftingStream, LabelNoiseCorruptsTrainingLabelsFromItsStepOn) {
     const StepData s = stream.Make(t);
     const Batch& b = upper ? s.upper : s.inner;
     int wrong = 0;
-    for (int k = 0; k < b.rows(); ++k)
-      wrong += b.labels[k] != static_cast<int>(b.dense(k, 0)) % 10;
+    for (int k = 0; k < b.rows(); ++k) wrong += b.labels[k] != static_cast<int>(b.dense(k, 0)) % 10;
     return static_cast<double>(wrong) / b.rows();
   };
   EXPECT_EQ(corrupted(9, false), 0.0);

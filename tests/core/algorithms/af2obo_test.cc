@@ -1,9 +1,9 @@
 // AF2OBO (paper Algorithm 2) against fixed-K F2OBO on the paper's Sec. 4.2
 // oscillating example, where y*_t(x) = (-1)^t x drifts by 2|x| every step.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/metrics/exact_metrics.h"
 #include "core/session.h"
@@ -51,8 +51,8 @@ std::vector<double> OscillatingRegret(const std::string& algorithm,
     EXPECT_TRUE(report.ok()) << report.status();
     EXPECT_FALSE(report->cap_hit);
     in.h = BilevelPart(*report).hypergradient;
-    const auto m = ComputeExactMetrics(*testing::PreparedFamily(*session, step),
-                                       config.constraint, in, step, nullptr);
+    const auto m = ComputeExactMetrics(*testing::PreparedFamily(*session, step), config.constraint,
+                                       in, step, nullptr);
     EXPECT_TRUE(m.ok());
     session->AddMetrics(*m);
     blreg.push_back(session->metrics().sums[kBlreg]);
@@ -81,8 +81,8 @@ TEST(Af2obo, MeetsBothTolerancesAtTheEndOfEveryRound) {
   auto session = *Session::Create(config);
   std::mt19937_64 rng(31);
   for (int t = 0; t < 5; ++t) {
-    const StepData step = testing::QuadraticStep(
-        testing::WellConditioned(3, 2, 0.5, 1.5, rng), Vector::Ones(3), Vector::Zero(3));
+    const StepData step = testing::QuadraticStep(testing::WellConditioned(3, 2, 0.5, 1.5, rng),
+                                                 Vector::Ones(3), Vector::Zero(3));
     const auto r = session->Step(step);
     ASSERT_TRUE(r.ok());
     EXPECT_LE(BilevelPart(*r).residual_y, 1e-6);
@@ -99,8 +99,8 @@ TEST(Af2obo, ReportsHittingItsIterationCap) {
   config.options.delta_y = config.options.delta_z = 1e-12;
   config.options.max_inner_iterations = 3;
   auto session = *Session::Create(config);
-  const auto r = session->Step(testing::QuadraticStep(
-      Matrix::Ones(1, 1), Vector::Constant(1, 100.0), Vector::Zero(1)));
+  const auto r = session->Step(
+      testing::QuadraticStep(Matrix::Ones(1, 1), Vector::Constant(1, 100.0), Vector::Zero(1)));
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->cap_hit);
   EXPECT_EQ(BilevelPart(*r).z_iterations, 3);

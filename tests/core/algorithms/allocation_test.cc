@@ -13,6 +13,8 @@
 // must see operator new, Eigen and malloc/realloc, and a family planted with
 // one allocation per gradient call must make the K = 5 and K = 50 counts
 // differ.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -24,8 +26,6 @@
 #include <tuple>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/algorithm_registry.h"
 #include "core/family_registry.h"
@@ -125,22 +125,21 @@ Problem MakeProblem(const std::string& kind) {
   std::mt19937_64 rng(2026);
   Problem p;
   p.family.name = kind == "quadratic" || kind == "ridge_hpo" ? kind
-                  : kind == "loss_tuning_dense"            ? "loss_tuning"
-                                                           : "logistic_hpo";
+                  : kind == "loss_tuning_dense"              ? "loss_tuning"
+                                                             : "logistic_hpo";
   p.family.features = kind == "logistic_hpo_csr" ? 300 : 12;
   p.family.classes = 4;
   p.family.x_dim = 6;
   p.family.y_dim = 8;
-  p.constraint = kind == "quadratic"            ? ConstraintSet::Ball(2.0)
+  p.constraint = kind == "quadratic"           ? ConstraintSet::Ball(2.0)
                  : kind == "loss_tuning_dense" ? ConstraintSet::Box(0.5, 2.0)
-                                                : ConstraintSet::Box(0.0, 0.1);
+                                               : ConstraintSet::Box(0.0, 0.1);
   const Vector w = testing::RandomVector(12, rng);
   for (int s = 0; s <= kWarmSteps; ++s) {
     StepData step;
     if (kind == "quadratic") {
       step = testing::QuadraticStep(testing::WellConditioned(8, 6, 0.5, 2.0, rng),
-                                    testing::RandomVector(8, rng),
-                                    testing::RandomVector(8, rng));
+                                    testing::RandomVector(8, rng), testing::RandomVector(8, rng));
     } else if (kind == "ridge_hpo") {
       step.inner = testing::RegressionBatch(64, w, 0.5, false, rng);
       step.upper = testing::RegressionBatch(48, w, 0.1, false, rng);
@@ -195,8 +194,7 @@ Counted WarmThenCountOneStep(const SessionConfig& config, const Problem& p) {
     EXPECT_TRUE(r.ok()) << r.status();
   }
   absl::StatusOr<StepReport> report = absl::InternalError("not run");
-  out.allocations =
-      CountAllocations([&] { report = (*session)->Step(p.steps[kWarmSteps]); });
+  out.allocations = CountAllocations([&] { report = (*session)->Step(p.steps[kWarmSteps]); });
   EXPECT_TRUE(report.ok()) << report.status();
   if (report.ok()) {
     out.inner_iterations = BilevelPart(*report).z_iterations + BilevelPart(*report).y_iterations;
@@ -218,19 +216,19 @@ TEST_P(InnerIterationAllocations, DoNotGrowWithTheNumberOfInnerIterations) {
       << "the two rounds must differ in inner iterations for the test to mean anything";
   EXPECT_EQ(few.allocations, many.allocations)
       << algorithm << " on " << kind << ": " << few.inner_iterations
-      << " inner iterations allocated " << few.allocations << " times, "
-      << many.inner_iterations << " allocated " << many.allocations << " times";
+      << " inner iterations allocated " << few.allocations << " times, " << many.inner_iterations
+      << " allocated " << many.allocations << " times";
   std::printf("[ alloc    ] %s/%s: %d vs %d inner iterations -> %ld vs %ld allocations\n",
-              algorithm.c_str(), kind.c_str(), few.inner_iterations,
-              many.inner_iterations, few.allocations, many.allocations);
+              algorithm.c_str(), kind.c_str(), few.inner_iterations, many.inner_iterations,
+              few.allocations, many.allocations);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, InnerIterationAllocations,
     // fsobo and sogd have no inner loop (one step of each kind per round).
     // svrb is single-loop too (one y-step per round).
-    ::testing::Combine(::testing::Values("f2obo", "af2obo", "sf2obo", "obbo", "sobow",
-                                         "aobo", "sobbo", "pzobo", "pzobo_s"),
+    ::testing::Combine(::testing::Values("f2obo", "af2obo", "sf2obo", "obbo", "sobow", "aobo",
+                                         "sobbo", "pzobo", "pzobo_s"),
                        ::testing::Values("quadratic", "ridge_hpo", "logistic_hpo_dense",
                                          "logistic_hpo_csr", "loss_tuning_dense")),
     [](const ::testing::TestParamInfo<Param>& info) {
@@ -248,12 +246,10 @@ class AllocatingFamily final : public Family {
     return base_->ValidateBatch(b, role);
   }
   void Prepare(const StepData& data) override { base_->Prepare(data); }
-  double F(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx,
-           Vector* gy) override {
+  double F(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx, Vector* gy) override {
     return base_->F(x, y, v, gx, gy);
   }
-  double G(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx,
-           Vector* gy) override {
+  double G(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx, Vector* gy) override {
     Vector planted = y;  // the planted per-call allocation
     g_sink = planted.data();
     return base_->G(x, planted, v, gx, gy);
@@ -281,15 +277,16 @@ TEST(AllocationCounter, DetectsAnAllocationPlantedInTheInnerIteration) {
   for (int many = 0; many < 2; ++many) {
     const SessionConfig c = RoundConfig("f2obo", p, many == 1);
     AllocatingFamily family(*CreateFamily(c.family));
-    std::unique_ptr<BilevelAlgorithm> algorithm = *CreateBilevelAlgorithm(AlgorithmContext{
-        c.algorithm, c.options, c.constraint, family.x_dim(), family.y_dim()});
-    SessionState st = testing::BilevelState(Vector::Zero(family.x_dim()), Vector::Zero(family.y_dim()), Vector::Zero(family.y_dim()), c.options.lambda1);
+    std::unique_ptr<BilevelAlgorithm> algorithm = *CreateBilevelAlgorithm(
+        AlgorithmContext{c.algorithm, c.options, c.constraint, family.x_dim(), family.y_dim()});
+    SessionState st =
+        testing::BilevelState(Vector::Zero(family.x_dim()), Vector::Zero(family.y_dim()),
+                              Vector::Zero(family.y_dim()), c.options.lambda1);
     BilevelVars s = BilevelView(&st);
     BilevelReport report;
     report.hypergradient.resize(family.x_dim());
-    counts[many] = CountAllocations([&] {
-      EXPECT_TRUE(algorithm->Round(p.steps[0], family, &s, &report).ok());
-    });
+    counts[many] = CountAllocations(
+        [&] { EXPECT_TRUE(algorithm->Round(p.steps[0], family, &s, &report).ok()); });
   }
   // GradYGPair defaults to two G calls: 2 per iteration, +2 for h_t.
   EXPECT_EQ(counts[0], 2 * 5 + 2);

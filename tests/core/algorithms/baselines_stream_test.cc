@@ -1,12 +1,12 @@
 // Second-order baselines on streams: convergence on a static quadratic,
 // seeded reproducibility, exact continuation after a checkpoint, and the
 // options they validate and default.
+#include <gtest/gtest.h>
+
 #include <ostream>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/algorithm_registry.h"
 #include "core/problem_registry.h"
@@ -174,18 +174,17 @@ TEST(BaselineOptions, EachInvalidOptionNamesItsField) {
     const absl::Status s = ValidateOptionsFor(c.algorithm, o);
     ASSERT_FALSE(s.ok()) << c.algorithm << " " << c.field;
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u)
-        << s.message();
+    EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u) << s.message();
   }
 }
 
 TEST(BaselineOptions, LambdaAndFieldsOfOtherAlgorithmsAreNotChecked) {
   AlgorithmOptions o = DefaultAlgorithmOptions("fsobo");
-  o.lambda1 = 0;          // no multiplier in the baselines
-  o.beta = -1;            // no penalty loop
-  o.momentum = 2;         // sogd only
-  o.window = 0;           // obbo, sobow, sobbo only
-  o.delta = 0;            // aobo only
+  o.lambda1 = 0;   // no multiplier in the baselines
+  o.beta = -1;     // no penalty loop
+  o.momentum = 2;  // sogd only
+  o.window = 0;    // obbo, sobow, sobbo only
+  o.delta = 0;     // aobo only
   EXPECT_TRUE(ValidateOptionsFor("fsobo", o).ok());
   o.window = 1;
   EXPECT_TRUE(ValidateOptionsFor("obbo", o).ok());

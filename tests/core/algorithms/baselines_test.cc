@@ -1,14 +1,14 @@
 // Second-order baselines (SPEC section 3 "Baselines"): their hypergradients
 // against closed forms, finite differences and the exact hypergradient, and
 // the x-step directions (window mean, momentum) they are documented to take.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <deque>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/algorithms/second_order.h"
 #include "core/family_registry.h"
@@ -127,14 +127,13 @@ TEST(Obbo, HypergradientMatchesFiniteDifferencesOfTheUnrolledRidgeObjective) {
 // With the inner problem solved tightly and M = 500 linear-system steps, an
 // AID hypergradient is the exact one (paper Eq. 1) up to the solver's error.
 void ExpectExactHypergradient(const std::string& algorithm, const FamilyConfig& fam,
-                              const ConstraintSet& set, const StepData& step,
-                              const Vector& x0) {
+                              const ConstraintSet& set, const StepData& step, const Vector& x0) {
   SessionConfig config = ConfigFor(algorithm, fam, set);
   config.x0 = x0;
   config.options.linear_system_steps = 500;
   config.options.inner_steps = 2000;  // sobow: K fixed
   config.options.max_inner_iterations = 5000;
-  config.options.delta = 1e-13;       // aobo: adaptive
+  config.options.delta = 1e-13;  // aobo: adaptive
   auto session = *Session::Create(config);
   const StepReport report = *session->Step(step);
   const TrueHypergradient truth = ComputeTrueHypergradient(
@@ -187,7 +186,8 @@ TEST(Sogd, XStepFollowsTheMomentumOfTheHypergradients) {
   for (int t = 1; t <= 12; ++t) {
     const Vector x = session->state().x;
     const StepReport report = *session->Step(q.step);
-    m = t == 1 ? BilevelPart(report).hypergradient : (0.9 * m + 0.1 * BilevelPart(report).hypergradient).eval();
+    m = t == 1 ? BilevelPart(report).hypergradient
+               : (0.9 * m + 0.1 * BilevelPart(report).hypergradient).eval();
     EXPECT_LT((session->state().x - (x - 0.2 * m)).norm(), 1e-13) << "t = " << t;
   }
 }

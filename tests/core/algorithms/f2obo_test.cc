@@ -1,8 +1,8 @@
 // F2OBO (paper Algorithm 1) on static streams with known solutions.
+#include <gtest/gtest.h>
+
 #include <Eigen/Cholesky>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
@@ -119,8 +119,8 @@ TEST(F2obo, ReportsTheAutoStepSizesItUsed) {
   SessionConfig config = ConfigFor("f2obo", fam, ConstraintSet::None());
   config.options.alpha_auto = config.options.beta_auto = true;
   auto session = *Session::Create(config);
-  const auto report = session->Step(testing::QuadraticStep(
-      M, RandomVector(3, rng), RandomVector(3, rng)));
+  const auto report =
+      session->Step(testing::QuadraticStep(M, RandomVector(3, rng), RandomVector(3, rng)));
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(BilevelPart(*report).step_sizes_auto);
   EXPECT_DOUBLE_EQ(BilevelPart(*report).l_g1, 4.0);  // exact for the quadratic family
@@ -158,8 +158,8 @@ TEST(F2obo, LambdaFollowsTheScheduleAndItsCap) {
   config.options.tau = 0.5;
   config.options.lambda_max = 12.0;
   auto session = *Session::Create(config);
-  const StepData step = testing::QuadraticStep(Matrix::Ones(1, 1), Vector::Zero(1),
-                                               Vector::Ones(1));
+  const StepData step =
+      testing::QuadraticStep(Matrix::Ones(1, 1), Vector::Zero(1), Vector::Ones(1));
   for (int t = 1; t <= 6; ++t) {
     // lambda_t = lambda_1 t^tau, capped.
     EXPECT_NEAR(BilevelView(session->state()).lambda, std::min(12.0, 5.0 * std::sqrt(t)), 1e-12);
@@ -175,8 +175,8 @@ TEST(F2oboSingleLoop, DefaultsToOneInnerStepAndRejectsMore) {
   EXPECT_EQ(config.options.inner_steps, 1);
   EXPECT_DOUBLE_EQ(config.options.tau, 1.0 / 3.0);
   auto session = *Session::Create(config);
-  const auto report = session->Step(testing::QuadraticStep(
-      Matrix::Ones(1, 1), Vector::Zero(1), Vector::Ones(1)));
+  const auto report =
+      session->Step(testing::QuadraticStep(Matrix::Ones(1, 1), Vector::Zero(1), Vector::Ones(1)));
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(BilevelPart(*report).y_iterations, 1);
   config.options.inner_steps = 2;

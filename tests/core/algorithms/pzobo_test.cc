@@ -3,19 +3,20 @@
 // full batch and over a shared mini-batch sequence, for any mu; the round's
 // hypergradient from the regenerated directions; convergence; checkpoint
 // continuation; transactional failure; options.
+#include "core/algorithms/pzobo.h"
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
-#include <gtest/gtest.h>
-
-#include "core/algorithms/pzobo.h"
-#include "core/problem_registry.h"
 #include "core/metrics/exact_metrics.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -38,17 +39,14 @@ class LinearQuadraticFamily final : public Family {
   std::string_view name() const override { return "linear_quadratic_test"; }
   int x_dim() const override { return d1_; }
   int y_dim() const override { return d2_; }
-  absl::Status ValidateBatch(const Batch&, BatchRole) const override {
-    return absl::OkStatus();
-  }
+  absl::Status ValidateBatch(const Batch&, BatchRole) const override { return absl::OkStatus(); }
   void Prepare(const StepData&) override {}
   double F(const VecIn&, const VecIn& y, const BatchView&, Vector* gx, Vector* gy) override {
     if (gx != nullptr) gx->setZero();
     if (gy != nullptr) *gy = y - d_;
     return 0.5 * (y - d_).squaredNorm();
   }
-  double G(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx,
-           Vector* gy) override {
+  double G(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx, Vector* gy) override {
     const Batch& b = *v.batch;
     double value = 0.5 * rho_ * y.squaredNorm();
     if (gx != nullptr) gx->setZero();
@@ -82,8 +80,7 @@ class LinearQuadraticFamily final : public Family {
       *out -= (a.dot(u) / v.rows.n) * p;
     }
   }
-  void HvpYYF(const VecIn&, const VecIn&, const BatchView&, const VecIn& u,
-              Vector* out) override {
+  void HvpYYF(const VecIn&, const VecIn&, const BatchView&, const VecIn& u, Vector* out) override {
     *out = u;
   }
 
@@ -217,8 +214,8 @@ TEST(Pzobo, RoundHypergradientUsesTheRegeneratedDirections) {
   o.inner_steps = 3;
   o.alpha = 0.05;
   o.gamma = 0.2;
-  std::unique_ptr<BilevelAlgorithm> pzobo = *CreateBilevelAlgorithm(
-      AlgorithmContext{"pzobo", o, ConstraintSet::None(), kD1, kD2});
+  std::unique_ptr<BilevelAlgorithm> pzobo =
+      *CreateBilevelAlgorithm(AlgorithmContext{"pzobo", o, ConstraintSet::None(), kD1, kD2});
   const Vector y0 = RandomVector(kD2, rng);
   SessionState st = testing::BilevelState(RandomVector(kD1, rng), y0, y0, 0.0, 11);
   BilevelVars s = BilevelView(&st);
@@ -229,8 +226,8 @@ TEST(Pzobo, RoundHypergradientUsesTheRegeneratedDirections) {
 
   const BatchView all = BatchView::All(p.step.inner);
   const Matrix h = family.Hessian(all), b = family.Cross(all);
-  const Vector c = Matrix(p.step.inner.dense.leftCols(kD2)).transpose() *
-                   p.step.inner.targets / kRows;
+  const Vector c =
+      Matrix(p.step.inner.dense.leftCols(kD2)).transpose() * p.step.inner.targets / kRows;
   Vector y = BilevelView(before).y;
   Matrix j_n = Matrix::Zero(kD2, kD1);
   for (int k = 0; k < 3; ++k) {
@@ -267,8 +264,8 @@ TEST(PzoboS, CommonMiniBatchesMakeTheHypergradientIndependentOfMu) {
     o.pz_smoothing = mu;
     o.sample_rows = 6;
     o.alpha = 0.05;
-    std::unique_ptr<BilevelAlgorithm> a = *CreateBilevelAlgorithm(
-        AlgorithmContext{"pzobo_s", o, ConstraintSet::None(), kD1, kD2});
+    std::unique_ptr<BilevelAlgorithm> a =
+        *CreateBilevelAlgorithm(AlgorithmContext{"pzobo_s", o, ConstraintSet::None(), kD1, kD2});
     SessionState st = testing::BilevelState(x, y, y, 0.0, 12);
     BilevelVars s = BilevelView(&st);
     BilevelReport report;
@@ -305,8 +302,8 @@ TEST(Pzobo, BothVariantsConvergeOnAStaticQuadraticStream) {
     auto session = *Session::Create(config);
     for (int t = 1; t <= 3000; ++t) ASSERT_TRUE(session->Step(q.step).ok());
     const TrueHypergradient truth =
-        ComputeTrueHypergradient(*testing::PreparedFamily(*session, q.step), session->state().x, q.step,
-                                 BilevelView(session->state()).y, ExactMetricsOptions{});
+        ComputeTrueHypergradient(*testing::PreparedFamily(*session, q.step), session->state().x,
+                                 q.step, BilevelView(session->state()).y, ExactMetricsOptions{});
     EXPECT_LT(truth.grad.norm(), 1e-6) << algorithm << ": " << session->state().x.transpose();
   }
 }
@@ -387,8 +384,7 @@ TEST(PzoboOptions, EachInvalidOptionNamesItsField) {
       {"pzobo", "options.gamma", [](AlgorithmOptions* o) { o->gamma = 0; }},
       {"pzobo", "options.inner_steps", [](AlgorithmOptions* o) { o->inner_steps = 0; }},
       {"pzobo", "options.pz_directions", [](AlgorithmOptions* o) { o->pz_directions = 0; }},
-      {"pzobo_s", "options.pz_directions",
-       [](AlgorithmOptions* o) { o->pz_directions = 10001; }},
+      {"pzobo_s", "options.pz_directions", [](AlgorithmOptions* o) { o->pz_directions = 10001; }},
       {"pzobo", "options.pz_smoothing", [](AlgorithmOptions* o) { o->pz_smoothing = 0; }},
       {"pzobo_s", "options.pz_smoothing",
        [](AlgorithmOptions* o) { o->pz_smoothing = std::nan(""); }},
@@ -400,14 +396,13 @@ TEST(PzoboOptions, EachInvalidOptionNamesItsField) {
     c.spoil(&o);
     const absl::Status s = ValidateOptionsFor(c.algorithm, o);
     ASSERT_FALSE(s.ok()) << c.algorithm << " " << c.field;
-    EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u)
-        << s.message();
+    EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u) << s.message();
   }
   AlgorithmOptions o = DefaultAlgorithmOptions("pzobo");
-  o.sample_rows = 0;        // pzobo uses the full batches
-  o.momentum = 5;           // svrb / sogd only
-  o.max_explicit_dim = 0;   // svrb only
-  o.hessian_floor = -1;     // svrb only
+  o.sample_rows = 0;       // pzobo uses the full batches
+  o.momentum = 5;          // svrb / sogd only
+  o.max_explicit_dim = 0;  // svrb only
+  o.hessian_floor = -1;    // svrb only
   EXPECT_TRUE(ValidateOptionsFor("pzobo", o).ok());
   EXPECT_FALSE(ValidateOptionsFor("pzobo_s", o).ok());
 }

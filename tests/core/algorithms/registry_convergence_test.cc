@@ -11,17 +11,17 @@
 // baselines_stream_test.cc, af2obo_test.cc, sf2obo_test.cc, svrb_test.cc,
 // pzobo_test.cc) pin down rates and settings; this one only guarantees that
 // nothing registered is left without an end-to-end convergence check.
+#include <gtest/gtest.h>
+
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
 
-#include <gtest/gtest.h>
-
 #include "core/algorithm_registry.h"
-#include "core/problem_registry.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"

@@ -8,14 +8,14 @@
 // Two streams: a quadratic whose M_t, c_t, d_t rotate and drift (g has
 // strong convexity 1), and a 3-class logistic_hpo stream whose class means
 // move every 400 steps (g has the family's ridge mu_0 = 0.05).
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <memory>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/problem_registry.h"
 #include "core/session.h"
@@ -96,8 +96,8 @@ TEST_P(RegistryStability, TwoThousandDriftingStepsWithoutARefusedRound) {
   ASSERT_TRUE(session.ok()) << session.status();
   for (int t = 0; t < kSteps; ++t) {
     const absl::StatusOr<StepReport> r = (*session)->Step(stream.steps[t]);
-    ASSERT_TRUE(r.ok()) << algorithm << (experiment ? " (paper setting)" : " (defaults)")
-                        << " on " << stream_name << ": " << r.status();
+    ASSERT_TRUE(r.ok()) << algorithm << (experiment ? " (paper setting)" : " (defaults)") << " on "
+                        << stream_name << ": " << r.status();
   }
   const Session& s = **session;
   EXPECT_EQ(s.state().t, kSteps + 1);
@@ -117,12 +117,11 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Registry, RegistryStability, ::testing::ValuesIn(AllCases()),
-    [](const ::testing::TestParamInfo<Case>& p) {
-      return std::get<0>(p.param) + "_" + std::get<1>(p.param) +
-             (std::get<2>(p.param) ? "_paper" : "_defaults");
-    });
+INSTANTIATE_TEST_SUITE_P(Registry, RegistryStability, ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<Case>& p) {
+                           return std::get<0>(p.param) + "_" + std::get<1>(p.param) +
+                                  (std::get<2>(p.param) ? "_paper" : "_defaults");
+                         });
 
 }  // namespace
 }  // namespace f2obo

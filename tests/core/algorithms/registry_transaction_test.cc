@@ -5,15 +5,15 @@
 // -- fails with an error, leaves the serialized session state
 // byte-identical, and the session then continues exactly as if the bad
 // batch had never been sent.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/algorithm_registry.h"
 #include "core/problem_registry.h"
@@ -49,15 +49,17 @@ Scenario QuadraticScenario(const std::string& algorithm) {
   fam.x_dim = kD1;
   fam.y_dim = kD2;
   fam.mu = 2.0;
-  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Ball(5.0)), {}, {},
+  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Ball(5.0)),
+             {},
+             {},
              "c[0]: 1e+308 is beyond the input bound"};
   const Matrix M = testing::WellConditioned(kD2, kD1, 0.7, 1.3, rng);
   for (int t = 0; t < 6; ++t) {
     s.valid.push_back(testing::QuadraticStep(M, testing::RandomVector(kD2, rng),
                                              testing::RandomVector(kD2, rng)));
   }
-  s.poisoned = testing::QuadraticStep(M, Vector::Constant(kD2, 1e308),
-                                      testing::RandomVector(kD2, rng));
+  s.poisoned =
+      testing::QuadraticStep(M, Vector::Constant(kD2, 1e308), testing::RandomVector(kD2, rng));
   return s;
 }
 
@@ -72,7 +74,9 @@ Scenario RidgeScenario(const std::string& algorithm, bool sparse) {
   fam.name = "ridge_hpo";
   fam.features = kFeatures;
   fam.mu0 = 0.1;
-  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Box(0.0, 1.0)), {}, {},
+  Scenario s{testing::ConfigFor(algorithm, fam, ConstraintSet::Box(0.0, 1.0)),
+             {},
+             {},
              "session state unchanged"};
   s.config.options.sample_rows = 16;
   const Vector w = testing::RandomVector(kFeatures, rng);

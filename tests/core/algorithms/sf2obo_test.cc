@@ -1,10 +1,10 @@
 // SF2OBO (paper Algorithm 3): seeded sampling, reproducibility, schedules.
 #include "core/algorithms/sf2obo.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
@@ -80,8 +80,8 @@ TEST(Sf2obo, SaveAndRestoreMidStreamContinuesExactly) {
 
 TEST(Sf2obo, BatchSizesFollowTheScheduleCappedAtTheBatch) {
   EXPECT_EQ(ScheduledBatchSize(1.0, 2.0 / 3.0, 1, 256), 1);
-  EXPECT_EQ(ScheduledBatchSize(1.0, 2.0 / 3.0, 8, 256), 4);     // 8^(2/3) = 4
-  EXPECT_EQ(ScheduledBatchSize(1.0, 2.0 / 3.0, 27, 256), 9);    // 27^(2/3) = 9
+  EXPECT_EQ(ScheduledBatchSize(1.0, 2.0 / 3.0, 8, 256), 4);   // 8^(2/3) = 4
+  EXPECT_EQ(ScheduledBatchSize(1.0, 2.0 / 3.0, 27, 256), 9);  // 27^(2/3) = 9
   EXPECT_EQ(ScheduledBatchSize(1.0, 2.0 / 3.0, 100000, 256), 256);
   EXPECT_EQ(ScheduledBatchSize(1.0, 0.5, 10, 0), 0);  // no rows: whole batch
 }

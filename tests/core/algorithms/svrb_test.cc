@@ -3,21 +3,22 @@
 // active projections), STORM estimates that equal the full derivatives on a
 // static full-batch stream, convergence, the explicit-size refusal,
 // checkpoint continuation and transactional failure.
+#include "core/algorithms/svrb.h"
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <Eigen/Eigenvalues>
-#include <Eigen/SVD>
-#include <Eigen/Cholesky>
-#include <gtest/gtest.h>
-
-#include "core/algorithms/svrb.h"
-#include "core/problem_registry.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -39,7 +40,7 @@ TEST(SvrbProjections, EigenvaluesBelowLambdaAreRaisedAndTheOthersKept) {
     const int n = 2 + trial % 7;
     const Matrix h = RandomSymmetric(n, rng);
     Eigen::SelfAdjointEigenSolver<Matrix> in(h);
-    const Vector& l = in.eigenvalues();  // ascending
+    const Vector& l = in.eigenvalues();           // ascending
     const double lambda = (l[0] + l[n - 1]) / 2;  // some raised, some kept
     const Matrix r = RaiseEigenvalues(h, lambda);
     EXPECT_LT((r - r.transpose()).norm(), 1e-12);
@@ -218,8 +219,8 @@ TEST(Svrb, ConvergesOnAStaticQuadraticStream) {
   auto session = *Session::Create(config);
   for (int t = 1; t <= 3000; ++t) ASSERT_TRUE(session->Step(q.step).ok());
   const TrueHypergradient truth =
-      ComputeTrueHypergradient(*testing::PreparedFamily(*session, q.step), session->state().x, q.step,
-                               BilevelView(session->state()).y, ExactMetricsOptions{});
+      ComputeTrueHypergradient(*testing::PreparedFamily(*session, q.step), session->state().x,
+                               q.step, BilevelView(session->state()).y, ExactMetricsOptions{});
   EXPECT_LT(truth.grad.norm(), 1e-6) << session->state().x.transpose();
 }
 
@@ -232,8 +233,7 @@ TEST(Svrb, RefusesProblemsAboveMaxExplicitDimAtCreation) {
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
     const std::string message(refused.status().message());
     EXPECT_EQ(message.rfind("options.max_explicit_dim:", 0), 0u) << message;
-    EXPECT_NE(message.find("x_dim = " + std::to_string(d1) + ", y_dim = " +
-                           std::to_string(d2)),
+    EXPECT_NE(message.find("x_dim = " + std::to_string(d1) + ", y_dim = " + std::to_string(d2)),
               std::string::npos)
         << message;
     EXPECT_NE(message.find("max_explicit_dim = 256"), std::string::npos) << message;
@@ -303,8 +303,7 @@ TEST(Svrb, ANonFiniteRoundFailsAndLeavesTheStateUnchanged) {
     r = session->Step(stream[t++]);
   } while (r.ok());
   EXPECT_GE(t, 2);
-  EXPECT_NE(std::string(r.status().message()).find("non-finite"), std::string::npos)
-      << r.status();
+  EXPECT_NE(std::string(r.status().message()).find("non-finite"), std::string::npos) << r.status();
   EXPECT_NE(std::string(r.status().message()).find("state unchanged"), std::string::npos);
   EXPECT_TRUE(session->state().BitEquals(before));
   EXPECT_EQ(session->state().FirstOutOfRange(session->problem().layout(), kMaxStateMagnitude), "");
@@ -322,12 +321,10 @@ class NanHessianFamily final : public Family {
     return base_->ValidateBatch(b, role);
   }
   void Prepare(const StepData& data) override { base_->Prepare(data); }
-  double F(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx,
-           Vector* gy) override {
+  double F(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx, Vector* gy) override {
     return base_->F(x, y, v, gx, gy);
   }
-  double G(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx,
-           Vector* gy) override {
+  double G(const VecIn& x, const VecIn& y, const BatchView& v, Vector* gx, Vector* gy) override {
     return base_->G(x, y, v, gx, gy);
   }
   void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& v, const VecIn& u,
@@ -355,7 +352,8 @@ TEST(Svrb, ANaNHessianEstimateIsAnErrorNamingIt) {
   SessionConfig config = ConfigFor("svrb", q.family, ConstraintSet::None());
   std::unique_ptr<BilevelAlgorithm> svrb = *CreateBilevelAlgorithm(
       AlgorithmContext{"svrb", config.options, config.constraint, kD1, kD2});
-  SessionState st = testing::BilevelState(Vector::Zero(kD1), Vector::Zero(kD2), Vector::Zero(kD2), 0.0);
+  SessionState st =
+      testing::BilevelState(Vector::Zero(kD1), Vector::Zero(kD2), Vector::Zero(kD2), 0.0);
   BilevelVars s = BilevelView(&st);
   BilevelReport report;
   family.Prepare(q.step);
@@ -391,8 +389,7 @@ TEST(SvrbOptions, EachInvalidOptionNamesItsField) {
     const absl::Status s = ValidateOptionsFor("svrb", o);
     ASSERT_FALSE(s.ok()) << c.field;
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u)
-        << s.message();
+    EXPECT_EQ(std::string(s.message()).rfind(std::string(c.field) + ":", 0), 0u) << s.message();
   }
   // Fields SVRB does not read are not checked.
   AlgorithmOptions o = DefaultAlgorithmOptions("svrb");

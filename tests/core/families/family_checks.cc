@@ -25,8 +25,7 @@ Vector UnitDirection(int n, std::mt19937_64& rng) {
 }  // namespace
 
 double FdErrors::Max() const {
-  return std::max({grad_x_f, grad_y_f, grad_x_g, grad_y_g, hvp_yy_g, hvp_xy_g,
-                   hvp_yy_f, pair});
+  return std::max({grad_x_f, grad_y_f, grad_x_g, grad_y_g, hvp_yy_g, hvp_xy_g, hvp_yy_f, pair});
 }
 
 Vector RandomVector(int n, std::mt19937_64& rng, double scale) {
@@ -59,9 +58,8 @@ CsrMatrix RandomCsr(int rows, int cols, double density, std::mt19937_64& rng) {
   return m;
 }
 
-FdErrors CheckFamilyDerivatives(Family& family, const StepData& data,
-                                const Vector& x, const Vector& y,
-                                std::mt19937_64& rng, int directions) {
+FdErrors CheckFamilyDerivatives(Family& family, const StepData& data, const Vector& x,
+                                const Vector& y, std::mt19937_64& rng, int directions) {
   family.Prepare(data);
   const BatchView up = BatchView::All(data.upper);
   const BatchView in = BatchView::All(data.inner);
@@ -77,22 +75,22 @@ FdErrors CheckFamilyDerivatives(Family& family, const StepData& data,
     const Vector xp = x + kStep * u, xm = x - kStep * u;
     const Vector yp = y + kStep * v, ym = y - kStep * v;
     // First derivatives of the values.
-    e.grad_x_f = std::max(e.grad_x_f,
-        RelErr((family.F(xp, y, up, nullptr, nullptr) -
-                family.F(xm, y, up, nullptr, nullptr)) / (2 * kStep),
-               gxf.dot(u), std::max(gxf.norm(), 1e-8)));
-    e.grad_y_f = std::max(e.grad_y_f,
-        RelErr((family.F(x, yp, up, nullptr, nullptr) -
-                family.F(x, ym, up, nullptr, nullptr)) / (2 * kStep),
-               gyf.dot(v), std::max(gyf.norm(), 1e-8)));
-    e.grad_x_g = std::max(e.grad_x_g,
-        RelErr((family.G(xp, y, in, nullptr, nullptr) -
-                family.G(xm, y, in, nullptr, nullptr)) / (2 * kStep),
-               gxg.dot(u), std::max(gxg.norm(), 1e-8)));
-    e.grad_y_g = std::max(e.grad_y_g,
-        RelErr((family.G(x, yp, in, nullptr, nullptr) -
-                family.G(x, ym, in, nullptr, nullptr)) / (2 * kStep),
-               gyg.dot(v), std::max(gyg.norm(), 1e-8)));
+    e.grad_x_f = std::max(e.grad_x_f, RelErr((family.F(xp, y, up, nullptr, nullptr) -
+                                              family.F(xm, y, up, nullptr, nullptr)) /
+                                                 (2 * kStep),
+                                             gxf.dot(u), std::max(gxf.norm(), 1e-8)));
+    e.grad_y_f = std::max(e.grad_y_f, RelErr((family.F(x, yp, up, nullptr, nullptr) -
+                                              family.F(x, ym, up, nullptr, nullptr)) /
+                                                 (2 * kStep),
+                                             gyf.dot(v), std::max(gyf.norm(), 1e-8)));
+    e.grad_x_g = std::max(e.grad_x_g, RelErr((family.G(xp, y, in, nullptr, nullptr) -
+                                              family.G(xm, y, in, nullptr, nullptr)) /
+                                                 (2 * kStep),
+                                             gxg.dot(u), std::max(gxg.norm(), 1e-8)));
+    e.grad_y_g = std::max(e.grad_y_g, RelErr((family.G(x, yp, in, nullptr, nullptr) -
+                                              family.G(x, ym, in, nullptr, nullptr)) /
+                                                 (2 * kStep),
+                                             gyg.dot(v), std::max(gyg.norm(), 1e-8)));
     // HVPs from differences of gradients along v.
     family.G(x, yp, in, &a, &c);
     family.G(x, ym, in, &b, &d);

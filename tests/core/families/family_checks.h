@@ -27,9 +27,8 @@ struct FdErrors {
 
 // Runs every check at (x, y) over `directions` random directions and
 // returns the worst relative error of each quantity.
-FdErrors CheckFamilyDerivatives(Family& family, const StepData& data,
-                                const Vector& x, const Vector& y,
-                                std::mt19937_64& rng, int directions = 4);
+FdErrors CheckFamilyDerivatives(Family& family, const StepData& data, const Vector& x,
+                                const Vector& y, std::mt19937_64& rng, int directions = 4);
 
 Vector RandomVector(int n, std::mt19937_64& rng, double scale = 1.0);
 RowMatrix RandomMatrix(int rows, int cols, std::mt19937_64& rng);

@@ -1,11 +1,11 @@
 #include "core/families/logistic_hpo.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/core/families/family_checks.h"
 
@@ -60,10 +60,9 @@ TEST_P(LogisticHpoFamilyFormat, DerivativesMatchFiniteDifferences) {
     const Vector x = RandomVector(kD, rng, 0.1).cwiseAbs();
     const Vector y = RandomVector(kY, rng, 0.3);
     const auto e = CheckFamilyDerivatives(*fam, s, x, y, rng);
-    EXPECT_LE(e.Max(), 1e-6) << "grad_y_g " << e.grad_y_g << " grad_x_g "
-                             << e.grad_x_g << " hvp_yy_g " << e.hvp_yy_g
-                             << " hvp_xy_g " << e.hvp_xy_g << " hvp_yy_f "
-                             << e.hvp_yy_f << " pair " << e.pair;
+    EXPECT_LE(e.Max(), 1e-6) << "grad_y_g " << e.grad_y_g << " grad_x_g " << e.grad_x_g
+                             << " hvp_yy_g " << e.hvp_yy_g << " hvp_xy_g " << e.hvp_xy_g
+                             << " hvp_yy_f " << e.hvp_yy_f << " pair " << e.pair;
   }
 }
 
@@ -164,15 +163,15 @@ TEST(LogisticHpoFamily, AccuracyIsArgmaxOfFeatureMajorLogitsWithTiesToLowestClas
   auto fam = *LogisticHpoFamily::Create(c);
   Batch b;
   b.dense.resize(3, 2);
-  b.dense << 1, 0,   // logits (0.5, 2, 0.5): class 1
-             0, 1,   // logits (0.5, 0, 3.5): class 2
-             0, 0;   // logits (0.5, 0, 0.5): tie between 0 and 2 -> 0
+  b.dense << 1, 0,  // logits (0.5, 2, 0.5): class 1
+      0, 1,         // logits (0.5, 0, 3.5): class 2
+      0, 0;         // logits (0.5, 0, 0.5): tie between 0 and 2 -> 0
   b.labels = {1, 2, 2};
   ASSERT_TRUE(fam->ValidateBatch(b, BatchRole::kUpper).ok());
   Vector y(9);
-  y << 0, 2, 0,      // W_0: feature 0's weights for classes 0..2
-       0, 0, 3,      // W_1
-       0.5, 0, 0.5;  // biases
+  y << 0, 2, 0,     // W_0: feature 0's weights for classes 0..2
+      0, 0, 3,      // W_1
+      0.5, 0, 0.5;  // biases
   const auto acc = fam->Accuracy(Vector::Zero(2), y, BatchView::All(b));
   ASSERT_TRUE(acc.has_value());
   EXPECT_DOUBLE_EQ(*acc, 2.0 / 3.0);
@@ -187,12 +186,11 @@ TEST(LogisticHpoFamily, RejectsBadBatchesWithTheFieldNamed) {
   EXPECT_TRUE(fam->ValidateBatch(b, BatchRole::kInner).ok());
   Batch bad_label = b;
   bad_label.labels[3] = 7;
-  EXPECT_TRUE(MessageHas(fam->ValidateBatch(bad_label, BatchRole::kUpper),
-                         "label[3] = 7 outside [0, 4)"));
+  EXPECT_TRUE(
+      MessageHas(fam->ValidateBatch(bad_label, BatchRole::kUpper), "label[3] = 7 outside [0, 4)"));
   Batch negative_label = b;
   negative_label.labels[0] = -1;
-  EXPECT_TRUE(MessageHas(fam->ValidateBatch(negative_label, BatchRole::kInner),
-                         "label[0] = -1"));
+  EXPECT_TRUE(MessageHas(fam->ValidateBatch(negative_label, BatchRole::kInner), "label[0] = -1"));
   Batch nan = b;
   nan.dense(2, 3) = std::nan("");
   EXPECT_TRUE(MessageHas(fam->ValidateBatch(nan, BatchRole::kInner), "row 2, column 3"));

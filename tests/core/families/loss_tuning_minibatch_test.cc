@@ -4,14 +4,14 @@
 // weights u_j were once recounted over each sub-batch, which biased small
 // draws on imbalanced batches towards the frequent classes; each test below
 // also shows that such a recount would fail it.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/families/loss_tuning.h"
 #include "core/rng.h"

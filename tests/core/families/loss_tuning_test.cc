@@ -1,13 +1,13 @@
 #include "core/families/loss_tuning.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/families/logistic_hpo.h"
 #include "tests/core/families/family_checks.h"
@@ -88,9 +88,9 @@ TEST_P(LossTuningFamilyFormat, DerivativesMatchFiniteDifferences) {
     const Vector x = RandomX(rng);
     const Vector y = RandomVector(kY, rng, 0.3);
     const auto e = CheckFamilyDerivatives(*fam, s, x, y, rng);
-    EXPECT_LE(e.Max(), 1e-6) << "g: " << e.grad_x_g << " " << e.grad_y_g << " "
-                             << e.hvp_yy_g << " " << e.hvp_xy_g << " f: " << e.grad_y_f
-                             << " " << e.hvp_yy_f << " pair: " << e.pair;
+    EXPECT_LE(e.Max(), 1e-6) << "g: " << e.grad_x_g << " " << e.grad_y_g << " " << e.hvp_yy_g << " "
+                             << e.hvp_xy_g << " f: " << e.grad_y_f << " " << e.hvp_yy_f
+                             << " pair: " << e.pair;
   }
 }
 
@@ -173,8 +173,7 @@ TEST(LossTuningFamily, SubsetViewsWeightClassesByTheWholeBatch) {
   StepData step{b, b};
   fam->Prepare(step);
   const BatchView prepared_view{&step.upper, RowSet{rows.data(), 4}};
-  EXPECT_NEAR(fam->F(RandomX(rng), y, prepared_view, nullptr, nullptr), expected,
-              1e-12 * expected);
+  EXPECT_NEAR(fam->F(RandomX(rng), y, prepared_view, nullptr, nullptr), expected, 1e-12 * expected);
   Batch other = b;
   other.labels = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 3};  // counts 3, 8, 0, 1
   const BatchView other_view{&other, RowSet{rows.data(), 4}};
@@ -275,10 +274,10 @@ TEST(LossTuningFamily, AccuracyUsesPlainLogitsNotTheAdjustedOnes) {
   auto fam = *LossTuningFamily::Create(c);
   Batch b;
   b.dense.resize(3, 2);
-  b.dense << 1, 0,  0, 1,  0, 0;  // plain logits (0.5, 2, 0.5), (0.5, 0, 3.5),
-  b.labels = {1, 2, 2};            // (0.5, 0, 0.5): predictions 1, 2, 0 (tie)
+  b.dense << 1, 0, 0, 1, 0, 0;  // plain logits (0.5, 2, 0.5), (0.5, 0, 3.5),
+  b.labels = {1, 2, 2};         // (0.5, 0, 0.5): predictions 1, 2, 0 (tie)
   Vector y(9);
-  y << 0, 2, 0,  0, 0, 3,  0.5, 0, 0.5;  // W_0, W_1, biases
+  y << 0, 2, 0, 0, 0, 3, 0.5, 0, 0.5;  // W_0, W_1, biases
   // Delta would make every adjusted prediction class 0.
   Vector x(6);
   x << 1, 1, 1, 100, 0, 0;
@@ -307,13 +306,12 @@ TEST(LossTuningFamily, RejectsBadBatchesWithTheFieldNamed) {
   Batch negative_weight = b;
   negative_weight.class_weights = Vector::Ones(kC);
   negative_weight.class_weights[2] = -1.0;
-  EXPECT_TRUE(MessageHas(fam->ValidateBatch(negative_weight, BatchRole::kUpper),
-                         "class_weights[2]"));
+  EXPECT_TRUE(
+      MessageHas(fam->ValidateBatch(negative_weight, BatchRole::kUpper), "class_weights[2]"));
   Batch nan_weight = b;
   nan_weight.class_weights = Vector::Ones(kC);
   nan_weight.class_weights[0] = std::nan("");
-  EXPECT_TRUE(MessageHas(fam->ValidateBatch(nan_weight, BatchRole::kUpper),
-                         "class_weights[0]"));
+  EXPECT_TRUE(MessageHas(fam->ValidateBatch(nan_weight, BatchRole::kUpper), "class_weights[0]"));
 }
 
 TEST(LossTuningFamily, CreateRejectsBadConfigNamingTheField) {

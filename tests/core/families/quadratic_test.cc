@@ -1,9 +1,9 @@
 #include "core/families/quadratic.h"
 
+#include <gtest/gtest.h>
+
 #include <limits>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "tests/core/families/family_checks.h"
 
@@ -37,8 +37,7 @@ TEST(QuadraticFamily, LeastSquaresDerivativesMatchFiniteDifferences) {
   auto fam = MakeQuadratic(5, 8, false);
   const StepData s = RandomQuadraticStep(5, 8, rng);
   for (int trial = 0; trial < 5; ++trial) {
-    const auto e = CheckFamilyDerivatives(*fam, s, RandomVector(5, rng),
-                                          RandomVector(8, rng), rng);
+    const auto e = CheckFamilyDerivatives(*fam, s, RandomVector(5, rng), RandomVector(8, rng), rng);
     EXPECT_LE(e.Max(), 1e-6);
   }
 }
@@ -48,8 +47,8 @@ TEST(QuadraticFamily, BumpDerivativesMatchFiniteDifferences) {
   auto fam = MakeQuadratic(3, 4, true);
   const StepData s = RandomQuadraticStep(3, 4, rng);
   for (int trial = 0; trial < 5; ++trial) {
-    const auto e = CheckFamilyDerivatives(*fam, s, RandomVector(3, rng),
-                                          RandomVector(4, rng, 0.5), rng);
+    const auto e =
+        CheckFamilyDerivatives(*fam, s, RandomVector(3, rng), RandomVector(4, rng, 0.5), rng);
     EXPECT_LE(e.Max(), 1e-6);
   }
 }

@@ -1,8 +1,8 @@
 #include "core/families/ridge_hpo.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include "tests/core/families/family_checks.h"
 

@@ -4,13 +4,13 @@
 // that overflow to infinity give NaN on purpose, which Session refuses with
 // a clean error and the state unchanged.  Also the (d + 1) C size check,
 // which overflowed int for d = INT_MAX.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/families/logistic_hpo.h"
 #include "core/families/loss_tuning.h"
@@ -141,10 +141,10 @@ TEST(SoftmaxFamilies, SessionRefusesOverflowingLogitsAndStaysUsable) {
   for (const char* name : {"logistic_hpo", "loss_tuning"}) {
     SCOPED_TRACE(name);
     const FamilyConfig fam = TwoClassConfig(name);
-    SessionConfig c = testing::ConfigFor(
-        "f2obo", fam,
-        name == std::string("logistic_hpo") ? ConstraintSet::Box(0.0, 0.1)
-                                            : ConstraintSet::Box(0.5, 2.0));
+    SessionConfig c =
+        testing::ConfigFor("f2obo", fam,
+                           name == std::string("logistic_hpo") ? ConstraintSet::Box(0.0, 0.1)
+                                                               : ConstraintSet::Box(0.5, 2.0));
     c.y0 = Vector::Constant(4, 1e100);
     auto s = Session::Create(c);
     ASSERT_TRUE(s.ok()) << s.status();

@@ -12,24 +12,22 @@
 namespace f2obo::testing {
 
 struct DenseSolution {
-  Vector y;                // y*(x)
-  double residual = 0.0;   // ||grad_y g(x, y)|| reached
+  Vector y;               // y*(x)
+  double residual = 0.0;  // ||grad_y g(x, y)|| reached
   int iterations = 0;
-  Vector grad;             // grad F(x) = grad_x f - grad2_xy g H^{-1} grad_y f
-  double value = 0.0;      // F(x) = f(x, y*(x))
+  Vector grad;         // grad F(x) = grad_x f - grad2_xy g H^{-1} grad_y f
+  double value = 0.0;  // F(x) = f(x, y*(x))
 };
 
 // Newton from `start` until ||grad_y g|| <= tolerance (or 200 iterations);
 // family.Prepare(data) must have been called.
-DenseSolution DenseSolve(Family& family, const VecIn& x, const StepData& data,
-                         const VecIn& start, double tolerance = 1e-12);
+DenseSolution DenseSolve(Family& family, const VecIn& x, const StepData& data, const VecIn& start,
+                         double tolerance = 1e-12);
 
 // The explicit matrices: grad2_yy g (y_dim x y_dim) and grad2_xy g
 // (x_dim x y_dim) at (x, y) on the inner batch.
-Matrix ExplicitHessianYY(Family& family, const VecIn& x, const VecIn& y,
-                         const BatchView& inner);
-Matrix ExplicitCrossXY(Family& family, const VecIn& x, const VecIn& y,
-                       const BatchView& inner);
+Matrix ExplicitHessianYY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner);
+Matrix ExplicitCrossXY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner);
 
 }  // namespace f2obo::testing
 

@@ -9,6 +9,8 @@
 // met its forcing term lowers g and ||grad_y g|| alike: the old solver only
 // stopped there at the round-off floor of large gradients, with correct
 // values but flagged unconverged; the relative test now accepts that floor.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,8 +18,6 @@
 #include <random>
 #include <string>
 #include <utility>
-
-#include <gtest/gtest.h>
 
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
@@ -90,8 +90,7 @@ HardStep Logistic(const std::string& name, uint64_t seed, double mu0, double war
 HardStep LossTuning(const std::string& name, uint64_t seed, double mu0, double warm_scale) {
   Vector x(6);
   x << 5.0, 5.0, 5.0, 0.5, -0.5, 0.0;
-  return Classification(name, "loss_tuning", seed, mu0, 3.0, x, ConstraintSet::None(),
-                        warm_scale);
+  return Classification(name, "loss_tuning", seed, mu0, 3.0, x, ConstraintSet::None(), warm_scale);
 }
 
 // 8 features scaled from 1/s to s across the columns, 6 inner rows (so
@@ -130,12 +129,18 @@ class ExactMetricsAgainstDenseSolve : public ::testing::TestWithParam<int> {
  protected:
   static HardStep Make(int i) {
     switch (i) {
-      case 0: return Logistic("logistic_hpo far warm start", 0, 1e-3, 10.0);
-      case 1: return Logistic("logistic_hpo separable, mu_0 1e-6", 0, 1e-6, 0.0);
-      case 2: return LossTuning("loss_tuning far warm start", 0, 1e-3, 10.0);
-      case 3: return LossTuning("loss_tuning separable, mu_0 1e-6", 1, 1e-6, 0.0);
-      case 4: return Ridge("ridge_hpo ill-conditioned, far warm start", 0, 100.0, 1e-8, 1.0, 1e6);
-      default: return Ridge("ridge_hpo round-off floor", 38, 100.0, 1e-4, 1e4, 0.0);
+      case 0:
+        return Logistic("logistic_hpo far warm start", 0, 1e-3, 10.0);
+      case 1:
+        return Logistic("logistic_hpo separable, mu_0 1e-6", 0, 1e-6, 0.0);
+      case 2:
+        return LossTuning("loss_tuning far warm start", 0, 1e-3, 10.0);
+      case 3:
+        return LossTuning("loss_tuning separable, mu_0 1e-6", 1, 1e-6, 0.0);
+      case 4:
+        return Ridge("ridge_hpo ill-conditioned, far warm start", 0, 100.0, 1e-8, 1.0, 1e6);
+      default:
+        return Ridge("ridge_hpo round-off floor", 38, 100.0, 1e-4, 1e4, 0.0);
     }
   }
 };
@@ -154,10 +159,11 @@ TEST_P(ExactMetricsAgainstDenseSolve, InnerSolutionValueAndMetricsAgreeAndSayCon
 
   const InnerSolution sol = SolveInner(fam, s.x, BatchView::All(s.current.inner), s.warm, o);
   const double value = fam.F(s.x, sol.y, BatchView::All(s.current.upper), nullptr, nullptr);
-  std::printf("[ figures  ] %-42s residual %.2e (reference %.2e), |F_t error| %.2e, "
-              "%d Newton, %d Cauchy steps\n",
-              s.name.c_str(), sol.grad_norm, ref.residual, std::abs(value - ref.value),
-              sol.newton_iterations, sol.cauchy_steps);
+  std::printf(
+      "[ figures  ] %-42s residual %.2e (reference %.2e), |F_t error| %.2e, "
+      "%d Newton, %d Cauchy steps\n",
+      s.name.c_str(), sol.grad_norm, ref.residual, std::abs(value - ref.value),
+      sol.newton_iterations, sol.cauchy_steps);
   EXPECT_TRUE(sol.converged) << "residual " << sol.grad_norm;
 
   // g is mu-strongly convex: ||y - y*|| <= ||grad_y g(y)|| / mu for both
@@ -204,8 +210,7 @@ INSTANTIATE_TEST_SUITE_P(HardSteps, ExactMetricsAgainstDenseSolve, ::testing::Ra
 TEST(DenseReference, ReachesTheTwelveDigitResidualOnTheCrossEntropySteps) {
   for (int i = 0; i < 4; ++i) {
     HardStep s = i < 2 ? Logistic("l", 0, i == 0 ? 1e-3 : 1e-6, i == 0 ? 10.0 : 0.0)
-                       : LossTuning("t", i == 2 ? 0 : 1, i == 2 ? 1e-3 : 1e-6,
-                                    i == 2 ? 10.0 : 0.0);
+                       : LossTuning("t", i == 2 ? 0 : 1, i == 2 ? 1e-3 : 1e-6, i == 2 ? 10.0 : 0.0);
     s.family->Prepare(s.current);
     EXPECT_LE(testing::DenseSolve(*s.family, s.x, s.current, s.warm).residual, 1e-12) << i;
   }

@@ -1,12 +1,12 @@
 // The CG-based exact metrics against closed forms.
 #include "core/metrics/exact_metrics.h"
 
+#include <gtest/gtest.h>
+
 #include <Eigen/Cholesky>
 #include <cmath>
 #include <optional>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
@@ -35,8 +35,7 @@ TEST(ExactMetrics, QuadraticInnerSolutionAndHypergradientMatchClosedForms) {
   for (bool bump : {false, true}) {
     auto fam = Quadratic(4, 6, 1.7, bump);
     const Matrix M = testing::RandomMatrix(6, 4, rng);
-    const StepData step = testing::QuadraticStep(M, RandomVector(6, rng),
-                                                 RandomVector(6, rng));
+    const StepData step = testing::QuadraticStep(M, RandomVector(6, rng), RandomVector(6, rng));
     const Vector x = RandomVector(4, rng, 0.3);
     const auto th = ComputeTrueHypergradient(*fam, x, step, Vector::Zero(6), {});
     const Vector ystar = M * x + step.inner.c;  // y*(x) = M x + c
@@ -73,8 +72,7 @@ TEST(ExactMetrics, RidgeInnerSolutionAndHypergradientMatchClosedForms) {
     const Vector gyf = a_up.transpose() * (a_up * ystar - step.upper.targets) / 15.0;
     const Vector grad = -(ystar.array() * ldlt.solve(gyf).array()).matrix();
     EXPECT_LE((th.inner.y - ystar).norm(), 1e-8 * std::max(1.0, ystar.norm()));
-    EXPECT_LE((th.grad - grad).norm(), 1e-8 * std::max(1.0, grad.norm()))
-        << "sparse " << sparse;
+    EXPECT_LE((th.grad - grad).norm(), 1e-8 * std::max(1.0, grad.norm())) << "sparse " << sparse;
   }
 }
 
@@ -93,8 +91,7 @@ TEST(ExactMetrics, RegretTermErrorVariationAndDriftMatchClosedForms) {
   auto ystar = [&](const StepData& s) { return (s.inner.M * in.x + s.inner.c).eval(); };
   auto value = [&](const StepData& s) { return 0.5 * (ystar(s) - s.upper.d).squaredNorm(); };
   const Vector grad = cur.inner.M.transpose() * (ystar(cur) - cur.upper.d);
-  const Vector mapping =
-      (in.x - (in.x - 0.1 * grad).cwiseMax(-0.5).cwiseMin(0.5)) / 0.1;
+  const Vector mapping = (in.x - (in.x - 0.1 * grad).cwiseMax(-0.5).cwiseMin(0.5)) / 0.1;
   EXPECT_EQ(m->t, 7);
   EXPECT_NEAR(m->regret_term, mapping.squaredNorm(), 1e-9);
   EXPECT_NEAR(m->hypergradient_error, (in.h - grad).norm(), 1e-9);
@@ -114,12 +111,11 @@ TEST(ExactMetrics, RegretTermErrorVariationAndDriftMatchClosedForms) {
 TEST(ExactMetrics, WithoutPreviousBatchesVariationAndDriftAreAbsent) {
   std::mt19937_64 rng(74);
   auto fam = Quadratic(2, 2, 1.0, false);
-  const StepData cur = testing::QuadraticStep(Matrix::Identity(2, 2), RandomVector(2, rng),
-                                              RandomVector(2, rng));
-  const auto m = ComputeExactMetrics(*fam, ConstraintSet::None(),
-                                     MetricsInput{1, Vector::Zero(2), Vector::Zero(2),
-                                                  Vector::Zero(2), 0.1},
-                                     cur, nullptr);
+  const StepData cur =
+      testing::QuadraticStep(Matrix::Identity(2, 2), RandomVector(2, rng), RandomVector(2, rng));
+  const auto m = ComputeExactMetrics(
+      *fam, ConstraintSet::None(),
+      MetricsInput{1, Vector::Zero(2), Vector::Zero(2), Vector::Zero(2), 0.1}, cur, nullptr);
   ASSERT_TRUE(m.ok());
   EXPECT_FALSE(m->variation.has_value());
   EXPECT_FALSE(m->drift.has_value());
@@ -140,8 +136,8 @@ TEST(ExactMetrics, NewtonSolvesTheLogisticInnerProblemToTolerance) {
                 testing::ClassificationBatch(40, 5, 3, false, rng)};
   fam->Prepare(step);
   const Vector x = Vector::Constant(5, 0.05);
-  const InnerSolution sol = SolveInner(*fam, x, BatchView::All(step.inner),
-                                       Vector::Zero(fam->y_dim()), {});
+  const InnerSolution sol =
+      SolveInner(*fam, x, BatchView::All(step.inner), Vector::Zero(fam->y_dim()), {});
   EXPECT_LE(sol.grad_norm, 1e-10);
   EXPECT_LE(sol.newton_iterations, 20);  // quadratic convergence, not GD
   // The true hypergradient matches a finite difference of F(x) = f(x, y*(x)).
@@ -171,10 +167,10 @@ TEST(ExactMetrics, OverflowingGradientNormIsAnErrorNotAnInfiniteMetric) {
                 testing::ClassificationBatch(8, 3, 2, false, rng)};
   step.inner.dense(0, 0) = 1e200;
   const int y_dim = fam->y_dim();
-  const auto m = ComputeExactMetrics(*fam, ConstraintSet::Box(0.0, 0.1),
-                                     MetricsInput{1, Vector::Constant(3, 0.05),
-                                                  Vector::Zero(y_dim), Vector::Zero(3), 0.1},
-                                     step, &step);
+  const auto m = ComputeExactMetrics(
+      *fam, ConstraintSet::Box(0.0, 0.1),
+      MetricsInput{1, Vector::Constant(3, 0.05), Vector::Zero(y_dim), Vector::Zero(3), 0.1}, step,
+      &step);
   if (m.ok()) {
     EXPECT_TRUE(std::isfinite(m->inner_residual)) << m->inner_residual;
     EXPECT_TRUE(std::isfinite(m->true_gradient_norm)) << m->true_gradient_norm;
@@ -192,12 +188,12 @@ TEST(ExactMetrics, OverflowingGradientNormIsAnErrorNotAnInfiniteMetric) {
 TEST(ExactMetrics, FiniteMetricsWhoseSumOverflowsAreAccepted) {
   auto fam = Quadratic(1, 1, 1.0, false);
   const double r = std::sqrt(1.2e308);  // y* - d with y* = 0
-  const StepData step = testing::QuadraticStep(Matrix::Identity(1, 1), Vector::Zero(1),
-                                               Vector::Constant(1, -r));
-  const auto m = ComputeExactMetrics(*fam, ConstraintSet::None(),
-                                     MetricsInput{1, Vector::Zero(1), Vector::Zero(1),
-                                                  Vector::Constant(1, r), 0.1},
-                                     step, nullptr);
+  const StepData step =
+      testing::QuadraticStep(Matrix::Identity(1, 1), Vector::Zero(1), Vector::Constant(1, -r));
+  const auto m = ComputeExactMetrics(
+      *fam, ConstraintSet::None(),
+      MetricsInput{1, Vector::Zero(1), Vector::Zero(1), Vector::Constant(1, r), 0.1}, step,
+      nullptr);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_DOUBLE_EQ(m->value, 0.6e308);
   EXPECT_DOUBLE_EQ(m->regret_term, 1.2e308);
@@ -205,7 +201,6 @@ TEST(ExactMetrics, FiniteMetricsWhoseSumOverflowsAreAccepted) {
   EXPECT_TRUE(m->inner_converged);
   EXPECT_TRUE(m->cg_converged);
 }
-
 
 // The convergence flags: a capped solve still returns finite, plausible
 // numbers, so the metrics say whether each solve met its tolerance.
@@ -226,16 +221,16 @@ LogisticProblem MakeLogisticProblem(uint64_t seed) {
                     StepData{testing::ClassificationBatch(30, 5, 3, false, rng),
                              testing::ClassificationBatch(40, 5, 3, false, rng)},
                     {}};
-  p.in = MetricsInput{3, Vector::Constant(5, 0.05), Vector::Zero(p.fam->y_dim()),
-                      Vector::Zero(5), 0.1};
+  p.in = MetricsInput{3, Vector::Constant(5, 0.05), Vector::Zero(p.fam->y_dim()), Vector::Zero(5),
+                      0.1};
   return p;
 }
 
 TEST(ExactMetricsConvergence, DefaultSolvesReportConvergedWithResidualsWithinTolerance) {
   LogisticProblem p = MakeLogisticProblem(77);
   const ExactMetricsOptions o;
-  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
-                                     &p.step, o);
+  const auto m =
+      ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step, &p.step, o);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_TRUE(m->inner_converged);
   EXPECT_LE(m->inner_residual, o.inner_tolerance);
@@ -246,8 +241,8 @@ TEST(ExactMetricsConvergence, DefaultSolvesReportConvergedWithResidualsWithinTol
   ASSERT_TRUE(m->previous_inner_converged.has_value());
   EXPECT_TRUE(*m->previous_inner_converged);
 
-  const auto first = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
-                                         nullptr, o);
+  const auto first =
+      ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step, nullptr, o);
   ASSERT_TRUE(first.ok());
   EXPECT_FALSE(first->previous_inner_converged.has_value());
 }
@@ -256,8 +251,8 @@ TEST(ExactMetricsConvergence, ANewtonIterationCapIsReportedAsUnconverged) {
   LogisticProblem p = MakeLogisticProblem(78);
   ExactMetricsOptions o;
   o.max_newton_iterations = 1;  // from y = 0, one Newton step is far from 1e-10
-  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
-                                     &p.step, o);
+  const auto m =
+      ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step, &p.step, o);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->newton_iterations, 2);  // one for step t, one for step t - 1
   EXPECT_FALSE(m->inner_converged);
@@ -272,8 +267,7 @@ TEST(ExactMetricsConvergence, ANewtonIterationCapIsReportedAsUnconverged) {
   EXPECT_LT(m->inner_relative_residual, 1.0);  // the one step did help
 
   o.max_newton_iterations = 0;  // no step at all: residual ratio exactly 1
-  const InnerSolution none =
-      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
+  const InnerSolution none = SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
   EXPECT_FALSE(none.converged);
   EXPECT_EQ(none.relative_residual, 1.0);
 }
@@ -283,8 +277,7 @@ TEST(ExactMetricsConvergence, ACgIterationCapIsReportedAsUnconverged) {
   ExactMetricsOptions o;
   p.fam->Prepare(p.step);
   // Solve the inner problem fully first, then cap only the hypergradient CG.
-  const InnerSolution sol =
-      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
+  const InnerSolution sol = SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
   ASSERT_TRUE(sol.converged);
   o.max_cg_iterations = 1;  // y_dim = 18 with a non-isotropic Hessian
   const TrueHypergradient capped = ComputeTrueHypergradient(*p.fam, p.in.x, p.step, sol.y, o);
@@ -295,8 +288,8 @@ TEST(ExactMetricsConvergence, ACgIterationCapIsReportedAsUnconverged) {
 
   MetricsInput warm = p.in;
   warm.y = sol.y;
-  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), warm, p.step,
-                                     nullptr, o);
+  const auto m =
+      ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), warm, p.step, nullptr, o);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_FALSE(m->cg_converged);
   EXPECT_EQ(m->cg_relative_residual, capped.cg_relative_residual);
@@ -311,16 +304,14 @@ TEST(ExactMetricsConvergence, WithoutNewtonDirectionsTheCauchySafeguardStillConv
   ExactMetricsOptions o;
   o.max_cg_iterations = 0;
   o.max_newton_iterations = 20000;
-  const InnerSolution sol =
-      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
+  const InnerSolution sol = SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, o);
   EXPECT_TRUE(sol.converged) << sol.grad_norm << " after " << sol.newton_iterations;
   EXPECT_LE(sol.grad_norm, o.inner_tolerance);
   EXPECT_GT(sol.newton_iterations, 0);
   EXPECT_EQ(sol.cauchy_steps, sol.newton_iterations);
   EXPECT_EQ(sol.cg_iterations, 0);
   // The same minimizer as Newton's (g is strongly convex: one minimizer).
-  const InnerSolution newton =
-      SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, {});
+  const InnerSolution newton = SolveInner(*p.fam, p.in.x, BatchView::All(p.step.inner), p.in.y, {});
   EXPECT_EQ(newton.cauchy_steps, 0);
   EXPECT_LE((sol.y - newton.y).norm(), 2 * o.inner_tolerance / 1e-2);  // mu_0 = 1e-2
 }
@@ -391,8 +382,8 @@ TEST(ExactMetricsAccumulate, ACappedSolveIsLeftOutOfBLRegAndTheDriftSums) {
   LogisticProblem p = MakeLogisticProblem(82);
   ExactMetricsOptions o;
   o.max_newton_iterations = 1;
-  const auto m = ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step,
-                                     &p.step, o);
+  const auto m =
+      ComputeExactMetrics(*p.fam, ConstraintSet::Box(0.0, 1.0), p.in, p.step, &p.step, o);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_FALSE(m->inner_converged);
   RunningMetrics r;

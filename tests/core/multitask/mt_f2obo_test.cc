@@ -3,14 +3,15 @@
 // direction is the documented weighted average of the touched tasks'
 // latest estimates; it drives ||grad F|| down on a static quadratic
 // multi-task stream.
+#include "core/multitask/mt_f2obo.h"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "core/bilevel/bilevel_state.h"
-#include "core/multitask/mt_f2obo.h"
 #include "core/multitask/multitask_problem.h"
 #include "core/multitask/multitask_state.h"
 #include "core/session.h"
@@ -66,15 +67,13 @@ TEST(MtF2obo, StepsAlongTheWeightedAverageOfEveryTouchedTasksLatestEstimate) {
       weight += w;
     }
     const Vector& direction = std::get<MultitaskReport>(r->detail).direction;
-    EXPECT_LT((direction - sum / weight).norm(), 1e-13 * (1 + direction.norm()))
-        << "step " << t;
+    EXPECT_LT((direction - sum / weight).norm(), 1e-13 * (1 + direction.norm())) << "step " << t;
   }
 }
 
 TEST(MtF2obo, DrivesTheGradientOfFBelowToleranceOnAStaticQuadraticStream) {
   const testing::QuadraticTasks q(5, 3, 4, 31);
-  SessionConfig config =
-      testing::MultitaskConfig("mt_f2obo", q.Family(), ConstraintSet::None());
+  SessionConfig config = testing::MultitaskConfig("mt_f2obo", q.Family(), ConstraintSet::None());
   config.options.gamma = 0.05;
   std::unique_ptr<Session> s = *Session::Create(config);
   const double start = q.GradF(s->state().x).norm();

@@ -1,16 +1,17 @@
 // The multi-task families (core/multitask/multitask_family.cc): the
 // tempered logistic task against finite differences and against its
 // definition; temperature 1 is logistic_hpo itself; the config checks.
+#include "core/multitask/multitask_family.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <memory>
 #include <random>
 #include <string>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "core/family_registry.h"
-#include "core/multitask/multitask_family.h"
 #include "tests/core/families/family_checks.h"
 #include "tests/core/multitask/multitask_streams.h"
 #include "tests/core/test_streams.h"
@@ -27,8 +28,8 @@ StepData TaskBatches(std::mt19937_64& rng) {
 }
 
 TEST(MultitaskLogisticHpo, TemperedTasksPassTheFiniteDifferenceChecks) {
-  std::unique_ptr<MultitaskFamily> f = *CreateMultitaskFamily(
-      testing::LogisticTasksFamily(20, kFeatures, kClasses, 11.0));
+  std::unique_ptr<MultitaskFamily> f =
+      *CreateMultitaskFamily(testing::LogisticTasksFamily(20, kFeatures, kClasses, 11.0));
   std::mt19937_64 rng(71);
   for (int task : {0, 3, 17}) {
     const StepData data = TaskBatches(rng);
@@ -36,8 +37,7 @@ TEST(MultitaskLogisticHpo, TemperedTasksPassTheFiniteDifferenceChecks) {
     const Vector x = 0.05 * (testing::RandomVector(kFeatures, rng).array().abs()).matrix();
     const Vector y = testing::RandomVector(family.y_dim(), rng, 0.5);
     const testing::FdErrors e = testing::CheckFamilyDerivatives(family, data, x, y, rng);
-    EXPECT_LT(e.Max(), 1e-6) << "task " << task << " (sigma "
-                             << TaskTemperature(task, 11.0) << ")";
+    EXPECT_LT(e.Max(), 1e-6) << "task " << task << " (sigma " << TaskTemperature(task, 11.0) << ")";
   }
 }
 
@@ -50,8 +50,8 @@ TEST(MultitaskLogisticHpo, TemperedTaskIsTheCrossEntropyOfTheTemperedLogits) {
   plain_config.features = kFeatures;
   plain_config.classes = kClasses;
   std::unique_ptr<Family> plain = *CreateFamily(plain_config);
-  std::unique_ptr<MultitaskFamily> f = *CreateMultitaskFamily(
-      testing::LogisticTasksFamily(20, kFeatures, kClasses, 11.0));
+  std::unique_ptr<MultitaskFamily> f =
+      *CreateMultitaskFamily(testing::LogisticTasksFamily(20, kFeatures, kClasses, 11.0));
   std::mt19937_64 rng(72);
   const int task = 5;
   const double sigma = TaskTemperature(task, 11.0);
@@ -69,8 +69,7 @@ TEST(MultitaskLogisticHpo, TemperedTaskIsTheCrossEntropyOfTheTemperedLogits) {
     reg_s += 0.5 * x[j] * ys.segment(j * kClasses, kClasses).squaredNorm();
     reg += 0.5 * x[j] * y.segment(j * kClasses, kClasses).squaredNorm();
   }
-  const double ce_inner =
-      plain->G(x, ys, BatchView::All(data.inner), nullptr, nullptr) - reg_s;
+  const double ce_inner = plain->G(x, ys, BatchView::All(data.inner), nullptr, nullptr) - reg_s;
   EXPECT_NEAR(tempered.G(x, y, BatchView::All(data.inner), nullptr, nullptr), ce_inner + reg,
               1e-12);
 }
@@ -114,8 +113,7 @@ TEST(MultitaskFamilies, RefuseBadConfigsNamingTheField) {
   EXPECT_THAT(std::string(CreateMultitaskFamily(c).status().message()),
               StartsWith("family.tasks: m = 0"));
   c.tasks = kMaxTasks + 1;
-  EXPECT_THAT(std::string(CreateMultitaskFamily(c).status().message()),
-              StartsWith("family.tasks"));
+  EXPECT_THAT(std::string(CreateMultitaskFamily(c).status().message()), StartsWith("family.tasks"));
   c = testing::LogisticTasksFamily(3, kFeatures, kClasses, 0.5);
   EXPECT_THAT(std::string(CreateMultitaskFamily(c).status().message()),
               StartsWith("family.max_temperature"));

@@ -3,15 +3,15 @@
 // checkpoints resume bit-identically, bad input is refused naming the field
 // with the state unchanged, and the exact metrics are grad F over the tasks
 // seen.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/multitask/multitask_family.h"
 #include "core/multitask/multitask_metrics_evaluator.h"
@@ -48,8 +48,8 @@ class CountingFamily final : public Family {
     ++calls;
     return base->G(x, y, i, gx, gy);
   }
-  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& i,
-                  Vector* g1, Vector* g2) override {
+  void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& i, Vector* g1,
+                  Vector* g2) override {
     ++calls;
     base->GradYGPair(x, y1, y2, i, g1, g2);
   }
@@ -114,8 +114,8 @@ std::vector<std::pair<int64_t, std::set<int>>> CostPerStep(const std::string& al
   std::mt19937_64 rng(12);
   std::vector<std::pair<int64_t, std::set<int>>> out;
   for (int t = 1; t <= 30; ++t) {
-    const StepData data = testing::LogisticTasksStep({static_cast<int>((t * 5) % 8)}, kFeatures,
-                                                     kClasses, 20, rng);
+    const StepData data =
+        testing::LogisticTasksStep({static_cast<int>((t * 5) % 8)}, kFeatures, kClasses, 20, rng);
     EXPECT_TRUE(p->ValidateData(data).ok());
     const int64_t before = c->calls();
     c->asked.clear();
@@ -194,8 +194,7 @@ TEST(MultitaskSession, CheckpointRoundTripResumesBitIdentically) {
     for (int t = 15; t < 30; ++t) {
       ASSERT_TRUE(first->Step(stream[t]).ok());
       ASSERT_TRUE((*second)->Step(stream[t]).ok());
-      EXPECT_TRUE(first->state().BitEquals((*second)->state()))
-          << algorithm << " step " << t + 1;
+      EXPECT_TRUE(first->state().BitEquals((*second)->state())) << algorithm << " step " << t + 1;
     }
   }
 }
@@ -213,9 +212,9 @@ void ExpectRefusedUnchanged(Session& s, const StepData& bad, const std::string& 
 TEST(MultitaskSession, RefusesBadInputNamingTheFieldAndChangesNothing) {
   constexpr int kFeatures = 3, kClasses = 2;
   for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
-    std::unique_ptr<Session> s = *Session::Create(testing::MultitaskConfig(
-        algorithm, testing::LogisticTasksFamily(10, kFeatures, kClasses),
-        ConstraintSet::Box(0, 0.1)));
+    std::unique_ptr<Session> s = *Session::Create(
+        testing::MultitaskConfig(algorithm, testing::LogisticTasksFamily(10, kFeatures, kClasses),
+                                 ConstraintSet::Box(0, 0.1)));
     std::mt19937_64 rng(15);
     ASSERT_TRUE(s->Step(testing::LogisticTasksStep({2, 7}, kFeatures, kClasses, 12, rng)).ok());
 
@@ -225,8 +224,8 @@ TEST(MultitaskSession, RefusesBadInputNamingTheFieldAndChangesNothing) {
     ExpectRefusedUnchanged(*s, out_of_range, "tasks[1].task: -1");
 
     StepData wide = testing::LogisticTasksStep({3, 4}, kFeatures, kClasses, 12, rng);
-    wide.tasks[1].data.inner = testing::ClassificationBatch(12, kFeatures + 1, kClasses, false,
-                                                            rng);
+    wide.tasks[1].data.inner =
+        testing::ClassificationBatch(12, kFeatures + 1, kClasses, false, rng);
     ExpectRefusedUnchanged(*s, wide, "tasks[1].inner (task 4): inner batch");
 
     StepData twice = testing::LogisticTasksStep({6, 1, 6}, kFeatures, kClasses, 12, rng);
@@ -257,8 +256,7 @@ TEST(MultitaskSession, SingleTaskClassesRefuseTaggedBatches) {
 
 TEST(MultitaskSession, RestoreRefusesAStateWhoseTaskIndexIsNotATask) {
   const testing::QuadraticTasks q(3, 2, 2, 2);
-  const SessionConfig config =
-      testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
+  const SessionConfig config = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
   std::unique_ptr<Session> s = *Session::Create(config);
   ASSERT_TRUE(s->Step(q.Step({1})).ok());
   ASSERT_TRUE(s->Step(q.Step({2})).ok());

@@ -37,8 +37,8 @@ SessionConfig MultitaskConfig(const std::string& algorithm, const FamilyConfig& 
 FamilyConfig LogisticTasksFamily(int tasks, int features, int classes,
                                  double max_temperature = 1.0);
 // One step of classification batches for `tasks`.
-StepData LogisticTasksStep(const std::vector<int>& tasks, int features, int classes,
-                           int rows, std::mt19937_64& rng);
+StepData LogisticTasksStep(const std::vector<int>& tasks, int features, int classes, int rows,
+                           std::mt19937_64& rng);
 
 }  // namespace f2obo::testing
 

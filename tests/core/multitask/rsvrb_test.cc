@@ -3,6 +3,11 @@
 // updates for every task at every step (an eager reference written here
 // from the paper); it drives ||grad F|| down on a static quadratic
 // multi-task stream; the explicit-size guard.
+#include "core/multitask/rsvrb.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -10,13 +15,9 @@
 #include <string>
 #include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "core/algorithms/svrb.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/multitask/multitask_problem.h"
-#include "core/multitask/rsvrb.h"
 #include "core/session.h"
 #include "tests/core/multitask/multitask_streams.h"
 #include "tests/core/test_streams.h"
@@ -54,8 +55,8 @@ void ExpectRsvrbIsSvrb(const FamilyConfig& single, const FamilyConfig& multi,
     // svrb's aux: u, w, v, J, H, x_{t-1}, y_{t-1}.
     const int vars[] = {kRsvrbU, kRsvrbW, kRsvrbV, kRsvrbJ, kRsvrbH};
     for (int i = 0; i < 5; ++i) {
-      EXPECT_TRUE(Bits(a.aux[i], table.Var(b, 0, vars[i]))) << "estimator " << i << ", step "
-                                                            << t + 1;
+      EXPECT_TRUE(Bits(a.aux[i], table.Var(b, 0, vars[i])))
+          << "estimator " << i << ", step " << t + 1;
     }
     EXPECT_TRUE(Bits(a.aux[5], table.Global(b, kRsvrbXPrev))) << t;
     EXPECT_TRUE(Bits(a.aux[6], table.Var(b, 0, kRsvrbYPrev))) << t;
@@ -100,8 +101,7 @@ TEST(Rsvrb, WithOneTaskIsSvrbBitForBitOnAQuadraticStream) {
 class EagerRsvrb {
  public:
   EagerRsvrb(const testing::QuadraticTasks& q, const AlgorithmOptions& o, uint64_t seed)
-      : q_(q), o_(o), rng_(seed), x_(Vector::Zero(q.d1)), x_prev_(x_), d_(x_),
-        tasks_(q.m()) {
+      : q_(q), o_(o), rng_(seed), x_(Vector::Zero(q.d1)), x_prev_(x_), d_(x_), tasks_(q.m()) {
     for (Task& k : tasks_) {
       k.y = k.y_prev = k.w = k.v = Vector::Zero(q.d2);
       k.u = k.z = Vector::Zero(q.d1);
@@ -121,7 +121,11 @@ class EagerRsvrb {
       if (in.count(i) > 0) {
         Derivatives cur = At(i, x_, k.y), prev = At(i, x_prev_, k.y_prev);
         if (!k.touched) {
-          k.u = cur.gx_f; k.w = cur.gy_f; k.v = cur.gy_g; k.j = cur.jxy; k.h = cur.hyy;
+          k.u = cur.gx_f;
+          k.w = cur.gy_f;
+          k.v = cur.gy_g;
+          k.j = cur.jxy;
+          k.h = cur.hyy;
           k.touched = true;
         } else {
           k.u = keep * (k.u - prev.gx_f / p) + cur.gx_f / p;
@@ -133,7 +137,10 @@ class EagerRsvrb {
         k.j = ClipSingularValues(k.j, o_.jacobian_clip);
         k.h = RaiseEigenvalues(k.h, o_.hessian_floor);
       } else if (k.touched) {
-        k.u *= keep; k.w *= keep; k.v *= keep; k.j *= keep;
+        k.u *= keep;
+        k.w *= keep;
+        k.v *= keep;
+        k.j *= keep;
         k.h = RaiseEigenvalues(keep * k.h, o_.hessian_floor);
       } else {
         continue;  // never touched: no state yet
@@ -215,10 +222,8 @@ TEST(Rsvrb, LazyDecayEqualsApplyingEveryUnsampledUpdateEagerly) {
     ASSERT_TRUE(lazy->Step(q.Step({i})).ok());
     eager.Step({i});
     const int slot = table.Find(lazy->state(), i);
-    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbY) - eager.y(i)).norm(), 1e-10)
-        << "task " << i;
-    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbZ) - eager.z(i)).norm(), 1e-9)
-        << "task " << i;
+    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbY) - eager.y(i)).norm(), 1e-10) << "task " << i;
+    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbZ) - eager.z(i)).norm(), 1e-9) << "task " << i;
   }
   EXPECT_EQ(table.touched(lazy->state()), 3);  // task 3 never holds state
 }

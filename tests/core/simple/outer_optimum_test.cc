@@ -5,12 +5,11 @@
 // instance.
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
-
-#include <Eigen/Dense>
 
 #include "core/constraint.h"
 #include "tests/core/simple/simple_test_util.h"
@@ -59,11 +58,11 @@ TEST(LeastSquaresOuterOptimum, MatchesAnExplicitNullSpaceSolve) {
         inner.dense.row(4) = inner.dense.row(0) - inner.dense.row(1);  // rank 4
       }
       Vector x_ref;
-      const double ref = NullSpaceReference(upper.dense, upper.targets,
-                                            ni > 0 ? inner.dense : RowMatrix(0, 12),
-                                            ni > 0 ? inner.targets : Vector(0), &x_ref);
-      const auto fstar = family->OuterOptimum(BatchView::All(upper), BatchView::All(inner),
-                                              ConstraintSet::None());
+      const double ref =
+          NullSpaceReference(upper.dense, upper.targets, ni > 0 ? inner.dense : RowMatrix(0, 12),
+                             ni > 0 ? inner.targets : Vector(0), &x_ref);
+      const auto fstar =
+          family->OuterOptimum(BatchView::All(upper), BatchView::All(inner), ConstraintSet::None());
       ASSERT_TRUE(fstar.has_value()) << ni;
       EXPECT_NEAR(*fstar, ref, 1e-10 * (1.0 + ref)) << "inner rows " << ni;
       // The reference point is in argmin g and attains f*; other points of
@@ -92,15 +91,15 @@ TEST(LeastSquaresOuterOptimum, IsPositiveWhenValidationDisagreesAndZeroWhenItAgr
   NullSpaceReference(RowMatrix(1, 10), Vector::Zero(1), inner.dense, inner.targets, &x_ref);
   Batch upper = DenseRegression(6, 10, rng);
   upper.targets = upper.dense * x_ref;
-  EXPECT_NEAR(*family->OuterOptimum(BatchView::All(upper), BatchView::All(inner),
-                                    ConstraintSet::None()),
-              0.0, 1e-20);
+  EXPECT_NEAR(
+      *family->OuterOptimum(BatchView::All(upper), BatchView::All(inner), ConstraintSet::None()),
+      0.0, 1e-20);
   // Upper = inner rows with other targets: A_u x is pinned, f* > 0.
   Batch conflict = inner;
   conflict.targets = inner.targets + Vector::Ones(4);
-  EXPECT_NEAR(*family->OuterOptimum(BatchView::All(conflict), BatchView::All(inner),
-                                    ConstraintSet::None()),
-              0.5, 1e-10);  // (1/2m) ||1||^2 with m = 4
+  EXPECT_NEAR(
+      *family->OuterOptimum(BatchView::All(conflict), BatchView::All(inner), ConstraintSet::None()),
+      0.5, 1e-10);  // (1/2m) ||1||^2 with m = 4
 }
 
 TEST(LeastSquaresOuterOptimum, CsrWithUnusedColumnsMatchesDense) {
@@ -117,10 +116,10 @@ TEST(LeastSquaresOuterOptimum, CsrWithUnusedColumnsMatchesDense) {
   du.dense = RowMatrix(upper.csr);
   di.dense = RowMatrix(inner.csr);
   auto family = MakeSimpleFamily("least_squares", d);
-  const auto sparse = family->OuterOptimum(BatchView::All(upper), BatchView::All(inner),
-                                           ConstraintSet::None());
-  const auto dense = family->OuterOptimum(BatchView::All(du), BatchView::All(di),
-                                          ConstraintSet::None());
+  const auto sparse =
+      family->OuterOptimum(BatchView::All(upper), BatchView::All(inner), ConstraintSet::None());
+  const auto dense =
+      family->OuterOptimum(BatchView::All(du), BatchView::All(di), ConstraintSet::None());
   ASSERT_TRUE(sparse && dense);
   EXPECT_NEAR(*sparse, *dense, 1e-12 * (1.0 + *dense));
   Vector x_ref;
@@ -133,8 +132,8 @@ TEST(LeastSquaresOuterOptimum, ConstrainedSetsKeepItOnlyWhenTheSolutionIsFeasibl
   auto family = MakeSimpleFamily("least_squares", 8);
   const Batch upper = DenseRegression(5, 8, rng), inner = DenseRegression(3, 8, rng);
   Vector x_ref;
-  const double ref = NullSpaceReference(upper.dense, upper.targets, inner.dense, inner.targets,
-                                        &x_ref);
+  const double ref =
+      NullSpaceReference(upper.dense, upper.targets, inner.dense, inner.targets, &x_ref);
   const double l1 = x_ref.lpNorm<1>();
   const auto inside = family->OuterOptimum(BatchView::All(upper), BatchView::All(inner),
                                            ConstraintSet::L1Ball(1.01 * l1));
@@ -142,8 +141,8 @@ TEST(LeastSquaresOuterOptimum, ConstrainedSetsKeepItOnlyWhenTheSolutionIsFeasibl
   EXPECT_NEAR(*inside, ref, 1e-10);
   EXPECT_FALSE(family->OuterOptimum(BatchView::All(upper), BatchView::All(inner),
                                     ConstraintSet::L1Ball(0.5 * l1)));
-  EXPECT_FALSE(family->OuterOptimum(BatchView::All(upper), BatchView::All(inner),
-                                    ConstraintSet::Simplex()));
+  EXPECT_FALSE(
+      family->OuterOptimum(BatchView::All(upper), BatchView::All(inner), ConstraintSet::Simplex()));
 }
 
 TEST(LeastSquaresOuterOptimum, RefusesWindowsBeyondTheDenseBudget) {
@@ -159,8 +158,8 @@ TEST(LeastSquaresOuterOptimum, RefusesWindowsBeyondTheDenseBudget) {
   rows.csr.makeCompressed();
   rows.targets = Vector::Ones(8);
   // 16 rows x 2^19 used columns > kMaxDenseEntries = 2^22.
-  EXPECT_FALSE(family->OuterOptimum(BatchView::All(rows), BatchView::All(rows),
-                                    ConstraintSet::None()));
+  EXPECT_FALSE(
+      family->OuterOptimum(BatchView::All(rows), BatchView::All(rows), ConstraintSet::None()));
 }
 
 TEST(LinearInverseOuterOptimum, PaperInstanceClosedForm) {
@@ -177,9 +176,9 @@ TEST(LinearInverseOuterOptimum, PaperInstanceClosedForm) {
     const Batch csr = AsCsr(rows);
     EXPECT_DOUBLE_EQ(*family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(csr), orthant),
                      1.0 / (2 * n));
-    EXPECT_DOUBLE_EQ(*family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(rows),
-                                           ConstraintSet::None()),
-                     1.0 / (2 * n));
+    EXPECT_DOUBLE_EQ(
+        *family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(rows), ConstraintSet::None()),
+        1.0 / (2 * n));
     // c = -1 on the orthant: the minimum-norm point -1/n 1 is infeasible.
     rows.targets = -Vector::Ones(5);
     EXPECT_FALSE(family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(rows), orthant));
@@ -218,8 +217,8 @@ TEST(LinearInverseOuterOptimum, GeneralRowsUseTheMinimumNormSolution) {
   // Full row rank: x = B^T (B B^T)^{-1} c.
   const Matrix b = rows.dense;
   const Vector x = b.transpose() * (b * b.transpose()).ldlt().solve(rows.targets);
-  const auto fstar = family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(rows),
-                                          ConstraintSet::None());
+  const auto fstar =
+      family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(rows), ConstraintSet::None());
   ASSERT_TRUE(fstar.has_value());
   EXPECT_NEAR(*fstar, 0.5 * x.squaredNorm(), 1e-10 * (1.0 + x.squaredNorm()));
   // In a ball that holds x, the same; in one that does not, unknown.
@@ -234,9 +233,9 @@ TEST(LinearInverseOuterOptimum, GeneralRowsUseTheMinimumNormSolution) {
   twice.dense << rows.dense, rows.dense;
   twice.targets = Vector(8);
   twice.targets << rows.targets, rows.targets;
-  EXPECT_NEAR(*family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(twice),
-                                    ConstraintSet::None()),
-              *fstar, 1e-10 * (1.0 + *fstar));
+  EXPECT_NEAR(
+      *family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(twice), ConstraintSet::None()),
+      *fstar, 1e-10 * (1.0 + *fstar));
   // No inner rows: argmin g = R^n, f* = 0.
   EXPECT_EQ(*family->OuterOptimum(BatchView::All(Batch{}), BatchView::All(Batch{}),
                                   ConstraintSet::None()),

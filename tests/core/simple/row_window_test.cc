@@ -42,9 +42,7 @@ Batch RandomRows(int k, int cols, bool csr, std::mt19937_64& rng) {
   return csr ? AsCsr(b) : b;
 }
 
-RowMatrix DenseOf(const Batch& b) {
-  return b.sparse_features ? RowMatrix(b.csr) : b.dense;
-}
+RowMatrix DenseOf(const Batch& b) { return b.sparse_features ? RowMatrix(b.csr) : b.dense; }
 
 void ExpectMatches(const RowWindow& w, const std::deque<RefRow>& ref, const std::string& where) {
   const Batch& b = w.rows();
@@ -117,8 +115,8 @@ TEST(RowWindow, MixedBatchSizesAndStoragesMatchAReferenceList) {
         w.Append(b);
         AppendRef(b, capacity, &ref);
         ASSERT_EQ(w.rows().sparse_features, window_csr);
-        ExpectMatches(w, ref, "capacity " + std::to_string(capacity) + " step " +
-                                  std::to_string(step));
+        ExpectMatches(w, ref,
+                      "capacity " + std::to_string(capacity) + " step " + std::to_string(step));
         if (window_csr) {
           // Compressed, with no explicit zeros from dense batches.
           EXPECT_TRUE(w.rows().csr.isCompressed());
@@ -278,7 +276,8 @@ TEST(RowWindow, DecodeRefusesBadShapesAndValues) {
   RowWindow(4, 3).Encode(&empty);
   ASSERT_TRUE(RowWindow::Decode(empty, 0, 4, 3).ok());
   empty[4] = Vector::Zero(1);
-  EXPECT_THAT(DecodeError(empty), HasSubstr("aux[4]: row window must be empty for an empty window"));
+  EXPECT_THAT(DecodeError(empty),
+              HasSubstr("aux[4]: row window must be empty for an empty window"));
 }
 
 }  // namespace

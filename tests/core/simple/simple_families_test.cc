@@ -4,12 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <Eigen/Dense>
 
 #include "core/simple/simple_registries.h"
 #include "tests/core/simple/simple_test_util.h"
@@ -32,7 +31,8 @@ struct Case {
 
 std::vector<Case> Cases(std::mt19937_64& rng) {
   std::vector<Case> cases;
-  cases.push_back({"least_squares", 9, 0, 9, DenseRegression(7, 9, rng), DenseRegression(5, 9, rng)});
+  cases.push_back(
+      {"least_squares", 9, 0, 9, DenseRegression(7, 9, rng), DenseRegression(5, 9, rng)});
   cases.push_back({"logistic", 6, 3, 18, DenseClassification(8, 6, 3, rng),
                    DenseClassification(11, 6, 3, rng)});
   cases.push_back({"linear_inverse", 8, 0, 8, Batch{}, DenseRegression(4, 8, rng)});
@@ -96,8 +96,8 @@ TEST(SimpleFamilies, DenseAndCsrRowsGiveTheSameValuesAndGradients) {
     const double v2 = family->G(x, BatchView::All(ci), &g2);
     EXPECT_NEAR(v1, v2, 1e-13 * (1.0 + std::abs(v1))) << c.name;
     EXPECT_LE((g1 - g2).norm(), 1e-13 * (1.0 + g1.norm())) << c.name;
-    EXPECT_NEAR(family->SmoothnessG(BatchView::All(c.inner)), family->SmoothnessG(BatchView::All(ci)),
-                1e-12);
+    EXPECT_NEAR(family->SmoothnessG(BatchView::All(c.inner)),
+                family->SmoothnessG(BatchView::All(ci)), 1e-12);
   }
 }
 

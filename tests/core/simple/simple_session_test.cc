@@ -1,12 +1,12 @@
 // The simple bilevel class through Session, for every algorithm of the
 // class: transactional rounds, determinism, checkpoints that resume
 // bit-identically, refusals that change nothing, and the class's metrics.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/problem_registry.h"
 #include "core/session.h"
@@ -45,7 +45,9 @@ Batch Rows(std::mt19937_64& rng, int rows, int cols) {
   return b;
 }
 
-StepData Step(std::mt19937_64& rng) { return StepData{Rows(rng, 4, kFeatures), Rows(rng, 3, kFeatures)}; }
+StepData Step(std::mt19937_64& rng) {
+  return StepData{Rows(rng, 4, kFeatures), Rows(rng, 3, kFeatures)};
+}
 
 class SimpleSession : public ::testing::TestWithParam<std::string> {};
 

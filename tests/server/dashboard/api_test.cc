@@ -5,6 +5,10 @@
 #include "server/dashboard/api.h"
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -14,11 +18,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "server/dashboard/dashboard.h"
 #include "server/dashboard/page.h"
@@ -161,9 +160,9 @@ TEST_F(DashboardApiTest, MetricsReturnsTheStepsAfterTheGivenIndex) {
   for (int i = 0; i < 3; ++i) {
     const Struct& step = steps[i].struct_value();
     EXPECT_EQ(At(step, "t").number_value(), i + 1);
-    for (const char* key : {"lambda", "z_iterations", "y_iterations", "round_seconds",
-                            "upper_loss_before", "regret_term", "blreg", "hypergradient_error",
-                            "value", "variation_sum", "drift_sum"}) {
+    for (const char* key :
+         {"lambda", "z_iterations", "y_iterations", "round_seconds", "upper_loss_before",
+          "regret_term", "blreg", "hypergradient_error", "value", "variation_sum", "drift_sum"}) {
       EXPECT_TRUE(At(step, key).has_number_value()) << key << " at t=" << i + 1;
     }
     // BLReg is the running sum of the regret terms, all converged here.
@@ -345,7 +344,7 @@ TEST(WriteStep, EachClassWritesItsOwnFields) {
 TEST(DashboardPage, IsOneSelfContainedDocumentWithTheScriptInlined) {
   const std::string page = kDashboardPage;
   EXPECT_THAT(page, HasSubstr("<!doctype html>"));
-  EXPECT_THAT(page, HasSubstr("/api/sessions"));   // app.js is inlined ...
+  EXPECT_THAT(page, HasSubstr("/api/sessions"));  // app.js is inlined ...
   EXPECT_THAT(page, HasSubstr("data-points"));
   EXPECT_THAT(page, Not(HasSubstr("<!-- app.js -->")));  // ... at its marker
   for (const char* external : {"http:", "https:", "src=", "@import", "url("}) {

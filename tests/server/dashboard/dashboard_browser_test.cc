@@ -3,6 +3,9 @@
 // charts fill with the published steps and keep advancing as more arrive,
 // without a reload; the page fetches nothing but the server's own API.
 // Screenshots (PNG) are left in this test's build directory.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -10,9 +13,6 @@
 #include <random>
 #include <string>
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "client/client.h"
 #include "f2obo/v1/convert.h"
@@ -35,9 +35,10 @@ using testing::ServerProcess;
 constexpr auto kWait = std::chrono::seconds(90);
 const char* const kMembers[] = {"f2obo", "af2obo", "sf2obo"};
 // Every chart the page draws for a regression family (accuracy is left out).
-const char* const kCharts[] = {"blreg", "regret_term", "hypergradient_error", "variation_sum",
-                               "drift_sum", "lambda", "inner_iterations", "value",
-                               "latency_ms", "upper_loss_before"};
+const char* const kCharts[] = {
+    "blreg",      "regret_term",      "hypergradient_error", "variation_sum",
+    "drift_sum",  "lambda",           "inner_iterations",    "value",
+    "latency_ms", "upper_loss_before"};
 
 // Polls `done` until it holds or the deadline passes; the pause only
 // spaces the polls out.
@@ -128,10 +129,10 @@ TEST(DashboardBrowser, ChartsFillAndAdvanceWhileAGroupStreams) {
 
   ChromeDriver driver(F2OBO_CHROMEDRIVER_PATH, 60);
   ASSERT_TRUE(driver.status().ok()) << driver.status();
-  absl::StatusOr<BrowserSession> browser = BrowserSession::Start(
-      driver.port(), F2OBO_CHROMIUM_PATH,
-      {"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-       "--window-size=1400,1100"});
+  absl::StatusOr<BrowserSession> browser =
+      BrowserSession::Start(driver.port(), F2OBO_CHROMIUM_PATH,
+                            {"--headless", "--no-sandbox", "--disable-gpu",
+                             "--disable-background-networking", "--window-size=1400,1100"});
   ASSERT_TRUE(browser.ok()) << browser.status();
   Page page(*browser);
   const std::string origin = "http://127.0.0.1:" + std::to_string(server.metrics_port());
@@ -181,9 +182,12 @@ TEST(DashboardBrowser, ChartsFillAndAdvanceWhileAGroupStreams) {
   EXPECT_EQ(page.Number("return window.f2oboTestMark;"), 7) << "the page was reloaded";
 
   // Nothing was fetched from anywhere but this server's API.
-  const std::string foreign = "performance.getEntriesByType('resource').filter(e => "
-                              "!e.name.startsWith('" + origin + "/api/'))";
-  absl::StatusOr<Value> names = browser->Execute("return " + foreign + ".map(e => e.name).join(' ');");
+  const std::string foreign =
+      "performance.getEntriesByType('resource').filter(e => "
+      "!e.name.startsWith('" +
+      origin + "/api/'))";
+  absl::StatusOr<Value> names =
+      browser->Execute("return " + foreign + ".map(e => e.name).join(' ');");
   ASSERT_TRUE(names.ok()) << names.status();
   EXPECT_EQ(names->string_value(), "");
   EXPECT_GT(page.Number("return performance.getEntriesByType('resource').length;"), 0);
@@ -223,8 +227,7 @@ TEST(DashboardBrowser, MultitaskSessionsGetTheirCharts) {
     req.set_session_id("mt");
     req.set_t(t);
     // Task 0 every step, then one of the others.
-    for (const TaskData& task :
-         testing::LogisticTasksStep({0, 1 + t % 19}, 3, 2, 12, rng).tasks) {
+    for (const TaskData& task : testing::LogisticTasksStep({0, 1 + t % 19}, 3, 2, 12, rng).tasks) {
       ToProto(task, req.add_tasks());
     }
     ASSERT_TRUE(c.Step(req).ok());
@@ -232,19 +235,19 @@ TEST(DashboardBrowser, MultitaskSessionsGetTheirCharts) {
 
   ChromeDriver driver(F2OBO_CHROMEDRIVER_PATH, 60);
   ASSERT_TRUE(driver.status().ok()) << driver.status();
-  absl::StatusOr<BrowserSession> browser = BrowserSession::Start(
-      driver.port(), F2OBO_CHROMIUM_PATH,
-      {"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-       "--window-size=1400,1100"});
+  absl::StatusOr<BrowserSession> browser =
+      BrowserSession::Start(driver.port(), F2OBO_CHROMIUM_PATH,
+                            {"--headless", "--no-sandbox", "--disable-gpu",
+                             "--disable-background-networking", "--window-size=1400,1100"});
   ASSERT_TRUE(browser.ok()) << browser.status();
   Page page(*browser);
   const std::string origin = "http://127.0.0.1:" + std::to_string(server.metrics_port());
   ASSERT_TRUE(browser->Navigate(origin + "/#session=mt").ok());
   EXPECT_TRUE(WaitFor([&] { return page.Points("gradient_norm", "mt") == kSteps; }))
       << "gradient_norm points: " << page.Points("gradient_norm", "mt");
-  for (const char* chart : {"gradient_norm", "tasks_touched", "exact_seconds",
-                            "task0_regret_term", "blreg", "regret_term", "hypergradient_error",
-                            "value", "lambda", "upper_loss_before"}) {
+  for (const char* chart :
+       {"gradient_norm", "tasks_touched", "exact_seconds", "task0_regret_term", "blreg",
+        "regret_term", "hypergradient_error", "value", "lambda", "upper_loss_before"}) {
     EXPECT_EQ(page.Points(chart, "mt"), kSteps) << chart;
   }
   // Exact metrics cover every task seen so far: task 2 from step 1 on, task

@@ -1,11 +1,11 @@
 #include "server/dashboard/json_writer.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace f2obo::dashboard {
 namespace {
@@ -19,21 +19,41 @@ std::string One(double v) {
 TEST(JsonWriter, PlacesCommasInNestedContainers) {
   JsonWriter w;
   w.BeginObject()
-      .Key("a").Int(1)
-      .Key("b").BeginArray().Int(1).BeginObject().EndObject().BeginArray().EndArray().Null()
+      .Key("a")
+      .Int(1)
+      .Key("b")
+      .BeginArray()
+      .Int(1)
+      .BeginObject()
+      .EndObject()
+      .BeginArray()
       .EndArray()
-      .Key("c").BeginObject().Key("d").Bool(true).Key("e").Bool(false).EndObject()
-      .Key("f").String("x")
+      .Null()
+      .EndArray()
+      .Key("c")
+      .BeginObject()
+      .Key("d")
+      .Bool(true)
+      .Key("e")
+      .Bool(false)
+      .EndObject()
+      .Key("f")
+      .String("x")
       .EndObject();
   EXPECT_EQ(w.str(), R"({"a":1,"b":[1,{},[],null],"c":{"d":true,"e":false},"f":"x"})");
 }
 
 TEST(JsonWriter, EscapesQuotesBackslashesAndEveryControlCharacter) {
   JsonWriter w;
-  w.BeginArray().String("say \"hi\"\\ok").String("a\nb\rc\td").String(std::string("\x01\x1f\0z", 4))
-      .String("\x7f").EndArray();
-  EXPECT_EQ(w.str(), "[\"say \\\"hi\\\"\\\\ok\",\"a\\nb\\rc\\td\",\"\\u0001\\u001f\\u0000z\","
-                     "\"\x7f\"]");
+  w.BeginArray()
+      .String("say \"hi\"\\ok")
+      .String("a\nb\rc\td")
+      .String(std::string("\x01\x1f\0z", 4))
+      .String("\x7f")
+      .EndArray();
+  EXPECT_EQ(w.str(),
+            "[\"say \\\"hi\\\"\\\\ok\",\"a\\nb\\rc\\td\",\"\\u0001\\u001f\\u0000z\","
+            "\"\x7f\"]");
 }
 
 TEST(JsonWriter, PassesUtf8ThroughAndEscapesKeysToo) {
@@ -45,10 +65,14 @@ TEST(JsonWriter, PassesUtf8ThroughAndEscapesKeysToo) {
 TEST(JsonWriter, NonFiniteNumbersBecomeNull) {
   JsonWriter w;
   w.BeginObject()
-      .Key("nan").Number(std::nan(""))
-      .Key("inf").Number(std::numeric_limits<double>::infinity())
-      .Key("-inf").Number(-std::numeric_limits<double>::infinity())
-      .Key("ok").Number(1.5)
+      .Key("nan")
+      .Number(std::nan(""))
+      .Key("inf")
+      .Number(std::numeric_limits<double>::infinity())
+      .Key("-inf")
+      .Number(-std::numeric_limits<double>::infinity())
+      .Key("ok")
+      .Number(1.5)
       .EndObject();
   EXPECT_EQ(w.str(), R"({"nan":null,"inf":null,"-inf":null,"ok":1.5})");
 }
@@ -68,8 +92,11 @@ TEST(JsonWriter, NumbersAreShortAndRoundTripExactly) {
 
 TEST(JsonWriter, IntegersAreExactAtTheExtremes) {
   JsonWriter w;
-  w.BeginArray().Int(std::numeric_limits<int64_t>::min()).Int(std::numeric_limits<int64_t>::max())
-      .Int(0).EndArray();
+  w.BeginArray()
+      .Int(std::numeric_limits<int64_t>::min())
+      .Int(std::numeric_limits<int64_t>::max())
+      .Int(0)
+      .EndArray();
   EXPECT_EQ(w.str(), "[-9223372036854775808,9223372036854775807,0]");
 }
 

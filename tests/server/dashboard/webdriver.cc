@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,8 +17,6 @@
 #include <regex>
 #include <thread>
 #include <utility>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -57,10 +56,10 @@ absl::StatusOr<HttpReply> Http(int port, const std::string& method, const std::s
     close(fd);
     return absl::UnavailableError(absl::StrCat("cannot connect to chromedriver on port ", port));
   }
-  const std::string request =
-      absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1:", port,
-                   "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ",
-                   body.size(), "\r\nConnection: close\r\n\r\n", body);
+  const std::string request = absl::StrCat(
+      method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1:", port,
+      "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ", body.size(),
+      "\r\nConnection: close\r\n\r\n", body);
   size_t sent = 0;
   while (sent < request.size()) {
     // MSG_NOSIGNAL: a driver that went away is an error here, not SIGPIPE.
@@ -109,8 +108,8 @@ absl::StatusOr<Value> ValueOf(const std::string& method, const std::string& path
                               const HttpReply& reply) {
   Struct parsed;
   if (!google::protobuf::util::JsonStringToMessage(reply.body, &parsed).ok()) {
-    return absl::InternalError(absl::StrCat(method, " ", path, ": reply is not a JSON object: ",
-                                            reply.body.substr(0, 300)));
+    return absl::InternalError(absl::StrCat(
+        method, " ", path, ": reply is not a JSON object: ", reply.body.substr(0, 300)));
   }
   Value value = parsed.fields().count("value") ? parsed.fields().at("value") : Value();
   if (reply.status != 200) {
@@ -173,9 +172,11 @@ ChromeDriver::ChromeDriver(const std::string& chromedriver_path, double timeout_
     char buf[512];
     ssize_t n = 0;
     if (poll(&p, 1, MillisLeft(deadline)) <= 0 || (n = read(out[0], buf, sizeof(buf))) <= 0) {
-      status_ = absl::UnavailableError(absl::StrCat(
-          chromedriver_path, " did not announce its port (installed? scripts/deps.sh --test "
-                             "installs chromium-driver); it printed: ", text));
+      status_ = absl::UnavailableError(
+          absl::StrCat(chromedriver_path,
+                       " did not announce its port (installed? scripts/deps.sh --test "
+                       "installs chromium-driver); it printed: ",
+                       text));
       close(out[0]);
       return;
     }
@@ -211,13 +212,14 @@ absl::StatusOr<BrowserSession> BrowserSession::Start(int driver_port,
                                                      const std::string& chromium_path,
                                                      const std::vector<std::string>& args) {
   Struct request;
-  Struct* always = (*(*request.mutable_fields())["capabilities"].mutable_struct_value()
-                         ->mutable_fields())["alwaysMatch"].mutable_struct_value();
+  Struct* always = (*(*request.mutable_fields())["capabilities"]
+                         .mutable_struct_value()
+                         ->mutable_fields())["alwaysMatch"]
+                       .mutable_struct_value();
   (*always->mutable_fields())["browserName"] = StringValue("chrome");
   Struct* chrome = (*always->mutable_fields())["goog:chromeOptions"].mutable_struct_value();
   (*chrome->mutable_fields())["binary"] = StringValue(chromium_path);
-  google::protobuf::ListValue* list =
-      (*chrome->mutable_fields())["args"].mutable_list_value();
+  google::protobuf::ListValue* list = (*chrome->mutable_fields())["args"].mutable_list_value();
   for (const std::string& a : args) *list->add_values() = StringValue(a);
   absl::StatusOr<HttpReply> reply = Http(driver_port, "POST", "/session", ToJson(request));
   if (!reply.ok()) return reply.status();

@@ -6,12 +6,11 @@
 #ifndef F2OBO_TESTS_SERVER_DASHBOARD_WEBDRIVER_H_
 #define F2OBO_TESTS_SERVER_DASHBOARD_WEBDRIVER_H_
 
+#include <google/protobuf/struct.pb.h>
 #include <sys/types.h>
 
 #include <string>
 #include <vector>
-
-#include <google/protobuf/struct.pb.h>
 
 #include "absl/status/statusor.h"
 

@@ -90,8 +90,7 @@ absl::StatusOr<HttpResult> Fetch(int port, const std::string& target,
 }
 
 std::unique_ptr<HttpExporter> StartLoopback() {
-  absl::StatusOr<std::unique_ptr<HttpExporter>> exporter =
-      HttpExporter::Start("127.0.0.1:0", 2);
+  absl::StatusOr<std::unique_ptr<HttpExporter>> exporter = HttpExporter::Start("127.0.0.1:0", 2);
   EXPECT_TRUE(exporter.ok()) << exporter.status();
   return exporter.ok() ? std::move(*exporter) : nullptr;
 }

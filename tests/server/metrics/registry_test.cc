@@ -27,13 +27,11 @@ using ::testing::HasSubstr;
 TEST(RegistryTest, RendersEveryTypeExactly) {
   Registry registry;
   CounterFamily* requests =
-      registry.AddCounter("f2obo_requests_total", "Requests handled.", {"method", "code"})
-          .value();
+      registry.AddCounter("f2obo_requests_total", "Requests handled.", {"method", "code"}).value();
   GaugeFamily* sessions = registry.AddGauge("f2obo_sessions", "Open sessions.", {}).value();
-  HistogramFamily* latency = registry
-                                 .AddHistogram("f2obo_step_seconds", "Step latency.",
-                                               {"algorithm"}, {0.005, 1, 2.5})
-                                 .value();
+  HistogramFamily* latency =
+      registry.AddHistogram("f2obo_step_seconds", "Step latency.", {"algorithm"}, {0.005, 1, 2.5})
+          .value();
   requests->WithLabels({"Step", "OK"}).Increment(3);
   requests->WithLabels({"Create", "OK"}).Increment();
   requests->WithLabels({"Step", "INVALID_ARGUMENT"}).Increment(0.5);
@@ -76,8 +74,7 @@ TEST(RegistryTest, LabelFreeFamilyRendersZeroAndEmptyFamilyNothing) {
 
 TEST(RegistryTest, EscapesHelpAndLabelValues) {
   Registry registry;
-  GaugeFamily* g =
-      registry.AddGauge("g", "Line one\nback\\slash \"quotes\" stay.", {"v"}).value();
+  GaugeFamily* g = registry.AddGauge("g", "Line one\nback\\slash \"quotes\" stay.", {"v"}).value();
   g->WithLabels({"a\"b\\c\nd"}).Set(1);
   EXPECT_EQ(registry.Render(),
             "# HELP g Line one\\nback\\\\slash \"quotes\" stay.\n"
@@ -146,8 +143,7 @@ TEST(RegistryTest, RejectsDuplicateAndCollidingFamilies) {
 
 TEST(RegistryTest, HistogramBucketsAreCumulativeWithInf) {
   Registry registry;
-  HistogramFamily* family =
-      registry.AddHistogram("h", "H.", {}, {0.005, 1, 2.5, HUGE_VAL}).value();
+  HistogramFamily* family = registry.AddHistogram("h", "H.", {}, {0.005, 1, 2.5, HUGE_VAL}).value();
   EXPECT_THAT(family->config().bounds, ElementsAre(0.005, 1, 2.5));  // +Inf dropped
   Histogram& h = family->WithLabels({});
   for (double v : {0.001, 0.005, 0.5, 1.0, 2.0, 3.0, 100.0}) h.Observe(v);
@@ -278,21 +274,19 @@ TEST(RegistryTest, OutputPassesPromtool) {
   }
   Registry registry;
   CounterFamily* requests =
-      registry.AddCounter("f2obo_requests_total", "Requests handled.", {"method", "code"})
-          .value();
+      registry.AddCounter("f2obo_requests_total", "Requests handled.", {"method", "code"}).value();
   requests->WithLabels({"Step", "OK"}).Increment(41);
   requests->WithLabels({"we\"ird\\\nvalue \xff", "OK"}).Increment(1e21);
   GaugeFamily* gauge =
-      registry.AddGauge("f2obo_session_loss", "Loss with a\nnewline and \\.", {"session"})
-          .value();
+      registry.AddGauge("f2obo_session_loss", "Loss with a\nnewline and \\.", {"session"}).value();
   gauge->WithLabels({"s1"}).Set(-0.125);
   gauge->WithLabels({"s2"}).Set(std::nan(""));
   gauge->WithLabels({"s3"}).Set(-HUGE_VAL);
   registry.AddGauge("f2obo_sessions", "Open sessions.", {}).value()->WithLabels({}).Set(3);
-  HistogramFamily* latency =
-      registry.AddHistogram("f2obo_step_seconds", "Step latency.", {"algorithm"},
-                            {0.0005, 0.005, 0.1, 1, 2.5, 10})
-          .value();
+  HistogramFamily* latency = registry
+                                 .AddHistogram("f2obo_step_seconds", "Step latency.", {"algorithm"},
+                                               {0.0005, 0.005, 0.1, 1, 2.5, 10})
+                                 .value();
   for (double v : {0.0001, 0.003, 0.2, 7.0, 50.0}) latency->WithLabels({"f2obo"}).Observe(v);
   latency->WithLabels({"sf2obo"});
   registry.AddHistogram("f2obo_batch_bytes", "Batch size.", {}, {}).value();

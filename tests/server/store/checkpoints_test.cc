@@ -2,14 +2,13 @@
 // whose state they keep, bounded to the newest, listed on load and read
 // back bit-exact, verified by checksum, cut back by a rollback, removed
 // with their session, and migrated into older files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/state.h"
 #include "server/store/session_store.h"
@@ -49,7 +48,6 @@ v1::StepReply ReplyOf(const std::string& id, int64_t t) {
   r.add_x(static_cast<double>(t));
   return r;
 }
-
 
 class CheckpointStoreTest : public ::testing::Test {
  protected:

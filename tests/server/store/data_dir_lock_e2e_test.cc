@@ -2,13 +2,12 @@
 // server on a directory in use refuses to start (saying which and why), the
 // first keeps serving, and the directory is free again once the first has
 // gone, however it went (the lock is the kernel's, never a stale file).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "tests/server/server_process.h"
 

@@ -11,8 +11,7 @@ namespace f2obo::testing {
 // wrote it: every row's checksum recomputed with the FNV-1a record sum of
 // those versions, then `extra_sql` (e.g. dropping a later table), then
 // PRAGMA user_version = `version`.
-void RewriteWithFnvSums(const std::string& db_path, int version,
-                        const std::string& extra_sql = "");
+void RewriteWithFnvSums(const std::string& db_path, int version, const std::string& extra_sql = "");
 
 }  // namespace f2obo::testing
 

@@ -4,6 +4,8 @@
 // and one directory has one owner (older files: store_migration_test.cc).
 #include "server/store/session_store.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -12,9 +14,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/state.h"
 #include "tests/server/store/legacy_store.h"
@@ -51,8 +50,7 @@ TEST_F(StoreTest, AFlippedByteInOneCachedReplyIsReportedAndTheOtherSessionsLoadB
   FlipByte(DbPath(dir_), "replies", "reply", "id = 'c' AND t = 5", 3);
   const LoadedStore loaded = Reload(dir_);
   ASSERT_THAT(loaded.damaged, SizeIs(1));
-  EXPECT_THAT(loaded.damaged[0],
-              HasSubstr("session 'c': cached reply at t=5: checksum mismatch"));
+  EXPECT_THAT(loaded.damaged[0], HasSubstr("session 'c': cached reply at t=5: checksum mismatch"));
   EXPECT_THAT(CheckLoadedExactly(loaded, expected), ElementsAre("a", "b"));
 }
 
@@ -68,8 +66,9 @@ TEST_F(StoreTest, AFlippedByteInOneSpecIsReportedAndTheOtherSessionsLoadBitExact
 TEST_F(StoreTest, AValidStateMovedToAnotherSessionIsReported) {
   // Both blobs pass the state's own checksum: only the record's catches it.
   const auto expected = WriteThree(dir_);
-  Sql(DbPath(dir_), "UPDATE sessions SET state = (SELECT state FROM sessions WHERE id = 'a'), "
-                    "state_sum = (SELECT state_sum FROM sessions WHERE id = 'a') WHERE id = 'b'");
+  Sql(DbPath(dir_),
+      "UPDATE sessions SET state = (SELECT state FROM sessions WHERE id = 'a'), "
+      "state_sum = (SELECT state_sum FROM sessions WHERE id = 'a') WHERE id = 'b'");
   const LoadedStore loaded = Reload(dir_);
   ASSERT_THAT(loaded.damaged, SizeIs(1));
   EXPECT_THAT(loaded.damaged[0], HasSubstr("session 'b': state checksum mismatch"));
@@ -81,8 +80,7 @@ TEST_F(StoreTest, AMissingChecksumIsReportedNotTrusted) {
   Sql(DbPath(dir_), "UPDATE replies SET reply_sum = NULL WHERE id = 'a' AND t = 6");
   const LoadedStore loaded = Reload(dir_);
   ASSERT_THAT(loaded.damaged, SizeIs(1));
-  EXPECT_THAT(loaded.damaged[0],
-              HasSubstr("session 'a': cached reply at t=6: checksum missing"));
+  EXPECT_THAT(loaded.damaged[0], HasSubstr("session 'a': cached reply at t=6: checksum missing"));
   EXPECT_THAT(CheckLoadedExactly(loaded, expected), ElementsAre("b", "c"));
 }
 
@@ -152,8 +150,8 @@ TEST_F(StoreTest, TheNoneWriteBehindQueueStaysBoundedAndLosesNothingOnClose) {
     // Unbounded, these non-waiting writes (~19 MiB, each a copy) would pile
     // up far beyond the bound while the writer walks pages for each.
     for (int64_t t = 1; t <= kCommits; ++t) {
-      ASSERT_TRUE((*store)->CommitStep("n", t + 1, std::move(states[t - 1]), ReplyFor("n", t),
-                                       kKeep).ok());
+      ASSERT_TRUE(
+          (*store)->CommitStep("n", t + 1, std::move(states[t - 1]), ReplyFor("n", t), kKeep).ok());
     }
     EXPECT_LE((*store)->max_queued_bytes_seen(), kBound);
     EXPECT_GT((*store)->max_queued_bytes_seen(), 0u);
@@ -178,8 +176,10 @@ TEST_F(StoreTest, NoneBatchesWriteEachSessionsNewestStateButEveryReplyAndCheckpo
     for (int64_t t = 1; t <= kCommits; ++t) {
       for (const std::string id : {"p", "q"}) {
         const double seed = id == "p" ? 3 : 4;
-        ASSERT_TRUE((*store)->CommitStep(id, t + 1, StateBytes(t + 1, seed), ReplyFor(id, t),
-                                         kCommits, t % kEvery == 0 ? kCommits : 0).ok());
+        ASSERT_TRUE((*store)
+                        ->CommitStep(id, t + 1, StateBytes(t + 1, seed), ReplyFor(id, t), kCommits,
+                                     t % kEvery == 0 ? kCommits : 0)
+                        .ok());
       }
       if (t == kCommits / 2) {
         ASSERT_TRUE((*store)->RollbackSession("q", t + 1, StateBytes(t + 1, 4), {}).ok());

@@ -4,15 +4,14 @@
 // SQLite result code.  Nothing changes while it fails, and everything
 // works again once it does not.  (The real full store, through the real
 // server, is in store_full_e2e_test.cc.)
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <memory>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "server/groups.h"
 #include "server/metrics_pipeline.h"
@@ -23,9 +22,9 @@
 namespace f2obo::server {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::AllFamilyCases;
 using testing::FamilyCase;
+using ::testing::HasSubstr;
 using testing::RequestFor;
 using testing::SpecFor;
 

@@ -2,12 +2,11 @@
 // version 0) and one with byte-wise checksums (version 3) migrate in place,
 // load bit-exact and keep their damaged rows damaged; a newer server's file
 // is refused.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "server/store/session_store.h"
 #include "tests/server/store/legacy_store.h"

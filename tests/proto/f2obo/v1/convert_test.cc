@@ -4,13 +4,13 @@
 // being listed here.
 #include "f2obo/v1/convert.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "core/batch.h"
 
@@ -88,9 +88,9 @@ TEST(ToBatch, RefusesEveryNonInputNumberInEveryDoubleFieldNamingFieldAndIndex) {
   for (const Path& path : paths) {
     std::string name;
     SCOPED_TRACE(path.back()->full_name());
-    for (double bad : {std::numeric_limits<double>::quiet_NaN(),
-                       std::numeric_limits<double>::infinity(),
-                       -std::numeric_limits<double>::infinity(), beyond, -beyond}) {
+    for (double bad :
+         {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+          -std::numeric_limits<double>::infinity(), beyond, -beyond}) {
       const v1::Batch batch = BatchWith(path, bad, &name);
       const absl::StatusOr<Batch> decoded = ToBatch(batch, "upper");
       ASSERT_FALSE(decoded.ok()) << name << " = " << bad << " accepted";
