@@ -28,6 +28,8 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(chromium chromium-driver)
   # fuzz/run_fuzz.sh: clang with libFuzzer/ASan/UBSan runtimes, llvm-symbolizer.
   packages+=(clang-14 libclang-rt-14-dev llvm-14)
+  # scripts/check_format.sh (ctest "format"): the committed .clang-format.
+  packages+=(clang-format-14)
 fi
 # A machine whose last package run was interrupted refuses every apt-get
 # until dpkg finishes configuring; doing it first is harmless otherwise.
