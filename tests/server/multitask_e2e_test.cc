@@ -126,7 +126,7 @@ TEST_F(MultitaskE2e, StreamsTaggedBatchesAndMatchesTheCoreBitForBit) {
     EXPECT_EQ(info->spec().problem_class(), "multitask_bilevel");
     EXPECT_EQ(info->spec().family().tasks(), kTasks);
     EXPECT_EQ(info->multitask().tasks(), kTasks);
-    EXPECT_EQ(info->multitask().tasks_touched(), expected.state.aux[0].size());
+    EXPECT_EQ(info->multitask().tasks_touched(), expected.state.aux[0][1]);  // {mark, touched}
     EXPECT_EQ(info->y_dim(), kFeatures * kClasses + kClasses);
     const absl::StatusOr<v1::Decision> d = client_->GetDecision(id);
     ASSERT_TRUE(d.ok());
