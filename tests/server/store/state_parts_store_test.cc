@@ -156,5 +156,36 @@ TEST_F(StoreTest, APutAfterPartsStoresTheWholeStateAgain) {
   EXPECT_EQ(PartRows(DbPath(dir_), "a"), 0);
 }
 
+TEST_F(StoreTest, AfterAFailedStepOnlyACompleteStateIsStored) {
+  SessionState s = StateAt(1, 7.0, 4);
+  auto store = *SessionStore::Open(dir_, Durability::kSync);
+  ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
+  s.t = 2;
+  ASSERT_TRUE(store->CommitStep("a", 2, Delta(s, All(s)), ReplyFor("a", 1), kKeep).ok());
+  EXPECT_FALSE(store->NeedsCompleteState("a"));
+
+  // Step 2's write fails: its change of part 0 is not stored.
+  store->FailWritesForTesting(SQLITE_IOERR);
+  s.t = 3;
+  s.aux[0][0] = 100.0;
+  EXPECT_FALSE(store->CommitStep("a", 3, Delta(s, {0}), ReplyFor("a", 2), kKeep).ok());
+  store->FailWritesForTesting(SQLITE_OK);
+  EXPECT_TRUE(store->NeedsCompleteState("a"));
+  // A later delta (part 1 only) would store part 0 stale: refused.
+  s.t = 4;
+  s.aux[1][0] = 200.0;
+  const absl::Status partial = store->CommitStep("a", 4, Delta(s, {1}), ReplyFor("a", 3), kKeep);
+  EXPECT_EQ(partial.code(), absl::StatusCode::kFailedPrecondition) << partial;
+  // The complete state is stored, and clears the flag.
+  StepState complete = Delta(s, All(s));
+  complete.complete = true;
+  ASSERT_TRUE(store->CommitStep("a", 4, std::move(complete), ReplyFor("a", 3), kKeep).ok());
+  EXPECT_FALSE(store->NeedsCompleteState("a"));
+  store.reset();
+  LoadedStore loaded = Reload(dir_);
+  ASSERT_EQ(loaded.sessions.size(), 1u);
+  EXPECT_EQ(loaded.sessions[0].state, Whole(s));
+}
+
 }  // namespace
 }  // namespace f2obo::server
