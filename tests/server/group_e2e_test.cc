@@ -233,6 +233,68 @@ TEST(Groups, SurviveARestart) {
   for (const v1::SessionInfo& m : info.members()) EXPECT_EQ(m.next_t(), 2);
 }
 
+// Issue 25 item 1: CreateGroup is one store transaction (members and group
+// record), like ImportGroup.  The server is killed (F2OBO_TEST_CRASH_AT, a
+// SIGKILL at a fixed point of the server's code, no timing) after every
+// member was built and before that transaction commits: after a restart
+// nothing of the group exists, so a retried CreateGroup succeeds.
+TEST(Groups, CreateGroupKilledBeforeItsCommitLeavesNothingAndARetrySucceeds) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo
+  {
+    setenv("F2OBO_TEST_CRASH_AT", "create_group_before_commit", 1);
+    ServerProcess server({}, dir);
+    unsetenv("F2OBO_TEST_CRASH_AT");
+    ASSERT_TRUE(server.started());
+    client::Client c({server.target()});
+    const grpc::Status s = CreateGroup(c, FourMemberGroup(f));
+    ASSERT_FALSE(s.ok()) << "the server did not die in CreateGroup";
+    EXPECT_EQ(server.Stop(SIGKILL), 128 + SIGKILL);  // it was dead already
+  }
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  EXPECT_EQ(GetGroup(c, "cmp").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(SessionIds(c), ::testing::IsEmpty()) << "members outlived a crash before their group";
+  v1::GroupInfo info;
+  const grpc::Status retry = CreateGroup(c, FourMemberGroup(f), &info);
+  ASSERT_TRUE(retry.ok()) << retry.error_message();
+  ASSERT_EQ(info.members_size(), 4);
+  v1::GroupStepReply reply;
+  auto step_ctx = c.NewContext();
+  ASSERT_TRUE(c.stub().StepGroup(step_ctx.get(), GroupRequest(f, 1), &reply).ok());
+  for (const v1::MemberStepResult& m : reply.members()) EXPECT_EQ(m.code(), 0) << m.message();
+}
+
+// The other side of that transaction: killed right after it commits (before
+// the reply), the whole group is there after a restart, and stepping it
+// advances every member.
+TEST(Groups, CreateGroupKilledAfterItsCommitKeepsTheWholeGroup) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[2];
+  {
+    setenv("F2OBO_TEST_CRASH_AT", "create_group_after_commit", 1);
+    ServerProcess server({}, dir);
+    unsetenv("F2OBO_TEST_CRASH_AT");
+    ASSERT_TRUE(server.started());
+    client::Client c({server.target()});
+    ASSERT_FALSE(CreateGroup(c, FourMemberGroup(f)).ok()) << "the server did not die";
+    EXPECT_EQ(server.Stop(SIGKILL), 128 + SIGKILL);
+  }
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  v1::GroupInfo info;
+  ASSERT_TRUE(GetGroup(c, "cmp", &info).ok());
+  ASSERT_EQ(info.members_size(), 4);
+  EXPECT_EQ(CreateGroup(c, FourMemberGroup(f)).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  v1::GroupStepReply reply;
+  auto step_ctx = c.NewContext();
+  ASSERT_TRUE(c.stub().StepGroup(step_ctx.get(), GroupRequest(f, 1), &reply).ok());
+  ASSERT_EQ(reply.members_size(), 4);
+  for (const v1::MemberStepResult& m : reply.members()) EXPECT_EQ(m.code(), 0) << m.message();
+}
+
 TEST(Groups, DeleteGroupDeletesTheGroupAndEveryMemberAndUnknownOnesAreNotFound) {
   ServerProcess server;
   ASSERT_TRUE(server.started());
