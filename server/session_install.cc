@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/number_checks.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
@@ -245,6 +246,31 @@ absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::ImportAll(
   return InstallAll(std::move(entries), std::move(reserved), name, persist);
 }
 
+absl::Status SessionManager::CheckSameProblem(const std::vector<std::shared_ptr<Entry>>& entries,
+                                              const std::function<std::string(size_t)>& name) {
+  // Compared as filled in (defaults and the family's class made explicit),
+  // so that an export written with defaults matches one written without.
+  std::vector<v1::SessionSpec> specs;
+  for (const auto& e : entries) specs.push_back(ToSessionSpec(e->session->config(), 0));
+  for (size_t i = 1; i < specs.size(); ++i) {
+    if (specs[i].problem_class() != specs[0].problem_class()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name(i), ".spec.problem_class: '", specs[i].problem_class(), "' differs from ", name(0),
+          "'s '", specs[0].problem_class(),
+          "'; a group's members share one problem class and family (each step is applied to "
+          "all of them)"));
+    }
+    if (!google::protobuf::util::MessageDifferencer::Equals(specs[i].family(), specs[0].family())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name(i), ".spec.family: {", specs[i].family().ShortDebugString(), "} differs from ",
+          name(0), "'s {", specs[0].family().ShortDebugString(),
+          "}; a group's members share one problem class and family (each step is applied to "
+          "all of them)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SessionManager::Named(const std::string& name, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(name, ": ", s.message()));
 }
@@ -252,6 +278,7 @@ absl::Status SessionManager::Named(const std::string& name, const absl::Status& 
 absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::InstallAll(
     std::vector<std::shared_ptr<Entry>> entries, std::vector<std::unique_ptr<Reservation>> reserved,
     const std::function<std::string(size_t)>& name, const PersistAll& persist) {
+  if (absl::Status s = CheckSameProblem(entries, name); !s.ok()) return s;
   std::vector<std::unique_ptr<MetricsEvaluator>> evaluators;
   for (size_t i = 0; i < entries.size(); ++i) {
     absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =

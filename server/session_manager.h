@@ -76,7 +76,8 @@ class SessionManager {
   absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
   absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request);
   // Imports several sessions as a unit (ImportGroup; server/
-  // session_install.cc): each is checked and built like Import, none is
+  // session_install.cc): each is checked and built like Import, all must
+  // be of one problem class and family (INVALID_ARGUMENT otherwise), none is
   // findable until `persist` has written all their records (with whatever
   // the caller adds) in one store transaction, and if anything fails none
   // exists.  `field` names the requests in errors ("members" ->
@@ -270,6 +271,11 @@ class SessionManager {
       std::vector<std::shared_ptr<Entry>> entries,
       std::vector<std::unique_ptr<Reservation>> reserved,
       const std::function<std::string(size_t)>& name, const PersistAll& persist);
+  // INVALID_ARGUMENT naming the first entry whose problem class or family
+  // (as filled in) differs from the first entry's: a group's members share
+  // them (CreateGroup makes them so; ImportGroup must check).
+  static absl::Status CheckSameProblem(const std::vector<std::shared_ptr<Entry>>& entries,
+                                       const std::function<std::string(size_t)>& name);
   // `s` with its message prefixed by "<name>: ".
   static absl::Status Named(const std::string& name, const absl::Status& s);
   // Import's checks and the entry it builds (not installed); `reserved`

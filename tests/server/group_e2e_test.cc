@@ -295,6 +295,72 @@ TEST(Groups, CreateGroupKilledAfterItsCommitKeepsTheWholeGroup) {
   for (const v1::MemberStepResult& m : reply.members()) EXPECT_EQ(m.code(), 0) << m.message();
 }
 
+v1::SessionExport ExportAs(client::Client& c, const std::string& id, const std::string& as) {
+  v1::ExportSessionRequest req;
+  req.set_session_id(id);
+  v1::SessionExport out;
+  auto ctx = c.NewContext();
+  EXPECT_TRUE(c.stub().ExportSession(ctx.get(), req, &out).ok()) << id;
+  out.set_session_id(as);
+  return out;
+}
+
+grpc::Status ImportGroup(client::Client& c, const std::vector<v1::SessionExport>& members) {
+  v1::ImportGroupRequest req;
+  req.set_group_id("imp");
+  for (const v1::SessionExport& m : members) *req.add_members() = m;
+  v1::GroupInfo info;
+  auto ctx = c.NewContext();
+  return c.stub().ImportGroup(ctx.get(), req, &info);
+}
+
+// Issue 25 item 4: ImportGroup refuses members of different families or
+// problem classes, as CreateGroup cannot make them (its members share one
+// spec): such a group's steps would apply to one member and be refused by
+// the other.  Nothing is imported; members alike in both import.
+TEST(Groups, ImportGroupRefusesMembersOfDifferentFamiliesOrClassesAndImportsNothing) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const auto create = [&](const std::string& id, const v1::SessionSpec& spec) {
+    v1::CreateSessionRequest req;
+    req.set_session_id(id);
+    *req.mutable_spec() = spec;
+    ASSERT_TRUE(c.CreateSession(req).ok()) << id;
+  };
+  create("quad", SpecFor(AllFamilyCases()[0], "f2obo", 1));
+  create("quad2", SpecFor(AllFamilyCases()[0], "af2obo", 2));
+  create("logi", SpecFor(AllFamilyCases()[2], "f2obo", 1));
+  v1::SessionSpec simple;
+  simple.mutable_family()->set_name("least_squares");
+  simple.mutable_family()->set_features(AllFamilyCases()[0].family.x_dim());
+  simple.mutable_constraint()->mutable_l1_ball()->set_radius(2.0);
+  create("simple", simple);
+
+  grpc::Status s = ImportGroup(c, {ExportAs(c, "quad", "imp.a"), ExportAs(c, "logi", "imp.b")});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("members[1].spec.family: {name: \"logistic_hpo\""));
+  EXPECT_THAT(s.error_message(), HasSubstr("differs from members[0]'s {name: \"quadratic\""));
+  s = ImportGroup(c, {ExportAs(c, "quad", "imp.a"), ExportAs(c, "quad2", "imp.b"),
+                      ExportAs(c, "simple", "imp.c")});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("members[2].spec.problem_class: 'simple_bilevel' differs from "
+                        "members[0]'s 'bilevel'"));
+  EXPECT_EQ(GetGroup(c, "imp").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(SessionIds(c), ::testing::UnorderedElementsAre("quad", "quad2", "logi", "simple"));
+
+  // One family and class, different algorithms: a group, stepped as one.
+  ASSERT_TRUE(ImportGroup(c, {ExportAs(c, "quad", "imp.a"), ExportAs(c, "quad2", "imp.b")}).ok());
+  v1::GroupStepRequest step = GroupRequest(AllFamilyCases()[0], 1);
+  step.set_group_id("imp");
+  v1::GroupStepReply reply;
+  auto ctx = c.NewContext();
+  ASSERT_TRUE(c.stub().StepGroup(ctx.get(), step, &reply).ok());
+  ASSERT_EQ(reply.members_size(), 2);
+  for (const v1::MemberStepResult& m : reply.members()) EXPECT_EQ(m.code(), 0) << m.message();
+}
+
 TEST(Groups, DeleteGroupDeletesTheGroupAndEveryMemberAndUnknownOnesAreNotFound) {
   ServerProcess server;
   ASSERT_TRUE(server.started());
