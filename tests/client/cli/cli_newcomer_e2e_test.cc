@@ -112,8 +112,8 @@ TEST_F(CliE2e, TheFamilysDefaultConstraintIsTheServersForEveryClient) {
   EXPECT_EQ(via_cli.spec().constraint().SerializeAsString(),
             bare.spec().constraint().SerializeAsString());
   // --box=none still asks for no constraint, and ridge_hpo refuses it.
-  const Result none = Cli({"create", "--id=ridge-none", "--family=ridge_hpo", "--features=4",
-                           "--box=none"});
+  const Result none =
+      Cli({"create", "--id=ridge-none", "--family=ridge_hpo", "--features=4", "--box=none"});
   EXPECT_EQ(none.code, 2) << none.out;
   EXPECT_THAT(none.err, HasSubstr("ridge_hpo needs a box"));
 }
@@ -139,16 +139,17 @@ TEST_F(CliE2e, SmallThingsANewcomerTripsOver) {
   EXPECT_THAT(eval.err, Not(HasSubstr("unknown family")));
 
   // decision --all: each number as the shortest text that reads back exactly.
-  const Result q = Cli({"create", "--id=q-digits", "--family=quadratic", "--x_dim=2", "--y_dim=2",
-                        "--x0=0.1,0.3"});
+  const Result q = Cli(
+      {"create", "--id=q-digits", "--family=quadratic", "--x_dim=2", "--y_dim=2", "--x0=0.1,0.3"});
   ASSERT_EQ(q.code, 0) << q.err;
   const Result d = Cli({"decision", "--session=q-digits", "--all"});
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_THAT(d.out, HasSubstr("x: 0.1 0.3\n"));
 
   // The start-up line names the dashboard.
-  EXPECT_THAT(server_->banner(), HasSubstr("dashboard on http://127.0.0.1:" +
-                                           std::to_string(server_->metrics_port()) + "/"));
+  EXPECT_THAT(
+      server_->banner(),
+      HasSubstr("dashboard on http://127.0.0.1:" + std::to_string(server_->metrics_port()) + "/"));
 }
 
 }  // namespace
