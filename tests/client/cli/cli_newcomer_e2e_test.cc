@@ -5,8 +5,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <random>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -137,6 +140,24 @@ TEST_F(CliE2e, SmallThingsANewcomerTripsOver) {
   EXPECT_EQ(eval.code, 2);
   EXPECT_THAT(eval.err, HasSubstr("'ls-eval' is a simple_bilevel session (family least_squares)"));
   EXPECT_THAT(eval.err, Not(HasSubstr("unknown family")));
+
+  // sessions: rows read (not "rows"), and no lambda or BLReg for a simple
+  // bilevel session.
+  const Result list = Cli({"sessions"});
+  ASSERT_EQ(list.code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("ROWS_READ"));
+  std::istringstream lines(list.out);
+  bool seen = false;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cols(line);
+    std::vector<std::string> c{std::istream_iterator<std::string>(cols), {}};
+    if (c.empty() || c[0] != "ls-eval") continue;
+    seen = true;
+    ASSERT_EQ(c.size(), 7u) << line;
+    EXPECT_EQ(c[4], "-") << line;  // BLREG
+    EXPECT_EQ(c[5], "-") << line;  // LAMBDA
+  }
+  EXPECT_TRUE(seen) << list.out;
 
   // decision --all: each number as the shortest text that reads back exactly.
   const Result q = Cli(
