@@ -5,8 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/bilevel/bilevel_problem.h"
+#include "core/family_registry.h"
+#include "core/multitask/multitask_family.h"
 #include "core/multitask/multitask_problem.h"
 #include "core/simple/simple_problem.h"
+#include "core/simple/simple_registries.h"
 
 namespace f2obo {
 
@@ -21,7 +24,10 @@ const std::vector<ProblemClassEntry>& ProblemClasses() {
       {ProblemClass::kMultitaskBilevel, "multitask_bilevel",
        "min_x (1/m) sum_i f_i(x, y_i*(x)), y_i*(x) = argmin_y g_i(x, y): m lower-level "
        "problems sharing x, steps tagged with task indices",
-       "rsvrb", &MultitaskFamilyNameList, &MultitaskAlgorithmInfos,
+       // mt_f2obo, not rsvrb: rsvrb builds explicit x_dim x y_dim and y_dim^2
+       // matrices per task (max_explicit_dim <= 2048) and refuses the
+       // README's own data (digits: y_dim 650; Fashion-MNIST: 7850).
+       "mt_f2obo", &MultitaskFamilyNameList, &MultitaskAlgorithmInfos,
        static_cast<absl::StatusOr<std::unique_ptr<Problem>> (*)(const SessionConfig&)>(
            &CreateMultitaskProblem)},
   };
@@ -107,6 +113,22 @@ absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOpti
         absl::StrCat("algorithm: unknown algorithm '", algorithm, "'"));
   }
   return ValidateAlgorithmOptions(*info, options);
+}
+
+absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config) {
+  const auto ask = [](auto family) -> absl::StatusOr<bool> {
+    if (!family.ok()) return family.status();
+    return (*family)->is_classification();
+  };
+  switch (config.problem_class) {
+    case ProblemClass::kBilevel:
+      return ask(CreateFamily(config.family));
+    case ProblemClass::kSimpleBilevel:
+      return ask(CreateSimpleFamily(config.family));
+    case ProblemClass::kMultitaskBilevel:
+      return ask(CreateMultitaskFamily(config.family));
+  }
+  return absl::InvalidArgumentError("problem_class: unknown");
 }
 
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config) {

@@ -11,11 +11,11 @@
 namespace f2obo::server {
 namespace {
 
-// Tests of crash windows (rebalance_e2e_test): with F2OBO_TEST_CRASH_AT
+// Tests of crash windows (rebalance_e2e_test, group_e2e_test): with F2OBO_TEST_CRASH_AT
 // set to `point` in its environment, the server dies here as by kill -9.
-void CrashPointForTesting(const char* point) {
+void CrashPointForTesting(const std::string& point) {
   const char* at = std::getenv("F2OBO_TEST_CRASH_AT");
-  if (at != nullptr && std::strcmp(at, point) == 0) std::raise(SIGKILL);
+  if (at != nullptr && point == at) std::raise(SIGKILL);
 }
 
 bool ValidName(const std::string& s) {
@@ -87,18 +87,24 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
     }
     ids.push_back(absl::StrCat(req.group_id(), ".", req.members(i).name()));
   }
-  return Install(req.group_id(), ids, [&](size_t i) -> absl::StatusOr<v1::SessionInfo> {
+  std::vector<v1::CreateSessionRequest> creates(ids.size());
+  for (int i = 0; i < req.members_size(); ++i) {
     const v1::GroupMember& m = req.members(i);
-    v1::CreateSessionRequest create;
-    create.set_session_id(ids[i]);
-    *create.mutable_spec() = req.spec();
-    create.mutable_spec()->set_algorithm(m.algorithm());
-    create.mutable_spec()->mutable_options()->MergeFrom(m.options());
-    absl::StatusOr<v1::SessionInfo> member = sessions_->Create(create);
-    if (member.ok()) return member;
-    return absl::Status(member.status().code(), absl::StrCat("members[", i, "] (", m.name(),
-                                                             "): ", member.status().message()));
-  });
+    creates[i].set_session_id(ids[i]);
+    *creates[i].mutable_spec() = req.spec();
+    creates[i].mutable_spec()->set_algorithm(m.algorithm());
+    creates[i].mutable_spec()->mutable_options()->MergeFrom(m.options());
+  }
+  const auto name = [&](size_t i) {
+    return absl::StrCat("members[", i, "] (", req.members(static_cast<int>(i)).name(), ")");
+  };
+  // Members and group record in one store transaction, as Import: a crash
+  // cannot leave members without their group (lone sessions that accept
+  // steps and make a retried CreateGroup fail ALREADY_EXISTS).
+  return Install("create_group", req.group_id(), ids,
+                 [&](const SessionManager::PersistAll& persist) {
+                   return sessions_->CreateAll(creates, name, persist);
+                 });
 }
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest& req) {
@@ -122,28 +128,15 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest&
     }
     ids.push_back(id);
   }
-  if (absl::Status s = Claim(req.group_id(), ids); !s.ok()) return s;
   std::vector<v1::ImportSessionRequest> imports(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) *imports[i].mutable_session() = req.members(i);
   // Members and group record in one store transaction: a crash cannot
   // leave members without their group (lone sessions that would accept
   // steps on the new owner, then be replaced when the move is rerun).
-  absl::StatusOr<std::vector<v1::SessionInfo>> members = sessions_->ImportAll(
-      imports, "members", [&](const std::vector<SessionRecord>& records) -> absl::Status {
-        CrashPointForTesting("import_group_before_commit");
-        if (store_ == nullptr) return absl::OkStatus();
-        absl::Status s = store_->PutGroupWithSessions(req.group_id(), records);
-        if (s.ok()) return s;
-        return StoreWriteFailed(s, absl::StrCat("group '", req.group_id(), "' not imported"));
-      });
-  std::lock_guard<std::mutex> lock(mu_);
-  busy_.erase(req.group_id());
-  if (!members.ok()) return members.status();
-  groups_[req.group_id()] = Group{ids, ""};
-  v1::GroupInfo info;
-  info.set_group_id(req.group_id());
-  for (v1::SessionInfo& m : *members) *info.add_members() = std::move(m);
-  return info;
+  return Install("import_group", req.group_id(), ids,
+                 [&](const SessionManager::PersistAll& persist) {
+                   return sessions_->ImportAll(imports, "members", persist);
+                 });
 }
 
 absl::Status GroupManager::Claim(const std::string& group_id, const std::vector<std::string>& ids) {
@@ -171,37 +164,28 @@ absl::Status GroupManager::Claim(const std::string& group_id, const std::vector<
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::GroupInfo> GroupManager::Install(
-    const std::string& group_id, const std::vector<std::string>& ids,
-    const std::function<absl::StatusOr<v1::SessionInfo>(size_t)>& make_member) {
+absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::string& group_id,
+                                                    const std::vector<std::string>& ids,
+                                                    const InstallMembers& install) {
   if (absl::Status s = Claim(group_id, ids); !s.ok()) return s;
-  const auto release = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    busy_.erase(group_id);
-  };
-  const auto roll_back = [&](size_t created) {
-    for (size_t i = 0; i < created; ++i) sessions_->Delete(ids[i]).IgnoreError();  // all or none
-    release();
-  };
-  v1::GroupInfo info;
-  info.set_group_id(group_id);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    absl::StatusOr<v1::SessionInfo> member = make_member(i);
-    if (!member.ok()) {
-      roll_back(i);
-      return member.status();
-    }
-    *info.add_members() = *std::move(member);
-  }
-  if (store_ != nullptr) {
-    if (absl::Status s = store_->PutGroup(group_id, ids); !s.ok()) {
-      roll_back(ids.size());
-      return StoreWriteFailed(s, absl::StrCat("group '", group_id, "' not created"));
-    }
-  }
+  absl::StatusOr<std::vector<v1::SessionInfo>> members =
+      install([&](const std::vector<SessionRecord>& records) -> absl::Status {
+        CrashPointForTesting(absl::StrCat(rpc, "_before_commit"));
+        if (store_ == nullptr) return absl::OkStatus();
+        absl::Status s = store_->PutGroupWithSessions(group_id, records);
+        if (s.ok()) return s;
+        return StoreWriteFailed(
+            s, absl::StrCat("group '", group_id, "' not ",
+                            rpc == std::string("create_group") ? "created" : "imported"));
+      });
+  if (members.ok()) CrashPointForTesting(absl::StrCat(rpc, "_after_commit"));
   std::lock_guard<std::mutex> lock(mu_);
   busy_.erase(group_id);
+  if (!members.ok()) return members.status();
   groups_[group_id] = Group{ids, ""};
+  v1::GroupInfo info;
+  info.set_group_id(group_id);
+  for (v1::SessionInfo& m : *members) *info.add_members() = std::move(m);
   return info;
 }
 

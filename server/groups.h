@@ -36,9 +36,10 @@ class GroupManager {
   // returns one message per such group.
   std::vector<std::string> Restore(const std::vector<StoredGroup>& groups);
 
-  // Creates every member session (all or none) and the group.  The members
-  // count against max_sessions: a group that would exceed it is refused
-  // before any member is created.
+  // Creates every member session and the group, all or none, and durably
+  // so: members and group record are stored in one transaction
+  // (SessionManager::CreateAll).  The members count against max_sessions: a
+  // group that would exceed it is refused before any member is created.
   absl::StatusOr<v1::GroupInfo> Create(const v1::CreateGroupRequest& request);
   // Creates a group and its members from the members' exports (a group
   // moving between replicas), all or none, and durably so: members and
@@ -76,11 +77,17 @@ class GroupManager {
   // group exists, a member is being deleted, or max_sessions would be
   // exceeded.
   absl::Status Claim(const std::string& group_id, const std::vector<std::string>& ids);
-  // Creates group `group_id` of members `ids` (checked), the i-th by
-  // make_member(i): all or none, then the group record.
-  absl::StatusOr<v1::GroupInfo> Install(
-      const std::string& group_id, const std::vector<std::string>& ids,
-      const std::function<absl::StatusOr<v1::SessionInfo>(size_t)>& make_member);
+  // Builds and persists the members as a unit (SessionManager::CreateAll
+  // or ImportAll), handing their records to the PersistAll it is given.
+  using InstallMembers = std::function<absl::StatusOr<std::vector<v1::SessionInfo>>(
+      const SessionManager::PersistAll&)>;
+  // Creates group `group_id` of members `ids` (checked): claims them, has
+  // `install` build the members, and stores members and group record in
+  // one transaction; all or none.  `rpc` ("create_group", "import_group")
+  // names its crash points for tests (F2OBO_TEST_CRASH_AT, groups.cc).
+  absl::StatusOr<v1::GroupInfo> Install(const char* rpc, const std::string& group_id,
+                                        const std::vector<std::string>& ids,
+                                        const InstallMembers& install);
   // The group claiming session `session_id`, or "".  Requires mu_.
   std::string OwnerOf(const std::string& session_id) const;
 

@@ -1,16 +1,18 @@
 // How a session comes to exist on this server: Install (claim its id,
 // persist it, publish it), Import (with Export, what it takes, and the check
-// of an export's reply cache), and ImportAll, several sessions imported
-// as a unit (ImportGroup: a group moving between replicas).  Unlike a loop
-// over Import, ImportAll makes nothing durable or findable until every
-// member is: a crash or an error part-way leaves none of them, so no member
-// can exist on its own, accept steps, and then be replaced by a rerun of
-// the move (which would lose the steps it took).
+// of an export's reply cache), and CreateAll and ImportAll, several
+// sessions created or imported as a unit (CreateGroup; ImportGroup, a group
+// moving between replicas).  Unlike a loop over Create or Import, they make
+// nothing durable or findable until every member is: a crash or an error
+// part-way leaves none of them, so no member can exist on its own, accept
+// steps, and then block a retry of its group's creation (ALREADY_EXISTS) or
+// be replaced by a rerun of the move (losing the steps it took).
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/number_checks.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
@@ -194,22 +196,94 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
   return entry;
 }
 
-absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::ImportAll(
-    const std::vector<v1::ImportSessionRequest>& requests, const std::string& field,
-    const std::function<absl::Status(const std::vector<SessionRecord>&)>& persist) {
-  const auto named = [&](size_t i, const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat(field, "[", i, "]: ", s.message()));
-  };
+absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareCreate(
+    const v1::CreateSessionRequest& req, std::unique_ptr<Reservation>& reserved) {
+  if (!req.session_id().empty() && !ValidSessionId(req.session_id())) {
+    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
+  }
+  absl::StatusOr<SessionConfig> config = CheckedConfig(req.spec());
+  if (!config.ok()) return config.status();
+  absl::StatusOr<int64_t> room = Reserve(*config, req.spec(), /*enforce_limits=*/true);
+  if (!room.ok()) return room.status();
+  reserved = std::make_unique<Reservation>(this, *room);
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
+  if (!session.ok()) return session.status();
+  auto entry = std::make_shared<Entry>();
+  entry->id = req.session_id();
+  entry->exact_every = ExactEvery(req.spec(), **session);
+  entry->session = *std::move(session);
+  entry->reserved_bytes = reserved->bytes();
+  return entry;
+}
+
+absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::CreateAll(
+    const std::vector<v1::CreateSessionRequest>& requests,
+    const std::function<std::string(size_t)>& name, const PersistAll& persist) {
   std::vector<std::unique_ptr<Reservation>> reserved(requests.size());
   std::vector<std::shared_ptr<Entry>> entries;
-  std::vector<std::unique_ptr<MetricsEvaluator>> evaluators;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].session_id().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name(i), ": session_id: must be given"));
+    }
+    absl::StatusOr<std::shared_ptr<Entry>> entry = PrepareCreate(requests[i], reserved[i]);
+    if (!entry.ok()) return Named(name(i), entry.status());
+    entries.push_back(*std::move(entry));
+  }
+  return InstallAll(std::move(entries), std::move(reserved), name, persist);
+}
+
+absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::ImportAll(
+    const std::vector<v1::ImportSessionRequest>& requests, const std::string& field,
+    const PersistAll& persist) {
+  const auto name = [&](size_t i) { return absl::StrCat(field, "[", i, "]"); };
+  std::vector<std::unique_ptr<Reservation>> reserved(requests.size());
+  std::vector<std::shared_ptr<Entry>> entries;
   for (size_t i = 0; i < requests.size(); ++i) {
     absl::StatusOr<std::shared_ptr<Entry>> entry = PrepareImport(requests[i], reserved[i]);
-    if (!entry.ok()) return named(i, entry.status());
-    absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
-        (*entry)->session->problem().NewMetricsEvaluator();
-    if (!evaluator.ok()) return named(i, evaluator.status());
+    if (!entry.ok()) return Named(name(i), entry.status());
     entries.push_back(*std::move(entry));
+  }
+  return InstallAll(std::move(entries), std::move(reserved), name, persist);
+}
+
+absl::Status SessionManager::CheckSameProblem(const std::vector<std::shared_ptr<Entry>>& entries,
+                                              const std::function<std::string(size_t)>& name) {
+  // Compared as filled in (defaults and the family's class made explicit),
+  // so that an export written with defaults matches one written without.
+  std::vector<v1::SessionSpec> specs;
+  for (const auto& e : entries) specs.push_back(ToSessionSpec(e->session->config(), 0));
+  for (size_t i = 1; i < specs.size(); ++i) {
+    if (specs[i].problem_class() != specs[0].problem_class()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name(i), ".spec.problem_class: '", specs[i].problem_class(), "' differs from ", name(0),
+          "'s '", specs[0].problem_class(),
+          "'; a group's members share one problem class and family (each step is applied to "
+          "all of them)"));
+    }
+    if (!google::protobuf::util::MessageDifferencer::Equals(specs[i].family(), specs[0].family())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name(i), ".spec.family: {", specs[i].family().ShortDebugString(), "} differs from ",
+          name(0), "'s {", specs[0].family().ShortDebugString(),
+          "}; a group's members share one problem class and family (each step is applied to "
+          "all of them)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SessionManager::Named(const std::string& name, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(name, ": ", s.message()));
+}
+
+absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::InstallAll(
+    std::vector<std::shared_ptr<Entry>> entries, std::vector<std::unique_ptr<Reservation>> reserved,
+    const std::function<std::string(size_t)>& name, const PersistAll& persist) {
+  if (absl::Status s = CheckSameProblem(entries, name); !s.ok()) return s;
+  std::vector<std::unique_ptr<MetricsEvaluator>> evaluators;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
+        entries[i]->session->problem().NewMetricsEvaluator();
+    if (!evaluator.ok()) return Named(name(i), evaluator.status());
     evaluators.push_back(*std::move(evaluator));
   }
   size_t claimed = 0;
@@ -220,10 +294,11 @@ absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::ImportAll(
     if (absl::Status s = Claim(*entries[claimed], /*generate_id=*/false, /*check_fence=*/true);
         !s.ok()) {
       unclaim();
-      return named(claimed, s);
+      return Named(name(claimed), s);
     }
   }
-  // Where an imported session starts is its first checkpoint, as Install.
+  // Where a new or imported session starts is its first checkpoint, as
+  // Install.
   const bool checkpoint = limits_.max_checkpoints > 0;
   std::vector<SessionRecord> records;
   if (store_ != nullptr) {

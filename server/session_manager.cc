@@ -170,24 +170,12 @@ std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
-  if (!req.session_id().empty() && !ValidSessionId(req.session_id())) {
-    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
-  }
-  absl::StatusOr<SessionConfig> config = CheckedConfig(req.spec());
-  if (!config.ok()) return config.status();
-  absl::StatusOr<int64_t> room = Reserve(*config, req.spec(), /*enforce_limits=*/true);
-  if (!room.ok()) return room.status();
-  Reservation reserved(this, *room);
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
-  if (!session.ok()) return session.status();
-  auto entry = std::make_shared<Entry>();
-  entry->id = req.session_id();
-  entry->exact_every = ExactEvery(req.spec(), **session);
-  entry->session = *std::move(session);
-  entry->reserved_bytes = reserved.bytes();
+  std::unique_ptr<Reservation> reserved;
+  absl::StatusOr<std::shared_ptr<Entry>> entry = PrepareCreate(req, reserved);
+  if (!entry.ok()) return entry.status();
   absl::StatusOr<v1::SessionInfo> info =
-      Install(std::move(entry), req.session_id().empty(), /*persisted=*/false);
-  if (info.ok()) reserved.Keep();
+      Install(*std::move(entry), req.session_id().empty(), /*persisted=*/false);
+  if (info.ok()) reserved->Keep();
   return info;
 }
 

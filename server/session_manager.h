@@ -76,14 +76,23 @@ class SessionManager {
   absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
   absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request);
   // Imports several sessions as a unit (ImportGroup; server/
-  // session_install.cc): each is checked and built like Import, none is
+  // session_install.cc): each is checked and built like Import, all must
+  // be of one problem class and family (INVALID_ARGUMENT otherwise), none is
   // findable until `persist` has written all their records (with whatever
   // the caller adds) in one store transaction, and if anything fails none
   // exists.  `field` names the requests in errors ("members" ->
   // "members[1]: ...").
+  using PersistAll = std::function<absl::Status(const std::vector<SessionRecord>&)>;
   absl::StatusOr<std::vector<v1::SessionInfo>> ImportAll(
       const std::vector<v1::ImportSessionRequest>& requests, const std::string& field,
-      const std::function<absl::Status(const std::vector<SessionRecord>&)>& persist);
+      const PersistAll& persist);
+  // Creates several sessions as a unit (CreateGroup), as ImportAll: each
+  // is checked and built like Create (its session_id must be given), none
+  // is findable until `persist` has written them all, and if anything fails
+  // none exists.  `name(i)` names request i in errors.
+  absl::StatusOr<std::vector<v1::SessionInfo>> CreateAll(
+      const std::vector<v1::CreateSessionRequest>& requests,
+      const std::function<std::string(size_t)>& name, const PersistAll& persist);
   absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
   std::vector<v1::SessionInfo> List() const;
   // `from_store` false: the caller already removed the session from the
@@ -259,6 +268,24 @@ class SessionManager {
   static StepState StepStateOf(const Entry& e, const SessionStore* store, std::string full);
   v1::SessionInfo PublishClaimed(std::shared_ptr<Entry> entry,
                                  std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint);
+  // Create's checks and the entry it builds (not installed, id as given,
+  // possibly empty); `reserved` receives its memory reservation.
+  absl::StatusOr<std::shared_ptr<Entry>> PrepareCreate(const v1::CreateSessionRequest& request,
+                                                       std::unique_ptr<Reservation>& reserved);
+  // CreateAll's and ImportAll's common part: claims every entry's id,
+  // calls `persist` with their records, then publishes them all; on any
+  // failure none is claimed or published (errors named by `name(i)`).
+  absl::StatusOr<std::vector<v1::SessionInfo>> InstallAll(
+      std::vector<std::shared_ptr<Entry>> entries,
+      std::vector<std::unique_ptr<Reservation>> reserved,
+      const std::function<std::string(size_t)>& name, const PersistAll& persist);
+  // INVALID_ARGUMENT naming the first entry whose problem class or family
+  // (as filled in) differs from the first entry's: a group's members share
+  // them (CreateGroup makes them so; ImportGroup must check).
+  static absl::Status CheckSameProblem(const std::vector<std::shared_ptr<Entry>>& entries,
+                                       const std::function<std::string(size_t)>& name);
+  // `s` with its message prefixed by "<name>: ".
+  static absl::Status Named(const std::string& name, const absl::Status& s);
   // Import's checks and the entry it builds (not installed); `reserved`
   // receives its memory reservation.
   absl::StatusOr<std::shared_ptr<Entry>> PrepareImport(const v1::ImportSessionRequest& request,

@@ -233,6 +233,134 @@ TEST(Groups, SurviveARestart) {
   for (const v1::SessionInfo& m : info.members()) EXPECT_EQ(m.next_t(), 2);
 }
 
+// Issue 25 item 1: CreateGroup is one store transaction (members and group
+// record), like ImportGroup.  The server is killed (F2OBO_TEST_CRASH_AT, a
+// SIGKILL at a fixed point of the server's code, no timing) after every
+// member was built and before that transaction commits: after a restart
+// nothing of the group exists, so a retried CreateGroup succeeds.
+TEST(Groups, CreateGroupKilledBeforeItsCommitLeavesNothingAndARetrySucceeds) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo
+  {
+    setenv("F2OBO_TEST_CRASH_AT", "create_group_before_commit", 1);
+    ServerProcess server({}, dir);
+    unsetenv("F2OBO_TEST_CRASH_AT");
+    ASSERT_TRUE(server.started());
+    client::Client c({server.target()});
+    const grpc::Status s = CreateGroup(c, FourMemberGroup(f));
+    ASSERT_FALSE(s.ok()) << "the server did not die in CreateGroup";
+    EXPECT_EQ(server.Stop(SIGKILL), 128 + SIGKILL);  // it was dead already
+  }
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  EXPECT_EQ(GetGroup(c, "cmp").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(SessionIds(c), ::testing::IsEmpty()) << "members outlived a crash before their group";
+  v1::GroupInfo info;
+  const grpc::Status retry = CreateGroup(c, FourMemberGroup(f), &info);
+  ASSERT_TRUE(retry.ok()) << retry.error_message();
+  ASSERT_EQ(info.members_size(), 4);
+  v1::GroupStepReply reply;
+  auto step_ctx = c.NewContext();
+  ASSERT_TRUE(c.stub().StepGroup(step_ctx.get(), GroupRequest(f, 1), &reply).ok());
+  for (const v1::MemberStepResult& m : reply.members()) EXPECT_EQ(m.code(), 0) << m.message();
+}
+
+// The other side of that transaction: killed right after it commits (before
+// the reply), the whole group is there after a restart, and stepping it
+// advances every member.
+TEST(Groups, CreateGroupKilledAfterItsCommitKeepsTheWholeGroup) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[2];
+  {
+    setenv("F2OBO_TEST_CRASH_AT", "create_group_after_commit", 1);
+    ServerProcess server({}, dir);
+    unsetenv("F2OBO_TEST_CRASH_AT");
+    ASSERT_TRUE(server.started());
+    client::Client c({server.target()});
+    ASSERT_FALSE(CreateGroup(c, FourMemberGroup(f)).ok()) << "the server did not die";
+    EXPECT_EQ(server.Stop(SIGKILL), 128 + SIGKILL);
+  }
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  v1::GroupInfo info;
+  ASSERT_TRUE(GetGroup(c, "cmp", &info).ok());
+  ASSERT_EQ(info.members_size(), 4);
+  EXPECT_EQ(CreateGroup(c, FourMemberGroup(f)).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  v1::GroupStepReply reply;
+  auto step_ctx = c.NewContext();
+  ASSERT_TRUE(c.stub().StepGroup(step_ctx.get(), GroupRequest(f, 1), &reply).ok());
+  ASSERT_EQ(reply.members_size(), 4);
+  for (const v1::MemberStepResult& m : reply.members()) EXPECT_EQ(m.code(), 0) << m.message();
+}
+
+v1::SessionExport ExportAs(client::Client& c, const std::string& id, const std::string& as) {
+  v1::ExportSessionRequest req;
+  req.set_session_id(id);
+  v1::SessionExport out;
+  auto ctx = c.NewContext();
+  EXPECT_TRUE(c.stub().ExportSession(ctx.get(), req, &out).ok()) << id;
+  out.set_session_id(as);
+  return out;
+}
+
+grpc::Status ImportGroup(client::Client& c, const std::vector<v1::SessionExport>& members) {
+  v1::ImportGroupRequest req;
+  req.set_group_id("imp");
+  for (const v1::SessionExport& m : members) *req.add_members() = m;
+  v1::GroupInfo info;
+  auto ctx = c.NewContext();
+  return c.stub().ImportGroup(ctx.get(), req, &info);
+}
+
+// Issue 25 item 4: ImportGroup refuses members of different families or
+// problem classes, as CreateGroup cannot make them (its members share one
+// spec): such a group's steps would apply to one member and be refused by
+// the other.  Nothing is imported; members alike in both import.
+TEST(Groups, ImportGroupRefusesMembersOfDifferentFamiliesOrClassesAndImportsNothing) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  const auto create = [&](const std::string& id, const v1::SessionSpec& spec) {
+    v1::CreateSessionRequest req;
+    req.set_session_id(id);
+    *req.mutable_spec() = spec;
+    ASSERT_TRUE(c.CreateSession(req).ok()) << id;
+  };
+  create("quad", SpecFor(AllFamilyCases()[0], "f2obo", 1));
+  create("quad2", SpecFor(AllFamilyCases()[0], "af2obo", 2));
+  create("logi", SpecFor(AllFamilyCases()[2], "f2obo", 1));
+  v1::SessionSpec simple;
+  simple.mutable_family()->set_name("least_squares");
+  simple.mutable_family()->set_features(AllFamilyCases()[0].family.x_dim());
+  simple.mutable_constraint()->mutable_l1_ball()->set_radius(2.0);
+  create("simple", simple);
+
+  grpc::Status s = ImportGroup(c, {ExportAs(c, "quad", "imp.a"), ExportAs(c, "logi", "imp.b")});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("members[1].spec.family: {name: \"logistic_hpo\""));
+  EXPECT_THAT(s.error_message(), HasSubstr("differs from members[0]'s {name: \"quadratic\""));
+  s = ImportGroup(c, {ExportAs(c, "quad", "imp.a"), ExportAs(c, "quad2", "imp.b"),
+                      ExportAs(c, "simple", "imp.c")});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("members[2].spec.problem_class: 'simple_bilevel' differs from "
+                        "members[0]'s 'bilevel'"));
+  EXPECT_EQ(GetGroup(c, "imp").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(SessionIds(c), ::testing::UnorderedElementsAre("quad", "quad2", "logi", "simple"));
+
+  // One family and class, different algorithms: a group, stepped as one.
+  ASSERT_TRUE(ImportGroup(c, {ExportAs(c, "quad", "imp.a"), ExportAs(c, "quad2", "imp.b")}).ok());
+  v1::GroupStepRequest step = GroupRequest(AllFamilyCases()[0], 1);
+  step.set_group_id("imp");
+  v1::GroupStepReply reply;
+  auto ctx = c.NewContext();
+  ASSERT_TRUE(c.stub().StepGroup(ctx.get(), step, &reply).ok());
+  ASSERT_EQ(reply.members_size(), 2);
+  for (const v1::MemberStepResult& m : reply.members()) EXPECT_EQ(m.code(), 0) << m.message();
+}
+
 TEST(Groups, DeleteGroupDeletesTheGroupAndEveryMemberAndUnknownOnesAreNotFound) {
   ServerProcess server;
   ASSERT_TRUE(server.started());
