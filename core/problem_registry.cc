@@ -5,8 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/bilevel/bilevel_problem.h"
+#include "core/family_registry.h"
+#include "core/multitask/multitask_family.h"
 #include "core/multitask/multitask_problem.h"
 #include "core/simple/simple_problem.h"
+#include "core/simple/simple_registries.h"
 
 namespace f2obo {
 
@@ -107,6 +110,22 @@ absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOpti
         absl::StrCat("algorithm: unknown algorithm '", algorithm, "'"));
   }
   return ValidateAlgorithmOptions(*info, options);
+}
+
+absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config) {
+  const auto ask = [](auto family) -> absl::StatusOr<bool> {
+    if (!family.ok()) return family.status();
+    return (*family)->is_classification();
+  };
+  switch (config.problem_class) {
+    case ProblemClass::kBilevel:
+      return ask(CreateFamily(config.family));
+    case ProblemClass::kSimpleBilevel:
+      return ask(CreateSimpleFamily(config.family));
+    case ProblemClass::kMultitaskBilevel:
+      return ask(CreateMultitaskFamily(config.family));
+  }
+  return absl::InvalidArgumentError("problem_class: unknown");
 }
 
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config) {

@@ -93,10 +93,10 @@ int RunDecision() {
   const int n = all ? d->x_size() : std::min(d->x_size(), absl::GetFlag(FLAGS_show));
   std::string x;
   for (int i = 0; i < n; ++i) {
-    absl::StrAppend(&x, i > 0 ? " " : "", all ? absl::StrFormat("%.17g", d->x(i)) : Num(d->x(i)));
+    absl::StrAppend(&x, i > 0 ? " " : "", all ? Exact(d->x(i)) : Num(d->x(i)));
   }
   std::printf("session: %s\nt: %lld\nlambda: %s\nx_dim: %d\nx: %s%s\n", d->session_id().c_str(),
-              static_cast<long long>(d->t()), Num(d->lambda(), 17).c_str(), d->x_size(), x.c_str(),
+              static_cast<long long>(d->t()), Exact(d->lambda()).c_str(), d->x_size(), x.c_str(),
               n < d->x_size() ? " ..." : "");
   return kExitOk;
 }
