@@ -59,6 +59,9 @@ class LeastSquaresFamily final : public SimpleFamily {
   }
   double SmoothnessF(const BatchView& upper) override { return MeanRowSquaredNorm(upper); }
   double SmoothnessG(const BatchView& inner) override { return MeanRowSquaredNorm(inner); }
+  double RowGradientBound(const Batch& b, int i, double x_bound) const override {
+    return SquaredResidualRowBound(b, i, x_bound);
+  }
 
   std::optional<double> OuterOptimum(const BatchView& upper, const BatchView& inner,
                                      const ConstraintSet& z) override {

@@ -88,6 +88,9 @@ class LinearInverseFamily final : public SimpleFamily {
   }
   double SmoothnessF(const BatchView&) override { return 1.0; }
   double SmoothnessG(const BatchView& inner) override { return MeanRowSquaredNorm(inner); }
+  double RowGradientBound(const Batch& b, int i, double x_bound) const override {
+    return SquaredResidualRowBound(b, i, x_bound);
+  }
 
   std::optional<double> OuterOptimum(const BatchView&, const BatchView& inner,
                                      const ConstraintSet& z) override {
