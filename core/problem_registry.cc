@@ -24,7 +24,10 @@ const std::vector<ProblemClassEntry>& ProblemClasses() {
       {ProblemClass::kMultitaskBilevel, "multitask_bilevel",
        "min_x (1/m) sum_i f_i(x, y_i*(x)), y_i*(x) = argmin_y g_i(x, y): m lower-level "
        "problems sharing x, steps tagged with task indices",
-       "rsvrb", &MultitaskFamilyNameList, &MultitaskAlgorithmInfos,
+       // mt_f2obo, not rsvrb: rsvrb builds explicit x_dim x y_dim and y_dim^2
+       // matrices per task (max_explicit_dim <= 2048) and refuses the
+       // README's own data (digits: y_dim 650; Fashion-MNIST: 7850).
+       "mt_f2obo", &MultitaskFamilyNameList, &MultitaskAlgorithmInfos,
        static_cast<absl::StatusOr<std::unique_ptr<Problem>> (*)(const SessionConfig&)>(
            &CreateMultitaskProblem)},
   };

@@ -70,12 +70,15 @@ int RunSessions() {
   absl::StatusOr<v1::ListSessionsResponse> list = c.ListSessions();
   if (!list.ok()) return RpcError("sessions", list.status());
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "ALGORITHM", "FAMILY", "NEXT_T", "BLREG", "LAMBDA", "ROWS"}};
+      {"ID", "ALGORITHM", "FAMILY", "NEXT_T", "BLREG", "LAMBDA", "ROWS_READ"}};
   for (const v1::SessionInfo& s : list->sessions()) {
-    rows.push_back({s.session_id(), s.spec().algorithm(), s.spec().family().name(),
-                    absl::StrCat(s.next_t()),
-                    s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
-                    Num(s.lambda(), 4), absl::StrCat(s.rows_processed())});
+    // BLReg and lambda are the penalty-based bilevel classes' figures: a
+    // simple bilevel session has neither ("-", not a 0 that reads as a value).
+    const bool simple = s.spec().problem_class() == "simple_bilevel";
+    rows.push_back(
+        {s.session_id(), s.spec().algorithm(), s.spec().family().name(), absl::StrCat(s.next_t()),
+         !simple && s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
+         simple ? "-" : Num(s.lambda(), 4), absl::StrCat(s.rows_processed())});
   }
   PrintTable(rows);
   return kExitOk;

@@ -5,8 +5,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <random>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -118,6 +121,29 @@ TEST_F(CliE2e, TheFamilysDefaultConstraintIsTheServersForEveryClient) {
   EXPECT_THAT(none.err, HasSubstr("ridge_hpo needs a box"));
 }
 
+// Issue 26, item 6: the multi-task class's default algorithm works on data
+// the size of the README's (sklearn's digits: 64 features, 10 classes, so
+// y_dim = 650, which rsvrb's explicit matrices refuse above 256).
+TEST_F(CliE2e, TheMultitaskDefaultAlgorithmTakesDigitsSizedData) {
+  const std::string path = *dir_ + "/digits_like.csv";
+  {
+    std::ofstream csv(path);
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> pixel(0, 16);
+    for (int i = 0; i < 200; ++i) {
+      for (int j = 0; j < 64; ++j) csv << pixel(rng) / 16.0 << ",";
+      csv << i % 10 << "\n";
+    }
+  }
+  const Result r = Cli({"stream", "--create", "--id=mt-digits", "--tasks=4", "--data=" + path,
+                        "--steps=3", "--rows_per_step=40", "--imbalance="},
+                       /*limit_seconds=*/60);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("streamed 3 steps to mt-digits"));
+  const Result list = Cli({"sessions"});
+  EXPECT_THAT(list.out, HasSubstr("mt_f2obo"));
+}
+
 // Issue 26, item 8: the small things a newcomer trips over.
 TEST_F(CliE2e, SmallThingsANewcomerTripsOver) {
   const Result typo = Cli({"create", "--id=typo", "--gama=0.01"});
@@ -137,6 +163,24 @@ TEST_F(CliE2e, SmallThingsANewcomerTripsOver) {
   EXPECT_EQ(eval.code, 2);
   EXPECT_THAT(eval.err, HasSubstr("'ls-eval' is a simple_bilevel session (family least_squares)"));
   EXPECT_THAT(eval.err, Not(HasSubstr("unknown family")));
+
+  // sessions: rows read (not "rows"), and no lambda or BLReg for a simple
+  // bilevel session.
+  const Result list = Cli({"sessions"});
+  ASSERT_EQ(list.code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("ROWS_READ"));
+  std::istringstream lines(list.out);
+  bool seen = false;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cols(line);
+    std::vector<std::string> c{std::istream_iterator<std::string>(cols), {}};
+    if (c.empty() || c[0] != "ls-eval") continue;
+    seen = true;
+    ASSERT_EQ(c.size(), 7u) << line;
+    EXPECT_EQ(c[4], "-") << line;  // BLREG
+    EXPECT_EQ(c[5], "-") << line;  // LAMBDA
+  }
+  EXPECT_TRUE(seen) << list.out;
 
   // decision --all: each number as the shortest text that reads back exactly.
   const Result q = Cli(
