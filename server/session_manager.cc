@@ -411,9 +411,15 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   std::string encoded =
       store_ != nullptr || checkpoint ? Encode(e, s.pending_state()) : std::string();
   if (store_ != nullptr) {
-    absl::Status durable =
-        store_->CommitStep(e.id, t + 1, std::move(encoded), reply, limits_.reply_cache,
-                           checkpoint ? limits_.max_checkpoints : 0);
+    absl::Status durable = store_->CommitStep(
+        e.id, t + 1, std::move(encoded), reply, limits_.reply_cache,
+        checkpoint ? limits_.max_checkpoints : 0,
+        call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
+    if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
+      s.Abort();
+      return absl::DeadlineExceededError(absl::StrCat("step ", t, ": ", durable.message(),
+                                                      "; not applied (session state unchanged)"));
+    }
     if (!durable.ok()) {
       s.Abort();
       return StoreWriteFailed(durable,
