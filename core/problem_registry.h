@@ -24,6 +24,8 @@ struct ProblemClassEntry {
   const char* name;     // the wire's SessionSpec.problem_class
   const char* summary;  // one line
   const char* default_algorithm;
+  // Why it is the default, with the evidence (`f2obo-cli algorithms`).
+  const char* default_why;
   std::vector<std::string> (*family_names)();
   std::vector<const AlgorithmInfo*> (*algorithms)();
   // Builds the session's family and algorithm; INVALID_ARGUMENT naming the
