@@ -87,7 +87,8 @@ int Run(int m, const std::vector<int>& touched_counts) {
               "vs first", "RSS KiB/task", "x serialized", "reload s");
   double first_p50 = 0;
   for (int n : touched_counts) {
-    testing::ServerProcess server({"--durability=sync"});
+    const std::string max_tasks = "--max_tasks=" + std::to_string(m);
+    testing::ServerProcess server({"--durability=sync", max_tasks});
     if (!server.started()) {
       std::fprintf(stderr, "server did not start: %s\n", server.banner().c_str());
       return 1;
@@ -133,7 +134,7 @@ int Run(int m, const std::vector<int>& touched_counts) {
     const std::string dir = server.data_dir();
     server.Stop(SIGKILL);
     const auto restart = Clock::now();
-    testing::ServerProcess again({"--durability=sync"}, dir);
+    testing::ServerProcess again({"--durability=sync", max_tasks}, dir);
     client::Client c2(client::ClientOptions{again.target()});
     const bool back = again.started() && c2.GetSession("mt").ok();
     const double reload = std::chrono::duration<double>(Clock::now() - restart).count();
