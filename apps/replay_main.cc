@@ -95,7 +95,12 @@ int Run() {
   const int print_every = std::max(1, absl::GetFlag(FLAGS_print_every));
   StepData previous;
   for (int t = 1; t <= absl::GetFlag(FLAGS_steps); ++t) {
-    const StepData step = stream.Make(t);
+    absl::StatusOr<StepData> drawn = stream.Make(t);
+    if (!drawn.ok()) {
+      std::fprintf(stderr, "f2obo-replay: %s\n", std::string(drawn.status().message()).c_str());
+      return 2;
+    }
+    const StepData step = *std::move(drawn);
     const std::shared_ptr<const SessionState> before = s.snapshot();
     absl::StatusOr<StepReport> r = s.Step(step);
     if (!r.ok()) {

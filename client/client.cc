@@ -11,8 +11,20 @@
 
 namespace f2obo::client {
 
+bool IsProxyReset(const grpc::Status& s) {
+  // gRPC core's words for a peer's RST_STREAM (codes other than CANCEL and
+  // REFUSED_STREAM map to INTERNAL); a server ends a call with trailers,
+  // never with a reset, so this is the proxy speaking for a dead upstream.
+  return s.error_code() == grpc::StatusCode::INTERNAL &&
+         absl::StartsWith(s.error_message(), "Received RST_STREAM with error code");
+}
+
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
+  if (IsProxyReset(s)) {
+    return absl::UnavailableError(absl::StrCat(
+        "the proxy reset the call (its upstream replica went away): ", s.error_message()));
+  }
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
@@ -151,7 +163,7 @@ absl::StatusOr<Reply> WithRetries(const Client& c, int max_attempts, double back
     last = rpc(ctx.get(), &out);
     if (last.ok()) return out;
     if (last.error_code() != grpc::StatusCode::UNAVAILABLE &&
-        last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+        last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED && !IsProxyReset(last)) {
       break;
     }
     const bool moved_budget_left =

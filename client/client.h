@@ -53,7 +53,15 @@ struct ClientOptions {
   bool session_header = true;
 };
 
+// The status of a call.  A stream reset by a proxy whose upstream died
+// (nginx resets the client's stream with RST_STREAM INTERNAL_ERROR when the
+// replica behind it is killed: gRPC's INTERNAL "Received RST_STREAM with
+// error code 2") becomes UNAVAILABLE: the transport broke, the server said
+// nothing, and steps are idempotent by index, so it is retried and resumed
+// like a dropped connection (issue 26).  Every other status is as received.
 absl::Status FromGrpc(const grpc::Status& status);
+// Whether `status` is such a reset (what FromGrpc turns into UNAVAILABLE).
+bool IsProxyReset(const grpc::Status& status);
 // True for the "moved" status: a replica refusing a session of a routing
 // key it has fenced (moving to another replica); the same call succeeds
 // once the proxy routes the key to its new owner.

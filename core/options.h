@@ -74,6 +74,11 @@ struct AlgorithmOptions {
 #undef F2OBO_OPTION
 };
 
+// Whether the inner step sizes are estimated from the step's batches:
+// asked for (alpha_auto, beta_auto) or left at 0, the default (options.def).
+inline bool AlphaIsAuto(const AlgorithmOptions& o) { return o.alpha_auto || o.alpha == 0.0; }
+inline bool BetaIsAuto(const AlgorithmOptions& o) { return o.beta_auto || o.beta == 0.0; }
+
 // One enumerator per option, in declaration order: Opt::lambda1, ...
 enum class Opt {
 #define F2OBO_OPTION(type, name, def, rule, help) name,

@@ -24,6 +24,8 @@ struct ProblemClassEntry {
   const char* name;     // the wire's SessionSpec.problem_class
   const char* summary;  // one line
   const char* default_algorithm;
+  // Why it is the default, with the evidence (`f2obo-cli algorithms`).
+  const char* default_why;
   std::vector<std::string> (*family_names)();
   std::vector<const AlgorithmInfo*> (*algorithms)();
   // Builds the session's family and algorithm; INVALID_ARGUMENT naming the
@@ -55,6 +57,14 @@ absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string
 // `options` against the rules and check of `algorithm` (any class);
 // INVALID_ARGUMENT for an unknown algorithm too.
 absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOptions& options);
+
+// Whether the family of `config` (in `config.problem_class`) classifies
+// rows, reading labels in [0, classes): what a client asks before it
+// treats a dataset's integer column as classes (class-imbalance sampling,
+// label noise, --classes) rather than as regression targets.  Builds the
+// family to ask it (is_classification()), so the answer has one home;
+// INVALID_ARGUMENT as CreateProblem for a family that cannot be built.
+absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config);
 
 // The class's Problem for `config` (family, algorithm, constraint checked).
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config);

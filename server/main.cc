@@ -185,13 +185,16 @@ int main(int argc, char** argv) {
                  o.listen.c_str());
   }
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  // One machine-readable line: tests and scripts read the bound ports here.
-  std::printf(
-      "f2obo-server listening on %s:%d, metrics on %s\n", host.c_str(), (*server)->grpc_port(),
-      o.metrics_listen.empty() ? "(disabled)"
-                               : (o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) + ":" +
-                                  std::to_string((*server)->metrics_port()) + "/metrics")
-                                     .c_str());
+  // One machine-readable line: tests and scripts read the bound ports here
+  // (the dashboard's URL after them, for the person reading it).
+  std::string metrics = "(disabled)";
+  if (!o.metrics_listen.empty()) {
+    const std::string at = o.metrics_listen.substr(0, o.metrics_listen.rfind(':')) + ":" +
+                           std::to_string((*server)->metrics_port());
+    metrics = at + "/metrics, dashboard on http://" + at + "/";
+  }
+  std::printf("f2obo-server listening on %s:%d, metrics on %s\n", host.c_str(),
+              (*server)->grpc_port(), metrics.c_str());
   std::fflush(stdout);
 
   int signal = 0;

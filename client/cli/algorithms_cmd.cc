@@ -20,8 +20,9 @@ int RunAlgorithms() {
   }
   for (const ProblemClassEntry& c : ProblemClasses()) {
     if (only.empty()) {
-      std::printf("problem class %s: %s\n  families: %s\n  default algorithm: %s\n\n", c.name,
-                  c.summary, absl::StrJoin(c.family_names(), ", ").c_str(), c.default_algorithm);
+      std::printf("problem class %s: %s\n  families: %s\n  default algorithm: %s\n    why: %s\n\n",
+                  c.name, c.summary, absl::StrJoin(c.family_names(), ", ").c_str(),
+                  c.default_algorithm, c.default_why);
     }
     for (const AlgorithmInfo* info : c.algorithms()) {
       if (!only.empty() && only != info->name) continue;

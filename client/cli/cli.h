@@ -36,7 +36,7 @@ ABSL_DECLARE_FLAG(std::optional<int>, features);
 ABSL_DECLARE_FLAG(std::optional<int>, classes);
 ABSL_DECLARE_FLAG(std::optional<int>, tasks);
 ABSL_DECLARE_FLAG(std::string, algorithm);
-ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(std::optional<uint64_t>, seed);
 // Groups (group_cmd.cc).
 ABSL_DECLARE_FLAG(std::string, group);
 
@@ -55,6 +55,9 @@ client::ClientOptions ClientOptionsFromFlags();
 
 // "%.6g"-style number formatting used in tables and progress lines.
 std::string Num(double v, int precision = 6);
+// The shortest text that reads back as exactly `v` (0.1, not the 17 digits
+// 0.10000000000000001): values a user may feed back or compare.
+std::string Exact(double v);
 
 // Prints rows as left-aligned columns separated by two spaces.
 void PrintTable(const std::vector<std::vector<std::string>>& rows);

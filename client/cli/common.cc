@@ -1,5 +1,6 @@
 // Global and shared flags of f2obo-cli, error reporting and output helpers.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -90,6 +91,12 @@ client::ClientOptions ClientOptionsFromFlags() {
 }
 
 std::string Num(double v, int precision) { return absl::StrFormat("%.*g", precision, v); }
+
+std::string Exact(double v) {
+  char buf[32];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
 
 void PrintTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;

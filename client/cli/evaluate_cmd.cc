@@ -22,6 +22,7 @@
 #include "client/cli/cli.h"
 #include "client/data/dataset.h"
 #include "core/family_registry.h"
+#include "core/problem_class.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
 
@@ -141,6 +142,13 @@ int RunEvaluate() {
   for (const v1::SessionInfo& info : sessions) {
     absl::StatusOr<SessionConfig> config = ToSessionConfig(info.spec());
     if (!config.ok()) return RpcError("evaluate: session spec", config.status());
+    if (config->problem_class != ProblemClass::kBilevel) {
+      return UsageError(absl::StrCat(
+          "evaluate: session '", info.session_id(), "' is a ",
+          ProblemClassName(config->problem_class), " session (family ", config->family.name,
+          "); evaluate scores bilevel classification sessions (logistic_hpo, loss_tuning) on "
+          "held-out data; see `f2obo-cli metrics` and `decision` for this one"));
+    }
     absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(config->family);
     if (!family.ok()) return RpcError("evaluate: family", family.status());
     if (!(*family)->is_classification()) {
@@ -159,7 +167,7 @@ int RunEvaluate() {
         return UsageError(absl::StrCat("evaluate ", s.name, " set: ", scores.status().message()));
       }
       for (double v : {scores->loss, scores->accuracy, scores->balanced_accuracy}) {
-        row.push_back(absl::StrFormat("%.17g", v));
+        row.push_back(Exact(v));
       }
     }
     table.push_back(row);

@@ -122,8 +122,9 @@ int RunGroup() {
   client::Client c(ClientOptionsFromFlags());
   absl::StatusOr<v1::GroupInfo> info = c.GetGroup(id);
   if (!info.ok()) return RpcError("group", info.status());
-  std::vector<std::vector<std::string>> rows = {
-      {"MEMBER", "ALGORITHM", "NEXT_T", "BLREG", "EXACT_STEPS", "LAMBDA", "INNER_ITERS", "ROWS"}};
+  std::vector<std::vector<std::string>> rows = {{"MEMBER", "ALGORITHM", "NEXT_T", "BLREG",
+                                                 "EXACT_STEPS", "LAMBDA", "INNER_ITERS",
+                                                 "ROWS_READ"}};
   for (const v1::SessionInfo& s : info->members()) {
     rows.push_back({s.session_id(), s.spec().algorithm(), absl::StrCat(s.next_t()),
                     s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",

@@ -188,7 +188,7 @@ int RunLoadgen() {
       shape.y_dim(), threads);
   std::fflush(stdout);
   std::vector<v1::StepRequest> pool(kPool);
-  std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
+  std::mt19937_64 rng(absl::GetFlag(FLAGS_seed).value_or(1));
   for (int k = 0; k < kPool; ++k) {
     const StepData step = SyntheticStep(shape, rows, rng);
     ToProto(step.upper, pool[k].mutable_upper());

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/cli/cli.h"
 #include "core/cpu_features.h"
 
@@ -224,6 +225,39 @@ struct Args {
   bool help = false, helpfull = false;
 };
 
+// Edit distance (insertions, deletions, substitutions, adjacent swaps).
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// " (did you mean --x?)" for the flag of `known` nearest to `name` when it
+// is a likely typo (at most 2 edits, and fewer than half the name), else "".
+std::string Suggestion(const std::string& name, const std::vector<std::string>& known) {
+  if (name.empty()) return "";
+  const std::string* best = nullptr;
+  size_t best_distance = std::min<size_t>(2, (name.size() - 1) / 2);
+  for (const std::string& k : known) {
+    const size_t d = Distance(name, k);
+    if (d <= best_distance && (best == nullptr || d < best_distance)) {
+      best = &k;
+      best_distance = d;
+    }
+  }
+  return best == nullptr ? "" : absl::StrCat(" (did you mean --", *best, "?)");
+}
+
 Args Split(int argc, char** argv) {
   Args a;
   bool flags_done = false;
@@ -309,7 +343,12 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (!args.errors.empty()) {
-    return UsageError(absl::StrCat(args.errors.front(), " (see 'f2obo-cli help ", name, "')"));
+    std::string error = args.errors.front();
+    if (absl::string_view flag = error; absl::ConsumePrefix(&flag, "unknown flag --")) {
+      absl::StrAppend(&error,
+                      Suggestion(std::string(flag), Concat(GlobalFlagNames(), command->flags)));
+    }
+    return UsageError(absl::StrCat(error, " (see 'f2obo-cli help ", name, "')"));
   }
   if (args.positional.size() > 1) {
     return UsageError(absl::StrCat("unexpected argument '", args.positional[1], "'"));

@@ -70,12 +70,15 @@ int RunSessions() {
   absl::StatusOr<v1::ListSessionsResponse> list = c.ListSessions();
   if (!list.ok()) return RpcError("sessions", list.status());
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "ALGORITHM", "FAMILY", "NEXT_T", "BLREG", "LAMBDA", "ROWS"}};
+      {"ID", "ALGORITHM", "FAMILY", "NEXT_T", "BLREG", "LAMBDA", "ROWS_READ"}};
   for (const v1::SessionInfo& s : list->sessions()) {
-    rows.push_back({s.session_id(), s.spec().algorithm(), s.spec().family().name(),
-                    absl::StrCat(s.next_t()),
-                    s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
-                    Num(s.lambda(), 4), absl::StrCat(s.rows_processed())});
+    // BLReg and lambda are the penalty-based bilevel classes' figures: a
+    // simple bilevel session has neither ("-", not a 0 that reads as a value).
+    const bool simple = s.spec().problem_class() == "simple_bilevel";
+    rows.push_back(
+        {s.session_id(), s.spec().algorithm(), s.spec().family().name(), absl::StrCat(s.next_t()),
+         !simple && s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
+         simple ? "-" : Num(s.lambda(), 4), absl::StrCat(s.rows_processed())});
   }
   PrintTable(rows);
   return kExitOk;
@@ -93,10 +96,10 @@ int RunDecision() {
   const int n = all ? d->x_size() : std::min(d->x_size(), absl::GetFlag(FLAGS_show));
   std::string x;
   for (int i = 0; i < n; ++i) {
-    absl::StrAppend(&x, i > 0 ? " " : "", all ? absl::StrFormat("%.17g", d->x(i)) : Num(d->x(i)));
+    absl::StrAppend(&x, i > 0 ? " " : "", all ? Exact(d->x(i)) : Num(d->x(i)));
   }
   std::printf("session: %s\nt: %lld\nlambda: %s\nx_dim: %d\nx: %s%s\n", d->session_id().c_str(),
-              static_cast<long long>(d->t()), Num(d->lambda(), 17).c_str(), d->x_size(), x.c_str(),
+              static_cast<long long>(d->t()), Exact(d->lambda()).c_str(), d->x_size(), x.c_str(),
               n < d->x_size() ? " ..." : "");
   return kExitOk;
 }

@@ -21,8 +21,8 @@
 ABSL_FLAG(std::string, id, "",
           "Id of the new session ([A-Za-z0-9._-]{1,64}); empty lets the server choose one");
 ABSL_FLAG(std::string, problem_class, "",
-          "Problem class: bilevel | simple_bilevel (`f2obo-cli algorithms` lists them); empty: the "
-          "family's class");
+          "Problem class: bilevel | simple_bilevel | multitask_bilevel (`f2obo-cli algorithms` "
+          "lists them); empty: the family's class");
 ABSL_FLAG(std::string, family, "logistic_hpo",
           "Problem family: logistic_hpo | loss_tuning | ridge_hpo | quadratic (bilevel); "
           "least_squares | logistic | linear_inverse (simple_bilevel); "
@@ -46,7 +46,8 @@ ABSL_FLAG(std::optional<double>, mu0, std::nullopt,
           "Ridge term mu_0 > 0 keeping g strongly convex in y (server default 1e-3)");
 ABSL_FLAG(std::string, algorithm, "",
           "Algorithm of the family's problem class (`f2obo-cli algorithms` lists them with "
-          "their options); empty: sf2obo for bilevel families, else the class's default");
+          "their options); empty: the class's default, the server's (f2obo for bilevel "
+          "families)");
 // One flag per algorithm option, generated from core/options.def (name,
 // help); choices are string flags (empty: unset).
 namespace f2obo::cli {
@@ -75,8 +76,9 @@ using f2obo::InnerSchedule;
 #include "core/options.def"
 #undef F2OBO_OPTION
 ABSL_FLAG(std::string, box, "",
-          "Feasible set X: 'lo,hi' (the box [lo, hi]^d) or 'none' (unconstrained); empty: "
-          "[0, 0.1] for logistic_hpo, [0, 1] for ridge_hpo, unconstrained otherwise");
+          "Feasible set X: 'lo,hi' (the box [lo, hi]^d) or 'none' (unconstrained); empty: the "
+          "server's default for the family ([0, 0.1] for logistic_hpo, [0, 1] for ridge_hpo, "
+          "unconstrained otherwise)");
 ABSL_FLAG(std::string, constraint, "",
           "Feasible set X (Z of a simple bilevel session), instead of --box: 'box:lo,hi' | "
           "'ball:r' | 'l1_ball:r' | 'simplex:total' | 'orthant' (box 0,inf) | 'none'. "
@@ -86,7 +88,9 @@ ABSL_FLAG(std::string, x0, "",
           "Initial decision x_1: comma-separated values, 'v*n' repeats v n times (e.g. "
           "loss_tuning with C = 10: --x0=1*10,0*10 starts at gamma = 1, Delta = 0); empty: "
           "the projection of 0 onto X");
-ABSL_FLAG(uint64_t, seed, 1, "Seed of the session's sampler and of the data stream");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
+          "Seed of the session's sampler (default: the server's, 0, as for every client) and of "
+          "the data stream (default 1)");
 ABSL_FLAG(std::optional<int>, exact_every, std::nullopt,
           "Exact (second-order) metrics every N-th step, 0 = off (server default: every step "
           "when y_dim <= 2000, else every 10th)");
@@ -156,19 +160,18 @@ absl::Status SetConstraintFromSpec(const std::string& text, v1::ConstraintSpec* 
       "--constraint: unknown set '", kind, "'; known: box, ball, l1_ball, simplex, orthant, none"));
 }
 
-absl::Status SetConstraint(const std::string& family, v1::ConstraintSpec* c) {
+absl::Status SetConstraint(v1::ConstraintSpec* c) {
   if (const std::string spec = absl::GetFlag(FLAGS_constraint); !spec.empty()) {
     if (!absl::GetFlag(FLAGS_box).empty()) {
       return absl::InvalidArgumentError("--box and --constraint: give one of them");
     }
     return SetConstraintFromSpec(spec, c);
   }
-  std::string box = absl::GetFlag(FLAGS_box);
-  if (box.empty()) {
-    if (family == "logistic_hpo" || family == "multitask_logistic_hpo") box = "0,0.1";
-    if (family == "ridge_hpo") box = "0,1";
-  }
-  if (box.empty() || box == "none") {
+  const std::string box = absl::GetFlag(FLAGS_box);
+  // Neither flag: no constraint is sent and the server applies the
+  // family's default (core/family_registry.h), as for every client.
+  if (box.empty()) return absl::OkStatus();
+  if (box == "none") {
     c->set_unconstrained(true);
     return absl::OkStatus();
   }
@@ -249,16 +252,12 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
   if (auto v = absl::GetFlag(FLAGS_y_dim)) f->set_y_dim(*v);
   if (auto v = absl::GetFlag(FLAGS_mu0)) f->set_mu0(*v);
   spec->set_problem_class(absl::GetFlag(FLAGS_problem_class));
-  std::string algorithm = absl::GetFlag(FLAGS_algorithm);
-  if (algorithm.empty() && spec->problem_class().empty()) {
-    absl::StatusOr<ProblemClass> c = ClassOfFamily(f->name());
-    if (c.ok() && *c == ProblemClass::kBilevel) algorithm = "sf2obo";
-  }
-  spec->set_algorithm(algorithm);
+  // Empty: the class's default, chosen by the server as for every client.
+  spec->set_algorithm(absl::GetFlag(FLAGS_algorithm));
   if (absl::Status s = OptionsFromFlags(spec->mutable_options()); !s.ok()) return s;
-  if (absl::Status s = SetConstraint(f->name(), spec->mutable_constraint()); !s.ok()) return s;
+  if (absl::Status s = SetConstraint(spec->mutable_constraint()); !s.ok()) return s;
   if (absl::Status s = SetX0(spec); !s.ok()) return s;
-  spec->set_seed(absl::GetFlag(FLAGS_seed));
+  if (auto v = absl::GetFlag(FLAGS_seed)) spec->set_seed(*v);
   if (auto v = absl::GetFlag(FLAGS_exact_every)) spec->mutable_metrics()->set_exact_every(*v);
 
   // Validate locally with the same core code the server runs, so a bad flag

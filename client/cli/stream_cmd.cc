@@ -20,6 +20,7 @@
 #include "client/cli/reconnects.h"
 #include "client/data/drift_stream.h"
 #include "client/session_routing.h"
+#include "core/problem_registry.h"
 #include "core/simple/simple_registries.h"
 #include "f2obo/v1/convert.h"
 
@@ -53,6 +54,9 @@ namespace f2obo::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Off a terminal, a progress line at least this often even between every
+// --print_every steps, so slow steps never look like a hang.
+constexpr std::chrono::seconds kQuietLimit(5);
 
 // Progress: one updating line on a terminal, else a line every N steps.
 class Progress {
@@ -85,7 +89,9 @@ class Progress {
       last_print_ = now;
       std::printf("\r\033[K%s", Line(r.t()).c_str());
       if (final) std::printf("\n");
-    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final) {
+    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final ||
+               Clock::now() - last_print_ >= kQuietLimit) {
+      last_print_ = Clock::now();
       std::printf("%s\n", Line(r.t()).c_str());
     }
     std::fflush(stdout);
@@ -142,10 +148,11 @@ struct TaskSplit {
   bool upper_rows = true;
 };
 
-StepData StepOf(const data::DriftingStream& stream, int64_t t, const TaskSplit& split) {
+absl::StatusOr<StepData> StepOf(const data::DriftingStream& stream, int64_t t,
+                                const TaskSplit& split) {
   if (split.tasks > 0) return stream.MakeTasks(t, split.tasks, split.per_step);
-  StepData step = stream.Make(t);
-  if (!split.upper_rows) step.upper = Batch();
+  absl::StatusOr<StepData> step = stream.Make(t);
+  if (step.ok() && !split.upper_rows) step->upper = Batch();
   return step;
 }
 
@@ -156,6 +163,26 @@ bool ReadsUpperRows(const v1::SessionSpec& spec) {
   if (!config.ok() || config->problem_class != ProblemClass::kSimpleBilevel) return true;
   absl::StatusOr<std::unique_ptr<SimpleFamily>> family = CreateSimpleFamily(config->family);
   return !family.ok() || (*family)->upper_reads_rows();
+}
+
+// Whether the family of `spec` classifies rows.  A regression family's
+// rows are drawn uniformly: its targets are values, not classes, even when
+// they are integers (a CSV of counts or scores), so the dataset's labels are
+// dropped and with them class-imbalance sampling; --label_noise, which
+// replaces labels by classes, is refused.
+absl::StatusOr<bool> FitDataToFamily(const v1::SessionSpec& spec, data::Dataset* ds) {
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+  if (!config.ok()) return config.status();
+  absl::StatusOr<bool> classifies = FamilyIsClassification(*config);
+  if (!classifies.ok() || *classifies) return classifies;
+  if (!absl::GetFlag(FLAGS_label_noise).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--label_noise: family ", spec.family().name(),
+                     " is a regression family: its rows have no classes to corrupt"));
+  }
+  ds->labels.clear();
+  ds->classes = 0;
+  return false;
 }
 
 // The split for a session or group whose spec is `spec`: its m (0 for a
@@ -180,18 +207,20 @@ absl::StatusOr<TaskSplit> SplitFor(const v1::SessionSpec& spec, int rows) {
   return split;
 }
 
-v1::StepRequest MakeRequest(const data::DriftingStream& stream, const std::string& id, int64_t t,
-                            const TaskSplit& split) {
-  const StepData step = StepOf(stream, t, split);
+absl::StatusOr<v1::StepRequest> MakeRequest(const data::DriftingStream& stream,
+                                            const std::string& id, int64_t t,
+                                            const TaskSplit& split) {
+  absl::StatusOr<StepData> step = StepOf(stream, t, split);
+  if (!step.ok()) return step.status();
   v1::StepRequest req;
   req.set_session_id(id);
   req.set_t(t);
   if (split.tasks > 0) {
-    for (const TaskData& task : step.tasks) ToProto(task, req.add_tasks());
+    for (const TaskData& task : step->tasks) ToProto(task, req.add_tasks());
     return req;
   }
-  ToProto(step.upper, req.mutable_upper());
-  ToProto(step.inner, req.mutable_inner());
+  ToProto(step->upper, req.mutable_upper());
+  ToProto(step->inner, req.mutable_inner());
   return req;
 }
 
@@ -204,17 +233,25 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
   while (t <= last) {
     grpc::ClientContext ctx;             // no deadline: a stream lasts as long as it must
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
+    absl::StatusOr<v1::StepRequest> req = MakeRequest(stream, id, t, split);
+    if (!req.ok()) return req.status();
     auto rpc = c.stub().Steps(&ctx);
-    v1::StepRequest req = MakeRequest(stream, id, t, split);
     v1::StepReply reply;
     bool broken = false;
     while (t <= last) {
-      if (!rpc->Write(req)) {
+      if (!rpc->Write(*req)) {
         broken = true;
         break;
       }
       // Build the next batch while the server works on this one.
       if (t < last) req = MakeRequest(stream, id, t + 1, split);
+      if (!req.ok()) {  // the sampler gave up: stop, step t is in flight
+        rpc->WritesDone();
+        if (rpc->Read(&reply) && reply.t() == t) progress.Update(reply);
+        ctx.TryCancel();
+        rpc->Finish();
+        return req.status();
+      }
       if (!rpc->Read(&reply)) {
         broken = true;
         break;
@@ -256,18 +293,20 @@ absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
 
 // ------------------------------------------------------------- groups
 
-v1::GroupStepRequest MakeGroupRequest(const data::DriftingStream& stream, const std::string& id,
-                                      int64_t t, const TaskSplit& split) {
-  const StepData step = StepOf(stream, t, split);
+absl::StatusOr<v1::GroupStepRequest> MakeGroupRequest(const data::DriftingStream& stream,
+                                                      const std::string& id, int64_t t,
+                                                      const TaskSplit& split) {
+  absl::StatusOr<StepData> step = StepOf(stream, t, split);
+  if (!step.ok()) return step.status();
   v1::GroupStepRequest req;
   req.set_group_id(id);
   req.set_t(t);
   if (split.tasks > 0) {
-    for (const TaskData& task : step.tasks) ToProto(task, req.add_tasks());
+    for (const TaskData& task : step->tasks) ToProto(task, req.add_tasks());
     return req;
   }
-  ToProto(step.upper, req.mutable_upper());
-  ToProto(step.inner, req.mutable_inner());
+  ToProto(step->upper, req.mutable_upper());
+  ToProto(step->inner, req.mutable_inner());
   return req;
 }
 
@@ -318,7 +357,9 @@ class GroupProgress {
       last_print_ = now;
       std::printf("\r\033[K%s", Line(r.t()).c_str());
       if (final) std::printf("\n");
-    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final) {
+    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final ||
+               Clock::now() - last_print_ >= kQuietLimit) {
+      last_print_ = Clock::now();
       std::printf("%s\n", Line(r.t()).c_str());
     }
     std::fflush(stdout);
@@ -383,16 +424,24 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
   while (t <= last) {
     grpc::ClientContext ctx;
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
+    absl::StatusOr<v1::GroupStepRequest> req = MakeGroupRequest(stream, id, t, split);
+    if (!req.ok()) return req.status();
     auto rpc = c.stub().StepsGroup(&ctx);
-    v1::GroupStepRequest req = MakeGroupRequest(stream, id, t, split);
     v1::GroupStepReply reply;
     bool broken = false;
     while (t <= last) {
-      if (!rpc->Write(req)) {
+      if (!rpc->Write(*req)) {
         broken = true;
         break;
       }
       if (t < last) req = MakeGroupRequest(stream, id, t + 1, split);
+      if (!req.ok()) {  // the sampler gave up: stop, step t is in flight
+        rpc->WritesDone();
+        if (rpc->Read(&reply) && reply.t() == t) progress.Update(reply);
+        ctx.TryCancel();
+        rpc->Finish();
+        return req.status();
+      }
       if (!rpc->Read(&reply)) {
         broken = true;
         break;
@@ -430,14 +479,17 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
 }
 
 // `stream --group`: the data and drift flags exactly as for a session.
-int RunGroupStream(const data::Dataset& ds, const data::DriftOptions& drift,
-                   const std::string& mode, std::optional<int> steps) {
+int RunGroupStream(data::Dataset& ds, const data::DriftOptions& drift, const std::string& mode,
+                   std::optional<int> steps) {
   const std::string id = absl::GetFlag(FLAGS_group);
   client::Client c(ClientOptionsFromFlags());
   absl::StatusOr<int64_t> first = GroupNextT(c, id);
   if (!first.ok()) return RpcError("stream", first.status());
   absl::StatusOr<v1::GroupInfo> group = c.GetGroup(id);
   if (!group.ok()) return RpcError("stream", group.status());
+  if (absl::StatusOr<bool> fit = FitDataToFamily(group->members(0).spec(), &ds); !fit.ok()) {
+    return UsageError(std::string(fit.status().message()));
+  }
   absl::StatusOr<TaskSplit> split = SplitFor(group->members(0).spec(), ds.rows());
   if (!split.ok()) return UsageError(std::string(split.status().message()));
   const std::optional<int64_t> until = absl::GetFlag(FLAGS_until);
@@ -459,8 +511,12 @@ int RunGroupStream(const data::Dataset& ds, const data::DriftOptions& drift,
   absl::Status status;
   if (mode == "unary") {
     for (int64_t t = *first; t <= last && status.ok(); ++t) {
-      absl::StatusOr<v1::GroupStepReply> reply =
-          c.StepGroup(MakeGroupRequest(stream, id, t, *split));
+      absl::StatusOr<v1::GroupStepRequest> req = MakeGroupRequest(stream, id, t, *split);
+      if (!req.ok()) {
+        status = req.status();
+        break;
+      }
+      absl::StatusOr<v1::GroupStepReply> reply = c.StepGroup(*req);
       status = reply.ok() ? GroupProgress::MemberFailure(*reply) : reply.status();
       if (status.ok()) progress.Update(*reply);
     }
@@ -492,7 +548,7 @@ int RunStream() {
   drift.upper_fraction = absl::GetFlag(FLAGS_upper_fraction);
   drift.phase_steps = absl::GetFlag(FLAGS_phase_steps);
   drift.noise_in_upper = absl::GetFlag(FLAGS_noise_in_upper);
-  drift.seed = absl::GetFlag(FLAGS_seed);
+  drift.seed = absl::GetFlag(FLAGS_seed).value_or(1);
   if (drift.rows_per_step < 2) return UsageError("--rows_per_step: must be >= 2");
   if (!(drift.upper_fraction > 0 && drift.upper_fraction < 1)) {
     return UsageError("--upper_fraction: must lie in (0, 1)");
@@ -525,6 +581,18 @@ int RunStream() {
         ds->features(), ds->classes > 0 ? std::optional<int>(ds->classes) : std::nullopt);
     if (!req.ok()) return UsageError(std::string(req.status().message()));
     if (req->session_id().empty()) req->set_session_id(id);
+    // Fit the data to the family and try its first step before the session
+    // exists, so a stream that could not start leaves nothing behind.
+    absl::StatusOr<bool> classifies = FitDataToFamily(req->spec(), &*ds);
+    if (!classifies.ok()) return UsageError(std::string(classifies.status().message()));
+    if (!*classifies && !absl::GetFlag(FLAGS_classes))
+      req->mutable_spec()->mutable_family()->clear_classes();
+    absl::StatusOr<TaskSplit> split = SplitFor(req->spec(), ds->rows());
+    if (!split.ok()) return UsageError(std::string(split.status().message()));
+    if (absl::StatusOr<StepData> step = StepOf(data::DriftingStream(*ds, drift), 1, *split);
+        !step.ok()) {
+      return UsageError(std::string(step.status().message()));
+    }
     absl::StatusOr<v1::SessionInfo> info = c.CreateSession(*req);
     if (!info.ok()) return RpcError("create", info.status());
     id = info->session_id();
@@ -532,6 +600,9 @@ int RunStream() {
   }
   absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
   if (!info.ok()) return RpcError("stream", info.status());
+  if (absl::StatusOr<bool> fit = FitDataToFamily(info->spec(), &*ds); !fit.ok()) {
+    return UsageError(std::string(fit.status().message()));
+  }
   absl::StatusOr<TaskSplit> split = SplitFor(info->spec(), ds->rows());
   if (!split.ok()) return UsageError(std::string(split.status().message()));
   const int64_t first = info->next_t();
@@ -552,7 +623,12 @@ int RunStream() {
   absl::Status status;
   if (mode == "unary") {
     for (int64_t t = first; t <= last && status.ok(); ++t) {
-      absl::StatusOr<v1::StepReply> reply = c.Step(MakeRequest(stream, id, t, *split));
+      absl::StatusOr<v1::StepRequest> req = MakeRequest(stream, id, t, *split);
+      if (!req.ok()) {
+        status = req.status();
+        break;
+      }
+      absl::StatusOr<v1::StepReply> reply = c.Step(*req);
       if (reply.ok()) progress.Update(*reply);
       status = reply.status();
     }

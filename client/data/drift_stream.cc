@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/rng.h"
 
@@ -32,13 +33,13 @@ double DriftingStream::NoiseProbability(int64_t t) const {
   return p;
 }
 
-StepData DriftingStream::Make(int64_t t) const {
+absl::StatusOr<StepData> DriftingStream::Make(int64_t t) const {
   // A generator per step: seed and t fully determine the step's data.
   Rng rng(o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t));
   return Draw(rng, t, 0, 1, data_.rows());
 }
 
-StepData DriftingStream::MakeForTask(int64_t t, int task, int tasks) const {
+absl::StatusOr<StepData> DriftingStream::MakeForTask(int64_t t, int task, int tasks) const {
   // A generator per (step, task): resuming or retrying regenerates it.
   Rng rng((o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t)) ^
           ((static_cast<uint64_t>(task) + 1) * 0xbf58476d1ce4e5b9ULL));
@@ -46,7 +47,7 @@ StepData DriftingStream::MakeForTask(int64_t t, int task, int tasks) const {
   return Draw(rng, t, task, tasks, pool);
 }
 
-StepData DriftingStream::MakeTasks(int64_t t, int tasks, int per_step) const {
+absl::StatusOr<StepData> DriftingStream::MakeTasks(int64_t t, int tasks, int per_step) const {
   Rng rng((o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t)) ^ 0x94d049bb133111ebULL);
   std::vector<int> chosen;
   while (static_cast<int>(chosen.size()) < per_step) {
@@ -55,19 +56,42 @@ StepData DriftingStream::MakeTasks(int64_t t, int tasks, int per_step) const {
   }
   StepData s;
   for (int i : chosen) {
+    absl::StatusOr<StepData> data = MakeForTask(t, i, tasks);
+    if (!data.ok()) return data.status();
     TaskData task;
     task.task = i;
-    task.data = MakeForTask(t, i, tasks);
+    task.data = *std::move(data);
     s.tasks.push_back(std::move(task));
   }
   return s;
 }
 
-StepData DriftingStream::Draw(Rng& rng, int64_t t, int first, int stride, int pool) const {
+absl::Status DriftingStream::TooFewKept(int64_t t, int kept, int64_t draws, int first, int stride,
+                                        int pool) const {
+  double mean = 0.0;
+  for (int k = 0; k < pool; ++k) mean += KeepProbability(t, data_.labels[first + stride * k]);
+  mean /= std::max(1, pool);
+  const int64_t phase = std::min<int64_t>((t - 1) / std::max<int64_t>(1, o_.phase_steps),
+                                          o_.imbalance_rhos.size() - 1);
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "step %d: the class-imbalance sampler kept %d of %d rows in %d draws: with rho = %g "
+      "(class i kept w.p. rho^i) and %d classes a row is kept w.p. %.3g on average; if the "
+      "last column is a regression target, use a regression family, else pass --imbalance='' "
+      "(balanced) or rhos closer to 1",
+      t, kept, o_.rows_per_step, draws, o_.imbalance_rhos[phase], data_.classes, mean));
+}
+
+absl::StatusOr<StepData> DriftingStream::Draw(Rng& rng, int64_t t, int first, int stride,
+                                              int pool) const {
   const bool labelled = !data_.labels.empty();
   std::vector<int> rows;
   rows.reserve(o_.rows_per_step);
+  const int64_t max_draws = kMaxDrawsPerRow * o_.rows_per_step;
+  int64_t draws = 0;
   while (static_cast<int>(rows.size()) < o_.rows_per_step) {
+    if (++draws > max_draws) {
+      return TooFewKept(t, static_cast<int>(rows.size()), max_draws, first, stride, pool);
+    }
     const int i = first + stride * static_cast<int>(rng.UniformBelow(pool));
     if (!labelled || Uniform01(rng) < KeepProbability(t, data_.labels[i])) rows.push_back(i);
   }

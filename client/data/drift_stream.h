@@ -6,13 +6,21 @@
 //    is replaced with probability p by a uniformly random class.
 // Step t's batches depend only on (seed, t), so a client that resumes or
 // retries step t regenerates exactly the same data.
+//
+// The sampler is rejection sampling, so it is bounded: a step that cannot
+// keep its rows within kMaxDrawsPerRow draws per row (e.g. rho^i on a
+// regression target read as hundreds of classes) fails with
+// FAILED_PRECONDITION saying why, instead of spinning.
 #ifndef F2OBO_CLIENT_DATA_DRIFT_STREAM_H_
 #define F2OBO_CLIENT_DATA_DRIFT_STREAM_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "client/data/dataset.h"
 #include "core/batch.h"
 #include "core/rng.h"
@@ -30,23 +38,29 @@ struct DriftOptions {
   uint64_t seed = 1;
 };
 
+// Draws per requested row before a step gives up (the mean keep
+// probability would have to be below 1/1000: the paper's schedules on 10
+// classes keep >= 1 row in 4).
+inline constexpr int64_t kMaxDrawsPerRow = 1000;
+
 class DriftingStream {
  public:
   // `dataset` must outlive the stream.
   DriftingStream(const Dataset& dataset, DriftOptions options);
 
-  // Batches of step t (t >= 1).
-  StepData Make(int64_t t) const;
+  // Batches of step t (t >= 1); FAILED_PRECONDITION when the imbalance
+  // schedule keeps too few rows (see kMaxDrawsPerRow).
+  absl::StatusOr<StepData> Make(int64_t t) const;
 
   // Multi-task streams: the dataset split into `tasks` tasks, task i
   // holding the rows r with r % tasks == i (1 <= tasks <= rows).  Task i's
   // batches at step t, drawn from its rows with the drift above; they
   // depend only on (seed, t, i).
-  StepData MakeForTask(int64_t t, int task, int tasks) const;
+  absl::StatusOr<StepData> MakeForTask(int64_t t, int task, int tasks) const;
   // Step t of a multi-task stream: `per_step` distinct tasks drawn
   // uniformly (the client's sampling, p_i = per_step / tasks), each with
   // MakeForTask's batches, in StepData::tasks (top-level batches empty).
-  StepData MakeTasks(int64_t t, int tasks, int per_step) const;
+  absl::StatusOr<StepData> MakeTasks(int64_t t, int tasks, int per_step) const;
 
   // Keep-probability of class `label` at step t (1 without imbalance).
   double KeepProbability(int64_t t, int label) const;
@@ -56,7 +70,10 @@ class DriftingStream {
  private:
   Batch TakeRows(const std::vector<int>& rows, const std::vector<int32_t>& labels) const;
   // Step t's batches from the rows first + k stride, k in [0, pool).
-  StepData Draw(Rng& rng, int64_t t, int first, int stride, int pool) const;
+  absl::StatusOr<StepData> Draw(Rng& rng, int64_t t, int first, int stride, int pool) const;
+  // The error of a step whose draws ran out: the mean keep probability.
+  absl::Status TooFewKept(int64_t t, int kept, int64_t draws, int first, int stride,
+                          int pool) const;
 
   const Dataset& data_;
   DriftOptions o_;

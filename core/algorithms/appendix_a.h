@@ -19,6 +19,9 @@ inline void AppendixAFirstOrder(AlgorithmOptions* o) {
   AppendixACommon(o);
   o->lambda1 = 5.0;
   o->tau = 1.0;
+  // beta is not stated; 0.1, the generic default until issue 29 made the
+  // generic default automatic.
+  o->beta = 0.1;
 }
 
 }  // namespace f2obo

@@ -14,7 +14,7 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda) {
 
 Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const VecIn& x,
                             const VecIn& y, const StepData& data) {
-  if (!o.alpha_auto && !o.beta_auto) return Smoothness{};
+  if (!AlphaIsAuto(o) && !BetaIsAuto(o)) return Smoothness{};
   return family.EstimateSmoothness(x, y, data);
 }
 
@@ -33,7 +33,7 @@ absl::Status CheckPenaltyOptions(const AlgorithmOptions& o) {
                                                    " must be >= lambda1 = ", o.lambda1,
                                                    " (inf for no cap)"));
   }
-  if (!o.beta_auto && o.beta_scaling == BetaScaling::kFixed && o.tau > 0.0 &&
+  if (!BetaIsAuto(o) && o.beta_scaling == BetaScaling::kFixed && o.tau > 0.0 &&
       std::isinf(o.lambda_max)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.beta_scaling: fixed with tau = ", o.tau,
@@ -44,14 +44,18 @@ absl::Status CheckPenaltyOptions(const AlgorithmOptions& o) {
   return absl::OkStatus();
 }
 
+double MatchedAlpha(const AlgorithmOptions& o, const Smoothness& sm, double lambda, double beta) {
+  return BetaIsAuto(o) ? lambda * beta : 1.0 / sm.l_g1;
+}
+
 StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
                                  int64_t t) {
   StepSizes s;
   s.gamma = UpperStepSize(o, t);
-  s.alpha = o.alpha_auto ? 1.0 / sm.l_g1 : o.alpha;
-  s.beta = o.beta_auto                              ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
+  s.beta = BetaIsAuto(o)                            ? 1.0 / (2.0 * lambda * sm.l_g1 + sm.l_f1)
            : o.beta_scaling == BetaScaling::kScaled ? o.beta / lambda
                                                     : o.beta;
+  s.alpha = !AlphaIsAuto(o) ? o.alpha : MatchedAlpha(o, sm, lambda, s.beta);
   return s;
 }
 
@@ -61,7 +65,7 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
   report->alpha = steps.alpha;
   report->beta = steps.beta;
   report->gamma = steps.gamma;
-  report->step_sizes_auto = o.alpha_auto || o.beta_auto;
+  report->step_sizes_auto = AlphaIsAuto(o) || BetaIsAuto(o);
   report->l_g1 = sm.l_g1;
   report->l_f1 = sm.l_f1;
   report->smoothness_source = sm.source;

@@ -34,10 +34,21 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
 Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const VecIn& x,
                             const VecIn& y, const StepData& data);
 
-// Step sizes of Algorithms 1-2: alpha (or 1/L_g1 when auto), beta_t =
-// beta / lambda_t ("scaled"), beta ("fixed"), or 1/(2 lambda_t L_g1 + L_f1)
-// when auto (theory: beta_t <= 1/(2 lambda_t L_g1), Theorem 3.1), and the
-// upper step gamma_t (UpperStepSize).
+// Step sizes of Algorithms 1-2: beta_t = beta / lambda_t ("scaled"), beta
+// ("fixed"), or 1/(2 lambda_t L_g1 + L_f1) when auto (theory: beta_t <=
+// 1/(2 lambda_t L_g1), Theorem 3.1); alpha as set, or MatchedAlpha when
+// auto; and the upper step gamma_t (UpperStepSize).
+// The automatic z-step.  With an automatic y-step too it is lambda_t beta_t
+// (<= 1/(2 L_g1), inside Theorem 3.1's alpha <= 1/L_g1), so that the z-loop
+// and the g part of the y-loop take the same steps: then y - z is driven by
+// grad_y f alone and lambda_t (grad_x g(y) - grad_x g(z)) estimates the
+// hypergradient.  With alpha = 1/L_g1 instead, z ran twice as fast as y,
+// and the hypergradient carried lambda_t times that lag (on a stream the
+// loops never converge): it grew with lambda_t and pushed the penalties of
+// ridge_hpo / logistic_hpo up whatever the data (issue 29, bench/
+// EXPERIMENTS.md).  With a fixed y-step: 1/L_g1.
+double MatchedAlpha(const AlgorithmOptions& o, const Smoothness& sm, double lambda, double beta);
+
 struct StepSizes {
   double alpha = 0.0;
   double beta = 0.0;

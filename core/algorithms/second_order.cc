@@ -8,7 +8,7 @@ double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x, 
                      const StepData& data, BilevelReport* report) {
   double alpha = o.alpha;
   report->l_g1 = report->l_f1 = 0.0;
-  if (o.alpha_auto) {
+  if (AlphaIsAuto(o)) {
     const Smoothness sm = family.EstimateSmoothness(x, y, data);
     alpha = 1.0 / sm.l_g1;
     report->l_g1 = sm.l_g1;
@@ -19,7 +19,7 @@ double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x, 
   report->alpha = alpha;
   report->gamma = o.gamma;
   report->beta = 0.0;
-  report->step_sizes_auto = o.alpha_auto;
+  report->step_sizes_auto = AlphaIsAuto(o);
   return alpha;
 }
 

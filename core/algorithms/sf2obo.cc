@@ -38,10 +38,13 @@ class Sf2obo final : public BilevelAlgorithm {
     const double td = static_cast<double>(t);
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
-    const double alpha = (o_.alpha_auto ? 1.0 / sm.l_g1 : o_.alpha) / std::pow(td, o_.alpha_decay);
-    const double beta =
-        (o_.beta_auto ? 1.0 / (2.0 * o_.lambda1 * sm.l_g1 + sm.l_f1) : o_.beta / o_.lambda1) /
-        std::pow(td, o_.beta_decay);
+    // Base steps at lambda_1 (beta_t lambda_t = beta_1 lambda_1 t^(tau - b));
+    // automatic ones matched as in F2OBO (MatchedAlpha).
+    const double beta1 =
+        BetaIsAuto(o_) ? 1.0 / (2.0 * o_.lambda1 * sm.l_g1 + sm.l_f1) : o_.beta / o_.lambda1;
+    const double alpha1 = AlphaIsAuto(o_) ? MatchedAlpha(o_, sm, o_.lambda1, beta1) : o_.alpha;
+    const double alpha = alpha1 / std::pow(td, o_.alpha_decay);
+    const double beta = beta1 / std::pow(td, o_.beta_decay);
     const int n_up = data.upper.rows(), n_in = data.inner.rows();
     const int b_up = ScheduledBatchSize(o_.batch_scale, o_.batch_growth, t, n_up);
     const int b_in = ScheduledBatchSize(o_.batch_scale, o_.batch_growth, t, n_in);

@@ -4,6 +4,8 @@
 #ifndef F2OBO_CORE_SIMPLE_SIMPLE_REPORT_H_
 #define F2OBO_CORE_SIMPLE_SIMPLE_REPORT_H_
 
+#include "core/family.h"
+
 namespace f2obo {
 
 struct SimpleReport {
@@ -23,6 +25,9 @@ struct SimpleReport {
   double g_level = 0.0;
   double l_f = 0.0;
   double l_g = 0.0;
+  // kPowerIteration when the family computed l_f or l_g (its
+  // SmoothnessF / G: power iteration), kNone when both were options.
+  SmoothnessSource smoothness_source = SmoothnessSource::kNone;
   // Rows of each kind in the algorithm's window after the round (0 when it
   // keeps none, e.g. IR-SCG), and whether the round recomputed its
   // estimators over the whole window (IR-FSCG every q steps).

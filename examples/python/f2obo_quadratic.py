@@ -1,9 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Drive f2obo from Python: create a session, stream steps, read the decision.
 
-Install the package first (README, "From Python"), start a server, then:
+Install the package first (README, "From Python": a venv at ~/.venvs/f2obo, made
+from /usr/bin/python3 so it sees Debian's numpy and grpc), start a server, then:
 
-    /usr/bin/python3 examples/python/f2obo_quadratic.py --server=127.0.0.1:50051
+    ~/.venvs/f2obo/bin/python examples/python/f2obo_quadratic.py --server=127.0.0.1:50051
 
 The problem is the `quadratic` family: g_t(x, y) = (mu/2)||y - (M x + c)||^2,
 f_t(x, y) = (1/2)||y - d||^2, static, so the hypergradient is

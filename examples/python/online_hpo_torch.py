@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Online hyperparameter tuning of a PyTorch model with an f2obo session.
 
 A linear softmax classifier (torch.nn.Linear) is trained step by step on a
@@ -27,7 +27,7 @@ Data: scikit-learn's digits (default, bundled) or Fashion-MNIST from the
 Debian package dataset-fashion-mnist.  With a server running:
 
     ./build/server/f2obo-server --listen=127.0.0.1:50051 &
-    /usr/bin/python3 examples/python/online_hpo_torch.py --server=127.0.0.1:50051
+    ~/.venvs/f2obo/bin/python examples/python/online_hpo_torch.py --server=127.0.0.1:50051
 
 --quick (250 steps, < 60 s) is what ctest runs: it exits 1 unless tuning
 lowered the held-out cross-entropy below the untuned start's.  What we saw

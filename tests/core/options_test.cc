@@ -112,12 +112,21 @@ TEST(AlgorithmOptions, EveryOptionIsReadBySomeAlgorithm) {
 
 TEST(AlgorithmOptions, AutoStepSizesNeedNoValue) {
   AlgorithmOptions o = DefaultAlgorithmOptions("f2obo");
-  o.alpha = 0;
-  o.beta = 0;
+  // 0, the default, is "automatic" (issue 29): valid, and auto.
+  EXPECT_EQ(o.alpha, 0.0);
+  EXPECT_EQ(o.beta, 0.0);
+  EXPECT_TRUE(AlphaIsAuto(o) && BetaIsAuto(o));
+  EXPECT_TRUE(ValidateOptionsFor("f2obo", o).ok());
+  // alpha_auto / beta_auto waive the value's rule.
+  o.alpha = -1;
+  o.beta = -1;
   o.alpha_auto = o.beta_auto = true;
   EXPECT_TRUE(ValidateOptionsFor("f2obo", o).ok());
   o.beta_auto = false;
   EXPECT_FALSE(ValidateOptionsFor("f2obo", o).ok());
+  o.beta = 0.1;
+  EXPECT_FALSE(BetaIsAuto(o));
+  EXPECT_TRUE(ValidateOptionsFor("f2obo", o).ok());
 }
 
 void ExpectRefused(const std::string& algorithm, const AlgorithmOptions& o,
@@ -144,6 +153,7 @@ TEST(AlgorithmOptions, Sf2oboRefusesTauAboveBWithoutACap) {
 TEST(AlgorithmOptions, FixedBetaWithGrowingLambdaAndNoCapIsRefused) {
   for (const char* a : {"f2obo", "f2obo_sl", "af2obo"}) {
     AlgorithmOptions o = DefaultAlgorithmOptions(a);
+    o.beta = 0.1;  // a fixed beta (the default 0 is automatic)
     o.beta_scaling = BetaScaling::kFixed;
     ExpectRefused(a, o, "options.beta_scaling: fixed", "grow without bound");
     o.lambda_max = 50.0;

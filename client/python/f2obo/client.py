@@ -28,8 +28,6 @@ from .session import Session
 from .views import GroupInfo, SessionInfo
 
 _SESSION_HEADER = "x-f2obo-session"
-# gRPC codes after which the same request may be sent again.
-_TRANSIENT = (grpc.StatusCode.UNAVAILABLE,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,7 +189,7 @@ class Client:
                 return rpc(request, timeout=self.timeout, metadata=self.metadata(session_id))
             except grpc.RpcError as e:
                 error = errors.from_rpc_error(e)
-                if not retry or e.code() not in _TRANSIENT:
+                if not retry or not isinstance(error, errors.Unavailable):
                     raise error from None
                 moved = (errors.is_moved(error)
                          and time.monotonic() + backoff < moved_deadline)

@@ -23,6 +23,8 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 _M64 = (1 << 64) - 1
+#: Draws per requested row before a step gives up (drift_stream.h's kMaxDrawsPerRow).
+MAX_DRAWS_PER_ROW = 1000
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
@@ -164,7 +166,11 @@ class DriftingStream:
         n = len(self._labels)
         rows = []
         keep = [self.keep_probability(t, label) for label in range(self.classes)]
+        draws = 0
         while len(rows) < self.rows_per_step:
+            draws += 1
+            if draws > MAX_DRAWS_PER_ROW * self.rows_per_step:
+                self._too_few_kept(t, len(rows), draws - 1, keep)
             i = rng.uniform_below(n)
             if not self.labelled or rng.uniform01() < keep[self._labels[i]]:
                 rows.append(i)
@@ -173,6 +179,17 @@ class DriftingStream:
         up_y = self._labels_of(up, t, self.noise_in_upper, rng)
         in_y = self._labels_of(inner, t, True, rng)
         return (self._take(up), up_y), (self._take(inner), in_y)
+
+    def _too_few_kept(self, t: int, kept: int, draws: int, keep: Sequence[float]) -> None:
+        # As the CLI's sampler (client/data/drift_stream.cc): bounded, and says why.
+        mean = sum(keep[label] for label in self._labels) / len(self._labels)
+        phase = min((t - 1) // self.phase_steps, len(self.imbalance) - 1)
+        raise ValueError(
+            "step %d: the class-imbalance sampler kept %d of %d rows in %d draws: with rho = %g "
+            "(class i kept w.p. rho^i) and %d classes a row is kept w.p. %.3g on average; if y "
+            "holds regression targets, pass them as floats, else imbalance=() (balanced) or "
+            "rhos closer to 1" % (t, kept, self.rows_per_step, draws, self.imbalance[phase],
+                                  self.classes, mean))
 
     def _labels_of(self, rows: Sequence[int], t: int, noisy: bool, rng: Rng) -> np.ndarray:
         if not self.labelled:

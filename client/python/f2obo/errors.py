@@ -123,11 +123,26 @@ def from_number(number: int, message: str) -> Error:
     return Unknown(message, grpc.StatusCode.UNKNOWN)
 
 
+def is_proxy_reset(code: grpc.StatusCode, details: str) -> bool:
+    """True for a stream reset by a proxy whose upstream died: nginx resets
+    the client's stream with RST_STREAM INTERNAL_ERROR when the replica
+    behind it is killed, which gRPC reports as INTERNAL "Received RST_STREAM
+    with error code 2".  A server ends a call with a status, never a reset,
+    so this is the transport breaking (client/client.h's IsProxyReset)."""
+    return (code == grpc.StatusCode.INTERNAL
+            and details.startswith("Received RST_STREAM with error code"))
+
+
 def from_rpc_error(e: grpc.RpcError) -> Error:
-    """Maps a grpc.RpcError (a grpc.Call) to our class, keeping its details."""
+    """Maps a grpc.RpcError (a grpc.Call) to our class, keeping its details.
+    A proxy's reset (is_proxy_reset) is Unavailable: retried and resumed
+    like a dropped connection, steps being idempotent by index."""
     code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
-    details = e.details() if hasattr(e, "details") else str(e)
-    return from_code(code, details or "")
+    details = (e.details() if hasattr(e, "details") else str(e)) or ""
+    if is_proxy_reset(code, details):
+        return Unavailable("the proxy reset the call (its upstream replica went away): "
+                           + details, grpc.StatusCode.UNAVAILABLE)
+    return from_code(code, details)
 
 
 def is_moved(error: BaseException) -> bool:

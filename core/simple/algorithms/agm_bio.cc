@@ -30,8 +30,9 @@
 // eq. 8's.
 // Choices where the source leaves room:
 //  * L_f, L_g: options.smoothness_f / smoothness_g when > 0, else the
-//    family's SmoothnessF / SmoothnessG on the window, recomputed every step
-//    (the window moves).  A bound of 0 (no rows yet, or all-zero rows)
+//    family's SmoothnessF / SmoothnessG on the window (lambda_max of the
+//    Gram matrix by power iteration, simple_families.h), recomputed every
+//    step (the window moves).  A bound of 0 (no rows yet, or all-zero rows)
 //    falls back to the other constant, or 1 if both are 0.
 //  * gamma: options.agm_gamma when > 0, else the paper's experiment
 //    (Theorem 4.4 with r = 2, App. D.2) 1/(2 (L_g/L_f) K^(2/3) + 2), K =
@@ -90,11 +91,16 @@ class AgmBio final : public SimpleAlgorithm {
     const bool has_inner = inner.rows.n > 0;
 
     double l_f = o_.smoothness_f;
+    report->smoothness_source = SmoothnessSource::kNone;
     if (!(l_f > 0.0) && (!family.upper_reads_rows() || upper.rows.n > 0)) {
       l_f = family.SmoothnessF(upper);
+      report->smoothness_source = SmoothnessSource::kPowerIteration;
     }
     double l_g = o_.smoothness_g;
-    if (!(l_g > 0.0) && has_inner) l_g = family.SmoothnessG(inner);
+    if (!(l_g > 0.0) && has_inner) {
+      l_g = family.SmoothnessG(inner);
+      report->smoothness_source = SmoothnessSource::kPowerIteration;
+    }
     if (!(l_f > 0.0)) l_f = l_g > 0.0 ? l_g : 1.0;
     if (!(l_g > 0.0)) l_g = l_f;
     const double gamma =

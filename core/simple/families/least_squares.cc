@@ -6,7 +6,9 @@
 //
 // x in R^d (FamilyConfig.features = d); rows dense or CSR with `targets`.
 // grad f = (1/m) A_u^T (A_u x - b_u), likewise for g; the Hessians are
-// (1/m) A_u^T A_u and (1/n) A_i^T A_i, bounded by ||A||_F^2 / rows.
+// (1/m) A_u^T A_u and (1/n) A_i^T A_i, whose norms SmoothnessF / G compute
+// by power iteration (MeanGramSpectralNorm; before issue 29 the looser
+// ||A||_F^2 / rows).
 //
 // OuterOptimum (f* = min f over argmin_Z g, on the given rows):
 //  * Z = R^d: argmin g = {x : A_i x = A_i x_mn}, x_mn = A_i^+ b_i.  With a
@@ -40,7 +42,7 @@ namespace {
 
 class LeastSquaresFamily final : public SimpleFamily {
  public:
-  explicit LeastSquaresFamily(int d) : d_(d) {}
+  explicit LeastSquaresFamily(int d) : d_(d), power_v_(d), power_w_(d) {}
 
   std::string_view name() const override { return "least_squares"; }
   int x_dim() const override { return d_; }
@@ -57,8 +59,12 @@ class LeastSquaresFamily final : public SimpleFamily {
   double G(const VecIn& x, const BatchView& inner, Vector* grad) override {
     return HalfMeanSquaredResidual(x, inner, grad);
   }
-  double SmoothnessF(const BatchView& upper) override { return MeanRowSquaredNorm(upper); }
-  double SmoothnessG(const BatchView& inner) override { return MeanRowSquaredNorm(inner); }
+  double SmoothnessF(const BatchView& upper) override {
+    return MeanGramSpectralNorm(upper, d_, &power_v_, &power_w_);
+  }
+  double SmoothnessG(const BatchView& inner) override {
+    return MeanGramSpectralNorm(inner, d_, &power_v_, &power_w_);
+  }
 
   std::optional<double> OuterOptimum(const BatchView& upper, const BatchView& inner,
                                      const ConstraintSet& z) override {
@@ -101,6 +107,7 @@ class LeastSquaresFamily final : public SimpleFamily {
 
  private:
   int d_;
+  Vector power_v_, power_w_;  // MeanGramSpectralNorm scratch
 };
 
 }  // namespace

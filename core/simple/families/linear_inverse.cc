@@ -7,7 +7,8 @@
 // x in R^n (FamilyConfig.features = n); the rows (b_i, c_i) of (B, c) stream
 // in as inner rows (dense or CSR features b_i, `targets` c_i).  The paper's
 // small instance is B = 1^T, c = 1 on Z = R^n_+ (Box(0, +inf)), with
-// x* = (1/n) 1, f* = 1/(2n), g* = 0.  Smoothness: L_f = 1, L_g <= ||B||_F^2/k.
+// x* = (1/n) 1, f* = 1/(2n), g* = 0.  Smoothness: L_f = 1, L_g =
+// lambda_max(B^T B / k) by power iteration (MeanGramSpectralNorm).
 //
 // Choices:
 //  * The upper batch must be empty: f reads no rows (upper_reads_rows() is
@@ -59,7 +60,7 @@ bool AllOnesRows(const BatchView& view, int n) {
 
 class LinearInverseFamily final : public SimpleFamily {
  public:
-  explicit LinearInverseFamily(int n) : n_(n) {}
+  explicit LinearInverseFamily(int n) : n_(n), power_v_(n), power_w_(n) {}
 
   std::string_view name() const override { return "linear_inverse"; }
   int x_dim() const override { return n_; }
@@ -87,7 +88,9 @@ class LinearInverseFamily final : public SimpleFamily {
     return HalfMeanSquaredResidual(x, inner, grad);
   }
   double SmoothnessF(const BatchView&) override { return 1.0; }
-  double SmoothnessG(const BatchView& inner) override { return MeanRowSquaredNorm(inner); }
+  double SmoothnessG(const BatchView& inner) override {
+    return MeanGramSpectralNorm(inner, n_, &power_v_, &power_w_);
+  }
 
   std::optional<double> OuterOptimum(const BatchView&, const BatchView& inner,
                                      const ConstraintSet& z) override {
@@ -113,6 +116,7 @@ class LinearInverseFamily final : public SimpleFamily {
 
  private:
   int n_;
+  Vector power_v_, power_w_;  // MeanGramSpectralNorm scratch
 };
 
 }  // namespace

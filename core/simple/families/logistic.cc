@@ -14,7 +14,8 @@
 // grad = (1/rows) sum a_i (p_i - e_{l_i})^T.  Smoothness: the CE Hessian in
 // logit space diag(p) - p p^T has eigenvalues <= 1/2 (Böhning 1992), so the
 // Hessian in x, (1/rows) sum (a_i a_i^T) ⊗ (diag(p_i) - p_i p_i^T), is
-// bounded by ||A||_F^2 / (2 rows).
+// bounded by lambda_max(A^T A / rows) / 2 (power iteration,
+// MeanGramSpectralNorm; before issue 29 the looser ||A||_F^2 / (2 rows)).
 //
 // OuterOptimum: nullopt.  On separable training rows argmin g is empty (the
 // infimum 0 is approached only as ||W|| -> inf), and otherwise the outer
@@ -32,7 +33,7 @@ namespace {
 
 class LogisticFamily final : public SimpleFamily {
  public:
-  LogisticFamily(int d, int c) : d_(d), c_(c), z_(c) {}
+  LogisticFamily(int d, int c) : d_(d), c_(c), z_(c), power_v_(d), power_w_(d) {}
 
   std::string_view name() const override { return "logistic"; }
   int x_dim() const override { return d_ * c_; }
@@ -50,8 +51,12 @@ class LogisticFamily final : public SimpleFamily {
   double G(const VecIn& x, const BatchView& inner, Vector* grad) override {
     return CrossEntropy(x, inner, grad);
   }
-  double SmoothnessF(const BatchView& upper) override { return 0.5 * MeanRowSquaredNorm(upper); }
-  double SmoothnessG(const BatchView& inner) override { return 0.5 * MeanRowSquaredNorm(inner); }
+  double SmoothnessF(const BatchView& upper) override {
+    return 0.5 * MeanGramSpectralNorm(upper, d_, &power_v_, &power_w_);
+  }
+  double SmoothnessG(const BatchView& inner) override {
+    return 0.5 * MeanGramSpectralNorm(inner, d_, &power_v_, &power_w_);
+  }
 
   std::optional<double> Accuracy(const VecIn& x, const BatchView& upper) override {
     if (upper.rows.n == 0) return std::nullopt;
@@ -95,7 +100,8 @@ class LogisticFamily final : public SimpleFamily {
 
   int d_;
   int c_;
-  Vector z_;  // logits / probabilities scratch (C)
+  Vector z_;                  // logits / probabilities scratch (C)
+  Vector power_v_, power_w_;  // MeanGramSpectralNorm scratch (d)
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // core/simple/families/simple_families.h).
 #include <Eigen/Dense>
 #include <algorithm>
+#include <cmath>
 
 #include "core/features.h"
 #include "core/simple/families/simple_families.h"
@@ -40,6 +41,34 @@ double MeanRowSquaredNorm(const BatchView& view) {
     }
   }
   return s / view.rows.n;
+}
+
+double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* w) {
+  const double frobenius = MeanRowSquaredNorm(view);
+  if (!(frobenius > 0.0) || cols == 0) return frobenius;
+  const Batch& b = *view.batch;
+  const double inv_n = 1.0 / view.rows.n;
+  v->resize(cols);
+  w->resize(cols);
+  for (int j = 0; j < cols; ++j) (*v)[j] = 1.0 / std::sqrt(j + 1.0);
+  v->normalize();
+  double quotient = 0.0;
+  for (int it = 0; it < kPowerIterations; ++it) {
+    w->setZero();
+    for (int k = 0; k < view.rows.n; ++k) {
+      const int i = view.rows.row(k);
+      RowAxpy(b, i, RowDot(b, i, v->data()) * inv_n, w->data());
+    }
+    const double next = v->dot(*w);  // Rayleigh quotient, ||v|| = 1
+    const double norm = w->norm();
+    if (!(norm > 0.0)) break;  // v in the null space: keep the Frobenius bound
+    *v = *w / norm;
+    const bool settled = std::abs(next - quotient) <= kPowerTolerance * next;
+    quotient = next;
+    if (settled) break;
+  }
+  if (!(quotient > 0.0)) return frobenius;
+  return std::min(frobenius, kPowerSafety * quotient);
 }
 
 std::optional<DenseRows> GatherDenseRows(const std::vector<BatchView>& views, int cols) {

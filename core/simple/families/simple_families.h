@@ -35,6 +35,24 @@ double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* gr
 // lambda_max((1/n) A^T A), the Hessian of HalfMeanSquaredResidual.
 double MeanRowSquaredNorm(const BatchView& view);
 
+// lambda_max((1/n) A^T A) over the view's rows (0 when empty), the exact
+// smoothness constant of HalfMeanSquaredResidual, by power iteration on
+// v -> (1/n) A^T (A v), one pass over the rows each: from the deterministic
+// start v_j = 1/sqrt(j + 1) (normalized; not orthogonal to the top
+// eigenvector of nonnegative data, and no symmetric pattern of rows
+// annihilates it), until the Rayleigh quotient changes by at most
+// kPowerTolerance relative, at most kPowerIterations times.  The quotient
+// rises to lambda_max from below, so it is scaled by kPowerSafety
+// (covering the stopping error unless the top two eigenvalues are within
+// 1e-4 of each other, where it is ~1e-6 / gap) and capped at the Frobenius
+// bound ||A||_F^2 / n, which it thus never exceeds (issue 29: AGM-BiO's
+// gaps were 6-50x larger with the Frobenius bound, loose by up to the
+// rank).  `v`, `w`: scratch of x's size (no allocation once sized).
+inline constexpr int kPowerIterations = 100;
+inline constexpr double kPowerTolerance = 1e-6;
+inline constexpr double kPowerSafety = 1.01;
+double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* w);
+
 // Dense copies of the views' rows restricted to the columns any of them
 // uses (a column no row touches changes neither f nor g, so the outer
 // problems of least_squares and linear_inverse decouple there: its optimal

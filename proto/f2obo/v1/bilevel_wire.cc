@@ -10,20 +10,6 @@
 namespace f2obo {
 namespace {
 
-v1::SmoothnessSource Source(SmoothnessSource s) {
-  switch (s) {
-    case SmoothnessSource::kNone:
-      return v1::SMOOTHNESS_SOURCE_UNSPECIFIED;
-    case SmoothnessSource::kExact:
-      return v1::SMOOTHNESS_SOURCE_EXACT;
-    case SmoothnessSource::kBatchBound:
-      return v1::SMOOTHNESS_SOURCE_BATCH_BOUND;
-    case SmoothnessSource::kPowerIteration:
-      return v1::SMOOTHNESS_SOURCE_POWER_ITERATION;
-  }
-  return v1::SMOOTHNESS_SOURCE_UNSPECIFIED;
-}
-
 void Report(const StepReport& report, v1::RoundReport* out) {
   const BilevelReport& r = std::get<BilevelReport>(report.detail);
   out->set_lambda(r.lambda);
@@ -33,7 +19,7 @@ void Report(const StepReport& report, v1::RoundReport* out) {
   out->set_step_sizes_auto(r.step_sizes_auto);
   out->set_l_g1(r.l_g1);
   out->set_l_f1(r.l_f1);
-  out->set_smoothness_source(Source(r.smoothness_source));
+  out->set_smoothness_source(SmoothnessSourceToProto(r.smoothness_source));
   out->set_z_iterations(r.z_iterations);
   out->set_y_iterations(r.y_iterations);
   out->set_cap_hit(r.cap_hit);
@@ -93,6 +79,20 @@ const ClassWire& BilevelWire() {
   static const ClassWire wire{
       ProblemClass::kBilevel, &Report, &Metrics, &Running, &Info, &Decision};
   return wire;
+}
+
+v1::SmoothnessSource SmoothnessSourceToProto(SmoothnessSource s) {
+  switch (s) {
+    case SmoothnessSource::kNone:
+      return v1::SMOOTHNESS_SOURCE_UNSPECIFIED;
+    case SmoothnessSource::kExact:
+      return v1::SMOOTHNESS_SOURCE_EXACT;
+    case SmoothnessSource::kBatchBound:
+      return v1::SMOOTHNESS_SOURCE_BATCH_BOUND;
+    case SmoothnessSource::kPowerIteration:
+      return v1::SMOOTHNESS_SOURCE_POWER_ITERATION;
+  }
+  return v1::SMOOTHNESS_SOURCE_UNSPECIFIED;
 }
 
 }  // namespace f2obo

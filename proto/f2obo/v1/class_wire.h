@@ -35,6 +35,10 @@ const ClassWire& BilevelWire();
 const ClassWire& SimpleWire();
 const ClassWire& MultitaskWire();
 
+// How a round's smoothness constants were obtained, on the wire (bilevel
+// and simple bilevel reports; defined in bilevel_wire.cc).
+v1::SmoothnessSource SmoothnessSourceToProto(SmoothnessSource s);
+
 }  // namespace f2obo
 
 #endif  // F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_

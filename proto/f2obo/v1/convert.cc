@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/family_registry.h"
 #include "core/problem_registry.h"
 #include "f2obo/v1/class_wire.h"
 #include "f2obo/v1/options_convert.h"
@@ -17,10 +18,13 @@ void SetIf(bool has, T value, T* field) {
   if (has) *field = value;
 }
 
-absl::StatusOr<ConstraintSet> ToConstraint(const v1::ConstraintSpec& c) {
+// A spec without a constraint gets its family's default (one home:
+// core/family_registry.h), whichever client sent it.
+absl::StatusOr<ConstraintSet> ToConstraint(const v1::ConstraintSpec& c, absl::string_view family) {
   ConstraintSet s;
   switch (c.kind_case()) {
     case v1::ConstraintSpec::KIND_NOT_SET:
+      return DefaultConstraint(family);
     case v1::ConstraintSpec::kUnconstrained:
       return s;
     case v1::ConstraintSpec::kBox:
@@ -99,7 +103,7 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
                                          : spec.algorithm();
   c.options = DefaultAlgorithmOptions(c.algorithm);
   if (absl::Status s = ApplyOptions(spec.options(), &c.options); !s.ok()) return s;
-  absl::StatusOr<ConstraintSet> set = ToConstraint(spec.constraint());
+  absl::StatusOr<ConstraintSet> set = ToConstraint(spec.constraint(), f.name());
   if (!set.ok()) return set.status();
   c.constraint = *std::move(set);
   c.x0 = ToVector(spec.x0());

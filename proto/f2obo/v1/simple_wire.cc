@@ -20,6 +20,7 @@ void Report(const StepReport& report, v1::RoundReport* out) {
   o->set_g_level(r.g_level);
   o->set_l_f(r.l_f);
   o->set_l_g(r.l_g);
+  o->set_smoothness_source(SmoothnessSourceToProto(r.smoothness_source));
   o->set_window_upper_rows(r.window_upper_rows);
   o->set_window_inner_rows(r.window_inner_rows);
   o->set_full_pass(r.full_pass);

@@ -255,6 +255,21 @@ function barsSVG(x, color, h) {
 }
 
 // ------------------------------------------------------------------ render
+// The list's lambda and BLReg cells.  A simple bilevel session has neither
+// (a 0 would read as a value): a dash, then its own headline, the mean
+// inner gap g(x) - g* over its converged exact evaluations.
+function headline(s) {
+  if (s.problem_class !== 'simple_bilevel') {
+    return `<td class="num lambda">${fmt(s.lambda)}</td><td class="num headline">` +
+           `${fmt(s.blreg)}</td>`;
+  }
+  const n = (s.evaluated_steps || 0) - (s.unconverged_steps || 0);
+  const gap = n > 0 ? 'gap ' + fmt(s.inner_gap_sum / n) : '\u2014';
+  return '<td class="num lambda" title="no \u03bb: a simple bilevel session">\u2014</td>' +
+         `<td class="num headline" title="mean inner gap g(x) \u2212 g* over ${n} ` +
+         `evaluated steps">${gap}</td>`;
+}
+
 function renderList() {
   $('no-sessions').hidden = state.sessions.length > 0;
   $('sessions').innerHTML = state.sessions.map(s =>
@@ -263,8 +278,7 @@ function renderList() {
     `<td><input type="checkbox" ${state.ticked.includes(s.id) ? 'checked' : ''}></td>` +
     `<td title="${esc(s.id)}">${esc(s.id)}</td>` +
     `<td title="${esc(s.algorithm)} on ${esc(s.family)}">${esc(s.algorithm)}</td>` +
-    `<td class="num">${s.next_t - 1}</td><td class="num">${fmt(s.lambda)}</td>` +
-    `<td class="num">${fmt(s.blreg)}</td></tr>`).join('');
+    `<td class="num">${s.next_t - 1}</td>` + headline(s) + '</tr>').join('');
   $('group-picker').hidden = state.groups.length === 0;
   const options = ['<option value="">\u2014</option>'].concat(state.groups.map(g =>
     `<option value="${esc(g.id)}">${esc(g.id)} (${g.members.length})</option>`)).join('');

@@ -7,6 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <sstream>
 
 namespace f2obo::testing {
@@ -41,16 +44,31 @@ int Wait(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-Result RunCli(const std::vector<std::string>& args) {
+Result RunCli(const std::vector<std::string>& args, double limit_seconds) {
   Result r;
   int fds[2];
   const pid_t pid = Spawn(args, &fds[0], &fds[1]);
   if (pid < 0) return r;
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_seconds);
   while (open_fds > 0) {
     pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-    if (poll(p, 2, -1) < 0) break;
+    int wait_ms = -1;
+    if (limit_seconds > 0) {
+      wait_ms = static_cast<int>(std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                   std::chrono::steady_clock::now())
+                 .count()));
+    }
+    const int ready = poll(p, 2, wait_ms);
+    if (ready < 0) break;
+    if (ready == 0) {  // past the limit: a hang
+      kill(pid, SIGKILL);
+      limit_seconds = 0;
+      continue;
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i] < 0 || (p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       char buf[4096];

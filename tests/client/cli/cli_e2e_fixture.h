@@ -32,7 +32,9 @@ pid_t Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd, int 
 // Waits for `pid`; its exit code, or 128 + signal.
 int Wait(pid_t pid);
 // Runs the CLI to completion, capturing both streams and the exit code.
-Result RunCli(const std::vector<std::string>& args);
+// With `limit_seconds` > 0 a CLI still running after that long is killed
+// (SIGKILL; code 128 + 9): a hang fails the test instead of stalling it.
+Result RunCli(const std::vector<std::string>& args, double limit_seconds = 0);
 // The value of a "key: value" line of `decision` output.
 std::string Field(const std::string& text, const std::string& key);
 
@@ -76,9 +78,9 @@ class CliE2e : public ::testing::Test {
   }
 
   // The CLI against the test server with `args`.
-  static Result Cli(std::vector<std::string> args) {
+  static Result Cli(std::vector<std::string> args, double limit_seconds = 0) {
     args.push_back("--server=" + server_->target());
-    return RunCli(args);
+    return RunCli(args, limit_seconds);
   }
   static std::string Data() { return "--data=" + *dir_ + "/data.csv"; }
   static std::vector<std::string> StreamArgs(const std::string& id, std::vector<std::string> more) {

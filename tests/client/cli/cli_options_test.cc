@@ -133,6 +133,13 @@ TEST(CliOptions, HelpDocumentsEveryOptionFlag) {
   for (const std::string& a : AlgorithmNames(ProblemClass::kBilevel)) {
     EXPECT_THAT(algorithms.out, HasSubstr("  " + a + " (bilevel)")) << a;
   }
+  // Each class names its default algorithm and says why (issue 29).
+  for (const ProblemClassEntry& c : ProblemClasses()) {
+    EXPECT_THAT(algorithms.out, HasSubstr(std::string("  default algorithm: ") +
+                                          c.default_algorithm + "\n    why: " + c.default_why))
+        << c.name;
+    EXPECT_GT(std::string(c.default_why).size(), 20u) << c.name;
+  }
 }
 
 TEST(CliOptions, AnInvalidOptionIsAUsageErrorNamingTheField) {

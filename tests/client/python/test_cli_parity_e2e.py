@@ -87,3 +87,27 @@ def test_python_and_cli_sessions_are_identical(server, client, cli_binary, tmp_p
         (cli_info.inner_iterations, cli_info.rows_processed)
     assert a.lambda_ == b.lambda_
     assert np.any(a.x != 0)  # the decision moved
+
+
+# Issue 26, item 6: a family's defaults (its feasible set above all) live in
+# one place, the server's, so a session created from Python with only the
+# family, the algorithm and the dimensions works and is the CLI's session.
+@pytest.mark.parametrize("family,dims,box", [
+    ("ridge_hpo", dict(features=4), ([0.0], [1.0])),
+    ("logistic_hpo", dict(features=4, classes=3), ([0.0], [0.1])),
+    ("quadratic", dict(x_dim=2, y_dim=3), None),
+])
+def test_family_defaults_are_the_servers_for_python_and_the_cli(server, client, cli_binary,
+                                                                family, dims, box):
+    session = client.create_session(session_id="py-" + family, family=family,
+                                    algorithm="f2obo", **dims)
+    cli(cli_binary, "create", "--server=" + server.address, "--id=cli-" + family,
+        "--family=" + family, "--algorithm=f2obo",
+        *["--%s=%d" % kv for kv in dims.items()])
+    mine = session.info().spec.proto
+    theirs = client.get_session("cli-" + family).spec.proto
+    if box is None:
+        assert mine.constraint.unconstrained
+    else:
+        assert (list(mine.constraint.box.lo), list(mine.constraint.box.hi)) == box
+    assert mine == theirs  # every default, filled in by the server, the same

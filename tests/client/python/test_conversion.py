@@ -309,3 +309,31 @@ def test_drifting_stream_follows_its_schedule():
                                  label_noise={5: 1.0}, seed=3)
     assert np.array_equal(again[5][1][0], i5) and np.array_equal(again[5][1][1], iy5)
     assert [t for t, _ in zip(range(1, 4), s.steps(1, 3))] == [1, 2, 3]
+
+
+def test_an_imbalance_that_keeps_no_rows_raises_instead_of_spinning():
+    # Integer targets of a regression set (25 .. 346) read as classes: rho^i
+    # keeps almost nothing.  As the CLI's sampler: bounded draws, a reason.
+    X = np.ones((400, 2))
+    y = np.array([25 + i % 322 for i in range(400)])
+    with pytest.raises(ValueError, match=r"kept 0 of 8 rows in 8000 draws: with rho = 0.6"):
+        f2obo.DriftingStream(X, y, rows_per_step=8, imbalance=(0.6,))[1]
+    assert f2obo.DriftingStream(X, y.astype(float), rows_per_step=8, imbalance=(0.6,))[1]
+
+
+def test_a_proxy_reset_is_unavailable_anything_else_keeps_its_code():
+    class Reset(grpc.RpcError):
+        def __init__(self, code, details):
+            self._code, self._details = code, details
+
+        def code(self):
+            return self._code
+
+        def details(self):
+            return self._details
+
+    e = errors.from_rpc_error(Reset(grpc.StatusCode.INTERNAL,
+                                    "Received RST_STREAM with error code 2"))
+    assert isinstance(e, f2obo.Unavailable) and "proxy reset" in e.message
+    assert isinstance(errors.from_rpc_error(Reset(grpc.StatusCode.INTERNAL, "a bug")),
+                      f2obo.Internal)

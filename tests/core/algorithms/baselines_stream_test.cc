@@ -149,7 +149,7 @@ TEST(BaselineOptions, EachInvalidOptionNamesItsField) {
     void (*spoil)(AlgorithmOptions*);
   };
   const Case cases[] = {
-      {"obbo", "options.alpha", [](AlgorithmOptions* o) { o->alpha = 0; }},
+      {"obbo", "options.alpha", [](AlgorithmOptions* o) { o->alpha = -0.1; }},
       {"obbo", "options.gamma", [](AlgorithmOptions* o) { o->gamma = -1; }},
       {"obbo", "options.inner_steps", [](AlgorithmOptions* o) { o->inner_steps = 0; }},
       {"obbo", "options.window", [](AlgorithmOptions* o) { o->window = 0; }},
@@ -208,7 +208,7 @@ TEST(BaselineOptions, RegistryDefaultsAreThePapersSettings) {
   EXPECT_EQ(DefaultAlgorithmOptions("obbo").window, 1);
   EXPECT_EQ(DefaultAlgorithmOptions("obbo").inner_steps, 5);
   for (const char* a : kBaselines) {
-    EXPECT_DOUBLE_EQ(DefaultAlgorithmOptions(a).alpha, 0.1) << a;
+    EXPECT_EQ(DefaultAlgorithmOptions(a).alpha, 0.0) << a;  // automatic: 1/L_g1 (issue 29)
     EXPECT_DOUBLE_EQ(DefaultAlgorithmOptions(a).gamma, 0.001) << a;
   }
 }

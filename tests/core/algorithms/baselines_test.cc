@@ -196,6 +196,7 @@ TEST(Aobo, StopsAtTheIterationCapAndReportsIt) {
   const Quadratic q(70);
   SessionConfig config = ConfigFor("aobo", q.family, ConstraintSet::None());
   config.options.delta = 1e-12;
+  config.options.alpha = 0.1;  // a fixed step: 1/L_g1 (the default) solves this quadratic at once
   config.options.max_inner_iterations = 3;
   config.options.linear_system_steps = 3;
   auto session = *Session::Create(config);

@@ -124,10 +124,45 @@ TEST(F2obo, ReportsTheAutoStepSizesItUsed) {
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(BilevelPart(*report).step_sizes_auto);
   EXPECT_DOUBLE_EQ(BilevelPart(*report).l_g1, 4.0);  // exact for the quadratic family
-  EXPECT_DOUBLE_EQ(BilevelPart(*report).alpha, 1.0 / 4.0);
-  // beta_t = 1 / (2 lambda_t L_g1 + L_f1) with lambda_1 = 5, L_f1 = 1.
+  // beta_t = 1 / (2 lambda_t L_g1 + L_f1) with lambda_1 = 5, L_f1 = 1, and
+  // the z-step matched to it: alpha = lambda_t beta_t (MatchedAlpha).
   EXPECT_DOUBLE_EQ(BilevelPart(*report).beta, 1.0 / (2.0 * 5.0 * 4.0 + 1.0));
+  EXPECT_DOUBLE_EQ(BilevelPart(*report).alpha, 5.0 / (2.0 * 5.0 * 4.0 + 1.0));
   EXPECT_EQ(BilevelPart(*report).smoothness_source, SmoothnessSource::kExact);
+}
+
+// Automatic step sizes are the default (alpha = beta = 0); an automatic
+// z-step with a fixed y-step is 1/L_g1, and a step that is set is used.
+TEST(F2obo, StepSizesAreAutomaticByDefaultAndAsSetOtherwise) {
+  std::mt19937_64 rng(25);
+  const Matrix M = testing::WellConditioned(3, 2, 1.0, 1.0, rng);
+  FamilyConfig fam;
+  fam.name = "quadratic";
+  fam.x_dim = 2;
+  fam.y_dim = 3;
+  fam.mu = 4.0;
+  const StepData step = testing::QuadraticStep(M, RandomVector(3, rng), RandomVector(3, rng));
+  auto first_round = [&](double alpha, bool alpha_auto, double beta) {
+    SessionConfig config = ConfigFor("f2obo", fam, ConstraintSet::None());
+    config.options.alpha = alpha;
+    config.options.alpha_auto = alpha_auto;
+    config.options.beta = beta;
+    auto session = *Session::Create(config);
+    return BilevelPart(*session->Step(step));
+  };
+  const BilevelReport d = first_round(0.0, false, 0.0);
+  EXPECT_TRUE(d.step_sizes_auto);
+  EXPECT_DOUBLE_EQ(d.beta, 1.0 / 41.0);
+  EXPECT_DOUBLE_EQ(d.alpha, 5.0 / 41.0);
+  const BilevelReport fixed_beta = first_round(0.0, false, 0.5);
+  EXPECT_DOUBLE_EQ(fixed_beta.alpha, 1.0 / 4.0);
+  EXPECT_DOUBLE_EQ(fixed_beta.beta, 0.5 / 5.0);
+  const BilevelReport forced = first_round(0.05, true, 0.5);
+  EXPECT_DOUBLE_EQ(forced.alpha, 1.0 / 4.0);
+  const BilevelReport set = first_round(0.05, false, 0.5);
+  EXPECT_FALSE(set.step_sizes_auto);
+  EXPECT_DOUBLE_EQ(set.alpha, 0.05);
+  EXPECT_DOUBLE_EQ(set.beta, 0.1);
 }
 
 TEST(F2obo, AutoStepSizesOnSoftmaxFamiliesComeFromRowNormBounds) {
@@ -146,8 +181,8 @@ TEST(F2obo, AutoStepSizesOnSoftmaxFamiliesComeFromRowNormBounds) {
   const BilevelReport& r = BilevelPart(*report);
   EXPECT_EQ(r.smoothness_source, SmoothnessSource::kBatchBound);
   EXPECT_GT(r.l_g1, 0.0);
-  EXPECT_DOUBLE_EQ(r.alpha, 1.0 / r.l_g1);
   EXPECT_DOUBLE_EQ(r.beta, 1.0 / (2.0 * r.lambda * r.l_g1 + r.l_f1));
+  EXPECT_DOUBLE_EQ(r.alpha, r.lambda * r.beta);
 }
 
 TEST(F2obo, LambdaFollowsTheScheduleAndItsCap) {

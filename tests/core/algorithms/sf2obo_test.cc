@@ -102,7 +102,9 @@ TEST(Sf2obo, TheoryInnerScheduleGrowsLogarithmically) {
 
 TEST(Sf2obo, ReportsTheStepSizesAndBatchSizesOfTheRound) {
   const auto stream = DriftingRidgeStream(8, 4, false);
-  auto s = *Session::Create(RidgeSf2oboConfig(4, 1));
+  SessionConfig config = RidgeSf2oboConfig(4, 1);
+  config.options.alpha = config.options.beta = 0.1;  // fixed (the default is automatic)
+  auto s = *Session::Create(config);
   StepReport last;
   for (const StepData& d : stream) last = *s->Step(d);
   const AlgorithmOptions& o = s->config().options;

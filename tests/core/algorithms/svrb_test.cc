@@ -131,6 +131,7 @@ void ExpectClosedFormRounds(double clip, double floor) {
   config.options.jacobian_clip = clip;
   config.options.hessian_floor = floor;
   config.options.gamma = 0.3;
+  config.options.alpha = 0.1;  // the reference below's fixed step (the default is automatic)
   config.x0 = RandomVector(kD1, rng);
   config.y0 = RandomVector(kD2, rng);
   auto session = *Session::Create(config);
@@ -370,7 +371,7 @@ TEST(SvrbOptions, EachInvalidOptionNamesItsField) {
     void (*spoil)(AlgorithmOptions*);
   };
   const Case cases[] = {
-      {"options.alpha", [](AlgorithmOptions* o) { o->alpha = 0; }},
+      {"options.alpha", [](AlgorithmOptions* o) { o->alpha = -0.1; }},
       {"options.gamma", [](AlgorithmOptions* o) { o->gamma = std::nan(""); }},
       {"options.momentum", [](AlgorithmOptions* o) { o->momentum = 1.0; }},
       {"options.momentum", [](AlgorithmOptions* o) { o->momentum = -0.1; }},

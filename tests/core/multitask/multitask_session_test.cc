@@ -105,6 +105,9 @@ std::vector<std::pair<int64_t, std::set<int>>> CostPerStep(const std::string& al
   SessionConfig config = testing::MultitaskConfig(
       algorithm, testing::LogisticTasksFamily(m, kFeatures, kClasses), ConstraintSet::Box(0, 0.1));
   config.options.sample_rows = 8;
+  // Fixed steps: an automatic one (the default) is estimated by power
+  // iterations whose number depends on the iterate, which depends on m.
+  config.options.alpha = config.options.beta = 0.1;
   auto counting = std::make_unique<CountingTasks>(*CreateMultitaskFamily(config.family));
   CountingTasks* c = counting.get();
   std::unique_ptr<Problem> p = *CreateMultitaskProblem(config, std::move(counting));

@@ -192,6 +192,7 @@ TEST(Rsvrb, LazyDecayEqualsApplyingEveryUnsampledUpdateEagerly) {
   config.seed = 9;
   config.options.gamma = 0.05;
   config.options.hessian_floor = 0.5;  // active: decayed H's eigenvalues reach the floor
+  config.options.alpha = 0.1;          // the eager reference's fixed step (default: automatic)
   std::unique_ptr<Session> lazy = *Session::Create(config);
   EagerRsvrb eager(q, config.options, config.seed);
   const TaskTable& table = *MultitaskTable(lazy->problem());

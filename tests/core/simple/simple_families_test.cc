@@ -1,6 +1,8 @@
 // The simple bilevel families: derivatives against finite differences,
 // dense and CSR agreement, the means' sub-batch contract, the smoothness
 // bounds, the batch checks and the registry.
+#include "core/simple/families/simple_families.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 
 #include "core/simple/simple_registries.h"
 #include "tests/core/simple/simple_test_util.h"
+#include "tests/core/test_streams.h"
 
 namespace f2obo::testing {
 namespace {
@@ -153,17 +156,44 @@ TEST(SimpleFamilies, SmoothnessBoundsHoldOnRandomPairs) {
   }
 }
 
-TEST(SimpleFamilies, LeastSquaresSmoothnessIsTheFrobeniusBound) {
+// SmoothnessF / G are lambda_max((1/n) A^T A) by power iteration, scaled
+// by at most kPowerSafety and capped at the Frobenius bound ||A||_F^2 / n.
+TEST(SimpleFamilies, SmoothnessIsTheSpectralNormOfTheMeanGram) {
   Batch b;
   b.dense = (RowMatrix(2, 2) << 1.0, 2.0, 0.0, 3.0).finished();
   b.targets = Vector::Zero(2);
+  // A^T A = [1 2; 2 13]: lambda_max = 7 + sqrt(40), over n = 2 rows.
+  const double exact = (7.0 + std::sqrt(40.0)) / 2.0;
   auto family = MakeSimpleFamily("least_squares", 2);
-  EXPECT_DOUBLE_EQ(family->SmoothnessG(BatchView::All(b)), (1.0 + 4.0 + 9.0) / 2.0);
+  const double lg = family->SmoothnessG(BatchView::All(b));
+  EXPECT_GE(lg, exact * (1.0 - 1e-12));
+  EXPECT_LE(lg, exact * kPowerSafety * (1.0 + 1e-12));
+  EXPECT_LT(lg, (1.0 + 4.0 + 9.0) / 2.0);  // below the Frobenius bound 7
   auto logistic = MakeSimpleFamily("logistic", 2, 2);
   b.labels = {0, 1};
-  EXPECT_DOUBLE_EQ(logistic->SmoothnessF(BatchView::All(b)), (1.0 + 4.0 + 9.0) / 4.0);
+  EXPECT_DOUBLE_EQ(logistic->SmoothnessF(BatchView::All(b)), 0.5 * lg);
   auto inverse = MakeSimpleFamily("linear_inverse", 2);
   EXPECT_EQ(inverse->SmoothnessF(BatchView::All(Batch{})), 1.0);
+  // Rank one (the paper's B = 1^T): exact, the Frobenius bound itself.
+  Batch ones;
+  ones.dense = RowMatrix::Ones(3, 2);
+  ones.targets = Vector::Ones(3);
+  EXPECT_DOUBLE_EQ(inverse->SmoothnessG(BatchView::All(ones)), 2.0);
+}
+
+// A known spectrum: 60 x 20 rows with singular values spread over [1, 5],
+// so lambda_max(A^T A / 60) = 25 / 60 while ||A||_F^2 / 60 is ~8 times that.
+TEST(SimpleFamilies, PowerIterationFindsAKnownSpectralNorm) {
+  std::mt19937_64 rng(29);
+  Batch b;
+  b.dense = WellConditioned(60, 20, 1.0, 5.0, rng);
+  b.targets = Vector::Zero(60);
+  const double exact = 25.0 / 60.0;
+  auto family = MakeSimpleFamily("least_squares", 20);
+  const double lg = family->SmoothnessG(BatchView::All(b));
+  EXPECT_GE(lg, exact * (1.0 - 1e-12));
+  EXPECT_LE(lg, exact * kPowerSafety * (1.0 + 1e-12));
+  EXPECT_GT(b.dense.squaredNorm() / 60.0, 5.0 * lg);
 }
 
 TEST(SimpleFamilies, LinearInverseUpperIsHalfTheSquaredNormAndReadsNoRows) {

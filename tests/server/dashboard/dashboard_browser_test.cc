@@ -267,6 +267,47 @@ TEST(DashboardBrowser, MultitaskSessionsGetTheirCharts) {
   page.SaveScreenshot("dashboard_multitask.png");
 }
 
+// Issue 26, item 8: the session list shows a simple bilevel session's own
+// headline (its mean inner gap), not a lambda and a BLReg it does not have.
+TEST(DashboardBrowser, SimpleBilevelSessionsListTheirOwnHeadline) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.banner();
+  client::Client c({server.target()});
+  const FamilyCase ridge = AllFamilyCases()[1];  // dense rows with targets
+  v1::CreateSessionRequest create;
+  create.set_session_id("ls");
+  v1::SessionSpec& spec = *create.mutable_spec();
+  spec.mutable_family()->set_name("least_squares");
+  spec.mutable_family()->set_features(ridge.family.features());
+  spec.set_algorithm("ir_scg");
+  spec.mutable_constraint()->mutable_l1_ball()->set_radius(3.0);
+  spec.mutable_metrics()->set_exact_every(1);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  constexpr int kSteps = 6;
+  for (int t = 1; t <= kSteps; ++t) ASSERT_TRUE(c.Step(testing::RequestFor(ridge, "ls", t)).ok());
+
+  ChromeDriver driver(F2OBO_CHROMEDRIVER_PATH, 60);
+  ASSERT_TRUE(driver.status().ok()) << driver.status();
+  absl::StatusOr<BrowserSession> browser =
+      BrowserSession::Start(driver.port(), F2OBO_CHROMIUM_PATH,
+                            {"--headless", "--no-sandbox", "--disable-gpu",
+                             "--disable-background-networking", "--window-size=1400,1100"});
+  ASSERT_TRUE(browser.ok()) << browser.status();
+  Page page(*browser);
+  ASSERT_TRUE(
+      browser->Navigate("http://127.0.0.1:" + std::to_string(server.metrics_port()) + "/").ok());
+  const std::string row = "const r = document.querySelector('tr[data-id=\"ls\"]');";
+  EXPECT_TRUE(WaitFor([&] {
+    return page.Number(row +
+                       "return r && r.querySelector('td.headline').textContent"
+                       ".startsWith('gap ') ? 1 : 0;") == 1;
+  })) << "no inner gap in the session list";
+  EXPECT_EQ(page.Number(row + "return r.querySelector('td.lambda').textContent === "
+                              "'\\u2014' ? 1 : 0;"),
+            1);
+  EXPECT_GE(page.Number(row + "return +r.querySelector('td.headline').textContent.slice(4);"), 0.0);
+}
+
 // The flag's two positions, over plain HTTP (no browser needed).
 TEST(DashboardServer, ServedByDefaultAndNotWithDashboardFalse) {
   ServerProcess on;

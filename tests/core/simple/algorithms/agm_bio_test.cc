@@ -7,11 +7,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Eigenvalues>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <vector>
 
+#include "core/simple/families/simple_families.h"
 #include "core/simple/simple_registries.h"
 #include "tests/core/simple/algorithms/simple_test_support.h"
 
@@ -155,6 +157,57 @@ TEST(AgmBio, LinearInverseProblemFollowsTheoremFourFourRates) {
     EXPECT_LT(r.f_slope, -2.0 / 3.0 + 0.05) << n;
     EXPECT_LT(r.g_slope, -4.0 / 3.0 + 0.05) << n;
   }
+}
+
+// The smoothness constants decide AGM-BiO's steps a_k = gamma (k+1)/(4 L_f)
+// and gamma = 1/(2 (L_g/L_f) K^(2/3) + 2): a bound loose by the rank makes
+// every step that much shorter.  Same stream, same options, once with the
+// families' default constants (lambda_max by power iteration) and once with
+// the Frobenius bounds ||A||_F^2 / rows they replaced (issue 29; measured
+// from outside there: l2 ball, T = 200, inner gap 1.3e-3 vs 2.1e-4).
+double g_frobenius_f = 0.0, g_frobenius_g = 0.0;
+
+TEST(AgmBio, ExactSmoothnessConstantsShrinkTheGapsAgainstTheFrobeniusBound) {
+  const OverParameterizedRegression p(40, 20, 60, 0.1, 29);
+  ASSERT_LT(p.x_star.norm(), 2.0);  // the ball below is inactive at x*
+  const ConstraintSet ball = ConstraintSet::Ball(2.0);
+  g_frobenius_f = p.a_upper.rowwise().squaredNorm().mean();
+  g_frobenius_g = p.a_inner.rowwise().squaredNorm().mean();
+  struct Gaps {
+    double inner, outer, l_g;
+    SmoothnessSource source;
+  };
+  auto run = [&](void (*adjust)(AlgorithmOptions*)) {
+    RegisteredFamily family("least_squares", 40);
+    std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm("agm_bio", ball, 40, adjust);
+    EXPECT_NE(a, nullptr);
+    SimpleRun run(*a, Vector::Zero(40), 1);
+    SimpleReport report;
+    for (int k = 0; k < 200; ++k) {
+      EXPECT_TRUE(run.Step(*a, family, p.CyclicStep(k, 60, 20), &report).ok());
+    }
+    return Gaps{p.FullG(run.decision), std::abs(p.FullF(run.decision) - p.f_star), report.l_g,
+                report.smoothness_source};
+  };
+  const Gaps exact = run([](AlgorithmOptions* o) { o->window_rows = 120; });
+  const Gaps frobenius = run([](AlgorithmOptions* o) {
+    o->window_rows = 120;
+    o->smoothness_f = g_frobenius_f;
+    o->smoothness_g = g_frobenius_g;
+  });
+  std::printf(
+      "agm_bio T = 200: inner gap %.3g (exact L) vs %.3g (Frobenius), |f - f*| %.3g vs %.3g\n",
+      exact.inner, frobenius.inner, exact.outer, frobenius.outer);
+  EXPECT_EQ(exact.source, SmoothnessSource::kPowerIteration);
+  EXPECT_EQ(frobenius.source, SmoothnessSource::kNone);
+  // The window holds whole copies of the rows: L_g is lambda_max(A^T A / n).
+  const double top = Eigen::SelfAdjointEigenSolver<Matrix>(p.a_inner.transpose() * p.a_inner / 20.0)
+                         .eigenvalues()
+                         .maxCoeff();
+  EXPECT_GE(exact.l_g, top * (1.0 - 1e-12));
+  EXPECT_LE(exact.l_g, top * kPowerSafety * (1.0 + 1e-12));
+  EXPECT_LT(exact.inner, 0.5 * frobenius.inner);
+  EXPECT_LT(exact.outer, frobenius.outer);
 }
 
 }  // namespace

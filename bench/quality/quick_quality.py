@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Quick quality check (issue 29): does a default run beat the untuned start?
+
+Per-feature L2 tuning (family logistic_hpo, the F2OBO paper's Sec. 6.2) on
+scikit-learn's bundled digits: the 64 pixel features (scaled to [0, 1]) plus
+64 pure-noise features uniform in [0, 1], 30% of the training labels
+replaced by a random class, a small training set (--train rows, cycled: the
+model can overfit it) against clean validation rows.  Each step sends 32
+training (inner) and 32 validation (upper) rows.  For every algorithm named
+in --algorithms, two sessions see the same stream with every option at the
+server's default: the tuned one on X = [0, 0.1]^128 (the CLI's default box
+for logistic_hpo) and the untuned start, the same algorithm with x held at
+x_1 = 0 (X = [0, 0]).  Both are scored by the held-out cross-entropy of the
+server's own model y (GetDecision) on rows neither saw.
+
+Second task, the flagship default a new user meets first (`f2obo-cli
+stream --create --family=ridge_hpo --algorithm=f2obo`): ridge_hpo on
+Fashion-MNIST (Debian's dataset-fashion-mnist; skipped with a note when it
+is not installed), 784 pixel features in [0, 1], labels as targets, 64 + 64
+fresh rows per step, X = [0, 1]^784 (the CLI's box), held-out squared
+loss on 2,000 test rows.  With the fixed step sizes of before issue 29
+(`--option alpha=0.1 --option beta=0.1`) this run diverges within 30 steps.
+There a fixed L2 penalty cannot help (no overfitting on fresh rows), so the
+gate is "finite and within 1% of the untuned start".
+
+Exit status 1 if f2obo's default run ends behind its untuned start on
+digits, or more than 1% behind on Fashion-MNIST (what ctest's
+`quality_quick` checks), or if any run fails or is non-finite.
+Needs Debian's python3 (numpy, scikit-learn) and the Python client built
+into <build>/python (target f2obo_python).
+
+    /usr/bin/python3 bench/quality/quick_quality.py --build build
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "experiments", "simple"))
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--train", type=int, default=100, help="training rows (cycled)")
+    ap.add_argument("--fashion_steps", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--algorithms", default="f2obo,sf2obo")
+    ap.add_argument("--gate", default="f2obo", help="the algorithm that must beat its start")
+    ap.add_argument("--option", action="append", default=[],
+                    help="name=value, an option for every session (e.g. alpha=0.1: what the "
+                         "defaults were before issue 29)")
+    return ap.parse_args()
+
+
+def digits_task(train_rows, seed):
+    from sklearn.datasets import load_digits
+    rng = np.random.default_rng(seed)
+    d = load_digits()
+    a = d.data / 16.0
+    labels = d.target.astype(np.int64)
+    a = np.hstack([a, rng.random(a.shape)])  # 64 noise features
+    order = rng.permutation(len(labels))
+    tr, va, te = order[:train_rows], order[train_rows:train_rows + 500], order[train_rows + 500:]
+    noisy = labels[tr].copy()
+    flip = rng.random(len(tr)) < 0.3
+    noisy[flip] = rng.integers(0, 10, flip.sum())
+    return (a[tr], noisy), (a[va], labels[va]), (a[te], labels[te])
+
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+def fashion_ridge(seed):
+    import gzip
+
+    def idx(name):
+        with gzip.open(os.path.join(FASHION, name)) as f:
+            raw = f.read()
+        if raw[3] == 3:
+            n = int.from_bytes(raw[4:8], "big")
+            return np.frombuffer(raw, np.uint8, offset=16).reshape(n, 784) / 255.0
+        return np.frombuffer(raw, np.uint8, offset=8).astype(np.float64)
+
+    rng = np.random.default_rng(seed)
+    a, b = idx("train-images-idx3-ubyte.gz"), idx("train-labels-idx1-ubyte.gz")
+    order = rng.permutation(len(b))
+    a_te, b_te = idx("t10k-images-idx3-ubyte.gz")[:2000], idx("t10k-labels-idx1-ubyte.gz")[:2000]
+    return (a[order], b[order]), (a_te, b_te)
+
+
+def squared_loss(y, a, targets):
+    return 0.5 * float(np.mean((a @ y - targets) ** 2))
+
+
+def cross_entropy(y, a, labels, classes):
+    d = a.shape[1]
+    w = y[:d * classes].reshape(d, classes)
+    b = y[d * classes:d * classes + classes]
+    z = a @ w + b
+    z -= z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return float(-logp[np.arange(len(labels)), labels].mean()), float(
+        (z.argmax(axis=1) == labels).mean())
+
+
+def main():
+    args = parse_args()
+    sys.path.insert(0, os.path.join(os.path.abspath(args.build), "python"))
+    import f2obo  # noqa: E402  (built into <build>/python)
+    from run_simple_experiments import Server  # noqa: E402
+
+    (a_tr, l_tr), (a_va, l_va), (a_te, l_te) = digits_task(args.train, args.seed)
+    options = {}
+    for item in args.option:
+        name, _, value = item.partition("=")
+        options[name] = float(value) if value.replace(".", "", 1).isdigit() else value
+    features, classes, per = a_tr.shape[1], 10, 32
+    workdir = tempfile.mkdtemp(prefix="f2obo_quality_")
+    server = Server(os.path.abspath(args.build), workdir, 0)
+    ok = True
+    results = {}
+
+    def run(task, family, algorithm, name, spec, steps, batch_at, score):
+        nonlocal ok
+        session = client.create_session(family, algorithm, seed=args.seed, **spec, **options)
+        start = time.time()
+        try:
+            for t in range(steps):
+                upper, inner = batch_at(t)
+                session.step(upper, inner)
+        except f2obo.InvalidArgument as e:
+            print("%-13s %-7s %-7s FAILED at step %d: %s" % (task, algorithm, name, t + 1, e))
+            ok = False
+            return
+        seconds = time.time() - start
+        dec = session.decision()
+        loss, acc = score(np.asarray(dec.y))
+        x = np.asarray(dec.x)
+        results[(task, algorithm, name)] = loss
+        ok &= bool(np.isfinite(loss) and np.isfinite(x).all())
+        print("%-13s %-7s %-7s held-out loss %.4f  acc %s  mean x %.4f  %.1f s"
+              % (task, algorithm, name, loss, "-" if acc is None else "%.3f" % acc, x.mean(),
+                 seconds))
+        client.delete_session(session.id)
+
+    try:
+        client = f2obo.Client(server.target)
+
+        def digits_batch(t):
+            i = np.arange(t * per, (t + 1) * per)
+            return ((a_va[i % len(l_va)], l_va[i % len(l_va)]),
+                    (a_tr[i % len(l_tr)], l_tr[i % len(l_tr)]))
+
+        for algorithm in args.algorithms.split(","):
+            for name, hi in (("tuned", 0.1), ("untuned", 0.0)):
+                run("digits_l2", "logistic_hpo", algorithm, name,
+                    dict(features=features, classes=classes, box=(0.0, hi)), args.steps,
+                    digits_batch, lambda y: cross_entropy(y, a_te, l_te, classes))
+        if os.path.isdir(FASHION):
+            (a_fm, b_fm), (a_fte, b_fte) = fashion_ridge(args.seed)
+
+            def fashion_batch(t):
+                i = np.arange(t * 128, (t + 1) * 128) % len(b_fm)
+                return (a_fm[i[:64]], b_fm[i[:64]]), (a_fm[i[64:]], b_fm[i[64:]])
+
+            for name, hi in (("tuned", 1.0), ("untuned", 0.0)):
+                run("fashion_ridge", "ridge_hpo", args.gate, name,
+                    dict(features=784, box=(0.0, hi)), args.fashion_steps, fashion_batch,
+                    lambda y: (squared_loss(y, a_fte, b_fte), None))
+        else:
+            print("fashion_ridge skipped: %s not installed (scripts/deps.sh installs it)"
+                  % FASHION)
+    finally:
+        server.stop()
+    failed = not ok
+    for task, slack in (("digits_l2", 1.0), ("fashion_ridge", 1.01)):
+        tuned = results.get((task, args.gate, "tuned"))
+        untuned = results.get((task, args.gate, "untuned"))
+        if task == "fashion_ridge" and not os.path.isdir(FASHION):
+            continue
+        if tuned is None or untuned is None:
+            print("FAIL: %s on %s did not finish" % (args.gate, task))
+            failed = True
+        elif not tuned <= slack * untuned:
+            print("FAIL: %s's default run on %s (held-out loss %.4f) is behind its untuned "
+                  "start (%.4f)" % (args.gate, task, tuned, untuned))
+            failed = True
+        else:
+            print("OK: %s's default run on %s: %.4f vs untuned start %.4f"
+                  % (args.gate, task, tuned, untuned))
+    return 1 if failed else 0
+
+if __name__ == "__main__":
+    sys.exit(main())
