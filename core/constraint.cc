@@ -187,6 +187,22 @@ double ConstraintSet::LowerBound(int i) const {
   return -kInf;
 }
 
+double ConstraintSet::MaxAbsCoordinate() const {
+  const auto max_abs = [](const Vector& v) { return v.size() > 0 ? v.cwiseAbs().maxCoeff() : 0.0; };
+  switch (kind) {
+    case Kind::kBox:
+      return std::max(max_abs(lo), max_abs(hi));
+    case Kind::kBall:
+    case Kind::kL1Ball:
+      return radius + max_abs(center);
+    case Kind::kSimplex:
+      return radius;
+    case Kind::kNone:
+      break;
+  }
+  return kInf;
+}
+
 void ConstraintSet::Project(Vector* x) const {
   switch (kind) {
     case Kind::kNone:

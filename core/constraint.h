@@ -37,6 +37,10 @@ struct ConstraintSet {
   // simplex, center_i - radius on the l1 ball; -inf otherwise (kNone, and the
   // l2 ball, where it is left loose as it always was).
   double LowerBound(int i) const;
+  // A bound on max_i |x_i| over the set: the box's largest |bound|, the
+  // balls' radius plus their center's largest |entry|, the simplex's total;
+  // +inf for kNone and a box with an infinite bound.
+  double MaxAbsCoordinate() const;
   // In-place Euclidean projection onto the set.  Box and l2 ball: O(d), no
   // allocation.  L1 ball and simplex: exact, by sorting (Duchi et al. 2008,
   // Fig. 1; Condat 2016, Alg. 1), O(d log d), with a per-thread scratch
@@ -47,6 +51,14 @@ struct ConstraintSet {
   // allow the rounding of their sums (2 d eps radius), so a projected point
   // is contained with tol = 0.
   bool Contains(const VecIn& x, double tol = 0.0) const;
+  // Contains up to rounding, tol = 1e-9 (1 + max_i |x_i|): for a point a
+  // session computed (a projection or a convex combination of points of
+  // the set may sit outside by a few ulps of its magnitude), e.g. the x of
+  // a restored state.
+  bool ContainsComputed(const VecIn& x) const {
+    const double scale = 1.0 + (x.size() > 0 ? x.cwiseAbs().maxCoeff() : 0.0);
+    return Contains(x, 1e-9 * scale);
+  }
 
   // Whether Lmo is available: the l2 ball, the l1 ball, the simplex, and a
   // box whose bounds are all finite (the compact sets).

@@ -84,6 +84,14 @@ bool OptionRule::Accepts(double v) const {
   return true;
 }
 
+std::vector<Opt> IterationOptions() {
+  std::vector<Opt> out;
+  for (const OptionInfo& info : OptionTable()) {
+    if (info.rule.iterations) out.push_back(info.id);
+  }
+  return out;
+}
+
 std::string OptionRule::Describe() const {
   if (any) return "any value";
   std::string range;

@@ -53,6 +53,9 @@ struct OptionRule {
   bool hi_open = false;
   bool infinity_allowed = false;
   bool any = false;
+  // The option counts iterations of a round (IterationCount): a server caps
+  // it at its --max_inner_iterations too.
+  bool iterations = false;
 
   bool Accepts(double v) const;
   std::string Describe() const;  // e.g. "must be finite and > 0"
@@ -67,6 +70,11 @@ constexpr OptionRule InRangeOpenHigh(double lo, double hi) {
 }
 constexpr OptionRule AtLeast(double lo) { return {lo, 2147483647.0, false, false, false, false}; }
 constexpr OptionRule AnyValue() { return {0, 0, false, false, false, true}; }
+// An integer count of iterations of one round, in [1, hi]: the server also
+// caps it at its max_inner_iterations (the only list of such options).
+constexpr OptionRule IterationCount(double hi = 2147483647.0) {
+  return {1.0, hi, false, false, false, false, true};
+}
 
 struct AlgorithmOptions {
 #define F2OBO_OPTION(type, name, def, rule, help) type name = def;
@@ -142,6 +150,9 @@ absl::Status SetOptionNumber(const OptionInfo& info, double value, AlgorithmOpti
 absl::Status SetOptionChoice(const OptionInfo& info, absl::string_view value, AlgorithmOptions* o);
 // The value as text ("0.1", "5", "true", "scaled"), e.g. for help and specs.
 std::string OptionValueText(const OptionInfo& info, const AlgorithmOptions& o);
+
+// The options whose rule is an IterationCount, in declaration order.
+std::vector<Opt> IterationOptions();
 
 // Checks each option in `reads` against its rule; the error is
 // INVALID_ARGUMENT "options.<name>: <value> <rule>".

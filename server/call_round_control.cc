@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/options.h"
 
 namespace f2obo::server {
 namespace {
@@ -14,6 +16,14 @@ constexpr int64_t kMaxStride = 4096;
 CallRoundControl::Clock::duration Seconds(double s) {
   return std::chrono::duration_cast<CallRoundControl::Clock::duration>(
       std::chrono::duration<double>(s));
+}
+
+// "inner_steps, max_inner_iterations, ...": core/options.def's iteration
+// counts, the options that lengthen a round.
+std::string IterationOptionNames() {
+  std::vector<std::string> names;
+  for (Opt id : IterationOptions()) names.push_back(GetOptionInfo(id).name);
+  return absl::StrJoin(names, ", ");
 }
 
 }  // namespace
@@ -70,10 +80,8 @@ absl::Status CallRoundControl::Look(Clock::time_point now) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the round ran for the per-round budget of ", budget_seconds_,
                      " s (--round_budget_seconds) and was stopped; lower the inner "
-                     "iterations "
-                     "(inner_steps, max_inner_iterations, linear_system_steps, "
-                     "pz_directions) or the "
-                     "batch size, or raise the budget"));
+                     "iterations (",
+                     IterationOptionNames(), ") or the batch size, or raise the budget"));
   }
   return absl::OkStatus();
 }

@@ -15,6 +15,7 @@
 #include "server/auth.h"
 #include "server/machine_memory.h"
 #include "server/process_memory.h"
+#include "server/request_bounds.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -123,6 +124,13 @@ int main(int argc, char** argv) {
   if (o.replica_name.empty()) {
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) o.replica_name = host;
+  }
+  // Fence targets name replicas and are held to the request bound
+  // (request_bounds.h): a longer name could not be fenced towards.
+  if (o.replica_name.size() > f2obo::server::kMaxStringBytes) {
+    std::fprintf(stderr, "f2obo-server: --replica_name: %zu bytes, beyond the bound of %zu\n",
+                 o.replica_name.size(), f2obo::server::kMaxStringBytes);
+    return 1;
   }
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.metrics_threads = absl::GetFlag(FLAGS_metrics_threads);

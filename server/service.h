@@ -125,11 +125,15 @@ class F2oboService final : public v1::F2obo::Service {
 
   // Admits (see InFlight), then Serve()s; UNAVAILABLE once shutting down.
   grpc::Status Handle(const char* method, const grpc::ServerContext* ctx, Access access,
+                      const google::protobuf::Message* request,
                       const std::function<absl::Status()>& body);
   // Tells the observer each member's outcome of an applied group step.
   void ReportMembers(const v1::GroupStepReply& reply);
-  // Authorizes, times `body`, maps its status, reports to the observer.
+  // Authorizes, checks the bounds of `request`'s strings (if not null;
+  // request_bounds.h), times `body`, maps its status, reports to the
+  // observer.
   grpc::Status Serve(const char* method, const grpc::ServerContext* ctx, Access access,
+                     const google::protobuf::Message* request,
                      const std::function<absl::Status()>& body);
   // The refusal of work arriving during shutdown (reported to the observer).
   grpc::Status Refuse(const char* method);

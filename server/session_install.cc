@@ -99,13 +99,17 @@ absl::Status SessionManager::Claim(Entry& entry, bool generate_id, bool check_fe
     do {
       entry.id = absl::StrCat("s", next_generated_id_++);
     } while (taken(entry.id));
-  } else if (taken(entry.id)) {
-    return absl::AlreadyExistsError(absl::StrCat("session '", entry.id, "' already exists"));
   }
   // A session of a fenced key belongs to its new owner (recovery loads
-  // the frozen copies, which the fence keeps from stepping).
+  // the frozen copies, which the fence keeps from stepping).  Checked
+  // before whether the id is taken: here the frozen copy of a moved
+  // session still holds it, and the caller must retry at the new owner
+  // (UNAVAILABLE), not give up (ALREADY_EXISTS).
   if (check_fence) {
     if (absl::Status s = CheckFence(entry.id); !s.ok()) return s;
+  }
+  if (!generate_id && taken(entry.id)) {
+    return absl::AlreadyExistsError(absl::StrCat("session '", entry.id, "' already exists"));
   }
   installing_.insert(entry.id);
   return absl::OkStatus();

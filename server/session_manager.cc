@@ -83,15 +83,16 @@ absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(const v1::SessionSpe
   const AlgorithmOptions& o = config->options;
   const AlgorithmInfo* info = FindAlgorithm(config->algorithm);
   const auto reads = [&](Opt opt) { return info == nullptr || info->reads.Has(opt); };
-  const int cap = limits_.max_inner_iterations;
-  if ((reads(Opt::inner_steps) && o.inner_steps > cap) ||
-      (reads(Opt::max_inner_iterations) && o.max_inner_iterations > cap) ||
-      (reads(Opt::max_scheduled_inner_steps) && o.inner_schedule == InnerSchedule::kTheory &&
-       o.max_scheduled_inner_steps > cap)) {
+  // (sf2obo's schedule cap is used by its theory schedule only.)
+  const auto unused = [&](Opt id) {
+    return id == Opt::max_scheduled_inner_steps && o.inner_schedule != InnerSchedule::kTheory;
+  };
+  for (Opt id : IterationOptions()) {
+    const OptionInfo& opt = GetOptionInfo(id);
+    if (!reads(id) || unused(id) || opt.get(o) <= limits_.max_inner_iterations) continue;
     return absl::InvalidArgumentError(absl::StrCat(
-        "options.inner_steps / max_inner_iterations / max_scheduled_inner_steps: above the "
-        "server limit max_inner_iterations = ",
-        limits_.max_inner_iterations));
+        "options.", opt.name, " = ", opt.get(o), ": above the server limit max_inner_iterations = ",
+        limits_.max_inner_iterations, " (it caps every option counting iterations)"));
   }
   if (spec.metrics().has_exact_every() && spec.metrics().exact_every() < 0) {
     return absl::InvalidArgumentError("spec.metrics.exact_every: must be >= 0");
@@ -410,9 +411,15 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   std::string encoded =
       store_ != nullptr || checkpoint ? Encode(e, s.pending_state()) : std::string();
   if (store_ != nullptr) {
-    absl::Status durable =
-        store_->CommitStep(e.id, t + 1, std::move(encoded), reply, limits_.reply_cache,
-                           checkpoint ? limits_.max_checkpoints : 0);
+    absl::Status durable = store_->CommitStep(
+        e.id, t + 1, std::move(encoded), reply, limits_.reply_cache,
+        checkpoint ? limits_.max_checkpoints : 0,
+        call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
+    if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
+      s.Abort();
+      return absl::DeadlineExceededError(absl::StrCat("step ", t, ": ", durable.message(),
+                                                      "; not applied (session state unchanged)"));
+    }
     if (!durable.ok()) {
       s.Abort();
       return StoreWriteFailed(durable,

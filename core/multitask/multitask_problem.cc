@@ -112,6 +112,10 @@ class MultitaskProblem final : public Problem {
   }
 
   absl::Status ValidateRestored(const SessionState& s) const override {
+    // Every round projects x onto X: a state outside it was not made here.
+    if (!config_.constraint.ContainsComputed(s.x)) {
+      return absl::InvalidArgumentError("state.x: outside the constraint set X");
+    }
     const double lambda = s.scalars[kMultitaskLambda];
     if (ReadsMultiplier(entry_.info) && !(lambda > 0.0)) {
       return absl::InvalidArgumentError(

@@ -25,6 +25,16 @@
 
 namespace f2obo {
 
+// The largest RowGradientBound a row may have.  A windowed algorithm keeps
+// a row for window_rows steps and sums up to 2 spider_period - 1 (<= 2e5)
+// such gradients in its variance-reduced estimates, and AGM-BiO forms
+// products of gradients with points of Z (|x_j| <= 1e150): 1e100 keeps all
+// of them far from the state bound (kMaxStateMagnitude, 1e150) and from
+// overflow, so an accepted row cannot make a later round fail (issue 25:
+// one least_squares row of 1e80 made every later ir_fscg step fail until
+// it left the window).
+inline constexpr double kMaxRowGradient = 1e100;
+
 class SimpleFamily {
  public:
   virtual ~SimpleFamily() = default;
@@ -41,6 +51,15 @@ class SimpleFamily {
   // Rejects a batch this family cannot use; INVALID_ARGUMENT naming the field
   // (e.g. "upper.dense: has 7 columns, expected features = 8").
   virtual absl::Status ValidateBatch(const Batch& batch, BatchRole role) const = 0;
+
+  // A bound on what row `i` of `b` contributes to a gradient (each entry)
+  // at any x with max_j |x_j| <= x_bound (finite), and, for families of
+  // residuals, on its residual: the simple problem refuses a row beyond
+  // kMaxRowGradient on arrival (SimpleProblem::ValidateData).  0: the
+  // family's gradients need no bound beyond the input bound.
+  virtual double RowGradientBound(const Batch& /*b*/, int /*i*/, double /*x_bound*/) const {
+    return 0.0;
+  }
 
   // f(x) (mean over the upper view's rows) and, if `grad` is non-null, its
   // gradient (resized to x_dim and overwritten).

@@ -249,7 +249,8 @@ absl::Status SessionStore::DeleteSession(const std::string& id) {
 
 absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::string state,
                                       const v1::StepReply& reply, int keep_replies,
-                                      int keep_checkpoints) {
+                                      int keep_checkpoints,
+                                      std::chrono::system_clock::time_point deadline) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kStep;
   w->id = id;
@@ -258,7 +259,7 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
   w->reply = reply.SerializeAsString();
   w->keep = keep_replies;
   w->keep_checkpoints = keep_checkpoints;
-  return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync);
+  return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
 absl::Status SessionStore::SaveReply(const Write& w) {

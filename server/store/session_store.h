@@ -36,10 +36,12 @@
 #define F2OBO_SERVER_STORE_SESSION_STORE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -150,8 +152,14 @@ class SessionStore {
   // reply; keeps the newest `keep_replies` replies.  With `keep_checkpoints`
   // > 0 the state is also stored as a checkpoint (same transaction) and the
   // newest `keep_checkpoints` are kept.  Under kSync, returns once durable.
+  // `deadline` (kSync): if it passes while the write still waits in the
+  // queue (the writer busy with earlier writes), the write is withdrawn,
+  // never applied, and DEADLINE_EXCEEDED returned; once the writer has
+  // taken it into a transaction it is waited for.
   absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
-                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0);
+                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
+                          std::chrono::system_clock::time_point deadline =
+                              std::chrono::system_clock::time_point::max());
 
   // Checkpoints (server/store/checkpoints.cc).  Each is durable (whatever
   // the policy) before returning.
@@ -184,6 +192,9 @@ class SessionStore {
   // result code `rc`, as if SQLite had returned it (SQLITE_OK: no more
   // failures).
   void FailWritesForTesting(int rc) { fail_writes_rc_ = rc; }
+  // Tests: called by the writer thread with each batch it has taken, before
+  // its transaction (set before any write).
+  void SetWriterHookForTesting(std::function<void()> hook) { writer_hook_ = std::move(hook); }
   // Tests: lowers the maximum record size (the default is 1 GB).
   void LimitRecordBytesForTesting(int bytes);
 
@@ -205,7 +216,9 @@ class SessionStore {
   absl::Status Migrate();
   static std::shared_ptr<Write> PutWrite(const SessionRecord& record);
   void WriterLoop();
-  absl::Status Submit(std::shared_ptr<Write> w, bool wait);
+  absl::Status Submit(std::shared_ptr<Write> w, bool wait,
+                      std::chrono::system_clock::time_point deadline =
+                          std::chrono::system_clock::time_point::max());
   absl::Status Apply(const Write& w);
   // Writer thread only: a kStep's reply row, and the trim of older ones.
   absl::Status SaveReply(const Write& w);
@@ -242,6 +255,7 @@ class SessionStore {
   bool stopping_ = false;                     // guarded by mu_
   std::atomic<int> fail_writes_rc_{0};        // FailWritesForTesting
   std::atomic<int64_t> superseded_states_{0};
+  std::function<void()> writer_hook_;  // SetWriterHookForTesting
   std::thread writer_;
 };
 

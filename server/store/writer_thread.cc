@@ -16,7 +16,8 @@
 
 namespace f2obo::server {
 
-absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
+absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
+                                  std::chrono::system_clock::time_point deadline) {
   w->bytes = w->spec.size() + w->state.size() + w->reply.size();
   for (const auto& r : w->replies) w->bytes += r.second.size();
   for (const auto& p : w->parts) {
@@ -44,6 +45,22 @@ absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait) {
   // its gathering threshold (see WriterLoop).  Not for every write gathered.
   if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.notify_one();
   if (!wait) return absl::OkStatus();
+  if (deadline != std::chrono::system_clock::time_point::max() &&
+      !done_cv_.wait_until(lock, deadline, [&] { return w->done; })) {
+    // The caller's deadline passed.  Still queued (the writer takes the
+    // whole queue at once, under mu_): withdrawn, so a write answered
+    // DEADLINE_EXCEEDED is never applied.  Already taken: waited for.
+    const auto it = std::find(queue_.begin(), queue_.end(), w);
+    if (it != queue_.end()) {
+      queue_.erase(it);
+      queued_bytes_ -= w->bytes;
+      --queued_waited_;
+      room_cv_.notify_all();
+      return absl::DeadlineExceededError(
+          "the deadline passed while the write waited for the store (busy with earlier "
+          "writes); not written");
+    }
+  }
   done_cv_.wait(lock, [&] { return w->done; });
   return w->status;
 }
@@ -82,6 +99,7 @@ void SessionStore::WriterLoop() {
       queued_bytes_ = 0;
       queued_waited_ = 0;
     }
+    if (writer_hook_) writer_hook_();
     MarkSupersededStates(batch);
     room_cv_.notify_all();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.

@@ -197,5 +197,43 @@ TEST_F(BadInputE2e, SessionLimitAndDuplicateIdsAreRefused) {
   EXPECT_THAT(std::string(over.status().message()), HasSubstr("max_sessions = 3"));
 }
 
+// Issue 25 item 7: every option counting iterations of a round (core/
+// options.def's IterationCount) is held to the server's
+// --max_inner_iterations, linear_system_steps and pz_directions included
+// (linear_system_steps had no upper bound at all); at the cap it is
+// accepted.
+TEST(IterationCapE2e, EveryIterationCountIsHeldToTheServersCap) {
+  ServerProcess server({"--max_inner_iterations=50"});
+  ASSERT_TRUE(server.started()) << server.banner();
+  client::Client c({server.target()});
+  const struct {
+    const char* algorithm;
+    void (*set)(v1::AlgorithmOptions*, int);
+    const char* name;
+  } kCounts[] = {
+      {"sobow", [](v1::AlgorithmOptions* o, int v) { o->set_linear_system_steps(v); },
+       "linear_system_steps"},
+      {"pzobo", [](v1::AlgorithmOptions* o, int v) { o->set_pz_directions(v); }, "pz_directions"},
+      {"f2obo", [](v1::AlgorithmOptions* o, int v) { o->set_inner_steps(v); }, "inner_steps"},
+      {"af2obo", [](v1::AlgorithmOptions* o, int v) { o->set_max_inner_iterations(v); },
+       "max_inner_iterations"},
+  };
+  for (const auto& count : kCounts) {
+    v1::CreateSessionRequest create;
+    create.set_session_id(std::string("cap-") + count.algorithm);
+    *create.mutable_spec() = SpecFor(AllFamilyCases()[0], count.algorithm, 1);
+    count.set(create.mutable_spec()->mutable_options(), 51);
+    const absl::StatusOr<v1::SessionInfo> refused = c.CreateSession(create);
+    ASSERT_FALSE(refused.ok()) << count.name << " = 51 was accepted";
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << count.name;
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr(std::string("options.") + count.name +
+                          " = 51: above the server limit max_inner_iterations = 50"));
+    count.set(create.mutable_spec()->mutable_options(), 50);
+    const absl::StatusOr<v1::SessionInfo> accepted = c.CreateSession(create);
+    EXPECT_TRUE(accepted.ok()) << count.name << ": " << accepted.status();
+  }
+}
+
 }  // namespace
 }  // namespace f2obo

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "client/client.h"
+#include "grpcpp/create_channel.h"
 #include "tests/server/e2e_client.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
@@ -302,6 +303,126 @@ TEST_F(HostileInputE2e, ImportRefusesAStateWhoseLayoutDoesNotMatchTheSpecsAlgori
     EXPECT_EQ(client_.GetSession(std::string("as_") + algorithm).status().code(),
               absl::StatusCode::kNotFound);
   }
+}
+
+// Issue 25 item 6: every string of a request is bounded (256 bytes).  A
+// 10,000-byte id was looked up and echoed back, or (SetFence's target)
+// stored and echoed in every later UNAVAILABLE of its key, beyond gRPC's
+// metadata limit: the client got RESOURCE_EXHAUSTED "received initial
+// metadata size exceeds limit" and stopped instead of retrying.  Each is
+// now INVALID_ARGUMENT naming the field and its length, before anything
+// else, and the server goes on serving.
+TEST_F(HostileInputE2e, IdentifiersBeyond256BytesAreRefusedInEveryRpcAndTheServerKeepsServing) {
+  const std::string huge(10000, 'k');
+  const std::string max(256, 'k');
+  Create("ok", SpecFor(AllFamilyCases()[0], "f2obo", 1));
+  auto stub =
+      v1::F2obo::NewStub(grpc::CreateChannel(server_.target(), grpc::InsecureChannelCredentials()));
+  const auto expect_refused = [&](const char* rpc, const grpc::Status& s,
+                                  const std::string& field) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << rpc << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(),
+                HasSubstr(field + ": 10000 bytes, beyond the bound of 256 bytes"))
+        << rpc;
+  };
+  {
+    grpc::ClientContext ctx;
+    v1::GetSessionRequest req;
+    req.set_session_id(huge);
+    v1::SessionInfo out;
+    expect_refused("GetSession", stub->GetSession(&ctx, req, &out), "session_id");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::StepRequest req = RequestFor(AllFamilyCases()[0], huge, 1);
+    v1::StepReply out;
+    expect_refused("Step", stub->Step(&ctx, req, &out), "session_id");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DeleteSessionRequest req;
+    req.set_session_id(huge);
+    v1::DeleteSessionResponse out;
+    expect_refused("DeleteSession", stub->DeleteSession(&ctx, req, &out), "session_id");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ForkSessionRequest req;
+    req.set_session_id("ok");
+    req.set_new_session_id(huge);
+    v1::SessionInfo out;
+    expect_refused("ForkSession", stub->ForkSession(&ctx, req, &out), "new_session_id");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::CreateSessionRequest req;
+    req.set_session_id("new");
+    *req.mutable_spec() = SpecFor(AllFamilyCases()[0], "f2obo", 1);
+    req.mutable_spec()->set_algorithm(huge);
+    v1::SessionInfo out;
+    expect_refused("CreateSession", stub->CreateSession(&ctx, req, &out), "spec.algorithm");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::CreateGroupRequest req;
+    req.set_group_id("g");
+    *req.mutable_spec() = SpecFor(AllFamilyCases()[0], "f2obo", 1);
+    req.add_members()->set_name("a");
+    req.add_members()->set_name(huge);
+    v1::GroupInfo out;
+    expect_refused("CreateGroup", stub->CreateGroup(&ctx, req, &out), "members[1].name");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetGroupRequest req;
+    req.set_group_id(huge);
+    v1::GroupInfo out;
+    expect_refused("GetGroup", stub->GetGroup(&ctx, req, &out), "group_id");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::SetFenceRequest req;
+    req.set_routing_key("ok");
+    req.set_target(huge);
+    v1::Fence out;
+    expect_refused("SetFence", stub->SetFence(&ctx, req, &out), "target");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::LiftFenceRequest req;
+    req.set_routing_key(huge);
+    v1::LiftFenceResponse out;
+    expect_refused("LiftFence", stub->LiftFence(&ctx, req, &out), "routing_key");
+  }
+  {
+    // A stream: the bad message ends it with the same status.
+    grpc::ClientContext ctx;
+    auto stream = stub->Steps(&ctx);
+    ASSERT_TRUE(stream->Write(RequestFor(AllFamilyCases()[0], huge, 1)));
+    v1::StepReply out;
+    EXPECT_FALSE(stream->Read(&out));
+    expect_refused("Steps", stream->Finish(), "session_id");
+  }
+  // Nothing of the above changed anything: the key is not fenced, the
+  // session is where it was and steps.
+  {
+    grpc::ClientContext ctx;
+    v1::ServerInfo info;
+    ASSERT_TRUE(stub->GetServerInfo(&ctx, v1::GetServerInfoRequest(), &info).ok());
+    EXPECT_EQ(info.fences_size(), 0);
+  }
+  const absl::StatusOr<v1::ListSessionsResponse> list = client_.ListSessions();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->sessions_size(), 1);
+  const auto stepped = client_.Step(RequestFor(AllFamilyCases()[0], "ok", 1));
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  // At the bound: an id of 256 bytes is looked up as any other.
+  grpc::ClientContext ctx;
+  v1::GetSessionRequest req;
+  req.set_session_id(max);
+  v1::SessionInfo out;
+  EXPECT_EQ(stub->GetSession(&ctx, req, &out).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 }  // namespace

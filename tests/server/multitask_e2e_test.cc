@@ -153,6 +153,25 @@ TEST_F(MultitaskE2e, ExportImportContinuesBitIdentically) {
   EXPECT_TRUE(ServerState(*client_, id).BitEquals(ServerState(*client_, "mt-imported")));
 }
 
+// Issue 25 item 7: an import whose constraint excludes its state's x is
+// refused, as the simple class refuses it (every round projects x onto X,
+// so such a state was not made by this spec), and nothing is created.
+TEST_F(MultitaskE2e, AnImportWhoseConstraintExcludesItsXIsRefused) {
+  for (const char* a : {"rsvrb", "mt_f2obo"}) {
+    const std::string id = Create(std::string("mt-x-") + a, MultitaskSpec(a));
+    for (int64_t t = 1; t <= 3; ++t) ASSERT_TRUE(client_->Step(TaskRequest(id, t)).ok()) << a;
+    grpc::Status status;
+    v1::SessionExport ex = testing::ExportSession(*client_, id, &status);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ex.mutable_spec()->mutable_constraint()->mutable_box()->set_lo(0, 5.0);  // x in [0, 0.1]
+    ex.mutable_spec()->mutable_constraint()->mutable_box()->set_hi(0, 6.0);
+    const grpc::Status refused = testing::ImportSession(*client_, "mt-outside", ex);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a;
+    EXPECT_THAT(refused.error_message(), HasSubstr("state.x: outside the constraint set X")) << a;
+    EXPECT_EQ(client_->GetSession("mt-outside").status().code(), absl::StatusCode::kNotFound);
+  }
+}
+
 TEST_F(MultitaskE2e, KillNineMidStreamResumesWhereTheLastAcknowledgedStepLeftIt) {
   const std::string dir = testing::MakeTempDir();
   auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);

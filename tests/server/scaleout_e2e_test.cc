@@ -197,6 +197,74 @@ double StepRefusals(const ServerProcess& server) {
   return 0;
 }
 
+// Issue 25 item 7: on a fenced key, a create, import or fork into an id the
+// frozen copy still holds answers UNAVAILABLE (retry at the new owner), as
+// the proto says, not ALREADY_EXISTS (which clients do not retry); nothing
+// is created.
+TEST(FenceTest, CreateImportAndForkIntoAFencedKeysExistingIdAnswerUnavailable) {
+  ServerProcess server({"--replica_name=r0"});
+  ASSERT_TRUE(server.started()) << server.banner();
+  const FamilyCase family = testing::AllFamilyCases()[0];
+  client::ClientOptions direct{server.target()};
+  direct.max_attempts = 1;
+  client::Client c(direct);
+  for (const char* id : {"moving", "src"}) {
+    v1::CreateSessionRequest create;
+    create.set_session_id(id);
+    *create.mutable_spec() = testing::SpecFor(family, "f2obo", 5);
+    ASSERT_TRUE(c.CreateSession(create).ok()) << id;
+  }
+  v1::SessionExport exported;
+  {
+    v1::ExportSessionRequest req;
+    req.set_session_id("moving");
+    auto ctx = c.NewContext();
+    ASSERT_TRUE(c.stub().ExportSession(ctx.get(), req, &exported).ok());
+  }
+  {
+    v1::SetFenceRequest req;
+    req.set_routing_key("moving");
+    req.set_target("r1");
+    v1::Fence out;
+    auto ctx = c.NewContext();
+    ASSERT_TRUE(c.stub().SetFence(ctx.get(), req, &out).ok());
+  }
+  const auto expect_moved = [](const char* rpc, const grpc::Status& s) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << rpc << ": " << s.error_message();
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "is moving to replica 'r1'"))
+        << rpc << ": " << s.error_message();
+  };
+  v1::SessionInfo info;
+  {
+    v1::CreateSessionRequest req;
+    req.set_session_id("moving");
+    *req.mutable_spec() = testing::SpecFor(family, "f2obo", 5);
+    auto ctx = c.NewContext();
+    expect_moved("CreateSession", c.stub().CreateSession(ctx.get(), req, &info));
+  }
+  {
+    v1::ImportSessionRequest req;
+    *req.mutable_session() = exported;
+    auto ctx = c.NewContext();
+    expect_moved("ImportSession", c.stub().ImportSession(ctx.get(), req, &info));
+  }
+  {
+    v1::ForkSessionRequest req;
+    req.set_session_id("src");
+    req.set_new_session_id("moving");
+    auto ctx = c.NewContext();
+    expect_moved("ForkSession", c.stub().ForkSession(ctx.get(), req, &info));
+  }
+  // An id of another key is created as usual.
+  v1::CreateSessionRequest other;
+  other.set_session_id("other");
+  *other.mutable_spec() = testing::SpecFor(family, "f2obo", 5);
+  EXPECT_TRUE(c.CreateSession(other).ok());
+  const absl::StatusOr<v1::ListSessionsResponse> list = c.ListSessions();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->sessions_size(), 3);
+}
+
 // The client's retry budget covers a rebalance (fence -> proxy switch,
 // deploy/README.md's runbook): the "moved" status is retried, same step
 // index, past max_attempts for up to moved_retry_seconds, and the step is

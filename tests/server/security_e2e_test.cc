@@ -252,6 +252,45 @@ TEST_F(AuthE2e, EveryRpcWithoutATokenOrWithAWrongOneIsUnauthenticated) {
   EXPECT_EQ(writer.ListSessions()->sessions_size(), 0);
 }
 
+// Issue 25 item 7: the README's table of who may call what says exactly
+// what the server does: its list of the RPCs a read token may call is the
+// read role of Rpcs() (GetServerInfo was missing), and it says that the
+// health service and reflection answer without a token, which they do.
+TEST_F(AuthE2e, TheReadmesTokenTableIsWhatTheServerDoes) {
+  std::ifstream in(F2OBO_README_PATH);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string readme = text.str();
+  for (char& ch : readme) {
+    if (ch == '\n') ch = ' ';
+  }
+  const std::string start = "read tokens may call ";
+  const size_t from = readme.find(start);
+  ASSERT_NE(from, std::string::npos) << "README.md has no '" << start << "'";
+  const size_t to = readme.find(';', from);
+  std::set<std::string> listed;
+  std::string word;
+  for (char ch : readme.substr(from + start.size(), to - from - start.size()) + " ") {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      word += ch;
+    } else if (!word.empty()) {
+      if (word != "and") listed.insert(word);
+      word.clear();
+    }
+  }
+  std::set<std::string> reads;
+  for (const auto& [method, role] : Rpcs()) {
+    if (role == Role::kRead) reads.insert(method);
+  }
+  EXPECT_EQ(listed, reads);
+  EXPECT_THAT(readme, ::testing::HasSubstr("The gRPC health service and server reflection answer "
+                                           "without a token"));
+  client::Client anonymous = ClientWith("");
+  const absl::StatusOr<bool> healthy = anonymous.Healthy("");
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_TRUE(*healthy);
+}
+
 TEST_F(AuthE2e, AReadTokenReadsButMayNotWrite) {
   client::Client writer = ClientWith(kWrite);
   const FamilyCase f = AllFamilyCases()[0];

@@ -212,6 +212,53 @@ TEST(SimpleE2e, KillNineMidStreamResumesTheSameTrajectory) {
   }
 }
 
+// Issue 25 item 2: one accepted row must not make a session stuck.  A
+// least_squares row of value and target 1e80 (inside the input bound) was
+// accepted by ir_fscg at t = 2, stayed in its window of 100 rows, and from
+// t = 3 every ordinary step was refused ("non-finite aux[1]") until a
+// batch of >= 100 rows pushed it out.  Such a row is now refused on
+// arrival, naming it, and the stream goes on; every algorithm of the class
+// holds it the same way.
+TEST(SimpleE2e, ARowWhoseGradientCouldOverflowLaterRoundsIsRefusedOnArrival) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  for (const std::string& a : Algorithms()) {
+    v1::CreateSessionRequest create;
+    create.set_session_id(a);
+    *create.mutable_spec() = LeastSquaresSpec(a);
+    create.mutable_spec()->mutable_options()->set_window_rows(100);
+    ASSERT_TRUE(c.CreateSession(create).ok()) << a;
+    ASSERT_TRUE(c.Step(StepRequestFor(a, 1)).ok()) << a;
+    v1::StepRequest poison = StepRequestFor(a, 2);
+    poison.mutable_inner()->mutable_dense()->set_values(0, 1e80);
+    poison.mutable_inner()->set_targets(0, 1e80);
+    const absl::StatusOr<v1::StepReply> refused = c.Step(poison);
+    ASSERT_FALSE(refused.ok()) << a << ": the 1e80 row was accepted";
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << a;
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr("inner row 0: its gradient (or residual) in least_squares can reach "))
+        << a;
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("(|x_j| <= 2), beyond 1e+100"))
+        << a;
+    EXPECT_EQ(c.GetSession(a)->next_t(), 2) << a;
+    for (int64_t t = 2; t <= 5; ++t) {
+      const absl::StatusOr<v1::StepReply> r = c.Step(StepRequestFor(a, t));
+      ASSERT_TRUE(r.ok()) << a << " t = " << t << ": " << r.status();
+    }
+  }
+  // The largest row the bound admits is accepted, and later rounds run.
+  v1::StepRequest big = StepRequestFor("ir_fscg", 6);
+  v1::DenseMatrix* m = big.mutable_inner()->mutable_dense();
+  for (int j = 0; j < kFeatures; ++j) m->set_values(j, j == 0 ? 1e49 : 0.0);
+  big.mutable_inner()->set_targets(0, 1e49);  // 1e49 * (1e49 * 2 + 1e49) = 3e98
+  ASSERT_TRUE(c.Step(big).ok());
+  for (int64_t t = 7; t <= 12; ++t) {
+    const absl::StatusOr<v1::StepReply> r = c.Step(StepRequestFor("ir_fscg", t));
+    ASSERT_TRUE(r.ok()) << "t = " << t << ": " << r.status();
+  }
+}
+
 TEST(SimpleE2e, BadSpecsAndStepsGetPreciseErrorsAndChangeNothing) {
   ServerProcess server;
   ASSERT_TRUE(server.started());

@@ -65,6 +65,9 @@ class LeastSquaresFamily final : public SimpleFamily {
   double SmoothnessG(const BatchView& inner) override {
     return MeanGramSpectralNorm(inner, d_, &power_v_, &power_w_);
   }
+  double RowGradientBound(const Batch& b, int i, double x_bound) const override {
+    return SquaredResidualRowBound(b, i, x_bound);
+  }
 
   std::optional<double> OuterOptimum(const BatchView& upper, const BatchView& inner,
                                      const ConstraintSet& z) override {

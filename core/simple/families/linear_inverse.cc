@@ -91,6 +91,9 @@ class LinearInverseFamily final : public SimpleFamily {
   double SmoothnessG(const BatchView& inner) override {
     return MeanGramSpectralNorm(inner, n_, &power_v_, &power_w_);
   }
+  double RowGradientBound(const Batch& b, int i, double x_bound) const override {
+    return SquaredResidualRowBound(b, i, x_bound);
+  }
 
   std::optional<double> OuterOptimum(const BatchView&, const BatchView& inner,
                                      const ConstraintSet& z) override {

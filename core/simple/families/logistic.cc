@@ -45,6 +45,13 @@ class LogisticFamily final : public SimpleFamily {
     return ValidateLabels(b, c_, what);
   }
 
+  // (softmax - one-hot) ⊗ a_i: each entry at most max_j |a_ij|, whatever x.
+  double RowGradientBound(const Batch& b, int i, double) const override {
+    double max = 0.0, sum = 0.0;
+    RowAbsMaxSum(b, i, &max, &sum);
+    return max;
+  }
+
   double F(const VecIn& x, const BatchView& upper, Vector* grad) override {
     return CrossEntropy(x, upper, grad);
   }

@@ -43,6 +43,28 @@ double MeanRowSquaredNorm(const BatchView& view) {
   return s / view.rows.n;
 }
 
+void RowAbsMaxSum(const Batch& b, int i, double* max, double* sum) {
+  *max = 0.0;
+  *sum = 0.0;
+  if (b.sparse_features) {
+    for (int p = b.csr.outerIndexPtr()[i]; p < b.csr.outerIndexPtr()[i + 1]; ++p) {
+      const double v = std::abs(b.csr.valuePtr()[p]);
+      *max = std::max(*max, v);
+      *sum += v;
+    }
+  } else if (b.dense.cols() > 0) {
+    *max = b.dense.row(i).cwiseAbs().maxCoeff();
+    *sum = b.dense.row(i).cwiseAbs().sum();
+  }
+}
+
+double SquaredResidualRowBound(const Batch& b, int i, double x_bound) {
+  double max = 0.0, sum = 0.0;
+  RowAbsMaxSum(b, i, &max, &sum);
+  const double target = b.targets.size() > i ? std::abs(b.targets[i]) : 0.0;
+  return std::max(1.0, max) * (sum * x_bound + target);
+}
+
 double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* w) {
   const double frobenius = MeanRowSquaredNorm(view);
   if (!(frobenius > 0.0) || cols == 0) return frobenius;

@@ -34,6 +34,12 @@ double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* gr
 // ||A||_F^2 / n over the view's rows (0 when empty): an upper bound on
 // lambda_max((1/n) A^T A), the Hessian of HalfMeanSquaredResidual.
 double MeanRowSquaredNorm(const BatchView& view);
+// max_j |a_ij| and sum_j |a_ij| of row i's features.
+void RowAbsMaxSum(const Batch& b, int i, double* max, double* sum);
+// RowGradientBound of a half squared residual (a_i^T x - t_i)^2 / 2: its
+// residual is at most ||a_i||_1 x_bound + |t_i| and its gradient
+// max_j |a_ij| times that; max(1, max_j |a_ij|) times it bounds both.
+double SquaredResidualRowBound(const Batch& b, int i, double x_bound);
 
 // lambda_max((1/n) A^T A) over the view's rows (0 when empty), the exact
 // smoothness constant of HalfMeanSquaredResidual, by power iteration on

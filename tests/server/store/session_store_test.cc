@@ -11,8 +11,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/state.h"
@@ -218,6 +220,47 @@ TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
   // Writes apply in order: once this waited one is done, so is the step.
   ASSERT_TRUE((*store)->PutGroup("g", {"ghost"}).ok());
   EXPECT_EQ((*store)->unwaited_failures(), 1);
+}
+
+// Issue 25 item 3: a step write whose caller's deadline passes while it
+// still waits in the queue (the writer busy with an earlier batch, held
+// here by the test hook) is withdrawn and never applied; the write the
+// writer had already taken completes.
+TEST_F(StoreTest, AStepWhoseDeadlinePassesInTheQueueIsWithdrawnNotApplied) {
+  {
+    auto store = SessionStore::Open(dir_, Durability::kSync);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (const char* id : {"a", "b"}) {
+      ASSERT_TRUE((*store)->PutSession(id, SpecFor(id), StateBytes(1, 0), 1).ok());
+    }
+    std::promise<void> taken, release;
+    std::shared_future<void> released = release.get_future().share();
+    bool first = true;
+    (*store)->SetWriterHookForTesting([&] {
+      if (!first) return;
+      first = false;
+      taken.set_value();
+      released.wait();
+    });
+    std::thread a([&] {
+      EXPECT_TRUE((*store)->CommitStep("a", 2, StateBytes(2, 1), ReplyFor("a", 1), kKeep).ok());
+    });
+    taken.get_future().wait();  // the writer holds a's batch
+    const absl::Status b =
+        (*store)->CommitStep("b", 2, StateBytes(2, 2), ReplyFor("b", 1), kKeep, 0,
+                             std::chrono::system_clock::now() + std::chrono::milliseconds(50));
+    EXPECT_EQ(b.code(), absl::StatusCode::kDeadlineExceeded) << b;
+    release.set_value();
+    a.join();
+  }
+  auto store = SessionStore::Open(dir_, Durability::kSync);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<LoadedStore> loaded = (*store)->LoadAll();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::map<std::string, size_t> replies;
+  for (const StoredSession& s : loaded->sessions) replies[s.id] = s.replies.size();
+  EXPECT_EQ(replies["a"], 1u);  // applied
+  EXPECT_EQ(replies["b"], 0u);  // withdrawn
 }
 
 // ImportGroup's write: members and group record in one transaction.
