@@ -1,6 +1,8 @@
 #include "core/problem_registry.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -45,16 +47,37 @@ const std::vector<ProblemClassEntry>& ProblemClasses() {
   return *classes;
 }
 
+namespace {
+
 // By id, not by position: a class's entry may be registered in another
-// order than the enum's (or not yet, while its branch is being merged).
-const ProblemClassEntry& GetProblemClass(ProblemClass c) {
+// order than the enum's.  nullptr for a class without an entry (never
+// another class's entry: tests/server/class_entries_test.cc requires one
+// for every class).
+const ProblemClassEntry* FindEntry(ProblemClass c) {
   for (const ProblemClassEntry& e : ProblemClasses()) {
-    if (e.id == c) return e;
+    if (e.id == c) return &e;
   }
-  return ProblemClasses()[0];
+  return nullptr;
 }
 
-absl::string_view ProblemClassName(ProblemClass c) { return GetProblemClass(c).name; }
+}  // namespace
+
+// Reached only with a class parsed by name or of a registered family, which
+// has its entry; a class without one is a programming error, not data.
+const ProblemClassEntry& GetProblemClass(ProblemClass c) {
+  const ProblemClassEntry* e = FindEntry(c);
+  if (e == nullptr) {
+    std::fprintf(stderr, "f2obo: problem class %d has no entry in core/problem_registry.cc\n",
+                 static_cast<int>(c));
+    std::abort();
+  }
+  return *e;
+}
+
+absl::string_view ProblemClassName(ProblemClass c) {
+  const ProblemClassEntry* e = FindEntry(c);
+  return e != nullptr ? e->name : "unregistered_class";
+}
 
 absl::StatusOr<ProblemClass> ParseProblemClass(absl::string_view name) {
   std::vector<std::string> names;
@@ -94,7 +117,9 @@ AlgorithmOptions DefaultAlgorithmOptions(absl::string_view algorithm) {
 
 std::vector<std::string> AlgorithmNames(ProblemClass c) {
   std::vector<std::string> names;
-  for (const AlgorithmInfo* info : GetProblemClass(c).algorithms()) names.emplace_back(info->name);
+  const ProblemClassEntry* e = FindEntry(c);
+  if (e == nullptr) return names;
+  for (const AlgorithmInfo* info : e->algorithms()) names.emplace_back(info->name);
   return names;
 }
 
@@ -143,7 +168,13 @@ absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config) {
 }
 
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config) {
-  return GetProblemClass(config.problem_class).create(config);
+  const ProblemClassEntry* e = FindEntry(config.problem_class);
+  if (e == nullptr) {
+    return absl::InternalError(absl::StrCat("problem class ",
+                                            static_cast<int>(config.problem_class),
+                                            " has no entry in core/problem_registry.cc"));
+  }
+  return e->create(config);
 }
 
 }  // namespace f2obo

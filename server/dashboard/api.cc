@@ -205,7 +205,7 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Int(info.cap_hits())
         .Key("rows_processed")
         .Int(info.rows_processed());
-    server::presentation::PresentationOf(info).session_json(info, w);
+    if (const auto* p = server::presentation::PresentationOf(info)) p->session_json(info, w);
     w.EndObject();
   }
   w.EndArray().Key("groups").BeginArray();

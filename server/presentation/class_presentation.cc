@@ -18,11 +18,11 @@ const ClassPresentation& PresentationOf(const v1::RoundReport& r) {
   return BilevelPresentation();
 }
 
-const ClassPresentation& PresentationOf(const v1::SessionInfo& info) {
+const ClassPresentation* PresentationOf(const v1::SessionInfo& info) {
   for (const ClassPresentation* p : Presentations()) {
-    if (info.spec().problem_class() == ProblemClassName(p->id)) return *p;
+    if (info.spec().problem_class() == ProblemClassName(p->id)) return p;
   }
-  return BilevelPresentation();
+  return nullptr;
 }
 
 metrics::GaugeFamily* SessionGauge(metrics::Registry* r, const std::string& name,

@@ -52,9 +52,13 @@ struct ClassPresentation {
 
 // Every class's entry (the bilevel class's first).
 const std::vector<const ClassPresentation*>& Presentations();
-// The entry of the class of a published step / of a session.
+// The entry of the class of a published step: the one that owns its
+// report, else the bilevel class's (its report has no class part).
 const ClassPresentation& PresentationOf(const v1::RoundReport& r);
-const ClassPresentation& PresentationOf(const v1::SessionInfo& info);
+// The entry of a session's class; nullptr for a class without one (never
+// another class's: tests/server/class_entries_test.cc requires one for
+// every class).
+const ClassPresentation* PresentationOf(const v1::SessionInfo& info);
 
 // One per class.
 const ClassPresentation& BilevelPresentation();
