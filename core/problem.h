@@ -69,6 +69,13 @@ class Problem {
   // its shapes and magnitudes (ValidateState), e.g. a positive lambda for the
   // penalty methods, or algorithm-owned vectors of the algorithm's layout.
   virtual absl::Status ValidateRestored(const SessionState& s) const = 0;
+  // Brings a state written by an earlier server into this server's layout
+  // (before ValidateRestored); INVALID_ARGUMENT naming the field when it
+  // fits neither.  Most classes have nothing to do.
+  virtual absl::Status UpgradeRestored(SessionState* s) const {
+    (void)s;
+    return absl::OkStatus();
+  }
 
   // One round on validated data: the prequential figures at `s` (the state
   // before the round), then the algorithm's round, updating `s` in place

@@ -82,6 +82,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& c
   if (absl::Status s = ValidateState(c.state, p.layout(), p.x_dim(), kMaxStateMagnitude); !s.ok()) {
     return s;
   }
+  if (absl::Status s = p.UpgradeRestored(&c.state); !s.ok()) return s;
   if (absl::Status s = p.ValidateRestored(c.state); !s.ok()) return s;
   // Sums added by later versions of a class start at zero.
   if (c.metrics.sums.size() > p.layout().sums.size()) {
@@ -128,7 +129,12 @@ void Session::Commit() {
 }
 
 std::string Session::Encode(const SessionState& state) const {
-  return SerializeCheckpoint(Checkpoint{config_.family.name, config_.algorithm, state, metrics_});
+  return SerializeState(config_.family.name, config_.algorithm, state, metrics_, /*with_aux=*/true);
+}
+
+std::string Session::EncodeHead(const SessionState& state) const {
+  return SerializeState(config_.family.name, config_.algorithm, state, metrics_,
+                        /*with_aux=*/false);
 }
 
 absl::StatusOr<StepReport> Session::Prepare(const StepData& data, RoundControl* control) {
@@ -159,7 +165,8 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data, RoundControl* 
                         absl::StrCat("step ", t, ": ", s.message(), "; session state unchanged"));
   }
   SessionState& next = *pending_;
-  if (std::string field = next.FirstOutOfRange(problem_->layout(), kMaxStateMagnitude);
+  if (std::string field =
+          next.FirstOutOfRange(problem_->layout(), kMaxStateMagnitude, state_.get());
       !field.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("step ", t, ": the round produced a non-finite ", field,

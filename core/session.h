@@ -75,6 +75,9 @@ class Session {
   // The checkpoint encoding of `state` (the committed or the pending one)
   // with this session's family, algorithm and running sums.
   std::string Encode(const SessionState& state) const;
+  // The same without the aux vectors (SerializeCheckpointHead): what the
+  // store writes beside the aux parts a step changed.
+  std::string EncodeHead(const SessionState& state) const;
 
  private:
   Session(SessionConfig config, std::unique_ptr<Problem> problem, SessionState state,

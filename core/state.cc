@@ -48,7 +48,8 @@ class Writer {
     U64(static_cast<uint64_t>(v.size()));
     F64s(v.data(), static_cast<size_t>(v.size()));
   }
-  void Vecs(const std::vector<Vector>& vs) {
+  template <typename Vectors>  // std::vector<Vector> or StateParts
+  void Vecs(const Vectors& vs) {
     U64(vs.size());
     for (const Vector& v : vs) Vec(v);
   }
@@ -65,7 +66,7 @@ class Writer {
 #endif
   }
   void Reserve(size_t n) { out_.reserve(n); }
-  void Str(const std::string& s) {
+  void Str(absl::string_view s) {
     U64(s.size());
     Raw(s.data(), s.size());
   }
@@ -111,6 +112,20 @@ class Reader {
     vs->resize(n);
     for (Vector& v : *vs) {
       if (!Vec(&v)) return false;
+    }
+    return true;
+  }
+  bool Vecs(StateParts* vs) {
+    uint64_t n;
+    if (!U64(&n) || n > in_.size() / 8) return false;
+    vs->clear();
+    vs->resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      Vector v;
+      if (!Vec(&v)) return false;
+      // Empty parts stay null (the multi-task index pages of untouched
+      // ranges): no allocation for them.
+      if (v.size() > 0) vs->Set(i, std::move(v));
     }
     return true;
   }
@@ -161,7 +176,8 @@ std::string OutOfRange(const Vector& v, const std::string& name, double bound) {
 
 }  // namespace
 
-std::string SessionState::FirstOutOfRange(const StateLayout& layout, double bound) const {
+std::string SessionState::FirstOutOfRange(const StateLayout& layout, double bound,
+                                          const SessionState* unchanged_since) const {
   if (std::string f = OutOfRange(x, "x", bound); !f.empty()) return f;
   for (size_t i = 0; i < vectors.size(); ++i) {
     const std::string name =
@@ -173,16 +189,20 @@ std::string SessionState::FirstOutOfRange(const StateLayout& layout, double boun
       return i < layout.scalars.size() ? layout.scalars[i] : absl::StrCat("scalars[", i, "]");
     }
   }
-  for (size_t i = 0; i < aux.size(); ++i) {
-    if (std::string f = OutOfRange(aux[i], absl::StrCat("aux[", i, "]"), bound); !f.empty()) {
-      return f;
-    }
+  std::string found;
+  const auto check = [&](size_t i) {
+    if (found.empty()) found = OutOfRange(aux[i], absl::StrCat("aux[", i, "]"), bound);
+  };
+  if (unchanged_since != nullptr) {
+    aux.ForEachChanged(unchanged_since->aux, check);
+  } else {
+    for (size_t i = 0; i < aux.size(); ++i) check(i);
   }
-  return "";
+  return found;
 }
 
 bool SessionState::BitEquals(const SessionState& o) const {
-  const auto vectors_equal = [](const std::vector<Vector>& a, const std::vector<Vector>& b) {
+  const auto vectors_equal = [](const auto& a, const auto& b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i)
       if (!BitEqual(a[i], b[i])) return false;
@@ -202,17 +222,56 @@ bool RunningMetrics::BitEquals(const RunningMetrics& o) const {
 }
 
 std::string SerializeCheckpoint(const Checkpoint& c) {
-  const SessionState& s = c.state;
+  return SerializeState(c.family, c.algorithm, c.state, c.metrics, /*with_aux=*/true);
+}
+
+std::string SerializeCheckpointHead(const Checkpoint& c) {
+  return SerializeState(c.family, c.algorithm, c.state, c.metrics, /*with_aux=*/false);
+}
+
+std::string EncodeAuxPart(const Vector& v) {
+  Writer w;
+  w.Reserve(8 * static_cast<size_t>(v.size()));
+  w.F64s(v.data(), static_cast<size_t>(v.size()));
+  return std::move(w.out());
+}
+
+absl::StatusOr<Checkpoint> JoinCheckpoint(absl::string_view head,
+                                          const std::vector<std::string>& parts) {
+  absl::StatusOr<Checkpoint> c = DeserializeCheckpoint(head);
+  if (!c.ok()) return c.status();
+  if (!c->state.aux.empty()) {
+    return absl::DataLossError("session state: a head of parts holds aux vectors of its own");
+  }
+  c->state.aux.resize(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].size() % 8 != 0) {
+      return absl::DataLossError(absl::StrCat("session state: aux part ", i, " has ",
+                                              parts[i].size(),
+                                              " bytes, not a whole number of doubles"));
+    }
+    if (parts[i].empty()) continue;
+    Vector v(static_cast<Eigen::Index>(parts[i].size() / 8));
+    Reader(parts[i]).F64s(v.data(), static_cast<uint64_t>(v.size()));
+    c->state.aux.Set(i, std::move(v));
+  }
+  return c;
+}
+
+std::string SerializeState(absl::string_view family, absl::string_view algorithm,
+                           const SessionState& s, const RunningMetrics& metrics, bool with_aux) {
   Writer w;
   // One allocation: the fixed fields, then every vector with its length.
-  size_t words = 32 + s.x.size() + s.scalars.size() + c.metrics.sums.size();
+  size_t words = 32 + s.x.size() + s.scalars.size() + metrics.sums.size();
   for (const Vector& v : s.vectors) words += 1 + v.size();
-  for (const Vector& v : s.aux) words += 1 + v.size();
-  w.Reserve(8 * words + c.family.size() + c.algorithm.size());
+  if (with_aux) {
+    for (const Vector& v : s.aux) words += 1 + v.size();
+  }
+  w.Reserve(8 * words + family.size() + algorithm.size());
   w.Raw(kMagic, 4);
   w.U64(kVersion);
-  w.Str(c.family);
-  w.Str(c.algorithm);
+  w.Str(family);
+  w.Str(algorithm);
   w.I64(s.t);
   w.Vec(s.x);
   w.Vecs(s.vectors);
@@ -221,9 +280,13 @@ std::string SerializeCheckpoint(const Checkpoint& c) {
   w.I64(s.inner_iterations);
   w.I64(s.cap_hits);
   w.I64(s.rows_processed);
-  w.Vecs(s.aux);
-  w.I64(c.metrics.evaluated_steps);
-  w.Doubles(c.metrics.sums);
+  if (with_aux) {
+    w.Vecs(s.aux);
+  } else {
+    w.U64(0);
+  }
+  w.I64(metrics.evaluated_steps);
+  w.Doubles(metrics.sums);
   w.U64(WordHash(kWordHashSeed, w.out()));
   return std::move(w.out());
 }

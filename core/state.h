@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/rng.h"
+#include "core/state_parts.h"
 #include "core/types.h"
 
 namespace f2obo {
@@ -45,12 +46,15 @@ struct SessionState {
   int64_t inner_iterations = 0;  // total over all rounds
   int64_t cap_hits = 0;          // rounds that stopped an inner loop at its cap
   int64_t rows_processed = 0;    // sample rows read by rounds
-  std::vector<Vector> aux;       // algorithm-owned (momentum, windows, ...)
+  StateParts aux;                // algorithm-owned (momentum, windows, ...), copy-on-write
 
   // The first variable holding a number that is not finite or exceeds
   // `bound` in magnitude, named after `layout` ("x", "y", "lambda",
-  // "aux[2]"), or "" if there is none.
-  std::string FirstOutOfRange(const StateLayout& layout, double bound) const;
+  // "aux[2]"), or "" if there is none.  With `unchanged_since` (a state
+  // this one was copied from, already checked), the aux parts it still
+  // shares with it are not read again: a round's check costs what it wrote.
+  std::string FirstOutOfRange(const StateLayout& layout, double bound,
+                              const SessionState* unchanged_since = nullptr) const;
   // Bit-exact equality (NaN-safe: compares representations).
   bool BitEquals(const SessionState& o) const;
 };
@@ -85,6 +89,20 @@ struct Checkpoint {
 // unconverged-term counts) decode into the bilevel layout.
 std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes);
+
+// The same state in parts, as the store keeps a session's current state so
+// that a step writes what it changed (issue 23): the head is the encoding
+// above with no aux vectors; each aux vector is a part of its own, encoded
+// as its numbers (little-endian doubles, no length: the part's size says
+// it).  JoinCheckpoint puts them back together (parts[i] = aux[i]; empty
+// bytes are an empty vector); it refuses a head that holds aux vectors.
+std::string SerializeCheckpointHead(const Checkpoint& checkpoint);
+// Either encoding of a checkpoint's fields, without copying the state.
+std::string SerializeState(absl::string_view family, absl::string_view algorithm,
+                           const SessionState& state, const RunningMetrics& metrics, bool with_aux);
+std::string EncodeAuxPart(const Vector& v);
+absl::StatusOr<Checkpoint> JoinCheckpoint(absl::string_view head,
+                                          const std::vector<std::string>& parts);
 // Rewrites the checksum of an encoded state (of any version) to match its
 // bytes: the fuzzer's way past the checksum to the decoder's later checks.
 void ResealEncodedState(std::string* bytes);

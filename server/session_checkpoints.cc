@@ -157,6 +157,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
     {
       std::lock_guard<std::mutex> sums(e.sums_mu);
       e.session = *std::move(session);
+      e.store_in_parts = false;  // the store has the whole state
       ++e.generation;
     }
     e.replies = std::move(replies);

@@ -408,11 +408,10 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   // the store has it (group-committed with other sessions' steps), with its
   // checkpoint when one is due.
   const bool checkpoint = CheckpointDue(t);
-  std::string encoded =
-      store_ != nullptr || checkpoint ? Encode(e, s.pending_state()) : std::string();
+  std::string encoded = checkpoint ? Encode(e, s.pending_state()) : std::string();
   if (store_ != nullptr) {
     absl::Status durable = store_->CommitStep(
-        e.id, t + 1, std::move(encoded), reply, limits_.reply_cache,
+        e.id, t + 1, StepStateOf(e, store_, std::move(encoded)), reply, limits_.reply_cache,
         checkpoint ? limits_.max_checkpoints : 0,
         call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
     if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
@@ -425,6 +424,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
       return StoreWriteFailed(durable,
                               absl::StrCat("step ", t, " not applied (session state unchanged)"));
     }
+    e.store_in_parts = true;
   }
   s.Commit();
   if (checkpoint) KeepCheckpoint(e, t + 1, std::move(encoded));  // bytes unused with a store
@@ -437,6 +437,34 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   job.exact_due = e.exact_every > 0 && job.t % e.exact_every == 0;
   pipeline_->Enqueue(e.metrics, std::move(job));
   return reply;
+}
+
+StepState SessionManager::StepStateOf(const Entry& e, const SessionStore* store, std::string full) {
+  const Session& s = *e.session;
+  const SessionState& next = s.pending_state();
+  StepState out;
+  {
+    std::lock_guard<std::mutex> sums(e.sums_mu);  // the running sums in the head
+    out.head = s.EncodeHead(next);
+  }
+  out.aux_count = static_cast<int64_t>(next.aux.size());
+  out.full = std::move(full);
+  out.trim = !e.store_in_parts || next.aux.size() < s.state().aux.size();
+  const auto add = [&](size_t i) {
+    out.aux_rows.emplace_back(static_cast<int64_t>(i), EncodeAuxPart(next.aux[i]));
+  };
+  out.complete = !e.store_in_parts || store->NeedsCompleteState(e.id);
+  if (out.complete) out.trim = true;
+  if (!out.complete) {
+    // The parts the round wrote (copy-on-write: the others are the very
+    // objects of the committed state, which the store already holds).
+    next.aux.ForEachChanged(s.state().aux, add);
+  } else {
+    for (size_t i = 0; i < next.aux.size(); ++i) {
+      if (next.aux[i].size() > 0) add(i);
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::shared_ptr<SessionMetrics>> SessionManager::Metrics(

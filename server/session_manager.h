@@ -198,6 +198,10 @@ class SessionManager {
     std::shared_ptr<SessionMetrics> metrics;  // guarded by metrics_mu (writes: and mu)
     std::shared_ptr<Session> session;         // guarded by mu
     std::deque<v1::StepReply> replies;        // guarded by mu; newest last
+    // Whether the store's row holds session->state() in parts (so a step
+    // writes only the parts it changed); false after a create, import, fork,
+    // load or rollback, which store the whole state.
+    bool store_in_parts = false;  // guarded by mu
     // The kept checkpoints by their state's next step index; their bytes
     // are in the store, or in `memory_checkpoints` when there is none.
     std::set<int64_t> checkpoints;                      // guarded by mu
@@ -258,6 +262,10 @@ class SessionManager {
   absl::Status Claim(Entry& entry, bool generate_id, bool check_fence);
   void Unclaim(const std::string& id);
   SessionRecord RecordOf(const Entry& e, bool checkpoint) const;
+  // What a step writes of e's pending state: its head and the aux parts the
+  // round changed (all of them when the store holds the whole state);
+  // `full` is the whole encoding for a due checkpoint, or empty.
+  static StepState StepStateOf(const Entry& e, const SessionStore* store, std::string full);
   v1::SessionInfo PublishClaimed(std::shared_ptr<Entry> entry,
                                  std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint);
   // Create's checks and the entry it builds (not installed, id as given,

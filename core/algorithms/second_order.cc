@@ -68,12 +68,12 @@ absl::StatusOr<int64_t> ItdHypergradient(Family& family, const VecIn& x,
 }
 
 bool EnsureAux(const std::vector<int>& sizes, BilevelVars* state) {
-  std::vector<Vector>& aux = state->aux;
+  StateParts& aux = state->aux;
   bool fits = aux.size() == sizes.size();
   for (size_t i = 0; fits && i < sizes.size(); ++i) fits = aux[i].size() == sizes[i];
   if (fits) return false;
-  aux.assign(sizes.size(), Vector());
-  for (size_t i = 0; i < sizes.size(); ++i) aux[i] = Vector::Zero(sizes[i]);
+  aux.clear();
+  for (int size : sizes) aux.push_back(Vector::Zero(size));
   return true;
 }
 
@@ -82,8 +82,7 @@ void HypergradientWindow::AppendLayout(std::vector<int>* sizes) const {
   sizes->push_back(2);  // {filled, next}
 }
 
-void HypergradientWindow::PushAndAverage(const Vector& h, std::vector<Vector>* aux,
-                                         Vector* mean) const {
+void HypergradientWindow::PushAndAverage(const Vector& h, StateParts* aux, Vector* mean) const {
   Vector& book = (*aux)[first_ + width_];
   // Counts are small integers, exact in a double; clamp a corrupt slot (an
   // imported state can hold any finite double there).  The clamp happens in

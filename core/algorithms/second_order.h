@@ -29,6 +29,7 @@
 #include "core/options.h"
 #include "core/rng.h"
 #include "core/round_control.h"
+#include "core/state_parts.h"
 
 namespace f2obo {
 
@@ -101,7 +102,7 @@ class HypergradientWindow {
   // Stores h (overwriting the oldest entry once full) and writes the uniform
   // mean of the min(rounds so far, w) stored entries into *mean.  The sum
   // runs in slot order, so the result is a deterministic function of aux.
-  void PushAndAverage(const Vector& h, std::vector<Vector>* aux, Vector* mean) const;
+  void PushAndAverage(const Vector& h, StateParts* aux, Vector* mean) const;
 
  private:
   int first_, width_, d1_;

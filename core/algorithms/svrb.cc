@@ -151,7 +151,7 @@ class Svrb final : public BilevelAlgorithm {
     const BatchView xi = sampler_.DrawUpper(data.upper, o_.sample_rows, &s->rng);
     const BatchView zeta = sampler_.DrawInner(data.inner, o_.sample_rows, &s->rng);
     const bool first = EnsureAux(aux_layout_, s);
-    std::vector<Vector>& aux = s->aux;
+    StateParts& aux = s->aux;
     int64_t rows = oracle_.Evaluate(family, s->x, s->y, xi, zeta, &cur_);
 
     SvrbEstimators e(aux[0], aux[1], aux[2], aux[3], aux[4], d1_, d2_);

@@ -42,7 +42,7 @@ struct BilevelVars {
   Vector& z;
   double& lambda;
   Rng& rng;
-  std::vector<Vector>& aux;
+  StateParts& aux;
 };
 BilevelVars BilevelView(SessionState* s);
 

@@ -49,7 +49,7 @@ class MultitaskAlgorithm : public StoppableRound {
   // place and filling `report`.  The caller passes a scratch copy and
   // commits it only if this returns OK and the result is in range, so it
   // may leave the state half-written on failure.  Errors need no "step t"
-  // prefix.  Cost: O(tasks in the step) family work and O(log touched)
+  // prefix.  Cost: O(tasks in the step) family work and O(1)
   // lookups, never O(m).
   virtual absl::Status Round(const StepData& data, MultitaskFamily& family, const TaskTable& table,
                              SessionState* s, MultitaskReport* report) = 0;

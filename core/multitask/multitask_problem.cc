@@ -42,7 +42,8 @@ class MultitaskProblem final : public Problem {
         algorithm_(std::move(algorithm)),
         y0_(std::move(y0)),
         layout_(MultitaskLayout()),
-        table_(algorithm_->GlobalLayout(), Block(family_->y_dim(), *algorithm_)) {}
+        table_(algorithm_->GlobalLayout(), Block(family_->y_dim(), *algorithm_), family_->tasks()) {
+  }
 
   ProblemClass problem_class() const override { return ProblemClass::kMultitaskBilevel; }
   const AlgorithmInfo& algorithm() const override { return entry_.info; }
@@ -111,6 +112,10 @@ class MultitaskProblem final : public Problem {
     return absl::OkStatus();
   }
 
+  absl::Status UpgradeRestored(SessionState* s) const override {
+    return TaskTable::IsLegacy(*s) ? table_.MigrateLegacy(s) : absl::OkStatus();
+  }
+
   absl::Status ValidateRestored(const SessionState& s) const override {
     // Every round projects x onto X: a state outside it was not made here.
     if (!config_.constraint.ContainsComputed(s.x)) {
@@ -121,7 +126,7 @@ class MultitaskProblem final : public Problem {
       return absl::InvalidArgumentError(
           absl::StrCat("state.lambda: ", lambda, " is not a finite positive number"));
     }
-    if (absl::Status st = table_.Validate(s, family_->tasks()); !st.ok()) return st;
+    if (absl::Status st = table_.Validate(s); !st.ok()) return st;
     return algorithm_->ValidateTaskState(s, table_);
   }
 

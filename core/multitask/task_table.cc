@@ -1,72 +1,95 @@
 #include "core/multitask/task_table.h"
 
-#include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace f2obo {
+namespace {
+
+// aux[0] of this layout: {kMark, touched}.
+constexpr double kMark = -1.0;
+
+}  // namespace
 
 void TaskTable::Init(SessionState* s, std::vector<Vector> globals) const {
   s->aux.clear();
-  s->aux.reserve(1 + globals.size());
-  s->aux.emplace_back(0);
+  s->aux.push_back((Vector(2) << kMark, 0.0).finished());
   for (Vector& g : globals) s->aux.push_back(std::move(g));
+  s->aux.resize(1 + globals_.size() + pages_);  // empty pages: no allocation
 }
 
-int TaskTable::Find(const SessionState& s, int task) const {
-  const Vector& index = s.aux[0];
-  const double* begin = index.data();
-  const double* end = begin + index.size();
-  const double* it = std::lower_bound(begin, end, static_cast<double>(task));
-  if (it == end || *it != static_cast<double>(task)) return -1;
-  return static_cast<int>(it - begin);
+int TaskTable::task_at(const SessionState& s, int slot) const {
+  for (size_t p = 0; p < pages_; ++p) {
+    const Vector& page = s.aux[PageIndex(static_cast<int>(p))];
+    for (Eigen::Index i = 0; i < page.size(); ++i) {
+      if (page[i] == slot + 1) return static_cast<int>(p * kPageTasks + i);
+    }
+  }
+  return -1;
 }
 
 int TaskTable::Insert(SessionState* s, int task, const std::vector<Vector>& block) const {
-  Vector& index = s->aux[0];
-  const int n = static_cast<int>(index.size());
-  const double* begin = index.data();
-  const int slot =
-      static_cast<int>(std::lower_bound(begin, begin + n, static_cast<double>(task)) - begin);
-  Vector grown(n + 1);
-  grown.head(slot) = index.head(slot);
-  grown[slot] = task;
-  grown.tail(n - slot) = index.tail(n - slot);
-  index.swap(grown);
-  s->aux.insert(s->aux.begin() + static_cast<std::ptrdiff_t>(Index(slot, 0)), block.begin(),
-                block.end());
+  const int slot = touched(*s);
+  Vector& page = s->aux[PageIndex(task / kPageTasks)];
+  if (page.size() == 0) page = Vector::Zero(kPageTasks);
+  page[task % kPageTasks] = slot + 1;
+  s->aux[0][1] = slot + 1;
+  for (const Vector& v : block) s->aux.push_back(v);
   return slot;
 }
 
-absl::Status TaskTable::Validate(const SessionState& s, int tasks) const {
-  const size_t fixed = 1 + globals_.size();
+absl::Status TaskTable::Validate(const SessionState& s) const {
+  const size_t fixed = 1 + globals_.size() + pages_;
   if (s.aux.size() < fixed || (s.aux.size() - fixed) % block_.size() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "state.aux: ", s.aux.size(), " vectors; a multi-task state of this algorithm holds 1 + ",
-        globals_.size(), " + ", block_.size(),
+        "state.aux: ", s.aux.size(), " vectors; a multi-task state of this algorithm and ", tasks_,
+        " tasks holds 1 + ", globals_.size(), " + ", pages_, " index pages + ", block_.size(),
         " per touched task (a state written by another algorithm?)"));
   }
-  const Vector& index = s.aux[0];
+  const Vector& head = s.aux[0];
   const size_t touched = (s.aux.size() - fixed) / block_.size();
-  if (static_cast<size_t>(index.size()) != touched) {
-    return absl::InvalidArgumentError(absl::StrCat("state.aux[0]: lists ", index.size(),
-                                                   " touched tasks, the state holds ", touched));
-  }
-  for (Eigen::Index k = 0; k < index.size(); ++k) {
-    const double v = index[k];
-    if (!(v >= 0 && v < tasks && v == std::floor(v)) || (k > 0 && !(v > index[k - 1]))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("state.aux[0][", k, "]: ", v, " is not a task index in [0, ", tasks,
-                       ") above the one before it (touched tasks are listed in increasing order)"));
-    }
+  if (head.size() != 2 || head[0] != kMark || head[1] != static_cast<double>(touched)) {
+    return absl::InvalidArgumentError(absl::StrCat("state.aux[0]: expected {", kMark, ", ", touched,
+                                                   "} (the layout's mark and the ", touched,
+                                                   " touched tasks the state holds)"));
   }
   for (size_t g = 0; g < globals_.size(); ++g) {
     if (s.aux[1 + g].size() != globals_[g]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "state.aux[", 1 + g, "]: has ", s.aux[1 + g].size(), " entries, expected ", globals_[g]));
     }
+  }
+  // Every slot named by exactly one task of [0, m).
+  std::vector<bool> named(touched, false);
+  size_t names = 0;
+  for (size_t p = 0; p < pages_; ++p) {
+    const size_t at = PageIndex(static_cast<int>(p));
+    const Vector& page = s.aux[at];
+    if (page.size() == 0) continue;
+    if (page.size() != kPageTasks) {
+      return absl::InvalidArgumentError(absl::StrCat("state.aux[", at, "]: an index page has ",
+                                                     page.size(), " entries, expected 0 or ",
+                                                     kPageTasks));
+    }
+    for (int i = 0; i < kPageTasks; ++i) {
+      const double v = page[i];
+      if (v == 0.0) continue;
+      const size_t task = p * kPageTasks + i;
+      if (!(v >= 1 && v <= static_cast<double>(touched) && v == std::floor(v)) ||
+          task >= static_cast<size_t>(tasks_) || named[static_cast<size_t>(v) - 1]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "state.aux[", at, "][", i, "]: ", v, " is not 0 or 1 + the slot of task ", task,
+            " (a slot in [0, ", touched, ") named once, for a task below ", tasks_, ")"));
+      }
+      named[static_cast<size_t>(v) - 1] = true;
+      ++names;
+    }
+  }
+  if (names != touched) {
+    return absl::InvalidArgumentError(absl::StrCat("state.aux: the index pages name ", names,
+                                                   " touched tasks, the state holds ", touched));
   }
   for (size_t i = fixed; i < s.aux.size(); ++i) {
     const int expected = block_[(i - fixed) % block_.size()];
@@ -75,6 +98,50 @@ absl::Status TaskTable::Validate(const SessionState& s, int tasks) const {
                                                      " entries, expected ", expected));
     }
   }
+  return absl::OkStatus();
+}
+
+bool TaskTable::IsLegacy(const SessionState& s) {
+  return !s.aux.empty() && !(s.aux[0].size() == 2 && s.aux[0][0] == kMark);
+}
+
+absl::Status TaskTable::MigrateLegacy(SessionState* s) const {
+  // Legacy: aux[0] the touched tasks in increasing order, then the
+  // globals, then each touched task's block in that order.
+  const size_t fixed = 1 + globals_.size();
+  if (s->aux.size() < fixed || (s->aux.size() - fixed) % block_.size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state.aux: ", s->aux.size(), " vectors; a multi-task state of this algorithm holds 1 + ",
+        globals_.size(), " + ", block_.size(),
+        " per touched task (a state written by another algorithm?)"));
+  }
+  const Vector index = s->aux[0];
+  const size_t touched = (s->aux.size() - fixed) / block_.size();
+  if (static_cast<size_t>(index.size()) != touched) {
+    return absl::InvalidArgumentError(absl::StrCat("state.aux[0]: lists ", index.size(),
+                                                   " touched tasks, the state holds ", touched));
+  }
+  for (Eigen::Index k = 0; k < index.size(); ++k) {
+    const double v = index[k];
+    if (!(v >= 0 && v < tasks_ && v == std::floor(v)) || (k > 0 && !(v > index[k - 1]))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.aux[0][", k, "]: ", v, " is not a task index in [0, ", tasks_,
+                       ") above the one before it (touched tasks are listed in increasing order)"));
+    }
+  }
+  const StateParts& old = s->aux;
+  StateParts aux;
+  aux.push_back((Vector(2) << kMark, static_cast<double>(touched)).finished());
+  for (size_t g = 0; g < globals_.size(); ++g) aux.push_back(old[1 + g]);
+  aux.resize(1 + globals_.size() + pages_);
+  for (Eigen::Index k = 0; k < index.size(); ++k) {
+    const int task = static_cast<int>(index[k]);
+    Vector& page = aux[PageIndex(task / kPageTasks)];
+    if (page.size() == 0) page = Vector::Zero(kPageTasks);
+    page[task % kPageTasks] = static_cast<double>(k + 1);
+  }
+  for (size_t i = fixed; i < old.size(); ++i) aux.push_back(old[i]);
+  s->aux = std::move(aux);
   return absl::OkStatus();
 }
 

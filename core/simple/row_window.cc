@@ -194,7 +194,7 @@ void RowWindow::Encode(std::vector<Vector>* out) const {
   out->push_back(std::move(fields));
 }
 
-absl::StatusOr<RowWindow> RowWindow::Decode(const std::vector<Vector>& aux, int first, int capacity,
+absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, int capacity,
                                             int cols) {
   if (first < 0 || aux.size() < static_cast<size_t>(first) + kEncodedVectors) {
     return absl::InvalidArgumentError(absl::StrCat("aux: a row window needs ", kEncodedVectors,

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/batch.h"
+#include "core/state_parts.h"
 #include "core/types.h"
 
 namespace f2obo {
@@ -39,8 +40,7 @@ class RowWindow {
   // Writes kEncodedVectors vectors to `out` (appended); Decode reads them
   // back, checking shapes and values (INVALID_ARGUMENT naming "aux[i]").
   void Encode(std::vector<Vector>* out) const;
-  static absl::StatusOr<RowWindow> Decode(const std::vector<Vector>& aux, int first, int capacity,
-                                          int cols);
+  static absl::StatusOr<RowWindow> Decode(const StateParts& aux, int first, int capacity, int cols);
 
  private:
   int capacity_ = 0;

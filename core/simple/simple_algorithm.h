@@ -20,6 +20,7 @@
 #include "core/simple/simple_family.h"
 #include "core/simple/simple_report.h"
 #include "core/simple/simple_state.h"
+#include "core/state_parts.h"
 
 namespace f2obo {
 
@@ -38,8 +39,8 @@ class SimpleAlgorithm : public StoppableRound {
   // The vectors it keeps in SessionState::aux between rounds, written at
   // t = 1 from x0 (estimators start at 0, windows empty).  A restored
   // state's aux must be accepted by ValidateAux.
-  virtual std::vector<Vector> InitialAux(const VecIn& x0) const = 0;
-  virtual absl::Status ValidateAux(const std::vector<Vector>& aux) const = 0;
+  virtual StateParts InitialAux(const VecIn& x0) const = 0;
+  virtual absl::Status ValidateAux(const StateParts& aux) const = 0;
 };
 
 // What a factory gets: validated options (copied) and the session's shapes.

@@ -41,7 +41,7 @@ struct SimpleVars {
   Vector& x;         // the iterate x_t
   Vector& decision;  // the point served: z_t (IR-SCG, IR-FSCG) or x_k (AGM-BiO)
   Rng& rng;
-  std::vector<Vector>& aux;
+  StateParts& aux;
 };
 SimpleVars SimpleView(SessionState* s);
 

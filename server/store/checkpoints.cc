@@ -93,7 +93,8 @@ absl::Status SessionStore::InsertCheckpoint(const std::string& id, int64_t t,
 }
 
 absl::Status SessionStore::ApplyRollback(const Write& w) {
-  Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ? WHERE id = ?");
+  // The whole state in the row (parts NULL), as PutSession writes it.
+  Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = NULL WHERE id = ?");
   if (absl::Status s = a.Blob(1, w.state)
                            .Int(2, w.t)
                            .Int(3, RecordSum("state", w.id, w.t, w.state))
@@ -105,6 +106,7 @@ absl::Status SessionStore::ApplyRollback(const Write& w) {
   if (sqlite3_changes(db_) != 1) {
     return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
   }
+  if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
   // The reply cache is rewritten, each reply keyed as CommitStep keys it
   // (by the step after it), so that CommitStep's trimming keeps exactly the
   // newest `keep_replies` from here on.

@@ -77,6 +77,34 @@ std::string SumProblem(const Stmt& row, int col, int64_t computed) {
 
 }  // namespace
 
+absl::StatusOr<std::string> SessionStore::JoinParts(const std::string& id, const std::string& head,
+                                                    int64_t count) {
+  if (count < 0 || count > (int64_t{1} << 40)) {
+    return absl::DataLossError(absl::StrCat("state: ", count, " parts is not a part count"));
+  }
+  std::vector<std::string> parts(static_cast<size_t>(count));
+  Stmt rows(db_, "SELECT idx, part, part_sum FROM state_parts WHERE id = ? ORDER BY idx");
+  if (!rows.ok()) return rows.Error("reading state parts");
+  rows.Text(1, id);
+  int rc;
+  while ((rc = rows.Step()) == SQLITE_ROW) {
+    const int64_t index = rows.ColumnInt(0);
+    std::string bytes = rows.Column(1);
+    if (index < 0 || index >= count) {
+      return absl::DataLossError(
+          absl::StrCat("state part ", index, " beyond the state's ", count, " parts"));
+    }
+    if (std::string p = SumProblem(rows, 2, RecordSum("part", id, index, bytes)); !p.empty()) {
+      return absl::DataLossError(absl::StrCat("state part ", index, " ", p));
+    }
+    parts[static_cast<size_t>(index)] = std::move(bytes);
+  }
+  if (rc != SQLITE_DONE) return rows.Error("reading state parts");
+  absl::StatusOr<Checkpoint> joined = JoinCheckpoint(head, parts);
+  if (!joined.ok()) return joined.status();
+  return SerializeCheckpoint(*joined);
+}
+
 absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
   LoadedStore out;
   std::vector<std::string> ids;
@@ -94,7 +122,7 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
     const auto damaged = [&](absl::string_view what) {
       out.damaged.push_back(absl::StrCat("session '", id, "': ", what));
     };
-    Stmt row(db_, "SELECT spec, state, t, spec_sum, state_sum FROM sessions WHERE id = ?");
+    Stmt row(db_, "SELECT spec, state, t, spec_sum, state_sum, parts FROM sessions WHERE id = ?");
     if (!row.ok() || row.Text(1, id).Step() != SQLITE_ROW) {
       damaged(absl::StrCat("unreadable row (", sqlite3_errmsg(db_), ")"));
       continue;
@@ -113,6 +141,15 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
     if (!s.spec.ParseFromString(spec)) {
       damaged("spec does not parse");
       continue;
+    }
+    if (!row.IsNull(5)) {
+      // In parts: the head and the row of every non-empty aux vector.
+      absl::StatusOr<std::string> joined = JoinParts(id, s.state, row.ColumnInt(5));
+      if (!joined.ok()) {
+        damaged(joined.status().message());
+        continue;
+      }
+      s.state = *std::move(joined);
     }
     absl::StatusOr<Checkpoint> st = DeserializeCheckpoint(s.state);
     if (!st.ok()) {
@@ -262,6 +299,53 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
   return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
+absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, StepState state,
+                                      const v1::StepReply& reply, int keep_replies,
+                                      int keep_checkpoints,
+                                      std::chrono::system_clock::time_point deadline) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kStep;
+  w->id = id;
+  w->t = t;
+  w->state = std::move(state.head);
+  w->aux_count = state.aux_count;
+  w->aux_rows = std::move(state.aux_rows);
+  w->full_state = std::move(state.full);
+  w->trim_parts = state.trim;
+  w->complete_parts = state.complete;
+  w->reply = reply.SerializeAsString();
+  w->keep = keep_replies;
+  w->keep_checkpoints = keep_checkpoints;
+  return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
+}
+
+bool SessionStore::NeedsCompleteState(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return needs_complete_.count(id) > 0;
+}
+
+absl::Status SessionStore::SaveParts(const Write& w) {
+  for (const auto& [index, bytes] : w.aux_rows) {
+    if (bytes.empty()) {
+      Stmt d(db_, "DELETE FROM state_parts WHERE id = ? AND idx = ?");
+      if (absl::Status s = d.Text(1, w.id).Int(2, index).Run("dropping a state part"); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    Stmt p(db_, "INSERT OR REPLACE INTO state_parts (id, idx, part, part_sum) VALUES (?, ?, ?, ?)");
+    if (absl::Status s = p.Text(1, w.id)
+                             .Int(2, index)
+                             .Blob(3, bytes)
+                             .Int(4, RecordSum("part", w.id, index, bytes))
+                             .Run("saving a state part");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SessionStore::SaveReply(const Write& w) {
   Stmt b(db_, "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
   if (absl::Status s = b.Text(1, w.id)
@@ -282,7 +366,13 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
   Stmt b(db_, "DELETE FROM replies WHERE id = ?");
   if (absl::Status s = b.Text(1, id).Run("deleting replies"); !s.ok()) return s;
   Stmt c(db_, "DELETE FROM checkpoints WHERE id = ?");
-  return c.Text(1, id).Run("deleting checkpoints");
+  if (absl::Status s = c.Text(1, id).Run("deleting checkpoints"); !s.ok()) return s;
+  return DropParts(id, 0);
+}
+
+absl::Status SessionStore::DropParts(const std::string& id, int64_t from) {
+  Stmt d(db_, "DELETE FROM state_parts WHERE id = ? AND idx >= ?");
+  return d.Text(1, id).Int(2, from).Run("dropping state parts");
 }
 
 absl::Status SessionStore::LimitSize(int64_t max_bytes) {
@@ -324,6 +414,9 @@ absl::Status SessionStore::Apply(const Write& w) {
           !st.ok()) {
         return st;
       }
+      // The whole state is in the row (parts NULL): no part of an earlier
+      // session of this id may survive.
+      if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
       Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
       if (absl::Status st = clear.Text(1, w.id).Run("clearing replies"); !st.ok()) return st;
       for (const auto& [t, reply] : w.replies) {
@@ -386,27 +479,44 @@ absl::Status SessionStore::Apply(const Write& w) {
       return g.Text(1, w.id).Run("deleting a group");
     }
     case Write::kStep: {
+      const bool in_parts = w.aux_count >= 0;
+      const std::string& full = in_parts ? w.full_state : w.state;
+      if (in_parts && !w.complete_parts && NeedsCompleteState(w.id)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "store: an earlier step of session '", w.id,
+            "' was not saved, so its parts are behind; its next step writes them all"));
+      }
+      // Parts first, in step order: a later step of the same session in
+      // this transaction overwrites the parts both changed.
+      if (in_parts) {
+        if (absl::Status s = SaveParts(w); !s.ok()) return s;
+        if (w.trim_parts) {
+          if (absl::Status s = DropParts(w.id, w.aux_count); !s.ok()) return s;
+        }
+      }
       if (w.state_superseded) {
         // The same session's next step, later in this transaction, writes
-        // its newer state (and checks the row exists).
+        // its newer head (and checks the row exists).
         if (absl::Status s = SaveReply(w); !s.ok()) return s;
-        if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
+        if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, full, w.keep_checkpoints);
         return absl::OkStatus();
       }
-      Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ? WHERE id = ?");
-      if (absl::Status s = a.Blob(1, w.state)
-                               .Int(2, w.t)
-                               .Int(3, RecordSum("state", w.id, w.t, w.state))
-                               .Text(4, w.id)
-                               .Run("saving a step");
-          !s.ok()) {
-        return s;
+      Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = ? WHERE id = ?");
+      a.Blob(1, w.state).Int(2, w.t).Int(3, RecordSum("state", w.id, w.t, w.state));
+      if (in_parts) {
+        a.Int(4, w.aux_count);
+      } else {
+        a.Null(4);
       }
+      if (absl::Status s = a.Text(5, w.id).Run("saving a step"); !s.ok()) return s;
       if (sqlite3_changes(db_) != 1) {
         return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
       }
+      if (!in_parts) {
+        if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
+      }
       if (absl::Status s = SaveReply(w); !s.ok()) return s;
-      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
+      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, full, w.keep_checkpoints);
       return absl::OkStatus();
     }
   }

@@ -44,6 +44,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,6 +66,26 @@ struct StoredSession {
   // Next step index of each kept checkpoint, oldest first (their bytes are
   // read on use: LoadCheckpoint).
   std::vector<int64_t> checkpoints;
+};
+
+// A session's state after a step, in parts (core/state.h's
+// SerializeCheckpointHead and EncodeAuxPart): what a step writes is the head
+// and the aux vectors it changed, not the whole state (issue 23).  LoadAll
+// joins a row's head and parts back into the whole encoding.
+struct StepState {
+  std::string head;
+  int64_t aux_count = 0;  // the state's aux vectors
+  // (index, EncodeAuxPart bytes) of each changed aux vector, increasing;
+  // empty bytes for a vector that is now empty (no row is kept for it).
+  std::vector<std::pair<int64_t, std::string>> aux_rows;
+  // The whole encoding, when the step's state is also stored as a
+  // checkpoint (else empty).
+  std::string full;
+  // Whether parts at or beyond aux_count may be stored (the state shrank,
+  // or the store held the whole state): they are removed.
+  bool trim = true;
+  // Whether aux_rows holds every non-empty part (not only the changed).
+  bool complete = false;
 };
 
 // One session as PutSession writes it (PutGroupWithSessions: several in
@@ -107,7 +128,9 @@ class SessionStore {
   //  2: the checkpoints table.
   //  3: the fences table (scale-out moves, server/store/fences.cc).
   //  4: checksums from WordHash instead of FNV-1a (store/record_sum.h).
-  static constexpr int kSchemaVersion = 4;
+  //  5: a session's state in parts (column sessions.parts, table
+  //     state_parts): a step writes the aux vectors it changed.
+  static constexpr int kSchemaVersion = 5;
   // Under kNone, CommitStep does not wait for its write; it waits only when
   // this many bytes are already queued, so a slow disk bounds the memory.
   // (Under kSync every caller waits anyway.)
@@ -160,6 +183,13 @@ class SessionStore {
                           const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
                           std::chrono::system_clock::time_point deadline =
                               std::chrono::system_clock::time_point::max());
+  // The same with the state in parts (StepState): the head replaces the
+  // row's state, the changed aux parts replace theirs, parts at or beyond
+  // aux_count are removed.  `state.full` is stored as the checkpoint.
+  absl::Status CommitStep(const std::string& id, int64_t t, StepState state,
+                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
+                          std::chrono::system_clock::time_point deadline =
+                              std::chrono::system_clock::time_point::max());
 
   // Checkpoints (server/store/checkpoints.cc).  Each is durable (whatever
   // the policy) before returning.
@@ -206,6 +236,12 @@ class SessionStore {
   size_t max_queued_bytes_seen() const;
   // Step writes whose state a later step of the same batch replaced (kNone).
   int64_t superseded_states() const { return superseded_states_.load(); }
+  // Whether session `id`'s next step must write its state complete (every
+  // part): a step write of it failed, so the parts stored may lack that
+  // step's changes.  Until one complete write succeeds, the store refuses
+  // the session's partial step writes (FAILED_PRECONDITION), so that no
+  // later step is stored over the missing changes.
+  bool NeedsCompleteState(const std::string& id) const;
   const std::string& path() const { return path_; }
 
  private:
@@ -222,6 +258,17 @@ class SessionStore {
   absl::Status Apply(const Write& w);
   // Writer thread only: a kStep's reply row, and the trim of older ones.
   absl::Status SaveReply(const Write& w);
+  // Writer thread only: a kStep's changed state parts; the parts of `id` at
+  // or beyond `from` removed.
+  absl::Status SaveParts(const Write& w);
+  absl::Status DropParts(const std::string& id, int64_t from);
+  // Writer thread: after a step write was applied (or failed), whether the
+  // session's next step must write its state complete.
+  void NoteStepOutcome(const Write& w);
+  // LoadAll: session `id`'s whole state encoding from its head and its
+  // `count` parts, every part checksum-verified (DATA_LOSS naming the part).
+  absl::StatusOr<std::string> JoinParts(const std::string& id, const std::string& head,
+                                        int64_t count);
   // Writer thread only: sets Write::state_superseded across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
@@ -252,6 +299,7 @@ class SessionStore {
   int queued_waited_ = 0;                     // writes in queue_ a caller waits for; guarded by mu_
   size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
   int64_t unwaited_failures_ = 0;             // guarded by mu_
+  std::set<std::string> needs_complete_;      // guarded by mu_
   bool stopping_ = false;                     // guarded by mu_
   std::atomic<int> fail_writes_rc_{0};        // FailWritesForTesting
   std::atomic<int64_t> superseded_states_{0};

@@ -187,14 +187,29 @@ absl::Status SessionStore::Migrate() {
                                 p[1], " = f2obo_sum_fnv(", p[2], ") THEN f2obo_sum(", p[2],
                                 ") ELSE ~f2obo_sum(", p[2], ") END"));
   }
+  // Version 4 -> 5: a session's state in parts (a step writes the aux
+  // vectors it changed).  Rows already there keep their whole state (parts
+  // NULL); a session's first step after loading writes all its parts.
+  std::vector<const char*> to_5 = {
+      "CREATE TABLE IF NOT EXISTS state_parts (id TEXT NOT NULL, idx INTEGER NOT NULL, "
+      "part BLOB NOT NULL, part_sum INTEGER, PRIMARY KEY (id, idx)) WITHOUT ROWID",
+  };
+  {
+    // (A file whose sessions table already has the column, e.g. one a test
+    // set back to an older version, keeps it.)
+    Stmt column(db_, "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'parts'");
+    if (!column.ok() || column.Step() != SQLITE_ROW) return column.Error("reading the schema");
+    if (column.ColumnInt(0) == 0) to_5.push_back("ALTER TABLE sessions ADD COLUMN parts INTEGER");
+  }
   // One transaction: a crash mid-way leaves the file at its old version.
   std::vector<const char*> migrate = {"BEGIN IMMEDIATE"};
   if (version < 1) migrate.insert(migrate.end(), to_1.begin(), to_1.end());
   if (version < 2) migrate.insert(migrate.end(), to_2.begin(), to_2.end());
   if (version < 3) migrate.insert(migrate.end(), to_3.begin(), to_3.end());
-  if (version >= 1) {
+  if (version >= 1 && version < 4) {
     for (const std::string& sql : to_4) migrate.push_back(sql.c_str());
   }
+  if (version < 5) migrate.insert(migrate.end(), to_5.begin(), to_5.end());
   const std::string set_version = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
   migrate.push_back(set_version.c_str());
   migrate.push_back("COMMIT");

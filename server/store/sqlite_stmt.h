@@ -30,6 +30,7 @@ class Stmt {
     return Bound(sqlite3_bind_blob64(stmt_, i, v.data(), v.size(), SQLITE_STATIC));
   }
   Stmt& Int(int i, int64_t v) { return Bound(sqlite3_bind_int64(stmt_, i, v)); }
+  Stmt& Null(int i) { return Bound(sqlite3_bind_null(stmt_, i)); }
   int Step() { return sqlite3_step(stmt_); }
   std::string Column(int i) const {
     const void* p = sqlite3_column_blob(stmt_, i);

@@ -33,6 +33,14 @@ struct SessionStore::Write {
   std::string state;  // kPut, kStep, kCheckpoint, kRollback
   int64_t t = 0;      // kPut, kStep, kCheckpoint, kRollback: the state's next step index
   std::string reply;  // kStep
+  // kStep with the state in parts: `state` is the head; aux_count >= 0,
+  // aux_rows the changed parts and full_state the whole encoding for a due
+  // checkpoint.  aux_count < 0: `state` is the whole encoding.
+  int64_t aux_count = -1;
+  std::vector<std::pair<int64_t, std::string>> aux_rows;
+  std::string full_state;
+  bool trim_parts = true;
+  bool complete_parts = false;                           // aux_rows holds every non-empty part
   std::vector<std::pair<int64_t, std::string>> replies;  // kPut, kRollback
   int keep = 0;                                          // kStep: replies kept
   // kAll: writes applied in order, all in one transaction.

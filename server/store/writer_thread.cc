@@ -18,8 +18,9 @@ namespace f2obo::server {
 
 absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
                                   std::chrono::system_clock::time_point deadline) {
-  w->bytes = w->spec.size() + w->state.size() + w->reply.size();
+  w->bytes = w->spec.size() + w->state.size() + w->reply.size() + w->full_state.size();
   for (const auto& r : w->replies) w->bytes += r.second.size();
+  for (const auto& r : w->aux_rows) w->bytes += r.second.size();
   for (const auto& p : w->parts) {
     p->bytes = p->spec.size() + p->state.size() + p->reply.size();
     for (const auto& r : p->replies) p->bytes += r.second.size();
@@ -81,6 +82,18 @@ void SessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>
   }
 }
 
+void SessionStore::NoteStepOutcome(const Write& w) {
+  if (w.kind != Write::kStep) return;
+  const bool failed = !w.status.ok();
+  if (!failed && !w.complete_parts) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed) {
+    needs_complete_.insert(w.id);  // its changes are not stored
+  } else {
+    needs_complete_.erase(w.id);
+  }
+}
+
 void SessionStore::WriterLoop() {
   for (;;) {
     std::deque<std::shared_ptr<Write>> batch;
@@ -111,7 +124,10 @@ void SessionStore::WriterLoop() {
     }
     if (batch_ok) batch_ok = Exec("COMMIT").ok();
     if (batch_ok) {
-      for (const auto& w : batch) superseded_states_ += w->state_superseded ? 1 : 0;
+      for (const auto& w : batch) {
+        superseded_states_ += w->state_superseded ? 1 : 0;
+        NoteStepOutcome(*w);
+      }
     }
     if (!batch_ok) {
       // Something failed: undo, then give each write its own transaction so
@@ -125,6 +141,7 @@ void SessionStore::WriterLoop() {
         if (s.ok()) s = Exec("COMMIT");
         if (!s.ok()) Exec("ROLLBACK").IgnoreError();
         w->status = s;
+        NoteStepOutcome(*w);
       }
     }
     // A write nobody waits for (kNone's steps) cannot report its failure to

@@ -28,8 +28,11 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string d
     : data_dir_(data_dir.empty() ? MakeTempDir() : data_dir), owns_data_dir_(data_dir.empty()) {
   int out[2];
   if (pipe(out) != 0) return;
-  std::vector<std::string> args = {F2OBO_SERVER_PATH, "--listen=127.0.0.1:0",
-                                   "--metrics_listen=127.0.0.1:0", "--data_dir=" + data_dir_};
+  // F2OBO_SERVER_BINARY runs another build's server (the benchmarks' A/B).
+  const char* binary = std::getenv("F2OBO_SERVER_BINARY");
+  std::vector<std::string> args = {binary != nullptr && *binary ? binary : F2OBO_SERVER_PATH,
+                                   "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+                                   "--data_dir=" + data_dir_};
   // Later flags win, so extra_flags may override the listen addresses.
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
   const std::string log = data_dir_ + "-stderr.log";

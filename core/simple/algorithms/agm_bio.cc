@@ -80,7 +80,7 @@ class AgmBio final : public SimpleAlgorithm {
 
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                      SimpleReport* report) override {
-    std::vector<Vector>& aux = s->aux;
+    StateParts& aux = s->aux;
     const int64_t k = s->t - 1;
     if (absl::Status st = windows_.LoadAndAppend(aux, kWindows, family, data); !st.ok()) {
       return st;
@@ -152,13 +152,13 @@ class AgmBio final : public SimpleAlgorithm {
     return absl::OkStatus();
   }
 
-  std::vector<Vector> InitialAux(const VecIn& x0) const override {
-    std::vector<Vector> aux = {x0, x0, x0, (Vector(2) << 0.0, 1.0).finished()};
+  StateParts InitialAux(const VecIn& x0) const override {
+    StateParts aux = {x0, x0, x0, (Vector(2) << 0.0, 1.0).finished()};
     windows_.AppendInitial(&aux);
     return aux;
   }
 
-  absl::Status ValidateAux(const std::vector<Vector>& aux) const override {
+  absl::Status ValidateAux(const StateParts& aux) const override {
     if (absl::Status st = CheckAuxCount(aux, kAuxCount, "agm_bio"); !st.ok()) return st;
     const char* what[] = {"z_k", "the run on g's iterate w", "the run on g's point v"};
     for (int i = kZ; i <= kV; ++i) {
@@ -177,8 +177,8 @@ class AgmBio final : public SimpleAlgorithm {
  private:
   // One FISTA iteration on g over the window (see the header comment);
   // returns g_k = g(w_{k+1}).
-  double AdvanceRunOnG(SimpleFamily& family, const BatchView& inner, double l_g,
-                       std::vector<Vector>* aux, double* oracle_seconds) {
+  double AdvanceRunOnG(SimpleFamily& family, const BatchView& inner, double l_g, StateParts* aux,
+                       double* oracle_seconds) {
     Vector& w = (*aux)[kW];
     Vector& v = (*aux)[kV];
     double& theta = (*aux)[kScalars][1];

@@ -6,13 +6,13 @@
 
 namespace f2obo {
 
-absl::Status CheckAuxSize(const std::vector<Vector>& aux, int i, int size, const char* what) {
+absl::Status CheckAuxSize(const StateParts& aux, int i, int size, const char* what) {
   if (static_cast<int>(aux[i].size()) == size) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("aux[", i, "]: has ", aux[i].size(),
                                                  " entries, expected ", size, " (", what, ")"));
 }
 
-absl::Status CheckAuxCount(const std::vector<Vector>& aux, int count, const char* algorithm) {
+absl::Status CheckAuxCount(const StateParts& aux, int count, const char* algorithm) {
   const int n = static_cast<int>(aux.size());
   if (n == count) return absl::OkStatus();
   return absl::InvalidArgumentError(

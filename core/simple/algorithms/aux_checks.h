@@ -8,16 +8,17 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/state_parts.h"
 #include "core/types.h"
 
 namespace f2obo {
 
 // Exactly `count` vectors: otherwise INVALID_ARGUMENT naming the first
 // missing ("aux[i]: missing; ...") or extra ("aux[i]: unexpected; ...") one.
-absl::Status CheckAuxCount(const std::vector<Vector>& aux, int count, const char* algorithm);
+absl::Status CheckAuxCount(const StateParts& aux, int count, const char* algorithm);
 // aux[i] has `size` entries: otherwise "aux[i]: has n entries, expected
 // size (<what>)".
-absl::Status CheckAuxSize(const std::vector<Vector>& aux, int i, int size, const char* what);
+absl::Status CheckAuxSize(const StateParts& aux, int i, int size, const char* what);
 
 }  // namespace f2obo
 

@@ -73,7 +73,7 @@ absl::Status RequireLmo(const ConstraintSet& z, const char* algorithm) {
       "(l1 ball, l2 ball, simplex, or a box with finite bounds); this set has none"));
 }
 
-absl::Status CheckAverageWeight(const std::vector<Vector>& aux, int i) {
+absl::Status CheckAverageWeight(const StateParts& aux, int i) {
   if (absl::Status s = CheckAuxSize(aux, i, 1, "the averaging weight W"); !s.ok()) return s;
   const double w = aux[i][0];
   if (!(std::isfinite(w) && w >= 0.0)) {

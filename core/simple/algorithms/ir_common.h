@@ -16,6 +16,7 @@
 #include "core/batch.h"
 #include "core/constraint.h"
 #include "core/simple/simple_family.h"
+#include "core/state_parts.h"
 #include "core/types.h"
 
 namespace f2obo {
@@ -65,7 +66,7 @@ double ConditionalGradientStep(const ConstraintSet& z, double sigma, double alph
 absl::Status RequireLmo(const ConstraintSet& z, const char* algorithm);
 
 // The running weight {W} at aux[i]: one finite number >= 0.
-absl::Status CheckAverageWeight(const std::vector<Vector>& aux, int i);
+absl::Status CheckAverageWeight(const StateParts& aux, int i);
 
 }  // namespace f2obo
 

@@ -77,7 +77,7 @@ class IrFscg final : public SimpleAlgorithm {
 
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                      SimpleReport* report) override {
-    std::vector<Vector>& aux = s->aux;
+    StateParts& aux = s->aux;
     const int64_t k = s->t - 1;
     if (absl::Status st = windows_.LoadAndAppend(aux, kWindows, family, data); !st.ok()) {
       return st;
@@ -113,13 +113,13 @@ class IrFscg final : public SimpleAlgorithm {
     return absl::OkStatus();
   }
 
-  std::vector<Vector> InitialAux(const VecIn& x0) const override {
-    std::vector<Vector> aux = {Vector::Zero(d_), Vector::Zero(d_), x0, x0, Vector::Zero(1)};
+  StateParts InitialAux(const VecIn& x0) const override {
+    StateParts aux = {Vector::Zero(d_), Vector::Zero(d_), x0, x0, Vector::Zero(1)};
     windows_.AppendInitial(&aux);
     return aux;
   }
 
-  absl::Status ValidateAux(const std::vector<Vector>& aux) const override {
+  absl::Status ValidateAux(const StateParts& aux) const override {
     if (absl::Status st = CheckAuxCount(aux, kAuxCount, "ir_fscg"); !st.ok()) return st;
     const char* what[] = {"the SPIDER estimate of grad f", "the SPIDER estimate of grad g",
                           "the previous iterate x_{t-1}", "the mean of the averaged iterates"};
@@ -139,7 +139,7 @@ class IrFscg final : public SimpleAlgorithm {
 
   // d += grad h_S(x_k) - grad h_S(x_{k-1}) for h = f (upper) or g.
   void Spider(SimpleFamily& family, bool upper, const BatchView& rows, const SimpleVars& s,
-              std::vector<Vector>* aux) {
+              StateParts* aux) {
     if (upper) {
       FOnView(family, s.x, rows, &cur_);
       FOnView(family, (*aux)[kPrevX], rows, &prev_);

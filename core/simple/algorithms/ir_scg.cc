@@ -56,7 +56,7 @@ class IrScg final : public SimpleAlgorithm {
 
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                      SimpleReport* report) override {
-    std::vector<Vector>& aux = s->aux;
+    StateParts& aux = s->aux;
     const int64_t k = s->t - 1;
     const double alpha = 2.0 / (static_cast<double>(k) + 2.0);
     const double keep = 1.0 - (o_.storm_weight > 0.0 ? o_.storm_weight : alpha);
@@ -92,11 +92,11 @@ class IrScg final : public SimpleAlgorithm {
     return absl::OkStatus();
   }
 
-  std::vector<Vector> InitialAux(const VecIn& x0) const override {
+  StateParts InitialAux(const VecIn& x0) const override {
     return {Vector::Zero(d_), Vector::Zero(d_), x0, x0, Vector::Zero(1)};
   }
 
-  absl::Status ValidateAux(const std::vector<Vector>& aux) const override {
+  absl::Status ValidateAux(const StateParts& aux) const override {
     if (absl::Status st = CheckAuxCount(aux, kAuxCount, "ir_scg"); !st.ok()) return st;
     const char* what[] = {"the STORM estimate of grad f", "the STORM estimate of grad g",
                           "the previous iterate x_{t-1}", "the mean of the averaged iterates"};

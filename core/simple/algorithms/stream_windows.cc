@@ -13,18 +13,20 @@ constexpr BatchRole kRole[2] = {BatchRole::kUpper, BatchRole::kInner};
 
 }  // namespace
 
-void StreamWindows::AppendInitial(std::vector<Vector>* aux) const {
+void StreamWindows::AppendInitial(StateParts* aux) const {
   aux->push_back(Vector::Zero(2));
-  RowWindow(capacity_, 0).Encode(aux);
-  RowWindow(capacity_, 0).Encode(aux);
+  std::vector<Vector> encoded;
+  RowWindow(capacity_, 0).Encode(&encoded);
+  RowWindow(capacity_, 0).Encode(&encoded);
+  for (Vector& v : encoded) aux->push_back(std::move(v));
 }
 
-absl::Status StreamWindows::Validate(const std::vector<Vector>& aux, int first) const {
+absl::Status StreamWindows::Validate(const StateParts& aux, int first) const {
   StreamWindows copy(capacity_);
   return copy.Decode(aux, first);
 }
 
-absl::Status StreamWindows::Decode(const std::vector<Vector>& aux, int first) {
+absl::Status StreamWindows::Decode(const StateParts& aux, int first) {
   if (static_cast<int>(aux.size()) < first + kVectors) {
     return absl::InvalidArgumentError(absl::StrCat("aux[", aux.size(),
                                                    "]: missing; the row windows take aux[", first,
@@ -50,8 +52,8 @@ absl::Status StreamWindows::Decode(const std::vector<Vector>& aux, int first) {
   return absl::OkStatus();
 }
 
-absl::Status StreamWindows::LoadAndAppend(const std::vector<Vector>& aux, int first,
-                                          SimpleFamily& family, const StepData& data) {
+absl::Status StreamWindows::LoadAndAppend(const StateParts& aux, int first, SimpleFamily& family,
+                                          const StepData& data) {
   if (absl::Status s = Decode(aux, first); !s.ok()) return s;
   const Batch* step[2] = {&data.upper, &data.inner};
   for (int k = 0; k < 2; ++k) {
@@ -76,14 +78,14 @@ absl::Status StreamWindows::LoadAndAppend(const std::vector<Vector>& aux, int fi
   return absl::OkStatus();
 }
 
-void StreamWindows::Store(int first, std::vector<Vector>* aux) const {
+void StreamWindows::Store(int first, StateParts* aux) const {
   (*aux)[first][0] = cols_[0];
   (*aux)[first][1] = cols_[1];
   std::vector<Vector> encoded;
   encoded.reserve(2 * RowWindow::kEncodedVectors);
   windows_[0].Encode(&encoded);
   windows_[1].Encode(&encoded);
-  for (size_t i = 0; i < encoded.size(); ++i) (*aux)[first + 1 + i] = std::move(encoded[i]);
+  for (size_t i = 0; i < encoded.size(); ++i) aux->Set(first + 1 + i, std::move(encoded[i]));
 }
 
 }  // namespace f2obo

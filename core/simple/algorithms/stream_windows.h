@@ -23,6 +23,7 @@
 #include "core/batch.h"
 #include "core/simple/row_window.h"
 #include "core/simple/simple_family.h"
+#include "core/state_parts.h"
 #include "core/types.h"
 
 namespace f2obo {
@@ -34,23 +35,23 @@ class StreamWindows {
   explicit StreamWindows(int capacity) : capacity_(capacity) {}
 
   // Appends the encoding of two empty windows to `aux`.
-  void AppendInitial(std::vector<Vector>* aux) const;
+  void AppendInitial(StateParts* aux) const;
   // Whether aux[first, first + kVectors) decodes as two windows of this
   // capacity; INVALID_ARGUMENT naming aux[i] otherwise.
-  absl::Status Validate(const std::vector<Vector>& aux, int first) const;
+  absl::Status Validate(const StateParts& aux, int first) const;
 
   // Decodes the windows from aux (checked as Validate does, and their rows
   // against the family), then appends the step's rows.
-  absl::Status LoadAndAppend(const std::vector<Vector>& aux, int first, SimpleFamily& family,
+  absl::Status LoadAndAppend(const StateParts& aux, int first, SimpleFamily& family,
                              const StepData& data);
   // Writes the windows back to aux[first, first + kVectors).
-  void Store(int first, std::vector<Vector>* aux) const;
+  void Store(int first, StateParts* aux) const;
 
   const Batch& upper() const { return windows_[0].rows(); }
   const Batch& inner() const { return windows_[1].rows(); }
 
  private:
-  absl::Status Decode(const std::vector<Vector>& aux, int first);
+  absl::Status Decode(const StateParts& aux, int first);
 
   int capacity_;
   int cols_[2] = {0, 0};

@@ -239,7 +239,7 @@ TEST(HypergradientWindow, CorruptBookkeepingIsClampedToTheValidRange) {
   window.AppendLayout(&sizes);
   ASSERT_EQ(sizes.size(), static_cast<size_t>(width + 1));
   auto fresh = [&] {
-    std::vector<Vector> aux;
+    StateParts aux;
     for (int i = 0; i < width; ++i) aux.push_back(Vector::Constant(2, i + 1.0));
     aux.push_back(Vector::Zero(2));
     return aux;
@@ -248,7 +248,7 @@ TEST(HypergradientWindow, CorruptBookkeepingIsClampedToTheValidRange) {
   Vector mean(2);
 
   // filled = 1e300 -> w, next = -1e300 -> 0: slot 0 takes h, mean of all 4.
-  std::vector<Vector> aux = fresh();
+  StateParts aux = fresh();
   aux[width] << 1e300, -1e300;
   window.PushAndAverage(h, &aux, &mean);
   EXPECT_EQ(aux[width][0], width);

@@ -196,7 +196,7 @@ TEST(Svrb, StormEstimatesEqualTheFullDerivativesOnAStaticFullBatchStream) {
       hyy.col(k) = col;
       e[k] = 0;
     }
-    const std::vector<Vector>& aux = session->state().aux;
+    const StateParts& aux = session->state().aux;
     ASSERT_EQ(aux.size(), 7u);
     EXPECT_LT((aux[0] - gx_f).norm(), 1e-12) << "t = " << t;
     EXPECT_LT((aux[1] - gy_f).norm(), 1e-12) << "t = " << t;

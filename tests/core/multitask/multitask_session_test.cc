@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/multitask/multitask_family.h"
 #include "core/multitask/multitask_metrics_evaluator.h"
 #include "core/multitask/multitask_problem.h"
@@ -154,7 +155,15 @@ TEST(MultitaskSession, HoldsStateOnlyForTheTasksTouched) {
         *Session::Create(testing::MultitaskConfig(algorithm, family, ConstraintSet::None()));
     const TaskTable& table = *MultitaskTable(s->problem());
     const size_t empty = s->state().aux.size();
-    EXPECT_EQ(empty, 1u + table.global_count());
+    // The head, the globals and one (empty, unallocated) index page per 64
+    // tasks of m.
+    EXPECT_EQ(empty, 1u + table.global_count() + (100000 + 63) / 64);
+    EXPECT_EQ(
+        s->state().aux.payload_bytes(), 2 * sizeof(double) + [&] {
+          size_t b = 0;
+          for (int g = 0; g < table.global_count(); ++g) b += s->state().aux[1 + g].size();
+          return b * sizeof(double);
+        }());
     // Tasks 70000, 5 and 99999 carry the data of quadratic tasks 0-2.
     const std::vector<int> ids = {70000, 5, 99999, 5};
     for (size_t k = 0; k < ids.size(); ++k) {
@@ -167,9 +176,13 @@ TEST(MultitaskSession, HoldsStateOnlyForTheTasksTouched) {
     const SessionState& st = s->state();
     EXPECT_EQ(table.touched(st), 3);
     EXPECT_EQ(st.aux.size(), empty + 3 * table.block_size()) << algorithm;
-    EXPECT_EQ(st.aux[0], (Vector(3) << 5, 70000, 99999).finished()) << "sorted task indices";
-    EXPECT_EQ(table.Find(st, 70000), 1);
+    EXPECT_EQ(st.aux[0], (Vector(2) << -1, 3).finished()) << "the layout's mark, 3 touched";
+    // Slots in the order the tasks were first touched.
+    EXPECT_EQ(table.Find(st, 70000), 0);
+    EXPECT_EQ(table.Find(st, 5), 1);
+    EXPECT_EQ(table.Find(st, 99999), 2);
     EXPECT_EQ(table.Find(st, 6), -1);
+    EXPECT_EQ(table.task_at(st, 2), 99999);
   }
 }
 
@@ -257,6 +270,122 @@ TEST(MultitaskSession, SingleTaskClassesRefuseTaggedBatches) {
   ExpectRefusedUnchanged(*s, step, "tasks: a bilevel session reads the top-level");
 }
 
+// Issue 23: a round writes the parts of the tasks it touches (their blocks,
+// the globals, and on a first touch the index page and the head), never the
+// other touched tasks' parts, which stay shared with the committed state.
+TEST(MultitaskSession, AStepChangesOnlyThePartsOfItsOwnTasks) {
+  const testing::QuadraticTasks q(3, 2, 3, 71);
+  FamilyConfig family = q.Family();
+  family.tasks = 10000;
+  for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
+    std::unique_ptr<Session> s =
+        *Session::Create(testing::MultitaskConfig(algorithm, family, ConstraintSet::None()));
+    const TaskTable& table = *MultitaskTable(s->problem());
+    const auto step_on = [&](int id) {
+      TaskData task = q.Task(id % 3);
+      task.task = id;
+      StepData step;
+      step.tasks.push_back(task);
+      return step;
+    };
+    for (int id = 0; id < 3000; id += 7) ASSERT_TRUE(s->Step(step_on(id)).ok());
+    const auto changed = [&] {
+      std::set<size_t> out;
+      s->pending_state().aux.ForEachChanged(s->state().aux, [&](size_t i) { out.insert(i); });
+      return out;
+    };
+    const auto block_of = [&](int slot) {
+      std::set<size_t> out;
+      for (int b = 0; b < table.block_size(); ++b) out.insert(table.Index(slot, b));
+      return out;
+    };
+    std::set<size_t> allowed;
+    for (int g = 0; g < table.global_count(); ++g) allowed.insert(1 + g);
+
+    // A task touched before.
+    const int slot = table.Find(s->state(), 2100);
+    ASSERT_GE(slot, 0);
+    ASSERT_TRUE(s->Prepare(step_on(2100)).ok());
+    std::set<size_t> expected = allowed;
+    for (size_t i : block_of(slot)) expected.insert(i);
+    for (size_t i : changed()) EXPECT_TRUE(expected.count(i)) << algorithm << ": aux[" << i << "]";
+    EXPECT_TRUE(changed().count(table.Index(slot, 0))) << algorithm << ": y of the task";
+    s->Commit();
+
+    // A first touch: its new block, its index page and the head besides.
+    const int fresh = table.touched(s->state());
+    ASSERT_TRUE(s->Prepare(step_on(9999)).ok());
+    expected = allowed;
+    expected.insert(0);
+    expected.insert(1 + table.global_count() + 9999 / TaskTable::kPageTasks);
+    for (size_t i : block_of(fresh)) expected.insert(i);
+    for (size_t i : changed()) EXPECT_TRUE(expected.count(i)) << algorithm << ": aux[" << i << "]";
+    EXPECT_EQ(table.Find(s->pending_state(), 9999), fresh);
+    s->Abort();
+    EXPECT_EQ(table.Find(s->state(), 9999), -1);
+  }
+}
+
+// A state saved by a server before issue 23 (touched tasks listed in
+// increasing order in aux[0], their blocks in that order, no index pages)
+// resumes: the same numbers, in this layout.
+TEST(MultitaskSession, AStateOfTheEarlierLayoutResumesWithTheSameNumbers) {
+  const testing::QuadraticTasks q(5, 2, 3, 73);
+  for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
+    const SessionConfig config =
+        testing::MultitaskConfig(algorithm, q.Family(), ConstraintSet::None());
+    std::unique_ptr<Session> a = *Session::Create(config);
+    const TaskTable& table = *MultitaskTable(a->problem());
+    const std::vector<std::vector<int>> plan = {{3}, {1, 4}, {0}, {3, 1}, {2}, {4}};
+    const auto step = [&](const std::vector<int>& ids) {
+      StepData d;
+      for (int id : ids) d.tasks.push_back(q.Task(id));
+      return d;
+    };
+    for (size_t k = 0; k < 3; ++k) ASSERT_TRUE(a->Step(step(plan[k])).ok());
+
+    // The earlier layout of a's state.
+    Checkpoint legacy = *DeserializeCheckpoint(a->Encode(a->state()));
+    const SessionState& now = a->state();
+    std::vector<int> touched;
+    for (int id = 0; id < 5; ++id) {
+      if (table.Find(now, id) >= 0) touched.push_back(id);
+    }
+    StateParts old;
+    Vector index(static_cast<Eigen::Index>(touched.size()));
+    for (size_t k = 0; k < touched.size(); ++k) index[k] = touched[k];
+    old.push_back(index);
+    for (int g = 0; g < table.global_count(); ++g) old.push_back(now.aux[1 + g]);
+    for (int id : touched) {
+      for (int b = 0; b < table.block_size(); ++b)
+        old.push_back(table.Var(now, table.Find(now, id), b));
+    }
+    legacy.state.aux = old;
+
+    absl::StatusOr<std::unique_ptr<Session>> b = Session::Restore(config, legacy);
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (size_t k = 3; k < plan.size(); ++k) {
+      ASSERT_TRUE(a->Step(step(plan[k])).ok());
+      ASSERT_TRUE((*b)->Step(step(plan[k])).ok());
+    }
+    const SessionState& sa = a->state();
+    const SessionState& sb = (*b)->state();
+    EXPECT_TRUE(sa.x == sb.x) << algorithm;
+    EXPECT_TRUE(sa.rng == sb.rng) << algorithm;
+    EXPECT_EQ(sa.scalars, sb.scalars) << algorithm;
+    EXPECT_EQ(table.touched(sa), table.touched(sb));
+    for (int id = 0; id < 5; ++id) {
+      const int ka = table.Find(sa, id), kb = table.Find(sb, id);
+      ASSERT_EQ(ka < 0, kb < 0) << id;
+      if (ka < 0) continue;
+      for (int bl = 0; bl < table.block_size(); ++bl) {
+        EXPECT_TRUE(table.Var(sa, ka, bl) == table.Var(sb, kb, bl))
+            << algorithm << " task " << id << " vector " << bl;
+      }
+    }
+  }
+}
+
 TEST(MultitaskSession, RestoreRefusesAStateWhoseTaskIndexIsNotATask) {
   const testing::QuadraticTasks q(3, 2, 2, 2);
   const SessionConfig config = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
@@ -266,20 +395,26 @@ TEST(MultitaskSession, RestoreRefusesAStateWhoseTaskIndexIsNotATask) {
   Checkpoint good = *DeserializeCheckpoint(s->Encode(s->state()));
   ASSERT_TRUE(Session::Restore(config, good).ok());
 
+  const TaskTable& table = *MultitaskTable(s->problem());
+  const size_t page0 = 1 + table.global_count();  // the index page of tasks 0-63
   Checkpoint bad = good;
-  bad.state.aux[0][1] = 3;  // m = 3
+  bad.state.aux[page0][3] = 1;  // task 3 of m = 3 named too
   absl::StatusOr<std::unique_ptr<Session>> r = Session::Restore(config, bad);
-  EXPECT_THAT(std::string(r.status().message()), StartsWith("state.aux[0][1]: 3 is not a task"));
+  EXPECT_THAT(std::string(r.status().message()),
+              StartsWith(absl::StrCat("state.aux[", page0, "][3]: 1 is not 0 or 1 + the slot")));
   bad = good;
-  bad.state.aux[0][1] = 1;  // not increasing
+  bad.state.aux[page0][2] = bad.state.aux[page0][1];  // one slot named twice
   r = Session::Restore(config, bad);
-  EXPECT_THAT(std::string(r.status().message()), StartsWith("state.aux[0][1]"));
+  EXPECT_THAT(std::string(r.status().message()), StartsWith(absl::StrCat("state.aux[", page0)));
+  bad = good;
+  bad.state.aux[0][1] = 1;  // the head's count disagrees
+  r = Session::Restore(config, bad);
+  EXPECT_THAT(std::string(r.status().message()), StartsWith("state.aux[0]: expected {-1, 2}"));
   bad = good;
   bad.state.aux.pop_back();
   r = Session::Restore(config, bad);
   EXPECT_THAT(std::string(r.status().message()), StartsWith("state.aux:"));
   bad = good;
-  const TaskTable& table = *MultitaskTable(s->problem());
   table.Var(&bad.state, 0, table.block_size() - 1)[0] = 7;  // last update after t - 1
   r = Session::Restore(config, bad);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("last update"));

@@ -56,28 +56,29 @@ TEST_P(EverySimpleAlgorithm, EntryBelongsToTheClassAndItsSettingsValidate) {
 TEST_P(EverySimpleAlgorithm, InitialAuxIsAcceptedAndWrongShapesAreRefusedByIndex) {
   std::unique_ptr<SimpleAlgorithm> a = Make();
   ASSERT_NE(a, nullptr);
-  const std::vector<Vector> aux = a->InitialAux(Vector::Zero(kDim));
+  const StateParts aux = a->InitialAux(Vector::Zero(kDim));
   ASSERT_TRUE(a->ValidateAux(aux).ok()) << a->ValidateAux(aux);
   const int n = static_cast<int>(aux.size());
 
-  std::vector<Vector> shorter(aux.begin(), aux.end() - 1);
+  StateParts shorter = aux;
+  shorter.resize(aux.size() - 1);
   absl::Status st = a->ValidateAux(shorter);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), StartsWith("aux[" + std::to_string(n - 1) + "]: missing"));
 
-  std::vector<Vector> longer = aux;
+  StateParts longer = aux;
   longer.push_back(Vector::Zero(1));
   st = a->ValidateAux(longer);
   EXPECT_THAT(std::string(st.message()), StartsWith("aux[" + std::to_string(n) + "]: unexpected"));
 
-  std::vector<Vector> resized = aux;
+  StateParts resized = aux;
   resized[0].resize(kDim + 1);
   st = a->ValidateAux(resized);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), StartsWith("aux[0]: has 9 entries, expected 8"));
 
   for (int i = 0; i < n; ++i) {  // every vector's length is checked
-    std::vector<Vector> bad = aux;
+    StateParts bad = aux;
     bad[i].resize(bad[i].size() + 3);
     st = a->ValidateAux(bad);
     EXPECT_FALSE(st.ok()) << "aux[" << i << "]";

@@ -57,7 +57,7 @@ struct SimpleRun {
   Vector x;
   Vector decision;
   Rng rng;
-  std::vector<Vector> aux;
+  StateParts aux;
 };
 
 // Builds `name` from the class registry with its defaults (or the paper's

@@ -47,7 +47,7 @@ Batch Numbered(int r0, int n, int cols = 3) {
 TEST(StreamWindows, KeepTheLastWRowsOfEachKindOldestFirst) {
   Picky family;
   StreamWindows w(5);
-  std::vector<Vector> aux = {Vector::Zero(1)};  // windows from aux[1]
+  StateParts aux = {Vector::Zero(1)};  // windows from aux[1]
   w.AppendInitial(&aux);
   ASSERT_EQ(static_cast<int>(aux.size()), 1 + StreamWindows::kVectors);
   ASSERT_TRUE(w.Validate(aux, 1).ok()) << w.Validate(aux, 1);
@@ -66,7 +66,7 @@ TEST(StreamWindows, KeepTheLastWRowsOfEachKindOldestFirst) {
 TEST(StreamWindows, AStepOfAnotherWidthThanTheWindowIsRefused) {
   Picky family;
   StreamWindows w(5);
-  std::vector<Vector> aux;
+  StateParts aux;
   w.AppendInitial(&aux);
   ASSERT_TRUE(w.LoadAndAppend(aux, 0, family, StepData{Batch{}, Numbered(0, 2)}).ok());
   w.Store(0, &aux);
@@ -81,7 +81,7 @@ TEST(StreamWindows, AStepOfAnotherWidthThanTheWindowIsRefused) {
 TEST(StreamWindows, RowsTheFamilyRefusesAreRefusedNamingTheirAux) {
   Picky family;
   StreamWindows w(5);
-  std::vector<Vector> aux;
+  StateParts aux;
   w.AppendInitial(&aux);
   ASSERT_TRUE(w.LoadAndAppend(aux, 0, family, StepData{Numbered(99, 3), Batch{}}).ok());
   w.Store(0, &aux);  // holds the target 101, which the family would refuse
@@ -94,7 +94,7 @@ TEST(StreamWindows, RowsTheFamilyRefusesAreRefusedNamingTheirAux) {
 
 TEST(StreamWindows, WidthsThatAreNotWholeNumbersAreRefused) {
   StreamWindows w(5);
-  std::vector<Vector> aux;
+  StateParts aux;
   w.AppendInitial(&aux);
   aux[0][1] = 2.5;
   EXPECT_THAT(std::string(w.Validate(aux, 0).message()),

@@ -1,0 +1,157 @@
+// What one step costs as a multi-task session grows (issue 23), over real
+// gRPC: a fresh f2obo-server (default store, --durability=sync) on
+// loopback, an rsvrb session on multitask_quadratic (d1 = d2 = 4, m tasks),
+// N tasks touched (steps of up to 500 tasks), then S one-task steps on
+// tasks already touched, timed at the client.  Each N is printed beside the
+// first (N = 100) of the same run: the ratio the issue's goal bounds
+// (<= 1.5: a step's price follows the step, not the session).  Also the
+// server's resident memory per touched task against the task's serialized
+// bytes (the goal: <= 2x), and the time a restarted server takes to load
+// the session (kill -9, then until it answers).
+//
+// Usage: state_cost_bench [m] [N ...]   (default: 10000 100 1000 10000)
+// e.g.   ./build/bench/state_cost_bench 1000000 100 10000 1000000
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "f2obo/v1/convert.h"
+#include "tests/core/multitask/multitask_streams.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kDim = 4;
+constexpr int kPool = 64;  // distinct task data, reused across task ids
+constexpr int kTimedSteps = 300;
+constexpr int kPerStep = 500;
+// rsvrb's block per task (core/multitask/rsvrb.cc): y, y_prev, u, w, v, J,
+// H, z, meta, each with its 8-byte length in the encoding.
+constexpr double kTaskBytes = 8.0 * (9 + 4 * kDim + kDim * kDim * 2 + kDim + 2);
+
+double ResidentKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  double value = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      in >> value;
+      return value;
+    }
+    std::getline(in, key);
+  }
+  return 0;
+}
+
+v1::SessionSpec Spec(int m, const testing::QuadraticTasks& pool) {
+  v1::SessionSpec spec;
+  spec.set_problem_class("multitask_bilevel");
+  spec.mutable_family()->set_name("multitask_quadratic");
+  spec.mutable_family()->set_x_dim(kDim);
+  spec.mutable_family()->set_y_dim(kDim);
+  spec.mutable_family()->set_tasks(m);
+  spec.set_algorithm("rsvrb");
+  spec.set_seed(5);
+  spec.mutable_metrics()->set_exact_every(0);
+  (void)pool;
+  return spec;
+}
+
+v1::StepRequest Request(const std::string& id, int64_t t, const std::vector<int>& tasks,
+                        const testing::QuadraticTasks& pool) {
+  v1::StepRequest req;
+  req.set_session_id(id);
+  req.set_t(t);
+  for (int task : tasks) {
+    TaskData d = pool.Task(task % kPool);
+    d.task = task;
+    ToProto(d, req.add_tasks());
+  }
+  return req;
+}
+
+int Run(int m, const std::vector<int>& touched_counts) {
+  const testing::QuadraticTasks pool(kPool, kDim, kDim, 7);
+  std::printf("rsvrb, multitask_quadratic d1 = d2 = %d, m = %d, default store, sync\n", kDim, m);
+  std::printf("%10s %12s %12s %10s %14s %14s %12s\n", "touched", "step p50 ms", "p90 ms",
+              "vs first", "RSS KiB/task", "x serialized", "reload s");
+  double first_p50 = 0;
+  for (int n : touched_counts) {
+    const std::string max_tasks = "--max_tasks=" + std::to_string(m);
+    testing::ServerProcess server({"--durability=sync", max_tasks});
+    if (!server.started()) {
+      std::fprintf(stderr, "server did not start: %s\n", server.banner().c_str());
+      return 1;
+    }
+    client::Client c(client::ClientOptions{server.target()});
+    v1::CreateSessionRequest create;
+    create.set_session_id("mt");
+    *create.mutable_spec() = Spec(m, pool);
+    if (auto info = c.CreateSession(create); !info.ok()) {
+      std::fprintf(stderr, "create: %s\n", info.status().ToString().c_str());
+      return 1;
+    }
+    const double rss_before = ResidentKiB(server.pid());
+    int64_t t = 1;
+    // Touch tasks 0, s, 2s, ... spread over [0, m).
+    const int stride = std::max(1, m / std::max(1, n));
+    std::vector<int> ids;
+    for (int k = 0; k < n; ++k)
+      ids.push_back(static_cast<int>((static_cast<int64_t>(k) * stride) % m));
+    for (size_t k = 0; k < ids.size(); k += kPerStep) {
+      std::vector<int> chunk(ids.begin() + k, ids.begin() + std::min(ids.size(), k + kPerStep));
+      if (auto r = c.Step(Request("mt", t++, chunk, pool)); !r.ok()) {
+        std::fprintf(stderr, "touch: %s\n", r.status().ToString().c_str());
+        return 1;
+      }
+    }
+    const double rss_after = ResidentKiB(server.pid());
+    std::vector<double> ms;
+    for (int k = 0; k < kTimedSteps; ++k) {
+      const int task = ids[(static_cast<size_t>(k) * 7919) % ids.size()];
+      const auto start = Clock::now();
+      if (auto r = c.Step(Request("mt", t++, {task}, pool)); !r.ok()) {
+        std::fprintf(stderr, "step: %s\n", r.status().ToString().c_str());
+        return 1;
+      }
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    const double p50 = ms[ms.size() / 2], p90 = ms[ms.size() * 9 / 10];
+    if (first_p50 == 0) first_p50 = p50;
+    const double per_task = (rss_after - rss_before) / n;
+    // Recovery: kill -9, restart on the same data, time until GetSession.
+    const std::string dir = server.data_dir();
+    server.Stop(SIGKILL);
+    const auto restart = Clock::now();
+    testing::ServerProcess again({"--durability=sync", max_tasks}, dir);
+    client::Client c2(client::ClientOptions{again.target()});
+    const bool back = again.started() && c2.GetSession("mt").ok();
+    const double reload = std::chrono::duration<double>(Clock::now() - restart).count();
+    std::printf("%10d %12.3f %12.3f %10.2f %14.2f %14.2f %12.3f%s\n", n, p50, p90, p50 / first_p50,
+                per_task, per_task * 1024.0 / kTaskBytes, reload, back ? "" : " (not back!)");
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace f2obo
+
+int main(int argc, char** argv) {
+  const int m = argc > 1 ? std::atoi(argv[1]) : 10000;
+  std::vector<int> counts;
+  for (int i = 2; i < argc; ++i) counts.push_back(std::atoi(argv[i]));
+  if (counts.empty()) counts = {100, 1000, 10000};
+  return f2obo::Run(m, counts);
+}
