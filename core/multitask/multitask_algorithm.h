@@ -83,6 +83,14 @@ const MultitaskAlgorithmEntry* FindMultitaskAlgorithm(absl::string_view name);
 // client's, or k / m for k tasks in the step (uniform sampling).
 double TaskProbability(const TaskData& task, int tasks_in_step, int m);
 
+// The smallest sampling probability a step may give a task (issue 25):
+// RSVRB weights the task's estimators by 1/p, so a tiny p (5e-324 gives an
+// infinite weight) made rsvrb refuse a round that mt_f2obo, in the same
+// group, applied.  1/p <= 1e12 keeps an estimate of input-sized gradients
+// far inside the state bound; a task drawn once in 10^12 steps is not a
+// sampling scheme a stream can have.
+inline constexpr double kMinTaskProbability = 1e-12;
+
 // For algorithms that keep the step of each task's last update in its
 // block's vector `b` at entry 0: every one must be a whole number in
 // [1, t - 1] (INVALID_ARGUMENT naming the vector otherwise).

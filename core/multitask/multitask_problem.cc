@@ -76,6 +76,12 @@ class MultitaskProblem final : public Problem {
             absl::StrCat("tasks[", k, "].probability: ", td.probability,
                          " must be in (0, 1], or 0 for the default k/m"));
       }
+      if (td.probability > 0.0 && td.probability < kMinTaskProbability) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tasks[", k, "].probability: ", td.probability, " is below ", kMinTaskProbability,
+            ": the task's estimates are weighted by 1/p, which must stay finite and at most ",
+            1.0 / kMinTaskProbability));
+      }
       if (!td.data.tasks.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("tasks[", k, "]: a task's data carries no tasks of its own"));

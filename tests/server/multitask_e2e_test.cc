@@ -211,6 +211,37 @@ TEST_F(MultitaskE2e, KillNineMidStreamResumesWhereTheLastAcknowledgedStepLeftIt)
   }
 }
 
+// Issue 25 item 5: a task probability whose weight 1/p is infinite was
+// accepted; rsvrb refused the round and mt_f2obo applied it, so the
+// group's members drifted apart.  It is refused up front, for both.
+TEST_F(MultitaskE2e, AGroupStepWithAnUnusableProbabilityChangesNoMember) {
+  v1::CreateGroupRequest req;
+  req.set_group_id("mtp");
+  *req.mutable_spec() = MultitaskSpec("rsvrb");
+  for (const char* a : {"rsvrb", "mt_f2obo"}) {
+    v1::GroupMember* m = req.add_members();
+    m->set_name(a);
+    m->set_algorithm(a);
+  }
+  ASSERT_TRUE(client_->CreateGroup(req).ok());
+  v1::GroupStepRequest step;
+  step.set_group_id("mtp");
+  step.set_t(1);
+  *step.mutable_tasks() = TaskRequest("", 1).tasks();
+  step.mutable_tasks(0)->set_probability(5e-324);
+  const absl::StatusOr<v1::GroupStepReply> refused = client_->StepGroup(step);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("tasks[0].probability"));
+  for (const char* a : {"rsvrb", "mt_f2obo"}) {
+    EXPECT_EQ(client_->GetSession(std::string("mtp.") + a)->next_t(), 1) << a;
+  }
+  step.mutable_tasks(0)->set_probability(0.0);  // the default k/m: both apply it
+  const absl::StatusOr<v1::GroupStepReply> ok = client_->StepGroup(step);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  for (const v1::MemberStepResult& m : ok->members()) EXPECT_EQ(m.code(), 0) << m.message();
+}
+
 TEST_F(MultitaskE2e, GroupsCompareRsvrbWithTheFirstOrderRoundOnOneUpload) {
   v1::CreateGroupRequest req;
   req.set_group_id("mtg");

@@ -139,7 +139,9 @@ def test_unavailable_when_no_server_listens(free_port):
 
 
 def test_deadline_exceeded(server):
-    with f2obo.Client(server.address, timeout=1e-6, retries=0) as c:
+    # A deadline already past (not 1 us ahead: gRPC's timers have ~1 ms
+    # resolution, and a loopback call on an idle machine can answer first).
+    with f2obo.Client(server.address, timeout=-1.0, retries=0) as c:
         e = raises(f2obo.DeadlineExceeded, lambda: c.list_sessions())
         assert e.code == grpc.StatusCode.DEADLINE_EXCEEDED
 

@@ -256,6 +256,14 @@ TEST(MultitaskSession, RefusesBadInputNamingTheFieldAndChangesNothing) {
     StepData p = testing::LogisticTasksStep({3}, kFeatures, kClasses, 12, rng);
     p.tasks[0].probability = 1.5;
     ExpectRefusedUnchanged(*s, p, "tasks[0].probability");
+    // Issue 25: a probability whose weight 1/p is infinite (or beyond 1e12)
+    // is refused before any round, by every algorithm of the class alike.
+    p.tasks[0].probability = 5e-324;
+    ExpectRefusedUnchanged(*s, p, "tasks[0].probability: 4.94066e-324 is below 1e-12");
+    p.tasks[0].probability = 1e-13;
+    ExpectRefusedUnchanged(*s, p, "tasks[0].probability: 1e-13 is below 1e-12");
+    p.tasks[0].probability = 1e-12;  // the floor itself is accepted
+    EXPECT_TRUE(s->Step(p).ok()) << algorithm;
   }
 }
 
