@@ -16,6 +16,7 @@ set(F2OBO_SESSION_SOURCES
   store/fences.cc
   store/record_sum.cc
   store/session_store.cc
+  store/state_parts_rows.cc
   store/session_store_open.cc
   store/writer_thread.cc
   store/store_errors.cc

@@ -299,53 +299,6 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
   return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
-absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, StepState state,
-                                      const v1::StepReply& reply, int keep_replies,
-                                      int keep_checkpoints,
-                                      std::chrono::system_clock::time_point deadline) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kStep;
-  w->id = id;
-  w->t = t;
-  w->state = std::move(state.head);
-  w->aux_count = state.aux_count;
-  w->aux_rows = std::move(state.aux_rows);
-  w->full_state = std::move(state.full);
-  w->trim_parts = state.trim;
-  w->complete_parts = state.complete;
-  w->reply = reply.SerializeAsString();
-  w->keep = keep_replies;
-  w->keep_checkpoints = keep_checkpoints;
-  return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
-}
-
-bool SessionStore::NeedsCompleteState(const std::string& id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return needs_complete_.count(id) > 0;
-}
-
-absl::Status SessionStore::SaveParts(const Write& w) {
-  for (const auto& [index, bytes] : w.aux_rows) {
-    if (bytes.empty()) {
-      Stmt d(db_, "DELETE FROM state_parts WHERE id = ? AND idx = ?");
-      if (absl::Status s = d.Text(1, w.id).Int(2, index).Run("dropping a state part"); !s.ok()) {
-        return s;
-      }
-      continue;
-    }
-    Stmt p(db_, "INSERT OR REPLACE INTO state_parts (id, idx, part, part_sum) VALUES (?, ?, ?, ?)");
-    if (absl::Status s = p.Text(1, w.id)
-                             .Int(2, index)
-                             .Blob(3, bytes)
-                             .Int(4, RecordSum("part", w.id, index, bytes))
-                             .Run("saving a state part");
-        !s.ok()) {
-      return s;
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status SessionStore::SaveReply(const Write& w) {
   Stmt b(db_, "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
   if (absl::Status s = b.Text(1, w.id)
@@ -368,11 +321,6 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
   Stmt c(db_, "DELETE FROM checkpoints WHERE id = ?");
   if (absl::Status s = c.Text(1, id).Run("deleting checkpoints"); !s.ok()) return s;
   return DropParts(id, 0);
-}
-
-absl::Status SessionStore::DropParts(const std::string& id, int64_t from) {
-  Stmt d(db_, "DELETE FROM state_parts WHERE id = ? AND idx >= ?");
-  return d.Text(1, id).Int(2, from).Run("dropping state parts");
 }
 
 absl::Status SessionStore::LimitSize(int64_t max_bytes) {
