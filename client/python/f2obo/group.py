@@ -1,16 +1,15 @@
 """A group handle: sessions stepped side by side on the same data."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from . import _stream, errors
 from ._stubs import pb
 from .batch import BatchLike, StepLike, step_request
 from .session import Session, skip_applied
+from ._transport import Transport
 from .views import GroupInfo, StepResult, View
 
-if TYPE_CHECKING:
-    from .client import Client
 
 
 class GroupStepResult(View, message="GroupStepReply"):
@@ -66,7 +65,7 @@ class Group:
     own algorithm (from Client.create_group or Client.group).  Every step
     uploads the data once and applies it to every member."""
 
-    def __init__(self, client: "Client", group_id: str,
+    def __init__(self, client: Transport, group_id: str,
                  info: Optional[GroupInfo] = None) -> None:
         self.client = client
         self.id = group_id
