@@ -99,11 +99,13 @@ class Group:
     def step(self, upper: BatchLike = None, inner: BatchLike = None, *,
              t: Optional[int] = None, check: bool = True,
              **request_fields: Any) -> GroupStepResult:
-        """Applies one step to every member (batches as for Session.step).
+        """Applies one step to every member (batches as for Session.step),
+        all members or none: a member's round that fails raises its error
+        (e.g. InvalidArgument naming the member) and no member changed.
 
-        With `check` (the default) a member that refused the step raises
-        its error (e.g. InvalidArgument naming the member); with
-        check=False the result carries it in `errors`.
+        A member already past t answers from its reply cache, or refuses t
+        if it ran ahead alone: with `check` (the default) that refusal
+        raises; with check=False the result carries it in `errors`.
         """
         t = self.next_t if t is None else t
         request = step_request(pb.GroupStepRequest,
