@@ -23,8 +23,8 @@ const std::vector<ProblemClassEntry>& ProblemClasses() {
        "automatic, matched step sizes of its defaults it stays finite on any data scale and beats "
        "the untuned start and the best fixed hyperparameter in hindsight at 1/8 of the grid's "
        "compute (bench/EXPERIMENTS.md section 6: digits L2 held-out CE 0.888 vs 1.109, loss "
-       "tuning 0.181 vs 0.199). sf2obo did better still (0.747, 0.180) at up to 1.8x the wall "
-       "time and draws mini-batches: choose it for small noisy batches",
+       "tuning 0.181 vs 0.199). sf2obo did better still on one seed (0.747, 0.180; section 9 "
+       "says why it is not the default yet); af2obo lost to the untuned start (1.447)",
        &BilevelFamilyNames, &BilevelAlgorithmInfos, &CreateBilevelProblem},
       {ProblemClass::kSimpleBilevel, "simple_bilevel",
        "min_{x in Z} f(x) s.t. x in argmin_{z in Z} g(z), f and g convex and smooth", "ir_scg",
