@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/state.h"
 #include "f2obo/v1/f2obo.pb.h"
 
 struct sqlite3;
@@ -61,7 +62,7 @@ enum class Durability { kSync, kNone };
 struct StoredSession {
   std::string id;
   v1::SessionSpec spec;
-  std::string state;                   // SerializeState bytes
+  Checkpoint state;                    // decoded (a head joined with its parts)
   std::vector<v1::StepReply> replies;  // oldest first
   // Next step index of each kept checkpoint, oldest first (their bytes are
   // read on use: LoadCheckpoint).
@@ -190,6 +191,19 @@ class SessionStore {
                           const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
                           std::chrono::system_clock::time_point deadline =
                               std::chrono::system_clock::time_point::max());
+  // Several sessions' steps (a group step, each as CommitStep with a
+  // StepState) in one transaction: all are stored or none.  Under kSync,
+  // returns once durable; `deadline` as for CommitStep, for all of them.
+  struct SessionStep {
+    std::string id;
+    int64_t t = 0;
+    StepState state;
+    v1::StepReply reply;
+    int keep_checkpoints = 0;
+  };
+  absl::Status CommitSteps(std::vector<SessionStep> steps, int keep_replies,
+                           std::chrono::system_clock::time_point deadline =
+                               std::chrono::system_clock::time_point::max());
 
   // Checkpoints (server/store/checkpoints.cc).  Each is durable (whatever
   // the policy) before returning.
@@ -251,6 +265,9 @@ class SessionStore {
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
   static std::shared_ptr<Write> PutWrite(const SessionRecord& record);
+  static std::shared_ptr<Write> StepWrite(SessionStep step, int keep_replies);
+  // A write's payload bytes, its parts' included (the queue bound).
+  static size_t PayloadBytes(const Write& w);
   void WriterLoop();
   absl::Status Submit(std::shared_ptr<Write> w, bool wait,
                       std::chrono::system_clock::time_point deadline =
@@ -265,10 +282,11 @@ class SessionStore {
   // Writer thread: after a step write was applied (or failed), whether the
   // session's next step must write its state complete.
   void NoteStepOutcome(const Write& w);
-  // LoadAll: session `id`'s whole state encoding from its head and its
-  // `count` parts, every part checksum-verified (DATA_LOSS naming the part).
-  absl::StatusOr<std::string> JoinParts(const std::string& id, const std::string& head,
-                                        int64_t count);
+  // LoadAll: session `id`'s state from its head and its `count` parts,
+  // every part checksum-verified (DATA_LOSS naming the part), each decoded
+  // into the state as it is read.
+  absl::StatusOr<Checkpoint> JoinParts(const std::string& id, const std::string& head,
+                                       int64_t count);
   // Writer thread only: sets Write::state_superseded across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
