@@ -156,7 +156,7 @@ def main():
     started = time.time()
     when = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
     mach = machine()
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+    commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
                             capture_output=True, text=True).stdout.strip()
     workdir = tempfile.mkdtemp(prefix="f2obo_suite_")
     server = suite_common.Server(os.path.abspath(args.build), workdir, 0)
