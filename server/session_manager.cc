@@ -24,6 +24,7 @@ bool ValidSessionId(const std::string& id) {
 // (create, import, recovery), so that an imported session without the
 // field does not silently lose its metrics.
 int SessionManager::ExactEvery(const v1::SessionSpec& spec, const Session& session) {
+  if (!session.problem().HasExactMetrics()) return 0;
   if (spec.metrics().has_exact_every()) return spec.metrics().exact_every();
   return session.problem().DefaultExactEvery();
 }

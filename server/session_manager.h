@@ -144,6 +144,9 @@ class SessionManager {
   // Server shutdown: every running and later round stops (UNAVAILABLE,
   // nothing applied).  Irreversible.
   void StopRounds() { round_stops_.shutdown.store(true); }
+  // What StopRounds sets, for rounds that wait outside Apply's own control
+  // (an oracle round's wait for its client, server/oracle_stream.h).
+  const RoundStopFlags* round_stops() const { return &round_stops_; }
   // The family checks of session `id` on these batches, without a round.
   absl::Status ValidateBatches(const std::string& id, const StepData& data) const;
 
