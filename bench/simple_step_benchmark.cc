@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "core/constraint.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "core/simple/simple_registries.h"
@@ -149,6 +150,32 @@ void BM_SimpleStep(benchmark::State& state, const std::string& algorithm, bool s
   }
 }
 
+// AGM-BiO's projection alone: onto the l1 ball of radius 10 cut by
+// {<a, z> <= b} (ConstraintSet::ProjectOntoCut), d = 1,000 and 100,000, a
+// and x Gaussian, b halfway between min_Z <a, z> and <a, P_Z(x)> (the cut
+// binds).  /inactive: b above <a, P_Z(x)>, the plain projection.
+void BM_CutProjection(benchmark::State& state, int d, bool active) {
+  std::mt19937_64 rng(d);
+  std::normal_distribution<double> n(0.0, 1.0);
+  const Vector a = Vector::NullaryExpr(d, [&] { return n(rng); });
+  const Vector x = Vector::NullaryExpr(d, [&] { return 0.1 * n(rng); });
+  const ConstraintSet set = ConstraintSet::L1Ball(10.0);
+  Vector plain = x;
+  set.Project(&plain);
+  const double m = set.MinLinear(a), top = a.dot(plain);
+  const double b = active ? 0.5 * (m + top) : top + 1.0;
+  Vector z(d);
+  for (auto _ : state) {
+    z = x;
+    if (absl::Status s = set.ProjectOntoCut(a, b, &z); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(z.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // The reference: grad f and grad g once on the step's rows.
 void BM_GradientPass(benchmark::State& state, bool sparse) {
   const std::vector<StepData>& ring = Workload(sparse);
@@ -167,6 +194,14 @@ void BM_GradientPass(benchmark::State& state, bool sparse) {
 }
 
 void Register() {
+  for (int d : {1000, 100000}) {
+    for (bool active : {true, false}) {
+      benchmark::RegisterBenchmark(
+          ("CutProjection/l1/d" + std::to_string(d) + (active ? "" : "/inactive")).c_str(),
+          BM_CutProjection, d, active)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
   for (bool sparse : {false, true}) {
     const std::string shape = sparse ? "csr100k" : "dense1k";
     benchmark::RegisterBenchmark(("GradientPass/" + shape).c_str(), BM_GradientPass, sparse)

@@ -85,15 +85,21 @@ struct ConstraintSet {
   //  * l2 ball: closed form: P_ball(x) if it satisfies the cut; else the
   //    halfspace projection if it lies in the ball; else the nearest point of
   //    the (d-2)-sphere where the sphere meets the hyperplane <a,z> = b;
-  //  * box, l1 ball, simplex: if <a, P_Z(x)> <= b that is the answer;
-  //    otherwise (Lagrangian of the halfspace constraint) the answer is
-  //    P_Z(x - mu a) for the mu > 0 with phi(mu) = <a, P_Z(x - mu a)> = b;
-  //    phi is non-increasing and phi(mu) >= phi(0) - mu ||a||^2, so
-  //    mu0 = (phi(0) - b)/||a||^2 is a lower end; mu is bracketed by
-  //    doubling from mu0 and found by the Illinois method (regula falsi with
-  //    halving; phi is piecewise linear for these polyhedral sets; a
-  //    bisection step whenever two steps did not halve the bracket) to a
-  //    relative width 1e-13, at most 300 + 1100 projections; the upper end of
+  //  * box, l1 ball, simplex: if <a, P_Z(x)> <= b that is the answer
+  //    (bit-equal to Project(x)); otherwise (Lagrangian of the halfspace
+  //    constraint) the answer is P_Z(x - mu a) for the mu > 0 with
+  //    phi(mu) = <a, P_Z(x - mu a)> = b.  phi is non-increasing and piecewise
+  //    linear (P_Z is affine on each active set), so mu is found by Newton
+  //    steps on the exact slope of the current piece (a step from the root's
+  //    piece lands on the root), safeguarded by a bracket: doubling from
+  //    mu0 = (phi(0) - b)/||a||^2 (a lower end, as phi(mu) >= phi(0) -
+  //    mu ||a||^2) until phi <= b, false position when a step leaves the
+  //    bracket, bisection when two steps did not halve it; it stops when the
+  //    root is within a relative 1e-13 of mu or phi is b up to the rounding
+  //    of its terms: at most 300 + 1100 evaluations, typically 2-10 (5-7 at
+  //    d = 100,000 on the l1 ball).
+  //    Each evaluation is O(d): the l1 ball's and the simplex's threshold by
+  //    Condat's (2016) sort-free algorithm.  The point at the upper end of
   //    the bracket is returned, so <a, z> <= b holds as evaluated.  If phi
   //    never reaches b (a set touching the hyperplane, up to rounding) the
   //    point reached is returned when <a, z> - b is within rounding, else

@@ -1,22 +1,14 @@
 #include "server/groups.h"
 
-#include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "server/fault_points.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
 namespace {
-
-// Tests of crash windows (rebalance_e2e_test, group_e2e_test): with F2OBO_TEST_CRASH_AT
-// set to `point` in its environment, the server dies here as by kill -9.
-void CrashPointForTesting(const std::string& point) {
-  const char* at = std::getenv("F2OBO_TEST_CRASH_AT");
-  if (at != nullptr && point == at) std::raise(SIGKILL);
-}
 
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 32) return false;
@@ -170,7 +162,9 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::
   if (absl::Status s = Claim(group_id, ids); !s.ok()) return s;
   absl::StatusOr<std::vector<v1::SessionInfo>> members =
       install([&](const std::vector<SessionRecord>& records) -> absl::Status {
-        CrashPointForTesting(absl::StrCat(rpc, "_before_commit"));
+        if (absl::Status s = FaultPoint(absl::StrCat(rpc, "_before_commit"), group_id); !s.ok()) {
+          return s;
+        }
         if (store_ == nullptr) return absl::OkStatus();
         absl::Status s = store_->PutGroupWithSessions(group_id, records);
         if (s.ok()) return s;
@@ -178,7 +172,8 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::
             s, absl::StrCat("group '", group_id, "' not ",
                             rpc == std::string("create_group") ? "created" : "imported"));
       });
-  if (members.ok()) CrashPointForTesting(absl::StrCat(rpc, "_after_commit"));
+  // Durable already: a fault here is a crash test's (the group survives it).
+  if (members.ok()) FaultPoint(absl::StrCat(rpc, "_after_commit"), group_id).IgnoreError();
   std::lock_guard<std::mutex> lock(mu_);
   busy_.erase(group_id);
   if (!members.ok()) return members.status();
@@ -280,8 +275,13 @@ absl::StatusOr<v1::GroupStepReply> GroupManager::Step(const v1::GroupStepRequest
       return s;
     }
   }
+  // All members or none (SessionManager::ApplyAll): a member's round or
+  // the store failing fails the whole step and changes no member.
+  absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> results =
+      sessions_->ApplyAll(req.group_id(), *members, req.t(), *data, call);
+  if (!results.ok()) return results.status();
   for (size_t i = 0; i < members->size(); ++i) {
-    absl::StatusOr<v1::StepReply> r = sessions_->ApplyDecoded((*members)[i], req.t(), *data, call);
+    absl::StatusOr<v1::StepReply>& r = (*results)[i];
     v1::MemberStepResult* m = reply.add_members();
     m->set_session_id((*members)[i]);
     if (r.ok()) {

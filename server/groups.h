@@ -46,11 +46,13 @@ class GroupManager {
   // group record are stored in one transaction (SessionManager::ImportAll).
   absl::StatusOr<v1::GroupInfo> Import(const v1::ImportGroupRequest& request);
   absl::StatusOr<v1::GroupInfo> Get(const std::string& id) const;
-  // Applies the step to every member.  Fails as a whole only when the
-  // request itself is bad (unknown group, batches that do not decode or
-  // that the family rejects): then no member changed.  Otherwise each
-  // member's outcome is in its MemberStepResult.  `call` (may be null):
-  // the RPC whose cancellation or deadline stops the members' rounds.
+  // Applies the step to every member, all or none (SessionManager::
+  // ApplyAll): a bad request (unknown group, batches that do not decode or
+  // that the family rejects), a member's round that fails or is stopped,
+  // or a store write that fails fails the whole step, and no member
+  // changed.  A member past t answers as Step does (its cached reply, or
+  // FAILED_PRECONDITION): that is its MemberStepResult.  `call` (may be
+  // null): the RPC whose cancellation or deadline stops the members' rounds.
   absl::StatusOr<v1::GroupStepReply> Step(const v1::GroupStepRequest& request,
                                           const grpc::ServerContext* call = nullptr);
   // Deletes the group and its members (from the store in one transaction);
@@ -84,7 +86,7 @@ class GroupManager {
   // Creates group `group_id` of members `ids` (checked): claims them, has
   // `install` build the members, and stores members and group record in
   // one transaction; all or none.  `rpc` ("create_group", "import_group")
-  // names its crash points for tests (F2OBO_TEST_CRASH_AT, groups.cc).
+  // names its fault points for tests (server/fault_points.h).
   absl::StatusOr<v1::GroupInfo> Install(const char* rpc, const std::string& group_id,
                                         const std::vector<std::string>& ids,
                                         const InstallMembers& install);

@@ -19,7 +19,7 @@ std::shared_ptr<SessionMetrics> MetricsPipeline::Open(
     std::function<RunningMetrics(const ClassMetrics&)> accumulate) {
   std::shared_ptr<SessionMetrics> s(new SessionMetrics(std::move(session_id), std::move(evaluator),
                                                        std::move(accumulate), tally_));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   open_.erase(std::remove_if(open_.begin(), open_.end(),
                              [](const auto& p) { return p.use_count() == 1 || p->closed(); }),
               open_.end());
@@ -31,7 +31,7 @@ void MetricsPipeline::Enqueue(const std::shared_ptr<SessionMetrics>& s, MetricsJ
   bool schedule = false;
   bool help = false;
   {
-    std::lock_guard<std::mutex> lock(s->mu_);
+    absl::MutexLock lock(&s->mu_);
     if (s->closed_) return;
     if (job.exact_due && static_cast<int>(s->jobs_.size()) >= max_pending_) {
       // Keep the stream of per-step messages complete, drop the expensive part.
@@ -45,20 +45,20 @@ void MetricsPipeline::Enqueue(const std::shared_ptr<SessionMetrics>& s, MetricsJ
     help = static_cast<int>(s->jobs_.size()) > HelpAbove();
   }
   if (schedule) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ready_.push_back(s);
     // A busy or gathering worker comes back to ready_ by itself.
-    if (idle_workers_ > 0) ready_cv_.notify_one();
+    if (idle_workers_ > 0) ready_cv_.Signal();
   }
   if (help) Help(*s);
 }
 
 void MetricsPipeline::Help(SessionMetrics& s) {
-  std::lock_guard<std::mutex> turn(s.process_mu_);
+  absl::MutexLock turn(&s.process_mu_);
   for (;;) {
     MetricsJob job;
     {
-      std::lock_guard<std::mutex> lock(s.mu_);
+      absl::MutexLock lock(&s.mu_);
       if (s.closed_ || static_cast<int>(s.jobs_.size()) <= HelpAbove()) return;
       job = std::move(s.jobs_.front());
       s.jobs_.pop_front();
@@ -76,20 +76,20 @@ void MetricsPipeline::Help(SessionMetrics& s) {
 void MetricsPipeline::Stop() {
   std::vector<std::shared_ptr<SessionMetrics>> open;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
     open.swap(open_);
   }
-  ready_cv_.notify_all();
-  stop_cv_.notify_all();
+  ready_cv_.SignalAll();
+  stop_cv_.SignalAll();
   for (std::thread& w : workers_) w.join();
   workers_.clear();
   for (const auto& s : open) s->Close();
 }
 
 bool MetricsPipeline::stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stopping_;
 }
 
@@ -97,13 +97,15 @@ void MetricsPipeline::WorkerLoop() {
   for (;;) {
     std::shared_ptr<SessionMetrics> s;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!stopping_ && ready_.empty()) {
         ++idle_workers_;
-        ready_cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+        while (!stopping_ && ready_.empty()) ready_cv_.Wait(&mu_);
         --idle_workers_;
         // Let the next steps' jobs arrive: one wake-up for all of them.
-        stop_cv_.wait_for(lock, kGatherWindow, [&] { return stopping_; });
+        const absl::Time gathered = absl::Now() + absl::FromChrono(kGatherWindow);
+        while (!stopping_ && !stop_cv_.WaitWithDeadline(&mu_, gathered)) {
+        }
       }
       // Stopping drains: every job already queued (steps acknowledged
       // before the shutdown) is processed and published first.
@@ -114,10 +116,10 @@ void MetricsPipeline::WorkerLoop() {
     {
       // Taken and processed under the session's turn, so that a step's
       // thread helping (Help) cannot overtake the job: step order holds.
-      std::lock_guard<std::mutex> turn(s->process_mu_);
+      absl::MutexLock turn(&s->process_mu_);
       std::optional<MetricsJob> job;
       {
-        std::lock_guard<std::mutex> lock(s->mu_);
+        absl::MutexLock lock(&s->mu_);
         if (!s->jobs_.empty()) {  // (a helper may have emptied the queue)
           job = std::move(s->jobs_.front());
           s->jobs_.pop_front();
@@ -130,7 +132,7 @@ void MetricsPipeline::WorkerLoop() {
     }
     bool again = false;
     {
-      std::lock_guard<std::mutex> lock(s->mu_);
+      absl::MutexLock lock(&s->mu_);
       again = !s->jobs_.empty() && !s->closed_;
       s->scheduled_ = again;
       if (!again) {  // closed: its queued jobs are dropped
@@ -139,9 +141,9 @@ void MetricsPipeline::WorkerLoop() {
       }
     }
     if (again) {  // one job per turn: sessions share the workers fairly
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ready_.push_back(std::move(s));
-      if (idle_workers_ > 0) ready_cv_.notify_one();
+      if (idle_workers_ > 0) ready_cv_.Signal();
     }
   }
 }
@@ -187,7 +189,7 @@ SessionMetrics::~SessionMetrics() {
 void SessionMetrics::Publish(const v1::StepMetrics& m) {
   Entry entry{m.t(), m.SerializeAsString()};
   const size_t size = entry.bytes.size() + kEntryOverhead;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (m.has_exact()) latest_exact_ = m.exact();
   published_.push_back(std::move(entry));
   published_bytes_ += size;
@@ -203,7 +205,7 @@ void SessionMetrics::Publish(const v1::StepMetrics& m) {
     }
   }
   tally_->bytes += change;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 std::deque<SessionMetrics::Entry>::const_iterator SessionMetrics::FirstAfter(
@@ -214,20 +216,20 @@ std::deque<SessionMetrics::Entry>::const_iterator SessionMetrics::FirstAfter(
 
 std::optional<v1::StepMetrics> SessionMetrics::NextAfter(int64_t after_t,
                                                          const std::function<bool()>& cancelled) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
     const auto it = FirstAfter(after_t);
     if (it != published_.end()) return Parse(it->bytes);
     if (closed_ || cancelled()) return std::nullopt;
     // Wake up periodically to notice a cancelled RPC.
-    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
   }
 }
 
 std::vector<v1::StepMetrics> SessionMetrics::Snapshot(int64_t after_t, size_t max) const {
   std::vector<std::string> copies;  // parsed outside the lock
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = FirstAfter(after_t); it != published_.end() && copies.size() < max; ++it) {
       copies.push_back(it->bytes);
     }
@@ -239,18 +241,18 @@ std::vector<v1::StepMetrics> SessionMetrics::Snapshot(int64_t after_t, size_t ma
 }
 
 std::optional<v1::ExactMetrics> SessionMetrics::LatestExact() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return latest_exact_;
 }
 
 void SessionMetrics::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   closed_ = true;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 bool SessionMetrics::closed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return closed_;
 }
 

@@ -37,18 +37,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "core/class_metrics.h"
 #include "core/problem.h"
 #include "core/session.h"
@@ -68,59 +68,13 @@ struct MetricsJob {
 // Receives every published message (e.g. the Prometheus exporter).
 using MetricsObserver = std::function<void(const v1::StepMetrics&)>;
 
-class SessionMetrics;
+class MetricsPipeline;
 
 // The rings of every open session, for /metrics (f2obo_metrics_buffer_*).
 struct BufferTally {
   std::atomic<int64_t> bytes{0};          // accounted bytes of every ring
   std::atomic<int64_t> full_sessions{0};  // rings that have dropped a message
   std::atomic<int64_t> queued_jobs{0};    // jobs enqueued and not yet processed
-};
-
-class MetricsPipeline {
- public:
-  MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer);
-  ~MetricsPipeline();  // Stop()s
-
-  // A session's channel.  `evaluator` computes the exact metrics (its own
-  // family instance); `accumulate` adds them to the session's running sums
-  // under the session's lock and returns the sums after the addition.
-  std::shared_ptr<SessionMetrics> Open(
-      std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
-      std::function<RunningMetrics(const ClassMetrics&)> accumulate);
-
-  void Enqueue(const std::shared_ptr<SessionMetrics>& session, MetricsJob job);
-
-  // Finishes queued jobs, ends every watcher, joins the workers.
-  void Stop();
-  // Whether Stop() has begun.
-  bool stopping() const;
-  // Totals over the open sessions' rings (live: read atomically).
-  const BufferTally& buffers() const { return *tally_; }
-
- private:
-  static constexpr std::chrono::microseconds kGatherWindow{2000};
-
-  void WorkerLoop();
-  // A step's thread processing its session's oldest jobs while more than
-  // HelpAbove() are queued.
-  void Help(SessionMetrics& s);
-  int HelpAbove() const { return 2 * max_pending_; }
-  // Caller holds s.process_mu_.
-  void Process(SessionMetrics& s, MetricsJob job);
-
-  const int max_pending_;
-  MetricsObserver observer_;
-  // Shared with each SessionMetrics, which may outlive the pipeline.
-  const std::shared_ptr<BufferTally> tally_ = std::make_shared<BufferTally>();
-  mutable std::mutex mu_;
-  std::condition_variable ready_cv_;  // idle workers: ready_ not empty, or stopping_
-  std::condition_variable stop_cv_;   // gathering workers: stopping_
-  int idle_workers_ = 0;              // guarded by mu_
-  std::deque<std::shared_ptr<SessionMetrics>> ready_;  // guarded by mu_
-  bool stopping_ = false;                              // guarded by mu_
-  std::vector<std::shared_ptr<SessionMetrics>> open_;  // guarded by mu_ (weak use)
-  std::vector<std::thread> workers_;
 };
 
 // One session's published metrics and watchers.
@@ -163,28 +117,74 @@ class SessionMetrics {
         accumulate_(std::move(accumulate)),
         tally_(std::move(tally)) {}
   void Publish(const v1::StepMetrics& m);
-  // The first buffered entry with t > after_t.  Caller holds mu_.
-  std::deque<Entry>::const_iterator FirstAfter(int64_t after_t) const;
+  // The first buffered entry with t > after_t.
+  std::deque<Entry>::const_iterator FirstAfter(int64_t after_t) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const std::string id_;
   // The session's turn: held while one of its jobs is taken and processed,
   // by a worker or a helping step thread; guards what processing uses.
   // Ordered before mu_.
-  std::mutex process_mu_;
-  std::unique_ptr<MetricsEvaluator> evaluator_;                    // guarded by process_mu_
-  std::function<RunningMetrics(const ClassMetrics&)> accumulate_;  // guarded by process_mu_
-  std::shared_ptr<const StepData> previous_;                       // guarded by process_mu_
+  absl::Mutex process_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<MetricsEvaluator> evaluator_ ABSL_GUARDED_BY(process_mu_);
+  std::function<RunningMetrics(const ClassMetrics&)> accumulate_ ABSL_GUARDED_BY(process_mu_);
+  std::shared_ptr<const StepData> previous_ ABSL_GUARDED_BY(process_mu_);
   const std::shared_ptr<BufferTally> tally_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<MetricsJob> jobs_;  // guarded by mu_
-  bool scheduled_ = false;       // in the ready queue or running
-  bool closed_ = false;
-  std::deque<Entry> published_;  // the newest kBufferedBytes; guarded by mu_
-  size_t published_bytes_ = 0;   // accounted size of published_; guarded by mu_
-  bool full_ = false;            // a message was ever dropped; guarded by mu_
-  std::optional<v1::ExactMetrics> latest_exact_;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // watchers: a message published, or closed
+  std::deque<MetricsJob> jobs_ ABSL_GUARDED_BY(mu_);
+  bool scheduled_ ABSL_GUARDED_BY(mu_) = false;  // in the ready queue or running
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<Entry> published_ ABSL_GUARDED_BY(mu_);  // the newest kBufferedBytes
+  size_t published_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // accounted size of published_
+  bool full_ ABSL_GUARDED_BY(mu_) = false;            // a message was ever dropped
+  std::optional<v1::ExactMetrics> latest_exact_ ABSL_GUARDED_BY(mu_);
+};
+
+class MetricsPipeline {
+ public:
+  MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer);
+  ~MetricsPipeline();  // Stop()s
+
+  // A session's channel.  `evaluator` computes the exact metrics (its own
+  // family instance); `accumulate` adds them to the session's running sums
+  // under the session's lock and returns the sums after the addition.
+  std::shared_ptr<SessionMetrics> Open(
+      std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
+      std::function<RunningMetrics(const ClassMetrics&)> accumulate);
+
+  void Enqueue(const std::shared_ptr<SessionMetrics>& session, MetricsJob job);
+
+  // Finishes queued jobs, ends every watcher, joins the workers.
+  void Stop();
+  // Whether Stop() has begun.
+  bool stopping() const;
+  // Totals over the open sessions' rings (live: read atomically).
+  const BufferTally& buffers() const { return *tally_; }
+
+ private:
+  static constexpr std::chrono::microseconds kGatherWindow{2000};
+
+  void WorkerLoop();
+  // A step's thread processing its session's oldest jobs while more than
+  // HelpAbove() are queued.
+  void Help(SessionMetrics& s);
+  int HelpAbove() const { return 2 * max_pending_; }
+  void Process(SessionMetrics& s, MetricsJob job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.process_mu_);
+
+  const int max_pending_;
+  MetricsObserver observer_;
+  // Shared with each SessionMetrics, which may outlive the pipeline.
+  const std::shared_ptr<BufferTally> tally_ = std::make_shared<BufferTally>();
+  mutable absl::Mutex mu_;
+  absl::CondVar ready_cv_;  // idle workers: ready_ not empty, or stopping_
+  absl::CondVar stop_cv_;   // gathering workers: stopping_
+  int idle_workers_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::shared_ptr<SessionMetrics>> ready_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::shared_ptr<SessionMetrics>> open_ ABSL_GUARDED_BY(mu_);  // (weak use)
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace f2obo::server

@@ -131,7 +131,7 @@ void ServiceMetrics::OnGroupMemberStep(grpc::StatusCode code) {
 void ServiceMetrics::OnRollback(const std::string& id, int64_t to_t) {
   rollbacks_->WithLabels({}).Increment();
   if (!per_session_) return;
-  std::lock_guard<std::mutex> lock(series_mu_);
+  absl::MutexLock lock(&series_mu_);
   if (live_.contains(id)) t_->WithLabels({id}).Set(static_cast<double>(to_t));
 }
 
@@ -142,7 +142,7 @@ void ServiceMetrics::OnUndecodableRequest() { undecodable_->WithLabels({}).Incre
 
 void ServiceMetrics::OnSessionCreated(const std::string& id) {
   sessions_->WithLabels({}).Add(1);
-  std::lock_guard<std::mutex> lock(series_mu_);
+  absl::MutexLock lock(&series_mu_);
   live_.insert(id);
 }
 
@@ -158,7 +158,7 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
     exact_unconverged_->WithLabels({}).Increment();
   }
   if (!per_session_) return;
-  std::lock_guard<std::mutex> lock(series_mu_);
+  absl::MutexLock lock(&series_mu_);
   if (!live_.contains(m.session_id())) return;
   const std::vector<std::string> id = {m.session_id()};
   t_->WithLabels(id).Set(static_cast<double>(m.t()));
@@ -170,7 +170,7 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
 
 void ServiceMetrics::OnSessionDeleted(const std::string& id) {
   sessions_->WithLabels({}).Add(-1);
-  std::lock_guard<std::mutex> lock(series_mu_);
+  absl::MutexLock lock(&series_mu_);
   live_.erase(id);
   t_->Remove({id});
   upper_loss_->Remove({id});

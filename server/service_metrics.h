@@ -15,12 +15,13 @@
 #include <grpcpp/support/status.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "server/metrics/registry.h"
 #include "server/presentation/class_presentation.h"
@@ -49,8 +50,8 @@ class ServiceMetrics final : public ServiceObserver {
   // Per-session series are updated and removed under this lock, and only
   // for live sessions: a late message of a deleted session must neither
   // touch a removed series nor bring it back.
-  std::mutex series_mu_;
-  absl::flat_hash_set<std::string> live_;  // guarded by series_mu_
+  absl::Mutex series_mu_;
+  absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(series_mu_);
   metrics::CounterFamily* requests_;
   metrics::CounterFamily* errors_;
   metrics::HistogramFamily* latency_;

@@ -4,6 +4,7 @@
 #include "core/problem_registry.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/number_checks.h"
+#include "server/fault_points.h"
 #include "server/session_footprint.h"
 #include "server/store/store_errors.h"
 
@@ -340,7 +341,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
                                                    const grpc::ServerContext* call) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
   if (!found.ok()) return found.status();
-  if (hooks_.after_find) hooks_.after_find(req.session_id());
+  if (absl::Status s = FaultPoint("step_after_find", req.session_id()); !s.ok()) return s;
   {
     // A retry of an applied step is answered from the cache before any
     // decoding, so it costs nothing and cannot fail differently.
@@ -362,14 +363,6 @@ absl::Status SessionManager::ValidateBatches(const std::string& id, const StepDa
   return (*found)->session->problem().ValidateData(data);
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
-    const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
-    const grpc::ServerContext* call) {
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
-  if (!found.ok()) return found.status();
-  return Apply(**found, t, data, call);
-}
-
 absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
                                                     const std::shared_ptr<const StepData>& data,
                                                     const grpc::ServerContext* call) {
@@ -377,18 +370,47 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
   // Deleted while this request decoded (or waited for the lock): nothing
   // may be applied or written for it any more.
   if (absl::Status removed = CheckNotRemoved(e); !removed.ok()) return removed;
-  Session& s = *e.session;
   // Another request for this index may have won the race while we decoded.
-  if (t != s.state().t) return CachedOrRefused(e, t);
+  if (t != e.session->state().t) return CachedOrRefused(e, t);
   // Checked under e.mu: SetFence waits for this lock, so no step is
   // applied after a fence's SetFence returned.
   if (absl::Status fenced = CheckFence(e.id); !fenced.ok()) return fenced;
-  MetricsJob job;
-  job.t = t;
-  job.before = s.snapshot();
+  absl::StatusOr<PreparedStep> p = PrepareStep(e, t, *data, call);
+  if (!p.ok()) return p.status();
+  // Acknowledged only once durable: the new state becomes current after
+  // the store has it (group-committed with other sessions' steps), with its
+  // checkpoint when one is due.
+  if (store_ != nullptr) {
+    absl::Status durable = store_->CommitStep(
+        e.id, t + 1, StoredStateOf(*p), p->reply, limits_.reply_cache,
+        p->checkpoint ? limits_.max_checkpoints : 0,
+        call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
+    if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
+      e.session->Abort();
+      return absl::DeadlineExceededError(absl::StrCat("step ", t, ": ", durable.message(),
+                                                      "; not applied (session state unchanged)"));
+    }
+    if (!durable.ok()) {
+      e.session->Abort();
+      return StoreWriteFailed(durable,
+                              absl::StrCat("step ", t, " not applied (session state unchanged)"));
+    }
+    e.store_in_parts = true;
+  }
+  return CommitPrepared(*p, data);
+}
+
+absl::StatusOr<SessionManager::PreparedStep> SessionManager::PrepareStep(
+    Entry& e, int64_t t, const StepData& data, const grpc::ServerContext* call) {
+  Session& s = *e.session;
+  PreparedStep p;
+  p.e = &e;
+  p.t = t;
+  p.job.t = t;
+  p.job.before = s.snapshot();
   CallRoundControl control(call, &round_stops_, limits_.round_budget_seconds);
   control.set_session_stop(&e.stop_rounds);
-  absl::StatusOr<StepReport> report = s.Prepare(*data, &control);
+  absl::StatusOr<StepReport> report = s.Prepare(data, &control);
   if (!report.ok()) return report.status();
   // A round that finished after its client gave up is not applied either.
   if (absl::Status stop = control.CheckNow(); !stop.ok()) {
@@ -396,48 +418,37 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
     return absl::Status(stop.code(), absl::StrCat("step ", t, ": ", stop.message(),
                                                   "; not applied (session state unchanged)"));
   }
-
-  v1::StepReply reply;
-  reply.set_session_id(e.id);
-  reply.set_t(t);
-  ToRepeated(s.problem().Decision(s.pending_state()), reply.mutable_x());
-  ToProto(*report, reply.mutable_report());
+  p.reply.set_session_id(e.id);
+  p.reply.set_t(t);
+  ToRepeated(s.problem().Decision(s.pending_state()), p.reply.mutable_x());
+  ToProto(*report, p.reply.mutable_report());
   if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
-    *reply.mutable_latest_exact() = *std::move(latest);
+    *p.reply.mutable_latest_exact() = *std::move(latest);
   }
-  // Acknowledged only once durable: the new state becomes current after
-  // the store has it (group-committed with other sessions' steps), with its
-  // checkpoint when one is due.
-  const bool checkpoint = CheckpointDue(t);
-  std::string encoded = checkpoint ? Encode(e, s.pending_state()) : std::string();
-  if (store_ != nullptr) {
-    absl::Status durable = store_->CommitStep(
-        e.id, t + 1, StepStateOf(e, store_, std::move(encoded)), reply, limits_.reply_cache,
-        checkpoint ? limits_.max_checkpoints : 0,
-        call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
-    if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
-      s.Abort();
-      return absl::DeadlineExceededError(absl::StrCat("step ", t, ": ", durable.message(),
-                                                      "; not applied (session state unchanged)"));
-    }
-    if (!durable.ok()) {
-      s.Abort();
-      return StoreWriteFailed(durable,
-                              absl::StrCat("step ", t, " not applied (session state unchanged)"));
-    }
-    e.store_in_parts = true;
-  }
-  s.Commit();
-  if (checkpoint) KeepCheckpoint(e, t + 1, std::move(encoded));  // bytes unused with a store
-  Publish(e);
-  e.replies.push_back(reply);
-  while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
+  p.checkpoint = CheckpointDue(t);
+  if (p.checkpoint) p.encoded = Encode(e, s.pending_state());
+  p.job.report = *std::move(report);
+  return p;
+}
 
-  job.report = *std::move(report);
-  job.data = data;
-  job.exact_due = e.exact_every > 0 && job.t % e.exact_every == 0;
-  pipeline_->Enqueue(e.metrics, std::move(job));
-  return reply;
+StepState SessionManager::StoredStateOf(PreparedStep& p) const {
+  // Without a store the checkpoint's bytes are kept in memory
+  // (CommitPrepared); with one they are written here and not needed again.
+  return StepStateOf(*p.e, store_, std::move(p.encoded));
+}
+
+v1::StepReply SessionManager::CommitPrepared(PreparedStep& p,
+                                             const std::shared_ptr<const StepData>& data) {
+  Entry& e = *p.e;
+  e.session->Commit();
+  if (p.checkpoint) KeepCheckpoint(e, p.t + 1, std::move(p.encoded));  // bytes unused with a store
+  Publish(e);
+  e.replies.push_back(p.reply);
+  while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
+  p.job.data = data;
+  p.job.exact_due = e.exact_every > 0 && p.t % e.exact_every == 0;
+  pipeline_->Enqueue(e.metrics, std::move(p.job));
+  return p.reply;
 }
 
 StepState SessionManager::StepStateOf(const Entry& e, const SessionStore* store, std::string full) {

@@ -117,13 +117,22 @@ class SessionManager {
   // The two halves of Step, for callers applying one upload to several
   // sessions (groups): decode and check a step's batches (the top-level
   // ones and every task's) against the limits; apply decoded batches to
-  // session `id` as step t.
+  // sessions as step t (ApplyAll, below).
   absl::StatusOr<std::shared_ptr<const StepData>> Decode(
       const v1::Batch& upper, const v1::Batch& inner,
       const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const;
-  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
-                                             const std::shared_ptr<const StepData>& data,
-                                             const grpc::ServerContext* call = nullptr);
+  // Applies decoded batches to sessions `ids` as step t, all or none
+  // (StepGroup; server/session_group_step.cc).  A session past t answers
+  // from its reply cache or refuses t, as Step does: that is its own
+  // outcome (result i).  The others' rounds all run first, then their
+  // states are stored in one store transaction, and only then do they all
+  // become current: if any round fails, is stopped, or the store write
+  // fails (or its deadline passes while it waits), the call fails naming
+  // the session and none of them changed.  `group_id` names the faults'
+  // points (server/fault_points.h).
+  absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> ApplyAll(
+      const std::string& group_id, const std::vector<std::string>& ids, int64_t t,
+      const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call = nullptr);
 
   // Scale-out fences (server/session_fences.cc; the proto's SetFence).
   // The routing key of a session or group id: up to its first '.'.
@@ -157,18 +166,6 @@ class SessionManager {
   const Limits& limits() const { return limits_; }
   // Memory reserved by the sessions held (and being created), in bytes.
   int64_t reserved_bytes() const;
-
-  // Callbacks at fixed points of the lifecycle, so that white-box tests can
-  // interleave operations deterministically (no sleeps).  Set by tests only,
-  // before any concurrent use; each is called without any lock held.
-  struct TestHooks {
-    // Step: after the session was looked up, before its lock is taken.
-    std::function<void(const std::string& id)> after_find;
-    // Create/Import/Recover: the entry is complete (persisted, metrics
-    // open) and about to become findable.
-    std::function<void(const std::string& id)> before_publish;
-  };
-  void SetTestHooks(TestHooks hooks) { hooks_ = std::move(hooks); }
 
  private:
   // What readers of a session see: its last committed state, immutable.
@@ -312,6 +309,26 @@ class SessionManager {
   absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
                                       const std::shared_ptr<const StepData>& data,
                                       const grpc::ServerContext* call);
+  // A step's round, run and not yet stored: its pending state is in
+  // e->session (Apply, ApplyAll).
+  struct PreparedStep {
+    Entry* e = nullptr;
+    int64_t t = 0;
+    MetricsJob job;
+    v1::StepReply reply;
+    bool checkpoint = false;  // one is due after this step
+    std::string encoded;      // the whole new state, when a checkpoint is due
+  };
+  // Runs e's round of step t (e at t, not removed, its fence checked;
+  // requires e.mu).  On error nothing changed.
+  absl::StatusOr<PreparedStep> PrepareStep(Entry& e, int64_t t, const StepData& data,
+                                           const grpc::ServerContext* call);
+  // What the store writes for a prepared step (StepStateOf with its
+  // checkpoint), keyed by its next step index.
+  StepState StoredStateOf(PreparedStep& p) const;
+  // Makes a stored prepared step current, published, cached and sent to
+  // the metrics pipeline; returns its reply (requires e.mu).
+  v1::StepReply CommitPrepared(PreparedStep& p, const std::shared_ptr<const StepData>& data);
   static v1::SessionInfo Info(const Entry& e);  // requires e.mu
   // A view of e's current state (requires e.mu and e.sums_mu); Publish
   // (requires e.mu) makes it the one readers see; PublishSums (requires
@@ -343,7 +360,6 @@ class SessionManager {
   std::map<std::string, std::string> fences_;  // guarded by fence_mu_
   uint64_t next_generated_id_ = 1;             // guarded by mu_
   int64_t reserved_bytes_ = 0;                 // guarded by mu_
-  TestHooks hooks_;
 };
 
 }  // namespace f2obo::server

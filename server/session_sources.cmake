@@ -5,10 +5,12 @@
 # the fuzzer unlinkable.
 set(F2OBO_SESSION_SOURCES
   call_round_control.cc
+  fault_points.cc
   metrics_pipeline.cc
   session_checkpoints.cc
   session_fences.cc
   session_footprint.cc
+  session_group_step.cc
   session_install.cc
   session_manager.cc
   session_views.cc

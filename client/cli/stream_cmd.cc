@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <string>
-#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -18,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli/cli.h"
 #include "client/cli/reconnects.h"
+#include "client/cli/stream_progress.h"
 #include "client/data/drift_stream.h"
 #include "client/session_routing.h"
 #include "core/problem_registry.h"
@@ -52,91 +52,6 @@ ABSL_FLAG(bool, create, false,
 
 namespace f2obo::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-// Off a terminal, a progress line at least this often even between every
-// --print_every steps, so slow steps never look like a hang.
-constexpr std::chrono::seconds kQuietLimit(5);
-
-// Progress: one updating line on a terminal, else a line every N steps.
-class Progress {
- public:
-  Progress(int64_t first, int64_t last)
-      : first_(first),
-        last_(last),
-        tty_(isatty(fileno(stdout)) == 1),
-        every_(std::max(1, absl::GetFlag(FLAGS_print_every))),
-        start_(Clock::now()) {}
-
-  void Update(const v1::StepReply& r) {
-    ++done_;
-    window_.push_back(r.report());
-    if (static_cast<int>(window_.size()) > every_) window_.pop_front();
-    lambda_ = r.report().lambda();
-    simple_ = r.report().has_simple();
-    if (r.has_latest_exact()) {
-      const v1::ExactMetrics& e = r.latest_exact();
-      blreg_ = Num(e.running().blreg(), 4);
-      if (e.has_simple()) {
-        inner_gap_ = Num(e.simple().inner_gap(), 3);
-        outer_gap_ = e.simple().has_outer_gap() ? Num(e.simple().outer_gap(), 3) : "-";
-      }
-    }
-    const bool final = r.t() >= last_;
-    if (tty_) {
-      const auto now = Clock::now();
-      if (!final && now - last_print_ < std::chrono::milliseconds(100)) return;
-      last_print_ = now;
-      std::printf("\r\033[K%s", Line(r.t()).c_str());
-      if (final) std::printf("\n");
-    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final ||
-               Clock::now() - last_print_ >= kQuietLimit) {
-      last_print_ = Clock::now();
-      std::printf("%s\n", Line(r.t()).c_str());
-    }
-    std::fflush(stdout);
-  }
-  // Ends an unfinished terminal line (before an error or reconnect message).
-  void Break() {
-    if (tty_ && done_ > 0) std::printf("\n");
-  }
-  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-  int64_t done() const { return done_; }
-
- private:
-  std::string Line(int64_t t) const {
-    double loss = 0, acc = 0;
-    int with_acc = 0;
-    for (const v1::RoundReport& r : window_) {
-      loss += r.upper_loss_before();
-      if (r.has_accuracy_before()) acc += r.accuracy_before(), ++with_acc;
-    }
-    const double n = std::max<size_t>(1, window_.size());
-    if (simple_) {
-      // Simple bilevel sessions: the optimality gaps of the decision.
-      return absl::StrFormat(
-          "step %d (%d/%d)  %.1f steps/s  preq.loss %.4f  preq.acc %s  inner gap %s  outer gap %s",
-          t, done_, last_ - first_ + 1, done_ / std::max(1e-9, Seconds()), loss / n,
-          with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", inner_gap_, outer_gap_);
-    }
-    return absl::StrFormat(
-        "step %d (%d/%d)  %.1f steps/s  preq.loss %.4f  preq.acc %s  lambda %s  BLReg %s", t, done_,
-        last_ - first_ + 1, done_ / std::max(1e-9, Seconds()), loss / n,
-        with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", Num(lambda_, 4), blreg_);
-  }
-
-  const int64_t first_, last_;
-  const bool tty_;
-  const int every_;
-  const Clock::time_point start_;
-  Clock::time_point last_print_;
-  int64_t done_ = 0;
-  std::deque<v1::RoundReport> window_;  // the last --print_every rounds
-  double lambda_ = 0;
-  std::string blreg_ = "-";
-  bool simple_ = false;
-  std::string inner_gap_ = "-", outer_gap_ = "-";
-};
 
 // How the dataset becomes steps: whole (tasks = 0), or split into `tasks`
 // tasks of which `per_step` are sampled per step (multi-task sessions).
@@ -207,13 +122,19 @@ absl::StatusOr<TaskSplit> SplitFor(const v1::SessionSpec& spec, int rows) {
   return split;
 }
 
-absl::StatusOr<v1::StepRequest> MakeRequest(const data::DriftingStream& stream,
-                                            const std::string& id, int64_t t,
-                                            const TaskSplit& split) {
+// Step t's request of a session (v1::StepRequest) or a group
+// (v1::GroupStepRequest): the same fields but the id's.
+template <typename Request>
+absl::StatusOr<Request> MakeRequest(const data::DriftingStream& stream, const std::string& id,
+                                    int64_t t, const TaskSplit& split) {
   absl::StatusOr<StepData> step = StepOf(stream, t, split);
   if (!step.ok()) return step.status();
-  v1::StepRequest req;
-  req.set_session_id(id);
+  Request req;
+  if constexpr (std::is_same_v<Request, v1::GroupStepRequest>) {
+    req.set_group_id(id);
+  } else {
+    req.set_session_id(id);
+  }
   req.set_t(t);
   if (split.tasks > 0) {
     for (const TaskData& task : step->tasks) ToProto(task, req.add_tasks());
@@ -224,184 +145,26 @@ absl::StatusOr<v1::StepRequest> MakeRequest(const data::DriftingStream& stream,
   return req;
 }
 
-// Steps [t, last] over the Steps RPC; on a broken stream, reconnects (with
-// backoff) and resumes from the server's next_t.
-absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
-                         const TaskSplit& split, const std::string& id, int64_t t, int64_t last,
-                         Progress& progress) {
-  Reconnects reconnects;
-  while (t <= last) {
-    grpc::ClientContext ctx;             // no deadline: a stream lasts as long as it must
-    client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
-    absl::StatusOr<v1::StepRequest> req = MakeRequest(stream, id, t, split);
-    if (!req.ok()) return req.status();
-    auto rpc = c.stub().Steps(&ctx);
-    v1::StepReply reply;
-    bool broken = false;
-    while (t <= last) {
-      if (!rpc->Write(*req)) {
-        broken = true;
-        break;
-      }
-      // Build the next batch while the server works on this one.
-      if (t < last) req = MakeRequest(stream, id, t + 1, split);
-      if (!req.ok()) {  // the sampler gave up: stop, step t is in flight
-        rpc->WritesDone();
-        if (rpc->Read(&reply) && reply.t() == t) progress.Update(reply);
-        ctx.TryCancel();
-        rpc->Finish();
-        return req.status();
-      }
-      if (!rpc->Read(&reply)) {
-        broken = true;
-        break;
-      }
-      if (reply.t() != t) {
-        ctx.TryCancel();
-        rpc->Finish();
-        return absl::InternalError(absl::StrCat("reply for t = ", reply.t(), ", expected ", t));
-      }
-      progress.Update(reply);
-      ++t;
-      reconnects.Progressed();
-    }
-    if (!broken) {
-      rpc->WritesDone();
-      return client::FromGrpc(rpc->Finish());
-    }
-    absl::Status s = client::FromGrpc(rpc->Finish());
-    if (s.ok()) s = absl::UnavailableError("the server ended the stream early");
-    progress.Break();
-    if (!reconnects.Retry(s)) return s;
-    // Resume from the server's count (waiting up to --timeout for it to come
-    // back): steps it applied are never sent again.
+// What a stream of steps differs in between a session and a group: the RPC,
+// how a reply can fail although the RPC did not, where to resume.
+struct SessionSteps {
+  using Request = v1::StepRequest;
+  using Reply = v1::StepReply;
+  using Progress = cli::Progress;
+  static auto Open(client::Client& c, grpc::ClientContext* ctx) { return c.stub().Steps(ctx); }
+  static absl::StatusOr<Reply> Unary(client::Client& c, const Request& req) { return c.Step(req); }
+  static absl::Status Failure(const Reply&) { return absl::OkStatus(); }
+  // The session's next_t, waiting up to --timeout for the server to be back.
+  static absl::StatusOr<int64_t> NextT(client::Client& c, const std::string& id) {
     v1::GetSessionRequest get;
     get.set_session_id(id);
     v1::SessionInfo info;
-    auto get_ctx = c.NewContext();
-    get_ctx->set_wait_for_ready(true);
-    s = client::FromGrpc(c.stub().GetSession(get_ctx.get(), get, &info));
-    if (s.ok()) {
-      t = info.next_t();
-    } else if (s.code() != absl::StatusCode::kUnavailable &&
-               s.code() != absl::StatusCode::kDeadlineExceeded) {
-      return s;
-    }
+    auto ctx = c.NewContext();
+    ctx->set_wait_for_ready(true);
+    absl::Status s = client::FromGrpc(c.stub().GetSession(ctx.get(), get, &info));
+    if (!s.ok()) return s;
+    return info.next_t();
   }
-  return absl::OkStatus();
-}
-
-// ------------------------------------------------------------- groups
-
-absl::StatusOr<v1::GroupStepRequest> MakeGroupRequest(const data::DriftingStream& stream,
-                                                      const std::string& id, int64_t t,
-                                                      const TaskSplit& split) {
-  absl::StatusOr<StepData> step = StepOf(stream, t, split);
-  if (!step.ok()) return step.status();
-  v1::GroupStepRequest req;
-  req.set_group_id(id);
-  req.set_t(t);
-  if (split.tasks > 0) {
-    for (const TaskData& task : step->tasks) ToProto(task, req.add_tasks());
-    return req;
-  }
-  ToProto(step->upper, req.mutable_upper());
-  ToProto(step->inner, req.mutable_inner());
-  return req;
-}
-
-// Progress of a group stream: the same cadence as Progress, one entry per
-// member (prequential loss and accuracy over the last --print_every steps,
-// and the member's latest BLReg).
-class GroupProgress {
- public:
-  GroupProgress(int64_t first, int64_t last, const std::string& group)
-      : first_(first),
-        last_(last),
-        prefix_(group + "."),
-        tty_(isatty(fileno(stdout)) == 1),
-        every_(std::max(1, absl::GetFlag(FLAGS_print_every))),
-        start_(Clock::now()) {}
-
-  // A member's failure, as a status naming it; OK when every member applied.
-  static absl::Status MemberFailure(const v1::GroupStepReply& r) {
-    for (const v1::MemberStepResult& m : r.members()) {
-      if (m.code() != 0) {
-        return absl::Status(
-            static_cast<absl::StatusCode>(m.code()),
-            absl::StrCat("member ", m.session_id(), " at t = ", r.t(), ": ", m.message()));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  void Update(const v1::GroupStepReply& r) {
-    ++done_;
-    if (members_.size() != static_cast<size_t>(r.members_size())) {
-      members_.assign(r.members_size(), Member{});
-    }
-    for (int i = 0; i < r.members_size(); ++i) {
-      const v1::MemberStepResult& m = r.members(i);
-      Member& s = members_[i];
-      s.name = m.session_id().rfind(prefix_, 0) == 0 ? m.session_id().substr(prefix_.size())
-                                                     : m.session_id();
-      s.window.push_back(m.reply().report());
-      if (static_cast<int>(s.window.size()) > every_) s.window.pop_front();
-      if (m.reply().has_latest_exact())
-        s.blreg = Num(m.reply().latest_exact().running().blreg(), 4);
-    }
-    const bool final = r.t() >= last_;
-    if (tty_) {
-      const auto now = Clock::now();
-      if (!final && now - last_print_ < std::chrono::milliseconds(100)) return;
-      last_print_ = now;
-      std::printf("\r\033[K%s", Line(r.t()).c_str());
-      if (final) std::printf("\n");
-    } else if ((r.t() - first_ + 1) % every_ == 0 || r.t() == first_ || final ||
-               Clock::now() - last_print_ >= kQuietLimit) {
-      last_print_ = Clock::now();
-      std::printf("%s\n", Line(r.t()).c_str());
-    }
-    std::fflush(stdout);
-  }
-  void Break() {
-    if (tty_ && done_ > 0) std::printf("\n");
-  }
-  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-  int64_t done() const { return done_; }
-
- private:
-  struct Member {
-    std::string name;
-    std::deque<v1::RoundReport> window;
-    std::string blreg = "-";
-  };
-
-  std::string Line(int64_t t) const {
-    std::string line = absl::StrFormat("step %d (%d/%d)  %.1f steps/s", t, done_,
-                                       last_ - first_ + 1, done_ / std::max(1e-9, Seconds()));
-    for (const Member& m : members_) {
-      double loss = 0, acc = 0;
-      int with_acc = 0;
-      for (const v1::RoundReport& r : m.window) {
-        loss += r.upper_loss_before();
-        if (r.has_accuracy_before()) acc += r.accuracy_before(), ++with_acc;
-      }
-      const double n = std::max<size_t>(1, m.window.size());
-      absl::StrAppendFormat(&line, "  | %s loss %.4f acc %s BLReg %s", m.name, loss / n,
-                            with_acc > 0 ? absl::StrFormat("%.3f", acc / with_acc) : "-", m.blreg);
-    }
-    return line;
-  }
-
-  const int64_t first_, last_;
-  const std::string prefix_;
-  const bool tty_;
-  const int every_;
-  const Clock::time_point start_;
-  Clock::time_point last_print_;
-  int64_t done_ = 0;
-  std::vector<Member> members_;
 };
 
 // The smallest next_t over the group's members.
@@ -416,25 +179,43 @@ absl::StatusOr<int64_t> GroupNextT(client::Client& c, const std::string& id) {
   return next;
 }
 
-// Group steps [t, last] over StepsGroup, reconnecting like StreamSteps.
-absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& stream,
-                              const TaskSplit& split, const std::string& id, int64_t t,
-                              int64_t last, GroupProgress& progress) {
+struct GroupSteps {
+  using Request = v1::GroupStepRequest;
+  using Reply = v1::GroupStepReply;
+  using Progress = GroupProgress;
+  static auto Open(client::Client& c, grpc::ClientContext* ctx) { return c.stub().StepsGroup(ctx); }
+  static absl::StatusOr<Reply> Unary(client::Client& c, const Request& req) {
+    return c.StepGroup(req);
+  }
+  static absl::Status Failure(const Reply& r) { return MemberFailure(r); }
+  static absl::StatusOr<int64_t> NextT(client::Client& c, const std::string& id) {
+    return GroupNextT(c, id);
+  }
+};
+
+// Steps [t, last] over the Steps (StepsGroup) RPC; on a broken stream,
+// reconnects (with backoff) and resumes from the server's next_t.
+template <typename Kind>
+absl::Status StreamSteps(client::Client& c, const data::DriftingStream& stream,
+                         const TaskSplit& split, const std::string& id, int64_t t, int64_t last,
+                         typename Kind::Progress& progress) {
+  using Request = typename Kind::Request;
   Reconnects reconnects;
   while (t <= last) {
-    grpc::ClientContext ctx;
+    grpc::ClientContext ctx;             // no deadline: a stream lasts as long as it must
     client::PrepareStreamContext(&ctx);  // the first Write carries x-f2obo-session
-    absl::StatusOr<v1::GroupStepRequest> req = MakeGroupRequest(stream, id, t, split);
+    absl::StatusOr<Request> req = MakeRequest<Request>(stream, id, t, split);
     if (!req.ok()) return req.status();
-    auto rpc = c.stub().StepsGroup(&ctx);
-    v1::GroupStepReply reply;
+    auto rpc = Kind::Open(c, &ctx);
+    typename Kind::Reply reply;
     bool broken = false;
     while (t <= last) {
       if (!rpc->Write(*req)) {
         broken = true;
         break;
       }
-      if (t < last) req = MakeGroupRequest(stream, id, t + 1, split);
+      // Build the next batch while the server works on this one.
+      if (t < last) req = MakeRequest<Request>(stream, id, t + 1, split);
       if (!req.ok()) {  // the sampler gave up: stop, step t is in flight
         rpc->WritesDone();
         if (rpc->Read(&reply) && reply.t() == t) progress.Update(reply);
@@ -446,14 +227,14 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
         broken = true;
         break;
       }
-      absl::Status member = GroupProgress::MemberFailure(reply);
+      absl::Status failed = Kind::Failure(reply);
       if (reply.t() != t) {
-        member = absl::InternalError(absl::StrCat("reply for t = ", reply.t(), ", expected ", t));
+        failed = absl::InternalError(absl::StrCat("reply for t = ", reply.t(), ", expected ", t));
       }
-      if (!member.ok()) {
+      if (!failed.ok()) {
         ctx.TryCancel();
         rpc->Finish();
-        return member;
+        return failed;
       }
       progress.Update(reply);
       ++t;
@@ -467,7 +248,8 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
     if (s.ok()) s = absl::UnavailableError("the server ended the stream early");
     progress.Break();
     if (!reconnects.Retry(s)) return s;
-    absl::StatusOr<int64_t> next = GroupNextT(c, id);
+    // Resume from the server's count: steps it applied are never sent again.
+    absl::StatusOr<int64_t> next = Kind::NextT(c, id);
     if (next.ok()) {
       t = *next;
     } else if (next.status().code() != absl::StatusCode::kUnavailable &&
@@ -476,6 +258,40 @@ absl::Status StreamGroupSteps(client::Client& c, const data::DriftingStream& str
     }
   }
   return absl::OkStatus();
+}
+
+// Steps [first, last] one unary call each (--mode=unary), or streamed; then
+// the summary line.  `what` names the target in messages ("session s",
+// "group g").
+template <typename Kind>
+int SendSteps(client::Client& c, const data::DriftingStream& stream, const TaskSplit& split,
+              const std::string& id, const std::string& what, const std::string& mode,
+              int64_t first, int64_t last, typename Kind::Progress& progress) {
+  absl::Status status;
+  if (mode == "unary") {
+    for (int64_t t = first; t <= last && status.ok(); ++t) {
+      absl::StatusOr<typename Kind::Request> req =
+          MakeRequest<typename Kind::Request>(stream, id, t, split);
+      if (!req.ok()) {
+        status = req.status();
+        break;
+      }
+      absl::StatusOr<typename Kind::Reply> reply = Kind::Unary(c, *req);
+      status = reply.ok() ? Kind::Failure(*reply) : reply.status();
+      if (status.ok()) progress.Update(*reply);
+    }
+  } else {
+    status = StreamSteps<Kind>(c, stream, split, id, first, last, progress);
+  }
+  if (!status.ok()) {
+    progress.Break();
+    return RpcError(absl::StrCat("stream ", what), status);
+  }
+  std::printf("streamed %lld steps to %s in %.2f s (%.1f steps/s); next_t = %lld\n",
+              static_cast<long long>(progress.done()), what.c_str(), progress.Seconds(),
+              progress.done() / std::max(1e-9, progress.Seconds()),
+              static_cast<long long>(last + 1));
+  return kExitOk;
 }
 
 // `stream --group`: the data and drift flags exactly as for a session.
@@ -507,31 +323,9 @@ int RunGroupStream(data::Dataset& ds, const data::DriftOptions& drift, const std
     return kExitOk;
   }
   const data::DriftingStream stream(ds, drift);
-  GroupProgress progress(*first, last, id);
-  absl::Status status;
-  if (mode == "unary") {
-    for (int64_t t = *first; t <= last && status.ok(); ++t) {
-      absl::StatusOr<v1::GroupStepRequest> req = MakeGroupRequest(stream, id, t, *split);
-      if (!req.ok()) {
-        status = req.status();
-        break;
-      }
-      absl::StatusOr<v1::GroupStepReply> reply = c.StepGroup(*req);
-      status = reply.ok() ? GroupProgress::MemberFailure(*reply) : reply.status();
-      if (status.ok()) progress.Update(*reply);
-    }
-  } else {
-    status = StreamGroupSteps(c, stream, *split, id, *first, last, progress);
-  }
-  if (!status.ok()) {
-    progress.Break();
-    return RpcError(absl::StrCat("stream group ", id), status);
-  }
-  std::printf("streamed %lld steps to group %s in %.2f s (%.1f steps/s); next_t = %lld\n",
-              static_cast<long long>(progress.done()), id.c_str(), progress.Seconds(),
-              progress.done() / std::max(1e-9, progress.Seconds()),
-              static_cast<long long>(last + 1));
-  return kExitOk;
+  GroupProgress progress(*first, last, absl::GetFlag(FLAGS_print_every), id);
+  return SendSteps<GroupSteps>(c, stream, *split, id, absl::StrCat("group ", id), mode, *first,
+                               last, progress);
 }
 
 }  // namespace
@@ -619,31 +413,8 @@ int RunStream() {
     return kExitOk;
   }
   const data::DriftingStream stream(*ds, drift);
-  Progress progress(first, last);
-  absl::Status status;
-  if (mode == "unary") {
-    for (int64_t t = first; t <= last && status.ok(); ++t) {
-      absl::StatusOr<v1::StepRequest> req = MakeRequest(stream, id, t, *split);
-      if (!req.ok()) {
-        status = req.status();
-        break;
-      }
-      absl::StatusOr<v1::StepReply> reply = c.Step(*req);
-      if (reply.ok()) progress.Update(*reply);
-      status = reply.status();
-    }
-  } else {
-    status = StreamSteps(c, stream, *split, id, first, last, progress);
-  }
-  if (!status.ok()) {
-    progress.Break();
-    return RpcError(absl::StrCat("stream ", id), status);
-  }
-  std::printf("streamed %lld steps to %s in %.2f s (%.1f steps/s); next_t = %lld\n",
-              static_cast<long long>(progress.done()), id.c_str(), progress.Seconds(),
-              progress.done() / std::max(1e-9, progress.Seconds()),
-              static_cast<long long>(last + 1));
-  return kExitOk;
+  Progress progress(first, last, absl::GetFlag(FLAGS_print_every));
+  return SendSteps<SessionSteps>(c, stream, *split, id, id, mode, first, last, progress);
 }
 
 }  // namespace f2obo::cli

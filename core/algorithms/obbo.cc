@@ -20,72 +20,18 @@
 //    the regret without window averaging (Table 1); options.window > 1 gives
 //    a uniform window mean of the stored past estimates.
 //  * K = options.inner_steps (paper Appendix A: K = 5), fixed per round.
-// The K + 1 iterates live in a workspace sized once at construction.
+// The round is UnrolledItdRound (unrolled_itd_round.cc), shared with SOBBO.
 #include "core/algorithms/obbo.h"
 
-#include <vector>
-
 #include "core/algorithms/appendix_a.h"
-#include "core/algorithms/first_order.h"
-#include "core/algorithms/second_order.h"
+#include "core/algorithms/unrolled_itd_round.h"
 
 namespace f2obo {
 namespace {
 
-class Obbo final : public BilevelAlgorithm {
- public:
-  explicit Obbo(const AlgorithmContext& ctx)
-      : o_(ctx.options),
-        set_(ctx.constraint),
-        ws_(ctx.x_dim, ctx.y_dim),
-        iterates_(o_.inner_steps + 1, Vector(ctx.y_dim)),
-        window_(0, o_.window, ctx.x_dim) {
-    window_.AppendLayout(&aux_layout_);
-  }
-
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
-
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
-                     BilevelReport* report) override {
-    const int k_steps = o_.inner_steps;
-    const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
-    const BatchView upper = BatchView::All(data.upper);
-    const BatchView inner = BatchView::All(data.inner);
-    int64_t rows = 0;
-    iterates_[0] = s->y;
-    for (int k = 0; k < k_steps; ++k) {
-      if (absl::Status st = ContinueRound(); !st.ok()) return st;
-      family.G(s->x, iterates_[k], inner, nullptr, &ws_.gy_g);
-      iterates_[k + 1].noalias() = iterates_[k] - alpha * ws_.gy_g;
-      rows += inner.rows.n;
-    }
-    absl::StatusOr<int64_t> hypergradient_rows = ItdHypergradient(
-        family, s->x, iterates_, k_steps, alpha, upper, inner, &ws_, round_control());
-    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
-    rows += *hypergradient_rows;
-    rows += ResidualY(family, s->x, iterates_[k_steps], inner, &ws_, report);
-    s->y = iterates_[k_steps];
-    EnsureAux(aux_layout_, s);
-    window_.PushAndAverage(ws_.h, &s->aux, &ws_.d);
-    ProjectedStep(set_, o_.gamma, ws_.d, &s->x);
-
-    report->hypergradient = ws_.h;
-    report->y_iterations = k_steps;
-    report->rows_processed = rows;
-    return absl::OkStatus();
-  }
-
- private:
-  AlgorithmOptions o_;
-  ConstraintSet set_;
-  SecondOrderWorkspace ws_;
-  std::vector<Vector> iterates_;  // y^0..y^K of the current round
-  HypergradientWindow window_;
-  std::vector<int> aux_layout_;
-};
-
 absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
-  return std::unique_ptr<BilevelAlgorithm>(new Obbo(ctx));
+  return std::unique_ptr<BilevelAlgorithm>(
+      new UnrolledItdRound(ctx, UnrolledItdRound::Rows::kWholeBatch));
 }
 
 // Paper Appendix A (loss tuning): K = 5, alpha = 0.1, gamma = 0.001.

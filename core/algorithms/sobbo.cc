@@ -22,73 +22,15 @@
 //    map, not the exact derivative of this round's sampled unroll).
 //  * residual_y is evaluated on the fresh inner draw zeta.
 // Draws come from state.rng (see RowSampler), so runs are reproducible
-// and a restored checkpoint continues exactly.
+// and a restored checkpoint continues exactly.  The round is
+// UnrolledItdRound (unrolled_itd_round.cc), shared with OBBO.
 #include "core/algorithms/sobbo.h"
 
-#include <vector>
-
 #include "core/algorithms/appendix_a.h"
-#include "core/algorithms/first_order.h"
-#include "core/algorithms/second_order.h"
+#include "core/algorithms/unrolled_itd_round.h"
 
 namespace f2obo {
 namespace {
-
-class Sobbo final : public BilevelAlgorithm {
- public:
-  explicit Sobbo(const AlgorithmContext& ctx)
-      : o_(ctx.options),
-        set_(ctx.constraint),
-        ws_(ctx.x_dim, ctx.y_dim),
-        iterates_(o_.inner_steps + 1, Vector(ctx.y_dim)),
-        window_(0, o_.window, ctx.x_dim) {
-    window_.AppendLayout(&aux_layout_);
-  }
-
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
-
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
-                     BilevelReport* report) override {
-    const int k_steps = o_.inner_steps, b = o_.sample_rows;
-    const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
-    sampler_.Reserve(data);
-    int64_t rows = 0;
-    iterates_[0] = s->y;
-    for (int k = 0; k < k_steps; ++k) {
-      if (absl::Status st = ContinueRound(); !st.ok()) return st;
-      const BatchView zeta_k = sampler_.DrawInner(data.inner, b, &s->rng);
-      family.G(s->x, iterates_[k], zeta_k, nullptr, &ws_.gy_g);
-      iterates_[k + 1].noalias() = iterates_[k] - alpha * ws_.gy_g;
-      rows += zeta_k.rows.n;
-    }
-    const BatchView xi = sampler_.DrawUpper(data.upper, b, &s->rng);
-    const BatchView zeta = sampler_.DrawInner(data.inner, b, &s->rng);
-    absl::StatusOr<int64_t> hypergradient_rows =
-        ItdHypergradient(family, s->x, iterates_, k_steps, alpha, xi, zeta, &ws_, round_control());
-    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
-    rows += *hypergradient_rows;
-    rows += ResidualY(family, s->x, iterates_[k_steps], zeta, &ws_, report);
-    s->y = iterates_[k_steps];
-    EnsureAux(aux_layout_, s);
-    window_.PushAndAverage(ws_.h, &s->aux, &ws_.d);
-    ProjectedStep(set_, o_.gamma, ws_.d, &s->x);
-
-    report->hypergradient = ws_.h;
-    report->y_iterations = k_steps;
-    report->batch_size = report->hyper_batch_size = zeta.rows.n;
-    report->rows_processed = rows;
-    return absl::OkStatus();
-  }
-
- private:
-  AlgorithmOptions o_;
-  ConstraintSet set_;
-  SecondOrderWorkspace ws_;
-  std::vector<Vector> iterates_;  // y^0..y^K of the current round
-  HypergradientWindow window_;
-  std::vector<int> aux_layout_;
-  RowSampler sampler_;
-};
 
 // Registry defaults: K = 5, w = 50 (paper Appendix A).
 void Defaults(AlgorithmOptions* o) {
@@ -104,7 +46,8 @@ void PaperExperiment(AlgorithmOptions* o) {
 }
 
 absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
-  return std::unique_ptr<BilevelAlgorithm>(new Sobbo(ctx));
+  return std::unique_ptr<BilevelAlgorithm>(
+      new UnrolledItdRound(ctx, UnrolledItdRound::Rows::kMiniBatches));
 }
 
 }  // namespace

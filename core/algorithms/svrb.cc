@@ -199,14 +199,10 @@ class Svrb final : public BilevelAlgorithm {
 };
 
 absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
-  const int limit = ctx.options.max_explicit_dim;
-  if (ctx.x_dim > limit || ctx.y_dim > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.max_explicit_dim: svrb builds explicit grad2_xy g (x_dim x y_dim) and "
-        "grad2_yy g (y_dim x y_dim) matrices; this problem has x_dim = ",
-        ctx.x_dim, ", y_dim = ", ctx.y_dim, ", above max_explicit_dim = ", limit,
-        " (raise it up to ", GetOptionInfo(Opt::max_explicit_dim).rule.hi,
-        " at O(d^2) memory and O(d^3) time per step, or use a Hessian-free algorithm)"));
+  if (absl::Status s = CheckExplicitDims("svrb", ctx.options.max_explicit_dim, ctx.x_dim, ctx.y_dim,
+                                         "", "a Hessian-free algorithm");
+      !s.ok()) {
+    return s;
   }
   return std::unique_ptr<BilevelAlgorithm>(new Svrb(ctx));
 }

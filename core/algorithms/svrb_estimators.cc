@@ -1,6 +1,7 @@
 #include "core/algorithms/svrb_estimators.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/options.h"
 
 namespace f2obo {
 namespace {
@@ -91,6 +92,18 @@ absl::Status SvrbProjectAndCombine(double fx_clip, double fy_clip, double jacobi
   ws->jh.noalias() = e->j * ws->hinv_w;
   *h = e->u - ws->jh;
   return absl::OkStatus();
+}
+
+absl::Status CheckExplicitDims(const char* algorithm, int max_explicit_dim, int x_dim, int y_dim,
+                               const char* per, const char* instead) {
+  if (x_dim <= max_explicit_dim && y_dim <= max_explicit_dim) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "options.max_explicit_dim: ", algorithm,
+      " builds explicit grad2_xy g (x_dim x y_dim) and grad2_yy g (y_dim x y_dim) matrices",
+      *per ? " per touched task" : "", "; this problem has x_dim = ", x_dim, ", y_dim = ", y_dim,
+      ", above max_explicit_dim = ", max_explicit_dim, " (raise it up to ",
+      GetOptionInfo(Opt::max_explicit_dim).rule.hi, " at O(d^2) memory", per,
+      " and O(d^3) time per step, or use ", instead, ")"));
 }
 
 }  // namespace f2obo

@@ -88,6 +88,14 @@ absl::Status SvrbProjectAndCombine(double fx_clip, double fy_clip, double jacobi
                                    double hessian_floor, const char* who, SvrbEstimators* e,
                                    SvrbCombineWorkspace* ws, Vector* h);
 
+// SVRB and RSVRB build explicit grad2_xy g (x_dim x y_dim) and grad2_yy g
+// (y_dim x y_dim) matrices (per touched task for RSVRB): INVALID_ARGUMENT
+// naming options.max_explicit_dim when a dimension exceeds it.  `per`
+// qualifies the memory ("" or " per task"), `instead` names the
+// Hessian-free algorithm to use.
+absl::Status CheckExplicitDims(const char* algorithm, int max_explicit_dim, int x_dim, int y_dim,
+                               const char* per, const char* instead);
+
 }  // namespace f2obo
 
 #endif  // F2OBO_CORE_ALGORITHMS_SVRB_ESTIMATORS_H_

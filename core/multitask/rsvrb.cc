@@ -312,14 +312,10 @@ class Rsvrb final : public MultitaskAlgorithm {
 };
 
 absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> Create(const MultitaskAlgorithmContext& ctx) {
-  const int limit = ctx.options.max_explicit_dim;
-  if (ctx.x_dim > limit || ctx.y_dim > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.max_explicit_dim: rsvrb builds explicit grad2_xy g (x_dim x y_dim) and "
-        "grad2_yy g (y_dim x y_dim) matrices per touched task; this problem has x_dim = ",
-        ctx.x_dim, ", y_dim = ", ctx.y_dim, ", above max_explicit_dim = ", limit,
-        " (raise it up to ", GetOptionInfo(Opt::max_explicit_dim).rule.hi,
-        " at O(d^2) memory per task and O(d^3) time per step, or use mt_f2obo)"));
+  if (absl::Status s = CheckExplicitDims("rsvrb", ctx.options.max_explicit_dim, ctx.x_dim,
+                                         ctx.y_dim, " per task", "mt_f2obo");
+      !s.ok()) {
+    return s;
   }
   return std::unique_ptr<MultitaskAlgorithm>(new Rsvrb(ctx));
 }

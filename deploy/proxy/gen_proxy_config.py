@@ -15,11 +15,14 @@ Committed outputs, all from the one replica list:
     deploy/k8s/rebalance-job.yaml, lift-tombstones-job.yaml
                               the runbook's f2obo-cli rebalance Jobs
     deploy/nginx/nginx.conf   nginx `hash ... consistent` for docker compose
+    deploy/docker-compose.scaleout.yml
+                              the replicas and the nginx proxy for compose
 The routing itself is each proxy's own: nothing here recomputes a hash.
 """
 import argparse
 import difflib
 import os
+import re
 import sys
 
 import yaml
@@ -73,9 +76,27 @@ def k8s_replicas(spec, names):
                     for n in names)
 
 
+def server_lines(servers):
+    """The upstream's ring: servers as [(name, "host:port")]."""
+    return "\n".join("    server %s max_fails=0;  # %s" % (addr, name) for name, addr in servers)
+
+
+SERVER_LINE = re.compile(r"^    server \S+ max_fails=0;  # \S+$", re.M)
+
+
+def with_ring(config, servers):
+    """A generated nginx config with its upstream's ring replaced by
+    `servers`, everything else (listen, pid, logs, workers) as it was: what
+    a running proxy reloads to switch rings (deploy/rebalance_nginx.sh)."""
+    found = list(SERVER_LINE.finditer(config))
+    if not found:
+        raise SystemExit("--ring_of: no generated 'server ... max_fails=0;  # name' lines")
+    return config[:found[0].start()] + server_lines(servers) + config[found[-1].end():]
+
+
 def nginx(listen, servers, main, http):
     """servers: [(name, "host:port")]; main/http: directive lines."""
-    lines = "\n".join("    server %s max_fails=0;  # %s" % (addr, name) for name, addr in servers)
+    lines = server_lines(servers)
     return render("nginx.conf.in", LISTEN=listen, SERVERS=lines,
                   MAIN="\n".join(main), HTTP="\n".join("  " + h for h in http))
 
@@ -88,14 +109,45 @@ def compose_nginx(spec, names):
                  http=["access_log off;"])
 
 
-def local_nginx(args):
-    prefix = os.path.abspath(args.prefix)
+def parse_replicas(flags):
     servers = []
-    for r in args.replica:
+    for r in flags:
         name, sep, addr = r.partition("=")
         if not sep or not name or ":" not in addr:
             raise SystemExit("--replica=%s: expected NAME=HOST:PORT" % r)
         servers.append((name, addr))
+    return servers
+
+
+def compose_scaleout(spec, names):
+    """The replicas (the ring's and those leaving it, which still run) and
+    the proxy; replica i's gRPC port is published on 127.0.0.1:50061 + i."""
+    running = rebalance_replicas(spec, names)
+    services = []
+    for i, n in enumerate(running):
+        lines = ["  %s:" % n, "    <<: *replica"]
+        if i == 0:
+            lines += ["    build:", "      context: ..", "      dockerfile: Dockerfile"]
+        lines += ["    hostname: %s" % n,
+                  "    command: [--listen=0.0.0.0:%d, --metrics_listen=0.0.0.0:9464," % spec["port"],
+                  "              --data_dir=/data/f2obo-data, --replica_name=%s]" % n,
+                  "    ports: [\"127.0.0.1:%d:%d\"]" % (50061 + i, spec["port"]),
+                  "    volumes: [%s-data:/data]" % n]
+        if i > 0:
+            lines.append("    depends_on: [%s]   # the image is built once, by %s"
+                         % (running[0], running[0]))
+        services.append("\n".join(lines))
+    return render("docker-compose.scaleout.yml.in", SERVICES="\n".join(services),
+                  NAMES=", ".join(running),
+                  VOLUMES="\n".join("  %s-data:" % n for n in running))
+
+
+def local_nginx(args):
+    prefix = os.path.abspath(args.prefix)
+    servers = parse_replicas(args.replica)
+    if args.ring_of:
+        with open(args.ring_of) as f:
+            return with_ring(f.read(), servers)
     main = ["daemon off;", "worker_processes %d;" % args.workers,
             "pid %s/nginx.pid;" % prefix, "error_log %s/error.log warn;" % prefix]
     if args.user:
@@ -117,6 +169,7 @@ def outputs(replicas_path):
             "lift-tombstones-job.yaml.in",
             REPLICAS=k8s_replicas(spec, rebalance_replicas(spec, names))),
         os.path.join(DEPLOY, "nginx", "nginx.conf"): compose_nginx(spec, names),
+        os.path.join(DEPLOY, "docker-compose.scaleout.yml"): compose_scaleout(spec, names),
     }
 
 
@@ -134,6 +187,9 @@ def main():
     p.add_argument("--user", default="")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--access_log", action="store_true")
+    p.add_argument("--ring_of", default="",
+                   help="nginx: print this generated config with its ring replaced by "
+                   "the --replica list (the rest unchanged)")
     args = p.parse_args()
     if args.mode == "nginx":
         if not args.replica:

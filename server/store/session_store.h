@@ -190,6 +190,19 @@ class SessionStore {
                           const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
                           std::chrono::system_clock::time_point deadline =
                               std::chrono::system_clock::time_point::max());
+  // Several sessions' steps (a group step, each as CommitStep with a
+  // StepState) in one transaction: all are stored or none.  Under kSync,
+  // returns once durable; `deadline` as for CommitStep, for all of them.
+  struct SessionStep {
+    std::string id;
+    int64_t t = 0;
+    StepState state;
+    v1::StepReply reply;
+    int keep_checkpoints = 0;
+  };
+  absl::Status CommitSteps(std::vector<SessionStep> steps, int keep_replies,
+                           std::chrono::system_clock::time_point deadline =
+                               std::chrono::system_clock::time_point::max());
 
   // Checkpoints (server/store/checkpoints.cc).  Each is durable (whatever
   // the policy) before returning.
@@ -251,6 +264,9 @@ class SessionStore {
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
   static std::shared_ptr<Write> PutWrite(const SessionRecord& record);
+  static std::shared_ptr<Write> StepWrite(SessionStep step, int keep_replies);
+  // A write's payload bytes, its parts' included (the queue bound).
+  static size_t PayloadBytes(const Write& w);
   void WriterLoop();
   absl::Status Submit(std::shared_ptr<Write> w, bool wait,
                       std::chrono::system_clock::time_point deadline =

@@ -15,24 +15,39 @@ namespace f2obo::server {
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
+std::shared_ptr<SessionStore::Write> SessionStore::StepWrite(SessionStep step, int keep_replies) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kStep;
+  w->id = std::move(step.id);
+  w->t = step.t;
+  w->state = std::move(step.state.head);
+  w->aux_count = step.state.aux_count;
+  w->aux_rows = std::move(step.state.aux_rows);
+  w->full_state = std::move(step.state.full);
+  w->trim_parts = step.state.trim;
+  w->complete_parts = step.state.complete;
+  w->reply = step.reply.SerializeAsString();
+  w->keep = keep_replies;
+  w->keep_checkpoints = step.keep_checkpoints;
+  return w;
+}
+
 absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, StepState state,
                                       const v1::StepReply& reply, int keep_replies,
                                       int keep_checkpoints,
                                       std::chrono::system_clock::time_point deadline) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kStep;
-  w->id = id;
-  w->t = t;
-  w->state = std::move(state.head);
-  w->aux_count = state.aux_count;
-  w->aux_rows = std::move(state.aux_rows);
-  w->full_state = std::move(state.full);
-  w->trim_parts = state.trim;
-  w->complete_parts = state.complete;
-  w->reply = reply.SerializeAsString();
-  w->keep = keep_replies;
-  w->keep_checkpoints = keep_checkpoints;
-  return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
+  return Submit(StepWrite({id, t, std::move(state), reply, keep_checkpoints}, keep_replies),
+                /*wait=*/durability_ == Durability::kSync, deadline);
+}
+
+absl::Status SessionStore::CommitSteps(std::vector<SessionStep> steps, int keep_replies,
+                                       std::chrono::system_clock::time_point deadline) {
+  // One Write is applied inside one transaction (WriterLoop), also when a
+  // failure in its batch makes the writer retry the writes one by one.
+  auto all = std::make_shared<Write>();
+  all->kind = Write::kAll;
+  for (SessionStep& step : steps) all->parts.push_back(StepWrite(std::move(step), keep_replies));
+  return Submit(std::move(all), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
 bool SessionStore::NeedsCompleteState(const std::string& id) const {

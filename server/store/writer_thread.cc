@@ -16,16 +16,17 @@
 
 namespace f2obo::server {
 
+size_t SessionStore::PayloadBytes(const Write& w) {
+  size_t bytes = w.spec.size() + w.state.size() + w.reply.size() + w.full_state.size();
+  for (const auto& r : w.replies) bytes += r.second.size();
+  for (const auto& r : w.aux_rows) bytes += r.second.size();
+  for (const auto& p : w.parts) bytes += PayloadBytes(*p);
+  return bytes;
+}
+
 absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
                                   std::chrono::system_clock::time_point deadline) {
-  w->bytes = w->spec.size() + w->state.size() + w->reply.size() + w->full_state.size();
-  for (const auto& r : w->replies) w->bytes += r.second.size();
-  for (const auto& r : w->aux_rows) w->bytes += r.second.size();
-  for (const auto& p : w->parts) {
-    p->bytes = p->spec.size() + p->state.size() + p->reply.size();
-    for (const auto& r : p->replies) p->bytes += r.second.size();
-    w->bytes += p->bytes;
-  }
+  w->bytes = PayloadBytes(*w);
   std::unique_lock<std::mutex> lock(mu_);
   // Bounded queue: a writer that falls behind (kNone does not wait for its
   // writes) holds back new ones instead of growing memory.  The writer takes
@@ -83,6 +84,14 @@ void SessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>
 }
 
 void SessionStore::NoteStepOutcome(const Write& w) {
+  if (w.kind == Write::kAll) {
+    // Its parts' outcome is the whole write's (one transaction).
+    for (const auto& part : w.parts) {
+      part->status = w.status;
+      NoteStepOutcome(*part);
+    }
+    return;
+  }
   if (w.kind != Write::kStep) return;
   const bool failed = !w.status.ok();
   if (!failed && !w.complete_parts) return;

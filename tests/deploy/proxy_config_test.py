@@ -39,8 +39,8 @@ def main():
         changed = os.path.join(tmp, "replicas.yaml")
         yaml.safe_dump(spec, open(changed, "w"))
         r = run("--check", "--replicas=" + changed)
-        if r.returncode == 0 or r.stdout.count("+++ generated") != 4 or "f2obo-extra" not in r.stdout:
-            failures.append("--check did not report all 4 files stale after adding a replica:\n"
+        if r.returncode == 0 or r.stdout.count("+++ generated") != 5 or "f2obo-extra" not in r.stdout:
+            failures.append("--check did not report all 5 files stale after adding a replica:\n"
                             + r.stdout + r.stderr)
 
         sts = [d for d in yaml.safe_load_all(open(os.path.join(SOURCE, "deploy", "k8s",

@@ -28,9 +28,14 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string d
     : data_dir_(data_dir.empty() ? MakeTempDir() : data_dir), owns_data_dir_(data_dir.empty()) {
   int out[2];
   if (pipe(out) != 0) return;
-  // F2OBO_SERVER_BINARY runs another build's server (the benchmarks' A/B).
+  // F2OBO_SERVER_BINARY runs another build's server (the benchmarks' A/B);
+  // a fault to inject selects the fault-injection build.
   const char* binary = std::getenv("F2OBO_SERVER_BINARY");
-  std::vector<std::string> args = {binary != nullptr && *binary ? binary : F2OBO_SERVER_PATH,
+  const bool faults =
+      std::getenv("F2OBO_TEST_CRASH_AT") != nullptr || std::getenv("F2OBO_TEST_FAIL_AT") != nullptr;
+  std::vector<std::string> args = {binary != nullptr && *binary ? binary
+                                   : faults                     ? F2OBO_FAULT_SERVER_PATH
+                                                                : F2OBO_SERVER_PATH,
                                    "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
                                    "--data_dir=" + data_dir_};
   // Later flags win, so extra_flags may override the listen addresses.

@@ -13,7 +13,9 @@ namespace f2obo::testing {
 
 class ServerProcess {
  public:
-  // Starts F2OBO_SERVER_PATH with --listen=127.0.0.1:0
+  // Starts F2OBO_SERVER_PATH (F2OBO_FAULT_SERVER_PATH, the fault-injection
+  // build, when F2OBO_TEST_CRASH_AT or F2OBO_TEST_FAIL_AT is set in the
+  // environment; F2OBO_SERVER_BINARY overrides both) with --listen=127.0.0.1:0
   // --metrics_listen=127.0.0.1:0 --data_dir=<data_dir> plus `extra_flags`.
   // An empty `data_dir` makes a fresh temporary directory.
   explicit ServerProcess(std::vector<std::string> extra_flags = {}, std::string data_dir = "");

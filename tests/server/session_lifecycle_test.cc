@@ -1,6 +1,7 @@
 // SessionManager's lifecycle races, on the manager directly with a real
-// (temporary-directory) store.  The interleavings are forced through
-// SessionManager::TestHooks, so each test is deterministic without sleeps:
+// (temporary-directory) store.  The interleavings are forced at the
+// server's fault points (server/fault_points.h), so each test is
+// deterministic without sleeps:
 //  * a Step that found its session just before a Delete must neither apply
 //    nor persist (a store write after the delete resurrected the session
 //    at the next restart);
@@ -13,13 +14,16 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "core/family_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/fault_points.h"
 #include "server/metrics/registry.h"
 #include "server/metrics_pipeline.h"
 #include "server/service.h"
@@ -36,6 +40,14 @@ using testing::FamilyCase;
 using testing::RequestFor;
 using testing::SpecFor;
 
+// Calls `f` with the id at every fault point `point` until the test ends.
+void At(std::string_view point, std::function<void(const std::string& id)> f) {
+  SetFaultHandlerForTesting([point, f](std::string_view p, std::string_view id) {
+    if (p == point) f(std::string(id));
+    return absl::OkStatus();
+  });
+}
+
 std::string NewTempDir() {
   std::string templ = ::testing::TempDir() + "f2obo-lifecycle-XXXXXX";
   return mkdtemp(templ.data()) != nullptr ? templ : "";
@@ -49,6 +61,7 @@ class SessionLifecycleTest : public ::testing::Test {
     OpenManager();
   }
   void TearDown() override {
+    SetFaultHandlerForTesting({});  // its callbacks refer to this test
     mgr_.reset();
     store_.reset();
     std::filesystem::remove_all(dir_);
@@ -89,12 +102,10 @@ TEST_F(SessionLifecycleTest, StepRacingDeleteIsNotFoundAndLeavesNothingStored) {
 
   // The Delete runs entirely between the Step's lookup and its lock.
   int deletes = 0;
-  SessionManager::TestHooks hooks;
-  hooks.after_find = [&](const std::string& id) {
+  At("step_after_find", [&](const std::string& id) {
     ++deletes;
     EXPECT_TRUE(mgr_->Delete(id).ok());
-  };
-  mgr_->SetTestHooks(hooks);
+  });
   const absl::StatusOr<v1::StepReply> step = mgr_->Step(RequestFor(quadratic_, "a", 2));
   ASSERT_EQ(deletes, 1);
   EXPECT_EQ(step.status().code(), absl::StatusCode::kNotFound) << step.status();
@@ -113,9 +124,7 @@ TEST_F(SessionLifecycleTest, StepRacingDeleteIsNotFoundAndLeavesNothingStored) {
 TEST_F(SessionLifecycleTest, RetriedStepRacingDeleteIsNotServedFromTheCache) {
   ASSERT_TRUE(Create("a").ok());
   ASSERT_TRUE(mgr_->Step(RequestFor(quadratic_, "a", 1)).ok());
-  SessionManager::TestHooks hooks;
-  hooks.after_find = [&](const std::string& id) { EXPECT_TRUE(mgr_->Delete(id).ok()); };
-  mgr_->SetTestHooks(hooks);
+  At("step_after_find", [&](const std::string& id) { EXPECT_TRUE(mgr_->Delete(id).ok()); });
   // t = 1 is in the reply cache; a deleted session answers nothing.
   EXPECT_EQ(mgr_->Step(RequestFor(quadratic_, "a", 1)).status().code(),
             absl::StatusCode::kNotFound);
@@ -123,8 +132,7 @@ TEST_F(SessionLifecycleTest, RetriedStepRacingDeleteIsNotServedFromTheCache) {
 
 TEST_F(SessionLifecycleTest, SessionBeingCreatedIsInvisibleUntilComplete) {
   int calls = 0;
-  SessionManager::TestHooks hooks;
-  hooks.before_publish = [&](const std::string& id) {
+  At("before_publish", [&](const std::string& id) {
     ++calls;
     ASSERT_EQ(id, "new");
     // Complete (already durable) but not yet published.
@@ -138,12 +146,11 @@ TEST_F(SessionLifecycleTest, SessionBeingCreatedIsInvisibleUntilComplete) {
     EXPECT_EQ(mgr_->Delete(id).code(), absl::StatusCode::kNotFound);
     // The id is taken all the same: a second create of it must not slip in.
     EXPECT_EQ(Create(id).status().code(), absl::StatusCode::kAlreadyExists);
-  };
-  mgr_->SetTestHooks(hooks);
+  });
   absl::StatusOr<v1::SessionInfo> created = Create("new");
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ(calls, 1);
-  mgr_->SetTestHooks({});
+  SetFaultHandlerForTesting({});
   EXPECT_TRUE(mgr_->Get("new").ok());
   EXPECT_EQ(mgr_->List().size(), 1u);
   EXPECT_TRUE(mgr_->Metrics("new").ok());
@@ -154,13 +161,11 @@ TEST_F(SessionLifecycleTest, ReservedIdsCountTowardMaxSessions) {
   Limits limits;
   limits.max_sessions = 1;
   SessionManager mgr(limits, &pipeline_, nullptr);
-  SessionManager::TestHooks hooks;
-  hooks.before_publish = [&](const std::string&) {
+  At("before_publish", [&](const std::string&) {
     v1::CreateSessionRequest other;
     *other.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
     EXPECT_EQ(mgr.Create(other).status().code(), absl::StatusCode::kResourceExhausted);
-  };
-  mgr.SetTestHooks(hooks);
+  });
   v1::CreateSessionRequest req;
   *req.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
   ASSERT_TRUE(mgr.Create(req).ok());
@@ -235,8 +240,7 @@ TEST_F(SessionLifecycleTest, ShutdownRefusesNewCallsButFinishesTheAdmittedRound)
 
   // The shutdown begins while a Step is inside the session manager.
   bool hooked = false;
-  SessionManager::TestHooks hooks;
-  hooks.after_find = [&](const std::string&) {
+  At("step_after_find", [&](const std::string&) {
     hooked = true;
     service.BeginShutdown();
     // The admitted round keeps the service busy...
@@ -250,8 +254,7 @@ TEST_F(SessionLifecycleTest, ShutdownRefusesNewCallsButFinishesTheAdmittedRound)
     v1::StepReply no_reply;
     const v1::StepRequest step2 = RequestFor(quadratic_, "a", 2);
     EXPECT_EQ(service.Step(&other, &step2, &no_reply).error_code(), grpc::StatusCode::UNAVAILABLE);
-  };
-  mgr_->SetTestHooks(hooks);
+  });
   const v1::StepRequest step1 = RequestFor(quadratic_, "a", 1);
   v1::StepReply reply;
   const grpc::Status status = service.Step(&ctx, &step1, &reply);
@@ -259,7 +262,7 @@ TEST_F(SessionLifecycleTest, ShutdownRefusesNewCallsButFinishesTheAdmittedRound)
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(reply.t(), 1);
   EXPECT_TRUE(service.WaitIdle(std::chrono::steady_clock::now()));
-  mgr_->SetTestHooks({});
+  SetFaultHandlerForTesting({});
   // Applied once: the refused step 2 never reached the session.
   absl::StatusOr<v1::SessionInfo> after = mgr_->Get("a");
   ASSERT_TRUE(after.ok()) << after.status();
@@ -276,9 +279,7 @@ TEST_F(SessionLifecycleTest, InFlightGaugeCountsTheRunningHandler) {
   const std::string busy = "\nf2obo_rpc_in_flight 1\n";
   EXPECT_NE(registry.Render().find(idle), std::string::npos) << registry.Render();
   std::string during;
-  SessionManager::TestHooks hooks;
-  hooks.after_find = [&](const std::string&) { during = registry.Render(); };
-  mgr_->SetTestHooks(hooks);
+  At("step_after_find", [&](const std::string&) { during = registry.Render(); });
   grpc::ServerContext ctx;
   const v1::StepRequest step = RequestFor(quadratic_, "a", 1);
   v1::StepReply reply;

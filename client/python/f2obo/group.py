@@ -1,16 +1,15 @@
 """A group handle: sessions stepped side by side on the same data."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from . import _stream, errors
 from ._stubs import pb
 from .batch import BatchLike, StepLike, step_request
 from .session import Session, skip_applied
+from ._transport import Transport
 from .views import GroupInfo, StepResult, View
 
-if TYPE_CHECKING:
-    from .client import Client
 
 
 class GroupStepResult(View, message="GroupStepReply"):
@@ -66,7 +65,7 @@ class Group:
     own algorithm (from Client.create_group or Client.group).  Every step
     uploads the data once and applies it to every member."""
 
-    def __init__(self, client: "Client", group_id: str,
+    def __init__(self, client: Transport, group_id: str,
                  info: Optional[GroupInfo] = None) -> None:
         self.client = client
         self.id = group_id
@@ -100,11 +99,13 @@ class Group:
     def step(self, upper: BatchLike = None, inner: BatchLike = None, *,
              t: Optional[int] = None, check: bool = True,
              **request_fields: Any) -> GroupStepResult:
-        """Applies one step to every member (batches as for Session.step).
+        """Applies one step to every member (batches as for Session.step),
+        all members or none: a member's round that fails raises its error
+        (e.g. InvalidArgument naming the member) and no member changed.
 
-        With `check` (the default) a member that refused the step raises
-        its error (e.g. InvalidArgument naming the member); with
-        check=False the result carries it in `errors`.
+        A member already past t answers from its reply cache, or refuses t
+        if it ran ahead alone: with `check` (the default) that refusal
+        raises; with check=False the result carries it in `errors`.
         """
         t = self.next_t if t is None else t
         request = step_request(pb.GroupStepRequest,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import grpc
 
@@ -10,10 +10,9 @@ from . import _stream, errors
 from ._stubs import pb
 from .batch import BatchLike, StepLike, step_request
 from .fields import fill_message
+from ._transport import Transport
 from .views import Decision, SessionInfo, StepMetrics, StepResult
 
-if TYPE_CHECKING:
-    from .client import Client
 
 
 def skip_applied(items: Iterable[Any], first_t: int, next_t: int) -> Iterator[Any]:
@@ -35,7 +34,7 @@ class Session:
     from one thread at a time (use one handle per thread).
     """
 
-    def __init__(self, client: "Client", session_id: str, next_t: Optional[int] = None) -> None:
+    def __init__(self, client: Transport, session_id: str, next_t: Optional[int] = None) -> None:
         self.client = client
         self.id = session_id
         self._next_t = next_t

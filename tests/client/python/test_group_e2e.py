@@ -58,22 +58,19 @@ def test_group_sequence_members_and_delete(client):
     assert "member 'a'" in str(e.value) and "did you mean 'gamma'" in str(e.value)
 
 
-def test_a_member_that_fails_is_reported_under_its_name(client):
+def test_a_member_that_fails_fails_the_whole_step_naming_it(client):
     # lambda_1 = 1e150 (the largest option accepted) makes lambda_2 =
     # 2 lambda_1 leave the safe magnitude for one member only: its round is
-    # refused (nothing committed), the other applies.
+    # refused, so the step is applied to no member (issue 25 item 5: all
+    # members or none; before, the other applied it and the two drifted).
     group = client.create_group("fail", members={"ok": "f2obo",
                                                  "big": {"algorithm": "f2obo",
                                                          "lambda1": 1e150}}, **SHARED)
-    r = group.step(*STEPS[0], check=False)
-    assert not r.ok and list(r.results) == ["ok"] and list(r.errors) == ["big"]
-    error = r.errors["big"]
-    assert isinstance(error, f2obo.InvalidArgument) and error.code.name == "INVALID_ARGUMENT"
-    assert "fail.big" in str(error) and "non-finite lambda" in str(error)
-    with pytest.raises(f2obo.InvalidArgument):
-        r["big"]
-    assert r["ok"].t == 1
-    # The member still expects step 1; with check (the default) its refusal raises.
-    with pytest.raises(f2obo.Error) as raised:
-        group.step(*STEPS[1], t=2)
-    assert "fail.big" in str(raised.value) and type(raised.value) is not f2obo.Error
+    for check in (False, True):
+        with pytest.raises(f2obo.InvalidArgument) as raised:
+            group.step(*STEPS[0], check=check)
+        error = raised.value
+        assert error.code.name == "INVALID_ARGUMENT"
+        assert "fail.big" in str(error) and "non-finite lambda" in str(error)
+        assert "applied to no member" in str(error)
+        assert [m.next_t for m in group.info().proto.members] == [1, 1]

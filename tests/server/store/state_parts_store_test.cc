@@ -187,5 +187,36 @@ TEST_F(StoreTest, AfterAFailedStepOnlyACompleteStateIsStored) {
   EXPECT_EQ(loaded.sessions[0].state, Whole(s));
 }
 
+// A group step's write (issue 25 item 5): several sessions' steps in one
+// transaction.  When one of them cannot be stored (here: its session has no
+// row), none is, and each session reloads at its previous step.
+TEST_F(StoreTest, SeveralSessionsStepsAreStoredAllOrNone) {
+  SessionState a = StateAt(1, 1.0, 2), b = StateAt(1, 2.0, 2);
+  {
+    auto store = *SessionStore::Open(dir_, Durability::kSync);
+    ASSERT_TRUE(store->PutSession("g.a", SpecFor("g.a"), Whole(a), 1).ok());
+    ASSERT_TRUE(store->PutSession("g.b", SpecFor("g.b"), Whole(b), 1).ok());
+    const SessionState a2 = StateAt(2, 1.0, 2), b2 = StateAt(2, 2.0, 2);
+    std::vector<SessionStore::SessionStep> both;
+    both.push_back({"g.a", 2, Delta(a2, All(a2)), ReplyFor("g.a", 1), 0});
+    both.push_back({"g.b", 2, Delta(b2, All(b2)), ReplyFor("g.b", 1), 0});
+    ASSERT_TRUE(store->CommitSteps(both, kKeep).ok());
+    a = a2;
+    b = b2;
+    const SessionState a3 = StateAt(3, 1.0, 2), c3 = StateAt(3, 3.0, 2);
+    std::vector<SessionStore::SessionStep> broken;
+    broken.push_back({"g.a", 3, Delta(a3, All(a3)), ReplyFor("g.a", 2), 0});
+    broken.push_back({"g.missing", 3, Delta(c3, All(c3)), ReplyFor("g.missing", 2), 0});
+    const absl::Status s = store->CommitSteps(broken, kKeep);
+    EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  }
+  LoadedStore loaded = Reload(dir_);
+  ASSERT_EQ(loaded.sessions.size(), 2u) << ::testing::PrintToString(loaded.damaged);
+  EXPECT_EQ(loaded.sessions[0].id, "g.a");
+  EXPECT_EQ(loaded.sessions[0].state, Whole(a)) << "g.a kept a step its group did not store";
+  EXPECT_EQ(loaded.sessions[0].replies.size(), 1u);
+  EXPECT_EQ(loaded.sessions[1].state, Whole(b));
+}
+
 }  // namespace
 }  // namespace f2obo::server

@@ -1,0 +1,94 @@
+// A group step, all members or none (issue 25 item 5): every member's
+// round is prepared, then their states are stored in one transaction, then
+// all become current.  Before, each member was applied on its own, so a
+// round one member refused (or a store write that failed for it) left the
+// others a step ahead, and the group could not step again.
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "server/fault_points.h"
+#include "server/session_manager.h"
+#include "server/store/store_errors.h"
+
+namespace f2obo::server {
+
+absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::ApplyAll(
+    const std::string& group_id, const std::vector<std::string>& ids, int64_t t,
+    const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call) {
+  const auto failed = [&](const std::string& id, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("session '", id, "': ", s.message(), "; step ", t,
+                                               " applied to no member"));
+  };
+  std::vector<std::shared_ptr<Entry>> entries;
+  for (const std::string& id : ids) {
+    absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+    if (!found.ok()) return failed(id, found.status());
+    entries.push_back(*std::move(found));
+  }
+  // Every member's lock for the whole step, taken in id order (the only
+  // place that holds several: no other order can meet it), so that no
+  // other writer of a member interleaves between the rounds and the commit.
+  std::vector<size_t> order(entries.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (size_t i : order) locks.emplace_back(entries[i]->mu);
+
+  std::vector<absl::StatusOr<v1::StepReply>> out(entries.size(), absl::UnknownError("not stepped"));
+  std::vector<size_t> due;  // the members at t
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry& e = *entries[i];
+    if (absl::Status s = CheckNotRemoved(e); !s.ok()) return failed(e.id, s);
+    if (t != e.session->state().t) {
+      out[i] = CachedOrRefused(e, t);
+      continue;
+    }
+    if (absl::Status fenced = CheckFence(e.id); !fenced.ok()) return failed(e.id, fenced);
+    due.push_back(i);
+  }
+  std::vector<PreparedStep> prepared;
+  const auto abort_all = [&] {
+    for (PreparedStep& p : prepared) p.e->session->Abort();
+  };
+  for (size_t i : due) {
+    Entry& e = *entries[i];
+    absl::StatusOr<PreparedStep> p = PrepareStep(e, t, *data, call);
+    if (p.ok()) prepared.push_back(*std::move(p));
+    absl::Status s = p.ok() ? FaultPoint("group_step_prepared", e.id) : p.status();
+    if (!s.ok()) {
+      abort_all();
+      return failed(e.id, s);
+    }
+  }
+  if (absl::Status s = FaultPoint("group_step_before_commit", group_id); !s.ok()) {
+    abort_all();
+    return absl::Status(s.code(), absl::StrCat(s.message(), "; step ", t, " applied to no member"));
+  }
+  if (store_ != nullptr && !prepared.empty()) {
+    std::vector<SessionStore::SessionStep> steps;
+    for (PreparedStep& p : prepared) {
+      steps.push_back(
+          {p.e->id, t + 1, StoredStateOf(p), p.reply, p.checkpoint ? limits_.max_checkpoints : 0});
+    }
+    absl::Status durable = store_->CommitSteps(
+        std::move(steps), limits_.reply_cache,
+        call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
+    if (!durable.ok()) {
+      abort_all();
+      const std::string what = absl::StrCat("group '", group_id, "': step ", t,
+                                            " applied to no member (their states unchanged)");
+      if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
+        return absl::DeadlineExceededError(absl::StrCat(what, ": ", durable.message()));
+      }
+      return StoreWriteFailed(durable, what);
+    }
+    for (PreparedStep& p : prepared) p.e->store_in_parts = true;
+  }
+  // Durable already: a fault here is a crash test's (the step survives it).
+  FaultPoint("group_step_after_commit", group_id).IgnoreError();
+  for (size_t k = 0; k < prepared.size(); ++k) out[due[k]] = CommitPrepared(prepared[k], data);
+  return out;
+}
+
+}  // namespace f2obo::server
