@@ -355,6 +355,14 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
   return Apply(**found, req.t(), *data, call);
 }
 
+absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
+    const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
+    const grpc::ServerContext* call) {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  return Apply(**found, t, data, call);
+}
+
 absl::Status SessionManager::ValidateBatches(const std::string& id, const StepData& data) const {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();

@@ -130,6 +130,11 @@ class SessionManager {
   // fails (or its deadline passes while it waits), the call fails naming
   // the session and none of them changed.  `group_id` names the faults'
   // points (server/fault_points.h).
+  // Applies decoded batches to session `id` as step t, as Step does after
+  // decoding (OracleSteps: data that carries its oracle, not decoded rows).
+  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
+                                             const std::shared_ptr<const StepData>& data,
+                                             const grpc::ServerContext* call = nullptr);
   absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> ApplyAll(
       const std::string& group_id, const std::vector<std::string>& ids, int64_t t,
       const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call = nullptr);

@@ -132,6 +132,41 @@ TEST(OracleE2E, EveryFirstOrderAlgorithmFollowsTheBuiltInFamily) {
   }
 }
 
+// The server's iterates are durable as any session's: kill -9 after three
+// acknowledged steps, a restart on the same data directory, and a new
+// client continues at t = 4 on the built-in session's trajectory.
+TEST(OracleE2E, KillNineLosesNoAcknowledgedStepAndANewClientResumes) {
+  const std::string dir = testing::MakeTempDir();
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started()) << server->banner();
+  auto stub = Stub(*server);
+  const Pair p = CreatePair(stub.get(), "sf2obo");  // its RNG is state too
+  std::vector<v1::StepReply> ref;
+  for (int64_t t = 1; t <= 6; ++t) ref.push_back(BuiltInStep(stub.get(), "sf2obo", t));
+  {
+    FamilyAnswerer answerer(Logistic());
+    OracleClient client(stub.get());
+    for (int64_t t = 1; t <= 3; ++t) ASSERT_TRUE(client.Step(p.oracle_id, t, &answerer).reply);
+    server->Stop(SIGKILL);
+  }
+  server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started()) << server->banner();
+  stub = Stub(*server);
+  EXPECT_EQ(Decision(stub.get(), p.oracle_id).t(), 4);
+  FamilyAnswerer answerer(Logistic());
+  OracleClient client(stub.get());
+  for (int64_t t = 4; t <= 6; ++t) {
+    const OracleOutcome out = client.Step(p.oracle_id, t, &answerer);
+    ASSERT_TRUE(out.reply.has_value()) << out.status.error_message();
+    EXPECT_LE(MaxDiff(out.reply->x(), ref[t - 1].x()), 1e-12) << "t = " << t;
+  }
+  // A replayed step asks nothing and answers from the reply cache.
+  const OracleOutcome replay = client.Step(p.oracle_id, 6, &answerer);
+  ASSERT_TRUE(replay.reply.has_value());
+  EXPECT_TRUE(replay.reply->replayed());
+  EXPECT_EQ(replay.requests, 0);
+}
+
 TEST(OracleE2E, SecondOrderAlgorithmsAutoStepsAndExactMetricsAreRefusedAtCreate) {
   ServerProcess server;
   ASSERT_TRUE(server.started()) << server.banner();
