@@ -8,6 +8,7 @@
 // steps, and then block a retry of its group's creation (ALREADY_EXISTS) or
 // be replaced by a rerun of the move (losing the steps it took).
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
@@ -144,7 +145,8 @@ v1::SessionInfo SessionManager::PublishClaimed(std::shared_ptr<Entry> entry,
                      store_ == nullptr ? session.Encode(session.state()) : std::string());
     }
     std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
-    entry->metrics = OpenMetrics(entry, std::move(evaluator), entry->generation);
+    entry->metrics = OpenMetrics(entry, std::move(evaluator), entry->generation,
+                                 std::exchange(entry->inherited_metrics, {}));
     Publish(*entry);
     info = Info(*entry);
   }
@@ -213,6 +215,13 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareCr
   reserved = std::make_unique<Reservation>(this, *room);
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
   if (!session.ok()) return session.status();
+  if (!(*session)->problem().HasExactMetrics() && req.spec().metrics().exact_every() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics.exact_every: ", req.spec().metrics().exact_every(), ": family '",
+        req.spec().family().name(),
+        "' has no exact metrics (the true hypergradient needs Hessian-vector products, which "
+        "its client does not answer); leave exact_every unset or 0"));
+  }
   auto entry = std::make_shared<Entry>();
   entry->id = req.session_id();
   entry->exact_every = ExactEvery(req.spec(), **session);

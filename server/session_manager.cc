@@ -25,6 +25,7 @@ bool ValidSessionId(const std::string& id) {
 // (create, import, recovery), so that an imported session without the
 // field does not silently lose its metrics.
 int SessionManager::ExactEvery(const v1::SessionSpec& spec, const Session& session) {
+  if (!session.problem().HasExactMetrics()) return 0;
   if (spec.metrics().has_exact_every()) return spec.metrics().exact_every();
   return session.problem().DefaultExactEvery();
 }
@@ -151,24 +152,27 @@ int64_t SessionManager::reserved_bytes() const {
 
 std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
     const std::shared_ptr<Entry>& entry, std::unique_ptr<MetricsEvaluator> evaluator,
-    uint64_t generation) {
+    uint64_t generation, std::vector<v1::StepMetrics> history) {
   // The worker's accumulator adds to the session's running sums under
   // sums_mu, never waiting for a round (which holds mu), unless a rollback
   // replaced the session since (a later generation).
   std::weak_ptr<Entry> weak = entry;
-  return pipeline_->Open(entry->id, std::move(evaluator),
-                         [weak, generation](const ClassMetrics& m) {
-                           RunningMetrics out;
-                           if (std::shared_ptr<Entry> e = weak.lock()) {
-                             std::lock_guard<std::mutex> lock(e->sums_mu);
-                             if (e->generation == generation) {
-                               e->session->AddMetrics(m);
-                               PublishSums(*e);
-                             }
-                             out = e->session->metrics();
-                           }
-                           return out;
-                         });
+  const int64_t start_t = entry->session->state().t - 1;  // its last step applied
+  return pipeline_->Open(
+      entry->id, std::move(evaluator),
+      [weak, generation](const ClassMetrics& m) {
+        RunningMetrics out;
+        if (std::shared_ptr<Entry> e = weak.lock()) {
+          std::lock_guard<std::mutex> lock(e->sums_mu);
+          if (e->generation == generation) {
+            e->session->AddMetrics(m);
+            PublishSums(*e);
+          }
+          out = e->session->metrics();
+        }
+        return out;
+      },
+      start_t, std::move(history));
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
@@ -350,6 +354,14 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
       Decode(req.upper(), req.inner(), req.tasks());
   if (!data.ok()) return data.status();
   return Apply(**found, req.t(), *data, call);
+}
+
+absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
+    const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
+    const grpc::ServerContext* call) {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  return Apply(**found, t, data, call);
 }
 
 absl::Status SessionManager::ValidateBatches(const std::string& id, const StepData& data) const {
