@@ -10,6 +10,7 @@
 
 #include "core/families/blocked_gemm.h"
 #include "core/families/logistic_hpo.h"
+#include "core/families/small_gemm.h"
 #include "core/families/softmax.h"
 
 namespace f2obo {
@@ -23,6 +24,26 @@ using RowVectorMap = Eigen::Map<const Eigen::RowVectorXd>;
 Eigen::Map<RowMatrix> Buffer(Vector* buf, Eigen::Index n, Eigen::Index c) {
   if (buf->size() < n * c) buf->resize(n * c);
   return Eigen::Map<RowMatrix>(buf->data(), n, c);
+}
+
+// Z = A W and G = A^T R: in-place loops for small shapes (small_gemm.h),
+// Eigen's blocked GEMM otherwise.
+template <typename A, typename W, typename Z>
+void Product(const A& a, const W& w, Z&& z) {
+  if (SmallProductShape(a.rows(), a.cols(), w.cols())) {
+    SmallProduct(a, w, z);
+  } else {
+    BlockedProduct(a, w, z);
+  }
+}
+
+template <typename A, typename R, typename G>
+void TransposeProduct(const A& a, const R& r, G&& g) {
+  if (SmallProductShape(a.rows(), a.cols(), r.cols())) {
+    SmallTransposeProduct(a, r, g);
+  } else {
+    BlockedTransposeProduct(a, r, g);
+  }
 }
 
 }  // namespace
@@ -55,7 +76,7 @@ Eigen::Map<const RowMatrix> LogisticHpoFamily::DenseRows(const BatchView& view) 
 Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogits(const Eigen::Map<const RowMatrix>& a,
                                                      const VecIn& y) {
   Eigen::Map<RowMatrix> z = Buffer(&logits_, a.rows(), c_);
-  BlockedProduct(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
+  Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
   z.rowwise() += RowVectorMap(y.data() + static_cast<size_t>(d_) * c_, c_);
   return z;
 }
@@ -79,7 +100,7 @@ double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& vie
     for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
   }
   if (gy != nullptr) {
-    BlockedTransposeProduct(a, z, Eigen::Map<RowMatrix>(gy->data(), d_, c_));
+    TransposeProduct(a, z, Eigen::Map<RowMatrix>(gy->data(), d_, c_));
     gy->tail(c_) = z.colwise().sum().transpose();
   }
   return loss * inv_n;
@@ -89,11 +110,17 @@ Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogitsPair(const Eigen::Map<const 
                                                          const VecIn& y1, const VecIn& y2) {
   const Eigen::Index n = a.rows();
   const size_t w = static_cast<size_t>(d_) * c_;
-  Eigen::Map<RowMatrix> pair = Buffer(&wpair_, d_, 2 * c_);
-  pair.leftCols(c_) = Eigen::Map<const RowMatrix>(y1.data(), d_, c_);
-  pair.rightCols(c_) = Eigen::Map<const RowMatrix>(y2.data(), d_, c_);
   Eigen::Map<RowMatrix> z = Buffer(&logits_, n, 2 * c_);
-  BlockedProduct(a, pair, z);
+  if (SmallProductShape(n, d_, 2 * c_)) {
+    // No [W_1 W_2] copy: the loops read each model in place (a is in L1).
+    SmallProduct(a, Eigen::Map<const RowMatrix>(y1.data(), d_, c_), z.leftCols(c_));
+    SmallProduct(a, Eigen::Map<const RowMatrix>(y2.data(), d_, c_), z.rightCols(c_));
+  } else {
+    Eigen::Map<RowMatrix> pair = Buffer(&wpair_, d_, 2 * c_);
+    pair.leftCols(c_) = Eigen::Map<const RowMatrix>(y1.data(), d_, c_);
+    pair.rightCols(c_) = Eigen::Map<const RowMatrix>(y2.data(), d_, c_);
+    BlockedProduct(a, pair, z);
+  }
   z.leftCols(c_).rowwise() += RowVectorMap(y1.data() + w, c_);
   z.rightCols(c_).rowwise() += RowVectorMap(y2.data() + w, c_);
   return z;
@@ -115,11 +142,16 @@ void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const 
     z2[l] -= 1.0;
     for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
   }
-  // The pair's weights are dead: its buffer takes the pair's gradients.
-  Eigen::Map<RowMatrix> g = Buffer(&wpair_, d_, 2 * c_);
-  BlockedTransposeProduct(a, z, g);
-  Eigen::Map<RowMatrix>(gy1->data(), d_, c_) = g.leftCols(c_);
-  Eigen::Map<RowMatrix>(gy2->data(), d_, c_) = g.rightCols(c_);
+  if (SmallProductShape(a.rows(), d_, 2 * c_)) {
+    SmallTransposeProduct(a, z.leftCols(c_), Eigen::Map<RowMatrix>(gy1->data(), d_, c_));
+    SmallTransposeProduct(a, z.rightCols(c_), Eigen::Map<RowMatrix>(gy2->data(), d_, c_));
+  } else {
+    // The pair's weights are dead: its buffer takes the pair's gradients.
+    Eigen::Map<RowMatrix> g = Buffer(&wpair_, d_, 2 * c_);
+    BlockedTransposeProduct(a, z, g);
+    Eigen::Map<RowMatrix>(gy1->data(), d_, c_) = g.leftCols(c_);
+    Eigen::Map<RowMatrix>(gy2->data(), d_, c_) = g.rightCols(c_);
+  }
   gy1->tail(c_) = z.leftCols(c_).colwise().sum().transpose();
   gy2->tail(c_) = z.rightCols(c_).colwise().sum().transpose();
 }
@@ -137,7 +169,7 @@ void LogisticHpoFamily::DenseCrossEntropyHvp(const VecIn& y, const BatchView& vi
     SoftmaxHvp(p, dz, c_, dz);
     for (int j = 0; j < c_; ++j) dz[j] *= inv_n;
   }
-  BlockedTransposeProduct(a, z.rightCols(c_), Eigen::Map<RowMatrix>(out->data(), d_, c_));
+  TransposeProduct(a, z.rightCols(c_), Eigen::Map<RowMatrix>(out->data(), d_, c_));
   out->tail(c_) = z.rightCols(c_).colwise().sum().transpose();
 }
 
