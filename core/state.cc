@@ -236,24 +236,34 @@ std::string EncodeAuxPart(const Vector& v) {
   return std::move(w.out());
 }
 
-absl::StatusOr<Checkpoint> JoinCheckpoint(absl::string_view head,
-                                          const std::vector<std::string>& parts) {
+absl::StatusOr<Checkpoint> DeserializeCheckpointHead(absl::string_view head, size_t parts) {
   absl::StatusOr<Checkpoint> c = DeserializeCheckpoint(head);
   if (!c.ok()) return c.status();
   if (!c->state.aux.empty()) {
     return absl::DataLossError("session state: a head of parts holds aux vectors of its own");
   }
-  c->state.aux.resize(parts.size());
+  c->state.aux.resize(parts);
+  return c;
+}
+
+absl::Status SetAuxPart(size_t i, absl::string_view bytes, Checkpoint* checkpoint) {
+  if (bytes.size() % 8 != 0) {
+    return absl::DataLossError(absl::StrCat("session state: aux part ", i, " has ", bytes.size(),
+                                            " bytes, not a whole number of doubles"));
+  }
+  if (bytes.empty()) return absl::OkStatus();
+  Vector v(static_cast<Eigen::Index>(bytes.size() / 8));
+  Reader(bytes).F64s(v.data(), static_cast<uint64_t>(v.size()));
+  checkpoint->state.aux.Set(i, std::move(v));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Checkpoint> JoinCheckpoint(absl::string_view head,
+                                          const std::vector<std::string>& parts) {
+  absl::StatusOr<Checkpoint> c = DeserializeCheckpointHead(head, parts.size());
+  if (!c.ok()) return c.status();
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].size() % 8 != 0) {
-      return absl::DataLossError(absl::StrCat("session state: aux part ", i, " has ",
-                                              parts[i].size(),
-                                              " bytes, not a whole number of doubles"));
-    }
-    if (parts[i].empty()) continue;
-    Vector v(static_cast<Eigen::Index>(parts[i].size() / 8));
-    Reader(parts[i]).F64s(v.data(), static_cast<uint64_t>(v.size()));
-    c->state.aux.Set(i, std::move(v));
+    if (absl::Status st = SetAuxPart(i, parts[i], &*c); !st.ok()) return st;
   }
   return c;
 }

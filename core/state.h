@@ -103,6 +103,13 @@ std::string SerializeState(absl::string_view family, absl::string_view algorithm
 std::string EncodeAuxPart(const Vector& v);
 absl::StatusOr<Checkpoint> JoinCheckpoint(absl::string_view head,
                                           const std::vector<std::string>& parts);
+// JoinCheckpoint one part at a time, so that a reader of many parts holds
+// no more than one part's bytes besides the state (LoadAll at 1,000,000
+// tasks): the head with `parts` empty aux vectors, then SetAuxPart for each
+// stored part (DATA_LOSS "session state: aux part i ..." when its bytes are
+// not whole doubles).
+absl::StatusOr<Checkpoint> DeserializeCheckpointHead(absl::string_view head, size_t parts);
+absl::Status SetAuxPart(size_t i, absl::string_view bytes, Checkpoint* checkpoint);
 // Rewrites the checksum of an encoded state (of any version) to match its
 // bytes: the fuzzer's way past the checksum to the decoder's later checks.
 void ResealEncodedState(std::string* bytes);

@@ -28,7 +28,7 @@ bool ReadRequest(Stream* stream, Request* request) {
 }  // namespace
 
 F2oboService::InFlight::InFlight(F2oboService* service) : service_(service) {
-  std::lock_guard<std::mutex> lock(service_->idle_mu_);
+  absl::MutexLock lock(&service_->idle_mu_);
   if (service_->shutting_down_) return;
   admitted_ = true;
   ++service_->in_flight_;
@@ -38,18 +38,20 @@ F2oboService::InFlight::InFlight(F2oboService* service) : service_(service) {
 F2oboService::InFlight::~InFlight() {
   if (!admitted_) return;
   if (service_->observer_ != nullptr) service_->observer_->OnInFlight(-1);
-  std::lock_guard<std::mutex> lock(service_->idle_mu_);
-  if (--service_->in_flight_ == 0) service_->idle_cv_.notify_all();
+  absl::MutexLock lock(&service_->idle_mu_);
+  --service_->in_flight_;  // WaitIdle's Condition is re-evaluated on unlock
 }
 
 void F2oboService::BeginShutdown() {
-  std::lock_guard<std::mutex> lock(idle_mu_);
+  absl::MutexLock lock(&idle_mu_);
   shutting_down_ = true;
 }
 
 bool F2oboService::WaitIdle(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(idle_mu_);
-  return idle_cv_.wait_until(lock, deadline, [&] { return in_flight_ == 0; });
+  absl::MutexLock lock(&idle_mu_);
+  const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(idle_mu_) { return in_flight_ == 0; };
+  const absl::Duration left = absl::FromChrono(deadline - std::chrono::steady_clock::now());
+  return idle_mu_.AwaitWithTimeout(absl::Condition(&idle), left);
 }
 
 grpc::Status F2oboService::StreamEnd(const char* method) {

@@ -6,11 +6,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/auth.h"
 #include "server/groups.h"
@@ -147,9 +147,8 @@ class F2oboService final : public v1::F2obo::Service {
   const TokenAuthenticator* const auth_;
   std::string replica_name_;
   std::atomic<bool> shutting_down_{false};
-  std::mutex idle_mu_;
-  std::condition_variable idle_cv_;
-  int in_flight_ = 0;  // admitted work running; guarded by idle_mu_
+  absl::Mutex idle_mu_;
+  int in_flight_ ABSL_GUARDED_BY(idle_mu_) = 0;  // admitted work running
 };
 
 }  // namespace f2obo::server

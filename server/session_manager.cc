@@ -193,10 +193,8 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(std::vector<Sto
   std::vector<std::string> problems = loaded->damaged;
   for (StoredSession& stored : loaded->sessions) {
     absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec);
-    absl::StatusOr<Checkpoint> state =
-        config.ok() ? DeserializeCheckpoint(stored.state) : config.status();
     absl::StatusOr<std::unique_ptr<Session>> session =
-        state.ok() ? Session::Restore(*config, *std::move(state)) : state.status();
+        config.ok() ? Session::Restore(*config, std::move(stored.state)) : config.status();
     if (!session.ok()) {
       problems.push_back(absl::StrCat("session '", stored.id, "': ", session.status().message()));
       continue;

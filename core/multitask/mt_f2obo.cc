@@ -94,8 +94,10 @@ class MtF2obo final : public MultitaskAlgorithm {
         ++report->new_tasks;
       }
       Family& f = family.Task(td.task, td.data);
-      Vector& y = table.Var(s, slot, kMtY);
-      Vector& z = table.Var(s, slot, kMtZ);
+      // The task's vectors, worked on in block_ and stored back at the end.
+      table.Load(*s, slot, &block_);
+      Vector& y = block_[kMtY];
+      Vector& z = block_[kMtZ];
       const Smoothness sm = SmoothnessIfAuto(o_, f, s->x, y, td.data);
       steps = DeterministicStepSizes(o_, sm, lambda, t);
       const BatchView upper = BatchView::All(td.data.upper);
@@ -109,8 +111,8 @@ class MtF2obo final : public MultitaskAlgorithm {
       residual_y += scratch_.residual_y;
       residual_z += scratch_.residual_z;
       // Replace the task's old term w h_old by 1 h_new.
-      Vector& h = table.Var(s, slot, kMtH);
-      Vector& meta = table.Var(s, slot, kMtMeta);
+      Vector& h = block_[kMtH];
+      Vector& meta = block_[kMtMeta];
       const double w_old = first ? 0.0 : std::pow(rho, static_cast<double>(t) - meta[0]);
       Vector& sum = table.Global(s, kMtSum);
       sum += scratch_.hypergradient;
@@ -118,6 +120,7 @@ class MtF2obo final : public MultitaskAlgorithm {
       table.Global(s, kMtWeight)[0] += 1.0 - w_old;
       h = scratch_.hypergradient;
       meta[0] = static_cast<double>(t);
+      table.Store(s, slot, block_);
     }
     direction_ = table.Global(*s, kMtSum) / table.Global(*s, kMtWeight)[0];
     ProjectedStep(set_, steps.gamma, direction_, &s->x);
@@ -146,6 +149,7 @@ class MtF2obo final : public MultitaskAlgorithm {
   FirstOrderWorkspace ws_;
   BilevelReport scratch_;
   Vector direction_;
+  std::vector<Vector> block_;  // the task's vectors (TaskTable::Load)
 };
 
 absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> Create(const MultitaskAlgorithmContext& ctx) {

@@ -30,8 +30,8 @@ absl::Status CheckLastUpdateSteps(const SessionState& s, const TaskTable& table,
     const double last = table.Var(s, slot, b)[0];
     if (!(last >= 1 && last <= static_cast<double>(s.t - 1) && last == std::floor(last))) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "state.aux[", table.Index(slot, b), "][0]: ", last, " is not the step of task ",
-          table.task_at(s, slot), "'s last update, a whole number in [1, t - 1 = ", s.t - 1, "]"));
+          table.Where(slot, b, 0), ": ", last, " is not the step of task ", table.task_at(s, slot),
+          "'s last update, a whole number in [1, t - 1 = ", s.t - 1, "]"));
     }
   }
   return absl::OkStatus();

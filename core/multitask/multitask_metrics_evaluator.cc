@@ -45,7 +45,7 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(const SessionSt
   for (const auto& [task, seen] : latest_) {
     const StepData& data = seen.data;
     const int slot = table_.Find(before, task);
-    const Vector& warm = slot >= 0 ? table_.Var(before, slot, 0) : y0_;
+    const Vector warm = slot >= 0 ? Vector(table_.Var(before, slot, 0)) : y0_;
     Family& f = family_->Task(task, data);
     const TrueHypergradient th = ComputeTrueHypergradient(f, x, data, warm, {});
     grad += th.grad;

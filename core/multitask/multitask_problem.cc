@@ -119,7 +119,9 @@ class MultitaskProblem final : public Problem {
   }
 
   absl::Status UpgradeRestored(SessionState* s) const override {
-    return TaskTable::IsLegacy(*s) ? table_.MigrateLegacy(s) : absl::OkStatus();
+    if (TaskTable::IsLegacy(*s)) return table_.MigrateLegacy(s);
+    if (TaskTable::IsPartPerVector(*s)) return table_.MigratePartPerVector(s);
+    return absl::OkStatus();
   }
 
   absl::Status ValidateRestored(const SessionState& s) const override {
@@ -143,7 +145,8 @@ class MultitaskProblem final : public Problem {
     double loss = 0.0, accuracy = 0.0;
     for (const TaskData& td : data.tasks) {
       const int slot = table_.Find(*s, td.task);
-      const Vector& y = slot >= 0 ? table_.Var(*s, slot, 0) : y0_;
+      // A copy: the families' products run on a Vector, as the round's do.
+      const Vector y = slot >= 0 ? Vector(table_.Var(*s, slot, 0)) : y0_;
       Family& f = family_->Task(td.task, td.data);
       const BatchView upper = BatchView::All(td.data.upper);
       const double l = f.F(s->x, y, upper, nullptr, nullptr);

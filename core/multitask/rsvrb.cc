@@ -129,7 +129,7 @@ class Rsvrb final : public MultitaskAlgorithm {
     for (int slot = 0; slot < table.touched(s); ++slot) {
       if (!(table.Var(s, slot, kRsvrbMeta)[1] > 0.0)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("state.aux[", table.Index(slot, kRsvrbMeta), "][1]: the y-step of task ",
+            absl::StrCat(table.Where(slot, kRsvrbMeta, 1), ": the y-step of task ",
                          table.task_at(s, slot), "'s last update must be > 0"));
       }
     }
@@ -148,7 +148,8 @@ class Rsvrb final : public MultitaskAlgorithm {
       if (t - 1 - j_last == 0) {
         z_jt_ = table.Var(*s, slot, kRsvrbZ);  // computed by line 9 at step t - 1
       } else {
-        DecayedZ(table, *s, slot, static_cast<double>(t - 1 - j_last), &z_jt_);
+        table.Load(*s, slot, &block_j_);
+        DecayedZ(block_j_, static_cast<double>(t - 1 - j_last), &z_jt_);
       }
     } else {
       z_jt_.setZero();
@@ -164,30 +165,29 @@ class Rsvrb final : public MultitaskAlgorithm {
       if (first) {
         slot = table.Insert(s, td.task, InitialTaskBlock());
         ++report->new_tasks;
-      } else {
-        CatchUp(table, s, slot, static_cast<double>(t - 1) - table.Var(*s, slot, kRsvrbMeta)[0]);
       }
+      // The task's vectors, worked on in block_ and stored back at the end.
+      table.Load(*s, slot, &block_);
+      if (!first) CatchUp(static_cast<double>(t - 1) - block_[kRsvrbMeta][0]);
       j_sampled = j_sampled || td.task == j;
-      // (References into aux are taken after the insertion, which may move
-      // the vectors' handles.)
       const Vector& x_prev = table.Global(*s, kRsvrbXPrev);
       const double scale = 1.0 / TaskProbability(td, k, m_);
       Family& f = family.Task(td.task, td.data);
-      Vector& y = table.Var(s, slot, kRsvrbY);
-      Vector& y_prev = table.Var(s, slot, kRsvrbYPrev);
+      Vector& y = block_[kRsvrbY];
+      Vector& y_prev = block_[kRsvrbYPrev];
       const double alpha = InnerStepSize(o_, f, s->x, y, td.data, &scratch_);
       sampler_.Reserve(td.data);
       const BatchView xi = sampler_.DrawUpper(td.data.upper, o_.sample_rows, &s->rng);
       const BatchView zeta = sampler_.DrawInner(td.data.inner, o_.sample_rows, &s->rng);
       rows += oracle_.Evaluate(f, s->x, y, xi, zeta, &cur_);
-      SvrbEstimators e = Estimators(table, s, slot);
+      SvrbEstimators e = Estimators();
       if (first) {
         SvrbStart(cur_, &e);
       } else {
         rows += oracle_.Evaluate(f, x_prev, y_prev, xi, zeta, &prev_);
         SvrbStorm(cur_, prev_, o_.momentum, scale, &e);
       }
-      Vector& z = table.Var(s, slot, kRsvrbZ);
+      Vector& z = block_[kRsvrbZ];
       if (absl::Status st =
               SvrbProjectAndCombine(o_.grad_fx_clip, o_.grad_fy_clip, o_.jacobian_clip,
                                     o_.hessian_floor, "rsvrb", &e, &combine_, &z);
@@ -196,7 +196,7 @@ class Rsvrb final : public MultitaskAlgorithm {
       }
       y_prev = y;
       y.noalias() -= alpha * e.v;
-      Vector& meta = table.Var(s, slot, kRsvrbMeta);
+      Vector& meta = block_[kRsvrbMeta];
       meta[0] = static_cast<double>(t);
       meta[1] = alpha;
       f.G(s->x, y, zeta, nullptr, &gy_res_);
@@ -205,13 +205,15 @@ class Rsvrb final : public MultitaskAlgorithm {
       report->alpha = alpha;
       report->batch_size = zeta.rows.n;
       report->hyper_batch_size = xi.rows.n;
+      table.Store(s, slot, block_);
     }
 
     // Line 12: z_{j,t+1}; line 13: d.
     if (j_sampled) {
       z_jt1_ = table.Var(*s, table.Find(*s, j), kRsvrbZ);
     } else if (j_last > 0) {
-      DecayedZ(table, *s, table.Find(*s, j), static_cast<double>(t - j_last), &z_jt1_);
+      table.Load(*s, table.Find(*s, j), &block_j_);
+      DecayedZ(block_j_, static_cast<double>(t - j_last), &z_jt1_);
     } else {
       z_jt1_.setZero();
     }
@@ -235,10 +237,10 @@ class Rsvrb final : public MultitaskAlgorithm {
   }
 
  private:
-  SvrbEstimators Estimators(const TaskTable& table, SessionState* s, int slot) const {
-    return SvrbEstimators(table.Var(s, slot, kRsvrbU), table.Var(s, slot, kRsvrbW),
-                          table.Var(s, slot, kRsvrbV), table.Var(s, slot, kRsvrbJ),
-                          table.Var(s, slot, kRsvrbH), d1_, d2_);
+  // The estimators of the task in block_.
+  SvrbEstimators Estimators() {
+    return SvrbEstimators(block_[kRsvrbU], block_[kRsvrbW], block_[kRsvrbV], block_[kRsvrbJ],
+                          block_[kRsvrbH], d1_, d2_);
   }
 
   // The eigendecomposition of the stored H's symmetric part (into eig_).
@@ -256,41 +258,40 @@ class Rsvrb final : public MultitaskAlgorithm {
     for (Eigen::Index i = 0; i < l.size(); ++i) raised_[i] = std::max(c * l[i], o_.hessian_floor);
   }
 
-  // z of a task `steps` unsampled steps after its last update (lines 9, 11,
-  // 12 on the decayed estimators), without data.
-  void DecayedZ(const TaskTable& table, const SessionState& s, int slot, double steps,
-                Vector* out) {
+  // z of a task (its `block`) `steps` unsampled steps after its last update
+  // (lines 9, 11, 12 on the decayed estimators), without data.
+  void DecayedZ(const std::vector<Vector>& block, double steps, Vector* out) {
     const double c = std::pow(o_.momentum, steps);
-    Decompose(table.Var(s, slot, kRsvrbH));
+    Decompose(block[kRsvrbH]);
     DecayedEigenvalues(c);
     // H_c^{-1} (c w) = Q diag(1 / raised) Q^T (c w)
-    tmp_.noalias() = eig_.eigenvectors().transpose() * table.Var(s, slot, kRsvrbW);
+    tmp_.noalias() = eig_.eigenvectors().transpose() * block[kRsvrbW];
     tmp_ *= c;
     tmp_.array() /= raised_.array();
     hw_.noalias() = eig_.eigenvectors() * tmp_;
-    jh_.noalias() = Eigen::Map<const Matrix>(table.Var(s, slot, kRsvrbJ).data(), d1_, d2_) * hw_;
-    *out = c * table.Var(s, slot, kRsvrbU) - c * jh_;
+    jh_.noalias() = Eigen::Map<const Matrix>(block[kRsvrbJ].data(), d1_, d2_) * hw_;
+    *out = c * block[kRsvrbU] - c * jh_;
   }
 
-  // Brings a sampled task from its values after step s to those at step t,
-  // k = t - 1 - s >= 0 unsampled steps later, and sets y_prev to y_{t-1}
-  // (nothing to do when k = 0: y_prev already is y_{t-1}).
-  void CatchUp(const TaskTable& table, SessionState* s, int slot, double k) {
+  // Brings the sampled task in block_ from its values after step s to those
+  // at step t, k = t - 1 - s >= 0 unsampled steps later, and sets y_prev to
+  // y_{t-1} (nothing to do when k = 0: y_prev already is y_{t-1}).
+  void CatchUp(double k) {
     if (k <= 0) return;
     const double keep = o_.momentum;
     const double c = std::pow(keep, k);
-    const double alpha = table.Var(*s, slot, kRsvrbMeta)[1];
-    Vector& y = table.Var(s, slot, kRsvrbY);
-    Vector& v = table.Var(s, slot, kRsvrbV);
+    const double alpha = block_[kRsvrbMeta][1];
+    Vector& y = block_[kRsvrbY];
+    Vector& v = block_[kRsvrbV];
     y_prev_ = y;
     y_prev_.noalias() -= (alpha * GeometricSum(keep, k - 1)) * v;
-    table.Var(s, slot, kRsvrbYPrev) = y_prev_;
+    block_[kRsvrbYPrev] = y_prev_;
     y.noalias() -= (alpha * GeometricSum(keep, k)) * v;
     v *= c;
-    table.Var(s, slot, kRsvrbU) *= c;
-    table.Var(s, slot, kRsvrbW) *= c;
-    table.Var(s, slot, kRsvrbJ) *= c;
-    Vector& h = table.Var(s, slot, kRsvrbH);
+    block_[kRsvrbU] *= c;
+    block_[kRsvrbW] *= c;
+    block_[kRsvrbJ] *= c;
+    Vector& h = block_[kRsvrbH];
     Decompose(h);
     DecayedEigenvalues(c);
     Eigen::Map<Matrix> hm(h.data(), d2_, d2_);
@@ -307,6 +308,8 @@ class Rsvrb final : public MultitaskAlgorithm {
   Eigen::SelfAdjointEigenSolver<Matrix> eig_;
   Matrix sym_;
   Vector raised_, tmp_, hw_, jh_, y_prev_, z_jt_, z_jt1_, gy_res_;
+  // A sampled task's vectors (TaskTable::Load) and j_t's.
+  std::vector<Vector> block_, block_j_;
   BilevelReport scratch_;
   RowSampler sampler_;
 };

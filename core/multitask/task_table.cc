@@ -8,10 +8,25 @@
 namespace f2obo {
 namespace {
 
-// aux[0] of this layout: {kMark, touched}.
-constexpr double kMark = -1.0;
+// aux[0] of this layout ({kMark, touched}) and of the one with a part per
+// vector ({kPartPerVectorMark, touched}).
+constexpr double kMark = -2.0;
+constexpr double kPartPerVectorMark = -1.0;
+
+bool Marked(const SessionState& s, double mark) {
+  return !s.aux.empty() && s.aux[0].size() == 2 && s.aux[0][0] == mark;
+}
 
 }  // namespace
+
+TaskTable::TaskTable(std::vector<int> globals, std::vector<int> block, int tasks)
+    : globals_(std::move(globals)),
+      block_(std::move(block)),
+      offset_(block_.size() + 1, 0),
+      tasks_(tasks),
+      pages_((tasks + kPageTasks - 1) / kPageTasks) {
+  for (size_t b = 0; b < block_.size(); ++b) offset_[b + 1] = offset_[b] + block_[b];
+}
 
 void TaskTable::Init(SessionState* s, std::vector<Vector> globals) const {
   s->aux.clear();
@@ -36,22 +51,44 @@ int TaskTable::Insert(SessionState* s, int task, const std::vector<Vector>& bloc
   if (page.size() == 0) page = Vector::Zero(kPageTasks);
   page[task % kPageTasks] = slot + 1;
   s->aux[0][1] = slot + 1;
-  for (const Vector& v : block) s->aux.push_back(v);
+  Vector joined(block_entries());
+  for (size_t b = 0; b < block_.size(); ++b) joined.segment(offset_[b], block_[b]) = block[b];
+  s->aux.push_back(std::move(joined));
   return slot;
 }
 
+void TaskTable::Load(const SessionState& s, int slot, std::vector<Vector>* block) const {
+  const Vector& joined = s.aux[Index(slot)];
+  block->resize(block_.size());
+  for (size_t b = 0; b < block_.size(); ++b) (*block)[b] = joined.segment(offset_[b], block_[b]);
+}
+
+void TaskTable::Store(SessionState* s, int slot, const std::vector<Vector>& block) const {
+  Vector& joined = s->aux[Index(slot)];
+  for (size_t b = 0; b < block_.size(); ++b) joined.segment(offset_[b], block_[b]) = block[b];
+}
+
+std::string TaskTable::Where(int slot, int b, int entry) const {
+  return absl::StrCat("state.aux[", Index(slot), "][", offset_[b] + entry, "]");
+}
+
 absl::Status TaskTable::Validate(const SessionState& s) const {
+  return ValidateLayout(s, kMark, {block_entries()});
+}
+
+absl::Status TaskTable::ValidateLayout(const SessionState& s, double mark,
+                                       const std::vector<int>& per_slot) const {
   const size_t fixed = 1 + globals_.size() + pages_;
-  if (s.aux.size() < fixed || (s.aux.size() - fixed) % block_.size() != 0) {
+  if (s.aux.size() < fixed || (s.aux.size() - fixed) % per_slot.size() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "state.aux: ", s.aux.size(), " vectors; a multi-task state of this algorithm and ", tasks_,
-        " tasks holds 1 + ", globals_.size(), " + ", pages_, " index pages + ", block_.size(),
+        " tasks holds 1 + ", globals_.size(), " + ", pages_, " index pages + ", per_slot.size(),
         " per touched task (a state written by another algorithm?)"));
   }
   const Vector& head = s.aux[0];
-  const size_t touched = (s.aux.size() - fixed) / block_.size();
-  if (head.size() != 2 || head[0] != kMark || head[1] != static_cast<double>(touched)) {
-    return absl::InvalidArgumentError(absl::StrCat("state.aux[0]: expected {", kMark, ", ", touched,
+  const size_t touched = (s.aux.size() - fixed) / per_slot.size();
+  if (head.size() != 2 || head[0] != mark || head[1] != static_cast<double>(touched)) {
+    return absl::InvalidArgumentError(absl::StrCat("state.aux[0]: expected {", mark, ", ", touched,
                                                    "} (the layout's mark and the ", touched,
                                                    " touched tasks the state holds)"));
   }
@@ -92,7 +129,7 @@ absl::Status TaskTable::Validate(const SessionState& s) const {
                                                    " touched tasks, the state holds ", touched));
   }
   for (size_t i = fixed; i < s.aux.size(); ++i) {
-    const int expected = block_[(i - fixed) % block_.size()];
+    const int expected = per_slot[(i - fixed) % per_slot.size()];
     if (s.aux[i].size() != expected) {
       return absl::InvalidArgumentError(absl::StrCat("state.aux[", i, "]: has ", s.aux[i].size(),
                                                      " entries, expected ", expected));
@@ -101,8 +138,31 @@ absl::Status TaskTable::Validate(const SessionState& s) const {
   return absl::OkStatus();
 }
 
+Vector TaskTable::Joined(const StateParts& parts, size_t first) const {
+  Vector joined(block_entries());
+  for (size_t b = 0; b < block_.size(); ++b) {
+    joined.segment(offset_[b], block_[b]) = parts[first + b];
+  }
+  return joined;
+}
+
 bool TaskTable::IsLegacy(const SessionState& s) {
-  return !s.aux.empty() && !(s.aux[0].size() == 2 && s.aux[0][0] == kMark);
+  return !s.aux.empty() && !Marked(s, kMark) && !Marked(s, kPartPerVectorMark);
+}
+
+bool TaskTable::IsPartPerVector(const SessionState& s) { return Marked(s, kPartPerVectorMark); }
+
+absl::Status TaskTable::MigratePartPerVector(SessionState* s) const {
+  if (absl::Status st = ValidateLayout(*s, kPartPerVectorMark, block_); !st.ok()) return st;
+  const StateParts& old = s->aux;
+  const size_t fixed = 1 + globals_.size() + pages_;
+  const size_t touched = (old.size() - fixed) / block_.size();
+  StateParts aux;
+  aux.push_back((Vector(2) << kMark, static_cast<double>(touched)).finished());
+  for (size_t i = 1; i < fixed; ++i) aux.push_back(old[i]);
+  for (size_t k = 0; k < touched; ++k) aux.push_back(Joined(old, fixed + k * block_.size()));
+  s->aux = std::move(aux);
+  return absl::OkStatus();
 }
 
 absl::Status TaskTable::MigrateLegacy(SessionState* s) const {
@@ -129,6 +189,13 @@ absl::Status TaskTable::MigrateLegacy(SessionState* s) const {
                        ") above the one before it (touched tasks are listed in increasing order)"));
     }
   }
+  for (size_t i = fixed; i < s->aux.size(); ++i) {
+    const int expected = block_[(i - fixed) % block_.size()];
+    if (s->aux[i].size() != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("state.aux[", i, "]: has ", s->aux[i].size(),
+                                                     " entries, expected ", expected));
+    }
+  }
   const StateParts& old = s->aux;
   StateParts aux;
   aux.push_back((Vector(2) << kMark, static_cast<double>(touched)).finished());
@@ -140,7 +207,7 @@ absl::Status TaskTable::MigrateLegacy(SessionState* s) const {
     if (page.size() == 0) page = Vector::Zero(kPageTasks);
     page[task % kPageTasks] = static_cast<double>(k + 1);
   }
-  for (size_t i = fixed; i < old.size(); ++i) aux.push_back(old[i]);
+  for (size_t k = 0; k < touched; ++k) aux.push_back(Joined(old, fixed + k * block_.size()));
   s->aux = std::move(aux);
   return absl::OkStatus();
 }

@@ -77,19 +77,20 @@ std::string SumProblem(const Stmt& row, int col, int64_t computed) {
 
 }  // namespace
 
-absl::StatusOr<std::string> SessionStore::JoinParts(const std::string& id, const std::string& head,
-                                                    int64_t count) {
+absl::StatusOr<Checkpoint> SessionStore::JoinParts(const std::string& id, const std::string& head,
+                                                   int64_t count) {
   if (count < 0 || count > (int64_t{1} << 40)) {
     return absl::DataLossError(absl::StrCat("state: ", count, " parts is not a part count"));
   }
-  std::vector<std::string> parts(static_cast<size_t>(count));
+  absl::StatusOr<Checkpoint> joined = DeserializeCheckpointHead(head, static_cast<size_t>(count));
+  if (!joined.ok()) return joined.status();
   Stmt rows(db_, "SELECT idx, part, part_sum FROM state_parts WHERE id = ? ORDER BY idx");
   if (!rows.ok()) return rows.Error("reading state parts");
   rows.Text(1, id);
   int rc;
   while ((rc = rows.Step()) == SQLITE_ROW) {
     const int64_t index = rows.ColumnInt(0);
-    std::string bytes = rows.Column(1);
+    const absl::string_view bytes = rows.ColumnView(1);
     if (index < 0 || index >= count) {
       return absl::DataLossError(
           absl::StrCat("state part ", index, " beyond the state's ", count, " parts"));
@@ -97,12 +98,13 @@ absl::StatusOr<std::string> SessionStore::JoinParts(const std::string& id, const
     if (std::string p = SumProblem(rows, 2, RecordSum("part", id, index, bytes)); !p.empty()) {
       return absl::DataLossError(absl::StrCat("state part ", index, " ", p));
     }
-    parts[static_cast<size_t>(index)] = std::move(bytes);
+    // Decoded straight into the state: one pass, no joined encoding.
+    if (absl::Status st = SetAuxPart(static_cast<size_t>(index), bytes, &*joined); !st.ok()) {
+      return st;
+    }
   }
   if (rc != SQLITE_DONE) return rows.Error("reading state parts");
-  absl::StatusOr<Checkpoint> joined = JoinCheckpoint(head, parts);
-  if (!joined.ok()) return joined.status();
-  return SerializeCheckpoint(*joined);
+  return joined;
 }
 
 absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
@@ -128,13 +130,13 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
       continue;
     }
     const std::string spec = row.Column(0);
-    s.state = row.Column(1);
+    const std::string state = row.Column(1);
     const int64_t t = row.ColumnInt(2);
     if (std::string p = SumProblem(row, 3, RecordSum("spec", id, 0, spec)); !p.empty()) {
       damaged(absl::StrCat("spec ", p));
       continue;
     }
-    if (std::string p = SumProblem(row, 4, RecordSum("state", id, t, s.state)); !p.empty()) {
+    if (std::string p = SumProblem(row, 4, RecordSum("state", id, t, state)); !p.empty()) {
       damaged(absl::StrCat("state ", p));
       continue;
     }
@@ -142,16 +144,10 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
       damaged("spec does not parse");
       continue;
     }
-    if (!row.IsNull(5)) {
-      // In parts: the head and the row of every non-empty aux vector.
-      absl::StatusOr<std::string> joined = JoinParts(id, s.state, row.ColumnInt(5));
-      if (!joined.ok()) {
-        damaged(joined.status().message());
-        continue;
-      }
-      s.state = *std::move(joined);
-    }
-    absl::StatusOr<Checkpoint> st = DeserializeCheckpoint(s.state);
+    // In parts: the head and the row of every non-empty aux vector, joined
+    // as they are decoded (the state is not encoded whole again).
+    absl::StatusOr<Checkpoint> st =
+        row.IsNull(5) ? DeserializeCheckpoint(state) : JoinParts(id, state, row.ColumnInt(5));
     if (!st.ok()) {
       damaged(st.status().message());
       continue;
@@ -160,6 +156,7 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
       damaged(absl::StrCat("state is at step ", st->state.t, " but its row says ", t));
       continue;
     }
+    s.state = *std::move(st);
     Stmt replies(db_, "SELECT t, reply, reply_sum FROM replies WHERE id = ? ORDER BY t");
     if (!replies.ok()) return replies.Error("reading replies");
     replies.Text(1, id);

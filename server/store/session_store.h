@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/state.h"
 #include "f2obo/v1/f2obo.pb.h"
 
 struct sqlite3;
@@ -61,7 +62,7 @@ enum class Durability { kSync, kNone };
 struct StoredSession {
   std::string id;
   v1::SessionSpec spec;
-  std::string state;                   // SerializeState bytes
+  Checkpoint state;                    // decoded (a head joined with its parts)
   std::vector<v1::StepReply> replies;  // oldest first
   // Next step index of each kept checkpoint, oldest first (their bytes are
   // read on use: LoadCheckpoint).
@@ -281,10 +282,11 @@ class SessionStore {
   // Writer thread: after a step write was applied (or failed), whether the
   // session's next step must write its state complete.
   void NoteStepOutcome(const Write& w);
-  // LoadAll: session `id`'s whole state encoding from its head and its
-  // `count` parts, every part checksum-verified (DATA_LOSS naming the part).
-  absl::StatusOr<std::string> JoinParts(const std::string& id, const std::string& head,
-                                        int64_t count);
+  // LoadAll: session `id`'s state from its head and its `count` parts,
+  // every part checksum-verified (DATA_LOSS naming the part), each decoded
+  // into the state as it is read.
+  absl::StatusOr<Checkpoint> JoinParts(const std::string& id, const std::string& head,
+                                       int64_t count);
   // Writer thread only: sets Write::state_superseded across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);  // writer thread only

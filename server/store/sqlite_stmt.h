@@ -36,6 +36,11 @@ class Stmt {
     const void* p = sqlite3_column_blob(stmt_, i);
     return std::string(static_cast<const char*>(p), sqlite3_column_bytes(stmt_, i));
   }
+  // Column i's bytes without a copy: valid until the next Step (or reset).
+  absl::string_view ColumnView(int i) const {
+    const void* p = sqlite3_column_blob(stmt_, i);
+    return absl::string_view(static_cast<const char*>(p), sqlite3_column_bytes(stmt_, i));
+  }
   int64_t ColumnInt(int i) const { return sqlite3_column_int64(stmt_, i); }
   bool IsNull(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
   absl::Status Error(const char* what) const {

@@ -126,7 +126,7 @@ TEST_F(CheckpointStoreTest, RollbackRestoresTheStateCutsRepliesAndLaterCheckpoin
     const LoadedStore loaded = Reload();
     const StoredSession* a = Loaded(loaded, "a");
     ASSERT_NE(a, nullptr);
-    EXPECT_EQ(a->state, StateAt(5));
+    EXPECT_EQ(SerializeCheckpoint(a->state), StateAt(5));
     ASSERT_THAT(a->replies, SizeIs(1));
     EXPECT_EQ(a->replies[0].t(), 4);
     EXPECT_THAT(a->checkpoints, ElementsAre(1, 3, 5));
@@ -138,7 +138,7 @@ TEST_F(CheckpointStoreTest, RollbackRestoresTheStateCutsRepliesAndLaterCheckpoin
   const LoadedStore loaded = Reload();
   const StoredSession* a = Loaded(loaded, "a");
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->state, StateAt(8));
+  EXPECT_EQ(SerializeCheckpoint(a->state), StateAt(8));
   std::vector<int64_t> replied;
   for (const v1::StepReply& r : a->replies) replied.push_back(r.t());
   EXPECT_THAT(replied, ElementsAre(4, 5, 6, 7));
@@ -196,7 +196,7 @@ TEST_F(CheckpointStoreTest, AVersionOneFileGainsTheCheckpointsTableAndItsSession
   testing::RewriteWithFnvSums(DbPath(), 1, "DROP TABLE checkpoints; DROP TABLE fences");
   const LoadedStore loaded = Reload();
   ASSERT_NE(Loaded(loaded, "old"), nullptr);
-  EXPECT_EQ(Loaded(loaded, "old")->state, StateAt(3));
+  EXPECT_EQ(SerializeCheckpoint(Loaded(loaded, "old")->state), StateAt(3));
   EXPECT_THAT(Loaded(loaded, "old")->checkpoints, IsEmpty());
   ASSERT_TRUE(store_->PutCheckpoint("old", 3, StateAt(3), 2).ok());
   EXPECT_EQ(*store_->LoadCheckpoint("old", 3), StateAt(3));

@@ -78,7 +78,7 @@ TEST_F(StoreTest, AVersionZeroFileMigratesLoadsBitExactAndIsCheckedFromThenOn) {
     EXPECT_EQ(UserVersion(DbPath(dir_)), SessionStore::kSchemaVersion);
     ASSERT_THAT(loaded.sessions, SizeIs(1));
     EXPECT_EQ(loaded.sessions[0].id, "old1");
-    EXPECT_EQ(loaded.sessions[0].state, good);
+    EXPECT_EQ(SerializeCheckpoint(loaded.sessions[0].state), good);
     EXPECT_EQ(loaded.sessions[0].spec.SerializeAsString(), SpecFor("old1").SerializeAsString());
     ASSERT_THAT(loaded.sessions[0].replies, SizeIs(1));
     EXPECT_EQ(loaded.sessions[0].replies[0].SerializeAsString(),
