@@ -4,7 +4,9 @@
 // Z (n x C, small), and the back-projection A^T R.  grad_y g at z and y (the
 // F2OBO inner iteration) and the HVP's two logits passes use the two models
 // side by side, [W_1 W_2] (d x 2C), so each a_i is read once per pass and the
-// products are twice as wide.  CSR batches keep the row loops of
+// products are twice as wide.  Small shapes (small_gemm.h) use in-place
+// product loops and a block softmax with a vectorized exp (softmax_rows.h)
+// instead of Eigen's GEMM and libm's exp.  CSR batches keep the row loops of
 // logistic_hpo.cc (their work is in the rows' non-zeros, not in a product).
 #include <algorithm>
 
@@ -12,6 +14,7 @@
 #include "core/families/logistic_hpo.h"
 #include "core/families/small_gemm.h"
 #include "core/families/softmax.h"
+#include "core/families/softmax_rows.h"
 
 namespace f2obo {
 namespace {
@@ -51,6 +54,7 @@ void TransposeProduct(const A& a, const R& r, G&& g) {
 void LogisticHpoFamily::ReserveDense() {
   const int rows = std::clamp(65536 / (2 * c_), 1, 256);
   Buffer(&logits_, rows, 2 * c_);
+  Buffer(&rows_scratch_, 2 * rows, 1);
   // Not for huge models (valid configs reach 2^31 entries): Prepare sizes it.
   if (static_cast<int64_t>(d_) * c_ <= (int64_t{1} << 19)) Buffer(&wpair_, d_, 2 * c_);
 }
@@ -63,6 +67,7 @@ void LogisticHpoFamily::PrepareDense(const StepData& data) {
   if (rows == 0) return;
   Buffer(&logits_, rows, 2 * c_);
   Buffer(&wpair_, d_, 2 * c_);
+  Buffer(&rows_scratch_, 2 * rows, 1);
 }
 
 Eigen::Map<const RowMatrix> LogisticHpoFamily::DenseRows(const BatchView& view) {
@@ -88,16 +93,30 @@ double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& vie
   const Eigen::Map<const RowMatrix> a = DenseRows(view);
   Eigen::Map<RowMatrix> z = DenseLogits(a, y);
   double loss = 0.0;
-  for (int k = 0; k < n; ++k) {
-    double* zk = z.row(k).data();
-    const int l = b.labels[view.rows.row(k)];
-    if (gy == nullptr) {
-      loss += SoftmaxCrossEntropy(zk, c_, l);
-      continue;
+  if (SmallProductShape(n, d_, c_)) {
+    // The block's softmax at once (softmax_rows.h): vectorized exp.
+    double* ce = Buffer(&rows_scratch_, 2 * n, 1).data();
+    auto label = [&](int k) { return b.labels[view.rows.row(k)]; };
+    SoftmaxRowsInPlace(z.data(), n, c_, c_, label, ce, ce + n);
+    for (int k = 0; k < n; ++k) loss += ce[k];
+    if (gy == nullptr) return loss * inv_n;
+    for (int k = 0; k < n; ++k) {
+      double* zk = z.row(k).data();
+      zk[label(k)] -= 1.0;  // r = p - e_l
+      for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
     }
-    loss += SoftmaxInPlace(zk, c_, l);
-    zk[l] -= 1.0;  // r = p - e_l
-    for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
+  } else {
+    for (int k = 0; k < n; ++k) {
+      double* zk = z.row(k).data();
+      const int l = b.labels[view.rows.row(k)];
+      if (gy == nullptr) {
+        loss += SoftmaxCrossEntropy(zk, c_, l);
+        continue;
+      }
+      loss += SoftmaxInPlace(zk, c_, l);
+      zk[l] -= 1.0;  // r = p - e_l
+      for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
+    }
   }
   if (gy != nullptr) {
     TransposeProduct(a, z, Eigen::Map<RowMatrix>(gy->data(), d_, c_));
@@ -132,15 +151,30 @@ void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const 
   const double inv_n = InverseRows(inner);
   const Eigen::Map<const RowMatrix> a = DenseRows(inner);
   Eigen::Map<RowMatrix> z = DenseLogitsPair(a, y1, y2);
-  for (int k = 0; k < inner.rows.n; ++k) {
-    double* z1 = z.row(k).data();
-    double* z2 = z1 + c_;
-    const int l = b.labels[inner.rows.row(k)];
-    SoftmaxInPlace(z1, c_);
-    SoftmaxInPlace(z2, c_);
-    z1[l] -= 1.0;
-    z2[l] -= 1.0;
-    for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
+  const int n = inner.rows.n;
+  if (SmallProductShape(n, d_, 2 * c_)) {
+    // Both halves of every row as 2n rows of C (softmax_rows.h).
+    auto none = [](int) { return 0; };
+    SoftmaxRowsInPlace(z.data(), 2 * n, c_, c_, none, nullptr,
+                       Buffer(&rows_scratch_, 2 * n, 1).data());
+    for (int k = 0; k < n; ++k) {
+      double* z1 = z.row(k).data();
+      const int l = b.labels[inner.rows.row(k)];
+      z1[l] -= 1.0;
+      z1[c_ + l] -= 1.0;
+      for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
+    }
+  } else {
+    for (int k = 0; k < n; ++k) {
+      double* z1 = z.row(k).data();
+      double* z2 = z1 + c_;
+      const int l = b.labels[inner.rows.row(k)];
+      SoftmaxInPlace(z1, c_);
+      SoftmaxInPlace(z2, c_);
+      z1[l] -= 1.0;
+      z2[l] -= 1.0;
+      for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
+    }
   }
   if (SmallProductShape(a.rows(), d_, 2 * c_)) {
     SmallTransposeProduct(a, z.leftCols(c_), Eigen::Map<RowMatrix>(gy1->data(), d_, c_));

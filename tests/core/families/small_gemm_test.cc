@@ -8,9 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "core/families/blocked_gemm.h"
+#include "core/families/softmax.h"
+#include "core/families/softmax_rows.h"
 
 namespace f2obo {
 namespace {
@@ -72,6 +75,54 @@ TEST(SmallGemm, TheSmallShapesAreTheBenchmarksSmallRoundNotItsMedium) {
   EXPECT_TRUE(SmallProductShape(8, 20, 6));      // d = 20, C = 3 pair, 8 rows
   EXPECT_FALSE(SmallProductShape(32, 100, 10));  // medium: Eigen's GEMM was faster
   EXPECT_FALSE(SmallProductShape(8, 20, 21));    // no compiled width that large
+}
+
+TEST(SoftmaxRows, ExpNonPositiveIsWithinTwoUlpsOfLibm) {
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<double> u(-708.0, 0.0), small(-1.0, 0.0);
+  for (int k = 0; k < 200000; ++k) {
+    const double x = k % 2 == 0 ? u(rng) : small(rng);
+    const double e = std::exp(x);
+    EXPECT_LE(std::abs(ExpNonPositive(x) - e), 2.0 * std::numeric_limits<double>::epsilon() * e)
+        << x;
+  }
+  EXPECT_EQ(ExpNonPositive(0.0), 1.0);
+  EXPECT_EQ(ExpNonPositive(-0.0), 1.0);
+  EXPECT_EQ(ExpNonPositive(-709.0), 0.0);  // below DBL_MIN: flushed
+  EXPECT_EQ(ExpNonPositive(-std::numeric_limits<double>::infinity()), 0.0);
+  EXPECT_TRUE(std::isnan(ExpNonPositive(std::numeric_limits<double>::quiet_NaN())));
+}
+
+TEST(SoftmaxRows, MatchesSoftmaxInPlaceRowByRowIncludingNonFiniteRows) {
+  std::mt19937_64 rng(30);
+  std::normal_distribution<double> n01;
+  constexpr int kN = 9, kC = 3;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  RowMatrix z = RowMatrix::NullaryExpr(kN, kC, [&] { return 5.0 * n01(rng); });
+  z(1, 2) = 1e300;  // huge logits keep their digits (max subtracted first)
+  z(1, 0) = 1e300;
+  z(2, 0) = kInf;   // a non-finite maximum: NaN row
+  z(3, 1) = -kInf;  // a -inf logit: probability 0
+  z(4, 2) = std::numeric_limits<double>::quiet_NaN();
+  const int labels[kN] = {0, 1, 2, 0, 1, 2, 0, 1, 2};
+  RowMatrix rows = z;
+  double ce[kN], scratch[kN];
+  SoftmaxRowsInPlace(
+      rows.data(), kN, kC, kC, [&](int i) { return labels[i]; }, ce, scratch);
+  for (int i = 0; i < kN; ++i) {
+    double ref[kC] = {z(i, 0), z(i, 1), z(i, 2)};
+    const double ref_ce = SoftmaxInPlace(ref, kC, labels[i]);
+    if (std::isnan(ref_ce)) {
+      EXPECT_TRUE(std::isnan(ce[i])) << i;
+      for (int j = 0; j < kC; ++j) EXPECT_TRUE(std::isnan(rows(i, j))) << i;
+      continue;
+    }
+    EXPECT_NEAR(ce[i], ref_ce, 4e-16 * (1.0 + std::abs(ref_ce))) << i;
+    for (int j = 0; j < kC; ++j) EXPECT_NEAR(rows(i, j), ref[j], 4e-16) << i << "," << j;
+  }
+  EXPECT_EQ(rows(3, 1), 0.0);
+  EXPECT_TRUE(std::isnan(rows(2, 1)));
+  EXPECT_TRUE(std::isnan(rows(4, 0)));
 }
 
 }  // namespace
