@@ -26,6 +26,10 @@ struct AlgorithmInfo {
   // The setting of the paper's experiments, applied over the defaults (may
   // be null); tests run every algorithm at both.
   void (*experiment)(AlgorithmOptions*) = nullptr;
+  // Whether its rounds ask the family for values and first derivatives
+  // only (no HVP): what an oracle family (core/families/oracle_family.h),
+  // whose client answers nothing more, can serve.
+  bool first_order = false;
 };
 
 // The generic defaults with the entry's own applied.

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,8 @@ std::string InputNumberProblem(double v);
 absl::Status CheckInputNumbers(const double* v, int64_t n, absl::string_view field,
                                int64_t cols = 0);
 
+class Oracle;  // core/oracle.h
+
 struct Batch {
   // Features: `dense` unless `sparse_features`, then `csr`.
   bool sparse_features = false;
@@ -51,9 +54,17 @@ struct Batch {
   Matrix M;
   Vector c;
   Vector d;
+  // Oracle families (core/families/oracle_family.h): the rows stay with
+  // the client, which answers for them through `oracle`; the server knows
+  // only how many there are.  Null for every other family.
+  std::shared_ptr<Oracle> oracle;
+  int oracle_rows = 0;
 
   // Number of samples (0 for families without samples, e.g. quadratic).
-  int rows() const { return static_cast<int>(sparse_features ? csr.rows() : dense.rows()); }
+  int rows() const {
+    if (oracle != nullptr) return oracle_rows;
+    return static_cast<int>(sparse_features ? csr.rows() : dense.rows());
+  }
   int cols() const { return static_cast<int>(sparse_features ? csr.cols() : dense.cols()); }
   // Bytes of sample data a full pass reads (for throughput figures).
   int64_t FeatureBytes() const;

@@ -35,6 +35,22 @@ void Family::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const 
   G(x, y2, inner, nullptr, gy2);
 }
 
+void Family::InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
+                                 const BatchView& upper, const BatchView& inner, Vector* gz,
+                                 Vector* gy_g, Vector* gy_f) {
+  GradYGPair(x, z, y, inner, gz, gy_g);
+  F(x, y, upper, nullptr, gy_f);
+}
+
+void Family::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
+                                const BatchView& upper, const BatchView& inner, Vector* gx_f,
+                                Vector* gy_f, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                                Vector* gz) {
+  F(x, y, upper, gx_f, gy_f);
+  G(x, y, inner, gx_g_y, gy_g);
+  G(x, z, inner, gx_g_z, gz);
+}
+
 Smoothness Family::EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) {
   constexpr double kSafety = 1.1;
   const BatchView upper = BatchView::All(data.upper);

@@ -76,6 +76,32 @@ class Family {
   virtual void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
                           Vector* gy1, Vector* gy2);
 
+  // The three gradients of one F2OBO inner iteration (Alg. 1 lines 5-6):
+  // grad_y g at z and at y on `inner`, grad_y f at y on `upper`.  Default:
+  // GradYGPair then F.  A family whose evaluations each cost a round trip
+  // (the oracle family) asks for the three at once.
+  virtual void InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
+                                   const BatchView& upper, const BatchView& inner, Vector* gz,
+                                   Vector* gy_g, Vector* gy_f);
+  // The six gradients of the penalty hypergradient (Alg. 1 line 9): grad_x
+  // and grad_y of f at y, of g at y and of g at z.  Default: F, G, G.
+  virtual void HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
+                                  const BatchView& upper, const BatchView& inner, Vector* gx_f,
+                                  Vector* gy_f, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                                  Vector* gz);
+
+  // Whether the HVPs below (and so the default EstimateSmoothness) can be
+  // asked.  False for the oracle family, whose client answers values and
+  // first derivatives only: algorithms that need more are refused at create.
+  virtual bool has_hvp() const { return true; }
+  // OK unless an evaluation of this round failed.  Only a family whose
+  // values come from outside (the oracle family: the client went silent,
+  // away, or answered badly) can fail; its failed evaluations write NaN and
+  // later ones fail at once, and the round that asked must be discarded
+  // with this status (it says why better than the NaN it left).  Prepare
+  // clears it.
+  virtual absl::Status RoundFailure() const { return absl::OkStatus(); }
+
   // out = grad2_yy g(x, y) v        (y_dim)
   virtual void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
                       Vector* out) = 0;

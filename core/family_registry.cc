@@ -5,6 +5,7 @@
 #include "absl/strings/strip.h"
 #include "core/families/logistic_hpo.h"
 #include "core/families/loss_tuning.h"
+#include "core/families/oracle_family.h"
 #include "core/families/quadratic.h"
 #include "core/families/ridge_hpo.h"
 
@@ -17,10 +18,9 @@ struct Entry {
 };
 
 constexpr Entry kFamilies[] = {
-    {"quadratic", &QuadraticFamily::Create},
-    {"ridge_hpo", &RidgeHpoFamily::Create},
-    {"logistic_hpo", &LogisticHpoFamily::Create},
-    {"loss_tuning", &LossTuningFamily::Create},
+    {"quadratic", &QuadraticFamily::Create},      {"ridge_hpo", &RidgeHpoFamily::Create},
+    {"logistic_hpo", &LogisticHpoFamily::Create}, {"loss_tuning", &LossTuningFamily::Create},
+    {OracleFamily::kName, &OracleFamily::Create},
 };
 
 }  // namespace

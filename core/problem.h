@@ -94,6 +94,10 @@ class Problem {
   // evaluator for the metrics worker, and how one step's metrics add to the
   // running sums.
   virtual int DefaultExactEvery() const = 0;
+  // Whether exact metrics can be computed at all (not for a family without
+  // HVPs, the oracle family): a session asking for them is refused, and
+  // its metrics say they are absent, not zero.
+  virtual bool HasExactMetrics() const { return true; }
   virtual absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const = 0;
   virtual void Accumulate(const ClassMetrics& m, RunningMetrics* running) const = 0;
 };

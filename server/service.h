@@ -18,6 +18,9 @@
 
 namespace f2obo::server {
 
+class OracleWatchdog;  // server/oracle_stream.h
+struct OraclePoints;
+
 // What the service tells its observers (the Prometheus series).
 class ServiceObserver {
  public:
@@ -68,6 +71,10 @@ class F2oboService final : public v1::F2obo::Service {
   grpc::Status Step(grpc::ServerContext*, const v1::StepRequest*, v1::StepReply*) override;
   grpc::Status Steps(grpc::ServerContext*,
                      grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>*) override;
+  // server/service_oracle.cc
+  grpc::Status OracleSteps(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<v1::OracleServerMessage, v1::OracleClientMessage>*) override;
   grpc::Status GetDecision(grpc::ServerContext*, const v1::GetDecisionRequest*,
                            v1::Decision*) override;
   grpc::Status WatchMetrics(grpc::ServerContext*, const v1::WatchMetricsRequest*,
@@ -137,6 +144,11 @@ class F2oboService final : public v1::F2obo::Service {
                      const std::function<absl::Status()>& body);
   // The refusal of work arriving during shutdown (reported to the observer).
   grpc::Status Refuse(const char* method);
+  // One oracle step opened on `stream` (service_oracle.cc).
+  absl::StatusOr<v1::StepReply> OracleStep(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::OracleServerMessage, v1::OracleClientMessage>* stream,
+      const v1::OracleStepOpen& open, OracleWatchdog* watchdog, OraclePoints* points);
   // A stream's status once Read() returned false: OK at the client's end,
   // INVALID_ARGUMENT (reported) when a message could not be decoded.
   grpc::Status StreamEnd(const char* method);

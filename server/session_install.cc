@@ -235,6 +235,13 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareCr
   reserved = std::make_unique<Reservation>(this, *room);
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
   if (!session.ok()) return session.status();
+  if (!(*session)->problem().HasExactMetrics() && req.spec().metrics().exact_every() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics.exact_every: ", req.spec().metrics().exact_every(), ": family '",
+        req.spec().family().name(),
+        "' has no exact metrics (the true hypergradient needs Hessian-vector products, which "
+        "its client does not answer); leave exact_every unset or 0"));
+  }
   auto entry = std::make_shared<Entry>();
   entry->id = req.session_id();
   entry->exact_every = ExactEvery(req.spec(), **session);

@@ -25,6 +25,7 @@ bool ValidSessionId(const std::string& id) {
 // (create, import, recovery), so that an imported session without the
 // field does not silently lose its metrics.
 int SessionManager::ExactEvery(const v1::SessionSpec& spec, const Session& session) {
+  if (!session.problem().HasExactMetrics()) return 0;
   if (spec.metrics().has_exact_every()) return spec.metrics().exact_every();
   return session.problem().DefaultExactEvery();
 }
@@ -358,6 +359,14 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
       Decode(req.upper(), req.inner(), req.tasks());
   if (!data.ok()) return data.status();
   return Apply(**found, req.t(), *data, call);
+}
+
+absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
+    const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
+    const grpc::ServerContext* call) {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  return Apply(**found, t, data, call);
 }
 
 absl::Status SessionManager::ValidateBatches(const std::string& id, const StepData& data) const {

@@ -144,6 +144,11 @@ class SessionManager {
   // fails (or its deadline passes while it waits), the call fails naming
   // the session and none of them changed.  `group_id` names the faults'
   // points (server/fault_points.h).
+  // Applies decoded batches to session `id` as step t, as Step does after
+  // decoding (OracleSteps: data that carries its oracle, not decoded rows).
+  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
+                                             const std::shared_ptr<const StepData>& data,
+                                             const grpc::ServerContext* call = nullptr);
   absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> ApplyAll(
       const std::string& group_id, const std::vector<std::string>& ids, int64_t t,
       const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call = nullptr);
@@ -167,6 +172,9 @@ class SessionManager {
   // Server shutdown: every running and later round stops (UNAVAILABLE,
   // nothing applied).  Irreversible.
   void StopRounds() { round_stops_.shutdown.store(true); }
+  // What StopRounds sets, for rounds that wait outside Apply's own control
+  // (an oracle round's wait for its client, server/oracle_stream.h).
+  const RoundStopFlags* round_stops() const { return &round_stops_; }
   // The family checks of session `id` on these batches, without a round.
   absl::Status ValidateBatches(const std::string& id, const StepData& data) const;
 

@@ -133,7 +133,7 @@ const BilevelAlgorithmEntry& Af2oboAlgorithm() {
        PenaltyRoundOptions().Add({Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto,
                                   Opt::beta_scaling, Opt::delta_y, Opt::delta_z,
                                   Opt::max_inner_iterations}),
-       nullptr, &CheckPenaltyOptions, &PaperExperiment},
+       nullptr, &CheckPenaltyOptions, &PaperExperiment, /*first_order=*/true},
       &Create};
   return entry;
 }

@@ -86,7 +86,7 @@ const BilevelAlgorithmEntry& F2oboAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"f2obo", ProblemClass::kBilevel,
        "F2OBO (Jia & Chen, Alg. 1): K gradient steps on z and y, penalty hypergradient", Reads(),
-       nullptr, &CheckPenaltyOptions, &PaperExperiment},
+       nullptr, &CheckPenaltyOptions, &PaperExperiment, /*first_order=*/true},
       &Create};
   return entry;
 }
@@ -95,7 +95,7 @@ const BilevelAlgorithmEntry& F2oboSlAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"f2obo_sl", ProblemClass::kBilevel,
        "F2OBO-SL (Jia & Chen, Alg. 1 with K = 1, Theorem 3.2): single loop, tau = 1/3", Reads(),
-       &SingleLoopDefaults, &SingleLoopCheck, nullptr},
+       &SingleLoopDefaults, &SingleLoopCheck, nullptr, /*first_order=*/true},
       &Create};
   return entry;
 }

@@ -56,8 +56,7 @@ class Sf2obo final : public BilevelAlgorithm {
       if (absl::Status st = ContinueRound(); !st.ok()) return st;
       const BatchView xi = sampler_.DrawUpper(data.upper, b_up, &s->rng);
       const BatchView zeta = sampler_.DrawInner(data.inner, b_in, &s->rng);
-      family.GradYGPair(s->x, s->z, s->y, zeta, &ws_.gz, &ws_.gy_g);
-      family.F(s->x, s->y, xi, nullptr, &ws_.gy_f);
+      family.InnerIterationGrads(s->x, s->z, s->y, xi, zeta, &ws_.gz, &ws_.gy_g, &ws_.gy_f);
       s->z.noalias() -= alpha * ws_.gz;
       ws_.gy_f += lambda * ws_.gy_g;
       s->y.noalias() -= beta * ws_.gy_f;
@@ -155,7 +154,7 @@ const BilevelAlgorithmEntry& Sf2oboAlgorithm() {
                                   Opt::batch_growth, Opt::hyper_batch_growth, Opt::batch_scale,
                                   Opt::inner_schedule, Opt::inner_schedule_scale,
                                   Opt::max_scheduled_inner_steps}),
-       &Defaults, &Check, &PaperExperiment},
+       &Defaults, &Check, &PaperExperiment, /*first_order=*/true},
       &Create};
   return entry;
 }

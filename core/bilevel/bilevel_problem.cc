@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/algorithm_registry.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
@@ -41,6 +42,29 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
   const ConstraintSet set_;
   const double gamma_;
 };
+
+// A family without HVPs (the oracle family) serves only the first-order
+// algorithms, without automatic step sizes (estimated with HVPs).
+absl::Status CheckHvpFree(const Family& family, const AlgorithmInfo& info,
+                          const AlgorithmOptions& o) {
+  if (family.has_hvp()) return absl::OkStatus();
+  if (!info.first_order) {
+    std::vector<std::string> served;
+    for (const BilevelAlgorithmEntry* e : BilevelAlgorithms()) {
+      if (e->info.first_order) served.push_back(e->info.name);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "algorithm: '", info.name, "' needs Hessian-vector products, which family '",
+        std::string(family.name()), "' does not answer; it serves ", absl::StrJoin(served, ", ")));
+  }
+  if (AlphaIsAuto(o) || BetaIsAuto(o)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.alpha_auto, options.beta_auto: automatic step sizes estimate "
+                     "smoothness with Hessian-vector products, which family '",
+                     std::string(family.name()), "' does not answer; give alpha and beta"));
+  }
+  return absl::OkStatus();
+}
 
 class BilevelProblem final : public Problem {
  public:
@@ -107,6 +131,7 @@ class BilevelProblem final : public Problem {
     const BatchView upper = BatchView::All(data.upper);
     BilevelVars v = BilevelView(s);
     report->upper_loss_before = family_->F(v.x, v.y, upper, nullptr, nullptr);
+    if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
     // With finite, validated inputs f_t can still overflow (huge features
     // times the current y exceed DBL_MAX); a non-finite loss would otherwise
     // be reported as if it were a measurement, so the step is refused here.
@@ -119,7 +144,11 @@ class BilevelProblem final : public Problem {
     BilevelReport& r = report->detail.emplace<BilevelReport>();
     r.hypergradient.resize(family_->x_dim());
     const ScopedRoundControl stoppable(algorithm_.get(), control);
-    if (absl::Status st = algorithm_->Round(data, *family_, &v, &r); !st.ok()) return st;
+    absl::Status round = algorithm_->Round(data, *family_, &v, &r);
+    // A failed evaluation (the oracle's client) says why better than what
+    // the round made of the NaN it left.
+    if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
+    if (!round.ok()) return round;
     if (!r.hypergradient.allFinite()) {
       return absl::InvalidArgumentError(
           "the round produced a non-finite hypergradient (step sizes too large for this "
@@ -135,7 +164,12 @@ class BilevelProblem final : public Problem {
 
   // Exact metrics cost O(CG iterations x HVP): every step for small
   // problems, every 10th for large ones.
-  int DefaultExactEvery() const override { return family_->y_dim() <= 2000 ? 1 : 10; }
+  // None without HVPs (the oracle family): the true hypergradient needs them.
+  int DefaultExactEvery() const override {
+    if (!family_->has_hvp()) return 0;
+    return family_->y_dim() <= 2000 ? 1 : 10;
+  }
+  bool HasExactMetrics() const override { return family_->has_hvp(); }
 
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
     absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(config_.family);
@@ -168,6 +202,7 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateBilevelProblem(const SessionConfi
       CheckAlgorithm(ProblemClass::kBilevel, c.algorithm, c.options);
   if (!info.ok()) return info.status();
   const BilevelAlgorithmEntry& entry = *FindBilevelAlgorithm(c.algorithm);
+  if (absl::Status s = CheckHvpFree(**family, entry.info, c.options); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> algorithm =
       entry.create(AlgorithmContext{entry.info.name, c.options, c.constraint, d1, d2});
   if (!algorithm.ok()) return algorithm.status();

@@ -10,7 +10,8 @@
     result.upper_loss_before  # the round's report, as attributes
 
 Modules: client (Client, TLS), session (Session: step, stream, decision,
-metrics, export), group (Group: side-by-side sessions), batch (numpy /
+metrics, export), oracle (OracleStream: steps of a family "oracle" session whose
+f and g this process computes), group (Group: side-by-side sessions), batch (numpy /
 scipy.sparse -> wire batches), views (result objects), errors (one
 exception class per gRPC status code), drift (DriftingStream: the CLI's
 drifting stream over a numpy dataset), fields and spec (keyword arguments
@@ -26,13 +27,15 @@ from .errors import (ERROR_CLASSES, Aborted, AlreadyExists, Cancelled, DataLoss,
                      NotFound, OutOfRange, PermissionDenied, ResourceExhausted, Unauthenticated,
                      Unavailable, Unimplemented, Unknown)
 from .group import Group, GroupStepResult
+from .oracle import OracleQuery, OracleStream
 from .session import MetricsWatch, Session
 from .views import Decision, GroupInfo, SessionInfo, StepMetrics, StepResult, View
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "TLS", "Session", "Group", "MetricsWatch", "DriftingStream",
+    "Client", "TLS", "Session", "Group", "MetricsWatch", "DriftingStream", "OracleStream",
+    "OracleQuery",
     "StepResult", "GroupStepResult", "Decision", "SessionInfo", "GroupInfo", "StepMetrics",
     "View", "batch", "to_batch", "pb", "pb_grpc", "ERROR_CLASSES",
     "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",

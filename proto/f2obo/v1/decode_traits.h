@@ -75,6 +75,7 @@ F2OBO_V1_DECODE_TRAITS(::google::protobuf::MessageLite)   // unary
 F2OBO_V1_DECODE_TRAITS(::f2obo::v1::StepRequest)          // Steps
 F2OBO_V1_DECODE_TRAITS(::f2obo::v1::GroupStepRequest)     // StepsGroup
 F2OBO_V1_DECODE_TRAITS(::f2obo::v1::WatchMetricsRequest)  // WatchMetrics
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::OracleClientMessage)  // OracleSteps
 
 #undef F2OBO_V1_DECODE_TRAITS
 

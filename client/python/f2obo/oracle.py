@@ -1,0 +1,201 @@
+"""Oracle sessions: f and g computed here, the algorithm run by the server.
+
+A session of family "oracle" holds only dimensions and the state (x, y, z,
+lambda, the RNG); each step's data stays in this process.  During a step
+the server asks for the values and gradients its round needs (f on the
+upper batch, g on the inner batch, at points it names) and this module
+answers them with your function:
+
+    import numpy as np, f2obo
+
+    client = f2obo.Client("127.0.0.1:50051")
+    session = client.create_session(family="oracle", x_dim=d1, y_dim=d2, algorithm="f2obo",
+                                    box=(0.0, 0.1), alpha=0.1, beta=0.5)
+
+    def evaluate(q):               # q: an OracleQuery (below)
+        X, labels = (X_val, y_val) if q.function == "f" else (X_tr, y_tr)
+        if q.rows is not None:     # the server's mini-batch (sf2obo)
+            X, labels = X[q.rows], labels[q.rows]
+        value, gx, gy = my_loss_and_grads(q.function, q.x, q.y, X, labels)
+        return value, gx, gy       # numpy float64; gx / gy only if asked (else None)
+
+    with f2obo.OracleStream(client, session.id) as stream:
+        result = stream.step(evaluate, upper_rows=len(X_val), inner_rows=len(X_tr))
+        result.x                   # x_{t+1}, as Session.step's StepResult
+
+Contract of `evaluate(q)`: return (value, grad_x, grad_y) of f (q.function
+== "f", the mean over the upper batch's rows) or g ("g", the inner batch)
+at (q.x, q.y), averaged over q.rows (None: every row; else an int64 array
+of row indices, repeats counted).  Compute only what is asked
+(q.want_value, q.want_grad_x, q.want_grad_y); return None for the rest.
+Gradients are 1-D arrays of x_dim / y_dim float64 (float32 is converted).
+g must be strongly convex in y (add a ridge term if your loss is not).
+q.x and q.y are read-only views of the server's points; copy before
+changing them.
+
+`evaluate_many(queries)` may replace `evaluate` when your code can batch
+(e.g. one forward pass for several points): it returns one
+(value, grad_x, grad_y) per query, in order.
+
+Exactly-once: step t is applied once; a retried t answers from the
+server's reply cache without asking anything.  If this process dies
+mid-round the round is discarded and the session is unchanged: a new
+process resumes from the server's iterates (`Session.decision()`, which
+carries x, y and t).  Errors: a wrong size, a non-finite number, an answer
+to a question not asked raise f2obo.InvalidArgument naming the field; a
+client slower than the server's round budget gets ResourceExhausted, one
+past its deadline DeadlineExceeded; the stream is then closed and the next
+step() opens a new one.
+
+Wire protocol (proto/f2obo/v1/f2obo.proto, OracleClientMessage): all of a
+round's independent queries come in one request; each point is sent once
+per stream and named by id afterwards (this module keeps them until the
+server says forget); vectors are raw little-endian float64 bytes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import queue
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import grpc
+import numpy as np
+
+from . import errors
+from ._stubs import pb
+from .views import StepResult
+
+if TYPE_CHECKING:
+    from .client import Client
+
+Answer = Tuple[Optional[float], Optional[np.ndarray], Optional[np.ndarray]]
+_END = object()
+_F64 = np.dtype("<f8")
+
+
+@dataclasses.dataclass(frozen=True)
+class OracleQuery:
+    """One question of the server: `function` ("f" or "g") at (x, y) on
+    `rows` (None: all rows of that batch)."""
+    id: int
+    function: str
+    x: np.ndarray
+    y: np.ndarray
+    rows: Optional[np.ndarray]
+    want_value: bool
+    want_grad_x: bool
+    want_grad_y: bool
+
+
+def _bytes(v: Optional[np.ndarray], want: bool, what: str) -> bytes:
+    if not want:
+        return b""
+    if v is None:
+        raise ValueError("evaluate: %s was asked but None was returned" % what)
+    return np.ascontiguousarray(v, dtype=_F64).reshape(-1).tobytes()
+
+
+class OracleStream:
+    """One OracleSteps stream to the server, for the steps of one session.
+
+    `step()` runs one step; the stream stays open between steps (points the
+    server sent stay cached).  Use from one thread; close() (or `with`)
+    ends the stream.
+    """
+
+    def __init__(self, client: "Client", session_id: str, *,
+                 timeout: Optional[float] = None) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.timeout = timeout  # per stream (gRPC deadline), None: none
+        self._next_t: Optional[int] = None
+        self._outbox: Optional["queue.SimpleQueue[Any]"] = None
+        self._call: Any = None
+        self._points: Dict[int, np.ndarray] = {}
+
+    @property
+    def next_t(self) -> int:
+        if self._next_t is None:
+            self._next_t = self.client.get_session(self.session_id).next_t
+        return self._next_t
+
+    def _open(self) -> None:
+        self._outbox = queue.SimpleQueue()
+        self._points = {}
+        self._call = self.client.stub.OracleSteps(
+            iter(self._outbox.get, _END), metadata=self.client.metadata(self.session_id),
+            timeout=self.timeout)
+
+    def close(self) -> None:
+        if self._outbox is not None:
+            self._outbox.put(_END)
+        if self._call is not None:
+            self._call.cancel()
+        self._call = self._outbox = None
+
+    def __enter__(self) -> "OracleStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def step(self, evaluate: Optional[Callable[[OracleQuery], Answer]] = None, *,
+             upper_rows: int, inner_rows: int, t: Optional[int] = None,
+             evaluate_many: Optional[Callable[[List[OracleQuery]], Sequence[Answer]]] = None
+             ) -> StepResult:
+        """Runs step t (default: the next) answering the server's queries
+        with `evaluate` (or `evaluate_many`); returns its StepResult."""
+        if (evaluate is None) == (evaluate_many is None):
+            raise ValueError("step: give exactly one of evaluate, evaluate_many")
+        if evaluate_many is None:
+            evaluate_many = lambda qs: [evaluate(q) for q in qs]  # noqa: E731
+        t = self.next_t if t is None else t
+        if self._call is None:
+            self._open()
+        self._outbox.put(pb.OracleClientMessage(open=pb.OracleStepOpen(
+            session_id=self.session_id, t=t, upper_rows=upper_rows, inner_rows=inner_rows)))
+        try:
+            while True:
+                message = next(self._call, _END)
+                if message is _END:
+                    raise errors.Unavailable("the server ended the oracle stream mid-step")
+                kind = message.WhichOneof("kind")
+                if kind == "done":
+                    self._next_t = message.done.t + 1
+                    return StepResult(message.done)
+                if kind == "error":
+                    raise errors.from_number(message.error.code, message.error.message)
+                self._outbox.put(self._answer(message.request, evaluate_many))
+        except grpc.RpcError as e:
+            self.close()
+            raise errors.from_rpc_error(e) from None
+        except BaseException:
+            self.close()  # the round is discarded; the next step opens a new stream
+            raise
+
+    def _answer(self, request: "pb.OracleRequest",
+                evaluate_many: Callable[[List[OracleQuery]], Sequence[Answer]]
+                ) -> "pb.OracleClientMessage":
+        for p in request.points:
+            v = np.frombuffer(p.values, dtype=_F64)
+            self._points[p.id] = v  # read-only: a view of the message's bytes
+        queries = [OracleQuery(
+            id=q.id, function="f" if q.function == pb.OracleQuery.F else "g",
+            x=self._points[q.x], y=self._points[q.y],
+            rows=None if q.all_rows else np.asarray(q.rows, dtype=np.int64),
+            want_value=q.value, want_grad_x=q.grad_x, want_grad_y=q.grad_y)
+            for q in request.queries]
+        results = evaluate_many(queries)
+        if len(results) != len(queries):
+            raise ValueError("evaluate_many: %d answers to %d queries"
+                             % (len(results), len(queries)))
+        answers = pb.OracleAnswers()
+        for q, (value, gx, gy) in zip(queries, results):
+            a = answers.answers.add(query=q.id)
+            if q.want_value:
+                a.value = float(value)
+            a.grad_x = _bytes(gx, q.want_grad_x, "grad_x")
+            a.grad_y = _bytes(gy, q.want_grad_y, "grad_y")
+        for i in request.forget:
+            self._points.pop(i, None)
+        return pb.OracleClientMessage(answers=answers)

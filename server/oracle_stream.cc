@@ -1,0 +1,276 @@
+#include "server/oracle_stream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "f2obo/v1/decode_traits.h"
+
+namespace f2obo::server {
+namespace {
+
+// How often a blocked Read's stop conditions are looked at, and how long a
+// stopped client may take to end the call itself before it is cancelled.
+constexpr auto kPoll = std::chrono::milliseconds(10);
+constexpr auto kGrace = std::chrono::seconds(1);
+
+// Copies `bytes` (little-endian float64, the x86 and aarch64 layout) into
+// `out`, which has `n` entries; INVALID_ARGUMENT naming `field` unless
+// there are exactly n of them, all finite.
+absl::Status CopyVector(const std::string& bytes, int n, const std::string& field, Vector* out) {
+  const size_t want = static_cast<size_t>(n) * sizeof(double);
+  if (bytes.size() != want) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", bytes.size(), " bytes, expected ",
+                                                   n, " float64 (", want, " bytes)"));
+  }
+  std::memcpy(out->data(), bytes.data(), want);
+  for (int i = 0; i < n; ++i) {
+    if (!std::isfinite((*out)[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "]: ", (*out)[i], " is not finite"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+OracleWatchdog::OracleWatchdog(grpc::ServerContext* ctx, OracleStream* stream)
+    : ctx_(ctx), stream_(stream), thread_([this] { Run(); }) {}
+
+OracleWatchdog::~OracleWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void OracleWatchdog::Arm(CallRoundControl* control) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = control;
+    fired_ = absl::OkStatus();
+  }
+  cv_.notify_all();
+}
+
+absl::Status OracleWatchdog::Disarm() {
+  absl::Status fired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = nullptr;
+    fired = fired_;
+  }
+  cv_.notify_all();
+  return fired;
+}
+
+void OracleWatchdog::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!quit_) {
+    if (armed_ == nullptr || !fired_.ok()) {
+      cv_.wait(lock);
+      continue;
+    }
+    cv_.wait_for(lock, kPoll);
+    if (quit_ || armed_ == nullptr || !fired_.ok()) continue;
+    // The handler thread is blocked in Read: only this thread uses armed_.
+    absl::Status stop = armed_->CheckNow();
+    if (stop.ok()) continue;
+    fired_ = absl::Status(stop.code(), absl::StrCat(stop.message(),
+                                                    " while waiting for the client's answers; "
+                                                    "round discarded, session unchanged"));
+    Fire(lock);
+  }
+}
+
+void OracleWatchdog::Fire(std::unique_lock<std::mutex>& lock) {
+  v1::OracleServerMessage error;
+  error.mutable_error()->set_code(static_cast<int>(fired_.code()));
+  error.mutable_error()->set_message(std::string(fired_.message()));
+  writing_ = true;
+  lock.unlock();
+  // A client that reads nothing any more can block the write: cancel then.
+  std::thread guard([this] {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!cv_.wait_for(l, kGrace, [this] { return !writing_; })) ctx_->TryCancel();
+  });
+  stream_->Write(error);
+  lock.lock();
+  writing_ = false;
+  cv_.notify_all();
+  lock.unlock();
+  guard.join();
+  lock.lock();
+  // The client may end the call itself once it read why; else cut it off.
+  if (!cv_.wait_for(lock, kGrace, [this] { return armed_ == nullptr || quit_; })) {
+    ctx_->TryCancel();
+  }
+}
+
+StreamOracle::StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, OracleWatchdog* watchdog,
+                           const RoundStopFlags* stops, double budget_seconds, Shape shape,
+                           OraclePoints* points)
+    : ctx_(ctx),
+      stream_(stream),
+      watchdog_(watchdog),
+      control_(ctx, stops, budget_seconds),
+      shape_(shape),
+      points_(points) {}
+
+uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
+  const size_t bytes = values.size() * sizeof(double);
+  auto& held = points_->held;
+  for (auto it = held.begin(); it != held.end(); ++it) {
+    // Different points differ in their first entries: memcmp stops there.
+    if (it->second.size() == values.size() &&
+        std::memcmp(it->second.data(), values.data(), bytes) == 0) {
+      const uint64_t id = it->first;
+      // Most recently used last: a point of this request is never evicted
+      // by it (kCapacity exceeds the points one request can name).
+      if (std::next(it) != held.end()) {
+        std::pair<uint64_t, std::vector<double>> moved = std::move(*it);
+        held.erase(it);
+        held.push_back(std::move(moved));
+      }
+      return id;
+    }
+  }
+  const uint64_t id = points_->next_id++;
+  v1::OraclePoint* p = request->add_points();
+  p->set_id(id);
+  p->set_values(values.data(), bytes);
+  held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
+  if (held.size() > OraclePoints::kCapacity) {
+    request->add_forget(held.front().first);
+    held.pop_front();
+  }
+  return id;
+}
+
+absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
+  if (stream_ == nullptr) {
+    return absl::FailedPreconditionError("the oracle was asked after its step ended");
+  }
+  v1::OracleServerMessage out;
+  v1::OracleRequest* request = out.mutable_request();
+  const uint64_t first = points_->next_id;
+  points_->next_id += queries.size();
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const OracleQuery& q = queries[i];
+    v1::OracleQuery* m = request->add_queries();
+    m->set_id(first + i);
+    m->set_function(q.function == OracleQuery::Function::kF ? v1::OracleQuery::F
+                                                            : v1::OracleQuery::G);
+    m->set_x(PointId(q.x, request));
+    m->set_y(PointId(q.y, request));
+    m->set_value(q.value != nullptr);
+    m->set_grad_x(q.grad_x != nullptr);
+    m->set_grad_y(q.grad_y != nullptr);
+    if (q.rows.idx == nullptr) {
+      m->set_all_rows(true);
+    } else {
+      m->mutable_rows()->Add(q.rows.idx, q.rows.idx + q.rows.n);
+    }
+  }
+  if (!stream_->Write(out)) {
+    return absl::UnavailableError(absl::StrCat("step ", shape_.t,
+                                               ": the client went away (a request could not be "
+                                               "written); round discarded, session unchanged"));
+  }
+  v1::OracleAnswers answers;
+  if (absl::Status s = Receive(&answers, first, queries.size()); !s.ok()) return s;
+  return Fill(answers, first, queries);
+}
+
+absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, size_t count) {
+  const std::string asked = absl::StrCat("queries ", first, "..", first + count - 1);
+  v1::OracleClientMessage in;
+  watchdog_->Arm(&control_);
+  v1::ClearDecodeFailure();
+  const bool read = stream_->Read(&in);
+  if (absl::Status fired = watchdog_->Disarm(); !fired.ok()) return fired;
+  if (!read) {
+    if (std::optional<grpc::Status> bad = v1::TakeDecodeFailure()) {
+      return absl::InvalidArgumentError(bad->error_message());
+    }
+    if (ctx_->IsCancelled()) {
+      return absl::CancelledError(absl::StrCat("step ", shape_.t,
+                                               ": the client cancelled the call while the round "
+                                               "waited for its answers to ",
+                                               asked, "; round discarded, session unchanged"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", shape_.t,
+                     ": the client closed the stream while the round waited "
+                     "for its answers to ",
+                     asked, "; round discarded, session unchanged"));
+  }
+  if (!in.has_answers()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", shape_.t, ": expected the answers to ", asked,
+                     ", got another message (open: a step is already running on this stream)"));
+  }
+  *answers = std::move(*in.mutable_answers());
+  return absl::OkStatus();
+}
+
+absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first,
+                                absl::Span<OracleQuery> queries) const {
+  const size_t n = queries.size();
+  const std::string prefix = absl::StrCat("step ", shape_.t, ": answers");
+  if (static_cast<size_t>(answers.answers_size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, ": ", answers.answers_size(), " answers to a request of ", n,
+                     " queries (ids ", first, "..", first + n - 1, "); answer each once"));
+  }
+  std::vector<bool> seen(n, false);
+  for (int i = 0; i < answers.answers_size(); ++i) {
+    const v1::OracleAnswer& a = answers.answers(i);
+    const std::string field = absl::StrCat(prefix, "[", i, "]");
+    const uint64_t k = a.query() - first;
+    if (a.query() < first || k >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".query: ", a.query(),
+                                                     " was not asked (this request asked ids ",
+                                                     first, "..", first + n - 1, ")"));
+    }
+    if (seen[k]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".query: ", a.query(), " is answered twice"));
+    }
+    seen[k] = true;
+    OracleQuery& q = queries[k];
+    if (q.value != nullptr) {
+      if (!std::isfinite(a.value())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".value: ", a.value(), " is not finite"));
+      }
+      *q.value = a.value();
+    }
+    const std::pair<Vector*, const std::string*> grads[2] = {{q.grad_x, &a.grad_x()},
+                                                             {q.grad_y, &a.grad_y()}};
+    const int dims[2] = {shape_.x_dim, shape_.y_dim};
+    const char* names[2] = {".grad_x", ".grad_y"};
+    for (int j = 0; j < 2; ++j) {
+      if (grads[j].first == nullptr) {
+        if (!grads[j].second->empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, names[j], ": not asked (query ", a.query(), ")"));
+        }
+        continue;
+      }
+      if (absl::Status s =
+              CopyVector(*grads[j].second, dims[j], absl::StrCat(field, names[j]), grads[j].first);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace f2obo::server

@@ -1,0 +1,116 @@
+// The server's side of an oracle family (core/families/oracle_family.h):
+// the Oracle that asks the OracleSteps stream's client (proto:
+// OracleClientMessage).  The round runs on the stream's handler thread;
+// each Evaluate writes one request with every query of the family call and
+// blocks in Read for the client's answers.
+//
+// Waiting is bounded: while a Read is outstanding a watchdog thread looks
+// every few ms at the call (deadline, cancellation), the server's shutdown
+// and the per-round budget (a CallRoundControl of its own); when one says
+// stop, it writes an `error` message with the reason and cancels the call,
+// which ends the Read.  So a silent client holds its session no longer than
+// the round budget or its deadline, and never holds a shutdown.
+//
+// Points: each distinct x or y asked at is sent once per stream and named
+// by id afterwards; the kCapacity most recently used points are remembered
+// (a point asked again while remembered costs its id), the least recently
+// used one is forgotten in the request that evicts it.
+//
+// Thread-safety: Evaluate and Detach on the handler thread only; the
+// watchdog writes only while the handler thread is blocked in Read (gRPC
+// allows one reader and one writer at a time).
+#ifndef F2OBO_SERVER_ORACLE_STREAM_H_
+#define F2OBO_SERVER_ORACLE_STREAM_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/oracle.h"
+#include "f2obo/v1/f2obo.grpc.pb.h"
+#include "server/call_round_control.h"
+
+namespace f2obo::server {
+
+using OracleStream = grpc::ServerReaderWriter<v1::OracleServerMessage, v1::OracleClientMessage>;
+
+// Bounds an oracle stream's Reads (see above).  One per stream.
+class OracleWatchdog {
+ public:
+  OracleWatchdog(grpc::ServerContext* ctx, OracleStream* stream);
+  ~OracleWatchdog();  // stops and joins its thread
+  OracleWatchdog(const OracleWatchdog&) = delete;
+  OracleWatchdog& operator=(const OracleWatchdog&) = delete;
+
+  // A Read is about to block; `control` says when it must stop (owned by
+  // the caller, alive until Disarm).
+  void Arm(CallRoundControl* control);
+  // The Read returned: OK, or the status the watchdog stopped it with.
+  absl::Status Disarm();
+
+ private:
+  void Run();
+
+  grpc::ServerContext* const ctx_;
+  OracleStream* const stream_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Stops the armed Read: tells the client why, then cancels the call
+  // unless the client ends it within kGrace.  Requires mu_ (held on return).
+  void Fire(std::unique_lock<std::mutex>& lock);
+
+  CallRoundControl* armed_ = nullptr;  // guarded by mu_
+  absl::Status fired_;                 // guarded by mu_
+  bool writing_ = false;               // guarded by mu_: the error is being written
+  bool quit_ = false;                  // guarded by mu_
+  std::thread thread_;
+};
+
+// What a stream remembers across its steps: ids and the points its
+// client holds (oldest first).
+struct OraclePoints {
+  static constexpr size_t kCapacity = 8;  // >= the 6 new points one request can hold
+  uint64_t next_id = 1;                   // points' and queries' ids
+  std::deque<std::pair<uint64_t, std::vector<double>>> held;
+};
+
+class StreamOracle final : public Oracle {
+ public:
+  struct Shape {
+    int x_dim = 0;
+    int y_dim = 0;
+    int64_t t = 0;  // for messages
+  };
+  // All pointers must outlive the step (until Detach).
+  StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, OracleWatchdog* watchdog,
+               const RoundStopFlags* stops, double budget_seconds, Shape shape,
+               OraclePoints* points);
+
+  absl::Status Evaluate(absl::Span<OracleQuery> queries) override;
+  // The step is over: later Evaluates fail (the step's data may be kept by
+  // the metrics pipeline after the stream is gone).
+  void Detach() { stream_ = nullptr; }
+
+ private:
+  // The id of the point with these values: a remembered one, or a new one
+  // added to `request` (evicting the oldest into its `forget`).
+  uint64_t PointId(absl::Span<const double> values, v1::OracleRequest* request);
+  absl::Status Receive(v1::OracleAnswers* answers, uint64_t first_query, size_t count);
+  absl::Status Fill(const v1::OracleAnswers& answers, uint64_t first_query,
+                    absl::Span<OracleQuery> queries) const;
+
+  grpc::ServerContext* const ctx_;
+  OracleStream* stream_;
+  OracleWatchdog* const watchdog_;
+  CallRoundControl control_;
+  const Shape shape_;
+  OraclePoints* const points_;
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_ORACLE_STREAM_H_
