@@ -135,6 +135,11 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<const StepData>> Decode(
       const v1::Batch& upper, const v1::Batch& inner,
       const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const;
+  // Applies decoded batches to session `id` as step t, as Step does after
+  // decoding (OracleSteps: data that carries its oracle, not decoded rows).
+  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
+                                             const std::shared_ptr<const StepData>& data,
+                                             const grpc::ServerContext* call = nullptr);
   // Applies decoded batches to sessions `ids` as step t, all or none
   // (StepGroup; server/session_group_step.cc).  A session past t answers
   // from its reply cache or refuses t, as Step does: that is its own
@@ -144,11 +149,6 @@ class SessionManager {
   // fails (or its deadline passes while it waits), the call fails naming
   // the session and none of them changed.  `group_id` names the faults'
   // points (server/fault_points.h).
-  // Applies decoded batches to session `id` as step t, as Step does after
-  // decoding (OracleSteps: data that carries its oracle, not decoded rows).
-  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
-                                             const std::shared_ptr<const StepData>& data,
-                                             const grpc::ServerContext* call = nullptr);
   absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> ApplyAll(
       const std::string& group_id, const std::vector<std::string>& ids, int64_t t,
       const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call = nullptr);
