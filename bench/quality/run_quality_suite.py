@@ -88,10 +88,36 @@ def table(rows, searcher):
                 task, r["method"], r["algorithm"], fmt(r["loss"]), fmt(r["acc"], 3), rel(base),
                 rel(grid), r["seconds"], fmt(r["passes"], 3), note.strip("; ")))
     lines.append("")
+    lines.append(verdict(rows))
+    lines.append("")
     lines.append("Loss: held-out (test rows no run saw); \"vs\": relative to the untuned start "
                  "and to the best fixed hyperparameter in hindsight (negative = better). "
                  "Search at equal compute: %s." % searcher)
     return "\n".join(lines)
+
+
+def gate(rows):
+    """Issue 29's "done when" per bilevel task: f2obo's default run beats the
+    untuned start and ends within 2% of the best fixed hyperparameter in
+    hindsight (or better) with at most 1/10 of the grid's passes."""
+    out = []
+    for task in sorted({r["task"] for r in rows}):
+        rs = {(r["method"], r["algorithm"]): r for r in rows if r["task"] == task}
+        d, u = rs.get(("default", "f2obo")), rs.get(("untuned", "f2obo"))
+        g = rs.get(("grid", "f2obo"))
+        if d is None or u is None or g is None:
+            continue
+        ok = (d["loss"] < u["loss"] and d["loss"] <= 1.02 * g["loss"]
+              and d["passes"] <= g["passes"] / 10.0)
+        out.append((task, ok, d["loss"], u["loss"], g["loss"], g["passes"]))
+    return out
+
+
+def verdict(rows):
+    parts = ["%s %s (%.4g vs untuned %.4g, best fixed %.4g of %d passes)"
+             % (task, "met" if ok else "NOT met", d, u, g, p)
+             for task, ok, d, u, g, p in gate(rows)]
+    return "Issue 29's bar for f2obo's defaults: " + ("; ".join(parts) or "no bilevel task run") + "."
 
 
 def plot(runs, out_dir):
@@ -104,15 +130,23 @@ def plot(runs, out_dir):
     paths = []
     for task, rs in by_task.items():
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        for r in rs:
+        for i, r in enumerate(rs):
             if not r.curve:
                 continue
             k = [c[0] for c in r.curve]
             v = [c[1] for c in r.curve]
+            label = "%s %s" % (r.method, r.algorithm)
+            if len(k) == 1:  # a fixed point's score (x_0, exact y*(x)): a level
+                ax.axhline(v[0], ls=":", lw=1.2, label=label, color="C%d" % (i % 10))
+                continue
             style = "-o" if r.method == "default" else "--"
-            ax.plot(k, v, style, ms=3, label="%s %s" % (r.method, r.algorithm))
+            ax.plot(k, v, style, ms=3, label=label, color="C%d" % (i % 10))
         ax.set_xlabel("step")
-        ax.set_ylabel("held-out loss")
+        if task.startswith("simple"):  # a distance to the bilevel optimum, over decades
+            ax.set_ylabel("(g - g*) + |f - f*|")
+            ax.set_yscale("log")
+        else:
+            ax.set_ylabel("held-out loss")
         ax.set_title(task)
         ax.legend(fontsize=7)
         fig.tight_layout()
@@ -156,7 +190,7 @@ def main():
     started = time.time()
     when = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
     mach = machine()
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+    commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
                             capture_output=True, text=True).stdout.strip()
     workdir = tempfile.mkdtemp(prefix="f2obo_suite_")
     server = suite_common.Server(os.path.abspath(args.build), workdir, 0)
@@ -205,7 +239,7 @@ def main():
     print("plots: " + ", ".join(os.path.relpath(p) for p in pngs))
     if args.experiments:
         write_experiments(text)
-    return 0
+    return 0 if all(ok for _, ok, *_ in gate(rows)) else 1
 
 
 if __name__ == "__main__":
