@@ -22,7 +22,7 @@ bool ValidName(const std::string& s) {
 
 std::vector<std::string> GroupManager::Restore(const std::vector<StoredGroup>& groups) {
   std::vector<std::string> problems;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const StoredGroup& g : groups) {
     Group& group = groups_[g.id];
     group.members = g.members;
@@ -55,7 +55,7 @@ std::string GroupManager::OwnerOf(const std::string& session_id) const {
 }
 
 absl::StatusOr<std::vector<std::string>> GroupManager::Members(const std::string& id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = groups_.find(id);
   if (it == groups_.end()) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
   if (!it->second.unavailable.empty()) return absl::FailedPreconditionError(it->second.unavailable);
@@ -132,7 +132,7 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest&
 }
 
 absl::Status GroupManager::Claim(const std::string& group_id, const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (groups_.count(group_id) > 0 || busy_.count(group_id) > 0) {
     return absl::AlreadyExistsError(absl::StrCat("group '", group_id, "' already exists"));
   }
@@ -174,7 +174,7 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::
       });
   // Durable already: a fault here is a crash test's (the group survives it).
   if (members.ok()) FaultPoint(absl::StrCat(rpc, "_after_commit"), group_id).IgnoreError();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   busy_.erase(group_id);
   if (!members.ok()) return members.status();
   groups_[group_id] = Group{ids, ""};
@@ -187,7 +187,7 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::
 absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string& id) {
   Group group;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const auto it = groups_.find(id);
     if (it == groups_.end()) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
     group = it->second;
@@ -198,7 +198,7 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string&
   }
   if (store_ != nullptr) {
     if (absl::Status s = store_->DeleteGroup(id, group.members); !s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       busy_.erase(id);
       groups_[id] = std::move(group);
       return StoreWriteFailed(s, absl::StrCat("group '", id, "' not deleted"));
@@ -209,14 +209,14 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string&
     // Only NOT_FOUND is possible here (a member missing since start-up).
     if (sessions_->Delete(m, /*from_store=*/false).ok()) deleted.push_back(m);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   busy_.erase(id);
   return deleted;
 }
 
 absl::Status GroupManager::DeleteSession(const std::string& session_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("session '", session_id, "' is a member of group '", owner,
@@ -225,7 +225,7 @@ absl::Status GroupManager::DeleteSession(const std::string& session_id) {
     deleting_sessions_.insert(session_id);
   }
   absl::Status s = sessions_->Delete(session_id);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   deleting_sessions_.erase(deleting_sessions_.find(session_id));
   return s;
 }
@@ -235,7 +235,7 @@ absl::StatusOr<v1::SessionInfo> GroupManager::RollbackSession(const std::string&
   {
     // Checked under mu_ only: a group created after this check cannot take
     // the session as a member (member ids are new sessions).
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("session '", session_id, "' is a member of group '", owner,

@@ -10,12 +10,13 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "server/session_manager.h"
 #include "server/store/session_store.h"
@@ -90,20 +91,20 @@ class GroupManager {
   absl::StatusOr<v1::GroupInfo> Install(const char* rpc, const std::string& group_id,
                                         const std::vector<std::string>& ids,
                                         const InstallMembers& install);
-  // The group claiming session `session_id`, or "".  Requires mu_.
-  std::string OwnerOf(const std::string& session_id) const;
+  // The group claiming session `session_id`, or "".
+  std::string OwnerOf(const std::string& session_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SessionManager* const sessions_;
   SessionStore* const store_;
-  mutable std::mutex mu_;
-  std::map<std::string, Group> groups_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, Group> groups_ ABSL_GUARDED_BY(mu_);
   // Groups being created or deleted (id -> member ids): their ids and their
   // members' ids are claimed, so no request can slip in between the
-  // member sessions and the group record.  Guarded by mu_.
-  std::map<std::string, std::vector<std::string>> busy_;
+  // member sessions and the group record.
+  std::map<std::string, std::vector<std::string>> busy_ ABSL_GUARDED_BY(mu_);
   // Lone sessions being deleted: a group may not claim them meanwhile (the
-  // deletion would remove the new member).  Guarded by mu_.
-  std::multiset<std::string> deleting_sessions_;
+  // deletion would remove the new member).
+  std::multiset<std::string> deleting_sessions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace f2obo::server
