@@ -3,7 +3,7 @@
 
 The network (an MLP 64-64-10 on scikit-learn's digits, or 784-64-10 on
 Fashion-MNIST) is the session's y; its hyperparameters are the session's x:
-  * one weight decay per layer (box [0, 0.002]),
+  * one weight decay per layer (box [0, 0.01]),
   * one loss weight per class (box [0.5, 2]).
 The training stream drifts in class imbalance: in the first half class i
 is kept with probability rho^i, in the second with rho^(C-1-i) (the rare
@@ -182,13 +182,13 @@ def run(args):
     else:
         proc, data_dir, client = start_server(args.server_binary)
     try:
-        hp0 = {"weight_decay": torch.full((2,), 1e-4, dtype=torch.float64),
+        hp0 = {"weight_decay": torch.full((2,), 5e-3, dtype=torch.float64),
                "class_weight": torch.ones(C, dtype=torch.float64)}
         common = dict(algorithm=args.algorithm, alpha=args.alpha, beta=args.beta,
                       gamma=args.gamma, inner_steps=args.inner_steps, seed=args.seed)
         tuned = f2obo.torch.Tuner(
             client, mlp(d, args.hidden, C, args.seed),
-            {"weight_decay": f2obo.torch.Hyperparameter(hp0["weight_decay"], box=(0.0, 0.002)),
+            {"weight_decay": f2obo.torch.Hyperparameter(hp0["weight_decay"], box=(0.0, 0.01)),
              "class_weight": f2obo.torch.Hyperparameter(hp0["class_weight"], box=(0.5, 2.0))},
             train_loss, val_loss, sync_every=0, **common)
         frozen = f2obo.torch.Tuner(
