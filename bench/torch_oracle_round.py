@@ -21,7 +21,8 @@ would write it in PyTorch (torch.autograd.grad through functional_call).
 
     /usr/bin/python3 bench/torch_oracle_round.py build/server/f2obo-server [--rounds=40]
 
-prints milliseconds per round (median of --rounds after 5 warm-up rounds)
+prints milliseconds per round (median of --rounds after 3 warm-up rounds,
+the three versions run in turn round by round)
 and the ratio, and with --profile where the service side's time goes.
 """
 import argparse
@@ -133,15 +134,19 @@ def start_server(binary, durability):
     return proc, data, "127.0.0.1:" + m.group(1)
 
 
-def time_rounds(fn, steps, rounds, warmup=5):
+def time_interleaved(fns, steps, rounds, warmup=3):
+    """Median ms per round of each of `fns`, run in turn round by round, so
+    that the other load of a shared machine falls on all of them alike."""
     for i in range(warmup):
-        fn(steps[i % len(steps)])
-    times = []
+        for fn in fns:
+            fn(steps[i % len(steps)])
+    times = [[] for _ in fns]
     for i in range(rounds):
-        start = time.perf_counter()
-        fn(steps[i % len(steps)])
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+        for fn, out in zip(fns, times):
+            start = time.perf_counter()
+            fn(steps[i % len(steps)])
+            out.append(time.perf_counter() - start)
+    return [1e3 * statistics.median(t) for t in times]
 
 
 def main():
@@ -154,32 +159,33 @@ def main():
     steps = ring()
     hand = Hand()
     n_params = hand.y.numel()
-    hand_ms = time_rounds(hand.round, steps, a.rounds)
 
     proc, data, address = start_server(a.server_binary, a.durability)
     try:
         client = f2obo.Client(address)
-        results = {}
-        for sync_every in (1, 0):
-            tuner = f2obo.torch.Tuner(
-                client, mlp(), {"wd": f2obo.torch.Hyperparameter(
-                    torch.full((2,), 1e-3, dtype=torch.float64), box=(0.0, 0.01))},
-                g_loss, f_loss, algorithm="f2obo", inner_steps=K, alpha=ALPHA, beta=BETA,
-                gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=sync_every)
-            results[sync_every] = time_rounds(lambda s: tuner.step(*s), steps, a.rounds)
-            if a.profile and sync_every == 1:
-                prof = cProfile.Profile()
-                prof.enable()
-                for i in range(10):
-                    tuner.step(*steps[i % len(steps)])
-                prof.disable()
-                pstats.Stats(prof).sort_stats("tottime").print_stats(18)
-            tuner.close()
+        tuners = [f2obo.torch.Tuner(
+            client, mlp(), {"wd": f2obo.torch.Hyperparameter(
+                torch.full((2,), 1e-3, dtype=torch.float64), box=(0.0, 0.01))},
+            g_loss, f_loss, algorithm="f2obo", inner_steps=K, alpha=ALPHA, beta=BETA,
+            gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=sync_every)
+            for sync_every in (1, 0)]
+        hand_ms, synced, unsynced = time_interleaved(
+            [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds)
+        if a.profile:
+            prof = cProfile.Profile()
+            prof.enable()
+            for i in range(10):
+                tuners[0].step(*steps[i % len(steps)])
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+        for t in tuners:
+            t.close()
         client.close()
     finally:
         proc.terminate()
         proc.wait()
         shutil.rmtree(data, ignore_errors=True)
+    results = {1: synced, 0: unsynced}
     print("MLP %d-%d-%d: %d parameters, %d-row batches, K = %d, float64, torch %s, "
           "threads %d, server --durability=%s"
           % (D, HIDDEN, C, n_params, ROWS, K, torch.__version__, torch.get_num_threads(),
