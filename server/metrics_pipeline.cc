@@ -16,9 +16,17 @@ MetricsPipeline::~MetricsPipeline() { Stop(); }
 
 std::shared_ptr<SessionMetrics> MetricsPipeline::Open(
     std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
-    std::function<RunningMetrics(const ClassMetrics&)> accumulate) {
+    std::function<RunningMetrics(const ClassMetrics&)> accumulate, int64_t start_t,
+    std::vector<v1::StepMetrics> history) {
   std::shared_ptr<SessionMetrics> s(new SessionMetrics(std::move(session_id), std::move(evaluator),
-                                                       std::move(accumulate), tally_));
+                                                       std::move(accumulate), tally_, start_t));
+  std::sort(history.begin(), history.end(),
+            [](const v1::StepMetrics& a, const v1::StepMetrics& b) { return a.t() < b.t(); });
+  for (v1::StepMetrics& m : history) {
+    if (m.t() > start_t) break;
+    m.set_session_id(s->id_);
+    s->Publish(m);  // the ring only: the exporter saw these steps already
+  }
   absl::MutexLock lock(&mu_);
   open_.erase(std::remove_if(open_.begin(), open_.end(),
                              [](const auto& p) { return p.use_count() == 1 || p->closed(); }),
@@ -215,11 +223,17 @@ std::deque<SessionMetrics::Entry>::const_iterator SessionMetrics::FirstAfter(
 }
 
 std::optional<v1::StepMetrics> SessionMetrics::NextAfter(int64_t after_t,
-                                                         const std::function<bool()>& cancelled) {
+                                                         const std::function<bool()>& cancelled,
+                                                         int64_t until_t, bool* ended) {
   absl::MutexLock lock(&mu_);
   for (;;) {
     const auto it = FirstAfter(after_t);
-    if (it != published_.end()) return Parse(it->bytes);
+    const bool found = it != published_.end();
+    if (found && (until_t <= 0 || it->t <= until_t)) return Parse(it->bytes);
+    if (until_t > 0 && (after_t >= until_t || found || until_t <= start_t_)) {
+      if (ended != nullptr) *ended = true;
+      return std::nullopt;
+    }
     if (closed_ || cancelled()) return std::nullopt;
     // Wake up periodically to notice a cancelled RPC.
     cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));

@@ -90,8 +90,16 @@ class SessionMetrics {
 
   // Blocks until a message with t > after_t exists, the channel closes, or
   // `cancelled()` turns true (polled every 100 ms).  Returns nullopt when
-  // closed or cancelled.
-  std::optional<v1::StepMetrics> NextAfter(int64_t after_t, const std::function<bool()>& cancelled);
+  // closed or cancelled.  With `until_t` > 0, only messages with
+  // t <= until_t are returned, and nullopt with `*ended` set as soon as no
+  // more can come: after_t >= until_t, a later step's message is buffered
+  // (steps publish in order), or until_t <= start_t() and no buffered one
+  // is left (steps before the channel opened that it does not hold: the
+  // server restarted, or the session was imported, since).
+  std::optional<v1::StepMetrics> NextAfter(int64_t after_t, const std::function<bool()>& cancelled,
+                                           int64_t until_t = 0, bool* ended = nullptr);
+  // The session's last step applied when this channel opened.
+  int64_t start_t() const { return start_t_; }
   // The buffered messages with t > after_t, oldest first, at most `max` of
   // them (the oldest ones).  Never waits: a copy of what is there now.
   std::vector<v1::StepMetrics> Snapshot(int64_t after_t,
@@ -111,8 +119,9 @@ class SessionMetrics {
 
   SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
                  std::function<RunningMetrics(const ClassMetrics&)> accumulate,
-                 std::shared_ptr<BufferTally> tally)
+                 std::shared_ptr<BufferTally> tally, int64_t start_t)
       : id_(std::move(id)),
+        start_t_(start_t),
         evaluator_(std::move(evaluator)),
         accumulate_(std::move(accumulate)),
         tally_(std::move(tally)) {}
@@ -122,6 +131,7 @@ class SessionMetrics {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const std::string id_;
+  const int64_t start_t_;
   // The session's turn: held while one of its jobs is taken and processed,
   // by a worker or a helping step thread; guards what processing uses.
   // Ordered before mu_.
@@ -150,9 +160,15 @@ class MetricsPipeline {
   // A session's channel.  `evaluator` computes the exact metrics (its own
   // family instance); `accumulate` adds them to the session's running sums
   // under the session's lock and returns the sums after the addition.
+  // `start_t`: the session's last step applied when the channel opens (its
+  // later steps all publish here); `history`: earlier steps' messages it
+  // starts with (those with t <= start_t, relabelled with session_id), so
+  // that a rollback keeps the steps it did not undo and a fork inherits
+  // its source's (issue 26 item 4).
   std::shared_ptr<SessionMetrics> Open(
       std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
-      std::function<RunningMetrics(const ClassMetrics&)> accumulate);
+      std::function<RunningMetrics(const ClassMetrics&)> accumulate, int64_t start_t = 0,
+      std::vector<v1::StepMetrics> history = {});
 
   void Enqueue(const std::shared_ptr<SessionMetrics>& session, MetricsJob job);
 

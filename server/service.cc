@@ -182,12 +182,15 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
     if (!channel.ok()) return channel.status();
     int64_t after = req->after_t();
     const auto cancelled = [&] { return ctx->IsCancelled() || shutting_down_.load(); };
+    bool ended = false;  // until_t reached, or nothing more can come up to it
     for (;;) {
-      std::optional<v1::StepMetrics> next = (*channel)->NextAfter(after, cancelled);
+      std::optional<v1::StepMetrics> next =
+          (*channel)->NextAfter(after, cancelled, req->until_t(), &ended);
       if (!next.has_value()) break;
       after = next->t();
       if (!writer->Write(*next)) return absl::OkStatus();  // client went away
     }
+    if (ended) return absl::OkStatus();
     if (shutting_down_) return absl::UnavailableError("server is shutting down");
     if ((*channel)->closed()) {
       // A rollback replaces the channel: the steps this watch followed

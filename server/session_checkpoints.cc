@@ -15,7 +15,9 @@
 //    is exactly as durable as the step.  Without a store they are kept in
 //    memory, counted in the session's reserved memory.
 //  * A rollback replaces the session object (Session::Restore, which checks
-//    the state as any restored one) and its metrics channel: the old
+//    the state as any restored one) and its metrics channel, which starts
+//    with the old one's messages of the steps kept (a fork's: with its
+//    source's up to the fork point); the old
 //    channel's watchers end (ABORTED, see the service), and a metrics job of
 //    an abandoned step still in the pipeline does not add to the restored
 //    running sums (Entry::generation).  Later checkpoints are dropped: they
@@ -165,8 +167,14 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
       e.memory_checkpoints.erase(*e.checkpoints.rbegin());
       e.checkpoints.erase(std::prev(e.checkpoints.end()));
     }
+    // The new channel keeps the messages of the steps not undone (the
+    // dashboard's history and `f2obo-cli metrics` continue from them).
+    std::vector<v1::StepMetrics> kept;
+    for (v1::StepMetrics& m : e.metrics->Snapshot(0)) {
+      if (m.t() <= to_t) kept.push_back(std::move(m));
+    }
     std::shared_ptr<SessionMetrics> channel =
-        OpenMetrics(*found, *std::move(evaluator), e.generation);
+        OpenMetrics(*found, *std::move(evaluator), e.generation, std::move(kept));
     {
       std::lock_guard<std::mutex> metrics_lock(e.metrics_mu);
       abandoned = std::exchange(e.metrics, std::move(channel));
@@ -192,6 +200,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionReques
   v1::SessionSpec spec;
   absl::StatusOr<std::string> bytes;
   int64_t at_t = 0;
+  std::vector<v1::StepMetrics> history;
   {
     // Only what the fork starts from is taken under the source's lock.
     const Entry& source = **found;
@@ -200,6 +209,10 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionReques
     spec = ToSessionSpec(source.session->config(), source.exact_every);
     at_t = req.has_at_t() ? req.at_t() : source.session->state().t - 1;
     bytes = StateAfter(source, at_t, "fork at");
+    // The fork's metrics start with its source's up to the fork point.
+    for (v1::StepMetrics& m : source.metrics->Snapshot(0)) {
+      if (m.t() <= at_t) history.push_back(std::move(m));
+    }
   }
   if (!bytes.ok()) return bytes.status();
   const std::string source_algorithm = spec.algorithm();
@@ -240,6 +253,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionReques
   entry->exact_every = spec.metrics().exact_every();
   entry->session = *std::move(session);
   entry->reserved_bytes = reserved.bytes();
+  entry->inherited_metrics = std::move(history);
   absl::StatusOr<v1::SessionInfo> info =
       Install(std::move(entry), req.new_session_id().empty(), /*persisted=*/false);
   if (info.ok()) reserved.Keep();

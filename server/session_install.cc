@@ -8,6 +8,7 @@
 // steps, and then block a retry of its group's creation (ALREADY_EXISTS) or
 // be replaced by a rerun of the move (losing the steps it took).
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
@@ -144,7 +145,8 @@ v1::SessionInfo SessionManager::PublishClaimed(std::shared_ptr<Entry> entry,
                      store_ == nullptr ? session.Encode(session.state()) : std::string());
     }
     std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
-    entry->metrics = OpenMetrics(entry, std::move(evaluator), entry->generation);
+    entry->metrics = OpenMetrics(entry, std::move(evaluator), entry->generation,
+                                 std::exchange(entry->inherited_metrics, {}));
     Publish(*entry);
     info = Info(*entry);
   }

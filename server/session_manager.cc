@@ -152,24 +152,27 @@ int64_t SessionManager::reserved_bytes() const {
 
 std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
     const std::shared_ptr<Entry>& entry, std::unique_ptr<MetricsEvaluator> evaluator,
-    uint64_t generation) {
+    uint64_t generation, std::vector<v1::StepMetrics> history) {
   // The worker's accumulator adds to the session's running sums under
   // sums_mu, never waiting for a round (which holds mu), unless a rollback
   // replaced the session since (a later generation).
   std::weak_ptr<Entry> weak = entry;
-  return pipeline_->Open(entry->id, std::move(evaluator),
-                         [weak, generation](const ClassMetrics& m) {
-                           RunningMetrics out;
-                           if (std::shared_ptr<Entry> e = weak.lock()) {
-                             std::lock_guard<std::mutex> lock(e->sums_mu);
-                             if (e->generation == generation) {
-                               e->session->AddMetrics(m);
-                               PublishSums(*e);
-                             }
-                             out = e->session->metrics();
-                           }
-                           return out;
-                         });
+  const int64_t start_t = entry->session->state().t - 1;  // its last step applied
+  return pipeline_->Open(
+      entry->id, std::move(evaluator),
+      [weak, generation](const ClassMetrics& m) {
+        RunningMetrics out;
+        if (std::shared_ptr<Entry> e = weak.lock()) {
+          std::lock_guard<std::mutex> lock(e->sums_mu);
+          if (e->generation == generation) {
+            e->session->AddMetrics(m);
+            PublishSums(*e);
+          }
+          out = e->session->metrics();
+        }
+        return out;
+      },
+      start_t, std::move(history));
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {

@@ -201,8 +201,11 @@ class SessionManager {
     // waits for a round.
     mutable std::mutex metrics_mu;
     std::shared_ptr<SessionMetrics> metrics;  // guarded by metrics_mu (writes: and mu)
-    std::shared_ptr<Session> session;         // guarded by mu
-    std::deque<v1::StepReply> replies;        // guarded by mu; newest last
+    // A fork's: its source's step metrics up to the fork point, which its
+    // channel starts with (PublishClaimed; then emptied).
+    std::vector<v1::StepMetrics> inherited_metrics;
+    std::shared_ptr<Session> session;   // guarded by mu
+    std::deque<v1::StepReply> replies;  // guarded by mu; newest last
     // Whether the store's row holds session->state() in parts (so a step
     // writes only the parts it changed); false after a create, import, fork,
     // load or rollback, which store the whole state.
@@ -296,10 +299,13 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Entry>> PrepareImport(const v1::ImportSessionRequest& request,
                                                        std::unique_ptr<Reservation>& reserved);
   absl::Status CheckLimits(const v1::Batch& batch, const std::string& what) const;
-  // The metrics channel of `entry` for its session of `generation`.
+  // The metrics channel of `entry` for its session of `generation`,
+  // starting with `history` (earlier steps' messages, up to the session's
+  // last step applied).
   std::shared_ptr<SessionMetrics> OpenMetrics(const std::shared_ptr<Entry>& entry,
                                               std::unique_ptr<MetricsEvaluator> evaluator,
-                                              uint64_t generation);
+                                              uint64_t generation,
+                                              std::vector<v1::StepMetrics> history = {});
   // Checkpoints (session_checkpoints.cc).  All require e.mu.
   bool CheckpointDue(int64_t step) const;
   // Records checkpoint `next_t` (its bytes are kept only without a store)

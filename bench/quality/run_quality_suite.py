@@ -88,10 +88,36 @@ def table(rows, searcher):
                 task, r["method"], r["algorithm"], fmt(r["loss"]), fmt(r["acc"], 3), rel(base),
                 rel(grid), r["seconds"], fmt(r["passes"], 3), note.strip("; ")))
     lines.append("")
+    lines.append(verdict(rows))
+    lines.append("")
     lines.append("Loss: held-out (test rows no run saw); \"vs\": relative to the untuned start "
                  "and to the best fixed hyperparameter in hindsight (negative = better). "
                  "Search at equal compute: %s." % searcher)
     return "\n".join(lines)
+
+
+def gate(rows):
+    """Issue 29's "done when" per bilevel task: f2obo's default run beats the
+    untuned start and ends within 2% of the best fixed hyperparameter in
+    hindsight (or better) with at most 1/10 of the grid's passes."""
+    out = []
+    for task in sorted({r["task"] for r in rows}):
+        rs = {(r["method"], r["algorithm"]): r for r in rows if r["task"] == task}
+        d, u = rs.get(("default", "f2obo")), rs.get(("untuned", "f2obo"))
+        g = rs.get(("grid", "f2obo"))
+        if d is None or u is None or g is None:
+            continue
+        ok = (d["loss"] < u["loss"] and d["loss"] <= 1.02 * g["loss"]
+              and d["passes"] <= g["passes"] / 10.0)
+        out.append((task, ok, d["loss"], u["loss"], g["loss"], g["passes"]))
+    return out
+
+
+def verdict(rows):
+    parts = ["%s %s (%.4g vs untuned %.4g, best fixed %.4g of %d passes)"
+             % (task, "met" if ok else "NOT met", d, u, g, p)
+             for task, ok, d, u, g, p in gate(rows)]
+    return "Issue 29's bar for f2obo's defaults: " + ("; ".join(parts) or "no bilevel task run") + "."
 
 
 def plot(runs, out_dir):
@@ -156,7 +182,7 @@ def main():
     started = time.time()
     when = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
     mach = machine()
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+    commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
                             capture_output=True, text=True).stdout.strip()
     workdir = tempfile.mkdtemp(prefix="f2obo_suite_")
     server = suite_common.Server(os.path.abspath(args.build), workdir, 0)
@@ -205,7 +231,7 @@ def main():
     print("plots: " + ", ".join(os.path.relpath(p) for p in pngs))
     if args.experiments:
         write_experiments(text)
-    return 0
+    return 0 if all(ok for _, ok, *_ in gate(rows)) else 1
 
 
 if __name__ == "__main__":

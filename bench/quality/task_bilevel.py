@@ -69,7 +69,8 @@ def digits_l2(client, f2obo, args, algorithms):
                                    batch_at, score)
         return cache[c]
 
-    runs.append(grid_search([0.0, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1], fixed, task))
+    runs.append(grid_search([0.0, 3e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1],
+                            fixed, task))
     budget = next(r.seconds for r in runs if r.method == "default" and r.algorithm == "f2obo")
 
     def validation(r):
@@ -164,7 +165,8 @@ def loss_tuning(client, f2obo, args, algorithms):
     u = Run(task, "untuned", "f2obo")
     u.curve, u.x, u.seconds = untuned.curve, untuned.x, untuned.seconds
     runs.append(u)
-    runs.append(grid_search([0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], fixed, task))
+    runs.append(grid_search([0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0], fixed,
+                            task))
     budget = next(r.seconds for r in runs if r.method == "default" and r.algorithm == "f2obo")
 
     def validation(r):

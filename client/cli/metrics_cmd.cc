@@ -1,7 +1,10 @@
 // `metrics`: WatchMetrics of one session as CSV, one row per step in step
 // order.  Without --follow it stops at the session's last applied step
-// (GetSession's next_t - 1, or --until); with --follow it keeps writing
-// rows as steps are applied until the session is deleted (or --until).
+// (GetSession's next_t - 1, or --until), also when the server holds no
+// message for the last steps (WatchMetricsRequest.until_t: they were
+// before a restart), and then says so on stderr; with --follow it keeps
+// writing rows as steps are applied until the session is deleted (or
+// --until).
 #include <cstdio>
 #include <string>
 
@@ -95,10 +98,13 @@ int RunMetrics() {
     v1::WatchMetricsRequest req;
     req.set_session_id(id);
     req.set_after_t(after);
+    if (last >= 0) req.set_until_t(last);  // the server ends the stream there
     auto reader = c.stub().WatchMetrics(&ctx, req);
     v1::StepMetrics m;
     bool reached = false;
+    int64_t newest = after;
     while (reader->Read(&m)) {
+      newest = m.t();
       std::fprintf(out, "%s\n", Row(m).c_str());
       ++rows;
       if (follow) std::fflush(out);
@@ -110,6 +116,13 @@ int RunMetrics() {
     }
     status = client::FromGrpc(reader->Finish());
     if (reached) status = absl::OkStatus();
+    if (status.ok() && last >= 0 && newest < last) {
+      std::fprintf(stderr,
+                   "metrics: the server holds no metrics of steps %lld to %lld of session '%s' "
+                   "(they are kept in memory, the newest ~1000 steps since the server last "
+                   "loaded the session: a restart or an import loses them)\n",
+                   static_cast<long long>(newest + 1), static_cast<long long>(last), id.c_str());
+    }
     // With --follow, the stream ends normally when the session is deleted.
     if (follow && status.code() == absl::StatusCode::kNotFound &&
         absl::StrContains(status.message(), "was deleted")) {

@@ -205,7 +205,10 @@ class MetricsWatch:
         remaining = None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
         client = self._session.client
         self._call = client.stub.WatchMetrics(
-            pb.WatchMetricsRequest(session_id=self._session.id, after_t=self._last_t),
+            # until_t: the server ends the stream there, also when it holds no
+            # message for the last steps (before a restart).
+            pb.WatchMetricsRequest(session_id=self._session.id, after_t=self._last_t,
+                                   until_t=self._until_t or 0),
             metadata=client.metadata(self._session.id), timeout=remaining)
 
     def __iter__(self) -> "MetricsWatch":

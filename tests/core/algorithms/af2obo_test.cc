@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "core/metrics/exact_metrics.h"
@@ -106,6 +107,39 @@ TEST(Af2obo, ReportsHittingItsIterationCap) {
   EXPECT_EQ(BilevelPart(*r).z_iterations, 3);
   EXPECT_EQ(BilevelPart(*r).y_iterations, 3);
   EXPECT_EQ(session->state().cap_hits, 1);
+}
+
+// Issue 29: by default (delta_z = 0) the z-loop's tolerance is delta_y
+// lambda_1 / lambda_t, Theorem 4.1's balance lambda_T delta_z = lambda_1
+// delta_y kept at every step, so z's error in the hypergradient (times
+// lambda_t) stays bounded.  With the old constant default 0.1, ||grad_y g(z)||
+// stayed up to 0.1 while lambda_t grew: this fails on it from lambda_t > 25.
+TEST(Af2obo, DefaultZToleranceShrinksWithTheMultiplier) {
+  FamilyConfig fam;
+  fam.name = "quadratic";
+  fam.x_dim = 2;
+  fam.y_dim = 3;
+  SessionConfig config = testing::ConfigFor("af2obo", fam, ConstraintSet::None());
+  ASSERT_EQ(config.options.delta_z, 0.0);  // automatic
+  config.options.max_inner_iterations = 100000;
+  auto session = *Session::Create(config);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  double last_tolerance = 0.0;
+  for (int t = 1; t <= 60; ++t) {
+    // A new g every step (a drifting minimizer), so the z-loop has to run.
+    Vector c(3);
+    for (int i = 0; i < 3; ++i) c(i) = normal(rng);
+    const double lambda = BilevelView(session->state()).lambda;
+    const auto r = session->Step(
+        testing::QuadraticStep(testing::WellConditioned(3, 2, 0.5, 1.5, rng), c, Vector::Zero(3)));
+    ASSERT_TRUE(r.ok()) << r.status();
+    const double tolerance = config.options.delta_y * config.options.lambda1 / lambda;
+    EXPECT_LE(BilevelPart(*r).residual_z, tolerance) << "step " << t << ", lambda " << lambda;
+    EXPECT_FALSE(r->cap_hit);
+    last_tolerance = tolerance;
+  }
+  EXPECT_LT(last_tolerance, 0.1 / 10);  // well below the old constant by the end
 }
 
 }  // namespace
