@@ -171,5 +171,5 @@ def test_example_tuned_network_beats_the_untuned_start(server, source_dir):
     r = subprocess.run([sys.executable, path, "--quick", "--server=" + server.address],
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
-    loss = dict(re.findall(r"^(untuned|tuned)\s+(\S+)", r.stdout, re.M))
+    loss = dict(re.findall(r"^(untuned|tuned)\s+([0-9.]+)\s", r.stdout, re.M))
     assert float(loss["tuned"]) < float(loss["untuned"]), r.stdout
