@@ -353,6 +353,11 @@ void BM_Shape(benchmark::State& state, Shape shape, bool auto_steps) {
   const std::vector<StepData> ring = ShapeRing(shape);
   SessionConfig config = RoundConfig("f2obo", shape.d, 0);
   config.family.classes = shape.classes;
+  // Fixed: bench/torch_round.py's alpha = 0.1, beta_t = 0.1 / lambda_t (since
+  // issue 29 the registry's default alpha = beta = 0 means automatic, which
+  // made "fixed" auto too).
+  config.options.alpha = auto_steps ? 0.0 : 0.1;
+  config.options.beta = auto_steps ? 0.0 : 0.1;
   config.options.alpha_auto = config.options.beta_auto = auto_steps;
   std::unique_ptr<Session> session = *Session::Create(config);
   for (const StepData& step : ring) (void)session->Step(step);
@@ -414,6 +419,46 @@ BENCHMARK_CAPTURE(BM_GemmRoof, small, kSmall)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemmRoof, medium, kMedium)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemmRoof, paper, kPaper)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemmRoof, paper64, (Shape{784, 10, 64}))->Unit(benchmark::kMillisecond);
+
+// The CSR round's roof (issue 28): the same 38 products as BM_GemmRoof for
+// f2obo_csr100k's shapes (256 rows of d = 100,000 with 1,000 non-zeros, C =
+// 10), as Eigen sparse-times-dense products on the ring's first step: Z =
+// A W (n x C or n x 2C) and G = A^T R (d x C or d x 2C, a dense d-sized
+// result each time, as the round's gradients).  Same nominal count, so
+// BM_Round/f2obo_csr100k's time over this one is the round's share of it.
+void BM_SpmmRoof(benchmark::State& state) {
+  constexpr int kK = 5;
+  const Workload& w = GetWorkload(true);
+  const CsrMatrix& a_up = w.ring[0].upper.csr;
+  const CsrMatrix& a_in = w.ring[0].inner.csr;
+  std::mt19937_64 rng(6);
+  std::normal_distribution<double> n01;
+  auto random = [&](int r, int c) {
+    return RowMatrix::NullaryExpr(r, c, [&] { return 0.01 * n01(rng); });
+  };
+  const RowMatrix w1 = random(kCsrD, kClasses), w2 = random(kCsrD, 2 * kClasses);
+  RowMatrix z1(kRows, kClasses), z2(kRows, 2 * kClasses);
+  RowMatrix g1(kCsrD, kClasses), g2(kCsrD, 2 * kClasses);
+  for (auto _ : state) {
+    z1.noalias() = a_up * w1;  // prequential f
+    z1.noalias() = a_up * w1;  // prequential accuracy
+    for (int k = 0; k < kK; ++k) {
+      z2.noalias() = a_in * w2;
+      g2.noalias() = a_in.transpose() * z2;
+      z1.noalias() = a_up * w1;
+      g1.noalias() = a_up.transpose() * z1;
+    }
+    z1.noalias() = a_up * w1;
+    g1.noalias() = a_up.transpose() * z1;
+    z2.noalias() = a_in * w2;
+    g2.noalias() = a_in.transpose() * z2;
+    benchmark::DoNotOptimize(g1.data());
+    benchmark::DoNotOptimize(g2.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SpmmRoof)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace f2obo

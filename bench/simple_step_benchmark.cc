@@ -216,7 +216,7 @@ void Register() {
         }
         continue;
       }
-      for (int w : {100, 1000}) {
+      for (int w : {100, 1000, 4096}) {
         const int fill = (w + kRows - 1) / kRows;
         auto* b = benchmark::RegisterBenchmark((name + "/W" + std::to_string(w)).c_str(),
                                                BM_SimpleStep, a, sparse, w, fill)

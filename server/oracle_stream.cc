@@ -113,14 +113,18 @@ void OracleWatchdog::Fire(std::unique_lock<std::mutex>& lock) {
 }
 
 StreamOracle::StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, OracleWatchdog* watchdog,
-                           const RoundStopFlags* stops, double budget_seconds, Shape shape,
-                           OraclePoints* points)
+                           const RoundStopFlags* stops,
+                           std::shared_ptr<const std::atomic<bool>> session_stop,
+                           double budget_seconds, Shape shape, OraclePoints* points)
     : ctx_(ctx),
       stream_(stream),
       watchdog_(watchdog),
+      session_stop_(std::move(session_stop)),
       control_(ctx, stops, budget_seconds),
       shape_(shape),
-      points_(points) {}
+      points_(points) {
+  control_.set_session_stop(session_stop_.get());
+}
 
 uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
   const size_t bytes = values.size() * sizeof(double);

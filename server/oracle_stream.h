@@ -5,8 +5,9 @@
 // blocks in Read for the client's answers.
 //
 // Waiting is bounded: while a Read is outstanding a watchdog thread looks
-// every few ms at the call (deadline, cancellation), the server's shutdown
-// and the per-round budget (a CallRoundControl of its own); when one says
+// every few ms at the call (deadline, cancellation), the server's shutdown,
+// a Delete of the session and the per-round budget (a CallRoundControl of
+// its own); when one says
 // stop, it writes an `error` message with the reason and cancels the call,
 // which ends the Read.  So a silent client holds its session no longer than
 // the round budget or its deadline, and never holds a shutdown.
@@ -22,9 +23,11 @@
 #ifndef F2OBO_SERVER_ORACLE_STREAM_H_
 #define F2OBO_SERVER_ORACLE_STREAM_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -85,10 +88,11 @@ class StreamOracle final : public Oracle {
     int y_dim = 0;
     int64_t t = 0;  // for messages
   };
-  // All pointers must outlive the step (until Detach).
+  // All pointers must outlive the step (until Detach); `session_stop` is
+  // the session's own stop request (its Delete stops the wait too).
   StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, OracleWatchdog* watchdog,
-               const RoundStopFlags* stops, double budget_seconds, Shape shape,
-               OraclePoints* points);
+               const RoundStopFlags* stops, std::shared_ptr<const std::atomic<bool>> session_stop,
+               double budget_seconds, Shape shape, OraclePoints* points);
 
   absl::Status Evaluate(absl::Span<OracleQuery> queries) override;
   // The step is over: later Evaluates fail (the step's data may be kept by
@@ -106,6 +110,7 @@ class StreamOracle final : public Oracle {
   grpc::ServerContext* const ctx_;
   OracleStream* stream_;
   OracleWatchdog* const watchdog_;
+  const std::shared_ptr<const std::atomic<bool>> session_stop_;
   CallRoundControl control_;
   const Shape shape_;
   OraclePoints* const points_;

@@ -32,10 +32,13 @@ absl::StatusOr<v1::StepReply> F2oboService::OracleStep(grpc::ServerContext* ctx,
                                                      "] (--max_batch_rows)"));
     }
   }
+  absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> stop =
+      sessions_->SessionStop(open.session_id());
+  if (!stop.ok()) return stop.status();
   StreamOracle::Shape shape{info->x_dim(), info->y_dim(), open.t()};
-  auto oracle =
-      std::make_shared<StreamOracle>(ctx, stream, watchdog, sessions_->round_stops(),
-                                     sessions_->limits().round_budget_seconds, shape, points);
+  auto oracle = std::make_shared<StreamOracle>(
+      ctx, stream, watchdog, sessions_->round_stops(), *std::move(stop),
+      sessions_->limits().round_budget_seconds, shape, points);
   auto data = std::make_shared<StepData>();
   data->upper.oracle = data->inner.oracle = oracle;
   data->upper.oracle_rows = open.upper_rows();

@@ -356,6 +356,13 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
   return Apply(**found, req.t(), *data, call);
 }
 
+absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> SessionManager::SessionStop(
+    const std::string& id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  if (!found.ok()) return found.status();
+  return std::shared_ptr<const std::atomic<bool>>(*found, &(*found)->stop_rounds);
+}
+
 absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
     const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
     const grpc::ServerContext* call) {

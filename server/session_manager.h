@@ -161,6 +161,9 @@ class SessionManager {
   // What StopRounds sets, for rounds that wait outside Apply's own control
   // (an oracle round's wait for its client, server/oracle_stream.h).
   const RoundStopFlags* round_stops() const { return &round_stops_; }
+  // Session `id`'s own stop request (set by its Delete), kept alive by the
+  // pointer: for the same rounds.
+  absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> SessionStop(const std::string& id) const;
   // The family checks of session `id` on these batches, without a round.
   absl::Status ValidateBatches(const std::string& id, const StepData& data) const;
 

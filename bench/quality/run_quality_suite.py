@@ -130,15 +130,23 @@ def plot(runs, out_dir):
     paths = []
     for task, rs in by_task.items():
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        for r in rs:
+        for i, r in enumerate(rs):
             if not r.curve:
                 continue
             k = [c[0] for c in r.curve]
             v = [c[1] for c in r.curve]
+            label = "%s %s" % (r.method, r.algorithm)
+            if len(k) == 1:  # a fixed point's score (x_0, exact y*(x)): a level
+                ax.axhline(v[0], ls=":", lw=1.2, label=label, color="C%d" % (i % 10))
+                continue
             style = "-o" if r.method == "default" else "--"
-            ax.plot(k, v, style, ms=3, label="%s %s" % (r.method, r.algorithm))
+            ax.plot(k, v, style, ms=3, label=label, color="C%d" % (i % 10))
         ax.set_xlabel("step")
-        ax.set_ylabel("held-out loss")
+        if task.startswith("simple"):  # a distance to the bilevel optimum, over decades
+            ax.set_ylabel("(g - g*) + |f - f*|")
+            ax.set_yscale("log")
+        else:
+            ax.set_ylabel("held-out loss")
         ax.set_title(task)
         ax.legend(fontsize=7)
         fig.tight_layout()

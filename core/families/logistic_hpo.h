@@ -96,6 +96,7 @@ class LogisticHpoFamily final : public Family {
   int d_, c_;
   double mu0_;
   Vector logits_, wpair_, gathered_;  // dense passes' buffers (grown, never shrunk)
+  Vector rows_scratch_;               // 2 n: the small shapes' row maxima and CE
   Vector z_, z2_, dz_;                // C-sized per-row scratch
   Vector weights_;                    // per-row curvature bounds (EstimateSmoothness)
 };

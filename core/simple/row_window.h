@@ -38,9 +38,12 @@ class RowWindow {
   int capacity() const { return capacity_; }
 
   // Writes kEncodedVectors vectors to `out` (appended); Decode reads them
-  // back, checking shapes and values (INVALID_ARGUMENT naming "aux[i]").
+  // back, checking shapes and values (INVALID_ARGUMENT naming "aux[i]");
+  // `trusted`: the values of a window decoded and checked before are not
+  // checked again (shapes and indices still are).
   void Encode(std::vector<Vector>* out) const;
-  static absl::StatusOr<RowWindow> Decode(const StateParts& aux, int first, int capacity, int cols);
+  static absl::StatusOr<RowWindow> Decode(const StateParts& aux, int first, int capacity, int cols,
+                                          bool trusted = false);
 
  private:
   int capacity_ = 0;

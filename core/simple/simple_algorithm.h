@@ -41,6 +41,13 @@ class SimpleAlgorithm : public StoppableRound {
   // state's aux must be accepted by ValidateAux.
   virtual StateParts InitialAux(const VecIn& x0) const = 0;
   virtual absl::Status ValidateAux(const StateParts& aux) const = 0;
+  // The rows a restored state's aux holds (the windows of IR-FSCG and
+  // AGM-BiO), checked by the family once, at restore (after ValidateAux
+  // accepted the aux): rounds then trust them, as they only append rows
+  // the family validated.  None by default.
+  virtual absl::Status ValidateAuxRows(const StateParts&, const SimpleFamily&) const {
+    return absl::OkStatus();
+  }
 };
 
 // What a factory gets: validated options (copied) and the session's shapes.

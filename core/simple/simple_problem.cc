@@ -100,6 +100,9 @@ class SimpleProblem final : public Problem {
       return absl::InvalidArgumentError(
           absl::StrCat("state.", st.message(), " (a state written by another algorithm?)"));
     }
+    if (absl::Status st = algorithm_->ValidateAuxRows(s.aux, *family_); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("state.", st.message()));
+    }
     return absl::OkStatus();
   }
 

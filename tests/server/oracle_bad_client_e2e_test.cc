@@ -192,6 +192,34 @@ TEST_F(OracleBadClient, DisconnectMidRoundLosesOnlyThatRound) {
   ExpectSame();
 }
 
+// A Delete of the session stops the wait at once (the budget is 30 s).
+TEST_F(OracleBadClient, SilentClientDoesNotHoldADeleteOfItsSession) {
+  Start();
+  FamilyAnswerer answerer(Logistic());
+  OracleClient client(stub_.get());
+  std::thread deleter;
+  grpc::Status deleted;
+  const auto start = std::chrono::steady_clock::now();
+  const OracleOutcome out = client.Step("bad", 3, &answerer, [&](int index, v1::OracleAnswers*) {
+    if (index == 1) {
+      deleter = std::thread([&] {
+        grpc::ClientContext ctx;
+        v1::DeleteSessionRequest req;
+        req.set_session_id("bad");
+        v1::DeleteSessionResponse resp;
+        deleted = stub_->DeleteSession(&ctx, req, &resp);
+      });
+    }
+    return index != 1;
+  });
+  deleter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_TRUE(deleted.ok()) << deleted.error_message();
+  ASSERT_TRUE(out.error.has_value());
+  EXPECT_EQ(out.error->code(), static_cast<int>(grpc::StatusCode::ABORTED));
+  EXPECT_THAT(out.error->message(), HasSubstr("the session is being deleted"));
+}
+
 TEST_F(OracleBadClient, SilentClientDoesNotHoldShutdownHostage) {
   Start({"--shutdown_grace_seconds=1"});
   FamilyAnswerer answerer(Logistic());

@@ -173,6 +173,9 @@ class AgmBio final : public SimpleAlgorithm {
     }
     return windows_.Validate(aux, kWindows);
   }
+  absl::Status ValidateAuxRows(const StateParts& aux, const SimpleFamily& family) const override {
+    return windows_.ValidateRows(aux, kWindows, family);
+  }
 
  private:
   // One FISTA iteration on g over the window (see the header comment);

@@ -129,6 +129,9 @@ class IrFscg final : public SimpleAlgorithm {
     if (absl::Status st = CheckAverageWeight(aux, kWeight); !st.ok()) return st;
     return windows_.Validate(aux, kWindows);
   }
+  absl::Status ValidateAuxRows(const StateParts& aux, const SimpleFamily& family) const override {
+    return windows_.ValidateRows(aux, kWindows, family);
+  }
 
  private:
   // S rows of `all` drawn uniformly with replacement.

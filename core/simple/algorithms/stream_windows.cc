@@ -23,10 +23,25 @@ void StreamWindows::AppendInitial(StateParts* aux) const {
 
 absl::Status StreamWindows::Validate(const StateParts& aux, int first) const {
   StreamWindows copy(capacity_);
-  return copy.Decode(aux, first);
+  return copy.Decode(aux, first, /*trusted=*/false);
 }
 
-absl::Status StreamWindows::Decode(const StateParts& aux, int first) {
+absl::Status StreamWindows::ValidateRows(const StateParts& aux, int first,
+                                         const SimpleFamily& family) const {
+  StreamWindows copy(capacity_);
+  if (absl::Status s = copy.Decode(aux, first, /*trusted=*/false); !s.ok()) return s;
+  for (int k = 0; k < 2; ++k) {
+    if (copy.windows_[k].size() == 0) continue;
+    if (absl::Status s = family.ValidateBatch(copy.windows_[k].rows(), kRole[k]); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("aux[", first + 1 + k * RowWindow::kEncodedVectors, "]: the ", kKind[k],
+                       " window's rows are not ones this family accepts: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamWindows::Decode(const StateParts& aux, int first, bool trusted) {
   if (static_cast<int>(aux.size()) < first + kVectors) {
     return absl::InvalidArgumentError(absl::StrCat("aux[", aux.size(),
                                                    "]: missing; the row windows take aux[", first,
@@ -44,8 +59,8 @@ absl::Status StreamWindows::Decode(const StateParts& aux, int first) {
           "aux[", first, "]: the ", kKind[k], " window's width ", c, " is not a whole number"));
     }
     cols_[k] = static_cast<int>(c);
-    absl::StatusOr<RowWindow> w =
-        RowWindow::Decode(aux, first + 1 + k * RowWindow::kEncodedVectors, capacity_, cols_[k]);
+    absl::StatusOr<RowWindow> w = RowWindow::Decode(aux, first + 1 + k * RowWindow::kEncodedVectors,
+                                                    capacity_, cols_[k], trusted);
     if (!w.ok()) return w.status();
     windows_[k] = *std::move(w);
   }
@@ -54,16 +69,9 @@ absl::Status StreamWindows::Decode(const StateParts& aux, int first) {
 
 absl::Status StreamWindows::LoadAndAppend(const StateParts& aux, int first, SimpleFamily& family,
                                           const StepData& data) {
-  if (absl::Status s = Decode(aux, first); !s.ok()) return s;
+  if (absl::Status s = Decode(aux, first, /*trusted=*/true); !s.ok()) return s;
   const Batch* step[2] = {&data.upper, &data.inner};
   for (int k = 0; k < 2; ++k) {
-    if (windows_[k].size() > 0) {
-      if (absl::Status s = family.ValidateBatch(windows_[k].rows(), kRole[k]); !s.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("aux[", first + 1 + k * RowWindow::kEncodedVectors, "]: the ", kKind[k],
-                         " window's rows are not ones this family accepts: ", s.message()));
-      }
-    }
     if (step[k]->rows() == 0) continue;
     if (cols_[k] == 0) {
       cols_[k] = step[k]->cols();

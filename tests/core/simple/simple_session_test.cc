@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "core/simple/simple_metrics_evaluator.h"
@@ -120,6 +121,42 @@ TEST_P(SimpleSession, RestoreRefusesADecisionOutsideZ) {
   auto r = Session::Restore(config, c);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("state.decision: outside"));
+}
+
+// The windows' rows of a restored state are checked by the family when the
+// state is restored (rounds then trust them; issue 23): a label the family
+// refuses is refused at Restore, naming the window.
+TEST(SimpleSessionWindows, RestoreRefusesWindowRowsTheFamilyRefuses) {
+  for (const std::string algorithm : {"ir_fscg", "agm_bio"}) {
+    SessionConfig config = LeastSquaresConfig(algorithm);
+    config.family.name = "logistic";
+    config.family.classes = 3;
+    auto s = *Session::Create(config);
+    std::mt19937_64 rng(5);
+    for (int t = 0; t < 3; ++t) {
+      StepData d = Step(rng);
+      for (Batch* b : {&d.upper, &d.inner}) {
+        b->targets.resize(0);
+        for (int r = 0; r < b->rows(); ++r) b->labels.push_back(r % 3);
+      }
+      ASSERT_TRUE(s->Step(d).ok()) << algorithm;
+    }
+    Checkpoint c = *DeserializeCheckpoint(s->Encode(s->state()));
+    ASSERT_TRUE(Session::Restore(config, c).ok()) << algorithm;
+    // The upper window's labels: the last of its 5 vectors (after the
+    // widths at aux[first]).
+    const size_t first = algorithm == "ir_fscg" ? 5 : 4;
+    const size_t fields = first + 5;
+    ASSERT_EQ(c.state.aux[fields].size(), 12) << algorithm << ": 3 steps of 4 upper rows";
+    c.state.aux[fields][2] = 7;  // a class of 3: 0, 1 or 2
+    auto r = Session::Restore(config, c);
+    ASSERT_FALSE(r.ok()) << algorithm;
+    EXPECT_THAT(std::string(r.status().message()),
+                HasSubstr(absl::StrCat("state.aux[", first + 1,
+                                       "]: the upper window's rows are not ones this family "
+                                       "accepts")))
+        << algorithm;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, SimpleSession,

@@ -77,15 +77,21 @@ TEST(StreamWindows, AStepOfAnotherWidthThanTheWindowIsRefused) {
                          "batch has 4"));
 }
 
-// Rows a state brings from outside are checked by the family before use.
+// Rows a state brings from outside are checked by the family before use:
+// once, when the state is restored (ValidateRows, which SimpleProblem's
+// ValidateRestored calls), not at every step.
 TEST(StreamWindows, RowsTheFamilyRefusesAreRefusedNamingTheirAux) {
   Picky family;
   StreamWindows w(5);
   StateParts aux;
   w.AppendInitial(&aux);
+  EXPECT_TRUE(w.ValidateRows(aux, 0, family).ok()) << "empty windows";
+  ASSERT_TRUE(w.LoadAndAppend(aux, 0, family, StepData{Numbered(97, 2), Batch{}}).ok());
+  w.Store(0, &aux);
+  EXPECT_TRUE(w.ValidateRows(aux, 0, family).ok()) << "targets 97, 98";
   ASSERT_TRUE(w.LoadAndAppend(aux, 0, family, StepData{Numbered(99, 3), Batch{}}).ok());
   w.Store(0, &aux);  // holds the target 101, which the family would refuse
-  const absl::Status st = w.LoadAndAppend(aux, 0, family, StepData{});
+  const absl::Status st = w.ValidateRows(aux, 0, family);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()),
               StartsWith("aux[1]: the upper window's rows are not ones this family accepts: "
