@@ -48,6 +48,7 @@ const std::map<std::string, Role>& Rpcs() {
       {"DeleteSession", Role::kWrite},
       {"Step", Role::kWrite},
       {"Steps", Role::kWrite},
+      {"OracleSteps", Role::kWrite},
       {"GetDecision", Role::kRead},
       {"WatchMetrics", Role::kRead},
       {"ExportSession", Role::kWrite},
@@ -119,6 +120,12 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
     auto stream = c.stub().Steps(ctx.get());
     stream->WritesDone();
     out["Steps"] = stream->Finish().error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    auto stream = c.stub().OracleSteps(ctx.get());
+    stream->WritesDone();
+    out["OracleSteps"] = stream->Finish().error_code();
   }
   {
     auto ctx = c.NewContext();
