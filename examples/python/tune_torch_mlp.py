@@ -27,7 +27,7 @@ One command (starts a server on a free loopback port, or use --server):
 --quick (ctest) runs fewer steps and exits 1 unless the tuned network's
 held-out cross-entropy is below the untuned one's.
 
-What we saw (digits, 400 steps, seeds 1-3, 12-27 s on a loaded 2-core
+What we saw (digits, 400 steps, seeds 1-3, 27 s end to end on a loaded 2-core
 machine): held-out cross-entropy untuned 0.587 / 0.545 / 0.747, tuned
 0.189 / 0.419 / 0.508; balanced accuracy 0.810 / 0.774 / 0.719 untuned,
 0.936 / 0.835 / 0.823 tuned.  The gain comes mostly from the weight decay
