@@ -1,0 +1,259 @@
+"""f2obo.torch: tune the hyperparameters of a torch.nn.Module online.
+
+The session is an oracle session (family "oracle", f2obo.oracle): x is
+your hyperparameters flattened, y your model's parameters flattened; the
+server runs the algorithm (F2OBO and its first-order kin) and asks for
+values and gradients of f and g at the points it names; this module
+answers with autograd on your model, called functionally at those points
+(torch.nn.utils.stateless.functional_call / torch.func.functional_call),
+so your module's own tensors are never touched mid-round.
+
+    import torch, f2obo, f2obo.torch
+
+    model = MLP()
+    hp = {"wd": f2obo.torch.Hyperparameter(torch.full((3,), 1e-3), box=(0.0, 0.1)),
+          "cw": f2obo.torch.Hyperparameter(torch.ones(10), box=(0.2, 5.0))}
+
+    def train_loss(model, hp, batch):          # g: strongly convex in y needs a ridge
+        X, labels = batch
+        return weighted_ce(model(X), labels, hp["cw"]) + l2(model, hp["wd"])
+
+    def val_loss(model, hp, batch):            # f
+        X, labels = batch
+        return torch.nn.functional.cross_entropy(model(X), labels)
+
+    tuner = f2obo.torch.Tuner(client, model, hp, train_loss, val_loss,
+                              algorithm="f2obo", alpha=0.05, beta=0.5)
+    for val_batch, train_batch in stream:
+        result = tuner.step(val_batch, train_batch)   # a StepResult
+    tuner.hparams          # {name: tensor}, the decision x_{t+1}
+    tuner.session          # f2obo.Session: decision(), metrics(), checkpoint(), ...
+
+Batches are a tensor or a tuple / list of tensors whose first dimension is
+the rows; the server's mini-batches (sf2obo) index every tensor of the
+batch by the same rows.  Both losses are means over the batch's rows
+(f2obo.oracle's contract).  Gradients flow through `hp` in both losses:
+hyperparameters f does not use get a zero gradient.
+
+The module's parameters follow the session's y: after every step (or every
+`sync_every` steps; 0: only on `sync()`) the tuner reads the session's
+decision and loads y into them, so `model` is the trained network.  Buffers
+(batch-norm statistics) are not part of y and are not tuned.
+
+Constraint set of x: every Hyperparameter has a box (lo, hi), a scalar or
+per-entry (the default: unbounded); the session's box is theirs side by
+side.  A simplex (`simplex=total`) must be the only hyperparameter, since
+the server projects x onto one set.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+
+from .oracle import OracleQuery, OracleStream
+from .session import Session
+from .views import StepResult
+
+try:  # torch >= 2.0
+    from torch.func import functional_call as _functional_call
+except ImportError:  # torch 1.13 (Debian 12)
+    from torch.nn.utils.stateless import functional_call as _functional_call
+
+Batch = Union[torch.Tensor, Sequence[torch.Tensor]]
+Loss = Callable[[torch.nn.Module, Dict[str, torch.Tensor], Any], torch.Tensor]
+
+__all__ = ["Hyperparameter", "Tuner"]
+
+
+@dataclasses.dataclass
+class Hyperparameter:
+    """A hyperparameter tensor `value` (its initial value) and its set:
+    `box=(lo, hi)` (scalars or tensors of value's shape; None: unbounded)
+    or `simplex=total` ({v >= 0, sum v = total})."""
+    value: torch.Tensor
+    box: Optional[Tuple[Any, Any]] = None
+    simplex: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        self.value = torch.as_tensor(self.value)
+        if self.box is not None and self.simplex is not None:
+            raise ValueError("Hyperparameter: give box or simplex, not both")
+
+
+def _rows(batch: Batch, rows: Optional[np.ndarray]) -> Batch:
+    if rows is None:
+        return batch
+    index = torch.from_numpy(rows)
+    if isinstance(batch, torch.Tensor):
+        return batch[index]
+    return type(batch)(b[index] for b in batch)
+
+
+def _num_rows(batch: Batch) -> int:
+    return len(batch if isinstance(batch, torch.Tensor) else batch[0])
+
+
+class Tuner:
+    """Tunes `hparams` of `model` online on an f2obo server (see module doc).
+
+    `session_id` of an existing oracle session resumes it (its x and y are
+    loaded into the hyperparameters and the module); else a new session is
+    created with `create` keywords (algorithm, alpha, beta, gamma, seed,
+    ...; create_session's), x0 = the hyperparameters' values, y0 = the
+    module's parameters.  `dtype`: the precision of the autograd work (the
+    wire is float64; default the module's).
+    """
+
+    def __init__(self, client: Any, model: torch.nn.Module,
+                 hparams: Mapping[str, Union[Hyperparameter, torch.Tensor]],
+                 train_loss: Loss, val_loss: Loss, *, session_id: str = "",
+                 resume: bool = False, sync_every: int = 1,
+                 dtype: Optional[torch.dtype] = None, **create: Any) -> None:
+        self.client = client
+        self.model = model
+        self.train_loss = train_loss
+        self.val_loss = val_loss
+        self.sync_every = sync_every
+        self._hp = {k: v if isinstance(v, Hyperparameter) else Hyperparameter(v)
+                    for k, v in hparams.items()}
+        self._params = [(n, p) for n, p in model.named_parameters()]
+        if not self._params:
+            raise ValueError("Tuner: the model has no parameters")
+        self.dtype = dtype or self._params[0][1].dtype
+        self._x_layout = self._layout([(k, h.value.shape) for k, h in self._hp.items()])
+        self._y_layout = self._layout([(n, p.shape) for n, p in self._params])
+        self.x_dim = self._x_layout[-1][2] if self._x_layout else 0
+        self.y_dim = self._y_layout[-1][2]
+        if resume:
+            self.session = Session(client, session_id)
+        else:
+            self.session = client.create_session(
+                family="oracle", x_dim=self.x_dim, y_dim=self.y_dim, session_id=session_id,
+                x0=self._flat_x(), y0=self._flat_y(), **self._constraint(), **create)
+        self._stream = OracleStream(client, self.session.id)
+        self._x = torch.from_numpy(self._flat_x())
+        self._steps = 0
+        if resume:
+            self.sync()
+
+    # ---- layouts: name -> slice of the flat vector -------------------------
+    @staticmethod
+    def _layout(shapes: List[Tuple[str, torch.Size]]) -> List[Tuple[str, int, int, torch.Size]]:
+        out, at = [], 0
+        for name, shape in shapes:
+            n = int(np.prod(shape)) if len(shape) else 1
+            out.append((name, at, at + n, torch.Size(shape)))
+            at += n
+        return out
+
+    @staticmethod
+    def _split(flat: torch.Tensor, layout) -> Dict[str, torch.Tensor]:
+        return {name: flat[a:b].view(shape) for name, a, b, shape in layout}
+
+    def _flat_x(self) -> np.ndarray:
+        if not self._hp:
+            return np.zeros(0)
+        return np.concatenate([h.value.detach().reshape(-1).to(torch.float64).numpy()
+                               for h in self._hp.values()])
+
+    def _flat_y(self) -> np.ndarray:
+        return np.concatenate([p.detach().reshape(-1).to(torch.float64).cpu().numpy()
+                               for _, p in self._params])
+
+    def _constraint(self) -> Dict[str, Any]:
+        simplex = [k for k, h in self._hp.items() if h.simplex is not None]
+        if simplex:
+            if len(self._hp) != 1:
+                raise ValueError("Tuner: %r is a simplex; the server projects x onto one set, so "
+                                 "it must be the only hyperparameter" % simplex[0])
+            return {"simplex": {"total": float(self._hp[simplex[0]].simplex)}}
+        if all(h.box is None for h in self._hp.values()):
+            return {"unconstrained": True}
+        lo, hi = [], []
+        for h in self._hp.values():
+            b = h.box if h.box is not None else (-np.inf, np.inf)
+            for side, out in zip(b, (lo, hi)):
+                v = torch.as_tensor(side, dtype=torch.float64).expand(h.value.shape)
+                out.append(v.reshape(-1).numpy())
+        return {"box": (np.concatenate(lo), np.concatenate(hi))}
+
+    # ---- the state -----------------------------------------------------------
+    @property
+    def hparams(self) -> Dict[str, torch.Tensor]:
+        """The current hyperparameters (the session's x), by name."""
+        return {k: v.clone() for k, v in self._split(self._x, self._x_layout).items()}
+
+    def sync(self) -> None:
+        """Loads the session's decision (x_t, y_t) into the hyperparameters
+        and the module's parameters."""
+        d = self.session.decision()
+        self._x = torch.from_numpy(np.array(d.x, dtype=np.float64))
+        y = torch.from_numpy(np.asarray(d.y, dtype=np.float64))
+        with torch.no_grad():
+            for (name, a, b, shape), (_, p) in zip(self._y_layout, self._params):
+                p.copy_(y[a:b].view(shape))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self) -> "Tuner":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---- one step --------------------------------------------------------------
+    def step(self, val_batch: Batch, train_batch: Batch, *, t: Optional[int] = None
+             ) -> StepResult:
+        """Runs one step: f on `val_batch` (the upper batch), g on
+        `train_batch` (the inner one).  Returns the server's StepResult."""
+        def evaluate(q: OracleQuery):
+            return self._answer(q, val_batch if q.function == "f" else train_batch)
+        result = self._stream.step(evaluate, upper_rows=_num_rows(val_batch),
+                                   inner_rows=_num_rows(train_batch), t=t)
+        self._x = torch.from_numpy(np.array(result.x, dtype=np.float64))
+        self._steps += 1
+        if self.sync_every and self._steps % self.sync_every == 0:
+            self.sync()
+        return result
+
+    def _answer(self, q: OracleQuery, batch: Batch):
+        x = torch.tensor(q.x, dtype=self.dtype).requires_grad_(q.want_grad_x)
+        y = torch.tensor(q.y, dtype=self.dtype).requires_grad_(q.want_grad_y)
+        loss_fn = self.val_loss if q.function == "f" else self.train_loss
+        with torch.set_grad_enabled(q.want_grad_x or q.want_grad_y):
+            loss = loss_fn(_ModelAt(self.model, self._split(y, self._y_layout)),
+                           self._split(x, self._x_layout), _rows(batch, q.rows))
+            wanted = [v for v, w in ((x, q.want_grad_x), (y, q.want_grad_y)) if w]
+            grads = list(torch.autograd.grad(loss, wanted, allow_unused=True)) if wanted else []
+        out = []
+        for v, w in ((x, q.want_grad_x), (y, q.want_grad_y)):
+            if not w:
+                out.append(None)
+                continue
+            g = grads.pop(0)
+            out.append(np.zeros(v.numel()) if g is None else g.detach().to(torch.float64).numpy())
+        return float(loss.detach()), out[0], out[1]
+
+
+class _ModelAt(torch.nn.Module):
+    """The user's module called at other parameters (a functional call):
+    `m(X)` runs model.forward with `params`; `named_parameters()` and
+    `parameters()` give those tensors, so a loss may regularize them."""
+
+    def __init__(self, model: torch.nn.Module, params: Dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_at", params)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return _functional_call(self._model, self._at, args, kwargs)
+
+    def named_parameters(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        return iter(self._at.items())
+
+    def parameters(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        return iter(self._at.values())
