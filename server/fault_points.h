@@ -15,6 +15,8 @@
 //   group_step_before_commit id: group     every member ready, nothing stored
 //   group_step_after_commit  id: group     stored, not yet applied in memory
 //                                          nor acknowledged
+//   store_write              id: session   the store's writer took its write
+//                                          (or group), before the transaction
 //
 // Thread-safety: thread-safe; a handler is called from the threads that
 // reach its points, without any of the server's locks held.

@@ -214,7 +214,7 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string&
   return deleted;
 }
 
-absl::Status GroupManager::DeleteSession(const std::string& session_id) {
+absl::Status GroupManager::DeleteSession(const std::string& session_id, Deadline deadline) {
   {
     absl::MutexLock lock(&mu_);
     if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
@@ -224,7 +224,7 @@ absl::Status GroupManager::DeleteSession(const std::string& session_id) {
     }
     deleting_sessions_.insert(session_id);
   }
-  absl::Status s = sessions_->Delete(session_id);
+  absl::Status s = sessions_->Delete(session_id, /*from_store=*/true, deadline);
   absl::MutexLock lock(&mu_);
   deleting_sessions_.erase(deleting_sessions_.find(session_id));
   return s;

@@ -61,7 +61,7 @@ class GroupManager {
   absl::StatusOr<std::vector<std::string>> Delete(const std::string& id);
   // Deletes a session that belongs to no group; a member of a group (live,
   // being created or being deleted) is refused with FAILED_PRECONDITION.
-  absl::Status DeleteSession(const std::string& session_id);
+  absl::Status DeleteSession(const std::string& session_id, Deadline deadline = Deadline::max());
   // Rolls back a session that belongs to no group (SessionManager::
   // Rollback); a member is refused with FAILED_PRECONDITION naming its
   // group: its members share each step, and one rolled back alone would

@@ -105,7 +105,7 @@ grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
                                          const v1::CreateSessionRequest* req,
                                          v1::SessionInfo* out) {
   return Handle("CreateSession", ctx, Access::kWrite, req, [&] {
-    absl::Status s = Assign(sessions_->Create(*req), out);
+    absl::Status s = Assign(sessions_->Create(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
     return s;
   });
@@ -131,7 +131,8 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
                                          v1::DeleteSessionResponse*) {
   return Handle("DeleteSession", ctx, Access::kWrite, req, [&] {
     if (absl::Status s = sessions_->CheckFence(req->session_id()); !s.ok()) return s;
-    absl::Status s = groups_->DeleteSession(req->session_id());  // refuses group members
+    // refuses group members
+    absl::Status s = groups_->DeleteSession(req->session_id(), ctx->deadline());
     if (s.ok() && observer_ != nullptr) observer_->OnSessionDeleted(req->session_id());
     return s;
   });
@@ -222,7 +223,7 @@ grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
                                          const v1::ImportSessionRequest* req,
                                          v1::SessionInfo* out) {
   return Handle("ImportSession", ctx, Access::kWrite, req, [&] {
-    absl::Status s = Assign(sessions_->Import(*req), out);
+    absl::Status s = Assign(sessions_->Import(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
     return s;
   });
@@ -253,7 +254,7 @@ grpc::Status F2oboService::RollbackSession(grpc::ServerContext* ctx,
 grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx, const v1::ForkSessionRequest* req,
                                        v1::SessionInfo* out) {
   return Handle("ForkSession", ctx, Access::kWrite, req, [&] {
-    absl::Status s = Assign(sessions_->Fork(*req), out);
+    absl::Status s = Assign(sessions_->Fork(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) {
       observer_->OnSessionCreated(out->session_id());
       observer_->OnFork(out->session_id());

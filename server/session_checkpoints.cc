@@ -187,7 +187,8 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
   return info;
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionRequest& req) {
+absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionRequest& req,
+                                                     Deadline deadline) {
   if (!req.new_session_id().empty() && !ValidSessionId(req.new_session_id())) {
     return absl::InvalidArgumentError(
         "new_session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
@@ -255,7 +256,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionReques
   entry->reserved_bytes = reserved.bytes();
   entry->inherited_metrics = std::move(history);
   absl::StatusOr<v1::SessionInfo> info =
-      Install(std::move(entry), req.new_session_id().empty(), /*persisted=*/false);
+      Install(std::move(entry), req.new_session_id().empty(), /*persisted=*/false, deadline);
   if (info.ok()) reserved.Keep();
   return info;
 }

@@ -66,7 +66,8 @@ absl::Status SessionManager::CheckImportedReplies(const v1::SessionExport& ex,
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> entry,
-                                                        bool generate_id, bool persisted) {
+                                                        bool generate_id, bool persisted,
+                                                        Deadline deadline) {
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =
       entry->session->problem().NewMetricsEvaluator();
   if (!evaluator.ok()) return evaluator.status();
@@ -74,11 +75,23 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
   // Where a new session starts is its first checkpoint (written with it).
   const bool checkpoint = !persisted && limits_.max_checkpoints > 0;
   if (store_ != nullptr && !persisted) {
+    // A write begun after the call's deadline would be answered
+    // DEADLINE_EXCEEDED (by the client's side) and happen all the same.
+    if (std::chrono::system_clock::now() >= deadline) {
+      Unclaim(entry->id);
+      return absl::DeadlineExceededError(
+          absl::StrCat("the deadline passed before session '", entry->id,
+                       "' was written (building it took that long); not created"));
+    }
     SessionRecord r = RecordOf(*entry, checkpoint);
-    absl::Status s =
-        store_->PutSession(r.id, r.spec, std::move(r.state), r.t, r.replies, r.checkpoint);
+    absl::Status s = store_->PutSession(r.id, r.spec, std::move(r.state), r.t, r.replies,
+                                        r.checkpoint, deadline);
     if (!s.ok()) {
       Unclaim(entry->id);
+      if (absl::IsDeadlineExceeded(s)) {  // withdrawn from the store's queue
+        return absl::DeadlineExceededError(
+            absl::StrCat("session '", entry->id, "': ", s.message(), "; not created"));
+      }
       return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
     }
   }
@@ -89,7 +102,13 @@ absl::Status SessionManager::Claim(Entry& entry, bool generate_id, bool check_fe
   // Reserve the id, then build everything outside the map lock; the entry
   // is published only once complete, so no RPC can see a session that is
   // not durable yet, has no metrics channel, or is about to be rolled back.
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  // An id being installed by another call: its outcome decides this one's
+  // (a retry after a create answered DEADLINE_EXCEEDED learns whether that
+  // create happened: ALREADY_EXISTS, or it goes ahead).
+  if (!generate_id) {
+    installed_cv_.wait(lock, [&] { return installing_.count(entry.id) == 0; });
+  }
   if (static_cast<int>(sessions_.size() + installing_.size()) >= limits_.max_sessions) {
     return absl::ResourceExhaustedError(
         absl::StrCat("sessions: the server holds max_sessions = ", limits_.max_sessions));
@@ -160,12 +179,13 @@ v1::SessionInfo SessionManager::PublishClaimed(std::shared_ptr<Entry> entry,
   return info;
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req) {
+absl::StatusOr<v1::SessionInfo> SessionManager::Import(const v1::ImportSessionRequest& req,
+                                                       Deadline deadline) {
   std::unique_ptr<Reservation> reserved;
   absl::StatusOr<std::shared_ptr<Entry>> entry = PrepareImport(req, reserved);
   if (!entry.ok()) return entry.status();
   absl::StatusOr<v1::SessionInfo> info =
-      Install(*std::move(entry), /*generate_id=*/false, /*persisted=*/false);
+      Install(*std::move(entry), /*generate_id=*/false, /*persisted=*/false, deadline);
   if (info.ok()) reserved->Keep();
   return info;
 }

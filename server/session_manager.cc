@@ -175,12 +175,13 @@ std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
       start_t, std::move(history));
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req) {
+absl::StatusOr<v1::SessionInfo> SessionManager::Create(const v1::CreateSessionRequest& req,
+                                                       Deadline deadline) {
   std::unique_ptr<Reservation> reserved;
   absl::StatusOr<std::shared_ptr<Entry>> entry = PrepareCreate(req, reserved);
   if (!entry.ok()) return entry.status();
   absl::StatusOr<v1::SessionInfo> info =
-      Install(*std::move(entry), req.session_id().empty(), /*persisted=*/false);
+      Install(*std::move(entry), req.session_id().empty(), /*persisted=*/false, deadline);
   if (info.ok()) reserved->Keep();
   return info;
 }
@@ -224,7 +225,7 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(std::vector<Sto
   return problems;
 }
 
-absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
+absl::Status SessionManager::Delete(const std::string& id, bool from_store, Deadline deadline) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
   Entry& e = **found;
@@ -243,8 +244,12 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store) {
       return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     }
     if (store_ != nullptr && from_store) {
-      if (absl::Status s = store_->DeleteSession(id); !s.ok()) {
+      if (absl::Status s = store_->DeleteSession(id, deadline); !s.ok()) {
         e.stop_rounds.store(false);
+        if (absl::IsDeadlineExceeded(s)) {  // withdrawn from the store's queue
+          return absl::DeadlineExceededError(
+              absl::StrCat("session '", id, "': ", s.message(), "; not deleted"));
+        }
         return StoreWriteFailed(s, absl::StrCat("session '", id, "' not deleted"));
       }
     }

@@ -16,6 +16,7 @@
 #define F2OBO_SERVER_SESSION_MANAGER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -59,6 +60,9 @@ struct Limits {
   double round_budget_seconds = 30.0;
 };
 
+// A call's deadline (grpc::ServerContext::deadline()); max(): none.
+using Deadline = std::chrono::system_clock::time_point;
+
 // A session id: [A-Za-z0-9._-]{1,64}.
 bool ValidSessionId(const std::string& id);
 
@@ -72,9 +76,17 @@ class SessionManager {
   // stored groups go to `groups` (may be null).
   absl::StatusOr<std::vector<std::string>> Recover(std::vector<StoredGroup>* groups = nullptr);
 
-  absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request);
+  // Create, Import, Fork and Delete honour the call's `deadline`: checked
+  // before the store write and passed to it, so that a write withdrawn or
+  // never begun answers DEADLINE_EXCEEDED and changed nothing.  A deadline
+  // that passes once the store's writer has begun the write does not stop
+  // it (the client sees DEADLINE_EXCEEDED from its own side; a retry tells:
+  // ALREADY_EXISTS, or NOT_FOUND for a delete).
+  absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request,
+                                         Deadline deadline = Deadline::max());
   absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
-  absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request);
+  absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request,
+                                         Deadline deadline = Deadline::max());
   // Imports several sessions as a unit (ImportGroup; server/
   // session_install.cc): each is checked and built like Import, all must
   // be of one problem class and family (INVALID_ARGUMENT otherwise), none is
@@ -97,7 +109,8 @@ class SessionManager {
   std::vector<v1::SessionInfo> List() const;
   // `from_store` false: the caller already removed the session from the
   // store (a group deletion removes all its members in one transaction).
-  absl::Status Delete(const std::string& id, bool from_store = true);
+  absl::Status Delete(const std::string& id, bool from_store = true,
+                      Deadline deadline = Deadline::max());
 
   // Exactly-once step semantics (see the proto).  On error nothing changed.
   // `call` (may be null): the RPC whose cancellation or deadline stops the
@@ -112,7 +125,8 @@ class SessionManager {
   // the current step changes nothing).
   absl::StatusOr<v1::SessionInfo> Rollback(const std::string& id, int64_t to_t,
                                            bool* rolled_back = nullptr);
-  absl::StatusOr<v1::SessionInfo> Fork(const v1::ForkSessionRequest& request);
+  absl::StatusOr<v1::SessionInfo> Fork(const v1::ForkSessionRequest& request,
+                                       Deadline deadline = Deadline::max());
 
   // The two halves of Step, for callers applying one upload to several
   // sessions (groups): decode and check a step's batches (the top-level
@@ -121,6 +135,11 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<const StepData>> Decode(
       const v1::Batch& upper, const v1::Batch& inner,
       const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const;
+  // Applies decoded batches to session `id` as step t, as Step does after
+  // decoding (OracleSteps: data that carries its oracle, not decoded rows).
+  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
+                                             const std::shared_ptr<const StepData>& data,
+                                             const grpc::ServerContext* call = nullptr);
   // Applies decoded batches to sessions `ids` as step t, all or none
   // (StepGroup; server/session_group_step.cc).  A session past t answers
   // from its reply cache or refuses t, as Step does: that is its own
@@ -130,11 +149,6 @@ class SessionManager {
   // fails (or its deadline passes while it waits), the call fails naming
   // the session and none of them changed.  `group_id` names the faults'
   // points (server/fault_points.h).
-  // Applies decoded batches to session `id` as step t, as Step does after
-  // decoding (OracleSteps: data that carries its oracle, not decoded rows).
-  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
-                                             const std::shared_ptr<const StepData>& data,
-                                             const grpc::ServerContext* call = nullptr);
   absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> ApplyAll(
       const std::string& group_id, const std::vector<std::string>& ids, int64_t t,
       const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call = nullptr);
@@ -264,7 +278,7 @@ class SessionManager {
   // id (generated if asked), persists it (unless `persisted`), opens its
   // metrics, and only then publishes it in the map.
   absl::StatusOr<v1::SessionInfo> Install(std::shared_ptr<Entry> entry, bool generate_id,
-                                          bool persisted);
+                                          bool persisted, Deadline deadline = Deadline::max());
   // Install's steps, for callers that persist several entries at once
   // (ImportAll).  Claim reserves entry's id (generated if asked; refused if
   // taken, if max_sessions is reached or, with `check_fence`, if its key is

@@ -251,9 +251,10 @@ std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(const SessionRecord&
 
 absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
                                       std::string state, int64_t t,
-                                      const std::vector<v1::StepReply>& replies, bool checkpoint) {
+                                      const std::vector<v1::StepReply>& replies, bool checkpoint,
+                                      std::chrono::system_clock::time_point deadline) {
   SessionRecord r{id, spec, std::move(state), t, replies, checkpoint};
-  return Submit(PutWrite(r), /*wait=*/true);
+  return Submit(PutWrite(r), /*wait=*/true, deadline);
 }
 
 absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
@@ -274,11 +275,12 @@ absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
   return Submit(std::move(all), /*wait=*/true);
 }
 
-absl::Status SessionStore::DeleteSession(const std::string& id) {
+absl::Status SessionStore::DeleteSession(const std::string& id,
+                                         std::chrono::system_clock::time_point deadline) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kDelete;
   w->id = id;
-  return Submit(std::move(w), /*wait=*/true);
+  return Submit(std::move(w), /*wait=*/true, deadline);
 }
 
 absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::string state,

@@ -156,10 +156,17 @@ class SessionStore {
   // next step index (1 for a new session, more for an import or a fork).
   // Checkpoints left under `id` are removed; `checkpoint` stores the state
   // as the session's first one, in the same transaction.
+  // `deadline` (PutSession, DeleteSession): as CommitStep's, if it passes
+  // while the write still waits in the queue, the write is withdrawn, never
+  // applied, and DEADLINE_EXCEEDED returned (issue 25 item 3).
   absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec, std::string state,
                           int64_t t, const std::vector<v1::StepReply>& replies = {},
-                          bool checkpoint = false);
-  absl::Status DeleteSession(const std::string& id);
+                          bool checkpoint = false,
+                          std::chrono::system_clock::time_point deadline =
+                              std::chrono::system_clock::time_point::max());
+  absl::Status DeleteSession(const std::string& id,
+                             std::chrono::system_clock::time_point deadline =
+                                 std::chrono::system_clock::time_point::max());
   // Side-by-side groups: the member list of group `id` (durable).
   absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members);
   // Group `id` (member list: the records' ids, in order) and its member

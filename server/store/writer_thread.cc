@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "server/fault_points.h"
 #include "server/store/session_store.h"
 #include "server/store/store_write.h"
 
@@ -122,6 +123,8 @@ void SessionStore::WriterLoop() {
       queued_waited_ = 0;
     }
     if (writer_hook_) writer_hook_();
+    // Tests make the writer slow here (a large write holding it).
+    for (const auto& w : batch) FaultPoint("store_write", w->id).IgnoreError();
     MarkSupersededStates(batch);
     room_cv_.notify_all();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.

@@ -31,8 +31,9 @@ ServerProcess::ServerProcess(std::vector<std::string> extra_flags, std::string d
   // F2OBO_SERVER_BINARY runs another build's server (the benchmarks' A/B);
   // a fault to inject selects the fault-injection build.
   const char* binary = std::getenv("F2OBO_SERVER_BINARY");
-  const bool faults =
-      std::getenv("F2OBO_TEST_CRASH_AT") != nullptr || std::getenv("F2OBO_TEST_FAIL_AT") != nullptr;
+  const bool faults = std::getenv("F2OBO_TEST_CRASH_AT") != nullptr ||
+                      std::getenv("F2OBO_TEST_FAIL_AT") != nullptr ||
+                      std::getenv("F2OBO_TEST_DELAY_AT") != nullptr;
   std::vector<std::string> args = {binary != nullptr && *binary ? binary
                                    : faults                     ? F2OBO_FAULT_SERVER_PATH
                                                                 : F2OBO_SERVER_PATH,

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -132,6 +133,7 @@ TEST_F(SessionLifecycleTest, RetriedStepRacingDeleteIsNotServedFromTheCache) {
 
 TEST_F(SessionLifecycleTest, SessionBeingCreatedIsInvisibleUntilComplete) {
   int calls = 0;
+  std::future<absl::StatusOr<v1::SessionInfo>> second;
   At("before_publish", [&](const std::string& id) {
     ++calls;
     ASSERT_EQ(id, "new");
@@ -144,12 +146,15 @@ TEST_F(SessionLifecycleTest, SessionBeingCreatedIsInvisibleUntilComplete) {
     EXPECT_EQ(mgr_->Metrics(id).status().code(), absl::StatusCode::kNotFound);
     EXPECT_EQ(mgr_->GetDecision(id).status().code(), absl::StatusCode::kNotFound);
     EXPECT_EQ(mgr_->Delete(id).code(), absl::StatusCode::kNotFound);
-    // The id is taken all the same: a second create of it must not slip in.
-    EXPECT_EQ(Create(id).status().code(), absl::StatusCode::kAlreadyExists);
+    // The id is taken all the same: a second create of it must not slip
+    // in.  It waits for this one's outcome (here: created), then refuses.
+    second = std::async(std::launch::async, [this, id] { return Create(id); });
   });
   absl::StatusOr<v1::SessionInfo> created = Create("new");
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ(calls, 1);
+  ASSERT_TRUE(second.valid());
+  EXPECT_EQ(second.get().status().code(), absl::StatusCode::kAlreadyExists);
   SetFaultHandlerForTesting({});
   EXPECT_TRUE(mgr_->Get("new").ok());
   EXPECT_EQ(mgr_->List().size(), 1u);
@@ -291,6 +296,60 @@ TEST_F(SessionLifecycleTest, InFlightGaugeCountsTheRunningHandler) {
 // A graceful shutdown drains the metrics pipeline: jobs of acknowledged
 // steps still queued when Stop() begins are processed and published (the
 // workers used to return at once, dropping them).
+// Issue 25 item 3: CreateSession and DeleteSession honour the call's
+// deadline in the store's queue.  The store's writer is held (as by another
+// session's large write) at the store_write fault point while "held"'s step
+// is written; a create and a delete whose deadlines pass meanwhile are
+// withdrawn: DEADLINE_EXCEEDED, and nothing happened, in memory or on disk.
+// Before, both were applied once the writer came to them.
+TEST_F(SessionLifecycleTest, ACreateOrDeleteWhoseDeadlinePassesInTheStoresQueueDoesNotHappen) {
+  ASSERT_TRUE(Create("held").ok());
+  ASSERT_TRUE(Create("victim").ok());
+  std::promise<void> taken, release;
+  std::shared_future<void> released = release.get_future().share();
+  SetFaultHandlerForTesting([&](std::string_view point, std::string_view id) {
+    if (point == "store_write" && id == "held") {
+      taken.set_value();
+      released.wait();
+    }
+    return absl::OkStatus();
+  });
+  std::thread step([&] { EXPECT_TRUE(mgr_->Step(RequestFor(quadratic_, "held", 1)).ok()); });
+  taken.get_future().wait();  // the writer holds "held"'s step
+  const auto soon = [] { return std::chrono::system_clock::now() + std::chrono::milliseconds(50); };
+  v1::CreateSessionRequest create;
+  create.set_session_id("late");
+  *create.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
+  const absl::StatusOr<v1::SessionInfo> created = mgr_->Create(create, soon());
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kDeadlineExceeded) << created.status();
+  EXPECT_THAT(std::string(created.status().message()), ::testing::HasSubstr("not created"));
+  const absl::Status deleted = mgr_->Delete("victim", /*from_store=*/true, soon());
+  EXPECT_EQ(deleted.code(), absl::StatusCode::kDeadlineExceeded) << deleted;
+  EXPECT_THAT(std::string(deleted.message()), ::testing::HasSubstr("not deleted"));
+  release.set_value();
+  step.join();
+  SetFaultHandlerForTesting({});
+  EXPECT_EQ(mgr_->Get("late").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(mgr_->Get("victim").ok());
+  EXPECT_TRUE(mgr_->Step(RequestFor(quadratic_, "victim", 1)).ok());
+  EXPECT_EQ(StoredSessions(), 2u);  // held and victim, not late
+  // The id is free again: a retry creates it.
+  EXPECT_TRUE(mgr_->Create(create).ok());
+}
+
+// A deadline that passed while the session was built (before its write)
+// creates nothing either.
+TEST_F(SessionLifecycleTest, ACreateWhoseDeadlinePassedBeforeItsWriteIsNotWritten) {
+  v1::CreateSessionRequest create;
+  create.set_session_id("late");
+  *create.mutable_spec() = SpecFor(quadratic_, "f2obo", 7);
+  const absl::StatusOr<v1::SessionInfo> created =
+      mgr_->Create(create, std::chrono::system_clock::now() - std::chrono::seconds(1));
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kDeadlineExceeded) << created.status();
+  EXPECT_EQ(StoredSessions(), 0u);
+  EXPECT_TRUE(mgr_->Create(create).ok());
+}
+
 TEST(MetricsPipelineStop, DrainsQueuedJobsBeforeJoiningTheWorkers) {
   constexpr int kJobs = 20;
   MetricsPipeline* pipeline_ptr = nullptr;
