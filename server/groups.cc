@@ -5,20 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/fault_points.h"
+#include "server/ids.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
-namespace {
-
-bool ValidName(const std::string& s) {
-  if (s.empty() || s.size() > 32) return false;
-  for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::vector<std::string> GroupManager::Restore(const std::vector<StoredGroup>& groups) {
   std::vector<std::string> problems;
@@ -63,8 +53,8 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Members(const std::string
 }
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest& req) {
-  if (!ValidName(req.group_id())) {
-    return absl::InvalidArgumentError("group_id: must match [A-Za-z0-9_-]{1,32}");
+  if (!IsGroupName(req.group_id())) {
+    return absl::InvalidArgumentError(absl::StrCat("group_id: must match ", kGroupNamePattern));
   }
   if (req.members_size() < 1 || req.members_size() > kMaxMembers) {
     return absl::InvalidArgumentError(
@@ -73,9 +63,9 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
   std::set<std::string> names;
   std::vector<std::string> ids;
   for (int i = 0; i < req.members_size(); ++i) {
-    if (!ValidName(req.members(i).name()) || !names.insert(req.members(i).name()).second) {
+    if (!IsGroupName(req.members(i).name()) || !names.insert(req.members(i).name()).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("members[", i, "].name: must be unique and match [A-Za-z0-9_-]{1,32}"));
+          absl::StrCat("members[", i, "].name: must be unique and match ", kGroupNamePattern));
     }
     ids.push_back(absl::StrCat(req.group_id(), ".", req.members(i).name()));
   }
@@ -100,8 +90,8 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
 }
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest& req) {
-  if (!ValidName(req.group_id())) {
-    return absl::InvalidArgumentError("group_id: must match [A-Za-z0-9_-]{1,32}");
+  if (!IsGroupName(req.group_id())) {
+    return absl::InvalidArgumentError(absl::StrCat("group_id: must match ", kGroupNamePattern));
   }
   if (req.members_size() < 1 || req.members_size() > kMaxMembers) {
     return absl::InvalidArgumentError(
@@ -112,11 +102,11 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest&
   for (int i = 0; i < req.members_size(); ++i) {
     const std::string& id = req.members(i).session_id();
     const std::string prefix = req.group_id() + ".";
-    if (id.rfind(prefix, 0) != 0 || !ValidName(id.substr(prefix.size())) ||
+    if (id.rfind(prefix, 0) != 0 || !IsGroupName(id.substr(prefix.size())) ||
         !ids_seen.insert(id).second) {
       return absl::InvalidArgumentError(absl::StrCat("members[", i,
                                                      "].session_id: must be unique and match '",
-                                                     prefix, "<[A-Za-z0-9_-]{1,32}>'"));
+                                                     prefix, "<", kGroupNamePattern, ">'"));
     }
     ids.push_back(id);
   }

@@ -34,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "core/problem_registry.h"
 #include "f2obo/v1/convert.h"
+#include "server/ids.h"
 #include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
@@ -189,9 +190,9 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
 
 absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionRequest& req,
                                                      Deadline deadline) {
-  if (!req.new_session_id().empty() && !ValidSessionId(req.new_session_id())) {
+  if (!req.new_session_id().empty() && !IsSessionId(req.new_session_id())) {
     return absl::InvalidArgumentError(
-        "new_session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
+        absl::StrCat("new_session_id: must match ", kSessionIdPattern, " (or be empty)"));
   }
   if (req.has_at_t() && req.at_t() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("at_t: ", req.at_t(), " is not a step (>= 0)"));

@@ -5,6 +5,7 @@
 // then on this replica's copies are frozen, and the new owner's import is
 // the only copy that can accept steps.
 #include "absl/strings/str_cat.h"
+#include "server/ids.h"
 #include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
@@ -27,7 +28,7 @@ absl::Status SessionManager::CheckFence(const std::string& id) const {
 }
 
 absl::Status SessionManager::SetFence(const std::string& key, const std::string& target) {
-  if (key.empty() || key.find('.') != std::string::npos || !ValidSessionId(key)) {
+  if (key.empty() || key.find('.') != std::string::npos || !IsSessionId(key)) {
     return absl::InvalidArgumentError("routing_key: must match [A-Za-z0-9_-]{1,64}");
   }
   if (target.empty()) return absl::InvalidArgumentError("target: must name the new owner");

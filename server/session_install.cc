@@ -15,6 +15,7 @@
 #include "f2obo/v1/number_checks.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/fault_points.h"
+#include "server/ids.h"
 #include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
@@ -194,8 +195,8 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
     const v1::ImportSessionRequest& req, std::unique_ptr<Reservation>& reserved) {
   const v1::SessionExport& ex = req.session();
   const std::string id = req.session_id().empty() ? ex.session_id() : req.session_id();
-  if (!ValidSessionId(id)) {
-    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64}");
+  if (!IsSessionId(id)) {
+    return absl::InvalidArgumentError(absl::StrCat("session_id: must match ", kSessionIdPattern));
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
   if (!config.ok()) return config.status();
@@ -225,8 +226,9 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
 
 absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareCreate(
     const v1::CreateSessionRequest& req, std::unique_ptr<Reservation>& reserved) {
-  if (!req.session_id().empty() && !ValidSessionId(req.session_id())) {
-    return absl::InvalidArgumentError("session_id: must match [A-Za-z0-9._-]{1,64} (or be empty)");
+  if (!req.session_id().empty() && !IsSessionId(req.session_id())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("session_id: must match ", kSessionIdPattern, " (or be empty)"));
   }
   absl::StatusOr<SessionConfig> config = CheckedConfig(req.spec());
   if (!config.ok()) return config.status();

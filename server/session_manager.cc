@@ -10,16 +10,6 @@
 
 namespace f2obo::server {
 
-bool ValidSessionId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char ch : id) {
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-')) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Exact metrics cost more than a round: the client's policy, else the
 // problem class's default.  One rule for every way a session comes to be
 // (create, import, recovery), so that an imported session without the

@@ -63,9 +63,6 @@ struct Limits {
 // A call's deadline (grpc::ServerContext::deadline()); max(): none.
 using Deadline = std::chrono::system_clock::time_point;
 
-// A session id: [A-Za-z0-9._-]{1,64}.
-bool ValidSessionId(const std::string& id);
-
 class SessionManager {
  public:
   // `store` may be null (in-memory sessions).  Both must outlive this.

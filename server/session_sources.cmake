@@ -6,6 +6,7 @@
 set(F2OBO_SESSION_SOURCES
   call_round_control.cc
   fault_points.cc
+  ids.cc
   metrics_pipeline.cc
   session_checkpoints.cc
   session_fences.cc

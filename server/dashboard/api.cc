@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/ids.h"
 #include "server/presentation/class_presentation.h"
 
 namespace f2obo::dashboard {
@@ -62,16 +63,6 @@ absl::StatusOr<std::string> UrlDecode(absl::string_view s) {
 
 // The session manager's id rule, checked here so that a bad id gets a 400
 // and never reaches an error message unescaped.
-bool ValidId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (const char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // A read-only request naming a valid session: its id and all parameters,
 // or the error response to send instead.
 struct SessionRequest {
@@ -93,8 +84,9 @@ SessionRequest ParseSessionRequest(const HttpRequest& r) {
   }
   out.params = *std::move(params);
   const auto it = out.params.find("session");
-  if (it == out.params.end() || !ValidId(it->second)) {
-    out.error = Error(400, "session: must be given and match [A-Za-z0-9._-]{1,64}");
+  if (it == out.params.end() || !server::IsSessionId(it->second)) {
+    out.error =
+        Error(400, absl::StrCat("session: must be given and match ", server::kSessionIdPattern));
     return out;
   }
   out.id = it->second;
