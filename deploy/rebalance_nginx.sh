@@ -71,7 +71,7 @@ stop_spare() {
   rm -rf "$spare"
 }
 trap stop_spare EXIT
-# Up when a call through it is answered (by any replica): GetServerInfo.
+# Up when a call through it is answered (the health service of some replica).
 up=0
 for _ in $(seq 100); do
   if "$cli" health --server="$spare_listen" --timeout=1 "${cli_flags[@]}" >/dev/null 2>&1; then
@@ -100,6 +100,8 @@ echo "step 5: install the new ring into $live_conf and reload the live nginx"
   fail "the new config $live_conf.next does not pass nginx -t; the live proxy is unchanged"
 master="$(cat "$live_prefix/nginx.pid")"
 old_workers="$(workers_of "$master")"
+# Without them the wait below would be skipped: refuse rather than guess.
+[ -n "$old_workers" ] || fail "found no worker process of the live nginx (master $master)"
 mv "$live_conf.next" "$live_conf"
 "$nginx" -p "$live_prefix" -c "$live_conf" -e "$live_prefix/error.log" -s reload
 stop_spare
