@@ -68,6 +68,12 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
           absl::StrCat("members[", i, "].name: must be unique and match ", kGroupNamePattern));
     }
     ids.push_back(absl::StrCat(req.group_id(), ".", req.members(i).name()));
+    if (!IsSessionId(ids.back())) {  // both parts valid, together too long
+      return absl::InvalidArgumentError(
+          absl::StrCat("members[", i, "].name: the member's session id '", ids.back(), "' has ",
+                       ids.back().size(), " characters, over the 64 of ", kSessionIdPattern,
+                       ": shorten the group id or the name"));
+    }
   }
   std::vector<v1::CreateSessionRequest> creates(ids.size());
   for (int i = 0; i < req.members_size(); ++i) {
@@ -102,7 +108,7 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest&
   for (int i = 0; i < req.members_size(); ++i) {
     const std::string& id = req.members(i).session_id();
     const std::string prefix = req.group_id() + ".";
-    if (id.rfind(prefix, 0) != 0 || !IsGroupName(id.substr(prefix.size())) ||
+    if (id.rfind(prefix, 0) != 0 || !IsGroupName(id.substr(prefix.size())) || !IsSessionId(id) ||
         !ids_seen.insert(id).second) {
       return absl::InvalidArgumentError(absl::StrCat("members[", i,
                                                      "].session_id: must be unique and match '",

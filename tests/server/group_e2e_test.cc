@@ -206,6 +206,22 @@ TEST(Groups, InvalidGroupsAreRefusedAllOrNothing) {
   EXPECT_EQ(c.ListSessions()->sessions_size(), 0);  // members 0, 1 were removed
 }
 
+TEST(Groups, AMemberIdOverSixtyFourCharactersIsRefusedNamingIt) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  v1::CreateGroupRequest req = FourMemberGroup(AllFamilyCases()[2]);
+  req.set_group_id(std::string(32, 'g'));                  // a valid group id
+  req.mutable_members(1)->set_name(std::string(32, 'm'));  // a valid name: 65 together
+  v1::GroupInfo info;
+  auto ctx = c.NewContext();
+  const grpc::Status s = c.stub().CreateGroup(ctx.get(), req, &info);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("members[1].name: the member's session id"));
+  EXPECT_THAT(s.error_message(), HasSubstr("has 65 characters"));
+  EXPECT_EQ(c.ListSessions()->sessions_size(), 0);
+}
+
 TEST(Groups, SurviveARestart) {
   const std::string dir = testing::MakeTempDir();
   const FamilyCase f = AllFamilyCases()[0];
