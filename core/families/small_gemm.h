@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/types.h"
 
@@ -130,18 +131,15 @@ inline void TransposeProductAny(const double* a, int64_t lda, int64_t n, int64_t
 
 }  // namespace small_gemm
 
-// Z = A W for row-major operands (Eigen maps or blocks of them).
-template <typename A, typename W, typename Z>
-void SmallProduct(const A& a, const W& w, Z&& z) {
-  const int64_t n = a.rows(), d = a.cols(), c = w.cols();
-  const double* pa = a.data();
-  const double* pw = w.data();
-  double* pz = z.data();
-  const int64_t lda = a.outerStride(), ldw = w.outerStride(), ldz = z.outerStride();
+// Calls body(std::integral_constant<int, k>) for the compiled widths k,
+// body(std::integral_constant<int, 0>) for any other c: the one list of
+// widths both products unroll.
+template <typename Body>
+void DispatchWidth(int64_t c, Body&& body) {
   switch (c) {
 #define F2OBO_SMALL_CASE(k) \
   case k:                   \
-    return small_gemm::Product<k>(pa, lda, n, d, pw, ldw, pz, ldz);
+    return body(std::integral_constant<int, k>());
     F2OBO_SMALL_CASE(2)
     F2OBO_SMALL_CASE(3)
     F2OBO_SMALL_CASE(4)
@@ -152,8 +150,25 @@ void SmallProduct(const A& a, const W& w, Z&& z) {
     F2OBO_SMALL_CASE(20)
 #undef F2OBO_SMALL_CASE
     default:
-      return small_gemm::ProductAny(pa, lda, n, d, pw, ldw, c, pz, ldz);
+      return body(std::integral_constant<int, 0>());
   }
+}
+
+// Z = A W for row-major operands (Eigen maps or blocks of them).
+template <typename A, typename W, typename Z>
+void SmallProduct(const A& a, const W& w, Z&& z) {
+  const int64_t n = a.rows(), d = a.cols(), c = w.cols();
+  const double* pa = a.data();
+  const double* pw = w.data();
+  double* pz = z.data();
+  const int64_t lda = a.outerStride(), ldw = w.outerStride(), ldz = z.outerStride();
+  DispatchWidth(c, [&](auto k) {
+    if constexpr (k() == 0) {
+      small_gemm::ProductAny(pa, lda, n, d, pw, ldw, c, pz, ldz);
+    } else {
+      small_gemm::Product<k()>(pa, lda, n, d, pw, ldw, pz, ldz);
+    }
+  });
 }
 
 // G = A^T R for row-major operands.
@@ -164,22 +179,13 @@ void SmallTransposeProduct(const A& a, const R& r, G&& g) {
   const double* pr = r.data();
   double* pg = g.data();
   const int64_t lda = a.outerStride(), ldr = r.outerStride(), ldg = g.outerStride();
-  switch (c) {
-#define F2OBO_SMALL_CASE(k) \
-  case k:                   \
-    return small_gemm::TransposeProduct<k>(pa, lda, n, d, pr, ldr, pg, ldg);
-    F2OBO_SMALL_CASE(2)
-    F2OBO_SMALL_CASE(3)
-    F2OBO_SMALL_CASE(4)
-    F2OBO_SMALL_CASE(5)
-    F2OBO_SMALL_CASE(6)
-    F2OBO_SMALL_CASE(8)
-    F2OBO_SMALL_CASE(10)
-    F2OBO_SMALL_CASE(20)
-#undef F2OBO_SMALL_CASE
-    default:
-      return small_gemm::TransposeProductAny(pa, lda, n, d, pr, ldr, c, pg, ldg);
-  }
+  DispatchWidth(c, [&](auto k) {
+    if constexpr (k() == 0) {
+      small_gemm::TransposeProductAny(pa, lda, n, d, pr, ldr, c, pg, ldg);
+    } else {
+      small_gemm::TransposeProduct<k()>(pa, lda, n, d, pr, ldr, pg, ldg);
+    }
+  });
 }
 
 }  // namespace f2obo
