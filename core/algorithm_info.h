@@ -27,7 +27,7 @@ struct AlgorithmInfo {
   // be null); tests run every algorithm at both.
   void (*experiment)(AlgorithmOptions*) = nullptr;
   // Whether its rounds ask the family for values and first derivatives
-  // only (no HVP): what an oracle family (core/families/oracle_family.h),
+  // only (no HVP): what an oracle family (core/bilevel/families/oracle_family.h),
   // whose client answers nothing more, can serve.
   bool first_order = false;
 };

@@ -1,17 +1,17 @@
 #include "core/algorithm_registry.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/algorithms/af2obo.h"
-#include "core/algorithms/aobo.h"
-#include "core/algorithms/f2obo.h"
-#include "core/algorithms/fsobo.h"
-#include "core/algorithms/obbo.h"
-#include "core/algorithms/pzobo.h"
-#include "core/algorithms/sf2obo.h"
-#include "core/algorithms/sobbo.h"
-#include "core/algorithms/sobow.h"
-#include "core/algorithms/sogd.h"
-#include "core/algorithms/svrb.h"
+#include "core/bilevel/algorithms/af2obo.h"
+#include "core/bilevel/algorithms/aobo.h"
+#include "core/bilevel/algorithms/f2obo.h"
+#include "core/bilevel/algorithms/fsobo.h"
+#include "core/bilevel/algorithms/obbo.h"
+#include "core/bilevel/algorithms/pzobo.h"
+#include "core/bilevel/algorithms/sf2obo.h"
+#include "core/bilevel/algorithms/sobbo.h"
+#include "core/bilevel/algorithms/sobow.h"
+#include "core/bilevel/algorithms/sogd.h"
+#include "core/bilevel/algorithms/svrb.h"
 
 namespace f2obo {
 

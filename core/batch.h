@@ -54,7 +54,7 @@ struct Batch {
   Matrix M;
   Vector c;
   Vector d;
-  // Oracle families (core/families/oracle_family.h): the rows stay with
+  // Oracle families (core/bilevel/families/oracle_family.h): the rows stay with
   // the client, which answers for them through `oracle`; the server knows
   // only how many there are.  Null for every other family.
   std::shared_ptr<Oracle> oracle;

@@ -3,11 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "core/families/logistic_hpo.h"
-#include "core/families/loss_tuning.h"
-#include "core/families/oracle_family.h"
-#include "core/families/quadratic.h"
-#include "core/families/ridge_hpo.h"
+#include "core/bilevel/families/logistic_hpo.h"
+#include "core/bilevel/families/loss_tuning.h"
+#include "core/bilevel/families/oracle_family.h"
+#include "core/bilevel/families/quadratic.h"
+#include "core/bilevel/families/ridge_hpo.h"
 
 namespace f2obo {
 namespace {

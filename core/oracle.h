@@ -1,4 +1,4 @@
-// The answerer of an oracle family (core/families/oracle_family.h): a
+// The answerer of an oracle family (core/bilevel/families/oracle_family.h): a
 // family whose values and derivatives are computed by the client, whose
 // step data never leaves it.  The server implements Oracle over the
 // OracleSteps stream (server/oracle_stream.h); tests may implement it in

@@ -1,8 +1,18 @@
 // The problem classes the core serves (SPEC section 9), with their families
-// and algorithms.  Adding a class: its files (a Problem, its families and
-// algorithms, its report and metrics) plus one entry in
-// problem_registry.cc and one alternative in ClassReport (step_report.h)
-// and ClassMetrics (class_metrics.h).
+// and algorithms.  Where a class lives, layer by layer:
+//   core/<class>/                    its Problem, state, families, algorithms,
+//                                    report and metrics (core/bilevel,
+//                                    core/simple, core/multitask; what they
+//                                    share: core/hypergradients, core/kernels)
+//   core/problem_registry.cc         its ProblemClassEntry (below)
+//   core/step_report.h, class_metrics.h  one alternative in ClassReport and
+//                                    ClassMetrics
+//   proto/f2obo/v1/<class>_wire.cc   its ClassWire (spec, report and metrics
+//                                    on the wire; class_wire.cc's table)
+//   server/presentation/<class>_presentation.cc  its Prometheus series and
+//                                    dashboard fields (class_presentation.cc)
+// A class missing from any of these tables is an error, not a fallback
+// (tests/server/class_entries_test.cc walks them).
 #ifndef F2OBO_CORE_PROBLEM_REGISTRY_H_
 #define F2OBO_CORE_PROBLEM_REGISTRY_H_
 

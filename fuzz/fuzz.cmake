@@ -42,7 +42,7 @@ add_executable(make_corpus
   ${PROJECT_SOURCE_DIR}/fuzz/make_corpus.cc
   ${PROJECT_SOURCE_DIR}/tests/server/e2e_support.cc
   ${PROJECT_SOURCE_DIR}/tests/core/test_streams.cc
-  ${PROJECT_SOURCE_DIR}/tests/core/families/family_checks.cc
+  ${PROJECT_SOURCE_DIR}/tests/core/bilevel/families/family_checks.cc
 )
 target_link_libraries(make_corpus PRIVATE f2obo_fuzz_harness)
 # It only writes the seeds: its own sources need no sanitizer nor coverage.
@@ -50,5 +50,5 @@ set_source_files_properties(
   ${PROJECT_SOURCE_DIR}/fuzz/make_corpus.cc
   ${PROJECT_SOURCE_DIR}/tests/server/e2e_support.cc
   ${PROJECT_SOURCE_DIR}/tests/core/test_streams.cc
-  ${PROJECT_SOURCE_DIR}/tests/core/families/family_checks.cc
+  ${PROJECT_SOURCE_DIR}/tests/core/bilevel/families/family_checks.cc
   PROPERTIES COMPILE_OPTIONS -fno-sanitize=all)

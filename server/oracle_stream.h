@@ -1,4 +1,4 @@
-// The server's side of an oracle family (core/families/oracle_family.h):
+// The server's side of an oracle family (core/bilevel/families/oracle_family.h):
 // the Oracle that asks the OracleSteps stream's client (proto:
 // OracleClientMessage).  The round runs on the stream's handler thread;
 // each Evaluate writes one request with every query of the family call and

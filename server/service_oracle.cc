@@ -1,7 +1,7 @@
 // OracleSteps: steps of oracle-family sessions, whose f and g the client
 // computes (proto: OracleClientMessage; server/oracle_stream.h).
 #include "absl/strings/str_cat.h"
-#include "core/families/oracle_family.h"
+#include "core/bilevel/families/oracle_family.h"
 #include "f2obo/v1/decode_traits.h"
 #include "server/oracle_stream.h"
 #include "server/service.h"

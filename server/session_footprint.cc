@@ -18,7 +18,7 @@ int64_t Saturated(double v) {
 
 SessionFootprint EstimateFootprint(const FamilyConfig& f) {
   const auto dim = [](int v) { return static_cast<double>(std::max(v, 0)); };
-  // Over the families (core/families/*.h): x is quadratic's x_dim, one
+  // Over the families (core/bilevel/families/*.h): x is quadratic's x_dim, one
   // entry per feature (ridge_hpo, logistic_hpo) or two per class
   // (loss_tuning); y is quadratic's y_dim or (features + 1) per class.
   const double x = dim(f.x_dim) + dim(f.features) + 2 * dim(f.classes);

@@ -1,5 +1,5 @@
 // `evaluate`: scores a session's current decision on held-out data with the
-// family's own code (core/families), so the numbers mean exactly what the
+// family's own code (core/bilevel/families), so the numbers mean exactly what the
 // server's f and accuracy mean.
 //
 // For the session (or every member of --group) it fetches the filled-in

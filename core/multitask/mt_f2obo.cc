@@ -37,7 +37,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/algorithms/first_order.h"
+#include "core/hypergradients/first_order.h"
 
 namespace f2obo {
 namespace {

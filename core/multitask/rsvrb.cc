@@ -10,7 +10,7 @@
 //   z_i  = u_i - J_i H_i^{-1} w_i                                         (line 9)
 //   y_i <- y_i - alpha v_i                                                (line 15)
 // f on a draw xi, g on a draw zeta of the task's batches, both points on the
-// same draws: exactly SVRB's round (core/algorithms/svrb_estimators.h, the
+// same draws: exactly SVRB's round (core/hypergradients/svrb_estimators.h, the
 // same code) with the sampled task's derivatives scaled by 1/p_i.  Every
 // other task's estimators decay: u, w, J, v <- (1-b)(.), H <- S^l_lambda[(1-b) H],
 // y_i <- y_i - alpha v_i ("delay update until sampled").  Then
@@ -72,10 +72,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/algorithms/first_order.h"
-#include "core/algorithms/row_sampler.h"
-#include "core/algorithms/second_order.h"
-#include "core/algorithms/svrb_estimators.h"
+#include "core/hypergradients/first_order.h"
+#include "core/hypergradients/row_sampler.h"
+#include "core/hypergradients/second_order.h"
+#include "core/hypergradients/svrb_estimators.h"
 
 namespace f2obo {
 namespace {

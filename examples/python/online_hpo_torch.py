@@ -145,7 +145,7 @@ def load(args, rng):
 
 class Task:
     """The training loss of the torch model for a decision x, matching the
-    f2obo family's inner objective g (core/families/<task>.h)."""
+    f2obo family's inner objective g (core/bilevel/families/<task>.h)."""
 
     def __init__(self, name, classes, mu0):
         self.name, self.classes, self.mu0 = name, classes, mu0

@@ -13,7 +13,7 @@
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
 namespace f2obo {

@@ -10,7 +10,7 @@
 
 #include "core/bilevel/bilevel_state.h"
 #include "core/session.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
 namespace f2obo {

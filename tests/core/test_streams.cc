@@ -4,7 +4,7 @@
 
 #include "core/family_registry.h"
 #include "core/problem_registry.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 
 namespace f2obo::testing {
 

@@ -7,7 +7,7 @@
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
 namespace f2obo::testing {

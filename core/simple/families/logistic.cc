@@ -4,7 +4,7 @@
 //   f(x) = (1/m) sum_{i in upper} CE(W^T a_i, l_i)
 //   g(x) = (1/n) sum_{i in inner} CE(W^T a_i, l_i)
 //
-// CE the softmax cross-entropy (core/families/softmax.h: stable for logits
+// CE the softmax cross-entropy (core/kernels/softmax.h: stable for logits
 // of any magnitude).  x = W, d x C, stored feature-major like the bilevel
 // softmax families: W_f (the C weights of feature f) at x[f*C .. f*C + C),
 // so x_dim = d C (FamilyConfig.features = d, classes = C >= 2).  No bias
@@ -24,8 +24,8 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "core/families/softmax.h"
 #include "core/features.h"
+#include "core/kernels/softmax.h"
 #include "core/simple/families/simple_families.h"
 
 namespace f2obo {

@@ -19,7 +19,7 @@ COMMON = dict(algorithm="f2obo", box=(0.0, 0.1), seed=9, alpha=0.1, beta=0.5, ga
 
 def logistic_hpo(function, x, y, A, labels, want_gx, want_gy):
     """logistic_hpo's f (function "f") or g ("g") and gradients in numpy
-    (core/families/logistic_hpo.h): y = (W feature-major d x C, b)."""
+    (core/bilevel/families/logistic_hpo.h): y = (W feature-major d x C, b)."""
     W = y[:D * C].reshape(D, C)
     b = y[D * C:]
     z = A @ W + b

@@ -21,7 +21,7 @@
 
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/metrics/dense_reference.h"
 #include "tests/core/test_streams.h"
 

@@ -11,7 +11,7 @@
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
 #include "core/metrics/linear_solve.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
 namespace f2obo {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/family_registry.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/multitask/multitask_streams.h"
 #include "tests/core/test_streams.h"
 

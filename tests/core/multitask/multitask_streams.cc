@@ -1,7 +1,7 @@
 #include "tests/core/multitask/multitask_streams.h"
 
 #include "core/problem_registry.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
 namespace f2obo::testing {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/algorithms/svrb.h"
+#include "core/bilevel/algorithms/svrb.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/multitask/multitask_problem.h"
 #include "core/session.h"

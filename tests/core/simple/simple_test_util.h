@@ -10,7 +10,7 @@
 #include "core/batch.h"
 #include "core/simple/simple_family.h"
 #include "core/simple/simple_registries.h"
-#include "tests/core/families/family_checks.h"
+#include "tests/core/bilevel/families/family_checks.h"
 
 namespace f2obo::testing {
 

@@ -1,0 +1,48 @@
+// The round OBBO and SOBBO share (Bohne et al., 2024; references [3] of
+// the F2OBO paper): K inner GD steps on g from the warm start y_t, an ITD
+// hypergradient backward through them, a window mean of the hypergradients
+// and a projected step on x.  They differ only in the rows each derivative
+// reads: OBBO the whole batch, SOBBO fresh mini-batches (see sobbo.cc for
+// the draws and their order).
+#ifndef F2OBO_CORE_BILEVEL_ALGORITHMS_UNROLLED_ITD_ROUND_H_
+#define F2OBO_CORE_BILEVEL_ALGORITHMS_UNROLLED_ITD_ROUND_H_
+
+#include <vector>
+
+#include "core/algorithm.h"
+#include "core/algorithm_registry.h"
+#include "core/hypergradients/first_order.h"
+#include "core/hypergradients/row_sampler.h"
+#include "core/hypergradients/second_order.h"
+
+namespace f2obo {
+
+class UnrolledItdRound final : public BilevelAlgorithm {
+ public:
+  enum class Rows { kWholeBatch, kMiniBatches };
+
+  UnrolledItdRound(const AlgorithmContext& ctx, Rows rows);
+
+  std::vector<int> AuxLayout() const override { return aux_layout_; }
+  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+                     BilevelReport* report) override;
+
+ private:
+  // The rows of one inner (upper) derivative: the whole batch, or a fresh
+  // draw of options.sample_rows rows from state.rng.
+  BatchView Inner(const Batch& inner, Rng* rng);
+  BatchView Upper(const Batch& upper, Rng* rng);
+
+  const Rows rows_;
+  AlgorithmOptions o_;
+  ConstraintSet set_;
+  SecondOrderWorkspace ws_;
+  std::vector<Vector> iterates_;  // y^0..y^K of the current round
+  HypergradientWindow window_;
+  std::vector<int> aux_layout_;
+  RowSampler sampler_;
+};
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_BILEVEL_ALGORITHMS_UNROLLED_ITD_ROUND_H_

@@ -1,0 +1,210 @@
+// logistic_hpo's passes over dense batches as blocked matrix products over
+// the whole batch (blocked_gemm.h) instead of one matrix-vector product per
+// row: logits Z = A W + 1 b^T for all rows at once, the softmax row by row on
+// Z (n x C, small), and the back-projection A^T R.  grad_y g at z and y (the
+// F2OBO inner iteration) and the HVP's two logits passes use the two models
+// side by side, [W_1 W_2] (d x 2C), so each a_i is read once per pass and the
+// products are twice as wide.  Small shapes (small_gemm.h) use in-place
+// product loops and a block softmax with a vectorized exp (softmax_rows.h)
+// instead of Eigen's GEMM and libm's exp.  CSR batches keep the row loops of
+// logistic_hpo.cc (their work is in the rows' non-zeros, not in a product).
+#include <algorithm>
+
+#include "core/bilevel/families/logistic_hpo.h"
+#include "core/kernels/blocked_gemm.h"
+#include "core/kernels/small_gemm.h"
+#include "core/kernels/softmax.h"
+#include "core/kernels/softmax_rows.h"
+
+namespace f2obo {
+namespace {
+
+using RowVectorMap = Eigen::Map<const Eigen::RowVectorXd>;
+
+// An n x c row-major matrix on a flat buffer, grown (never shrunk) as needed;
+// Prepare() sizes the buffers, so this allocates only for batches it did not
+// see.
+Eigen::Map<RowMatrix> Buffer(Vector* buf, Eigen::Index n, Eigen::Index c) {
+  if (buf->size() < n * c) buf->resize(n * c);
+  return Eigen::Map<RowMatrix>(buf->data(), n, c);
+}
+
+// Z = A W and G = A^T R: in-place loops for small shapes (small_gemm.h),
+// Eigen's blocked GEMM otherwise.
+template <typename A, typename W, typename Z>
+void Product(const A& a, const W& w, Z&& z) {
+  if (SmallProductShape(a.rows(), a.cols(), w.cols())) {
+    SmallProduct(a, w, z);
+  } else {
+    BlockedProduct(a, w, z);
+  }
+}
+
+template <typename A, typename R, typename G>
+void TransposeProduct(const A& a, const R& r, G&& g) {
+  if (SmallProductShape(a.rows(), a.cols(), r.cols())) {
+    SmallTransposeProduct(a, r, g);
+  } else {
+    BlockedTransposeProduct(a, r, g);
+  }
+}
+
+}  // namespace
+
+void LogisticHpoFamily::ReserveDense() {
+  const int rows = std::clamp(65536 / (2 * c_), 1, 256);
+  Buffer(&logits_, rows, 2 * c_);
+  Buffer(&rows_scratch_, 2 * rows, 1);
+  // Not for huge models (valid configs reach 2^31 entries): Prepare sizes it.
+  if (static_cast<int64_t>(d_) * c_ <= (int64_t{1} << 19)) Buffer(&wpair_, d_, 2 * c_);
+}
+
+void LogisticHpoFamily::PrepareDense(const StepData& data) {
+  int rows = 0;
+  for (const Batch* b : {&data.upper, &data.inner}) {
+    if (!b->sparse_features) rows = std::max(rows, b->rows());
+  }
+  if (rows == 0) return;
+  Buffer(&logits_, rows, 2 * c_);
+  Buffer(&wpair_, d_, 2 * c_);
+  Buffer(&rows_scratch_, 2 * rows, 1);
+}
+
+Eigen::Map<const RowMatrix> LogisticHpoFamily::DenseRows(const BatchView& view) {
+  const Batch& b = *view.batch;
+  if (view.rows.idx == nullptr) return {b.dense.data(), view.rows.n, d_};
+  Eigen::Map<RowMatrix> a = Buffer(&gathered_, view.rows.n, d_);
+  for (int k = 0; k < view.rows.n; ++k) a.row(k) = b.dense.row(view.rows.row(k));
+  return {a.data(), view.rows.n, d_};
+}
+
+Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogits(const Eigen::Map<const RowMatrix>& a,
+                                                     const VecIn& y) {
+  Eigen::Map<RowMatrix> z = Buffer(&logits_, a.rows(), c_);
+  Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
+  z.rowwise() += RowVectorMap(y.data() + static_cast<size_t>(d_) * c_, c_);
+  return z;
+}
+
+double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy) {
+  const Batch& b = *view.batch;
+  const int n = view.rows.n;
+  const double inv_n = InverseRows(view);
+  const Eigen::Map<const RowMatrix> a = DenseRows(view);
+  Eigen::Map<RowMatrix> z = DenseLogits(a, y);
+  double loss = 0.0;
+  if (SmallProductShape(n, d_, c_)) {
+    // The block's softmax at once (softmax_rows.h): vectorized exp.
+    double* ce = Buffer(&rows_scratch_, 2 * n, 1).data();
+    auto label = [&](int k) { return b.labels[view.rows.row(k)]; };
+    SoftmaxRowsInPlace(z.data(), n, c_, c_, label, ce, ce + n);
+    for (int k = 0; k < n; ++k) loss += ce[k];
+    if (gy == nullptr) return loss * inv_n;
+    for (int k = 0; k < n; ++k) {
+      double* zk = z.row(k).data();
+      zk[label(k)] -= 1.0;  // r = p - e_l
+      for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
+    }
+  } else {
+    for (int k = 0; k < n; ++k) {
+      double* zk = z.row(k).data();
+      const int l = b.labels[view.rows.row(k)];
+      if (gy == nullptr) {
+        loss += SoftmaxCrossEntropy(zk, c_, l);
+        continue;
+      }
+      loss += SoftmaxInPlace(zk, c_, l);
+      zk[l] -= 1.0;  // r = p - e_l
+      for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
+    }
+  }
+  if (gy != nullptr) {
+    TransposeProduct(a, z, Eigen::Map<RowMatrix>(gy->data(), d_, c_));
+    gy->tail(c_) = z.colwise().sum().transpose();
+  }
+  return loss * inv_n;
+}
+
+Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogitsPair(const Eigen::Map<const RowMatrix>& a,
+                                                         const VecIn& y1, const VecIn& y2) {
+  const Eigen::Index n = a.rows();
+  const size_t w = static_cast<size_t>(d_) * c_;
+  Eigen::Map<RowMatrix> z = Buffer(&logits_, n, 2 * c_);
+  if (SmallProductShape(n, d_, 2 * c_)) {
+    // No [W_1 W_2] copy: the loops read each model in place (a is in L1).
+    SmallProduct(a, Eigen::Map<const RowMatrix>(y1.data(), d_, c_), z.leftCols(c_));
+    SmallProduct(a, Eigen::Map<const RowMatrix>(y2.data(), d_, c_), z.rightCols(c_));
+  } else {
+    Eigen::Map<RowMatrix> pair = Buffer(&wpair_, d_, 2 * c_);
+    pair.leftCols(c_) = Eigen::Map<const RowMatrix>(y1.data(), d_, c_);
+    pair.rightCols(c_) = Eigen::Map<const RowMatrix>(y2.data(), d_, c_);
+    BlockedProduct(a, pair, z);
+  }
+  z.leftCols(c_).rowwise() += RowVectorMap(y1.data() + w, c_);
+  z.rightCols(c_).rowwise() += RowVectorMap(y2.data() + w, c_);
+  return z;
+}
+
+void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const BatchView& inner,
+                                        Vector* gy1, Vector* gy2) {
+  const Batch& b = *inner.batch;
+  const double inv_n = InverseRows(inner);
+  const Eigen::Map<const RowMatrix> a = DenseRows(inner);
+  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, y1, y2);
+  const int n = inner.rows.n;
+  if (SmallProductShape(n, d_, 2 * c_)) {
+    // Both halves of every row as 2n rows of C (softmax_rows.h).
+    auto none = [](int) { return 0; };
+    SoftmaxRowsInPlace(z.data(), 2 * n, c_, c_, none, nullptr,
+                       Buffer(&rows_scratch_, 2 * n, 1).data());
+    for (int k = 0; k < n; ++k) {
+      double* z1 = z.row(k).data();
+      const int l = b.labels[inner.rows.row(k)];
+      z1[l] -= 1.0;
+      z1[c_ + l] -= 1.0;
+      for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
+    }
+  } else {
+    for (int k = 0; k < n; ++k) {
+      double* z1 = z.row(k).data();
+      double* z2 = z1 + c_;
+      const int l = b.labels[inner.rows.row(k)];
+      SoftmaxInPlace(z1, c_);
+      SoftmaxInPlace(z2, c_);
+      z1[l] -= 1.0;
+      z2[l] -= 1.0;
+      for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
+    }
+  }
+  if (SmallProductShape(a.rows(), d_, 2 * c_)) {
+    SmallTransposeProduct(a, z.leftCols(c_), Eigen::Map<RowMatrix>(gy1->data(), d_, c_));
+    SmallTransposeProduct(a, z.rightCols(c_), Eigen::Map<RowMatrix>(gy2->data(), d_, c_));
+  } else {
+    // The pair's weights are dead: its buffer takes the pair's gradients.
+    Eigen::Map<RowMatrix> g = Buffer(&wpair_, d_, 2 * c_);
+    BlockedTransposeProduct(a, z, g);
+    Eigen::Map<RowMatrix>(gy1->data(), d_, c_) = g.leftCols(c_);
+    Eigen::Map<RowMatrix>(gy2->data(), d_, c_) = g.rightCols(c_);
+  }
+  gy1->tail(c_) = z.leftCols(c_).colwise().sum().transpose();
+  gy2->tail(c_) = z.rightCols(c_).colwise().sum().transpose();
+}
+
+void LogisticHpoFamily::DenseCrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v,
+                                             Vector* out) {
+  const double inv_n = InverseRows(view);
+  const Eigen::Map<const RowMatrix> a = DenseRows(view);
+  // Left: logits at y, turned into p; right: dz = V^T a_i + v_b, into u.
+  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, y, v);
+  for (int k = 0; k < view.rows.n; ++k) {
+    double* p = z.row(k).data();
+    double* dz = p + c_;
+    SoftmaxInPlace(p, c_);
+    SoftmaxHvp(p, dz, c_, dz);
+    for (int j = 0; j < c_; ++j) dz[j] *= inv_n;
+  }
+  TransposeProduct(a, z.rightCols(c_), Eigen::Map<RowMatrix>(out->data(), d_, c_));
+  out->tail(c_) = z.rightCols(c_).colwise().sum().transpose();
+}
+
+}  // namespace f2obo

@@ -1,0 +1,103 @@
+// Pieces shared by the fully first-order rounds (paper Algorithms 1-3).
+#ifndef F2OBO_CORE_HYPERGRADIENTS_FIRST_ORDER_H_
+#define F2OBO_CORE_HYPERGRADIENTS_FIRST_ORDER_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/bilevel/bilevel_report.h"
+#include "core/constraint.h"
+#include "core/family.h"
+#include "core/options.h"
+#include "core/round_control.h"
+
+namespace f2obo {
+
+// Scratch for one round, sized once per session so rounds do not allocate.
+struct FirstOrderWorkspace {
+  FirstOrderWorkspace(int d1, int d2)
+      : gz(d2), gy_g(d2), gy_f(d2), gx_f(d1), gx_g_y(d1), gx_g_z(d1) {}
+  Vector gz;      // grad_y g at z
+  Vector gy_g;    // grad_y g at y
+  Vector gy_f;    // grad_y f at y
+  Vector gx_f;    // grad_x f at y
+  Vector gx_g_y;  // grad_x g at y
+  Vector gx_g_z;  // grad_x g at z
+};
+
+// lambda_{t+1} = min((1 + 1/t)^tau lambda_t, lambda_max)   (Alg. 1 line 11)
+double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
+
+// Smoothness estimate when a step size is "auto" (SPEC section 3), else
+// zeros.  Estimated at (x_t, y_t) on the full step batches.
+Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const VecIn& x,
+                            const VecIn& y, const StepData& data);
+
+// Step sizes of Algorithms 1-2: beta_t = beta / lambda_t ("scaled"), beta
+// ("fixed"), or 1/(2 lambda_t L_g1 + L_f1) when auto (theory: beta_t <=
+// 1/(2 lambda_t L_g1), Theorem 3.1); alpha as set, or MatchedAlpha when
+// auto; and the upper step gamma_t (UpperStepSize).
+// The automatic z-step.  With an automatic y-step too it is lambda_t beta_t
+// (<= 1/(2 L_g1), inside Theorem 3.1's alpha <= 1/L_g1), so that the z-loop
+// and the g part of the y-loop take the same steps: then y - z is driven by
+// grad_y f alone and lambda_t (grad_x g(y) - grad_x g(z)) estimates the
+// hypergradient.  With alpha = 1/L_g1 instead, z ran twice as fast as y,
+// and the hypergradient carried lambda_t times that lag (on a stream the
+// loops never converge): it grew with lambda_t and pushed the penalties of
+// ridge_hpo / logistic_hpo up whatever the data (issue 29, bench/
+// EXPERIMENTS.md).  With a fixed y-step: 1/L_g1.
+double MatchedAlpha(const AlgorithmOptions& o, const Smoothness& sm, double lambda, double beta);
+
+struct StepSizes {
+  double alpha = 0.0;
+  double beta = 0.0;
+  double gamma = 0.0;
+};
+StepSizes DeterministicStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
+                                 int64_t t);
+
+// gamma_t: gamma ("constant", the paper's experiments) or gamma t^-tau
+// ("theory": Theorem 3.2 takes gamma_t < 1/(8 lambda_1 t^tau) sqrt(...)).
+double UpperStepSize(const AlgorithmOptions& o, int64_t t);
+
+// The options every round of the F2OBO family reads: the multiplier
+// schedule, the upper step and its schedule.
+OptionSet PenaltyRoundOptions();
+
+// The checks every penalty round needs beyond each option's rule: lambda_max
+// >= lambda1, and a y-step that cannot outgrow the theory's bound: fixed
+// beta with tau > 0 and no lambda_max makes beta_t lambda_t = beta lambda_1
+// t^tau grow without bound (Theorem 3.1 needs beta_t <= 1/(2 lambda_t L_g1)).
+absl::Status CheckPenaltyOptions(const AlgorithmOptions& o);
+
+// Records the round's multiplier, step sizes and smoothness estimates.
+void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
+                     const StepSizes& steps, BilevelReport* report);
+
+// Alg. 1 lines 4-7, K times from the warm starts z, y at x:
+//   z <- z - alpha grad_y g(x, z)
+//   y <- y - beta (grad_y f(x, y) + lambda grad_y g(x, y))
+// both gradients of g in one pass (GradYGPair).  Returns the rows read.
+// (F2OBO's loop; mt_f2obo runs it per task.)
+// Returns the rows read, or the status of `control` when it stopped the
+// round between two of the K iterations.
+absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
+                                          double lambda, int k, const BatchView& upper,
+                                          const BatchView& inner, Vector* y, Vector* z,
+                                          FirstOrderWorkspace* ws, RoundControl* control);
+
+// h_t = grad_x f(x, y) + lambda (grad_x g(x, y) - grad_x g(x, z))
+// (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).
+// Also records the final residuals ||grad_y L(y)|| and ||grad_y g(z)||
+// computed in the same passes.  Returns the rows read.
+int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
+                      const BatchView& upper, const BatchView& inner, FirstOrderWorkspace* ws,
+                      BilevelReport* report);
+
+// x <- P_X(x - gamma h)   (Alg. 1 line 10, the prox form of a projected step)
+void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h, Vector* x);
+
+}  // namespace f2obo
+
+#endif  // F2OBO_CORE_HYPERGRADIENTS_FIRST_ORDER_H_
