@@ -34,9 +34,10 @@ absl::Status LogisticHpoFamily::ValidateConstraint(const ConstraintSet& set) con
   return absl::OkStatus();
 }
 
-double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy) {
+double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy,
+                                       bool value) {
   const Batch& b = *view.batch;
-  if (!b.sparse_features) return DenseCrossEntropy(y, view, gy);
+  if (!b.sparse_features) return DenseCrossEntropy(y, view, gy, value || gy == nullptr);
   if (gy != nullptr) gy->setZero();
   const double inv_n = InverseRows(view);
   double* z = z_.data();
@@ -49,7 +50,7 @@ double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view, Ve
       loss += SoftmaxCrossEntropy(z, c_, l);
       continue;
     }
-    loss += SoftmaxInPlace(z, c_, l);
+    loss += SoftmaxInPlace(z, c_, value ? l : -1);
     z[l] -= 1.0;  // r = p - e_l
     for (int j = 0; j < c_; ++j) z[j] *= inv_n;
     BackProject(b, i, z, d_, c_, gy->data());
@@ -104,6 +105,32 @@ double LogisticHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inn
     row_penalty += x[f] * sq;
   }
   return loss + 0.5 * mu0_ * y.squaredNorm() + 0.5 * row_penalty;
+}
+
+void LogisticHpoFamily::GradG(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
+                              Vector* gy) {
+  CrossEntropy(y, inner, gy, /*value=*/false);
+  AddRegularizer(x, y, gy);
+  for (int f = 0; gx != nullptr && f < d_; ++f) {
+    (*gx)[f] = 0.5 * y.segment(static_cast<Eigen::Index>(f) * c_, c_).squaredNorm();
+  }
+}
+
+void LogisticHpoFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
+                                            const BatchView& upper, const BatchView& inner,
+                                            Vector* gz, Vector* gy_g, Vector* gy_f) {
+  GradYGPair(x, z, y, inner, gz, gy_g);
+  CrossEntropy(y, upper, gy_f, /*value=*/false);
+}
+
+void LogisticHpoFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
+                                           const BatchView& upper, const BatchView& inner,
+                                           Vector* gx_f, Vector* gy_f, Vector* gx_g_y, Vector* gy_g,
+                                           Vector* gx_g_z, Vector* gz) {
+  if (gx_f != nullptr) gx_f->setZero();
+  CrossEntropy(y, upper, gy_f, /*value=*/false);
+  GradG(x, y, inner, gx_g_y, gy_g);
+  GradG(x, z, inner, gx_g_z, gz);
 }
 
 void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
@@ -164,7 +191,7 @@ double LogisticHpoFamily::CurvatureBound(const VecIn& y, const BatchView& view) 
   const Batch& b = *view.batch;
   if (weights_.size() < view.rows.n) weights_.resize(view.rows.n);
   if (!b.sparse_features) {
-    Eigen::Map<RowMatrix> z = DenseLogits(DenseRows(view), y);
+    Eigen::Map<RowMatrix> z = DenseLogits(DenseRows(view), TransposedRows(view), y);
     for (int k = 0; k < view.rows.n; ++k) {
       SoftmaxInPlace(z.row(k).data(), c_);
       weights_[k] = SoftmaxCurvatureBound(z.row(k).data(), c_);
@@ -202,7 +229,7 @@ std::optional<double> LogisticHpoFamily::Accuracy(const VecIn&, const VecIn& y,
   double* z = z_.data();
   int correct = 0;
   if (!b.sparse_features) {
-    const Eigen::Map<RowMatrix> logits = DenseLogits(DenseRows(upper), y);
+    const Eigen::Map<RowMatrix> logits = DenseLogits(DenseRows(upper), TransposedRows(upper), y);
     for (int k = 0; k < upper.rows.n; ++k) {
       if (ArgMax(logits.row(k).data(), c_) == b.labels[upper.rows.row(k)]) ++correct;
     }

@@ -64,10 +64,36 @@ void LogisticHpoFamily::PrepareDense(const StepData& data) {
   for (const Batch* b : {&data.upper, &data.inner}) {
     if (!b->sparse_features) rows = std::max(rows, b->rows());
   }
+  for (Transposed& t : transposed_of_) t = Transposed{};
   if (rows == 0) return;
   Buffer(&logits_, rows, 2 * c_);
   Buffer(&wpair_, d_, 2 * c_);
   Buffer(&rows_scratch_, 2 * rows, 1);
+  // Small shapes: each batch's A^T once per round; the round's ~20 products
+  // A W read it (a batch is used by 7 to 13 of them).
+  if (!SmallProductShape(rows, d_, c_)) return;
+  Eigen::Map<RowMatrix> t = Buffer(&transposed_, 2 * d_, rows);
+  const Batch* batches[2] = {&data.upper, &data.inner};
+  for (int k = 0; k < 2; ++k) {
+    const Batch& b = *batches[k];
+    if (b.sparse_features || b.rows() == 0) continue;
+    const int n = b.rows();
+    double* at = t.data() + static_cast<int64_t>(k) * d_ * rows;
+    for (int i = 0; i < n; ++i) {
+      for (int f = 0; f < d_; ++f) at[static_cast<int64_t>(f) * n + i] = b.dense(i, f);
+    }
+    transposed_of_[k] = Transposed{&b, b.dense.data(), n, at};
+  }
+}
+
+const double* LogisticHpoFamily::TransposedRows(const BatchView& view) const {
+  if (view.rows.idx != nullptr) return nullptr;
+  for (const Transposed& t : transposed_of_) {
+    if (t.batch == view.batch && t.data == view.batch->dense.data() && t.rows == view.rows.n) {
+      return t.at;
+    }
+  }
+  return nullptr;
 }
 
 Eigen::Map<const RowMatrix> LogisticHpoFamily::DenseRows(const BatchView& view) {
@@ -79,26 +105,35 @@ Eigen::Map<const RowMatrix> LogisticHpoFamily::DenseRows(const BatchView& view) 
 }
 
 Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogits(const Eigen::Map<const RowMatrix>& a,
-                                                     const VecIn& y) {
+                                                     const double* at, const VecIn& y) {
   Eigen::Map<RowMatrix> z = Buffer(&logits_, a.rows(), c_);
-  Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
+  if (at != nullptr && SmallProductShape(a.rows(), d_, c_)) {
+    const double* w[1] = {y.data()};
+    double* out[1] = {z.data()};
+    SmallProductsFromTranspose<1>(at, a.rows(), d_, w, c_, out, c_);
+  } else {
+    Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
+  }
   z.rowwise() += RowVectorMap(y.data() + static_cast<size_t>(d_) * c_, c_);
   return z;
 }
 
-double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy) {
+double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy,
+                                            bool value) {
   const Batch& b = *view.batch;
   const int n = view.rows.n;
   const double inv_n = InverseRows(view);
   const Eigen::Map<const RowMatrix> a = DenseRows(view);
-  Eigen::Map<RowMatrix> z = DenseLogits(a, y);
+  Eigen::Map<RowMatrix> z = DenseLogits(a, TransposedRows(view), y);
   double loss = 0.0;
   if (SmallProductShape(n, d_, c_)) {
     // The block's softmax at once (softmax_rows.h): vectorized exp.
     double* ce = Buffer(&rows_scratch_, 2 * n, 1).data();
     auto label = [&](int k) { return b.labels[view.rows.row(k)]; };
-    SoftmaxRowsInPlace(z.data(), n, c_, c_, label, ce, ce + n);
-    for (int k = 0; k < n; ++k) loss += ce[k];
+    SoftmaxRowsInPlace(z.data(), n, c_, c_, label, value ? ce : nullptr, ce + n);
+    if (value) {
+      for (int k = 0; k < n; ++k) loss += ce[k];
+    }
     if (gy == nullptr) return loss * inv_n;
     for (int k = 0; k < n; ++k) {
       double* zk = z.row(k).data();
@@ -113,7 +148,7 @@ double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& vie
         loss += SoftmaxCrossEntropy(zk, c_, l);
         continue;
       }
-      loss += SoftmaxInPlace(zk, c_, l);
+      loss += SoftmaxInPlace(zk, c_, value ? l : -1);
       zk[l] -= 1.0;  // r = p - e_l
       for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
     }
@@ -126,11 +161,17 @@ double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& vie
 }
 
 Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogitsPair(const Eigen::Map<const RowMatrix>& a,
-                                                         const VecIn& y1, const VecIn& y2) {
+                                                         const double* at, const VecIn& y1,
+                                                         const VecIn& y2) {
   const Eigen::Index n = a.rows();
   const size_t w = static_cast<size_t>(d_) * c_;
   Eigen::Map<RowMatrix> z = Buffer(&logits_, n, 2 * c_);
-  if (SmallProductShape(n, d_, 2 * c_)) {
+  if (at != nullptr && SmallProductShape(n, d_, 2 * c_)) {
+    // Both models in one pass across rows (small_gemm.h): 2C chains.
+    const double* ws[2] = {y1.data(), y2.data()};
+    double* out[2] = {z.data(), z.data() + c_};
+    SmallProductsFromTranspose<2>(at, n, d_, ws, c_, out, 2 * c_);
+  } else if (SmallProductShape(n, d_, 2 * c_)) {
     // No [W_1 W_2] copy: the loops read each model in place (a is in L1).
     SmallProduct(a, Eigen::Map<const RowMatrix>(y1.data(), d_, c_), z.leftCols(c_));
     SmallProduct(a, Eigen::Map<const RowMatrix>(y2.data(), d_, c_), z.rightCols(c_));
@@ -150,7 +191,7 @@ void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const 
   const Batch& b = *inner.batch;
   const double inv_n = InverseRows(inner);
   const Eigen::Map<const RowMatrix> a = DenseRows(inner);
-  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, y1, y2);
+  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, TransposedRows(inner), y1, y2);
   const int n = inner.rows.n;
   if (SmallProductShape(n, d_, 2 * c_)) {
     // Both halves of every row as 2n rows of C (softmax_rows.h).
@@ -177,8 +218,10 @@ void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const 
     }
   }
   if (SmallProductShape(a.rows(), d_, 2 * c_)) {
-    SmallTransposeProduct(a, z.leftCols(c_), Eigen::Map<RowMatrix>(gy1->data(), d_, c_));
-    SmallTransposeProduct(a, z.rightCols(c_), Eigen::Map<RowMatrix>(gy2->data(), d_, c_));
+    // Both right-hand sides in one pass over the rows: 2C chains.
+    const double* r[2] = {z.data(), z.data() + c_};
+    double* g[2] = {gy1->data(), gy2->data()};
+    SmallTransposeProducts<2>(a.data(), a.outerStride(), n, d_, r, 2 * c_, c_, g);
   } else {
     // The pair's weights are dead: its buffer takes the pair's gradients.
     Eigen::Map<RowMatrix> g = Buffer(&wpair_, d_, 2 * c_);
@@ -195,7 +238,7 @@ void LogisticHpoFamily::DenseCrossEntropyHvp(const VecIn& y, const BatchView& vi
   const double inv_n = InverseRows(view);
   const Eigen::Map<const RowMatrix> a = DenseRows(view);
   // Left: logits at y, turned into p; right: dz = V^T a_i + v_b, into u.
-  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, y, v);
+  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, TransposedRows(view), y, v);
   for (int k = 0; k < view.rows.n; ++k) {
     double* p = z.row(k).data();
     double* dz = p + c_;
