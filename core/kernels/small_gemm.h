@@ -15,7 +15,14 @@
 // (-march=native builds), so the rounding of every entry is defined by the
 // source, not by what the compiler chose to contract or vectorize.  Four
 // rows (features) are accumulated side by side for instruction-level
-// parallelism; that does not change any entry's order.
+// parallelism; that does not change any entry's order.  The vectorized
+// variants (issue 28: rows side by side from A's transpose, features side by
+// side for A^T R, a pair of models at once) keep every entry's order too,
+// so they are bit-equal to the loops above.  The bias row of a gradient
+// (the column sums of R) is likewise the sequential sum from row 0; it
+// replaced Eigen's colwise().sum(), which sums in its own order where it
+// vectorizes across columns (seen at C = 10 on 8-row sf2obo draws: those
+// trajectories moved at rounding level, every test unchanged).
 #ifndef F2OBO_CORE_KERNELS_SMALL_GEMM_H_
 #define F2OBO_CORE_KERNELS_SMALL_GEMM_H_
 
@@ -112,6 +119,20 @@ struct Lanes<8> {
 };
 #endif
 
+// Added to each entry g_fj of G_m = A^T R_m as it is stored (optional): the
+// gradient of (mu0/2) ||W_m||^2 + (1/2) sum_f x_f ||row f of W_m||^2, as
+// g = MulAdd(x_f, w, MulAdd(mu0, w, g)) with w = W_m's entry (f, j): the
+// roundings of the separate passes "g += mu0 w", then "g += x_f w".
+struct RidgeEpilogue {
+  double mu0 = 0.0;
+  const double* x = nullptr;                // d
+  const double* w[2] = {nullptr, nullptr};  // W_m, d x c, row stride c
+  double Apply(int m, int64_t f, int64_t c, int64_t j, double g) const {
+    const double wv = w[m][f * c + j];
+    return MulAdd(x[f], wv, MulAdd(mu0, wv, g));
+  }
+};
+
 // z (n x C, row stride ldz) = a (n x d, row stride lda) w (d x C, row stride ldw).
 template <int C>
 void Product(const double* a, int64_t lda, int64_t n, int64_t d, const double* w, int64_t ldw,
@@ -191,7 +212,8 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
 // features.
 template <int C, int M, int kF>
 int64_t TransposeProductBlocks(const double* a, int64_t lda, int64_t n, int64_t f, int64_t d,
-                               const double* const* r, int64_t ldr, double* const* g, int64_t ldg) {
+                               const double* const* r, int64_t ldr, double* const* g, int64_t ldg,
+                               const RidgeEpilogue* epi) {
   using L = Lanes<kF>;
   for (; f + kF <= d; f += kF) {
     L acc[M * C];
@@ -207,19 +229,46 @@ int64_t TransposeProductBlocks(const double* a, int64_t lda, int64_t n, int64_t 
     for (int k = 0; k < M * C; ++k) acc[k].Store(out[k]);
     for (int m = 0; m < M; ++m) {
       for (int q = 0; q < kF; ++q) {
-        for (int j = 0; j < C; ++j) g[m][(f + q) * ldg + j] = out[m * C + j][q];
+        for (int j = 0; j < C; ++j) {
+          const double v = out[m * C + j][q];
+          g[m][(f + q) * ldg + j] = epi == nullptr ? v : epi->Apply(m, f + q, C, j, v);
+        }
       }
     }
   }
   return f;
 }
 
+// b_m = the column sums of r_m (n x C, row stride ldr), each the sequential
+// sum from row 0 (the bias row of A^T R for A with a column of ones), plus
+// epi's mu0 b (w_m's entries after its d x C weights) if given.
+template <int C, int M>
+void ColumnSums(const double* const* r, int64_t ldr, int64_t n, int64_t d, double* const* b,
+                const RidgeEpilogue* epi) {
+  double acc[M * C];
+  for (int m = 0; m < M; ++m) {
+    for (int j = 0; j < C; ++j) acc[m * C + j] = n > 0 ? r[m][j] : 0.0;
+  }
+  for (int64_t i = 1; i < n; ++i) {
+    for (int m = 0; m < M; ++m) {
+      for (int j = 0; j < C; ++j) acc[m * C + j] += r[m][i * ldr + j];
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    for (int j = 0; j < C; ++j) {
+      const double v = acc[m * C + j];
+      b[m][j] = epi == nullptr ? v : MulAdd(epi->mu0, epi->w[m][d * C + j], v);
+    }
+  }
+}
+
 template <int C, int M = 1>
 void TransposeProduct(const double* a, int64_t lda, int64_t n, int64_t d, const double* const* r,
-                      int64_t ldr, double* const* g, int64_t ldg) {
-  int64_t f = TransposeProductBlocks<C, M, 8>(a, lda, n, 0, d, r, ldr, g, ldg);
-  f = TransposeProductBlocks<C, M, 4>(a, lda, n, f, d, r, ldr, g, ldg);
-  TransposeProductBlocks<C, M, 1>(a, lda, n, f, d, r, ldr, g, ldg);
+                      int64_t ldr, double* const* g, int64_t ldg,
+                      const RidgeEpilogue* epi = nullptr) {
+  int64_t f = TransposeProductBlocks<C, M, 8>(a, lda, n, 0, d, r, ldr, g, ldg, epi);
+  f = TransposeProductBlocks<C, M, 4>(a, lda, n, f, d, r, ldr, g, ldg, epi);
+  TransposeProductBlocks<C, M, 1>(a, lda, n, f, d, r, ldr, g, ldg, epi);
 }
 
 // The same for a run-time column count, in the same order.
@@ -332,17 +381,32 @@ void SmallProductsFromTranspose(const double* at, int64_t n, int64_t d, const do
   });
 }
 
-// G_m = A^T R_m for M right-hand sides (n x c, row stride ldr), each G_m
-// d x c with row stride c: bit-equal to SmallTransposeProduct with each R_m.
+// G_m = [A 1]^T R_m for M right-hand sides (n x c, row stride ldr): each
+// G_m is d x c with row stride c (bit-equal to SmallTransposeProduct with
+// R_m) followed by the c column sums of R_m (ColumnSums' order), with epi
+// (if given) on every entry: a logistic model's weight and bias gradients.
 template <int M>
-void SmallTransposeProducts(const double* a, int64_t lda, int64_t n, int64_t d,
-                            const double* const* r, int64_t ldr, int64_t c, double* const* g) {
+void SmallGradientProducts(const double* a, int64_t lda, int64_t n, int64_t d,
+                           const double* const* r, int64_t ldr, int64_t c, double* const* g,
+                           const small_gemm::RidgeEpilogue* epi = nullptr) {
   DispatchWidth(c, [&](auto k) {
+    double* b[M];
+    for (int m = 0; m < M; ++m) b[m] = g[m] + d * c;
     if constexpr (k() == 0) {
-      for (int m = 0; m < M; ++m)
+      for (int m = 0; m < M; ++m) {
         small_gemm::TransposeProductAny(a, lda, n, d, r[m], ldr, c, g[m], c);
+        for (int64_t f = 0; epi != nullptr && f < d; ++f) {
+          for (int64_t j = 0; j < c; ++j) g[m][f * c + j] = epi->Apply(m, f, c, j, g[m][f * c + j]);
+        }
+        for (int64_t j = 0; j < c; ++j) {
+          double acc = n > 0 ? r[m][j] : 0.0;
+          for (int64_t i = 1; i < n; ++i) acc += r[m][i * ldr + j];
+          b[m][j] = epi == nullptr ? acc : small_gemm::MulAdd(epi->mu0, epi->w[m][d * c + j], acc);
+        }
+      }
     } else {
-      small_gemm::TransposeProduct<k(), M>(a, lda, n, d, r, ldr, g, c);
+      small_gemm::TransposeProduct<k(), M>(a, lda, n, d, r, ldr, g, c, epi);
+      small_gemm::ColumnSums<k(), M>(r, ldr, n, d, b, epi);
     }
   });
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/bilevel/families/gram_bound.h"
+#include "core/kernels/small_gemm.h"
 #include "core/kernels/softmax.h"
 
 namespace f2obo {
@@ -109,8 +110,16 @@ double LogisticHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inn
 
 void LogisticHpoFamily::GradG(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
                               Vector* gy) {
-  CrossEntropy(y, inner, gy, /*value=*/false);
-  AddRegularizer(x, y, gy);
+  if (inner.batch->sparse_features) {
+    CrossEntropy(y, inner, gy, /*value=*/false);
+    AddRegularizer(x, y, gy);
+  } else {
+    DenseCrossEntropy(y, inner, gy, /*value=*/false, &x);
+  }
+  RowNorms(y, gx);
+}
+
+void LogisticHpoFamily::RowNorms(const VecIn& y, Vector* gx) const {
   for (int f = 0; gx != nullptr && f < d_; ++f) {
     (*gx)[f] = 0.5 * y.segment(static_cast<Eigen::Index>(f) * c_, c_).squaredNorm();
   }
@@ -129,8 +138,16 @@ void LogisticHpoFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const
                                            Vector* gx_g_z, Vector* gz) {
   if (gx_f != nullptr) gx_f->setZero();
   CrossEntropy(y, upper, gy_f, /*value=*/false);
-  GradG(x, y, inner, gx_g_y, gy_g);
-  GradG(x, z, inner, gx_g_z, gz);
+  if (inner.batch->sparse_features || !SmallProductShape(inner.rows.n, d_, 2 * c_)) {
+    GradG(x, y, inner, gx_g_y, gy_g);
+    GradG(x, z, inner, gx_g_z, gz);
+    return;
+  }
+  // Small dense shapes: both points in one pass (DenseGradYGPair computes
+  // each gradient exactly as DenseCrossEntropy does at these shapes).
+  DenseGradYGPair(y, z, inner, gy_g, gz, &x);
+  RowNorms(y, gx_g_y);
+  RowNorms(z, gx_g_z);
 }
 
 void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
@@ -138,12 +155,7 @@ void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn&
   // One pass over the rows: each a_i is read once for the logits of both
   // points and once more for both back-projections.
   const Batch& b = *inner.batch;
-  if (!b.sparse_features) {
-    DenseGradYGPair(y1, y2, inner, gy1, gy2);
-    AddRegularizer(x, y1, gy1);
-    AddRegularizer(x, y2, gy2);
-    return;
-  }
+  if (!b.sparse_features) return DenseGradYGPair(y1, y2, inner, gy1, gy2, &x);
   gy1->setZero();
   gy2->setZero();
   const double inv_n = InverseRows(inner);

@@ -78,6 +78,8 @@ class LogisticHpoFamily final : public Family {
   // given, its gradient in y written into gy.  With value = false (and gy
   // given) only the gradient: returns 0.
   double CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy, bool value = true);
+  // grad_x g = ((1/2) ||W_f||^2)_f into gx (if given).
+  void RowNorms(const VecIn& y, Vector* gx) const;
   // G's gradients without its value.
   void GradG(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy);
   // out = (1/n) sum of the CE Hessians at y applied to v (no regularizer).
@@ -102,9 +104,12 @@ class LogisticHpoFamily final : public Family {
   // Logits of two models side by side (n x 2C) from one product with [W_1 W_2].
   Eigen::Map<RowMatrix> DenseLogitsPair(const Eigen::Map<const RowMatrix>& a, const double* at,
                                         const VecIn& y1, const VecIn& y2);
-  double DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy, bool value);
+  // With ridge_x, the gradients include the regularizer's at that x (as
+  // AddRegularizer after them would).
+  double DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy, bool value,
+                           const VecIn* ridge_x = nullptr);
   void DenseGradYGPair(const VecIn& y1, const VecIn& y2, const BatchView& inner, Vector* gy1,
-                       Vector* gy2);
+                       Vector* gy2, const VecIn* ridge_x = nullptr);
   void DenseCrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v, Vector* out);
 
   int d_, c_;
