@@ -376,12 +376,13 @@ class SessionStore {
   // transaction (the writer takes a batch, then writes it unlocked).  A
   // Write's `done` and, until then, its place in queue_ are under it too.
   mutable absl::Mutex mu_;
-  // Three conditions on mu_, each with its own waiters, so that a commit
-  // wakes the callers it finished and not every stream (and the writer is
-  // woken by new writes only).
+  // Conditions on mu_, each with its own waiters, so that a commit wakes
+  // the callers it finished and not every stream (each waits on its own
+  // Write's done_cv: with one condition for all, a commit woke every
+  // waiting stream, those whose writes wait for the next commit too; issue
+  // 23), and the writer is woken by new writes only.
   absl::CondVar writer_cv_;  // the writer: queue_ not empty, or stopping_
   absl::CondVar room_cv_;    // Submit: room under max_queued_bytes_
-  absl::CondVar done_cv_;    // Submit: its write done
   std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int queued_waited_ ABSL_GUARDED_BY(mu_) = 0;  // writes in queue_ a caller waits for
