@@ -198,11 +198,16 @@ class SessionStore {
   // sessions, in one transaction, durable before returning (ImportGroup, a
   // group moving between replicas): a crash leaves all of them or none,
   // never members without their group, which would step on their own.
+  // `deadline` (and DeleteGroup's): as PutSession's (issue 25 item 3).
   absl::Status PutGroupWithSessions(const std::string& id,
-                                    const std::vector<SessionRecord>& members);
+                                    const std::vector<SessionRecord>& members,
+                                    std::chrono::system_clock::time_point deadline =
+                                        std::chrono::system_clock::time_point::max());
   // Group `id` and its member sessions (with their replies), in one
   // transaction: a crash leaves either all of them or none.
-  absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members);
+  absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members,
+                           std::chrono::system_clock::time_point deadline =
+                               std::chrono::system_clock::time_point::max());
 
   // Records an acknowledged step: the session's state after it and its
   // reply; keeps the newest `keep_replies` replies.  With `keep_checkpoints`
