@@ -171,7 +171,9 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
     m->set_function(q.function == OracleQuery::Function::kF ? v1::OracleQuery::F
                                                             : v1::OracleQuery::G);
     m->set_x(PointId(q.x, request));
-    m->set_y(PointId(q.y, request));
+    // No y in the simple bilevel class: point id 0.
+    if (!q.y.empty()) m->set_y(PointId(q.y, request));
+    if (q.task >= 0) m->set_task(q.task);
     m->set_value(q.value != nullptr);
     m->set_grad_x(q.grad_x != nullptr);
     m->set_grad_y(q.grad_y != nullptr);
