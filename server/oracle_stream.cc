@@ -126,6 +126,16 @@ StreamOracle::StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, Oracl
   control_.set_session_stop(session_stop_.get());
 }
 
+uint64_t OraclePoints::Held(absl::Span<const double> values) const {
+  for (const auto& [id, v] : held) {
+    if (v.size() == values.size() &&
+        std::memcmp(v.data(), values.data(), values.size() * sizeof(double)) == 0) {
+      return id;
+    }
+  }
+  return 0;
+}
+
 uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
   const size_t bytes = values.size() * sizeof(double);
   auto& held = points_->held;

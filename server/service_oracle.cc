@@ -1,20 +1,21 @@
 // OracleSteps: steps of oracle-family sessions (core/oracle.h), whose f
 // and g the client computes (proto: OracleClientMessage;
 // server/oracle_stream.h).
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/oracle.h"
+#include "core/session.h"
 #include "f2obo/v1/decode_traits.h"
 #include "server/oracle_stream.h"
 #include "server/service.h"
 
 namespace f2obo::server {
 
-absl::StatusOr<v1::StepReply> F2oboService::OracleStep(grpc::ServerContext* ctx,
-                                                       OracleStream* stream,
-                                                       const v1::OracleStepOpen& open,
-                                                       OracleWatchdog* watchdog,
-                                                       OraclePoints* points) {
+absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* stream,
+                                      const v1::OracleStepOpen& open, OracleWatchdog* watchdog,
+                                      OraclePoints* points, v1::OracleServerMessage* out) {
   absl::StatusOr<v1::SessionInfo> info = sessions_->Get(open.session_id());
   if (!info.ok()) return info.status();
   const std::string& family = info->spec().family().name();
@@ -101,10 +102,28 @@ absl::StatusOr<v1::StepReply> F2oboService::OracleStep(grpc::ServerContext* ctx,
     data->upper = batch(open.upper_rows(), -1);
     data->inner = batch(open.inner_rows(), -1);
   }
-  absl::StatusOr<v1::StepReply> reply = sessions_->ApplyDecoded(
-      open.session_id(), open.t(), std::shared_ptr<const StepData>(std::move(data)), ctx);
+  const std::shared_ptr<const StepData> step(std::move(data));
+  std::vector<Vector> inner;
+  absl::StatusOr<v1::StepReply> reply =
+      sessions_->ApplyDecoded(open.session_id(), open.t(), step, ctx, [&](const Session& s) {
+        inner = s.problem().InnerVariables(s.state(), *step);
+      });
   oracle->Detach();
-  return reply;
+  if (!reply.ok()) return reply.status();
+  *out->mutable_done() = *std::move(reply);
+  // The new y as the client's points: most were asked at in the round's
+  // last request (F2OBO's hypergradient is taken at y_{t+1}), so an id
+  // costs 8 bytes instead of y_dim doubles.
+  for (const Vector& y : inner) {
+    v1::OraclePoint* p = out->add_y();
+    const absl::Span<const double> values(y.data(), static_cast<size_t>(y.size()));
+    if (const uint64_t id = points->Held(values); id != 0) {
+      p->set_id(id);
+    } else {
+      p->set_values(y.data(), y.size() * sizeof(double));
+    }
+  }
+  return absl::OkStatus();
 }
 
 grpc::Status F2oboService::OracleSteps(grpc::ServerContext* ctx, OracleStream* stream) {
@@ -127,11 +146,7 @@ grpc::Status F2oboService::OracleSteps(grpc::ServerContext* ctx, OracleStream* s
             return absl::InvalidArgumentError(
                 "answers: no request is waiting for them (a step begins with open)");
           }
-          absl::StatusOr<v1::StepReply> reply =
-              OracleStep(ctx, stream, in.open(), &watchdog, &points);
-          if (!reply.ok()) return reply.status();
-          *out.mutable_done() = *std::move(reply);
-          return absl::OkStatus();
+          return OracleStep(ctx, stream, in.open(), &watchdog, &points, &out);
         });
     if (!status.ok()) return status;
     if (!stream->Write(out)) break;

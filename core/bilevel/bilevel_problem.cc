@@ -138,6 +138,9 @@ class BilevelProblem final : public Problem {
   }
 
   const Vector& Decision(const SessionState& s) const override { return s.x; }
+  std::vector<Vector> InnerVariables(const SessionState& s, const StepData&) const override {
+    return {BilevelView(s).y};
+  }
 
   // Exact metrics cost O(CG iterations x HVP): every step for small
   // problems, every 10th for large ones.

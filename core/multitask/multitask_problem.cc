@@ -183,6 +183,17 @@ class MultitaskProblem final : public Problem {
   }
 
   const Vector& Decision(const SessionState& s) const override { return s.x; }
+  // After a step every task it carried holds state (its first step
+  // inserts it).
+  std::vector<Vector> InnerVariables(const SessionState& s, const StepData& data) const override {
+    std::vector<Vector> out;
+    out.reserve(data.tasks.size());
+    for (const TaskData& td : data.tasks) {
+      const int slot = table_.Find(s, td.task);
+      out.push_back(slot >= 0 ? Vector(table_.Var(s, slot, 0)) : y0_);
+    }
+    return out;
+  }
 
   // Each evaluation solves every seen task's inner problem: every 10th step.
   // None without HVPs (multitask_oracle): the true hypergradient needs them.
