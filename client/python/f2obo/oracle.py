@@ -22,6 +22,7 @@ answers them with your function:
     with f2obo.OracleStream(client, session.id) as stream:
         result = stream.step(evaluate, upper_rows=len(X_val), inner_rows=len(X_tr))
         result.x                   # x_{t+1}, as Session.step's StepResult
+        stream.y[0]                # y_{t+1}, sent with the reply (no GetDecision)
 
 Multi-task sessions (family "multitask_oracle"): `step(evaluate,
 tasks=[(task, upper_rows, inner_rows), ...])` instead of upper_rows and
@@ -112,6 +113,11 @@ class OracleStream:
     `step()` runs one step; the stream stays open between steps (points the
     server sent stay cached).  Use from one thread; close() (or `with`)
     ends the stream.
+
+    After a step, `y` holds the lower-level variables it left, sent with
+    the server's reply: [y_{t+1}] for a bilevel session, y_i of each task
+    of the step (in `tasks` order) for a multi-task one, [] for a simple
+    bilevel one; None after a replayed step (ask Session.decision()).
     """
 
     def __init__(self, client: "Client", session_id: str, *,
@@ -124,6 +130,8 @@ class OracleStream:
         self._call: Any = None
         self._points: Dict[int, np.ndarray] = {}
         self._open_tasks: List[Any] = []
+        # The lower-level variables the last step left (see `y`).
+        self.y: Optional[List[np.ndarray]] = None
 
     @property
     def next_t(self) -> int:
@@ -169,6 +177,7 @@ class OracleStream:
             evaluate_many = lambda qs: [evaluate(q) for q in qs]  # noqa: E731
         t = self.next_t if t is None else t
         self._open_tasks = open_tasks
+        self.y = None
         if self._call is None:
             self._open()
         self._outbox.put(pb.OracleClientMessage(open=pb.OracleStepOpen(
@@ -182,6 +191,9 @@ class OracleStream:
                 kind = message.WhichOneof("kind")
                 if kind == "done":
                     self._next_t = message.done.t + 1
+                    self.y = None if message.done.replayed else [
+                        self._points[p.id].copy() if p.id else np.frombuffer(p.values, _F64).copy()
+                        for p in message.y]
                     return StepResult(message.done)
                 if kind == "error":
                     raise errors.from_number(message.error.code, message.error.message)
