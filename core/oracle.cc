@@ -9,7 +9,7 @@
 namespace f2obo {
 
 bool IsOracleFamily(std::string_view family) {
-  for (std::string_view name : kOracleFamilies) {
+  for (const char* name : kOracleFamilies) {
     if (family == name) return true;
   }
   return false;
@@ -39,7 +39,7 @@ void OracleCalls::Ask(absl::Span<OracleQuery> queries) {
 void OracleCalls::Unsupported(std::string_view family, std::string_view what) {
   if (!failure_.ok()) return;
   failure_ = absl::InternalError(absl::StrCat(
-      "family '", family, "' was asked for ", what,
+      "family '", std::string(family), "' was asked for ", std::string(what),
       ", which its client does not answer (the algorithm should have been refused at create)"));
 }
 
@@ -56,21 +56,21 @@ absl::Status CheckOracleServes(std::string_view family, const AlgorithmInfo& inf
   if (!info.first_order) {
     return absl::InvalidArgumentError(
         absl::StrCat("algorithm: '", info.name, "' needs Hessian-vector products, which family '",
-                     family, "' does not answer; it serves ", served()));
+                     std::string(family), "' does not answer; it serves ", served()));
   }
   if (info.keeps_rows) {
     return absl::InvalidArgumentError(absl::StrCat(
         "algorithm: '", info.name,
         "' keeps rows of past steps in the session's state (its window, options.window_rows), "
         "and family '",
-        family, "' keeps its rows on the client; it serves ", served()));
+        std::string(family), "' keeps its rows on the client; it serves ", served()));
   }
   if ((info.reads.Has(Opt::alpha_auto) && AlphaIsAuto(o)) ||
       (info.reads.Has(Opt::beta_auto) && BetaIsAuto(o))) {
     return absl::InvalidArgumentError(
         absl::StrCat("options.alpha_auto, options.beta_auto: automatic step sizes estimate "
                      "smoothness with Hessian-vector products, which family '",
-                     family, "' does not answer; give alpha and beta"));
+                     std::string(family), "' does not answer; give alpha and beta"));
   }
   return absl::OkStatus();
 }

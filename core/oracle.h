@@ -56,8 +56,7 @@ class Oracle {
 };
 
 // The registry names of the oracle families, one per problem class.
-inline constexpr std::string_view kOracleFamilies[] = {"oracle", "multitask_oracle",
-                                                       "simple_oracle"};
+inline constexpr const char* kOracleFamilies[] = {"oracle", "multitask_oracle", "simple_oracle"};
 bool IsOracleFamily(std::string_view family);
 
 // What an oracle family keeps of a step's oracle: the oracle itself (held,

@@ -47,18 +47,16 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
           "open.tasks; leave them 0");
     }
     if (open.tasks_size() > sessions_->limits().max_tasks) {
-      return absl::ResourceExhaustedError(absl::StrCat("open.tasks: ", open.tasks_size(),
-                                                       " tasks in one step exceed max_tasks = ",
-                                                       sessions_->limits().max_tasks));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("open.tasks: ", open.tasks_size(),
+                       " tasks in one step exceed max_tasks = ", sessions_->limits().max_tasks));
     }
     for (int k = 0; k < open.tasks_size(); ++k) {
       const std::string field = absl::StrCat("open.tasks[", k, "]");
-      if (absl::Status s = check_rows(open.tasks(k).upper_rows(), field + ".upper_rows");
-          !s.ok()) {
+      if (absl::Status s = check_rows(open.tasks(k).upper_rows(), field + ".upper_rows"); !s.ok()) {
         return s;
       }
-      if (absl::Status s = check_rows(open.tasks(k).inner_rows(), field + ".inner_rows");
-          !s.ok()) {
+      if (absl::Status s = check_rows(open.tasks(k).inner_rows(), field + ".inner_rows"); !s.ok()) {
         return s;
       }
     }
@@ -104,10 +102,9 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
   }
   const std::shared_ptr<const StepData> step(std::move(data));
   std::vector<Vector> inner;
-  absl::StatusOr<v1::StepReply> reply =
-      sessions_->ApplyDecoded(open.session_id(), open.t(), step, ctx, [&](const Session& s) {
-        inner = s.problem().InnerVariables(s.state(), *step);
-      });
+  absl::StatusOr<v1::StepReply> reply = sessions_->ApplyDecoded(
+      open.session_id(), open.t(), step, ctx,
+      [&](const Session& s) { inner = s.problem().InnerVariables(s.state(), *step); });
   oracle->Detach();
   if (!reply.ok()) return reply.status();
   *out->mutable_done() = *std::move(reply);

@@ -183,8 +183,8 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateBilevelProblem(const SessionConfi
   if (!info.ok()) return info.status();
   const BilevelAlgorithmEntry& entry = *FindBilevelAlgorithm(c.algorithm);
   if (!(*family)->has_hvp()) {
-    if (absl::Status s = CheckOracleServes((*family)->name(), entry.info, c.options,
-                                           BilevelAlgorithmInfos());
+    if (absl::Status s =
+            CheckOracleServes((*family)->name(), entry.info, c.options, BilevelAlgorithmInfos());
         !s.ok()) {
       return s;
     }

@@ -184,8 +184,8 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateSimpleProblem(const SessionConfig
   if (!info.ok()) return info.status();
   const SimpleAlgorithmEntry& entry = *FindSimpleAlgorithm(c.algorithm);
   if (!(*family)->rows_on_server()) {
-    if (absl::Status s = CheckOracleServes((*family)->name(), entry.info, c.options,
-                                           SimpleAlgorithmInfos());
+    if (absl::Status s =
+            CheckOracleServes((*family)->name(), entry.info, c.options, SimpleAlgorithmInfos());
         !s.ok()) {
       return s;
     }

@@ -32,7 +32,7 @@ using testing::SimpleAnswerer;
 using testing::TaskAnswerer;
 
 constexpr int kTasks = 6, kFeatures = 3, kClasses = 2;  // multi-task
-constexpr int kSimpleFeatures = 10;                      // simple bilevel
+constexpr int kSimpleFeatures = 10;                     // simple bilevel
 
 // ---- the two classes' built-in sessions, their data and their oracle twins
 
@@ -251,12 +251,13 @@ TEST_F(OracleClasses, MtF2oboFollowsTheBuiltInMultitaskFamily) {
     EXPECT_EQ(out.requests, 2 * (1 + 3 + 1));
     EXPECT_LE(MaxDiff(out.reply->x(), ref.x()), 1e-12) << "t = " << t;
     EXPECT_NEAR(out.reply->report().upper_loss_before(), ref.report().upper_loss_before(), 1e-12);
-    EXPECT_NEAR(out.reply->report().hypergradient_norm(), ref.report().hypergradient_norm(),
-                1e-12);
+    EXPECT_NEAR(out.reply->report().hypergradient_norm(), ref.report().hypergradient_norm(), 1e-12);
     EXPECT_EQ(out.reply->report().rows_processed(), ref.report().rows_processed());
     EXPECT_EQ(out.reply->report().multitask().tasks(), 2);
     EXPECT_EQ(out.reply->report().multitask().tasks_touched(),
               ref.report().multitask().tasks_touched());
+    // Each task's y_i comes with `done`, in open.tasks' order.
+    EXPECT_EQ(out.done->y_size(), 2);
   }
   EXPECT_TRUE(client.Close().ok());
   EXPECT_LE(MaxStateDiff(State("orc"), State("ref")), 1e-12);
@@ -278,6 +279,7 @@ TEST_F(OracleClasses, IrScgFollowsTheBuiltInSimpleFamily) {
     EXPECT_NEAR(a.inner_loss_before(), b.inner_loss_before(), 1e-12);
     EXPECT_NEAR(a.fw_gap_estimate(), b.fw_gap_estimate(), 1e-12);
     EXPECT_EQ(out.reply->report().rows_processed(), ref.report().rows_processed());
+    EXPECT_EQ(out.done->y_size(), 0);  // x alone in this class
   }
   EXPECT_TRUE(client.Close().ok());
   const v1::Decision a = Decision("orc"), b = Decision("ref");
@@ -300,8 +302,9 @@ TEST_F(OracleClasses, WhatTheClientCannotAnswerIsRefusedAtCreateNamingWhy) {
   };
   v1::SessionSpec spec = OracleTwin(MultitaskSpec(), mt);
   spec.set_algorithm("rsvrb");
-  refuse(spec, "'rsvrb' needs Hessian-vector products, which family 'multitask_oracle' does "
-               "not answer; it serves mt_f2obo");
+  refuse(spec,
+         "'rsvrb' needs Hessian-vector products, which family 'multitask_oracle' does "
+         "not answer; it serves mt_f2obo");
   spec = OracleTwin(MultitaskSpec(), mt);
   spec.mutable_options()->set_beta_auto(true);
   refuse(spec, "options.alpha_auto, options.beta_auto: automatic step sizes");
@@ -363,9 +366,8 @@ TEST_F(OracleClasses, BadOpensAreRefusedNamingTheFieldAndChangeNothing) {
   Create("simple", OracleTwin(SimpleSpec(), Create("simple-ref", SimpleSpec())));
   SimpleAnswerer simple(SimpleFamily(), &SimpleStep);
   OracleClient client(stub_.get());
-  const OracleOutcome out = client.Step("simple", 1, &simple, nullptr, [](v1::OracleStepOpen* o) {
-    o->add_tasks()->set_task(0);
-  });
+  const OracleOutcome out = client.Step("simple", 1, &simple, nullptr,
+                                        [](v1::OracleStepOpen* o) { o->add_tasks()->set_task(0); });
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(out.status.error_message(),
               HasSubstr("open.tasks: session 'simple' of family 'simple_oracle' has no tasks"));

@@ -29,8 +29,7 @@ BatchView ViewOf(const Batch& b, const RowSet& rows) {
 
 }  // namespace
 
-v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r,
-                                   std::map<uint64_t, Vector>* points) {
+v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r, std::map<uint64_t, Vector>* points) {
   for (const v1::OraclePoint& p : r.points()) {
     Vector v(p.values().size() / sizeof(double));
     std::memcpy(v.data(), p.values().data(), p.values().size());
@@ -42,8 +41,8 @@ v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r,
     const Vector& x = points->at(q.x());
     const Vector* y = q.y() != 0 ? &points->at(q.y()) : nullptr;
     rows.assign(q.rows().begin(), q.rows().end());
-    const RowSet set = q.all_rows() ? RowSet{nullptr, -1}
-                                    : RowSet{rows.data(), static_cast<int>(rows.size())};
+    const RowSet set =
+        q.all_rows() ? RowSet{nullptr, -1} : RowSet{rows.data(), static_cast<int>(rows.size())};
     Vector gx(x_dim()), gy(y_dim());
     const double value =
         Evaluate(q, x, y, set, q.grad_x() ? &gx : nullptr, q.grad_y() ? &gy : nullptr);
@@ -100,8 +99,7 @@ double TaskAnswerer::Evaluate(const v1::OracleQuery& q, const Vector& x, const V
     if (td.task != q.task()) continue;
     Family& f = family_->Task(td.task, td.data);
     const BatchView view = ViewOf(Of(td.data, q), rows);
-    return q.function() == v1::OracleQuery::F ? f.F(x, *y, view, gx, gy)
-                                              : f.G(x, *y, view, gx, gy);
+    return q.function() == v1::OracleQuery::F ? f.F(x, *y, view, gx, gy) : f.G(x, *y, view, gx, gy);
   }
   ADD_FAILURE() << "query " << q.id() << " names task " << q.task() << ", not in the step";
   return 0.0;

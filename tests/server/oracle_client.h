@@ -100,10 +100,10 @@ class SimpleAnswerer final : public Answerer {
 };
 
 struct OracleOutcome {
-  std::optional<v1::StepReply> reply;    // `done`
-  std::optional<v1::OracleError> error;  // `error`
-  grpc::Status status;                   // the stream's status, when it ended
-  int requests = 0;                      // requests received
+  std::optional<v1::StepReply> reply;           // `done`
+  std::optional<v1::OracleError> error;         // `error`
+  grpc::Status status;                          // the stream's status, when it ended
+  int requests = 0;                             // requests received
   std::optional<v1::OracleServerMessage> done;  // the whole `done` message
 };
 

@@ -11,10 +11,11 @@
 // AlgorithmInfo::keeps_rows) and the class's exact metrics (min_Z g on a
 // window of rows) are refused at create; ir_scg, whose LMO stays on the
 // server, is served.
+#include "core/oracle.h"
+
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "core/oracle.h"
 #include "core/simple/families/simple_families.h"
 
 namespace f2obo {
