@@ -90,6 +90,13 @@ class SimpleProblem final : public Problem {
     return absl::OkStatus();
   }
 
+  absl::Status UpgradeRestored(SessionState* s) const override {
+    if (absl::Status st = algorithm_->UpgradeAux(&s->aux); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("state.", st.message()));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ValidateRestored(const SessionState& s) const override {
     if (!config_.constraint.ContainsComputed(s.x)) {
       return absl::InvalidArgumentError("state.x: outside the constraint set Z");
@@ -126,15 +133,14 @@ class SimpleProblem final : public Problem {
       report->accuracy_before = family_->Accuracy(v.decision, upper);
     }
     const ScopedRoundControl stoppable(algorithm_.get(), control);
+    // A non-finite x or decision is refused by Session::Prepare's range
+    // check of the state the round wrote (not finite, or beyond
+    // kMaxStateMagnitude), which reads x and the decision anyway.
     absl::Status round = algorithm_->Round(data, *family_, &v, &r);
     // A failed evaluation (a simple_oracle session's client) says why
     // better than what the round made of the NaN it left.
     if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
     if (!round.ok()) return round;
-    if (!s->x.allFinite() || !v.decision.allFinite()) {
-      return absl::InvalidArgumentError(
-          "the round produced a non-finite iterate (step sizes too large for this batch?)");
-    }
     report->rows_processed = (family_->upper_reads_rows() ? data.upper.rows() : 0) +
                              static_cast<int64_t>(data.inner.rows());
     return absl::OkStatus();
