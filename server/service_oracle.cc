@@ -73,9 +73,15 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
       sessions_->SessionStop(open.session_id());
   if (!stop.ok()) return stop.status();
   StreamOracle::Shape shape{info->x_dim(), info->y_dim(), open.t()};
-  auto oracle = std::make_shared<StreamOracle>(
-      ctx, stream, watchdog, sessions_->round_stops(), *std::move(stop),
-      sessions_->limits().round_budget_seconds, shape, points);
+  // The oracle sees the session's stop flag without owning its entry: the
+  // session's family keeps the step's oracle after the step (to tell a
+  // new step's apart, core/oracle.h OracleCalls), and an owning pointer
+  // would be a cycle that keeps a deleted session alive.  `stop` owns it
+  // until the step is over, and the oracle reads it only during the step.
+  const std::shared_ptr<const std::atomic<bool>> stop_flag(std::shared_ptr<void>(), stop->get());
+  auto oracle =
+      std::make_shared<StreamOracle>(ctx, stream, watchdog, sessions_->round_stops(), stop_flag,
+                                     sessions_->limits().round_budget_seconds, shape, points);
   // Batches that hold only their row counts and the oracle answering for
   // them (and, per task, the task its queries name).
   const auto batch = [&](int32_t rows, int task) {
