@@ -384,6 +384,27 @@ BENCHMARK_CAPTURE(BM_Shape, paper64_fixed, (Shape{784, 10, 64}), false)
 BENCHMARK_CAPTURE(BM_Shape, paper64_auto, (Shape{784, 10, 64}), true)
     ->Unit(benchmark::kMillisecond);
 
+// The 38 products of one f2obo round with K = 5 (the roofs below time them
+// for dense and for CSR rows): prequential f and accuracy, then per inner
+// step Z = A W and G = A^T Z on both batches, then the final pair.
+template <typename Rows>
+void RoundProducts(const Rows& a_up, const Rows& a_in, const RowMatrix& w1, const RowMatrix& w2,
+                   RowMatrix* z1, RowMatrix* z2, RowMatrix* g1, RowMatrix* g2) {
+  constexpr int kK = 5;
+  z1->noalias() = a_up * w1;  // prequential f
+  z1->noalias() = a_up * w1;  // prequential accuracy
+  for (int k = 0; k < kK; ++k) {
+    z2->noalias() = a_in * w2;
+    g2->noalias() = a_in.transpose() * *z2;
+    z1->noalias() = a_up * w1;
+    g1->noalias() = a_up.transpose() * *z1;
+  }
+  z1->noalias() = a_up * w1;
+  g1->noalias() = a_up.transpose() * *z1;
+  z2->noalias() = a_in * w2;
+  g2->noalias() = a_in.transpose() * *z2;
+}
+
 void BM_GemmRoof(benchmark::State& state, Shape s) {
   constexpr int kK = 5;
   std::mt19937_64 rng(5);
@@ -396,18 +417,7 @@ void BM_GemmRoof(benchmark::State& state, Shape s) {
   RowMatrix z1(s.rows, s.classes), z2(s.rows, 2 * s.classes);
   RowMatrix g1(s.d, s.classes), g2(s.d, 2 * s.classes);
   for (auto _ : state) {
-    z1.noalias() = a_up * w1;  // prequential f
-    z1.noalias() = a_up * w1;  // prequential accuracy
-    for (int k = 0; k < kK; ++k) {
-      z2.noalias() = a_in * w2;
-      g2.noalias() = a_in.transpose() * z2;
-      z1.noalias() = a_up * w1;
-      g1.noalias() = a_up.transpose() * z1;
-    }
-    z1.noalias() = a_up * w1;
-    g1.noalias() = a_up.transpose() * z1;
-    z2.noalias() = a_in * w2;
-    g2.noalias() = a_in.transpose() * z2;
+    RoundProducts(a_up, a_in, w1, w2, &z1, &z2, &g1, &g2);
     benchmark::DoNotOptimize(g1.data());
     benchmark::DoNotOptimize(g2.data());
     benchmark::ClobberMemory();
@@ -427,7 +437,6 @@ BENCHMARK_CAPTURE(BM_GemmRoof, paper64, (Shape{784, 10, 64}))->Unit(benchmark::k
 // result each time, as the round's gradients).  Same nominal count, so
 // BM_Round/f2obo_csr100k's time over this one is the round's share of it.
 void BM_SpmmRoof(benchmark::State& state) {
-  constexpr int kK = 5;
   const Workload& w = GetWorkload(true);
   const CsrMatrix& a_up = w.ring[0].upper.csr;
   const CsrMatrix& a_in = w.ring[0].inner.csr;
@@ -440,18 +449,7 @@ void BM_SpmmRoof(benchmark::State& state) {
   RowMatrix z1(kRows, kClasses), z2(kRows, 2 * kClasses);
   RowMatrix g1(kCsrD, kClasses), g2(kCsrD, 2 * kClasses);
   for (auto _ : state) {
-    z1.noalias() = a_up * w1;  // prequential f
-    z1.noalias() = a_up * w1;  // prequential accuracy
-    for (int k = 0; k < kK; ++k) {
-      z2.noalias() = a_in * w2;
-      g2.noalias() = a_in.transpose() * z2;
-      z1.noalias() = a_up * w1;
-      g1.noalias() = a_up.transpose() * z1;
-    }
-    z1.noalias() = a_up * w1;
-    g1.noalias() = a_up.transpose() * z1;
-    z2.noalias() = a_in * w2;
-    g2.noalias() = a_in.transpose() * z2;
+    RoundProducts(a_up, a_in, w1, w2, &z1, &z2, &g1, &g2);
     benchmark::DoNotOptimize(g1.data());
     benchmark::DoNotOptimize(g2.data());
     benchmark::ClobberMemory();

@@ -17,6 +17,22 @@
 // window; /after1000 times it after 1,000 steps instead of 0, to show that
 // its step does not grow with the length of the stream.
 //
+// RoundGradients/<algorithm>/<shape>/W<W> (ir_fscg, agm_bio): the gradient
+// work of the same rounds, side by side (issue 23's reference for the
+// windowed steps): the family calls a round makes, replayed alone on a
+// window of the same rows (a RowWindow filled from the same ring, as the
+// session's), with no session, state or window maintenance around them:
+//  * every algorithm: the prequential f and g at the decision on the
+//    step's rows (values; Problem::Round) and g at x_t on the step's inner
+//    rows (the report's inner_loss_before);
+//  * ir_fscg: at k mod q = 0 grad F and grad G over the window, otherwise
+//    grad f and grad g at x_k and at x_{k-1} on S rows drawn from it, over
+//    the same steps k as SimpleStep times;
+//  * agm_bio: L_f and L_g by power iteration over the windows, grad g at
+//    v, g at w, grad g at y (the cut) and grad f at y.
+// SimpleStep over RoundGradients is what the session adds to the round's
+// gradient work (issue 23's goal: <= 1.3 at W = 4,096, d = 1,000).
+//
 // Counters: items_per_second = steps/s; oracle_share = the fraction of the
 // step spent in the LMO or projections (SimpleReport::oracle_seconds over
 // round_seconds); window_rows = rows of each kind in the window;
@@ -33,7 +49,9 @@
 
 #include "core/constraint.h"
 #include "core/problem_registry.h"
+#include "core/rng.h"
 #include "core/session.h"
+#include "core/simple/row_window.h"
 #include "core/simple/simple_registries.h"
 
 namespace f2obo {
@@ -176,6 +194,65 @@ void BM_CutProjection(benchmark::State& state, int d, bool active) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The gradient work of a windowed round (see the top of the file).
+void BM_RoundGradients(benchmark::State& state, const std::string& algorithm, bool sparse,
+                       int window, int warmup) {
+  const std::vector<StepData>& ring = Workload(sparse);
+  FamilyConfig fc;
+  fc.name = "least_squares";
+  fc.features = sparse ? kCsrD : kDenseD;
+  std::unique_ptr<SimpleFamily> family = *CreateSimpleFamily(fc);
+  RowWindow upper_rows(window, fc.features), inner_rows(window, fc.features);
+  for (int i = 0; i < warmup; ++i) {
+    upper_rows.Append(ring[static_cast<size_t>(i) % ring.size()].upper);
+    inner_rows.Append(ring[static_cast<size_t>(i) % ring.size()].inner);
+  }
+  const BatchView upper = upper_rows.view(), inner = inner_rows.view();
+  const int q = std::max(1, static_cast<int>(std::floor(std::sqrt(static_cast<double>(window)))));
+  const Vector x = Vector::Constant(fc.features, 1e-3), prev = Vector::Constant(fc.features, 2e-3);
+  const Vector decision = Vector::Constant(fc.features, 5e-4);
+  Vector g1, g2;
+  std::vector<int> idx(static_cast<size_t>(q));
+  Rng rng(1);
+  const auto draw = [&](const BatchView& all) {
+    for (int& i : idx) {
+      i = all.rows.row(static_cast<int>(rng.UniformBelow(static_cast<uint64_t>(all.rows.n))));
+    }
+    return BatchView{all.batch, RowSet{idx.data(), q}};
+  };
+  int64_t k = warmup;  // the step index SimpleStep's first timed round has (t - 1)
+  for (auto _ : state) {
+    const StepData& d = ring[static_cast<size_t>(k) % ring.size()];
+    benchmark::DoNotOptimize(family->F(decision, BatchView::All(d.upper), nullptr));
+    benchmark::DoNotOptimize(family->G(decision, BatchView::All(d.inner), nullptr));
+    benchmark::DoNotOptimize(family->G(x, BatchView::All(d.inner), nullptr));
+    if (algorithm == "ir_fscg") {
+      if (k % q == 0) {
+        family->F(x, upper, &g1);
+        family->G(x, inner, &g2);
+      } else {
+        const BatchView su = draw(upper);
+        family->F(x, su, &g1);
+        family->F(prev, su, &g2);
+        const BatchView si = draw(inner);
+        family->G(x, si, &g1);
+        family->G(prev, si, &g2);
+      }
+    } else {
+      benchmark::DoNotOptimize(family->SmoothnessF(upper));
+      benchmark::DoNotOptimize(family->SmoothnessG(inner));
+      family->G(prev, inner, &g1);
+      benchmark::DoNotOptimize(family->G(x, inner, nullptr));
+      family->G(decision, inner, &g2);
+      family->F(decision, upper, &g1);
+    }
+    benchmark::DoNotOptimize(g1.data());
+    benchmark::DoNotOptimize(g2.data());
+    ++k;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // The reference: grad f and grad g once on the step's rows.
 void BM_GradientPass(benchmark::State& state, bool sparse) {
   const std::vector<StepData>& ring = Workload(sparse);
@@ -218,13 +295,19 @@ void Register() {
       }
       for (int w : {100, 1000, 4096}) {
         const int fill = (w + kRows - 1) / kRows;
-        auto* b = benchmark::RegisterBenchmark((name + "/W" + std::to_string(w)).c_str(),
-                                               BM_SimpleStep, a, sparse, w, fill)
+        const std::string suffix = "/" + a + "/" + shape + "/W" + std::to_string(w);
+        auto* b = benchmark::RegisterBenchmark(("SimpleStep" + suffix).c_str(), BM_SimpleStep, a,
+                                               sparse, w, fill)
+                      ->Unit(benchmark::kMicrosecond);
+        auto* g = benchmark::RegisterBenchmark(("RoundGradients" + suffix).c_str(),
+                                               BM_RoundGradients, a, sparse, w, fill)
                       ->Unit(benchmark::kMicrosecond);
         // Two SPIDER periods: the mean then weighs full passes as the
         // algorithm does.  (--benchmark_min_time does not apply to these.)
         if (a == "ir_fscg") {
-          b->Iterations(2 * static_cast<int>(std::floor(std::sqrt(static_cast<double>(w)))));
+          const int periods = 2 * static_cast<int>(std::floor(std::sqrt(static_cast<double>(w))));
+          b->Iterations(periods);
+          g->Iterations(periods);
         }
       }
     }

@@ -1,6 +1,8 @@
 #include "core/batch.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -14,12 +16,36 @@ std::string InputNumberProblem(double v) {
   return absl::StrCat(v, " is beyond the input bound |v| <= ", kMaxInputMagnitude);
 }
 
+namespace {
+
+// Whether every v[i] is an input number (InputNumberOk), in one pass the
+// compiler vectorizes: for IEEE doubles, |v| <= bound (bound finite and
+// >= 0) exactly when the bits of v without the sign, read as an unsigned
+// integer, are at most those of the bound (non-negative doubles order as
+// their bit patterns, and infinities and NaNs lie above every finite
+// one), so the test is an integer maximum.  Eigen's
+// `(abs() <= bound).all()` stops at the first failure and is not
+// vectorized: 3-4x slower, ~15% of an IR-FSCG step at d = 1,000 (issue
+// 23; perf).
+bool AllInputNumbers(const double* v, int64_t n) {
+  uint64_t bound;
+  std::memcpy(&bound, &kMaxInputMagnitude, sizeof(bound));
+  uint64_t top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits;
+    std::memcpy(&bits, v + i, sizeof(bits));
+    bits &= ~(uint64_t{1} << 63);
+    top = bits > top ? bits : top;
+  }
+  return top <= bound;
+}
+
+}  // namespace
+
 absl::Status CheckInputNumbers(const double* v, int64_t n, absl::string_view field, int64_t cols) {
   // The common case (every number fine) is one vectorized pass; the scalar
   // search for the offender runs only on the way to an error.
-  if (n <= 0 || (Eigen::Map<const Eigen::ArrayXd>(v, n).abs() <= kMaxInputMagnitude).all()) {
-    return absl::OkStatus();
-  }
+  if (n <= 0 || AllInputNumbers(v, n)) return absl::OkStatus();
   int64_t i = 0;
   while (InputNumberOk(v[i])) ++i;
   return absl::InvalidArgumentError(
@@ -155,7 +181,7 @@ absl::Status ValidateFeatures(const Batch& b, int expected_cols, const char* wha
         b.csr.rows(), b.csr.cols(), b.csr.outerIndexPtr(), b.csr.innerIndexPtr(), b.csr.valuePtr(),
         static_cast<int64_t>(b.csr.data().size()), absl::StrCat(what, ": csr."));
     if (!st.ok()) return st;
-  } else if (!(b.dense.array().abs() <= kMaxInputMagnitude).all()) {
+  } else if (!AllInputNumbers(b.dense.data(), b.dense.size())) {
     for (Eigen::Index r = 0; r < b.dense.rows(); ++r) {
       for (Eigen::Index j = 0; j < b.dense.cols(); ++j) {
         if (!InputNumberOk(b.dense(r, j))) {
@@ -188,6 +214,7 @@ absl::Status ValidateTargets(const Batch& b, const char* what) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ", b.targets.size(), " targets for ", b.rows(), " rows"));
   }
+  if (AllInputNumbers(b.targets.data(), b.targets.size())) return absl::OkStatus();
   for (Eigen::Index i = 0; i < b.targets.size(); ++i) {
     if (!InputNumberOk(b.targets[i])) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": target[", i, "] ",

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -166,12 +167,24 @@ bool BitEqual(const Vector& a, const Vector& b) {
          (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
 }
 
-// A number's place in the state, for error messages: "y[3]", "lambda".
+// `name` if some entry of v is not finite or exceeds `bound` (>= 0) in
+// magnitude, else "".  One pass the compiler vectorizes: |v| <= bound
+// exactly when the bits of v without the sign, as an unsigned integer, are
+// at most those of the bound (non-negative doubles order as their bit
+// patterns; infinities and NaNs lie above every finite one).  The loop
+// that stopped at the first offender was not vectorized (a round's check
+// read ~5% of an IR-FSCG step at d = 1,000, issue 23).
 std::string OutOfRange(const Vector& v, const std::string& name, double bound) {
+  uint64_t limit;
+  std::memcpy(&limit, &bound, sizeof(limit));
+  uint64_t top = 0;
   for (Eigen::Index i = 0; i < v.size(); ++i) {
-    if (!(std::abs(v[i]) <= bound)) return name;
+    uint64_t bits;
+    std::memcpy(&bits, v.data() + i, sizeof(bits));
+    bits &= ~(uint64_t{1} << 63);
+    top = bits > top ? bits : top;
   }
-  return "";
+  return top <= limit ? "" : name;
 }
 
 }  // namespace

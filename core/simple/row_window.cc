@@ -8,16 +8,15 @@
 //    family's ValidateBatch makes that impossible on a session's path).
 //    An empty window has no kind: size() == 0 means "not fixed yet" (with
 //    capacity > 0 a window never empties once filled).
-//  * Dense rows stay contiguous, oldest first, so rows() is an ordinary
-//    Batch: appending k rows to a full window moves the kept rows up by k
-//    (one memmove of the window, O(window cols) bytes) and writes the k new
-//    rows; targets and labels likewise.  CSR windows are rebuilt, O(window
-//    nnz).  A batch of more than `capacity` rows keeps its last ones.
+//  * Rows are copied into the window's buffer as they are (a plain copy of
+//    each value): where a row sits changes no number a family computes from
+//    it (see the header).
 //  * Rows of another width than `cols` are ignored (callers append
 //    validated batches; this only keeps a bad call from writing out of
 //    bounds).
 //
-// Encoding (kEncodedVectors aux vectors, from `first`):
+// Legacy encoding (kEncodedVectors aux vectors, from `first`; states
+// written before segments):
 //   [0] header (6): kind (0 empty, 1 dense, 2 CSR), has_labels, has_targets,
 //       rows, cols, nnz (0 for dense)
 //   [1] values: dense row-major (rows cols) or CSR values (nnz)
@@ -32,6 +31,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -41,6 +41,7 @@ namespace {
 
 enum WindowKind { kEmpty = 0, kDense = 1, kCsr = 2 };
 constexpr int kHeaderSize = 6;
+constexpr double kMaxInt = 2147483647.0;
 
 // Row i of b as (column, value) pairs, visited in column order; dense rows
 // give their non-zero entries when `nonzero_only`.
@@ -65,105 +66,305 @@ absl::Status Bad(int index, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("aux[", index, "]: row window ", what));
 }
 
+absl::Status BadSegment(int index, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("aux[", index, "]: row segment ", what));
+}
+
+// CSR from checked offsets, indices and values; the error names the aux
+// vector (at + 0 values, + 1 offsets, + 2 indices) the problem is in.
+absl::StatusOr<CsrMatrix> CheckedCsr(int rows, int cols, std::vector<int64_t> indptr,
+                                     std::vector<int32_t> indices, std::vector<double> values,
+                                     int values_at, int offsets_at, int indices_at,
+                                     absl::Status (*bad)(int, absl::string_view)) {
+  absl::StatusOr<CsrMatrix> m = MakeCsr(rows, cols, indptr, indices, values);
+  if (m.ok()) return m;
+  const absl::string_view msg = m.status().message();
+  const int at = absl::StartsWith(msg, "csr.indptr")    ? offsets_at
+                 : absl::StartsWith(msg, "csr.indices") ? indices_at
+                                                        : values_at;
+  return bad(at, msg);
+}
+
 }  // namespace
 
-void RowWindow::Append(const Batch& b) {
+void RowWindow::SetOrder(int rows, bool ring) {
+  order_.resize(static_cast<size_t>(ring ? 2 * rows : rows));
+  for (size_t p = 0; p < order_.size(); ++p) order_[p] = static_cast<int>(p % rows);
+}
+
+void RowWindow::Append(const Batch& b, int from) {
   const int k = b.rows();
-  if (k == 0 || capacity_ <= 0 || b.cols() != cols_) return;
-  // The first rows fix the window's storage and fields; afterwards they are
-  // read off the window itself (it never empties again).
-  const bool fresh = size() == 0;
-  const bool keep_labels = fresh ? !b.labels.empty() : !rows_.labels.empty();
-  const bool keep_targets = fresh ? b.targets.size() > 0 : rows_.targets.size() > 0;
-  if (fresh) {
-    rows_ = Batch();
-    rows_.sparse_features = b.sparse_features;
-    if (b.sparse_features) {
-      rows_.csr = CsrMatrix(0, cols_);
-      rows_.csr.makeCompressed();
-    } else {
-      rows_.dense = RowMatrix(0, cols_);
-    }
+  if (k <= from || from < 0 || capacity_ <= 0 || b.cols() != cols_) return;
+  if (n_ == 0) {
+    // The first rows fix the window's storage and fields; afterwards they
+    // are read off the window itself (it never empties again).
+    buf_ = Batch();
+    buf_.sparse_features = b.sparse_features;
+    labels_ = !b.labels.empty();
+    targets_ = b.targets.size() > 0;
+    start_ = 0;
+    nnz_cap_ = 0;
+    order_.clear();
   }
-  const int take = std::min(k, capacity_);  // the batch's last `take` rows
-  const int first_new = k - take;
-  const int old = size();
-  const int keep = std::min(old, capacity_ - take);  // the newest `keep` old rows
-  const int drop = old - keep;
-  const int total = keep + take;
-
-  if (!rows_.sparse_features) {
-    RowMatrix& m = rows_.dense;
-    if (drop > 0 && keep > 0) {
-      std::memmove(m.data(), m.data() + static_cast<size_t>(drop) * cols_,
-                   sizeof(double) * static_cast<size_t>(keep) * cols_);
-    }
-    m.conservativeResize(total, cols_);
-    for (int r = 0; r < take; ++r) {
-      const int i = first_new + r;
-      if (b.sparse_features) {
-        m.row(keep + r).setZero();
-        ForEachEntry(b, i, false, [&](int j, double v) { m(keep + r, j) = v; });
-      } else {
-        m.row(keep + r) = b.dense.row(i);
-      }
-    }
+  const int take = std::min(k - from, capacity_);  // the batch's last `take` rows
+  if (buf_.sparse_features) {
+    AppendCsr(b, k - take, take);
   } else {
-    const CsrMatrix& src = rows_.csr;
-    const int* op = src.outerIndexPtr();
-    int64_t nnz = op[old] - op[drop];
-    for (int r = 0; r < take; ++r) {
-      ForEachEntry(b, first_new + r, true, [&](int, double) { ++nnz; });
-    }
-    CsrMatrix next(total, cols_);
-    next.resizeNonZeros(static_cast<Eigen::Index>(nnz));
-    int* outer = next.outerIndexPtr();
-    int* inner = next.innerIndexPtr();
-    double* val = next.valuePtr();
-    int pos = 0;
-    outer[0] = 0;
-    for (int r = 0; r < keep; ++r) {
-      for (int p = op[drop + r]; p < op[drop + r + 1]; ++p) {
-        inner[pos] = src.innerIndexPtr()[p];
-        val[pos++] = src.valuePtr()[p];
-      }
-      outer[r + 1] = pos;
-    }
-    for (int r = 0; r < take; ++r) {
-      ForEachEntry(b, first_new + r, true, [&](int j, double v) {
-        inner[pos] = j;
-        val[pos++] = v;
-      });
-      outer[keep + r + 1] = pos;
-    }
-    rows_.csr = std::move(next);
+    AppendDense(b, k - take, take);
   }
+}
 
-  if (keep_labels) {
-    std::vector<int32_t>& l = rows_.labels;
-    l.erase(l.begin(), l.begin() + drop);
-    for (int r = 0; r < take; ++r) {
-      l.push_back(b.labels.empty() ? 0 : b.labels[static_cast<size_t>(first_new + r)]);
+void RowWindow::AppendDense(const Batch& b, int first_new, int take) {
+  int ring = static_cast<int>(buf_.dense.rows());
+  if (n_ + take > ring && ring < capacity_) {
+    // Still filling: nothing was dropped yet (start_ == 0), the live rows
+    // are the buffer's first n_ rows, and growing keeps them in place.
+    ring = std::min(capacity_, std::max(2 * ring, n_ + take));
+    buf_.dense.conservativeResize(ring, cols_);
+    if (labels_) buf_.labels.resize(static_cast<size_t>(ring));
+    if (targets_) buf_.targets.conservativeResize(ring);
+    SetOrder(ring, /*ring=*/true);
+  }
+  const int keep = std::min(n_, capacity_ - take);  // the newest `keep` old rows
+  start_ = (start_ + n_ - keep) % ring;
+  n_ = keep;
+  for (int r = 0; r < take; ++r) {
+    const int i = first_new + r;
+    const int p = Physical(n_ + r);
+    if (b.sparse_features) {
+      buf_.dense.row(p).setZero();
+      ForEachEntry(b, i, false, [&](int j, double v) { buf_.dense(p, j) = v; });
+    } else {
+      std::memcpy(buf_.dense.row(p).data(), b.dense.row(i).data(),
+                  sizeof(double) * static_cast<size_t>(cols_));
+    }
+    if (labels_) buf_.labels[static_cast<size_t>(p)] = b.labels.empty() ? 0 : b.labels[i];
+    if (targets_) buf_.targets[p] = b.targets.size() > 0 ? b.targets[i] : 0.0;
+  }
+  n_ += take;
+}
+
+void RowWindow::AppendCsr(const Batch& b, int first_new, int take) {
+  int64_t extra = 0;
+  for (int r = 0; r < take; ++r) {
+    ForEachEntry(b, first_new + r, true, [&](int, double) { ++extra; });
+  }
+  // Drop the oldest rows first: they are not moved by a compaction.
+  const int keep = std::min(n_, capacity_ - take);
+  start_ += n_ - keep;
+  n_ = keep;
+  const int rows = 2 * capacity_;
+  const bool allocated = buf_.csr.rows() == rows;
+  const int64_t end = allocated ? buf_.csr.outerIndexPtr()[start_ + n_] : 0;
+  if (!allocated || start_ + n_ + take > rows || end + extra > nnz_cap_) CompactCsr(extra);
+  int* outer = buf_.csr.outerIndexPtr();
+  int* inner = buf_.csr.innerIndexPtr();
+  double* val = buf_.csr.valuePtr();
+  int pos = outer[start_ + n_];
+  for (int r = 0; r < take; ++r) {
+    const int i = first_new + r;
+    const int p = start_ + n_ + r;
+    ForEachEntry(b, i, true, [&](int j, double v) {
+      inner[pos] = j;
+      val[pos++] = v;
+    });
+    outer[p + 1] = pos;
+    if (labels_) buf_.labels[static_cast<size_t>(p)] = b.labels.empty() ? 0 : b.labels[i];
+    if (targets_) buf_.targets[p] = b.targets.size() > 0 ? b.targets[i] : 0.0;
+  }
+  n_ += take;
+}
+
+void RowWindow::CompactCsr(int64_t extra) {
+  const int rows = 2 * capacity_;
+  const int* op = buf_.csr.outerIndexPtr();
+  const int64_t base = n_ > 0 ? op[start_] : 0;
+  const int64_t live = n_ > 0 ? op[start_ + n_] - base : 0;
+  // Room for as many entries again as the live and new ones: the next
+  // compaction for lack of room comes after that many more.
+  const int64_t cap =
+      std::min<int64_t>(std::max<int64_t>(2 * (live + extra), 64), std::numeric_limits<int>::max());
+  CsrMatrix next(rows, cols_);  // row offsets 0
+  next.resizeNonZeros(static_cast<Eigen::Index>(cap));
+  Vector targets = targets_ ? Vector(rows) : Vector();
+  std::vector<int32_t> labels(labels_ ? static_cast<size_t>(rows) : 0);
+  if (n_ > 0) {
+    std::memcpy(next.innerIndexPtr(), buf_.csr.innerIndexPtr() + base,
+                sizeof(int) * static_cast<size_t>(live));
+    std::memcpy(next.valuePtr(), buf_.csr.valuePtr() + base,
+                sizeof(double) * static_cast<size_t>(live));
+    int* outer = next.outerIndexPtr();
+    for (int r = 0; r < n_; ++r) outer[r + 1] = static_cast<int>(op[start_ + r + 1] - base);
+    if (targets_) targets.head(n_) = buf_.targets.segment(start_, n_);
+    if (labels_) {
+      std::copy(buf_.labels.begin() + start_, buf_.labels.begin() + start_ + n_, labels.begin());
     }
   }
-  if (keep_targets) {
-    Vector& t = rows_.targets;
-    if (drop > 0 && keep > 0) {
-      std::memmove(t.data(), t.data() + drop, sizeof(double) * static_cast<size_t>(keep));
-    }
-    t.conservativeResize(total);
-    for (int r = 0; r < take; ++r) {
-      t[keep + r] = b.targets.size() > 0 ? b.targets[first_new + r] : 0.0;
+  buf_.csr = std::move(next);
+  buf_.targets = std::move(targets);
+  buf_.labels = std::move(labels);
+  start_ = 0;
+  nnz_cap_ = cap;
+  if (order_.size() != static_cast<size_t>(rows)) SetOrder(rows, /*ring=*/false);
+}
+
+BatchView RowWindow::view() const {
+  if (n_ == 0) return BatchView{&buf_, RowSet{nullptr, 0}};
+  return BatchView{&buf_, RowSet{order_.data() + start_, n_}};
+}
+
+Batch RowWindow::CopyRows() const {
+  Batch out;
+  if (n_ == 0) return out;
+  out.sparse_features = buf_.sparse_features;
+  if (buf_.sparse_features) {
+    const int* op = buf_.csr.outerIndexPtr();
+    const int base = op[start_];
+    const int nnz = op[start_ + n_] - base;
+    out.csr = CsrMatrix(n_, cols_);
+    out.csr.resizeNonZeros(nnz);
+    std::memcpy(out.csr.innerIndexPtr(), buf_.csr.innerIndexPtr() + base,
+                sizeof(int) * static_cast<size_t>(nnz));
+    std::memcpy(out.csr.valuePtr(), buf_.csr.valuePtr() + base,
+                sizeof(double) * static_cast<size_t>(nnz));
+    for (int r = 0; r <= n_; ++r) out.csr.outerIndexPtr()[r] = op[start_ + r] - base;
+  } else {
+    out.dense.resize(n_, cols_);
+    for (int r = 0; r < n_; ++r) out.dense.row(r) = buf_.dense.row(Physical(r));
+  }
+  if (labels_) {
+    for (int r = 0; r < n_; ++r)
+      out.labels.push_back(buf_.labels[static_cast<size_t>(Physical(r))]);
+  }
+  if (targets_) {
+    out.targets.resize(n_);
+    for (int r = 0; r < n_; ++r) out.targets[r] = buf_.targets[Physical(r)];
+  }
+  return out;
+}
+
+void RowWindow::EncodeNewest(int count, Vector* out) const {
+  count = std::max(0, std::min(count, n_));
+  const int from = n_ - count;
+  const bool csr = buf_.sparse_features;
+  const int* op = csr ? buf_.csr.outerIndexPtr() : nullptr;
+  // CSR rows are contiguous in the buffer (order_ is the identity there).
+  const int base = csr && count > 0 ? op[Physical(from)] : 0;
+  const int64_t nnz = csr && count > 0 ? op[Physical(n_ - 1) + 1] - base : 0;
+  const int64_t body = csr ? count + 1 + 2 * nnz : static_cast<int64_t>(count) * cols_;
+  out->resize(2 + body + (labels_ ? count : 0) + (targets_ ? count : 0));
+  double* o = out->data();
+  o[0] = count;
+  o[1] = static_cast<double>(nnz);
+  int64_t pos = 2;
+  if (csr) {
+    const int p0 = count > 0 ? Physical(from) : 0;
+    for (int r = 0; r <= count; ++r) o[pos++] = op[p0 + r] - base;
+    for (int64_t e = 0; e < nnz; ++e) o[pos++] = buf_.csr.innerIndexPtr()[base + e];
+    if (nnz > 0) std::memcpy(o + pos, buf_.csr.valuePtr() + base, sizeof(double) * nnz);
+    pos += nnz;
+  } else {
+    for (int r = 0; r < count; ++r, pos += cols_) {
+      std::memcpy(o + pos, buf_.dense.row(Physical(from + r)).data(),
+                  sizeof(double) * static_cast<size_t>(cols_));
     }
   }
+  if (labels_) {
+    for (int r = 0; r < count; ++r) o[pos++] = buf_.labels[static_cast<size_t>(Physical(from + r))];
+  }
+  if (targets_) {
+    for (int r = 0; r < count; ++r) o[pos++] = buf_.targets[Physical(from + r)];
+  }
+}
+
+absl::StatusOr<Batch> RowWindow::DecodeSegment(const Vector& seg, int index, int capacity, int cols,
+                                               bool sparse, bool labels, bool targets) {
+  if (seg.size() < 2) return BadSegment(index, "has fewer than 2 entries");
+  if (!IntegerIn(seg[0], 1, std::max(capacity, 1))) {
+    return BadSegment(index, absl::StrCat("rows ", seg[0], ": expected a count in [1, ",
+                                          std::max(capacity, 1), "]"));
+  }
+  const int k = static_cast<int>(seg[0]);
+  const int64_t fields = (labels ? k : 0) + (targets ? k : 0);
+  Batch b;
+  b.sparse_features = sparse;
+  int64_t pos = 2;
+  if (!sparse) {
+    if (seg[1] != 0.0) return BadSegment(index, "nnz of a dense segment must be 0");
+    const int64_t values = static_cast<int64_t>(k) * cols;
+    if (seg.size() != 2 + values + fields) {
+      return BadSegment(
+          index, absl::StrCat("has ", seg.size(), " entries, expected ", 2 + values + fields, " (",
+                              k, " dense rows of ", cols, " columns and their fields)"));
+    }
+    if (absl::Status s =
+            CheckInputNumbers(seg.data() + 2, values, absl::StrCat("aux[", index, "]"), cols);
+        !s.ok()) {
+      return s;
+    }
+    b.dense = Eigen::Map<const RowMatrix>(seg.data() + 2, k, cols);
+    pos += values;
+  } else {
+    if (!IntegerIn(seg[1], 0, std::min(static_cast<double>(k) * cols, kMaxInt))) {
+      return BadSegment(index, absl::StrCat("nnz ", seg[1], " outside [0, rows * cols]"));
+    }
+    const int64_t nnz = static_cast<int64_t>(seg[1]);
+    if (seg.size() != 2 + (k + 1) + 2 * nnz + fields) {
+      return BadSegment(index, absl::StrCat("has ", seg.size(), " entries, expected ",
+                                            2 + (k + 1) + 2 * nnz + fields, " (", k,
+                                            " CSR rows with ", nnz, " entries and their fields)"));
+    }
+    std::vector<int64_t> indptr(static_cast<size_t>(k) + 1);
+    for (int r = 0; r <= k; ++r, ++pos) {
+      if (!IntegerIn(seg[pos], 0, static_cast<double>(nnz))) {
+        return BadSegment(index, absl::StrCat("row offset ", r, " = ", seg[pos],
+                                              " is not an integer in [0, nnz]"));
+      }
+      indptr[static_cast<size_t>(r)] = static_cast<int64_t>(seg[pos]);
+    }
+    std::vector<int32_t> indices(static_cast<size_t>(nnz));
+    for (int64_t p = 0; p < nnz; ++p, ++pos) {
+      if (!IntegerIn(seg[pos], 0, cols - 1)) {
+        return BadSegment(index, absl::StrCat("column index ", p, " = ", seg[pos],
+                                              " is not an integer in [0, cols)"));
+      }
+      indices[static_cast<size_t>(p)] = static_cast<int32_t>(seg[pos]);
+    }
+    absl::StatusOr<CsrMatrix> m =
+        CheckedCsr(k, cols, std::move(indptr), std::move(indices),
+                   std::vector<double>(seg.data() + pos, seg.data() + pos + nnz), index, index,
+                   index, &BadSegment);
+    if (!m.ok()) return m.status();
+    b.csr = *std::move(m);
+    pos += nnz;
+  }
+  if (labels) {
+    for (int r = 0; r < k; ++r, ++pos) {
+      if (!IntegerIn(seg[pos], 0, kMaxInt)) {
+        return BadSegment(
+            index, absl::StrCat("label ", r, " = ", seg[pos], " is not a non-negative integer"));
+      }
+      b.labels.push_back(static_cast<int32_t>(seg[pos]));
+    }
+  }
+  if (targets) {
+    if (absl::Status s =
+            CheckInputNumbers(seg.data() + pos, k, absl::StrCat("aux[", index, "] targets"));
+        !s.ok()) {
+      return s;
+    }
+    b.targets = seg.segment(pos, k);
+  }
+  return b;
 }
 
 void RowWindow::Encode(std::vector<Vector>* out) const {
   const int n = size();
-  const bool csr = n > 0 && rows_.sparse_features;
-  const bool labels = n > 0 && !rows_.labels.empty();
-  const bool targets = n > 0 && rows_.targets.size() > 0;
-  const int64_t nnz = csr ? rows_.csr.outerIndexPtr()[n] : 0;
+  const Batch rows = CopyRows();
+  const bool csr = n > 0 && rows.sparse_features;
+  const bool labels = n > 0 && labels_;
+  const bool targets = n > 0 && targets_;
+  const int64_t nnz = csr ? rows.csr.outerIndexPtr()[n] : 0;
   Vector header(kHeaderSize);
   header << (n == 0 ? kEmpty : (csr ? kCsr : kDense)), labels ? 1.0 : 0.0, targets ? 1.0 : 0.0, n,
       cols_, static_cast<double>(nnz);
@@ -173,7 +374,7 @@ void RowWindow::Encode(std::vector<Vector>* out) const {
     return;
   }
   if (csr) {
-    const CsrMatrix& m = rows_.csr;
+    const CsrMatrix& m = rows.csr;
     out->push_back(Eigen::Map<const Vector>(m.valuePtr(), nnz));
     Vector outer(n + 1), inner(nnz);
     for (int r = 0; r <= n; ++r) outer[r] = m.outerIndexPtr()[r];
@@ -181,21 +382,21 @@ void RowWindow::Encode(std::vector<Vector>* out) const {
     out->push_back(std::move(outer));
     out->push_back(std::move(inner));
   } else {
-    out->push_back(Eigen::Map<const Vector>(rows_.dense.data(), rows_.dense.size()));
+    out->push_back(Eigen::Map<const Vector>(rows.dense.data(), rows.dense.size()));
     out->emplace_back(0);
     out->emplace_back(0);
   }
   Vector fields((labels ? n : 0) + (targets ? n : 0));
   int pos = 0;
   if (labels) {
-    for (int r = 0; r < n; ++r) fields[pos++] = rows_.labels[static_cast<size_t>(r)];
+    for (int r = 0; r < n; ++r) fields[pos++] = rows.labels[static_cast<size_t>(r)];
   }
-  if (targets) fields.segment(pos, n) = rows_.targets;
+  if (targets) fields.segment(pos, n) = rows.targets;
   out->push_back(std::move(fields));
 }
 
 absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, int capacity,
-                                            int cols, bool trusted) {
+                                            int cols) {
   if (first < 0 || aux.size() < static_cast<size_t>(first) + kEncodedVectors) {
     return absl::InvalidArgumentError(absl::StrCat("aux: a row window needs ", kEncodedVectors,
                                                    " vectors from aux[", first, "], there are ",
@@ -236,7 +437,7 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, in
     }
     return w;
   }
-  Batch& b = w.rows_;
+  Batch b;
   b.sparse_features = kind == kCsr;
   if (kind == kDense) {
     if (header[5] != 0.0) return Bad(first, "header: a dense window has nnz 0");
@@ -247,16 +448,15 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, in
     if (outer.size() != 0 || inner.size() != 0) {
       return Bad(outer.size() != 0 ? first + 2 : first + 3, "must be empty for a dense window");
     }
-    if (absl::Status s = trusted ? absl::OkStatus()
-                                 : CheckInputNumbers(values.data(), values.size(),
-                                                     absl::StrCat("aux[", first + 1, "]"), cols);
+    if (absl::Status s = CheckInputNumbers(values.data(), values.size(),
+                                           absl::StrCat("aux[", first + 1, "]"), cols);
         !s.ok()) {
       return s;
     }
     b.dense = Eigen::Map<const RowMatrix>(values.data(), n, cols);
   } else {
     const double max_nnz = static_cast<double>(n) * cols;
-    if (!IntegerIn(header[5], 0, std::min(max_nnz, 2147483647.0))) {
+    if (!IntegerIn(header[5], 0, std::min(max_nnz, kMaxInt))) {
       return Bad(first, absl::StrCat("header: nnz ", header[5], " outside [0, rows * cols]"));
     }
     const int64_t nnz = static_cast<int64_t>(header[5]);
@@ -288,15 +488,10 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, in
     // MakeCsr checks the rest: offsets monotone from 0 to nnz, columns
     // strictly increasing within a row, values input numbers.
     absl::StatusOr<CsrMatrix> m =
-        MakeCsr(n, cols, indptr, indices, std::vector<double>(values.data(), values.data() + nnz));
-    if (!m.ok()) {
-      // Name the vector the problem is in.
-      const absl::string_view msg = m.status().message();
-      const int at = absl::StartsWith(msg, "csr.indptr")    ? first + 2
-                     : absl::StartsWith(msg, "csr.indices") ? first + 3
-                                                            : first + 1;
-      return Bad(at, msg);
-    }
+        CheckedCsr(n, cols, std::move(indptr), std::move(indices),
+                   std::vector<double>(values.data(), values.data() + nnz), first + 1, first + 2,
+                   first + 3, &Bad);
+    if (!m.ok()) return m.status();
     b.csr = *std::move(m);
   }
   if (fields.size() != (labels ? n : 0) + (targets ? n : 0)) {
@@ -307,7 +502,7 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, in
   int pos = 0;
   if (labels) {
     for (int r = 0; r < n; ++r, ++pos) {
-      if (!IntegerIn(fields[pos], 0, 2147483647.0)) {
+      if (!IntegerIn(fields[pos], 0, kMaxInt)) {
         return Bad(first + 4,
                    absl::StrCat("label ", r, " = ", fields[pos], " is not a non-negative integer"));
       }
@@ -315,14 +510,14 @@ absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, in
     }
   }
   if (targets) {
-    if (absl::Status s = trusted ? absl::OkStatus()
-                                 : CheckInputNumbers(fields.data() + pos, n,
-                                                     absl::StrCat("aux[", first + 4, "] targets"));
+    if (absl::Status s =
+            CheckInputNumbers(fields.data() + pos, n, absl::StrCat("aux[", first + 4, "] targets"));
         !s.ok()) {
       return s;
     }
     b.targets = fields.segment(pos, n);
   }
+  w.Append(b);
   return w;
 }
 

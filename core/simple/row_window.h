@@ -5,8 +5,24 @@
 // CSR; a window holds one kind: the first batch appended fixes it), with
 // their labels or targets.
 //
-// Durable: Encode/Decode write it to and read it from SessionState::aux
-// vectors (kEncodedVectors of them), so a checkpoint resumes it exactly.
+// Storage (issue 23 item 2): the window is kept between steps and appending
+// costs what is appended, O(rows appended x cols), never O(window):
+//  * dense rows sit in a ring of `capacity` rows (grown up to it while the
+//    window fills): appending k rows writes k rows and moves none;
+//  * CSR rows are appended behind the live rows in a buffer of 2 x capacity
+//    rows whose entry storage grows geometrically; when either runs out, the
+//    live rows are moved to the front (once every ~capacity / k appends of k
+//    rows: amortized O(appended entries)).
+// So the live rows are not contiguous: view() names them, oldest first, by
+// their rows in the buffer (RowSet indices).  The simple families read a
+// view row by row (RowDot, RowAxpy: the same operations in the same order
+// wherever a row is stored), so a round on view() computes bit for bit what
+// it computed on a contiguous copy.
+//
+// Durable form: the session state keeps a window as segment parts
+// (core/simple/algorithms/stream_windows.h); Encode/Decode below are the
+// single-part layout of states written before that, read only to upgrade
+// them.
 #ifndef F2OBO_CORE_SIMPLE_ROW_WINDOW_H_
 #define F2OBO_CORE_SIMPLE_ROW_WINDOW_H_
 
@@ -21,34 +37,67 @@ namespace f2obo {
 
 class RowWindow {
  public:
-  // How many aux vectors Encode writes.
+  // How many aux vectors the legacy encoding takes.
   static constexpr int kEncodedVectors = 5;
 
   RowWindow() = default;
   RowWindow(int capacity, int cols) : capacity_(capacity), cols_(cols) {}
 
-  // Appends the batch's rows (validated, `cols` wide), dropping the oldest
-  // beyond capacity.  Cost: O(rows appended + rows dropped) amortized for
-  // dense rows; O(window nnz) for CSR rows (the CSR is rebuilt).
-  void Append(const Batch& b);
-  // The rows in the window, oldest first (a Batch with dense or csr,
-  // labels or targets set as the rows came).
-  const Batch& rows() const { return rows_; }
-  int size() const { return rows_.rows(); }
+  // Appends rows [from, rows) of the batch (validated, `cols` wide), dropping
+  // the oldest beyond capacity (a batch of more rows than that keeps its last
+  // ones).  O(rows appended x cols) amortized, whatever the window holds.
+  void Append(const Batch& b, int from = 0);
+  // The rows in the window, oldest first: a view into the window's buffer,
+  // valid until the next Append.
+  BatchView view() const;
+  // The same rows as a contiguous Batch (a copy: O(window); for tests,
+  // validation and the legacy encoding).
+  Batch CopyRows() const;
+  int size() const { return n_; }
   int capacity() const { return capacity_; }
+  int cols() const { return cols_; }
+  // The storage and fields the first rows fixed (meaningful when size() > 0).
+  bool sparse() const { return buf_.sparse_features; }
+  bool has_labels() const { return labels_; }
+  bool has_targets() const { return targets_; }
+  // Segments: the durable form of a run of rows (stream_windows.h keeps a
+  // window as the segments of its appends).  One vector:
+  //   [0] k, the rows (>= 1);  [1] nnz (CSR; 0 for dense);
+  //   dense: k x cols values, row-major;
+  //   CSR: k + 1 row offsets, nnz column indices, nnz values;
+  //   then k labels if the window keeps labels, then k targets if it keeps
+  //   targets.
+  // Integers are stored as doubles (exact below 2^53).
+  // EncodeNewest writes the window's `count` newest rows, oldest first.
+  void EncodeNewest(int count, Vector* out) const;
+  // A segment's rows as a Batch of the given storage and fields, checking
+  // shapes and values (INVALID_ARGUMENT "aux[<index>]: ...").
+  static absl::StatusOr<Batch> DecodeSegment(const Vector& segment, int index, int capacity,
+                                             int cols, bool sparse, bool labels, bool targets);
 
-  // Writes kEncodedVectors vectors to `out` (appended); Decode reads them
-  // back, checking shapes and values (INVALID_ARGUMENT naming "aux[i]");
-  // `trusted`: the values of a window decoded and checked before are not
-  // checked again (shapes and indices still are).
+  // Legacy single-part layout (kEncodedVectors vectors): Encode appends
+  // them to `out`; Decode reads them back, checking shapes and values
+  // (INVALID_ARGUMENT naming "aux[i]").
   void Encode(std::vector<Vector>* out) const;
-  static absl::StatusOr<RowWindow> Decode(const StateParts& aux, int first, int capacity, int cols,
-                                          bool trusted = false);
+  static absl::StatusOr<RowWindow> Decode(const StateParts& aux, int first, int capacity, int cols);
 
  private:
+  // Buffer row of the window's k-th row (oldest first).
+  int Physical(int k) const { return order_[static_cast<size_t>(start_ + k)]; }
+  void AppendDense(const Batch& b, int first_new, int take);
+  void AppendCsr(const Batch& b, int first_new, int take);
+  // The CSR buffer with the live rows moved to the front and room for
+  // `extra_nnz` more entries.
+  void CompactCsr(int64_t extra_nnz);
+  void SetOrder(int rows, bool ring);
+
   int capacity_ = 0;
   int cols_ = 0;
-  Batch rows_;
+  bool labels_ = false, targets_ = false;
+  Batch buf_;               // dense ring or CSR buffer, with labels / targets by buffer row
+  int start_ = 0, n_ = 0;   // the live rows: order_[start_, start_ + n_)
+  int64_t nnz_cap_ = 0;     // CSR: entries the buffer has room for
+  std::vector<int> order_;  // buffer row of position p (dense: p mod ring size)
 };
 
 }  // namespace f2obo

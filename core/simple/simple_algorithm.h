@@ -33,6 +33,9 @@ class SimpleAlgorithm : public StoppableRound {
   // (x, decision, rng, aux) and filling `report`.  The caller passes a
   // scratch copy and commits it only if this returns OK and the result is
   // in range; an algorithm may leave the state half-written when it fails.
+  // What an algorithm keeps between rounds (decoded windows) must stand for
+  // the state the next round starts from, whichever that is (the committed
+  // state is not always the last one a round wrote).
   // Errors need no "step t" prefix.
   virtual absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                              SimpleReport* report) = 0;
@@ -48,6 +51,11 @@ class SimpleAlgorithm : public StoppableRound {
   virtual absl::Status ValidateAuxRows(const StateParts&, const SimpleFamily&) const {
     return absl::OkStatus();
   }
+  // Brings aux written by an earlier server into this layout, before
+  // ValidateAux (IR-FSCG's and AGM-BiO's windows in one part each before
+  // issue 23); INVALID_ARGUMENT naming aux[i] when it fits neither.
+  // Nothing to do by default.
+  virtual absl::Status UpgradeAux(StateParts*) const { return absl::OkStatus(); }
 };
 
 // What a factory gets: validated options (copied) and the session's shapes.

@@ -39,10 +39,9 @@ absl::StatusOr<SimpleMetrics> SimpleMetricsEvaluator::Measure(int64_t t, const V
   if (inner_.size() == 0) {
     return absl::FailedPreconditionError("simple metrics: no inner rows observed yet");
   }
-  const BatchView inner = BatchView::All(inner_.rows());
+  const BatchView inner = inner_.view();
   const Batch empty;
-  const BatchView upper =
-      family_->upper_reads_rows() ? BatchView::All(upper_.rows()) : BatchView::All(empty);
+  const BatchView upper = family_->upper_reads_rows() ? upper_.view() : BatchView::All(empty);
   m.f = family_->F(decision, upper, nullptr);
   Vector grad;
   m.g = family_->G(decision, inner, &grad);

@@ -89,6 +89,13 @@ class SimpleProblem final : public Problem {
     return absl::OkStatus();
   }
 
+  absl::Status UpgradeRestored(SessionState* s) const override {
+    if (absl::Status st = algorithm_->UpgradeAux(&s->aux); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("state.", st.message()));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ValidateRestored(const SessionState& s) const override {
     if (!config_.constraint.ContainsComputed(s.x)) {
       return absl::InvalidArgumentError("state.x: outside the constraint set Z");

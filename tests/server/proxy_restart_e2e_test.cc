@@ -25,6 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "tests/client/cli/cli_e2e_fixture.h"
 #include "tests/server/proxy_process.h"
+#include "tests/server/replica_set.h"
 #include "tests/server/server_process.h"
 
 namespace f2obo {
@@ -65,26 +66,11 @@ std::string ReadAll(int fd) {
 class ProxyRestartTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int r = 0; r < kReplicas; ++r) {
-      dirs_.push_back(testing::MakeTempDir());
-      replicas_.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{}, dirs_[r]));
-      ASSERT_TRUE(replicas_[r]->started()) << replicas_[r]->banner();
-      ring_.emplace_back(absl::StrFormat("r%d", r), replicas_[r]->target());
-    }
-    proxy_ = std::make_unique<ProxyProcess>(ring_);
+    ASSERT_EQ(replicas_.NotStarted(), "");
+    proxy_ = std::make_unique<ProxyProcess>(replicas_.RingOf());
     ASSERT_EQ(proxy_->Start(), "") << proxy_->config();
     data_ = testing::MakeTempDir() + "/rows.csv";
     WriteCsv(data_);
-  }
-
-  // The replica holding `id`, asked directly (-1: none).
-  int Holder(const std::string& id) {
-    for (int r = 0; r < kReplicas; ++r) {
-      client::ClientOptions opt{replicas_[r]->target()};
-      opt.max_attempts = 1;
-      if (client::Client(opt).GetSession(id).ok()) return r;
-    }
-    return -1;
   }
 
   std::vector<std::string> StreamArgs(const std::string& id, const std::string& server) const {
@@ -93,9 +79,7 @@ class ProxyRestartTest : public ::testing::Test {
             "--exact_every=0", "--algorithm=f2obo",  "--server=" + server};
   }
 
-  std::vector<std::string> dirs_;
-  std::vector<std::unique_ptr<ServerProcess>> replicas_;
-  std::vector<std::pair<std::string, std::string>> ring_;
+  testing::ReplicaSet replicas_{kReplicas};
   std::unique_ptr<ProxyProcess> proxy_;
   std::string data_;
 };
@@ -111,10 +95,9 @@ TEST_F(ProxyRestartTest, ACliStreamRidesOutAKillNineOfItsReplicaBehindNginx) {
   char ch;
   while (head.find("step 1 (1/150)") == std::string::npos && read(out, &ch, 1) == 1) head += ch;
   ASSERT_THAT(head, HasSubstr("step 1 (1/150)"));
-  const int victim = Holder("ride");
+  const int victim = replicas_.Holder("ride");
   ASSERT_GE(victim, 0);
-  const std::string port = std::to_string(replicas_[victim]->grpc_port());
-  ASSERT_EQ(replicas_[victim]->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_EQ(replicas_.Kill(victim), 128 + SIGKILL);
 
   // While it is down, the proxy answers a classifiable UNAVAILABLE (its
   // error page), not INTERNAL.
@@ -132,9 +115,7 @@ TEST_F(ProxyRestartTest, ACliStreamRidesOutAKillNineOfItsReplicaBehindNginx) {
     EXPECT_THAT(s.error_message(), HasSubstr("f2obo proxy: the replica holding this session"));
   }
 
-  replicas_[victim] = std::make_unique<ServerProcess>(
-      std::vector<std::string>{"--listen=127.0.0.1:" + port}, dirs_[victim]);
-  ASSERT_TRUE(replicas_[victim]->started()) << replicas_[victim]->banner();
+  ASSERT_TRUE(replicas_.StartAgain(victim)) << replicas_[victim].banner();
   const std::string rest = ReadAll(out);
   const std::string errors = ReadAll(err);
   ASSERT_EQ(testing::Wait(pid), 0) << head << rest << errors;

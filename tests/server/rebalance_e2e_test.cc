@@ -22,6 +22,7 @@
 #include "client/client.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/proxy_process.h"
+#include "tests/server/replica_set.h"
 #include "tests/server/server_process.h"
 
 namespace f2obo {
@@ -32,7 +33,7 @@ using testing::ProxyProcess;
 using testing::RequestFor;
 using testing::ServerProcess;
 
-using Ring = std::vector<std::pair<std::string, std::string>>;
+using Ring = testing::ReplicaSet::Ring;
 
 constexpr int kSessions = 40;
 
@@ -59,13 +60,8 @@ int Cli(const std::vector<std::string>& args, std::string* out) {
 class RebalanceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int r = 0; r < 4; ++r) {
-      dirs_.push_back(testing::MakeTempDir());
-      Start(r, "0");
-      ASSERT_TRUE(replicas_[r]->started());
-      ports_.push_back(std::to_string(replicas_[r]->grpc_port()));
-    }
-    live_ = std::make_unique<ProxyProcess>(RingOf(3));
+    ASSERT_EQ(replicas_.NotStarted(), "");
+    live_ = std::make_unique<ProxyProcess>(replicas_.RingOf(3));
     ASSERT_EQ(live_->Start(), "");
     client::ClientOptions opt{live_->target()};
     opt.max_attempts = 200;  // rides out a move (UNAVAILABLE until the proxy switches)
@@ -96,50 +92,14 @@ class RebalanceTest : public ::testing::Test {
     ASSERT_TRUE(reference_->CreateGroup(group).ok());
   }
 
-  void Start(int r, const std::string& port) {
-    std::vector<std::string> flags = {absl::StrFormat("--replica_name=r%d", r),
-                                      "--listen=127.0.0.1:" + port};
-    if (static_cast<int>(replicas_.size()) <= r) replicas_.resize(r + 1);
-    replicas_[r] = std::make_unique<ServerProcess>(flags, dirs_[r]);
-  }
-  void Restart(int r) {
-    replicas_[r]->Stop(SIGKILL);
-    Start(r, ports_[r]);
-    ASSERT_TRUE(replicas_[r]->started()) << replicas_[r]->banner();
-  }
-
-  Ring RingOf(int n) {
-    Ring ring;
-    for (int r = 0; r < n; ++r)
-      ring.emplace_back(absl::StrFormat("r%d", r), replicas_[r]->target());
-    return ring;
-  }
-  std::string ReplicasFlag() {
-    std::vector<std::string> items;
-    for (const auto& [name, address] : RingOf(4)) items.push_back(name + "=" + address);
-    return "--replicas=" + absl::StrJoin(items, ",");
-  }
   int Rebalance(const ProxyProcess& proxy, const std::vector<std::string>& extra,
                 std::string* out) {
-    std::vector<std::string> args = {"rebalance", "--proxy=" + proxy.target(), ReplicasFlag()};
+    std::vector<std::string> args = {"rebalance", "--proxy=" + proxy.target(),
+                                     replicas_.ReplicasFlag()};
     args.insert(args.end(), extra.begin(), extra.end());
     return Cli(args, out);
   }
 
-  client::Client Direct(int r) {
-    client::ClientOptions opt{replicas_[r]->target()};
-    opt.max_attempts = 1;
-    opt.moved_retry_seconds = 0;  // a "moved" refusal is what these tests look at
-    return client::Client(opt);
-  }
-  // The replica names holding `key` (a session id or a group id).
-  std::vector<int> Holders(const std::string& key) {
-    std::vector<int> out;
-    for (int r = 0; r < 4; ++r) {
-      if (Direct(r).GetSession(key).ok() || Direct(r).GetGroup(key).ok()) out.push_back(r);
-    }
-    return out;
-  }
   // Where `proxy` routes `key`: the replica number its answer names.
   int RoutedTo(const ProxyProcess& proxy, const std::string& key) {
     client::Client c(client::ClientOptions{proxy.target()});
@@ -198,7 +158,7 @@ class RebalanceTest : public ::testing::Test {
   void ExpectPlaced(const ProxyProcess& proxy) {
     for (int i = 0; i <= kSessions; ++i) {
       const std::string key = i < kSessions ? Id(i) : "grp";
-      const std::vector<int> holders = Holders(key);
+      const std::vector<int> holders = replicas_.Holders(key);
       ASSERT_EQ(holders.size(), 1u) << key << " on " << holders.size() << " replicas";
       EXPECT_EQ(holders[0], RoutedTo(proxy, key)) << key;
     }
@@ -208,7 +168,7 @@ class RebalanceTest : public ::testing::Test {
   std::vector<std::string> AllFences() {
     std::vector<std::string> out;
     for (int r = 0; r < 4; ++r) {
-      client::Client c = Direct(r);
+      client::Client c = replicas_.Direct(r);
       v1::ServerInfo info;
       auto ctx = c.NewContext();
       EXPECT_TRUE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok());
@@ -233,9 +193,7 @@ class RebalanceTest : public ::testing::Test {
   }
 
   const FamilyCase family_ = testing::AllFamilyCases()[2];  // logistic_hpo, small
-  std::vector<std::string> dirs_;
-  std::vector<std::string> ports_;
-  std::vector<std::unique_ptr<ServerProcess>> replicas_;
+  testing::ReplicaSet replicas_{4, /*named=*/true};
   std::unique_ptr<ProxyProcess> live_;
   std::unique_ptr<client::Client> via_proxy_;
   std::unique_ptr<ServerProcess> reference_server_;
@@ -262,13 +220,13 @@ TEST_F(RebalanceTest, ScaleThreeToFourWithStreamsRunningLosesAndRepeatsNoStep) {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done_t >= 3; });
   }
-  ProxyProcess staging(RingOf(4));  // the new ring, beside the live proxy
+  ProxyProcess staging(replicas_.RingOf(4));  // the new ring, beside the live proxy
   ASSERT_EQ(staging.Start(), "");
   std::string out;
   ASSERT_EQ(Rebalance(staging, {}, &out), 0) << out;
   std::printf("%s", out.c_str());
   EXPECT_EQ(out.find("moved 0,"), std::string::npos) << "the new replica got no key";
-  ASSERT_EQ(live_->Reload(RingOf(4)), "");
+  ASSERT_EQ(live_->Reload(replicas_.RingOf(4)), "");
   ASSERT_TRUE(WaitForRing(staging)) << live_->ErrorLog();
   streams.join();
   ASSERT_FALSE(HasFatalFailure());
@@ -288,7 +246,7 @@ TEST_F(RebalanceTest, ScaleThreeToFourWithStreamsRunningLosesAndRepeatsNoStep) {
 
 TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompletes) {
   for (int64_t t = 1; t <= 3; ++t) StepAll(t);
-  ProxyProcess staging(RingOf(4));
+  ProxyProcess staging(replicas_.RingOf(4));
   ASSERT_EQ(staging.Start(), "");
   // Stop after the fence of the first move: find it.
   std::string out;
@@ -296,7 +254,7 @@ TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompl
   int source = -1;
   v1::Fence fence;
   for (int r = 0; r < 4 && source < 0; ++r) {
-    client::Client c = Direct(r);
+    client::Client c = replicas_.Direct(r);
     v1::ServerInfo info;
     auto ctx = c.NewContext();
     ASSERT_TRUE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok());
@@ -309,9 +267,9 @@ TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompl
   const std::string key = fence.routing_key();
   const int target = fence.target()[1] - '0';
   // The fenced copy refuses steps, naming the new owner, also after kill -9.
-  Restart(source);
+  ASSERT_TRUE(replicas_.Restart(source)) << replicas_[source].banner();
   {
-    client::ClientOptions opt{replicas_[source]->target()};
+    client::ClientOptions opt{replicas_[source].target()};
     opt.max_attempts = 1;
     opt.moved_retry_seconds = 0;  // the refusal itself, not 300 s of retrying it
     client::Client c(opt);
@@ -326,16 +284,17 @@ TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompl
   // Stop after the import: both copies exist, only the target's may step.
   out.clear();
   EXPECT_EQ(Rebalance(staging, {"--stop_after=import"}, &out), 1) << out;
-  EXPECT_EQ(Holders(key).size(), 2u) << key;
-  Restart(target);  // kill -9 of the target: its import is durable
-  Restart(source);
-  EXPECT_EQ(Holders(key).size(), 2u) << key;
+  EXPECT_EQ(replicas_.Holders(key).size(), 2u) << key;
+  ASSERT_TRUE(replicas_.Restart(target))
+      << replicas_[target].banner();  // kill -9 of the target: its import is durable
+  ASSERT_TRUE(replicas_.Restart(source)) << replicas_[source].banner();
+  EXPECT_EQ(replicas_.Holders(key).size(), 2u) << key;
   // The rerun completes every move.
   out.clear();
   ASSERT_EQ(Rebalance(staging, {}, &out), 0) << out;
   std::printf("%s", out.c_str());
   ExpectPlaced(staging);
-  ASSERT_EQ(live_->Reload(RingOf(4)), "");
+  ASSERT_EQ(live_->Reload(replicas_.RingOf(4)), "");
   ASSERT_TRUE(WaitForRing(staging)) << live_->ErrorLog();
   for (int i = 0; i < kSessions; ++i) {
     absl::StatusOr<v1::SessionInfo> info = via_proxy_->GetSession(Id(i));
@@ -351,7 +310,7 @@ TEST_F(RebalanceTest, KillNineOfSourceAndTargetMidMoveLeavesOneCopyAndRerunCompl
 // source, whose frozen copy is the only one, and nothing moves.
 TEST_F(RebalanceTest, ARerunUndoesAMoveStoppedAfterItsFenceWhenTheRingMapsTheKeyBack) {
   for (int64_t t = 1; t <= 3; ++t) StepAll(t);
-  ProxyProcess staging(RingOf(4));
+  ProxyProcess staging(replicas_.RingOf(4));
   ASSERT_EQ(staging.Start(), "");
   std::string out;
   EXPECT_EQ(Rebalance(staging, {"--stop_after=fence"}, &out), 1) << out;
@@ -369,7 +328,7 @@ TEST_F(RebalanceTest, ARerunUndoesAMoveStoppedAfterItsFenceWhenTheRingMapsTheKey
 // tombstone just before), with no step lost or repeated.
 TEST_F(RebalanceTest, ARerunMovesBackAMoveStoppedAfterItsImportWhenTheRingMapsTheKeyBack) {
   for (int64_t t = 1; t <= 3; ++t) StepAll(t);
-  ProxyProcess staging(RingOf(4));
+  ProxyProcess staging(replicas_.RingOf(4));
   ASSERT_EQ(staging.Start(), "");
   std::string out;
   EXPECT_EQ(Rebalance(staging, {"--stop_after=import"}, &out), 1) << out;
@@ -377,22 +336,22 @@ TEST_F(RebalanceTest, ARerunMovesBackAMoveStoppedAfterItsImportWhenTheRingMapsTh
   ASSERT_EQ(fences.size(), 1u) << out;
   const std::string key = fences[0].substr(3);
   const int source = fences[0][1] - '0';
-  ASSERT_EQ(Holders(key).size(), 2u) << key;
+  ASSERT_EQ(replicas_.Holders(key).size(), 2u) << key;
   // With the target down, whether it holds the key cannot be told: the
   // rerun stops (it needs every replica to answer) rather than guess, which
   // could lift the fence and leave two copies that accept steps.
-  replicas_[3]->Stop(SIGKILL);
+  replicas_.Kill(3);
   out.clear();
   EXPECT_EQ(Rebalance(*live_, {"--lift_tombstones"}, &out), 1) << out;
   {
-    client::Client c = Direct(source);
+    client::Client c = replicas_.Direct(source);
     v1::ServerInfo info;
     auto ctx = c.NewContext();
     ASSERT_TRUE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok());
     ASSERT_EQ(info.fences_size(), 1) << "the source's fence was lifted with the target down";
     EXPECT_EQ(info.fences(0).routing_key(), key);
   }
-  Restart(3);
+  ASSERT_TRUE(replicas_.Restart(3)) << replicas_[3].banner();
   out.clear();
   ASSERT_EQ(Rebalance(*live_, {"--lift_tombstones"}, &out), 0) << out;
   std::printf("%s", out.c_str());
@@ -410,28 +369,28 @@ TEST_F(RebalanceTest, ARerunMovesBackAMoveStoppedAfterItsImportWhenTheRingMapsTh
 // rerun moves the group with its next_t intact.
 TEST_F(RebalanceTest, GroupImportKilledBeforeItsRecordLeavesNoMemberOnTarget) {
   for (int64_t t = 1; t <= 3; ++t) StepAll(t);
-  const std::vector<int> holders = Holders("grp");
+  const std::vector<int> holders = replicas_.Holders("grp");
   ASSERT_EQ(holders.size(), 1u);
   const int source = holders[0];
   ASSERT_NE(source, 3);
   // A ring of r3 alone: every key, the group included, moves there.
-  ProxyProcess staging(Ring{{"r3", replicas_[3]->target()}});
+  ProxyProcess staging(Ring{{"r3", replicas_[3].target()}});
   ASSERT_EQ(staging.Start(), "");
   setenv("F2OBO_TEST_CRASH_AT", "import_group_before_commit", 1);
-  Restart(3);
+  ASSERT_TRUE(replicas_.Restart(3)) << replicas_[3].banner();
   unsetenv("F2OBO_TEST_CRASH_AT");
   std::string out;
   EXPECT_EQ(Rebalance(staging, {}, &out), 1) << out;
   {
-    client::Client c = Direct(3);
+    client::Client c = replicas_.Direct(3);
     v1::ServerInfo info;
     auto ctx = c.NewContext();
     ASSERT_FALSE(c.stub().GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info).ok())
         << "the target did not die in ImportGroup: " << out;
   }
-  Restart(3);
+  ASSERT_TRUE(replicas_.Restart(3)) << replicas_[3].banner();
   {
-    client::Client target = Direct(3);
+    client::Client target = replicas_.Direct(3);
     EXPECT_EQ(target.GetGroup("grp").status().code(), absl::StatusCode::kNotFound);
     for (const char* member : {"grp.a", "grp.b"}) {
       EXPECT_EQ(target.GetSession(member).status().code(), absl::StatusCode::kNotFound)
@@ -441,20 +400,21 @@ TEST_F(RebalanceTest, GroupImportKilledBeforeItsRecordLeavesNoMemberOnTarget) {
       EXPECT_EQ(step.status().code(), absl::StatusCode::kNotFound) << member;
     }
     // The source's copy is frozen: it refuses the step too.
-    absl::StatusOr<v1::StepReply> step = Direct(source).Step(RequestFor(family_, "grp.a", 4));
+    absl::StatusOr<v1::StepReply> step =
+        replicas_.Direct(source).Step(RequestFor(family_, "grp.a", 4));
     EXPECT_EQ(step.status().code(), absl::StatusCode::kUnavailable) << step.status();
   }
   out.clear();
   ASSERT_EQ(Rebalance(staging, {}, &out), 0) << out;
   std::printf("%s", out.c_str());
   ExpectPlaced(staging);
-  absl::StatusOr<v1::GroupInfo> group = Direct(3).GetGroup("grp");
+  absl::StatusOr<v1::GroupInfo> group = replicas_.Direct(3).GetGroup("grp");
   ASSERT_TRUE(group.ok()) << group.status();
   ASSERT_EQ(group->members_size(), 2);
   for (const v1::SessionInfo& m : group->members()) {
     EXPECT_EQ(m.next_t(), 4) << m.session_id() << " lost or repeated a step";
   }
-  ASSERT_EQ(live_->Reload(Ring{{"r3", replicas_[3]->target()}}), "");
+  ASSERT_EQ(live_->Reload(Ring{{"r3", replicas_[3].target()}}), "");
   ASSERT_TRUE(WaitForRing(staging)) << live_->ErrorLog();
   StepAll(4);  // every stream, the group's included, goes on from t = 4
 }

@@ -22,6 +22,7 @@
 #include "client/client.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/proxy_process.h"
+#include "tests/server/replica_set.h"
 #include "tests/server/server_process.h"
 
 namespace f2obo {
@@ -47,13 +48,8 @@ std::string Id(int i) { return absl::StrFormat("scale-%02d", i); }
 class ScaleOutTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int r = 0; r < kReplicas; ++r) {
-      dirs_.push_back(testing::MakeTempDir());
-      replicas_.push_back(std::make_unique<ServerProcess>(std::vector<std::string>{}, dirs_[r]));
-      ASSERT_TRUE(replicas_[r]->started()) << replicas_[r]->banner();
-      ring_.emplace_back(absl::StrFormat("r%d", r), replicas_[r]->target());
-    }
-    proxy_ = std::make_unique<ProxyProcess>(ring_);
+    ASSERT_EQ(replicas_.NotStarted(), "");
+    proxy_ = std::make_unique<ProxyProcess>(replicas_.RingOf());
     const std::string error = proxy_->Start();
     ASSERT_EQ(error, "") << proxy_->config();
     client::ClientOptions opt{proxy_->target()};
@@ -73,25 +69,6 @@ class ScaleOutTest : public ::testing::Test {
     }
   }
 
-  // A direct client of replica r (not through the proxy).
-  client::Client Direct(int r) {
-    client::ClientOptions opt{replicas_[r]->target()};
-    opt.max_attempts = 1;
-    opt.moved_retry_seconds = 0;  // a "moved" refusal is what these tests look at
-    return client::Client(opt);
-  }
-
-  // The replica holding session `id`, asked directly; -1 if none, -2 if
-  // several do.
-  int Holder(const std::string& id) {
-    int holder = -1;
-    for (int r = 0; r < kReplicas; ++r) {
-      if (replicas_[r]->pid() < 0) continue;
-      if (Direct(r).GetSession(id).ok()) holder = holder == -1 ? r : -2;
-    }
-    return holder;
-  }
-
   // Step t of session i through the proxy, checked bit for bit against the
   // same step on the reference server.
   void StepAndCompare(int i, int64_t t) {
@@ -106,9 +83,7 @@ class ScaleOutTest : public ::testing::Test {
   }
 
   const FamilyCase family_ = testing::AllFamilyCases()[2];  // logistic_hpo, small
-  std::vector<std::string> dirs_;
-  std::vector<std::unique_ptr<ServerProcess>> replicas_;
-  std::vector<std::pair<std::string, std::string>> ring_;
+  testing::ReplicaSet replicas_{kReplicas};
   std::unique_ptr<ProxyProcess> proxy_;
   std::unique_ptr<client::Client> via_proxy_;
   std::unique_ptr<ServerProcess> reference_server_;
@@ -118,7 +93,7 @@ class ScaleOutTest : public ::testing::Test {
 TEST_F(ScaleOutTest, SessionsSpreadOverAllReplicasAndStepBitIdenticalToOneServer) {
   std::map<int, int> per_replica;
   for (int i = 0; i < kSessions; ++i) {
-    const int holder = Holder(Id(i));
+    const int holder = replicas_.Holder(Id(i));
     ASSERT_GE(holder, 0) << Id(i) << " is on no replica or on several";
     ++per_replica[holder];
   }
@@ -133,12 +108,12 @@ TEST_F(ScaleOutTest, SessionsSpreadOverAllReplicasAndStepBitIdenticalToOneServer
   // Every step reached the holder (and only it): the holder has applied all
   // of them, the final decision equals the single server's bit for bit.
   for (int i = 0; i < kSessions; ++i) {
-    const int holder = Holder(Id(i));
+    const int holder = replicas_.Holder(Id(i));
     ASSERT_GE(holder, 0) << Id(i);
-    absl::StatusOr<v1::SessionInfo> info = Direct(holder).GetSession(Id(i));
+    absl::StatusOr<v1::SessionInfo> info = replicas_.Direct(holder).GetSession(Id(i));
     ASSERT_TRUE(info.ok());
     EXPECT_EQ(info->next_t(), kSteps + 1) << Id(i);
-    absl::StatusOr<v1::Decision> got = Direct(holder).GetDecision(Id(i));
+    absl::StatusOr<v1::Decision> got = replicas_.Direct(holder).GetDecision(Id(i));
     absl::StatusOr<v1::Decision> want = reference_->GetDecision(Id(i));
     ASSERT_TRUE(got.ok() && want.ok());
     EXPECT_TRUE(SameBits(got->x(), want->x()) && SameBits(got->y(), want->y())) << Id(i);
@@ -152,10 +127,9 @@ TEST_F(ScaleOutTest, KillNineMakesOnlyThatReplicasSessionsUnavailableUntilItRest
   constexpr int kVictim = 1;
   std::vector<int> on_victim, elsewhere;
   for (int i = 0; i < kSessions; ++i)
-    (Holder(Id(i)) == kVictim ? on_victim : elsewhere).push_back(i);
+    (replicas_.Holder(Id(i)) == kVictim ? on_victim : elsewhere).push_back(i);
   ASSERT_FALSE(on_victim.empty());
-  const std::string port = std::to_string(replicas_[kVictim]->grpc_port());
-  ASSERT_EQ(replicas_[kVictim]->Stop(SIGKILL), 128 + SIGKILL);
+  ASSERT_EQ(replicas_.Kill(kVictim), 128 + SIGKILL);
 
   // Its sessions: UNAVAILABLE through the proxy (one attempt each), never
   // served by another replica.
@@ -173,9 +147,7 @@ TEST_F(ScaleOutTest, KillNineMakesOnlyThatReplicasSessionsUnavailableUntilItRest
 
   // Restarted on its data directory and port: its sessions resume where
   // their last acknowledged step left them, and continue bit for bit.
-  replicas_[kVictim] = std::make_unique<ServerProcess>(
-      std::vector<std::string>{"--listen=127.0.0.1:" + port}, dirs_[kVictim]);
-  ASSERT_TRUE(replicas_[kVictim]->started()) << replicas_[kVictim]->banner();
+  ASSERT_TRUE(replicas_.StartAgain(kVictim)) << replicas_[kVictim].banner();
   for (int i : on_victim) {
     absl::StatusOr<v1::SessionInfo> info = via_proxy_->GetSession(Id(i));
     ASSERT_TRUE(info.ok()) << Id(i) << ": " << info.status();

@@ -212,6 +212,56 @@ TEST(SimpleE2e, KillNineMidStreamResumesTheSameTrajectory) {
   }
 }
 
+// Issue 23 item 2: the windows of ir_fscg and agm_bio are kept as segment
+// parts, and a step writes its rows' segments, empties the ones it evicts
+// and trims the slots after the last one in use.  With windows of 10 rows
+// (4 upper and 3 inner rows a step) every step from the third evicts, the
+// slots are reused and trimmed; a kill -9 after step 12, and again after
+// step 19 mid-stream, resumes bit for bit with a core session that never
+// stopped.
+TEST(SimpleE2e, KillNineWithWrappingWindowsResumesTheSameTrajectory) {
+  const std::string dir = testing::MakeTempDir();
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started());
+  const std::string port = std::to_string(server->grpc_port());
+  const std::vector<std::string> windowed = {"ir_fscg", "agm_bio"};
+  for (const std::string& a : windowed) {
+    client::Client c({server->target()});
+    v1::CreateSessionRequest create;
+    create.set_session_id("w-" + a);
+    *create.mutable_spec() = LeastSquaresSpec(a);
+    create.mutable_spec()->mutable_options()->set_window_rows(10);
+    create.mutable_spec()->mutable_metrics()->set_exact_every(0);
+    ASSERT_TRUE(c.CreateSession(create).ok());
+    for (int t = 1; t <= 12; ++t) ASSERT_TRUE(c.Step(StepRequestFor(create.session_id(), t)).ok());
+  }
+  for (const int stop : {12, 19}) {
+    server->Stop(SIGKILL);
+    server = std::make_unique<ServerProcess>(std::vector<std::string>{"--listen=127.0.0.1:" + port},
+                                             dir);
+    ASSERT_TRUE(server->started()) << server->Stderr();
+    client::Client c({server->target()});
+    for (const std::string& a : windowed) {
+      const std::string id = "w-" + a;
+      const absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
+      ASSERT_TRUE(info.ok()) << a << ": " << info.status();
+      ASSERT_EQ(info->next_t(), stop + 1) << a << ": an acknowledged step was lost";
+      auto core = *Session::Create(*ToSessionConfig(info->spec()));
+      v1::StepReply last;
+      const int until = stop == 12 ? 19 : 30;
+      for (int t = 1; t <= until; ++t) {
+        const v1::StepRequest req = StepRequestFor(id, t);
+        ASSERT_TRUE(core->Step(DataOf(req)).ok());
+        if (t <= stop) continue;
+        const absl::StatusOr<v1::StepReply> r = c.Step(req);
+        ASSERT_TRUE(r.ok()) << a << " step " << t << ": " << r.status();
+        last = *r;
+      }
+      EXPECT_EQ(Vec(last.x()), Vec(core->decision())) << a << " after the kill at " << stop;
+    }
+  }
+}
+
 // Issue 25 item 2: one accepted row must not make a session stuck.  A
 // least_squares row of value and target 1e80 (inside the input bound) was
 // accepted by ir_fscg at t = 2, stayed in its window of 100 rows, and from

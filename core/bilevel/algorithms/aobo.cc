@@ -24,6 +24,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/bilevel/algorithms/aid_baseline.h"
 #include "core/bilevel/algorithms/appendix_a.h"
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/second_order.h"
@@ -31,12 +32,9 @@
 namespace f2obo {
 namespace {
 
-class Aobo final : public BilevelAlgorithm {
+class Aobo final : public AidBaseline {
  public:
-  explicit Aobo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim), aux_layout_{ctx.y_dim} {}
-
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
+  explicit Aobo(const AlgorithmContext& ctx) : AidBaseline(ctx) {}
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
@@ -61,27 +59,15 @@ class Aobo final : public BilevelAlgorithm {
       s->y.noalias() -= alpha * ws_.gy_g;
       ++k;
     }
-    EnsureAux(aux_layout_, s);
-    absl::StatusOr<int64_t> hypergradient_rows =
-        AidHypergradient(family, s->x, s->y, upper, inner, o_.linear_system_steps,
-                         o_.linear_system_step, &s->aux[0], &ws_, round_control());
-    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
-    rows += *hypergradient_rows;
-    ProjectedStep(set_, o_.gamma, ws_.h, &s->x);
-
-    report->hypergradient = ws_.h;
+    if (absl::Status st = Hypergradient(family, s, upper, inner, o_.linear_system_steps, &rows);
+        !st.ok()) {
+      return st;
+    }
+    StepAndReport(ws_.h, k, rows, s, report);
     report->residual_y = residual;
-    report->y_iterations = k;
     report->cap_hit = k == cap && residual > o_.delta;
-    report->rows_processed = rows;
     return absl::OkStatus();
   }
-
- private:
-  AlgorithmOptions o_;
-  ConstraintSet set_;
-  SecondOrderWorkspace ws_;
-  std::vector<int> aux_layout_;
 };
 
 absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {

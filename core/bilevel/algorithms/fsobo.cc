@@ -19,18 +19,16 @@
 
 #include <vector>
 
+#include "core/bilevel/algorithms/aid_baseline.h"
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/second_order.h"
 
 namespace f2obo {
 namespace {
 
-class Fsobo final : public BilevelAlgorithm {
+class Fsobo final : public AidBaseline {
  public:
-  explicit Fsobo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim), aux_layout_{ctx.y_dim} {}
-
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
+  explicit Fsobo(const AlgorithmContext& ctx) : AidBaseline(ctx) {}
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
@@ -41,25 +39,10 @@ class Fsobo final : public BilevelAlgorithm {
     s->y.noalias() -= alpha * ws_.gy_g;
     int64_t rows = inner.rows.n;
     rows += ResidualY(family, s->x, s->y, inner, &ws_, report);
-    EnsureAux(aux_layout_, s);
-    absl::StatusOr<int64_t> hypergradient_rows =
-        AidHypergradient(family, s->x, s->y, upper, inner, 1, o_.linear_system_step, &s->aux[0],
-                         &ws_, round_control());
-    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
-    rows += *hypergradient_rows;
-    ProjectedStep(set_, o_.gamma, ws_.h, &s->x);
-
-    report->hypergradient = ws_.h;
-    report->y_iterations = 1;
-    report->rows_processed = rows;
+    if (absl::Status st = Hypergradient(family, s, upper, inner, 1, &rows); !st.ok()) return st;
+    StepAndReport(ws_.h, 1, rows, s, report);
     return absl::OkStatus();
   }
-
- private:
-  AlgorithmOptions o_;
-  ConstraintSet set_;
-  SecondOrderWorkspace ws_;
-  std::vector<int> aux_layout_;
 };
 
 void Defaults(AlgorithmOptions* o) {

@@ -25,6 +25,7 @@
 
 #include <vector>
 
+#include "core/bilevel/algorithms/aid_baseline.h"
 #include "core/bilevel/algorithms/appendix_a.h"
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/second_order.h"
@@ -32,18 +33,11 @@
 namespace f2obo {
 namespace {
 
-class Sobow final : public BilevelAlgorithm {
+class Sobow final : public AidBaseline {
  public:
-  explicit Sobow(const AlgorithmContext& ctx)
-      : o_(ctx.options),
-        set_(ctx.constraint),
-        ws_(ctx.x_dim, ctx.y_dim),
-        window_(1, o_.window, ctx.x_dim),
-        aux_layout_{ctx.y_dim} {
+  explicit Sobow(const AlgorithmContext& ctx) : AidBaseline(ctx), window_(1, o_.window, ctx.x_dim) {
     window_.AppendLayout(&aux_layout_);
   }
-
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
@@ -58,27 +52,17 @@ class Sobow final : public BilevelAlgorithm {
       rows += inner.rows.n;
     }
     rows += ResidualY(family, s->x, s->y, inner, &ws_, report);
-    EnsureAux(aux_layout_, s);
-    absl::StatusOr<int64_t> hypergradient_rows =
-        AidHypergradient(family, s->x, s->y, upper, inner, o_.linear_system_steps,
-                         o_.linear_system_step, &s->aux[0], &ws_, round_control());
-    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
-    rows += *hypergradient_rows;
+    if (absl::Status st = Hypergradient(family, s, upper, inner, o_.linear_system_steps, &rows);
+        !st.ok()) {
+      return st;
+    }
     window_.PushAndAverage(ws_.h, &s->aux, &ws_.d);
-    ProjectedStep(set_, o_.gamma, ws_.d, &s->x);
-
-    report->hypergradient = ws_.h;
-    report->y_iterations = o_.inner_steps;
-    report->rows_processed = rows;
+    StepAndReport(ws_.d, o_.inner_steps, rows, s, report);
     return absl::OkStatus();
   }
 
  private:
-  AlgorithmOptions o_;
-  ConstraintSet set_;
-  SecondOrderWorkspace ws_;
   HypergradientWindow window_;
-  std::vector<int> aux_layout_;
 };
 
 // Registry defaults: K = 1, M = 5 (paper Appendix A), w = 10.

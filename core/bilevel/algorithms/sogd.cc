@@ -32,6 +32,7 @@
 
 #include <vector>
 
+#include "core/bilevel/algorithms/aid_baseline.h"
 #include "core/bilevel/algorithms/appendix_a.h"
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/second_order.h"
@@ -39,15 +40,9 @@
 namespace f2obo {
 namespace {
 
-class Sogd final : public BilevelAlgorithm {
+class Sogd final : public AidBaseline {
  public:
-  explicit Sogd(const AlgorithmContext& ctx)
-      : o_(ctx.options),
-        set_(ctx.constraint),
-        ws_(ctx.x_dim, ctx.y_dim),
-        aux_layout_{ctx.y_dim, ctx.x_dim} {}
-
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
+  explicit Sogd(const AlgorithmContext& ctx) : AidBaseline(ctx, {ctx.x_dim}) {}
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
@@ -62,11 +57,10 @@ class Sogd final : public BilevelAlgorithm {
     const BatchView xi = sampler_.DrawUpper(data.upper, b, &s->rng);
     const BatchView zeta2 = sampler_.DrawInner(data.inner, b, &s->rng);
     rows += ResidualY(family, s->x, s->y, zeta2, &ws_, report);
-    const bool first = EnsureAux(aux_layout_, s);
-    absl::StatusOr<int64_t> hypergradient_rows = AidHypergradient(
-        family, s->x, s->y, xi, zeta2, 1, o_.linear_system_step, &s->aux[0], &ws_, round_control());
-    if (!hypergradient_rows.ok()) return hypergradient_rows.status();
-    rows += *hypergradient_rows;
+    bool first = false;
+    if (absl::Status st = Hypergradient(family, s, xi, zeta2, 1, &rows, &first); !st.ok()) {
+      return st;
+    }
     Vector& m = s->aux[1];
     if (first) {
       m = ws_.h;
@@ -74,20 +68,12 @@ class Sogd final : public BilevelAlgorithm {
       m *= o_.momentum;
       m.noalias() += (1.0 - o_.momentum) * ws_.h;
     }
-    ProjectedStep(set_, o_.gamma, m, &s->x);
-
-    report->hypergradient = ws_.h;
-    report->y_iterations = 1;
+    StepAndReport(m, 1, rows, s, report);
     report->batch_size = report->hyper_batch_size = zeta2.rows.n;
-    report->rows_processed = rows;
     return absl::OkStatus();
   }
 
  private:
-  AlgorithmOptions o_;
-  ConstraintSet set_;
-  SecondOrderWorkspace ws_;
-  std::vector<int> aux_layout_;
   RowSampler sampler_;
 };
 

@@ -47,7 +47,8 @@
 //    drifting stream both follow the drift; the paper's guarantees are for
 //    a fixed data set (a window at least as large as the data).
 // aux layout: [0] z_k (d), [1] w_{k} (d), [2] v_{k+1} (d), [3] {A_k,
-// theta_{k+1}} (2), [4, 15) the windows (stream_windows.h).
+// theta_{k+1}} (2), [4, ...) the windows (stream_windows.h: 3 parts and the
+// windows' segments).
 #include "core/simple/algorithms/agm_bio.h"
 
 #include <chrono>
@@ -64,7 +65,7 @@ namespace f2obo {
 namespace {
 
 enum Aux { kZ = 0, kW, kV, kScalars, kWindows };
-constexpr int kAuxCount = kWindows + StreamWindows::kVectors;
+constexpr int kAuxMin = kWindows + StreamWindows::kFixed;
 
 class AgmBio final : public SimpleAlgorithm {
  public:
@@ -82,12 +83,10 @@ class AgmBio final : public SimpleAlgorithm {
                      SimpleReport* report) override {
     StateParts& aux = s->aux;
     const int64_t k = s->t - 1;
-    if (absl::Status st = windows_.LoadAndAppend(aux, kWindows, family, data); !st.ok()) {
-      return st;
-    }
+    if (absl::Status st = windows_.Append(&aux, kWindows, data); !st.ok()) return st;
     report->inner_loss_before = GOnView(family, s->x, BatchView::All(data.inner), nullptr);
-    const BatchView upper = BatchView::All(windows_.upper());
-    const BatchView inner = BatchView::All(windows_.inner());
+    const BatchView upper = windows_.upper();
+    const BatchView inner = windows_.inner();
     const bool has_inner = inner.rows.n > 0;
 
     double l_f = o_.smoothness_f;
@@ -148,7 +147,6 @@ class AgmBio final : public SimpleAlgorithm {
     report->window_upper_rows = upper.rows.n;
     report->window_inner_rows = inner.rows.n;
     report->full_pass = true;
-    windows_.Store(kWindows, &aux);
     return absl::OkStatus();
   }
 
@@ -159,7 +157,7 @@ class AgmBio final : public SimpleAlgorithm {
   }
 
   absl::Status ValidateAux(const StateParts& aux) const override {
-    if (absl::Status st = CheckAuxCount(aux, kAuxCount, "agm_bio"); !st.ok()) return st;
+    if (absl::Status st = CheckAuxCountAtLeast(aux, kAuxMin, "agm_bio"); !st.ok()) return st;
     const char* what[] = {"z_k", "the run on g's iterate w", "the run on g's point v"};
     for (int i = kZ; i <= kV; ++i) {
       if (absl::Status st = CheckAuxSize(aux, i, d_, what[i]); !st.ok()) return st;
@@ -175,6 +173,9 @@ class AgmBio final : public SimpleAlgorithm {
   }
   absl::Status ValidateAuxRows(const StateParts& aux, const SimpleFamily& family) const override {
     return windows_.ValidateRows(aux, kWindows, family);
+  }
+  absl::Status UpgradeAux(StateParts* aux) const override {
+    return windows_.Upgrade(aux, kWindows);
   }
 
  private:

@@ -21,4 +21,12 @@ absl::Status CheckAuxCount(const StateParts& aux, int count, const char* algorit
                    " (a state written by another algorithm?)"));
 }
 
+absl::Status CheckAuxCountAtLeast(const StateParts& aux, int count, const char* algorithm) {
+  const int n = static_cast<int>(aux.size());
+  if (n >= count) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("aux[", n, "]: missing; ", algorithm, " keeps at least ", count,
+                   " vectors and this state has ", n, " (a state written by another algorithm?)"));
+}
+
 }  // namespace f2obo

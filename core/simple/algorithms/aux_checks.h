@@ -16,6 +16,9 @@ namespace f2obo {
 // Exactly `count` vectors: otherwise INVALID_ARGUMENT naming the first
 // missing ("aux[i]: missing; ...") or extra ("aux[i]: unexpected; ...") one.
 absl::Status CheckAuxCount(const StateParts& aux, int count, const char* algorithm);
+// At least `count` vectors (the windowed algorithms: segments follow):
+// otherwise "aux[n]: missing; ...".
+absl::Status CheckAuxCountAtLeast(const StateParts& aux, int count, const char* algorithm);
 // aux[i] has `size` entries: otherwise "aux[i]: has n entries, expected
 // size (<what>)".
 absl::Status CheckAuxSize(const StateParts& aux, int i, int size, const char* what);

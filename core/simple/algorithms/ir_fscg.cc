@@ -34,8 +34,8 @@
 //  * Alg. 2 defines z_k for k >= q only; before that the same formula is
 //    served, which is x_k (every weight w_i with i <= q is 0).
 // aux layout: [0] d_f (d), [1] d_g (d), [2] x_{k-1} (d), [3] the mean m of
-// the averaged iterates (d), [4] {W} their weight (1), [5, 16) the windows
-// (stream_windows.h).
+// the averaged iterates (d), [4] {W} their weight (1), [5, ...) the windows
+// (stream_windows.h: 3 parts and the windows' segments).
 #include "core/simple/algorithms/ir_fscg.h"
 
 #include <algorithm>
@@ -53,7 +53,7 @@ namespace f2obo {
 namespace {
 
 enum Aux { kDf = 0, kDg, kPrevX, kMean, kWeight, kWindows };
-constexpr int kAuxCount = kWindows + StreamWindows::kVectors;
+constexpr int kAuxMin = kWindows + StreamWindows::kFixed;
 
 int SqrtOr(int value, int window) {
   if (value > 0) return value;
@@ -79,12 +79,10 @@ class IrFscg final : public SimpleAlgorithm {
                      SimpleReport* report) override {
     StateParts& aux = s->aux;
     const int64_t k = s->t - 1;
-    if (absl::Status st = windows_.LoadAndAppend(aux, kWindows, family, data); !st.ok()) {
-      return st;
-    }
+    if (absl::Status st = windows_.Append(&aux, kWindows, data); !st.ok()) return st;
     report->inner_loss_before = GOnView(family, s->x, BatchView::All(data.inner), nullptr);
-    const BatchView upper = BatchView::All(windows_.upper());
-    const BatchView inner = BatchView::All(windows_.inner());
+    const BatchView upper = windows_.upper();
+    const BatchView inner = windows_.inner();
     report->full_pass = k % q_ == 0;
     if (report->full_pass) {
       if (!family.upper_reads_rows() || upper.rows.n > 0) FOnView(family, s->x, upper, &aux[kDf]);
@@ -98,14 +96,13 @@ class IrFscg final : public SimpleAlgorithm {
       if (inner.rows.n > 0) Spider(family, false, Draw(inner, &s->rng), *s, &aux);
     }
 
-    aux[kPrevX] = s->x;
+    aux.Set(kPrevX, s->x);  // (Set: no copy of the old value first)
     const double alpha =
         k < q_ ? std::log(static_cast<double>(q_)) / q_ : 2.0 / (static_cast<double>(k) + 2.0);
     const double sigma = sigma_.Sigma(k);
     report->fw_gap_estimate = ConditionalGradientStep(z_, sigma, alpha, aux[kDf], aux[kDg], &c_,
                                                       &s_, &s->x, &report->oracle_seconds);
     UpdateAverage(sigma_, k, s->x, &aux[kMean], &aux[kWeight][0], &s->decision);
-    windows_.Store(kWindows, &aux);
     report->alpha = alpha;
     report->sigma = sigma;
     report->window_upper_rows = upper.rows.n;
@@ -120,7 +117,7 @@ class IrFscg final : public SimpleAlgorithm {
   }
 
   absl::Status ValidateAux(const StateParts& aux) const override {
-    if (absl::Status st = CheckAuxCount(aux, kAuxCount, "ir_fscg"); !st.ok()) return st;
+    if (absl::Status st = CheckAuxCountAtLeast(aux, kAuxMin, "ir_fscg"); !st.ok()) return st;
     const char* what[] = {"the SPIDER estimate of grad f", "the SPIDER estimate of grad g",
                           "the previous iterate x_{t-1}", "the mean of the averaged iterates"};
     for (int i = kDf; i <= kMean; ++i) {
@@ -132,23 +129,30 @@ class IrFscg final : public SimpleAlgorithm {
   absl::Status ValidateAuxRows(const StateParts& aux, const SimpleFamily& family) const override {
     return windows_.ValidateRows(aux, kWindows, family);
   }
+  absl::Status UpgradeAux(StateParts* aux) const override {
+    return windows_.Upgrade(aux, kWindows);
+  }
 
  private:
-  // S rows of `all` drawn uniformly with replacement.
+  // S rows of `all` drawn uniformly with replacement (the k-th row of the
+  // window, oldest first, is all.rows.row(k) in its buffer).
   BatchView Draw(const BatchView& all, Rng* rng) {
-    for (int& i : idx_) i = static_cast<int>(rng->UniformBelow(static_cast<uint64_t>(all.rows.n)));
+    for (int& i : idx_) {
+      i = all.rows.row(static_cast<int>(rng->UniformBelow(static_cast<uint64_t>(all.rows.n))));
+    }
     return BatchView{all.batch, RowSet{idx_.data(), batch_}};
   }
 
   // d += grad h_S(x_k) - grad h_S(x_{k-1}) for h = f (upper) or g.
   void Spider(SimpleFamily& family, bool upper, const BatchView& rows, const SimpleVars& s,
               StateParts* aux) {
+    const Vector& prev_x = static_cast<const StateParts&>(*aux)[kPrevX];  // read, not unshared
     if (upper) {
       FOnView(family, s.x, rows, &cur_);
-      FOnView(family, (*aux)[kPrevX], rows, &prev_);
+      FOnView(family, prev_x, rows, &prev_);
     } else {
       GOnView(family, s.x, rows, &cur_);
-      GOnView(family, (*aux)[kPrevX], rows, &prev_);
+      GOnView(family, prev_x, rows, &prev_);
     }
     Vector& d = (*aux)[upper ? kDf : kDg];
     d += cur_;

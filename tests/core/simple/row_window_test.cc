@@ -45,7 +45,7 @@ Batch RandomRows(int k, int cols, bool csr, std::mt19937_64& rng) {
 RowMatrix DenseOf(const Batch& b) { return b.sparse_features ? RowMatrix(b.csr) : b.dense; }
 
 void ExpectMatches(const RowWindow& w, const std::deque<RefRow>& ref, const std::string& where) {
-  const Batch& b = w.rows();
+  const Batch& b = w.CopyRows();
   ASSERT_EQ(w.size(), static_cast<int>(ref.size())) << where;
   if (ref.empty()) return;
   const RowMatrix m = DenseOf(b);
@@ -79,23 +79,23 @@ TEST(RowWindow, KeepsTheLastCapacityRowsOldestFirst) {
   b.targets = (Vector(4) << 3, 4, 5, 6).finished();
   w.Append(b);
   EXPECT_EQ(w.size(), 5);
-  EXPECT_EQ(w.rows().dense.col(0), (Vector(5) << 2, 3, 4, 5, 6).finished());
-  EXPECT_EQ(w.rows().targets, (Vector(5) << 2, 3, 4, 5, 6).finished());
-  EXPECT_TRUE(w.rows().labels.empty());  // the first batch had none
+  EXPECT_EQ(w.CopyRows().dense.col(0), (Vector(5) << 2, 3, 4, 5, 6).finished());
+  EXPECT_EQ(w.CopyRows().targets, (Vector(5) << 2, 3, 4, 5, 6).finished());
+  EXPECT_TRUE(w.CopyRows().labels.empty());  // the first batch had none
   // A batch larger than the window keeps its own last rows.
   Batch c;
   c.dense = RowMatrix(7, 2);
   for (int i = 0; i < 7; ++i) c.dense.row(i).setConstant(10 + i);
   c.targets = Vector::LinSpaced(7, 10, 16);
   w.Append(c);
-  EXPECT_EQ(w.rows().dense.col(1), (Vector(5) << 12, 13, 14, 15, 16).finished());
+  EXPECT_EQ(w.CopyRows().dense.col(1), (Vector(5) << 12, 13, 14, 15, 16).finished());
   // Empty batches and rows of another width change nothing.
   w.Append(Batch{});
   Batch wide;
   wide.dense = RowMatrix::Ones(1, 3);
   wide.targets = Vector::Ones(1);
   w.Append(wide);
-  EXPECT_EQ(w.rows().dense.col(1), (Vector(5) << 12, 13, 14, 15, 16).finished());
+  EXPECT_EQ(w.CopyRows().dense.col(1), (Vector(5) << 12, 13, 14, 15, 16).finished());
 }
 
 TEST(RowWindow, MixedBatchSizesAndStoragesMatchAReferenceList) {
@@ -114,14 +114,14 @@ TEST(RowWindow, MixedBatchSizesAndStoragesMatchAReferenceList) {
         const Batch b = RandomRows(size(rng), 4, u(rng) < 0.5, rng);
         w.Append(b);
         AppendRef(b, capacity, &ref);
-        ASSERT_EQ(w.rows().sparse_features, window_csr);
+        ASSERT_EQ(w.CopyRows().sparse_features, window_csr);
         ExpectMatches(w, ref,
                       "capacity " + std::to_string(capacity) + " step " + std::to_string(step));
         if (window_csr) {
           // Compressed, with no explicit zeros from dense batches.
-          EXPECT_TRUE(w.rows().csr.isCompressed());
-          for (int p = 0; p < w.rows().csr.nonZeros(); ++p) {
-            EXPECT_NE(w.rows().csr.valuePtr()[p], 0.0);
+          EXPECT_TRUE(w.CopyRows().csr.isCompressed());
+          for (int p = 0; p < w.CopyRows().csr.nonZeros(); ++p) {
+            EXPECT_NE(w.CopyRows().csr.valuePtr()[p], 0.0);
           }
         }
       }
@@ -138,25 +138,25 @@ TEST(RowWindow, ZeroCapacityKeepsNothing) {
 }
 
 // Bit-exact equality of two windows' rows.
-void ExpectIdentical(const RowWindow& a, const RowWindow& b) {
-  ASSERT_EQ(a.size(), b.size());
-  ASSERT_EQ(a.rows().sparse_features, b.rows().sparse_features);
-  if (a.size() == 0) return;
-  if (a.rows().sparse_features) {
-    const CsrMatrix &x = a.rows().csr, &y = b.rows().csr;
+void ExpectIdentical(const RowWindow& wa, const RowWindow& wb) {
+  ASSERT_EQ(wa.size(), wb.size());
+  const Batch ra = wa.CopyRows(), rb = wb.CopyRows();
+  ASSERT_EQ(ra.sparse_features, rb.sparse_features);
+  if (wa.size() == 0) return;
+  if (ra.sparse_features) {
+    const CsrMatrix &x = ra.csr, &y = rb.csr;
     ASSERT_EQ(x.nonZeros(), y.nonZeros());
     EXPECT_EQ(0, std::memcmp(x.valuePtr(), y.valuePtr(), sizeof(double) * x.nonZeros()));
     EXPECT_EQ(0, std::memcmp(x.innerIndexPtr(), y.innerIndexPtr(), sizeof(int) * x.nonZeros()));
     EXPECT_EQ(0, std::memcmp(x.outerIndexPtr(), y.outerIndexPtr(), sizeof(int) * (x.rows() + 1)));
   } else {
-    ASSERT_EQ(a.rows().dense.size(), b.rows().dense.size());
-    EXPECT_EQ(0, std::memcmp(a.rows().dense.data(), b.rows().dense.data(),
-                             sizeof(double) * a.rows().dense.size()));
+    ASSERT_EQ(ra.dense.size(), rb.dense.size());
+    EXPECT_EQ(0, std::memcmp(ra.dense.data(), rb.dense.data(), sizeof(double) * ra.dense.size()));
   }
-  EXPECT_EQ(a.rows().labels, b.rows().labels);
-  ASSERT_EQ(a.rows().targets.size(), b.rows().targets.size());
-  EXPECT_EQ(0, std::memcmp(a.rows().targets.data(), b.rows().targets.data(),
-                           sizeof(double) * a.rows().targets.size()));
+  EXPECT_EQ(ra.labels, rb.labels);
+  ASSERT_EQ(ra.targets.size(), rb.targets.size());
+  EXPECT_EQ(0,
+            std::memcmp(ra.targets.data(), rb.targets.data(), sizeof(double) * ra.targets.size()));
 }
 
 TEST(RowWindow, EncodeDecodeRoundTripIsBitExactAndResumesIdentically) {
@@ -191,7 +191,7 @@ TEST(RowWindow, EncodeDecodeRoundTripIsBitExactAndResumesIdentically) {
   w.Encode(&aux);
   const RowWindow back = *RowWindow::Decode(aux, 0, 3, 1);
   ExpectIdentical(w, back);
-  EXPECT_TRUE(std::signbit(back.rows().targets[1]));
+  EXPECT_TRUE(std::signbit(back.CopyRows().targets[1]));
 }
 
 // An encoding of a small window (dense or CSR) to corrupt.

@@ -143,16 +143,20 @@ TEST(SimpleSessionWindows, RestoreRefusesWindowRowsTheFamilyRefuses) {
     }
     Checkpoint c = *DeserializeCheckpoint(s->Encode(s->state()));
     ASSERT_TRUE(Session::Restore(config, c).ok()) << algorithm;
-    // The upper window's labels: the last of its 5 vectors (after the
-    // widths at aux[first]).
+    // The upper window's oldest segment (stream_windows.h: the windows
+    // from aux[first], the upper header at first + 1 naming its segments'
+    // slots from its 5th entry); its labels are its last 4 entries.
     const size_t first = algorithm == "ir_fscg" ? 5 : 4;
-    const size_t fields = first + 5;
-    ASSERT_EQ(c.state.aux[fields].size(), 12) << algorithm << ": 3 steps of 4 upper rows";
-    c.state.aux[fields][2] = 7;  // a class of 3: 0, 1 or 2
+    const Vector& header = c.state.aux[first + 1];
+    ASSERT_EQ(header.size(), 4 + 3) << algorithm << ": 3 steps, 3 segments";
+    const size_t segment = first + 3 + static_cast<size_t>(header[4]);
+    Vector& rows = c.state.aux[segment];
+    ASSERT_EQ(rows.size(), 2 + 4 * kFeatures + 4) << algorithm << ": 4 upper rows and labels";
+    rows[rows.size() - 2] = 7;  // a class of 3: 0, 1 or 2
     auto r = Session::Restore(config, c);
     ASSERT_FALSE(r.ok()) << algorithm;
     EXPECT_THAT(std::string(r.status().message()),
-                HasSubstr(absl::StrCat("state.aux[", first + 1,
+                HasSubstr(absl::StrCat("state.aux[", segment,
                                        "]: the upper window's rows are not ones this family "
                                        "accepts")))
         << algorithm;

@@ -48,26 +48,6 @@ bool MessageHas(const absl::Status& s, const std::string& part) {
   return s.message().find(part) != std::string::npos;
 }
 
-class LogisticHpoFamilyFormat : public ::testing::TestWithParam<bool> {};
-
-TEST_P(LogisticHpoFamilyFormat, DerivativesMatchFiniteDifferences) {
-  std::mt19937_64 rng(21);
-  auto fam = MakeLogistic();
-  StepData s{LogisticBatch(20, GetParam(), rng), LogisticBatch(30, GetParam(), rng)};
-  ASSERT_TRUE(fam->ValidateBatch(s.upper, BatchRole::kUpper).ok());
-  ASSERT_TRUE(fam->ValidateBatch(s.inner, BatchRole::kInner).ok());
-  for (int trial = 0; trial < 5; ++trial) {
-    const Vector x = RandomVector(kD, rng, 0.1).cwiseAbs();
-    const Vector y = RandomVector(kY, rng, 0.3);
-    const auto e = CheckFamilyDerivatives(*fam, s, x, y, rng);
-    EXPECT_LE(e.Max(), 1e-6) << "grad_y_g " << e.grad_y_g << " grad_x_g " << e.grad_x_g
-                             << " hvp_yy_g " << e.hvp_yy_g << " hvp_xy_g " << e.hvp_xy_g
-                             << " hvp_yy_f " << e.hvp_yy_f << " pair " << e.pair;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(DenseAndCsr, LogisticHpoFamilyFormat, ::testing::Bool());
-
 TEST(LogisticHpoFamily, HasTheDocumentedDimensions) {
   auto fam = MakeLogistic();
   EXPECT_EQ(fam->x_dim(), kD);
@@ -92,43 +72,6 @@ TEST(LogisticHpoFamily, ZeroModelCostsLogCPerSampleAndOnlyRegularizerAdds) {
   EXPECT_NEAR(fam->G(x, bias_only, BatchView::All(b), &gx, nullptr),
               std::log(kC) + 0.5 * 0.05 * kC * 4.0, 1e-13);
   EXPECT_NEAR(gx.norm(), 0.0, 1e-15);
-}
-
-TEST(LogisticHpoFamily, DenseAndCsrGiveTheSameValuesAndGradients) {
-  std::mt19937_64 rng(23);
-  auto fam = MakeLogistic();
-  Batch dense = LogisticBatch(25, false, rng);
-  Batch sparse = dense;
-  sparse.sparse_features = true;
-  sparse.csr = dense.dense.sparseView();
-  sparse.csr.makeCompressed();
-  const Vector x = RandomVector(kD, rng, 0.1).cwiseAbs();
-  const Vector y = RandomVector(kY, rng, 0.3);
-  Vector gx1(kD), gx2(kD), gy1(kY), gy2(kY);
-  const double g1 = fam->G(x, y, BatchView::All(dense), &gx1, &gy1);
-  const double g2 = fam->G(x, y, BatchView::All(sparse), &gx2, &gy2);
-  EXPECT_NEAR(g1, g2, 1e-12 * std::abs(g1));
-  EXPECT_LE((gx1 - gx2).norm(), 1e-12 * gx1.norm());
-  EXPECT_LE((gy1 - gy2).norm(), 1e-12 * gy1.norm());
-  const double f1 = fam->F(x, y, BatchView::All(dense), nullptr, &gy1);
-  const double f2 = fam->F(x, y, BatchView::All(sparse), nullptr, &gy2);
-  EXPECT_NEAR(f1, f2, 1e-12 * std::abs(f1));
-  EXPECT_LE((gy1 - gy2).norm(), 1e-12 * gy1.norm());
-}
-
-TEST(LogisticHpoFamily, ViewOfAllRowsInOrderEqualsTheFullBatch) {
-  std::mt19937_64 rng(24);
-  auto fam = MakeLogistic();
-  const Batch b = LogisticBatch(20, false, rng);
-  std::vector<int> all(20);
-  for (int i = 0; i < 20; ++i) all[i] = i;
-  const BatchView view{&b, RowSet{all.data(), 20}};
-  const Vector x = RandomVector(kD, rng, 0.1).cwiseAbs();
-  const Vector y = RandomVector(kY, rng, 0.3);
-  Vector gx1(kD), gx2(kD), gy1(kY), gy2(kY);
-  EXPECT_EQ(fam->G(x, y, view, &gx1, &gy1), fam->G(x, y, BatchView::All(b), &gx2, &gy2));
-  EXPECT_EQ(gx1, gx2);
-  EXPECT_EQ(gy1, gy2);
 }
 
 TEST(LogisticHpoFamily, SubsetViewEqualsABatchOfJustThoseRows) {

@@ -201,43 +201,6 @@ TEST(LossTuningFamily, ClientClassWeightsOverrideInverseFrequency) {
               1e-12 * expected);
 }
 
-TEST(LossTuningFamily, DenseAndCsrGiveTheSameValuesAndGradients) {
-  std::mt19937_64 rng(37);
-  auto fam = MakeTuning();
-  Batch dense = TuningBatch(25, false, rng);
-  Batch sparse = dense;
-  sparse.sparse_features = true;
-  sparse.csr = dense.dense.sparseView();
-  sparse.csr.makeCompressed();
-  const Vector x = RandomX(rng), y = RandomVector(kY, rng, 0.3);
-  Vector gx1(2 * kC), gx2(2 * kC), gy1(kY), gy2(kY);
-  const double g1 = fam->G(x, y, BatchView::All(dense), &gx1, &gy1);
-  const double g2 = fam->G(x, y, BatchView::All(sparse), &gx2, &gy2);
-  EXPECT_NEAR(g1, g2, 1e-12 * std::abs(g1));
-  EXPECT_LE((gx1 - gx2).norm(), 1e-12 * gx1.norm());
-  EXPECT_LE((gy1 - gy2).norm(), 1e-12 * gy1.norm());
-  const double f1 = fam->F(x, y, BatchView::All(dense), nullptr, &gy1);
-  const double f2 = fam->F(x, y, BatchView::All(sparse), nullptr, &gy2);
-  EXPECT_NEAR(f1, f2, 1e-12 * std::abs(f1));
-  EXPECT_LE((gy1 - gy2).norm(), 1e-12 * gy1.norm());
-}
-
-TEST(LossTuningFamily, ViewOfAllRowsInOrderEqualsTheFullBatch) {
-  std::mt19937_64 rng(38);
-  auto fam = MakeTuning();
-  const Batch b = TuningBatch(20, true, rng);
-  std::vector<int> all(20);
-  for (int i = 0; i < 20; ++i) all[i] = i;
-  const BatchView view{&b, RowSet{all.data(), 20}};
-  const Vector x = RandomX(rng), y = RandomVector(kY, rng, 0.3);
-  Vector gx1(2 * kC), gx2(2 * kC), gy1(kY), gy2(kY);
-  EXPECT_EQ(fam->G(x, y, view, &gx1, &gy1), fam->G(x, y, BatchView::All(b), &gx2, &gy2));
-  EXPECT_EQ(gx1, gx2);
-  EXPECT_EQ(gy1, gy2);
-  EXPECT_EQ(fam->F(x, y, view, nullptr, &gy1), fam->F(x, y, BatchView::All(b), nullptr, &gy2));
-  EXPECT_EQ(gy1, gy2);
-}
-
 TEST(LossTuningFamily, SubsetViewEqualsABatchOfJustThoseRowsCarryingTheWholeBatchsWeights) {
   std::mt19937_64 rng(39);
   auto fam = MakeTuning();

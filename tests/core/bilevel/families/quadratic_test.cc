@@ -32,16 +32,6 @@ std::unique_ptr<Family> MakeQuadratic(int d1, int d2, bool bump) {
   return *QuadraticFamily::Create(c);
 }
 
-TEST(QuadraticFamily, LeastSquaresDerivativesMatchFiniteDifferences) {
-  std::mt19937_64 rng(1);
-  auto fam = MakeQuadratic(5, 8, false);
-  const StepData s = RandomQuadraticStep(5, 8, rng);
-  for (int trial = 0; trial < 5; ++trial) {
-    const auto e = CheckFamilyDerivatives(*fam, s, RandomVector(5, rng), RandomVector(8, rng), rng);
-    EXPECT_LE(e.Max(), 1e-6);
-  }
-}
-
 TEST(QuadraticFamily, BumpDerivativesMatchFiniteDifferences) {
   std::mt19937_64 rng(2);
   auto fam = MakeQuadratic(3, 4, true);

@@ -35,37 +35,6 @@ std::unique_ptr<Family> MakeRidge() {
   return *RidgeHpoFamily::Create(c);
 }
 
-class RidgeHpoFormat : public ::testing::TestWithParam<bool> {};
-
-TEST_P(RidgeHpoFormat, DerivativesMatchFiniteDifferences) {
-  std::mt19937_64 rng(11);
-  auto fam = MakeRidge();
-  StepData s{RidgeBatch(20, GetParam(), rng), RidgeBatch(30, GetParam(), rng)};
-  for (int trial = 0; trial < 5; ++trial) {
-    const Vector x = RandomVector(kD, rng).cwiseAbs();
-    const auto e = CheckFamilyDerivatives(*fam, s, x, RandomVector(kD, rng), rng);
-    EXPECT_LE(e.Max(), 1e-6) << "grad_y_g " << e.grad_y_g << " hvp " << e.hvp_yy_g;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(DenseAndCsr, RidgeHpoFormat, ::testing::Bool());
-
-TEST(RidgeHpoFamily, DenseAndCsrGiveTheSameValues) {
-  std::mt19937_64 rng(12);
-  auto fam = MakeRidge();
-  Batch dense = RidgeBatch(25, false, rng);
-  Batch sparse = dense;
-  sparse.sparse_features = true;
-  sparse.csr = dense.dense.sparseView();
-  sparse.csr.makeCompressed();
-  const Vector x = RandomVector(kD, rng).cwiseAbs(), y = RandomVector(kD, rng);
-  Vector g1(kD), g2(kD);
-  const double v1 = fam->G(x, y, BatchView::All(dense), nullptr, &g1);
-  const double v2 = fam->G(x, y, BatchView::All(sparse), nullptr, &g2);
-  EXPECT_NEAR(v1, v2, 1e-12 * std::abs(v1));
-  EXPECT_LE((g1 - g2).norm(), 1e-12 * g1.norm());
-}
-
 TEST(RidgeHpoFamily, RejectsBadBatchesWithTheFieldNamed) {
   std::mt19937_64 rng(13);
   auto fam = MakeRidge();

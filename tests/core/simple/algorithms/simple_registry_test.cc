@@ -66,10 +66,13 @@ TEST_P(EverySimpleAlgorithm, InitialAuxIsAcceptedAndWrongShapesAreRefusedByIndex
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), StartsWith("aux[" + std::to_string(n - 1) + "]: missing"));
 
+  // One vector too many: unexpected, or for the windowed algorithms (whose
+  // window segments follow) a segment slot no window names.
   StateParts longer = aux;
   longer.push_back(Vector::Zero(1));
   st = a->ValidateAux(longer);
-  EXPECT_THAT(std::string(st.message()), StartsWith("aux[" + std::to_string(n) + "]: unexpected"));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), StartsWith("aux[" + std::to_string(n) + "]: "));
 
   StateParts resized = aux;
   resized[0].resize(kDim + 1);

@@ -1,0 +1,33 @@
+#include "core/bilevel/algorithms/aid_baseline.h"
+
+#include "core/hypergradients/first_order.h"
+
+namespace f2obo {
+
+AidBaseline::AidBaseline(const AlgorithmContext& ctx, const std::vector<int>& extra_aux)
+    : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim), aux_layout_{ctx.y_dim} {
+  aux_layout_.insert(aux_layout_.end(), extra_aux.begin(), extra_aux.end());
+}
+
+absl::Status AidBaseline::Hypergradient(Family& family, BilevelVars* s, const BatchView& upper,
+                                        const BatchView& inner, int steps, int64_t* rows,
+                                        bool* first) {
+  const bool created = EnsureAux(aux_layout_, s);
+  if (first != nullptr) *first = created;
+  absl::StatusOr<int64_t> hypergradient_rows =
+      AidHypergradient(family, s->x, s->y, upper, inner, steps, o_.linear_system_step, &s->aux[0],
+                       &ws_, round_control());
+  if (!hypergradient_rows.ok()) return hypergradient_rows.status();
+  *rows += *hypergradient_rows;
+  return absl::OkStatus();
+}
+
+void AidBaseline::StepAndReport(const Vector& direction, int y_iterations, int64_t rows,
+                                BilevelVars* s, BilevelReport* report) {
+  ProjectedStep(set_, o_.gamma, direction, &s->x);
+  report->hypergradient = ws_.h;
+  report->y_iterations = y_iterations;
+  report->rows_processed = rows;
+}
+
+}  // namespace f2obo
