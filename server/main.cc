@@ -28,8 +28,19 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
 ABSL_FLAG(int, metrics_threads, 1,
           "Worker threads computing exact (second-order) metrics off the request path");
 ABSL_FLAG(int, max_pending_metrics, 64,
-          "Per-session queue of metric jobs; beyond it exact metrics are skipped (and said so), "
-          "beyond twice it a step processes its session's oldest jobs itself");
+          "Per-session queue of metric jobs: as it fills, exact metrics are computed for a "
+          "random sample of the due steps (see --min_exact_probability), beyond twice it a step "
+          "processes its session's oldest jobs itself");
+ABSL_FLAG(double, min_exact_probability, 0.05,
+          "Under load, the least probability with which a due step's exact metrics are "
+          "computed: the steps evaluated are a random sample (probability 1 while the worker "
+          "keeps up, falling towards this one as its queue nears --max_pending_metrics), and "
+          "RunningMetrics.estimate sums r_t / p_t over them (Horvitz-Thompson), so skipped "
+          "steps cannot make BLReg look flat; in (0, 1]");
+ABSL_FLAG(double, exact_sample_probability, 1.0,
+          "The most probability with which a due step's exact metrics are computed, load or "
+          "not: below 1, a random sample of the due steps even on an idle server (cheaper "
+          "metrics, an estimate with a standard error); in (0, 1]");
 ABSL_FLAG(int, http_threads, 2, "Threads serving the metrics HTTP port");
 ABSL_FLAG(bool, dashboard, true,
           "Serve the live dashboard (/) and its JSON API (/api/...) on the metrics port.  Like "
@@ -135,6 +146,8 @@ int main(int argc, char** argv) {
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.metrics_threads = absl::GetFlag(FLAGS_metrics_threads);
   o.max_pending_metrics = absl::GetFlag(FLAGS_max_pending_metrics);
+  o.min_exact_probability = absl::GetFlag(FLAGS_min_exact_probability);
+  o.exact_sample_probability = absl::GetFlag(FLAGS_exact_sample_probability);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.dashboard = absl::GetFlag(FLAGS_dashboard);
   o.per_session_labels = absl::GetFlag(FLAGS_per_session_labels);

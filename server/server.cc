@@ -59,6 +59,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (options.metrics_threads < 1) {
     return absl::InvalidArgumentError("--metrics_threads: must be >= 1");
   }
+  // `!(x > 0)` also refuses NaN.
+  if (!(options.min_exact_probability > 0.0) || options.min_exact_probability > 1.0 ||
+      !(options.exact_sample_probability > 0.0) || options.exact_sample_probability > 1.0) {
+    return absl::InvalidArgumentError(
+        "--min_exact_probability, --exact_sample_probability: must be in (0, 1]");
+  }
+  if (options.min_exact_probability > options.exact_sample_probability) {
+    return absl::InvalidArgumentError(
+        "--min_exact_probability: must not exceed --exact_sample_probability");
+  }
   if (options.limits.max_sessions < 1 || options.limits.max_batch_rows < 1 ||
       options.limits.reply_cache < 1 || options.limits.max_tasks < 1) {
     return absl::InvalidArgumentError(
@@ -102,9 +112,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       limit.ok()) {
     (*limit)->WithLabels({}).Set(options.limits.max_sessions);
   }
-  s->pipeline_ =
-      std::make_unique<MetricsPipeline>(options.metrics_threads, options.max_pending_metrics,
-                                        [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
+  s->pipeline_ = std::make_unique<MetricsPipeline>(
+      options.metrics_threads, options.max_pending_metrics,
+      [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); },
+      ExactSampling{options.min_exact_probability, options.exact_sample_probability});
   s->sessions_ =
       std::make_unique<SessionManager>(options.limits, s->pipeline_.get(), s->store_.get());
   std::vector<StoredGroup> stored_groups;

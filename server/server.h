@@ -32,6 +32,11 @@ struct ServerOptions {
   int metrics_threads = 1;                        // exact-metric workers
   int max_pending_metrics = 64;                   // per session, before exact metrics are skipped;
                                  // twice it: steps process the oldest jobs themselves
+  // Under load, each due step's exact metrics are computed with a known
+  // probability p_t in [min_exact_probability, exact_sample_probability]
+  // (server/metrics_pipeline.h, core/metrics/sampling.h).
+  double min_exact_probability = 0.05;
+  double exact_sample_probability = 1.0;
   int http_threads = 2;
   bool dashboard = true;  // "/" and "/api/..." on the metrics port
   int max_message_bytes = 64 << 20;

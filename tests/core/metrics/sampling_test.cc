@@ -34,7 +34,8 @@ struct Replication {
 // One pass over `r`.  With `backlog`, p_t follows a simulated queue that
 // grows by `cost` per evaluated step and shrinks by one per step, so it
 // depends on the earlier draws; else p_t = `fixed` for every step.
-Replication OnePass(const std::vector<double>& r, bool backlog, double fixed, std::mt19937_64& rng) {
+Replication OnePass(const std::vector<double>& r, bool backlog, double fixed,
+                    std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   RunningMetrics running;
   Replication out;
