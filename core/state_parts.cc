@@ -1,6 +1,8 @@
 #include "core/state_parts.h"
 
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace f2obo {
 namespace {
@@ -18,6 +20,78 @@ T& Unshared(std::shared_ptr<T>& p) {
     p = std::make_shared<T>();
   } else if (p.use_count() > 1) {
     p = std::make_shared<T>(*p);
+  }
+  return *p;
+}
+
+// The vectors of large parts, recycled (issue 28).  A round that writes a
+// part of a large state (an estimate of d = 100,000 entries is 800 KB)
+// gets its copy-on-write copy here, and a part no state holds any more
+// comes back here instead of going to the allocator: freed, such blocks
+// were handed back to the kernel (glibc trims the heap, or unmaps them)
+// and the next round's copies faulted their pages in again, ~30% of an
+// IR-SCG step at d = 100,000.  Only vectors of at least kMinEntries (the
+// sizes glibc would map on their own) are kept, at most kMaxVectors of
+// them and kMaxBytes in all; the rest go to the allocator as before.
+// Thread-safe: parts are freed by whichever thread drops the last
+// reference.
+class VectorPool {
+ public:
+  static VectorPool& Get() {
+    static VectorPool* const pool = new VectorPool();
+    return *pool;
+  }
+  // A vector of n entries (contents unspecified).
+  Vector* Take(Eigen::Index n) {
+    if (n >= kMinEntries) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t k = 0; k < free_.size(); ++k) {
+        if (free_[k]->size() != n) continue;
+        Vector* v = free_[k];
+        free_[k] = free_.back();
+        free_.pop_back();
+        bytes_ -= Bytes(*v);
+        return v;
+      }
+    }
+    return new Vector(n);
+  }
+  void Give(Vector* v) {
+    if (v->size() >= kMinEntries) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_.size() < kMaxVectors && bytes_ + Bytes(*v) <= kMaxBytes) {
+        free_.push_back(v);
+        bytes_ += Bytes(*v);
+        return;
+      }
+    }
+    delete v;
+  }
+
+ private:
+  static constexpr Eigen::Index kMinEntries = 16384;  // 128 KiB
+  static constexpr size_t kMaxVectors = 32;
+  static constexpr size_t kMaxBytes = size_t{32} << 20;
+  static size_t Bytes(const Vector& v) { return sizeof(double) * static_cast<size_t>(v.size()); }
+
+  std::mutex mu_;
+  std::vector<Vector*> free_;
+  size_t bytes_ = 0;
+};
+
+// A part owning `v` (allocated with new), returned to the pool when freed.
+std::shared_ptr<Vector> NewPart(Vector* v) {
+  return std::shared_ptr<Vector>(v, [](Vector* p) { VectorPool::Get().Give(p); });
+}
+
+// Unshared (above) for a part: the copy's storage comes from the pool.
+Vector& UnsharedPart(std::shared_ptr<Vector>& p) {
+  if (p == nullptr) {
+    p = NewPart(new Vector());
+  } else if (p.use_count() > 1) {
+    Vector* copy = VectorPool::Get().Take(p->size());
+    *copy = *p;
+    p = NewPart(copy);
   }
   return *p;
 }
@@ -52,14 +126,14 @@ const Vector& StateParts::operator[](size_t i) const {
   return p != nullptr && *p != nullptr ? **p : EmptyVector();
 }
 
-Vector& StateParts::Mutable(size_t i) { return Unshared(Slot(i)); }
+Vector& StateParts::Mutable(size_t i) { return UnsharedPart(Slot(i)); }
 
 void StateParts::Set(size_t i, Vector v) {
   Part& p = Slot(i);
   if (p != nullptr && p.use_count() == 1) {
     *p = std::move(v);
   } else {
-    p = std::make_shared<Vector>(std::move(v));
+    p = NewPart(new Vector(std::move(v)));
   }
 }
 

@@ -37,7 +37,8 @@ CallRoundControl::CallRoundControl(const grpc::ServerContext* call, const RoundS
       budget_seconds_(budget_seconds),
       start_(Clock::now()),
       budget_end_(has_budget_ ? start_ + Seconds(budget_seconds) : Clock::time_point::max()),
-      last_look_(start_) {}
+      last_look_(start_),
+      next_cancel_look_(start_ + kCancelLookEvery) {}
 
 absl::Status CallRoundControl::Check() {
   if (!stopped_.ok()) return stopped_;
@@ -72,8 +73,11 @@ absl::Status CallRoundControl::Look(Clock::time_point now) {
     if (std::chrono::system_clock::now() >= call_->deadline()) {
       return absl::DeadlineExceededError("the client's deadline passed; round stopped");
     }
-    if (call_->IsCancelled()) {
-      return absl::CancelledError("the client cancelled the call; round stopped");
+    if (now >= next_cancel_look_) {  // (see kCancelLookEvery)
+      next_cancel_look_ = now + kCancelLookEvery;
+      if (call_->IsCancelled()) {
+        return absl::CancelledError("the client cancelled the call; round stopped");
+      }
     }
   }
   if (now >= budget_end_) {

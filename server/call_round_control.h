@@ -9,6 +9,19 @@
 // (and at least once per call while iterations are slower than that).
 // Every flag it reads is sticky, so a stop is final.
 //
+// Whether the client cancelled is looked at more rarely: once the round
+// has run kCancelLookEvery, then at most that often (CheckNow included).
+// In gRPC's sync API ServerContext::IsCancelled() polls the call's
+// completion queue (a pollset pass: epoll and lock hand-offs), which cost
+// ~10-50 us each on the 2-core VM, more than a tiny step's whole round;
+// looked at every 50 us it was most of a tiny step's server CPU beyond a
+// raw gRPC echo (issue 23, bench/RESULTS.md).  So a client that cancels
+// during a round shorter than kCancelLookEvery finds its step applied, as
+// if it had cancelled just after the reply (a retry of that t is answered
+// from the reply cache); longer rounds stop within kCancelLookEvery of a
+// cancel, unapplied.  The deadline, the session's and the server's stop
+// flags and the budget are cheap and still looked at every time.
+//
 // Thread-safety: Check() is called from the round's thread only; the flags
 // it reads (RoundStopFlags) may be set from any thread.
 #ifndef F2OBO_SERVER_CALL_ROUND_CONTROL_H_
@@ -41,6 +54,9 @@ class CallRoundControl final : public RoundControl {
   // The session's own stop request (set by a Delete of that session).
   void set_session_stop(const std::atomic<bool>* stop) { session_stop_ = stop; }
 
+  // How often, in round time, the call's cancellation is looked at.
+  static constexpr std::chrono::milliseconds kCancelLookEvery{1};
+
   absl::Status Check() override;
   // Check() without the stride: looks at every stop source now.
   absl::Status CheckNow();
@@ -56,6 +72,7 @@ class CallRoundControl final : public RoundControl {
   const Clock::time_point start_;
   const Clock::time_point budget_end_;
   Clock::time_point last_look_;
+  Clock::time_point next_cancel_look_;
   int64_t stride_ = 1;
   int64_t countdown_ = 1;
   absl::Status stopped_;

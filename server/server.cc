@@ -1,7 +1,6 @@
 #include "server/server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
@@ -134,7 +133,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       std::make_unique<F2oboService>(s->sessions_.get(), s->groups_.get(), sm, s->auth_.get());
   s->service_->set_replica_name(options.replica_name);
 
-  grpc::EnableDefaultHealthCheckService(true);
+  // The health service is ours, on the sync API (server/health_service.h
+  // says why gRPC's default one is not used).
+  s->health_ = std::make_unique<HealthService>();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &s->grpc_port_);
@@ -144,6 +145,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // Shutdown() waits for idle threads to notice.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 100);
   builder.RegisterService(s->service_.get());
+  builder.RegisterService(s->health_.get());
   s->grpc_ = builder.BuildAndStart();
   if (s->grpc_ == nullptr || s->grpc_port_ == 0) {
     return absl::UnavailableError(absl::StrCat("--listen: cannot bind ", options.listen));
@@ -176,9 +178,7 @@ void Server::Shutdown(double grace_seconds) {
   if (stopped_) return;
   stopped_ = true;
   if (grpc_ != nullptr) {
-    if (grpc_->GetHealthCheckService() != nullptr) {
-      grpc_->GetHealthCheckService()->SetServingStatus(false);
-    }
+    health_->Shutdown();        // NOT_SERVING; health watches end
     service_->BeginShutdown();  // watches end, streams stop taking messages
     // Let in-flight rounds finish until shortly before the grace period
     // ends, then stop them (core/round_control.h: a stopped round changes

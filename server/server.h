@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "server/auth.h"
 #include "server/groups.h"
+#include "server/health_service.h"
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/registry.h"
 #include "server/metrics_pipeline.h"
@@ -83,6 +84,7 @@ class Server {
   std::unique_ptr<SessionManager> sessions_;
   std::unique_ptr<GroupManager> groups_;
   std::unique_ptr<F2oboService> service_;
+  std::unique_ptr<HealthService> health_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<metrics::HttpExporter> exporter_;
   int grpc_port_ = 0;

@@ -15,8 +15,8 @@
 
 #include "absl/status/status.h"
 #include "core/batch.h"
-#include "core/bilevel/algorithms/svrb.h"
 #include "core/family.h"
+#include "core/hypergradients/spectral_projections.h"
 #include "core/types.h"
 
 namespace f2obo {

@@ -15,13 +15,24 @@
 // (-march=native builds), so the rounding of every entry is defined by the
 // source, not by what the compiler chose to contract or vectorize.  Four
 // rows (features) are accumulated side by side for instruction-level
-// parallelism; that does not change any entry's order.
+// parallelism; that does not change any entry's order.  The vectorized
+// variants (issue 28: rows side by side from A's transpose, features side by
+// side for A^T R, a pair of models at once) keep every entry's order too,
+// so they are bit-equal to the loops above.  The bias row of a gradient
+// (the column sums of R) is likewise the sequential sum from row 0; it
+// replaced Eigen's colwise().sum(), which sums in its own order where it
+// vectorizes across columns (seen at C = 10 on 8-row sf2obo draws: those
+// trajectories moved at rounding level, every test unchanged).
 #ifndef F2OBO_CORE_KERNELS_SMALL_GEMM_H_
 #define F2OBO_CORE_KERNELS_SMALL_GEMM_H_
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "core/types.h"
 
@@ -44,6 +55,83 @@ inline double MulAdd(double x, double w, double acc) {
   return acc + x * w;
 #endif
 }
+
+// W doubles side by side, each lane its own sum: Fma is MulAdd lane by
+// lane (one rounding per lane where the CPU has FMA), so a loop over lanes
+// computes every lane's entry in exactly the scalar order.  Written with
+// intrinsics because GCC keeps arrays of accumulators of such loops in
+// memory; without AVX the lanes are a plain array and MulAdd.
+template <int W>
+struct Lanes {
+  double v[W];
+  static Lanes Zero() { return Lanes{}; }
+  static Lanes Load(const double* p) {
+    Lanes l;
+    for (int q = 0; q < W; ++q) l.v[q] = p[q];
+    return l;
+  }
+  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
+    Lanes l;
+    for (int q = 0; q < W; ++q) l.v[q] = MulAdd(a.v[q], b, acc.v[q]);
+    return l;
+  }
+  void Store(double* p) const {
+    for (int q = 0; q < W; ++q) p[q] = v[q];
+  }
+};
+#if defined(__AVX2__) && defined(__FMA__)
+template <>
+struct Lanes<4> {
+  __m256d v;
+  static Lanes Zero() { return Lanes{_mm256_setzero_pd()}; }
+  static Lanes Load(const double* p) { return Lanes{_mm256_loadu_pd(p)}; }
+  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
+    return Lanes{_mm256_fmadd_pd(a.v, _mm256_set1_pd(b), acc.v)};
+  }
+  void Store(double* p) const { _mm256_storeu_pd(p, v); }
+};
+#endif
+#if defined(__AVX512F__) && defined(__FMA__)
+template <>
+struct Lanes<8> {
+  __m512d v;
+  static Lanes Zero() { return Lanes{_mm512_setzero_pd()}; }
+  static Lanes Load(const double* p) { return Lanes{_mm512_loadu_pd(p)}; }
+  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
+    return Lanes{_mm512_fmadd_pd(a.v, _mm512_set1_pd(b), acc.v)};
+  }
+  void Store(double* p) const { _mm512_storeu_pd(p, v); }
+};
+#elif defined(__AVX2__) && defined(__FMA__)
+template <>
+struct Lanes<8> {
+  __m256d lo, hi;
+  static Lanes Zero() { return Lanes{_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+  static Lanes Load(const double* p) { return Lanes{_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4)}; }
+  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
+    const __m256d bb = _mm256_set1_pd(b);
+    return Lanes{_mm256_fmadd_pd(a.lo, bb, acc.lo), _mm256_fmadd_pd(a.hi, bb, acc.hi)};
+  }
+  void Store(double* p) const {
+    _mm256_storeu_pd(p, lo);
+    _mm256_storeu_pd(p + 4, hi);
+  }
+};
+#endif
+
+// Added to each entry g_fj of G_m = A^T R_m as it is stored (optional): the
+// gradient of (mu0/2) ||W_m||^2 + (1/2) sum_f x_f ||row f of W_m||^2, as
+// g = MulAdd(x_f, w, MulAdd(mu0, w, g)) with w = W_m's entry (f, j): the
+// roundings of the separate passes "g += mu0 w", then "g += x_f w".
+struct RidgeEpilogue {
+  double mu0 = 0.0;
+  const double* x = nullptr;                // d
+  const double* w[2] = {nullptr, nullptr};  // W_m, d x c, row stride c
+  double Apply(int m, int64_t f, int64_t c, int64_t j, double g) const {
+    const double wv = w[m][f * c + j];
+    return MulAdd(x[f], wv, MulAdd(mu0, wv, g));
+  }
+};
 
 // z (n x C, row stride ldz) = a (n x d, row stride lda) w (d x C, row stride ldw).
 template <int C>
@@ -75,31 +163,112 @@ void Product(const double* a, int64_t lda, int64_t n, int64_t d, const double* w
   }
 }
 
-// g (d x C, row stride ldg) = a^T (d x n) r (n x C, row stride ldr).
-template <int C>
-void TransposeProduct(const double* a, int64_t lda, int64_t n, int64_t d, const double* r,
-                      int64_t ldr, double* g, int64_t ldg) {
-  int64_t f = 0;
-  for (; f + 4 <= d; f += 4) {
-    double acc[4][C] = {};
-    for (int64_t i = 0; i < n; ++i) {
-      const double* ri = r + i * ldr;
-      const double* ai = a + i * lda + f;
-      for (int q = 0; q < 4; ++q) {
-        for (int j = 0; j < C; ++j) acc[q][j] = MulAdd(ai[q], ri[j], acc[q][j]);
+// z_m (n x C, row stride ldz) = A W_m for M models (M = 1 or the pair's 2),
+// from A's transpose at (d x n, row stride ldt): kRows rows side by side, so
+// each step is one vector of A^T's row f times a broadcast weight, and the
+// pair's 2C sums are independent chains for the pipeline.  Every entry is
+// still the sequential sum over f from 0: bit-equal to Product.
+template <int C, int M>
+void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
+                          const double* const* w, int64_t ldw, double* const* z, int64_t ldz) {
+  constexpr int kRows = 8;
+  using L = Lanes<kRows>;
+  int64_t i = 0;
+  for (; i + kRows <= n; i += kRows) {
+    L acc[M * C];
+    for (L& l : acc) l = L::Zero();
+    for (int64_t f = 0; f < d; ++f) {
+      const L af = L::Load(at + f * ldt + i);
+      for (int m = 0; m < M; ++m) {
+        const double* wf = w[m] + f * ldw;
+        for (int j = 0; j < C; ++j) acc[m * C + j] = L::Fma(af, wf[j], acc[m * C + j]);
       }
     }
-    for (int q = 0; q < 4; ++q) {
-      for (int j = 0; j < C; ++j) g[(f + q) * ldg + j] = acc[q][j];
+    double out[M * C][kRows];
+    for (int k = 0; k < M * C; ++k) acc[k].Store(out[k]);
+    for (int m = 0; m < M; ++m) {
+      for (int q = 0; q < kRows; ++q) {
+        for (int j = 0; j < C; ++j) z[m][(i + q) * ldz + j] = out[m * C + j][q];
+      }
     }
   }
-  for (; f < d; ++f) {
-    double acc[C] = {};
+  for (; i < n; ++i) {
+    for (int m = 0; m < M; ++m) {
+      double acc[C] = {};
+      for (int64_t f = 0; f < d; ++f) {
+        const double x = at[f * ldt + i];
+        const double* wf = w[m] + f * ldw;
+        for (int j = 0; j < C; ++j) acc[j] = MulAdd(x, wf[j], acc[j]);
+      }
+      for (int j = 0; j < C; ++j) z[m][i * ldz + j] = acc[j];
+    }
+  }
+}
+
+// g_m (d x C, row stride ldg) = a^T (d x n) r_m (n x C, row stride ldr) for
+// M right-hand sides (M = 1 or the pair's 2).  kF features side by side
+// (contiguous in a's rows, so one vector load per row), each entry the
+// sequential sum over rows i from 0; then 4-feature blocks and single
+// features.
+template <int C, int M, int kF>
+int64_t TransposeProductBlocks(const double* a, int64_t lda, int64_t n, int64_t f, int64_t d,
+                               const double* const* r, int64_t ldr, double* const* g, int64_t ldg,
+                               const RidgeEpilogue* epi) {
+  using L = Lanes<kF>;
+  for (; f + kF <= d; f += kF) {
+    L acc[M * C];
+    for (L& l : acc) l = L::Zero();
     for (int64_t i = 0; i < n; ++i) {
-      for (int j = 0; j < C; ++j) acc[j] = MulAdd(a[i * lda + f], r[i * ldr + j], acc[j]);
+      const L ai = L::Load(a + i * lda + f);
+      for (int m = 0; m < M; ++m) {
+        const double* ri = r[m] + i * ldr;
+        for (int j = 0; j < C; ++j) acc[m * C + j] = L::Fma(ai, ri[j], acc[m * C + j]);
+      }
     }
-    for (int j = 0; j < C; ++j) g[f * ldg + j] = acc[j];
+    double out[M * C][kF];
+    for (int k = 0; k < M * C; ++k) acc[k].Store(out[k]);
+    for (int m = 0; m < M; ++m) {
+      for (int q = 0; q < kF; ++q) {
+        for (int j = 0; j < C; ++j) {
+          const double v = out[m * C + j][q];
+          g[m][(f + q) * ldg + j] = epi == nullptr ? v : epi->Apply(m, f + q, C, j, v);
+        }
+      }
+    }
   }
+  return f;
+}
+
+// b_m = the column sums of r_m (n x C, row stride ldr), each the sequential
+// sum from row 0 (the bias row of A^T R for A with a column of ones), plus
+// epi's mu0 b (w_m's entries after its d x C weights) if given.
+template <int C, int M>
+void ColumnSums(const double* const* r, int64_t ldr, int64_t n, int64_t d, double* const* b,
+                const RidgeEpilogue* epi) {
+  double acc[M * C];
+  for (int m = 0; m < M; ++m) {
+    for (int j = 0; j < C; ++j) acc[m * C + j] = n > 0 ? r[m][j] : 0.0;
+  }
+  for (int64_t i = 1; i < n; ++i) {
+    for (int m = 0; m < M; ++m) {
+      for (int j = 0; j < C; ++j) acc[m * C + j] += r[m][i * ldr + j];
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    for (int j = 0; j < C; ++j) {
+      const double v = acc[m * C + j];
+      b[m][j] = epi == nullptr ? v : MulAdd(epi->mu0, epi->w[m][d * C + j], v);
+    }
+  }
+}
+
+template <int C, int M = 1>
+void TransposeProduct(const double* a, int64_t lda, int64_t n, int64_t d, const double* const* r,
+                      int64_t ldr, double* const* g, int64_t ldg,
+                      const RidgeEpilogue* epi = nullptr) {
+  int64_t f = TransposeProductBlocks<C, M, 8>(a, lda, n, 0, d, r, ldr, g, ldg, epi);
+  f = TransposeProductBlocks<C, M, 4>(a, lda, n, f, d, r, ldr, g, ldg, epi);
+  TransposeProductBlocks<C, M, 1>(a, lda, n, f, d, r, ldr, g, ldg, epi);
 }
 
 // The same for a run-time column count, in the same order.
@@ -183,7 +352,61 @@ void SmallTransposeProduct(const A& a, const R& r, G&& g) {
     if constexpr (k() == 0) {
       small_gemm::TransposeProductAny(pa, lda, n, d, pr, ldr, c, pg, ldg);
     } else {
-      small_gemm::TransposeProduct<k()>(pa, lda, n, d, pr, ldr, pg, ldg);
+      small_gemm::TransposeProduct<k()>(pa, lda, n, d, &pr, ldr, &pg, ldg);
+    }
+  });
+}
+
+// Z_m = A W_m for M models (d x c each, row stride c) from A's transpose
+// at (d x n, row stride n), each Z_m n x c with row stride ldz: bit-equal to
+// SmallProduct of A with each W_m, vectorized across rows.
+template <int M>
+void SmallProductsFromTranspose(const double* at, int64_t n, int64_t d, const double* const* w,
+                                int64_t c, double* const* z, int64_t ldz) {
+  DispatchWidth(c, [&](auto k) {
+    if constexpr (k() == 0) {
+      for (int m = 0; m < M; ++m) {
+        for (int64_t i = 0; i < n; ++i) {
+          double* zi = z[m] + i * ldz;
+          for (int64_t j = 0; j < c; ++j) zi[j] = 0.0;
+          for (int64_t f = 0; f < d; ++f) {
+            const double x = at[f * n + i];
+            for (int64_t j = 0; j < c; ++j) zi[j] = small_gemm::MulAdd(x, w[m][f * c + j], zi[j]);
+          }
+        }
+      }
+    } else {
+      small_gemm::ProductFromTranspose<k(), M>(at, n, n, d, w, c, z, ldz);
+    }
+  });
+}
+
+// G_m = [A 1]^T R_m for M right-hand sides (n x c, row stride ldr): each
+// G_m is d x c with row stride c (bit-equal to SmallTransposeProduct with
+// R_m) followed by the c column sums of R_m (ColumnSums' order), with epi
+// (if given) on every entry: a logistic model's weight and bias gradients.
+template <int M>
+void SmallGradientProducts(const double* a, int64_t lda, int64_t n, int64_t d,
+                           const double* const* r, int64_t ldr, int64_t c, double* const* g,
+                           const small_gemm::RidgeEpilogue* epi = nullptr) {
+  DispatchWidth(c, [&](auto k) {
+    double* b[M];
+    for (int m = 0; m < M; ++m) b[m] = g[m] + d * c;
+    if constexpr (k() == 0) {
+      for (int m = 0; m < M; ++m) {
+        small_gemm::TransposeProductAny(a, lda, n, d, r[m], ldr, c, g[m], c);
+        for (int64_t f = 0; epi != nullptr && f < d; ++f) {
+          for (int64_t j = 0; j < c; ++j) g[m][f * c + j] = epi->Apply(m, f, c, j, g[m][f * c + j]);
+        }
+        for (int64_t j = 0; j < c; ++j) {
+          double acc = n > 0 ? r[m][j] : 0.0;
+          for (int64_t i = 1; i < n; ++i) acc += r[m][i * ldr + j];
+          b[m][j] = epi == nullptr ? acc : small_gemm::MulAdd(epi->mu0, epi->w[m][d * c + j], acc);
+        }
+      }
+    } else {
+      small_gemm::TransposeProduct<k(), M>(a, lda, n, d, r, ldr, g, c, epi);
+      small_gemm::ColumnSums<k(), M>(r, ldr, n, d, b, epi);
     }
   });
 }

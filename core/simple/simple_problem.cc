@@ -131,11 +131,10 @@ class SimpleProblem final : public Problem {
       report->accuracy_before = family_->Accuracy(v.decision, upper);
     }
     const ScopedRoundControl stoppable(algorithm_.get(), control);
+    // A non-finite x or decision is refused by Session::Prepare's range
+    // check of the state the round wrote (not finite, or beyond
+    // kMaxStateMagnitude), which reads x and the decision anyway.
     if (absl::Status st = algorithm_->Round(data, *family_, &v, &r); !st.ok()) return st;
-    if (!s->x.allFinite() || !v.decision.allFinite()) {
-      return absl::InvalidArgumentError(
-          "the round produced a non-finite iterate (step sizes too large for this batch?)");
-    }
     report->rows_processed = (family_->upper_reads_rows() ? data.upper.rows() : 0) +
                              static_cast<int64_t>(data.inner.rows());
     return absl::OkStatus();

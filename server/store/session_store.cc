@@ -32,23 +32,23 @@ SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durabilit
 
 SessionStore::~SessionStore() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  writer_cv_.notify_all();
-  room_cv_.notify_all();
+  writer_cv_.SignalAll();
+  room_cv_.SignalAll();
   if (writer_.joinable()) writer_.join();  // drains the queue first
   sqlite3_close(db_);
   close(lock_fd_);  // last: the directory is free once the file is closed
 }
 
 int64_t SessionStore::unwaited_failures() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return unwaited_failures_;
 }
 
 size_t SessionStore::max_queued_bytes_seen() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return max_queued_bytes_seen_;
 }
 

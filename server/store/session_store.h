@@ -37,19 +37,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/state.h"
 #include "f2obo/v1/f2obo.pb.h"
 
@@ -243,18 +242,15 @@ class SessionStore {
   // result code `rc`, as if SQLite had returned it (SQLITE_OK: no more
   // failures).
   void FailWritesForTesting(int rc) { fail_writes_rc_ = rc; }
-  // Tests: called by the writer thread with each batch it has taken, before
-  // its transaction (set before any write).
-  void SetWriterHookForTesting(std::function<void()> hook) { writer_hook_ = std::move(hook); }
   // Tests: lowers the maximum record size (the default is 1 GB).
   void LimitRecordBytesForTesting(int bytes);
 
   Durability durability() const { return durability_; }
   // Writes that failed with no caller waiting for them (kNone's steps);
   // each is also reported on stderr (rate-limited).
-  int64_t unwaited_failures() const;
+  int64_t unwaited_failures() const ABSL_LOCKS_EXCLUDED(mu_);
   // The most bytes ever queued at once (tests: the kNone bound holds).
-  size_t max_queued_bytes_seen() const;
+  size_t max_queued_bytes_seen() const ABSL_LOCKS_EXCLUDED(mu_);
   // Step writes whose state a later step of the same batch replaced (kNone).
   int64_t superseded_states() const { return superseded_states_.load(); }
   // Whether session `id`'s next step must write its state complete (every
@@ -262,7 +258,7 @@ class SessionStore {
   // step's changes.  Until one complete write succeeds, the store refuses
   // the session's partial step writes (FAILED_PRECONDITION), so that no
   // later step is stored over the missing changes.
-  bool NeedsCompleteState(const std::string& id) const;
+  bool NeedsCompleteState(const std::string& id) const ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& path() const { return path_; }
 
  private:
@@ -275,10 +271,10 @@ class SessionStore {
   static std::shared_ptr<Write> StepWrite(SessionStep step, int keep_replies);
   // A write's payload bytes, its parts' included (the queue bound).
   static size_t PayloadBytes(const Write& w);
-  void WriterLoop();
+  void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Submit(std::shared_ptr<Write> w, bool wait,
                       std::chrono::system_clock::time_point deadline =
-                          std::chrono::system_clock::time_point::max());
+                          std::chrono::system_clock::time_point::max()) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Apply(const Write& w);
   // Writer thread only: a kStep's reply row, and the trim of older ones.
   absl::Status SaveReply(const Write& w);
@@ -288,7 +284,7 @@ class SessionStore {
   absl::Status DropParts(const std::string& id, int64_t from);
   // Writer thread: after a step write was applied (or failed), whether the
   // session's next step must write its state complete.
-  void NoteStepOutcome(const Write& w);
+  void NoteStepOutcome(const Write& w) ABSL_LOCKS_EXCLUDED(mu_);
   // LoadAll: session `id`'s state from its head and its `count` parts,
   // every part checksum-verified (DATA_LOSS naming the part), each decoded
   // into the state as it is read.
@@ -312,23 +308,25 @@ class SessionStore {
   const std::string path_;
   const Durability durability_;
   const size_t max_queued_bytes_;
-  mutable std::mutex mu_;
+  // Guards the queue and what the writer reports; never held across a
+  // transaction (the writer takes a batch, then writes it unlocked).  A
+  // Write's `done` and, until then, its place in queue_ are under it too.
+  mutable absl::Mutex mu_;
   // Three conditions on mu_, each with its own waiters, so that a commit
   // wakes the callers it finished and not every stream (and the writer is
   // woken by new writes only).
-  std::condition_variable writer_cv_;         // the writer: queue_ not empty, or stopping_
-  std::condition_variable room_cv_;           // Submit: room under max_queued_bytes_
-  std::condition_variable done_cv_;           // Submit: its write done
-  std::deque<std::shared_ptr<Write>> queue_;  // guarded by mu_
-  size_t queued_bytes_ = 0;                   // guarded by mu_
-  int queued_waited_ = 0;                     // writes in queue_ a caller waits for; guarded by mu_
-  size_t max_queued_bytes_seen_ = 0;          // guarded by mu_
-  int64_t unwaited_failures_ = 0;             // guarded by mu_
-  std::set<std::string> needs_complete_;      // guarded by mu_
-  bool stopping_ = false;                     // guarded by mu_
-  std::atomic<int> fail_writes_rc_{0};        // FailWritesForTesting
+  absl::CondVar writer_cv_;  // the writer: queue_ not empty, or stopping_
+  absl::CondVar room_cv_;    // Submit: room under max_queued_bytes_
+  absl::CondVar done_cv_;    // Submit: its write done
+  std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int queued_waited_ ABSL_GUARDED_BY(mu_) = 0;  // writes in queue_ a caller waits for
+  size_t max_queued_bytes_seen_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t unwaited_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<int> fail_writes_rc_{0};  // FailWritesForTesting
   std::atomic<int64_t> superseded_states_{0};
-  std::function<void()> writer_hook_;  // SetWriterHookForTesting
   std::thread writer_;
 };
 

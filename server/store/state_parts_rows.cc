@@ -51,7 +51,7 @@ absl::Status SessionStore::CommitSteps(std::vector<SessionStep> steps, int keep_
 }
 
 bool SessionStore::NeedsCompleteState(const std::string& id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return needs_complete_.count(id) > 0;
 }
 

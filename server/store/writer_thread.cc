@@ -11,6 +11,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/fault_points.h"
 #include "server/store/session_store.h"
 #include "server/store/store_write.h"
@@ -28,14 +30,14 @@ size_t SessionStore::PayloadBytes(const Write& w) {
 absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
                                   std::chrono::system_clock::time_point deadline) {
   w->bytes = PayloadBytes(*w);
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // Bounded queue: a writer that falls behind (kNone does not wait for its
   // writes) holds back new ones instead of growing memory.  The writer takes
   // the whole queue at once, so room comes with its next batch; an empty
   // queue admits a write of any size.
-  room_cv_.wait(lock, [&] {
-    return stopping_ || queue_.empty() || queued_bytes_ + w->bytes <= max_queued_bytes_;
-  });
+  while (!stopping_ && !queue_.empty() && queued_bytes_ + w->bytes > max_queued_bytes_) {
+    room_cv_.Wait(&mu_);
+  }
   if (stopping_) return absl::UnavailableError("store: shutting down");
   w->waited = wait;
   const bool was_empty = queue_.empty();
@@ -46,25 +48,29 @@ absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
   // Wake the writer when it has something new to decide on: a first write
   // (it sleeps on an empty queue), one a caller waits for, or a queue over
   // its gathering threshold (see WriterLoop).  Not for every write gathered.
-  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.notify_one();
+  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.Signal();
   if (!wait) return absl::OkStatus();
-  if (deadline != std::chrono::system_clock::time_point::max() &&
-      !done_cv_.wait_until(lock, deadline, [&] { return w->done; })) {
-    // The caller's deadline passed.  Still queued (the writer takes the
-    // whole queue at once, under mu_): withdrawn, so a write answered
-    // DEADLINE_EXCEEDED is never applied.  Already taken: waited for.
-    const auto it = std::find(queue_.begin(), queue_.end(), w);
-    if (it != queue_.end()) {
-      queue_.erase(it);
-      queued_bytes_ -= w->bytes;
-      --queued_waited_;
-      room_cv_.notify_all();
-      return absl::DeadlineExceededError(
-          "the deadline passed while the write waited for the store (busy with earlier "
-          "writes); not written");
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    const absl::Time until = absl::FromChrono(deadline);
+    while (!w->done && !done_cv_.WaitWithDeadline(&mu_, until)) {
+    }
+    if (!w->done) {
+      // The caller's deadline passed.  Still queued (the writer takes the
+      // whole queue at once, under mu_): withdrawn, so a write answered
+      // DEADLINE_EXCEEDED is never applied.  Already taken: waited for.
+      const auto it = std::find(queue_.begin(), queue_.end(), w);
+      if (it != queue_.end()) {
+        queue_.erase(it);
+        queued_bytes_ -= w->bytes;
+        --queued_waited_;
+        room_cv_.SignalAll();
+        return absl::DeadlineExceededError(
+            "the deadline passed while the write waited for the store (busy with earlier "
+            "writes); not written");
+      }
     }
   }
-  done_cv_.wait(lock, [&] { return w->done; });
+  while (!w->done) done_cv_.Wait(&mu_);
   return w->status;
 }
 
@@ -96,7 +102,7 @@ void SessionStore::NoteStepOutcome(const Write& w) {
   if (w.kind != Write::kStep) return;
   const bool failed = !w.status.ok();
   if (!failed && !w.complete_parts) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (failed) {
     needs_complete_.insert(w.id);  // its changes are not stored
   } else {
@@ -108,25 +114,25 @@ void SessionStore::WriterLoop() {
   for (;;) {
     std::deque<std::shared_ptr<Write>> batch;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      writer_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) writer_cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, and drained
       if (durability_ == Durability::kNone) {
         // Nobody waits for these writes: gather more, so that a session's
         // consecutive steps share one transaction and one state write.
-        writer_cv_.wait_for(lock, std::chrono::microseconds(kNoneBatchWindowMicros), [&] {
-          return stopping_ || queued_waited_ > 0 || 2 * queued_bytes_ >= max_queued_bytes_;
-        });
+        const absl::Time until = absl::Now() + absl::Microseconds(kNoneBatchWindowMicros);
+        while (!stopping_ && queued_waited_ == 0 && 2 * queued_bytes_ < max_queued_bytes_ &&
+               !writer_cv_.WaitWithDeadline(&mu_, until)) {
+        }
       }
       batch.swap(queue_);
       queued_bytes_ = 0;
       queued_waited_ = 0;
     }
-    if (writer_hook_) writer_hook_();
     // Tests make the writer slow here (a large write holding it).
     for (const auto& w : batch) FaultPoint("store_write", w->id).IgnoreError();
     MarkSupersededStates(batch);
-    room_cv_.notify_all();  // room for writers held back by the bound
+    room_cv_.SignalAll();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.
     bool batch_ok = Exec("BEGIN IMMEDIATE").ok();
     for (const auto& w : batch) {
@@ -163,7 +169,7 @@ void SessionStore::WriterLoop() {
       if (w->waited || w->status.ok()) continue;
       int64_t n;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         n = ++unwaited_failures_;
       }
       if ((n & (n - 1)) == 0) {
@@ -175,10 +181,10 @@ void SessionStore::WriterLoop() {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (const auto& w : batch) w->done = true;
     }
-    done_cv_.notify_all();
+    done_cv_.SignalAll();
   }
 }
 

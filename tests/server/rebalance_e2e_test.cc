@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/client.h"
@@ -216,6 +217,12 @@ TEST_F(RebalanceTest, ScaleThreeToFourWithStreamsRunningLosesAndRepeatsNoStep) {
       cv.notify_all();
     }
   });
+  // A failed ASSERT below returns early: the streams are joined on every
+  // path, so the test fails with its message instead of aborting in
+  // std::thread's destructor.
+  auto join = absl::MakeCleanup([&] {
+    if (streams.joinable()) streams.join();
+  });
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done_t >= 3; });
@@ -228,7 +235,7 @@ TEST_F(RebalanceTest, ScaleThreeToFourWithStreamsRunningLosesAndRepeatsNoStep) {
   EXPECT_EQ(out.find("moved 0,"), std::string::npos) << "the new replica got no key";
   ASSERT_EQ(live_->Reload(replicas_.RingOf(4)), "");
   ASSERT_TRUE(WaitForRing(staging)) << live_->ErrorLog();
-  streams.join();
+  std::move(join).Invoke();
   ASSERT_FALSE(HasFatalFailure());
   out.clear();
   ASSERT_EQ(Rebalance(*live_, {"--lift_tombstones"}, &out), 0) << out;

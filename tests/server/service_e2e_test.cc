@@ -9,6 +9,8 @@
 #include "client/client.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/create_channel.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
 
@@ -318,6 +320,45 @@ TEST_F(ServiceE2e, HealthServiceReportsServing) {
   const auto healthy = c.Healthy();
   ASSERT_TRUE(healthy.ok()) << healthy.status();
   EXPECT_TRUE(*healthy);
+}
+
+// The health service is the server's own sync one (server/health_service.h),
+// with gRPC's default service's answers: "" is known, other names are not,
+// and a watch sees NOT_SERVING when the server begins to stop.
+TEST(ServerHealth, CheckAndWatchAnswerAsGrpcsDefaultServiceAndWatchSeesTheStop) {
+  ServerProcess server;
+  ASSERT_TRUE(server.started()) << server.banner();
+  auto channel = grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  {
+    grpc::ClientContext ctx;
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service("no.such.Service");
+    grpc::health::v1::HealthCheckResponse out;
+    EXPECT_EQ(health->Check(&ctx, req, &out).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service("no.such.Service");
+    auto unknown = health->Watch(&ctx, req);
+    grpc::health::v1::HealthCheckResponse out;
+    ASSERT_TRUE(unknown->Read(&out));
+    EXPECT_EQ(out.status(), grpc::health::v1::HealthCheckResponse::SERVICE_UNKNOWN);
+    ctx.TryCancel();
+    EXPECT_EQ(unknown->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  grpc::ClientContext ctx;
+  auto watch = health->Watch(&ctx, grpc::health::v1::HealthCheckRequest());
+  grpc::health::v1::HealthCheckResponse out;
+  ASSERT_TRUE(watch->Read(&out));
+  EXPECT_EQ(out.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  std::thread stopper([&] { EXPECT_EQ(server.Stop(SIGTERM), 0); });
+  ASSERT_TRUE(watch->Read(&out));
+  EXPECT_EQ(out.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_FALSE(watch->Read(&out));
+  EXPECT_TRUE(watch->Finish().ok());
+  stopper.join();
 }
 
 TEST(ServerLifecycle, SigtermFinishesTheRoundInFlightAndExitsZero) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/bilevel/families/gram_bound.h"
+#include "core/kernels/small_gemm.h"
 #include "core/kernels/softmax.h"
 
 namespace f2obo {
@@ -34,9 +35,10 @@ absl::Status LogisticHpoFamily::ValidateConstraint(const ConstraintSet& set) con
   return absl::OkStatus();
 }
 
-double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy) {
+double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy,
+                                       bool value) {
   const Batch& b = *view.batch;
-  if (!b.sparse_features) return DenseCrossEntropy(y, view, gy);
+  if (!b.sparse_features) return DenseCrossEntropy(y, view, gy, value || gy == nullptr);
   if (gy != nullptr) gy->setZero();
   const double inv_n = InverseRows(view);
   double* z = z_.data();
@@ -49,7 +51,7 @@ double LogisticHpoFamily::CrossEntropy(const VecIn& y, const BatchView& view, Ve
       loss += SoftmaxCrossEntropy(z, c_, l);
       continue;
     }
-    loss += SoftmaxInPlace(z, c_, l);
+    loss += SoftmaxInPlace(z, c_, value ? l : -1);
     z[l] -= 1.0;  // r = p - e_l
     for (int j = 0; j < c_; ++j) z[j] *= inv_n;
     BackProject(b, i, z, d_, c_, gy->data());
@@ -106,17 +108,54 @@ double LogisticHpoFamily::G(const VecIn& x, const VecIn& y, const BatchView& inn
   return loss + 0.5 * mu0_ * y.squaredNorm() + 0.5 * row_penalty;
 }
 
+void LogisticHpoFamily::GradG(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx,
+                              Vector* gy) {
+  if (inner.batch->sparse_features) {
+    CrossEntropy(y, inner, gy, /*value=*/false);
+    AddRegularizer(x, y, gy);
+  } else {
+    DenseCrossEntropy(y, inner, gy, /*value=*/false, &x);
+  }
+  RowNorms(y, gx);
+}
+
+void LogisticHpoFamily::RowNorms(const VecIn& y, Vector* gx) const {
+  for (int f = 0; gx != nullptr && f < d_; ++f) {
+    (*gx)[f] = 0.5 * y.segment(static_cast<Eigen::Index>(f) * c_, c_).squaredNorm();
+  }
+}
+
+void LogisticHpoFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
+                                            const BatchView& upper, const BatchView& inner,
+                                            Vector* gz, Vector* gy_g, Vector* gy_f) {
+  GradYGPair(x, z, y, inner, gz, gy_g);
+  CrossEntropy(y, upper, gy_f, /*value=*/false);
+}
+
+void LogisticHpoFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
+                                           const BatchView& upper, const BatchView& inner,
+                                           Vector* gx_f, Vector* gy_f, Vector* gx_g_y, Vector* gy_g,
+                                           Vector* gx_g_z, Vector* gz) {
+  if (gx_f != nullptr) gx_f->setZero();
+  CrossEntropy(y, upper, gy_f, /*value=*/false);
+  if (inner.batch->sparse_features || !SmallProductShape(inner.rows.n, d_, 2 * c_)) {
+    GradG(x, y, inner, gx_g_y, gy_g);
+    GradG(x, z, inner, gx_g_z, gz);
+    return;
+  }
+  // Small dense shapes: both points in one pass (DenseGradYGPair computes
+  // each gradient exactly as DenseCrossEntropy does at these shapes).
+  DenseGradYGPair(y, z, inner, gy_g, gz, &x);
+  RowNorms(y, gx_g_y);
+  RowNorms(z, gx_g_z);
+}
+
 void LogisticHpoFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
                                    const BatchView& inner, Vector* gy1, Vector* gy2) {
   // One pass over the rows: each a_i is read once for the logits of both
   // points and once more for both back-projections.
   const Batch& b = *inner.batch;
-  if (!b.sparse_features) {
-    DenseGradYGPair(y1, y2, inner, gy1, gy2);
-    AddRegularizer(x, y1, gy1);
-    AddRegularizer(x, y2, gy2);
-    return;
-  }
+  if (!b.sparse_features) return DenseGradYGPair(y1, y2, inner, gy1, gy2, &x);
   gy1->setZero();
   gy2->setZero();
   const double inv_n = InverseRows(inner);
@@ -164,7 +203,7 @@ double LogisticHpoFamily::CurvatureBound(const VecIn& y, const BatchView& view) 
   const Batch& b = *view.batch;
   if (weights_.size() < view.rows.n) weights_.resize(view.rows.n);
   if (!b.sparse_features) {
-    Eigen::Map<RowMatrix> z = DenseLogits(DenseRows(view), y);
+    Eigen::Map<RowMatrix> z = DenseLogits(DenseRows(view), TransposedRows(view), y);
     for (int k = 0; k < view.rows.n; ++k) {
       SoftmaxInPlace(z.row(k).data(), c_);
       weights_[k] = SoftmaxCurvatureBound(z.row(k).data(), c_);
@@ -202,7 +241,7 @@ std::optional<double> LogisticHpoFamily::Accuracy(const VecIn&, const VecIn& y,
   double* z = z_.data();
   int correct = 0;
   if (!b.sparse_features) {
-    const Eigen::Map<RowMatrix> logits = DenseLogits(DenseRows(upper), y);
+    const Eigen::Map<RowMatrix> logits = DenseLogits(DenseRows(upper), TransposedRows(upper), y);
     for (int k = 0; k < upper.rows.n; ++k) {
       if (ArgMax(logits.row(k).data(), c_) == b.labels[upper.rows.row(k)]) ++correct;
     }

@@ -46,6 +46,13 @@ class LogisticHpoFamily final : public Family {
   double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy) override;
   void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
                   Vector* gy1, Vector* gy2) override;
+  // The rounds' gradients without the values nobody reads (the CE's log
+  // per row, the regularizer's norms): bit-equal to the defaults' F and G.
+  void InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y, const BatchView& upper,
+                           const BatchView& inner, Vector* gz, Vector* gy_g, Vector* gy_f) override;
+  void HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z, const BatchView& upper,
+                          const BatchView& inner, Vector* gx_f, Vector* gy_f, Vector* gx_g_y,
+                          Vector* gy_g, Vector* gx_g_z, Vector* gz) override;
   void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
               Vector* out) override;
   void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
@@ -68,8 +75,13 @@ class LogisticHpoFamily final : public Family {
   // (the pair only up to 2^20 entries).
   void ReserveDense();
   // Mean cross-entropy (1/n) sum CE(z_i, l_i) over the view and, if gy is
-  // given, its gradient in y written into gy.
-  double CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy);
+  // given, its gradient in y written into gy.  With value = false (and gy
+  // given) only the gradient: returns 0.
+  double CrossEntropy(const VecIn& y, const BatchView& view, Vector* gy, bool value = true);
+  // grad_x g = ((1/2) ||W_f||^2)_f into gx (if given).
+  void RowNorms(const VecIn& y, Vector* gx) const;
+  // G's gradients without its value.
+  void GradG(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy);
   // out = (1/n) sum of the CE Hessians at y applied to v (no regularizer).
   void CrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v, Vector* out);
   // A bound on ||(1/n) sum_i J_i^T H_i J_i|| over the view at y (softmax.h,
@@ -83,22 +95,40 @@ class LogisticHpoFamily final : public Family {
   void PrepareDense(const StepData& data);
   // The view's rows as one n x d block (gathered into gathered_ for a subset).
   Eigen::Map<const RowMatrix> DenseRows(const BatchView& view);
-  // Logits A W + 1 b^T (n x C) of the model y, in logits_.
-  Eigen::Map<RowMatrix> DenseLogits(const Eigen::Map<const RowMatrix>& a, const VecIn& y);
+  // The view's rows transposed (d x n), if Prepare transposed its batch
+  // (small shapes, whole batches), else null.
+  const double* TransposedRows(const BatchView& view) const;
+  // Logits A W + 1 b^T (n x C) of the model y, in logits_; at: A^T or null.
+  Eigen::Map<RowMatrix> DenseLogits(const Eigen::Map<const RowMatrix>& a, const double* at,
+                                    const VecIn& y);
   // Logits of two models side by side (n x 2C) from one product with [W_1 W_2].
-  Eigen::Map<RowMatrix> DenseLogitsPair(const Eigen::Map<const RowMatrix>& a, const VecIn& y1,
-                                        const VecIn& y2);
-  double DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy);
+  Eigen::Map<RowMatrix> DenseLogitsPair(const Eigen::Map<const RowMatrix>& a, const double* at,
+                                        const VecIn& y1, const VecIn& y2);
+  // With ridge_x, the gradients include the regularizer's at that x (as
+  // AddRegularizer after them would).
+  double DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy, bool value,
+                           const VecIn* ridge_x = nullptr);
   void DenseGradYGPair(const VecIn& y1, const VecIn& y2, const BatchView& inner, Vector* gy1,
-                       Vector* gy2);
+                       Vector* gy2, const VecIn* ridge_x = nullptr);
   void DenseCrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v, Vector* out);
 
   int d_, c_;
   double mu0_;
   Vector logits_, wpair_, gathered_;  // dense passes' buffers (grown, never shrunk)
   Vector rows_scratch_;               // 2 n: the small shapes' row maxima and CE
-  Vector z_, z2_, dz_;                // C-sized per-row scratch
-  Vector weights_;                    // per-row curvature bounds (EstimateSmoothness)
+  // Small shapes: A^T of the upper and inner batches Prepare saw (the
+  // products A W then run across rows, small_gemm.h), each valid for the
+  // batch at that address with that data until the next Prepare (batches
+  // passed to F, G, ... were accepted by Prepare: family.h).
+  Vector transposed_;
+  struct Transposed {
+    const Batch* batch = nullptr;
+    const double* data = nullptr;
+    int rows = 0;
+    const double* at = nullptr;  // in transposed_
+  } transposed_of_[2];
+  Vector z_, z2_, dz_;  // C-sized per-row scratch
+  Vector weights_;      // per-row curvature bounds (EstimateSmoothness)
 };
 
 }  // namespace f2obo

@@ -6,8 +6,11 @@
 // side by side, [W_1 W_2] (d x 2C), so each a_i is read once per pass and the
 // products are twice as wide.  Small shapes (small_gemm.h) use in-place
 // product loops and a block softmax with a vectorized exp (softmax_rows.h)
-// instead of Eigen's GEMM and libm's exp.  CSR batches keep the row loops of
-// logistic_hpo.cc (their work is in the rows' non-zeros, not in a product).
+// instead of Eigen's GEMM and libm's exp; their A W runs from A^T, made
+// once per batch at Prepare, and their gradients carry the bias sums and
+// the regularizer in the product's stores (SmallGradients).  CSR batches
+// keep the row loops of logistic_hpo.cc (their work is in the rows'
+// non-zeros, not in a product).
 #include <algorithm>
 
 #include "core/bilevel/families/logistic_hpo.h"
@@ -49,6 +52,34 @@ void TransposeProduct(const A& a, const R& r, G&& g) {
   }
 }
 
+// r = (p - e_l) / n in place over one row of probabilities: the same two
+// roundings per entry as "p_l -= 1, then p *= inv_n" (p - 0 is p), in one
+// pass of loads: a row just written entry by entry by the block softmax
+// and then read back with wide loads stalls on store forwarding (perf: 20%
+// of DenseGradYGPair on one such load).
+inline void ResidualInPlace(double* p, int c, int l, double inv_n) {
+  for (int j = 0; j < c; ++j) p[j] = (p[j] - (j == l ? 1.0 : 0.0)) * inv_n;
+}
+
+// g_m = the cross-entropy gradient (A^T R_m, then the column sums of R_m
+// for the biases) for M residual blocks R_m (n x c, row stride ldr), plus,
+// if x is given, the regularizer's mu0 w_m + (x_f W_m,f)_f added entry by
+// entry as it is stored (small_gemm.h's RidgeEpilogue): the roundings of
+// AddRegularizer after the product, in one pass instead of three.
+template <int M>
+void SmallGradients(const Eigen::Map<const RowMatrix>& a, int d, int c, const double* const* r,
+                    int64_t ldr, double mu0, const VecIn* x, const double* const* w,
+                    double* const* g) {
+  small_gemm::RidgeEpilogue epi;
+  if (x != nullptr) {
+    epi.mu0 = mu0;
+    epi.x = x->data();
+    for (int m = 0; m < M; ++m) epi.w[m] = w[m];
+  }
+  SmallGradientProducts<M>(a.data(), a.outerStride(), a.rows(), d, r, ldr, c, g,
+                           x != nullptr ? &epi : nullptr);
+}
+
 }  // namespace
 
 void LogisticHpoFamily::ReserveDense() {
@@ -64,10 +95,36 @@ void LogisticHpoFamily::PrepareDense(const StepData& data) {
   for (const Batch* b : {&data.upper, &data.inner}) {
     if (!b->sparse_features) rows = std::max(rows, b->rows());
   }
+  for (Transposed& t : transposed_of_) t = Transposed{};
   if (rows == 0) return;
   Buffer(&logits_, rows, 2 * c_);
   Buffer(&wpair_, d_, 2 * c_);
   Buffer(&rows_scratch_, 2 * rows, 1);
+  // Small shapes: each batch's A^T once per round; the round's ~20 products
+  // A W read it (a batch is used by 7 to 13 of them).
+  if (!SmallProductShape(rows, d_, c_)) return;
+  Eigen::Map<RowMatrix> t = Buffer(&transposed_, 2 * d_, rows);
+  const Batch* batches[2] = {&data.upper, &data.inner};
+  for (int k = 0; k < 2; ++k) {
+    const Batch& b = *batches[k];
+    if (b.sparse_features || b.rows() == 0) continue;
+    const int n = b.rows();
+    double* at = t.data() + static_cast<int64_t>(k) * d_ * rows;
+    for (int i = 0; i < n; ++i) {
+      for (int f = 0; f < d_; ++f) at[static_cast<int64_t>(f) * n + i] = b.dense(i, f);
+    }
+    transposed_of_[k] = Transposed{&b, b.dense.data(), n, at};
+  }
+}
+
+const double* LogisticHpoFamily::TransposedRows(const BatchView& view) const {
+  if (view.rows.idx != nullptr) return nullptr;
+  for (const Transposed& t : transposed_of_) {
+    if (t.batch == view.batch && t.data == view.batch->dense.data() && t.rows == view.rows.n) {
+      return t.at;
+    }
+  }
+  return nullptr;
 }
 
 Eigen::Map<const RowMatrix> LogisticHpoFamily::DenseRows(const BatchView& view) {
@@ -79,58 +136,74 @@ Eigen::Map<const RowMatrix> LogisticHpoFamily::DenseRows(const BatchView& view) 
 }
 
 Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogits(const Eigen::Map<const RowMatrix>& a,
-                                                     const VecIn& y) {
+                                                     const double* at, const VecIn& y) {
   Eigen::Map<RowMatrix> z = Buffer(&logits_, a.rows(), c_);
-  Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
+  if (at != nullptr && SmallProductShape(a.rows(), d_, c_)) {
+    const double* w[1] = {y.data()};
+    double* out[1] = {z.data()};
+    SmallProductsFromTranspose<1>(at, a.rows(), d_, w, c_, out, c_);
+  } else {
+    Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
+  }
   z.rowwise() += RowVectorMap(y.data() + static_cast<size_t>(d_) * c_, c_);
   return z;
 }
 
-double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy) {
+double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& view, Vector* gy,
+                                            bool value, const VecIn* ridge_x) {
   const Batch& b = *view.batch;
   const int n = view.rows.n;
   const double inv_n = InverseRows(view);
   const Eigen::Map<const RowMatrix> a = DenseRows(view);
-  Eigen::Map<RowMatrix> z = DenseLogits(a, y);
+  Eigen::Map<RowMatrix> z = DenseLogits(a, TransposedRows(view), y);
   double loss = 0.0;
   if (SmallProductShape(n, d_, c_)) {
     // The block's softmax at once (softmax_rows.h): vectorized exp.
     double* ce = Buffer(&rows_scratch_, 2 * n, 1).data();
     auto label = [&](int k) { return b.labels[view.rows.row(k)]; };
-    SoftmaxRowsInPlace(z.data(), n, c_, c_, label, ce, ce + n);
-    for (int k = 0; k < n; ++k) loss += ce[k];
+    SoftmaxRowsInPlace(z.data(), n, c_, c_, label, value ? ce : nullptr, ce + n);
+    if (value) {
+      for (int k = 0; k < n; ++k) loss += ce[k];
+    }
     if (gy == nullptr) return loss * inv_n;
-    for (int k = 0; k < n; ++k) {
-      double* zk = z.row(k).data();
-      zk[label(k)] -= 1.0;  // r = p - e_l
-      for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
+    for (int k = 0; k < n; ++k) ResidualInPlace(z.row(k).data(), c_, label(k), inv_n);
+    const double* r[1] = {z.data()};
+    const double* w[1] = {y.data()};
+    double* g[1] = {gy->data()};
+    SmallGradients<1>(a, d_, c_, r, c_, mu0_, ridge_x, w, g);
+    return loss * inv_n;
+  }
+  for (int k = 0; k < n; ++k) {
+    double* zk = z.row(k).data();
+    const int l = b.labels[view.rows.row(k)];
+    if (gy == nullptr) {
+      loss += SoftmaxCrossEntropy(zk, c_, l);
+      continue;
     }
-  } else {
-    for (int k = 0; k < n; ++k) {
-      double* zk = z.row(k).data();
-      const int l = b.labels[view.rows.row(k)];
-      if (gy == nullptr) {
-        loss += SoftmaxCrossEntropy(zk, c_, l);
-        continue;
-      }
-      loss += SoftmaxInPlace(zk, c_, l);
-      zk[l] -= 1.0;  // r = p - e_l
-      for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
-    }
+    loss += SoftmaxInPlace(zk, c_, value ? l : -1);
+    zk[l] -= 1.0;  // r = p - e_l
+    for (int j = 0; j < c_; ++j) zk[j] *= inv_n;
   }
   if (gy != nullptr) {
     TransposeProduct(a, z, Eigen::Map<RowMatrix>(gy->data(), d_, c_));
     gy->tail(c_) = z.colwise().sum().transpose();
+    if (ridge_x != nullptr) AddRegularizer(*ridge_x, y, gy);
   }
   return loss * inv_n;
 }
 
 Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogitsPair(const Eigen::Map<const RowMatrix>& a,
-                                                         const VecIn& y1, const VecIn& y2) {
+                                                         const double* at, const VecIn& y1,
+                                                         const VecIn& y2) {
   const Eigen::Index n = a.rows();
   const size_t w = static_cast<size_t>(d_) * c_;
   Eigen::Map<RowMatrix> z = Buffer(&logits_, n, 2 * c_);
-  if (SmallProductShape(n, d_, 2 * c_)) {
+  if (at != nullptr && SmallProductShape(n, d_, 2 * c_)) {
+    // Both models in one pass across rows (small_gemm.h): 2C chains.
+    const double* ws[2] = {y1.data(), y2.data()};
+    double* out[2] = {z.data(), z.data() + c_};
+    SmallProductsFromTranspose<2>(at, n, d_, ws, c_, out, 2 * c_);
+  } else if (SmallProductShape(n, d_, 2 * c_)) {
     // No [W_1 W_2] copy: the loops read each model in place (a is in L1).
     SmallProduct(a, Eigen::Map<const RowMatrix>(y1.data(), d_, c_), z.leftCols(c_));
     SmallProduct(a, Eigen::Map<const RowMatrix>(y2.data(), d_, c_), z.rightCols(c_));
@@ -146,11 +219,11 @@ Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogitsPair(const Eigen::Map<const 
 }
 
 void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const BatchView& inner,
-                                        Vector* gy1, Vector* gy2) {
+                                        Vector* gy1, Vector* gy2, const VecIn* ridge_x) {
   const Batch& b = *inner.batch;
   const double inv_n = InverseRows(inner);
   const Eigen::Map<const RowMatrix> a = DenseRows(inner);
-  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, y1, y2);
+  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, TransposedRows(inner), y1, y2);
   const int n = inner.rows.n;
   if (SmallProductShape(n, d_, 2 * c_)) {
     // Both halves of every row as 2n rows of C (softmax_rows.h).
@@ -160,34 +233,37 @@ void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const 
     for (int k = 0; k < n; ++k) {
       double* z1 = z.row(k).data();
       const int l = b.labels[inner.rows.row(k)];
-      z1[l] -= 1.0;
-      z1[c_ + l] -= 1.0;
-      for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
+      ResidualInPlace(z1, c_, l, inv_n);
+      ResidualInPlace(z1 + c_, c_, l, inv_n);
     }
-  } else {
-    for (int k = 0; k < n; ++k) {
-      double* z1 = z.row(k).data();
-      double* z2 = z1 + c_;
-      const int l = b.labels[inner.rows.row(k)];
-      SoftmaxInPlace(z1, c_);
-      SoftmaxInPlace(z2, c_);
-      z1[l] -= 1.0;
-      z2[l] -= 1.0;
-      for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
-    }
+    // Both right-hand sides in one pass over the rows: 2C chains.
+    const double* r[2] = {z.data(), z.data() + c_};
+    const double* w[2] = {y1.data(), y2.data()};
+    double* g[2] = {gy1->data(), gy2->data()};
+    SmallGradients<2>(a, d_, c_, r, 2 * c_, mu0_, ridge_x, w, g);
+    return;
   }
-  if (SmallProductShape(a.rows(), d_, 2 * c_)) {
-    SmallTransposeProduct(a, z.leftCols(c_), Eigen::Map<RowMatrix>(gy1->data(), d_, c_));
-    SmallTransposeProduct(a, z.rightCols(c_), Eigen::Map<RowMatrix>(gy2->data(), d_, c_));
-  } else {
-    // The pair's weights are dead: its buffer takes the pair's gradients.
-    Eigen::Map<RowMatrix> g = Buffer(&wpair_, d_, 2 * c_);
-    BlockedTransposeProduct(a, z, g);
-    Eigen::Map<RowMatrix>(gy1->data(), d_, c_) = g.leftCols(c_);
-    Eigen::Map<RowMatrix>(gy2->data(), d_, c_) = g.rightCols(c_);
+  for (int k = 0; k < n; ++k) {
+    double* z1 = z.row(k).data();
+    double* z2 = z1 + c_;
+    const int l = b.labels[inner.rows.row(k)];
+    SoftmaxInPlace(z1, c_);
+    SoftmaxInPlace(z2, c_);
+    z1[l] -= 1.0;
+    z2[l] -= 1.0;
+    for (int j = 0; j < 2 * c_; ++j) z1[j] *= inv_n;
   }
+  // The pair's weights are dead: its buffer takes the pair's gradients.
+  Eigen::Map<RowMatrix> g = Buffer(&wpair_, d_, 2 * c_);
+  BlockedTransposeProduct(a, z, g);
+  Eigen::Map<RowMatrix>(gy1->data(), d_, c_) = g.leftCols(c_);
+  Eigen::Map<RowMatrix>(gy2->data(), d_, c_) = g.rightCols(c_);
   gy1->tail(c_) = z.leftCols(c_).colwise().sum().transpose();
   gy2->tail(c_) = z.rightCols(c_).colwise().sum().transpose();
+  if (ridge_x != nullptr) {
+    AddRegularizer(*ridge_x, y1, gy1);
+    AddRegularizer(*ridge_x, y2, gy2);
+  }
 }
 
 void LogisticHpoFamily::DenseCrossEntropyHvp(const VecIn& y, const BatchView& view, const VecIn& v,
@@ -195,7 +271,7 @@ void LogisticHpoFamily::DenseCrossEntropyHvp(const VecIn& y, const BatchView& vi
   const double inv_n = InverseRows(view);
   const Eigen::Map<const RowMatrix> a = DenseRows(view);
   // Left: logits at y, turned into p; right: dz = V^T a_i + v_b, into u.
-  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, y, v);
+  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, TransposedRows(view), y, v);
   for (int k = 0; k < view.rows.n; ++k) {
     double* p = z.row(k).data();
     double* dz = p + c_;

@@ -96,7 +96,7 @@ class IrFscg final : public SimpleAlgorithm {
       if (inner.rows.n > 0) Spider(family, false, Draw(inner, &s->rng), *s, &aux);
     }
 
-    aux.Set(kPrevX, s->x);  // (Set: no copy of the old value first)
+    aux[kPrevX] = s->x;
     const double alpha =
         k < q_ ? std::log(static_cast<double>(q_)) / q_ : 2.0 / (static_cast<double>(k) + 2.0);
     const double sigma = sigma_.Sigma(k);

@@ -63,12 +63,16 @@ class IrScg final : public SimpleAlgorithm {
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
 
+    // x_{k-1} is read through a const reference (aux[i] would unshare it
+    // first); the estimates are updated in place, on copies whose storage
+    // the state's parts recycle (core/state_parts.cc, issue 28).
+    const StateParts& before = aux;
     if (!family.upper_reads_rows() || upper.rows.n > 0) {
       FOnView(family, s->x, upper, &cur_);
       if (k == 0) {
         aux[kDf] = cur_;
       } else {
-        FOnView(family, aux[kPrevX], upper, &prev_);
+        FOnView(family, before[kPrevX], upper, &prev_);
         Storm(cur_, prev_, keep, &aux[kDf]);
       }
     }
@@ -77,7 +81,7 @@ class IrScg final : public SimpleAlgorithm {
       if (k == 0) {
         aux[kDg] = cur_;
       } else {
-        GOnView(family, aux[kPrevX], inner, &prev_);
+        GOnView(family, before[kPrevX], inner, &prev_);
         Storm(cur_, prev_, keep, &aux[kDg]);
       }
     }

@@ -71,6 +71,72 @@ TEST(SmallGemm, ProductsSumInTheDocumentedOrderAndAgreeWithEigen) {
   }
 }
 
+// The vectorized variants (issue 28): products from A's transpose across
+// rows, one or two models at once; the gradient products with the bias row
+// and the ridge epilogue.  Each bit for bit against the documented order.
+TEST(SmallGemm, TransposedAndPairedProductsKeepTheDocumentedOrder) {
+  std::mt19937_64 rng(31);
+  for (int c : {2, 3, 5, 7, 10}) {
+    for (int n : {1, 3, 8, 9, 17}) {
+      for (int d : {1, 4, 5, 20, 33}) {
+        const RowMatrix a = Random(n, d, rng), at = a.transpose();
+        const RowMatrix w1 = Random(d, c, rng), w2 = Random(d, c, rng);
+        // Z_1 and Z_2 side by side in one n x 2c block.
+        RowMatrix pair(n, 2 * c);
+        const double* ws[2] = {w1.data(), w2.data()};
+        double* zs[2] = {pair.data(), pair.data() + c};
+        SmallProductsFromTranspose<2>(at.data(), n, d, ws, c, zs, 2 * c);
+        EXPECT_TRUE(pair.leftCols(c) == OrderedProduct(a, w1)) << n << " " << d << " " << c;
+        EXPECT_TRUE(pair.rightCols(c) == OrderedProduct(a, w2)) << n << " " << d << " " << c;
+        RowMatrix z(n, c);
+        double* z1[1] = {z.data()};
+        SmallProductsFromTranspose<1>(at.data(), n, d, ws, c, z1, c);
+        EXPECT_TRUE(z == OrderedProduct(a, w1));
+
+        // Gradients of two residual blocks (the pair's halves), with and
+        // without the ridge epilogue, against A^T R, the sequential column
+        // sums from row 0, then g += mu0 w, g += x_f w.
+        const RowMatrix r = Random(n, 2 * c, rng);
+        const RowMatrix y1 = Random(d + 1, c, rng), y2 = Random(d + 1, c, rng);
+        const Vector x = Vector::NullaryExpr(d, [&] { return std::abs(Random(1, 1, rng)(0)); });
+        const double mu0 = 1e-3;
+        for (bool ridge : {false, true}) {
+          RowMatrix g1(d + 1, c), g2(d + 1, c);
+          const double* rs[2] = {r.data(), r.data() + c};
+          double* gs[2] = {g1.data(), g2.data()};
+          small_gemm::RidgeEpilogue epi;
+          epi.mu0 = mu0;
+          epi.x = x.data();
+          epi.w[0] = y1.data();
+          epi.w[1] = y2.data();
+          SmallGradientProducts<2>(a.data(), d, n, d, rs, 2 * c, c, gs, ridge ? &epi : nullptr);
+          for (int m = 0; m < 2; ++m) {
+            const RowMatrix rm = r.middleCols(m * c, c);
+            const RowMatrix& ym = m == 0 ? y1 : y2;
+            RowMatrix want(d + 1, c);
+            want.topRows(d) = OrderedProduct(at, rm);
+            for (int j = 0; j < c; ++j) {
+              double s = rm(0, j);
+              for (int i = 1; i < n; ++i) s += rm(i, j);
+              want(d, j) = s;
+            }
+            if (ridge) {
+              for (int f = 0; f <= d; ++f) {
+                for (int j = 0; j < c; ++j) {
+                  want(f, j) = small_gemm::MulAdd(mu0, ym(f, j), want(f, j));
+                  if (f < d) want(f, j) = small_gemm::MulAdd(x[f], ym(f, j), want(f, j));
+                }
+              }
+            }
+            EXPECT_TRUE((m == 0 ? g1 : g2) == want)
+                << "n=" << n << " d=" << d << " c=" << c << " m=" << m << " ridge=" << ridge;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SmallGemm, TheSmallShapesAreTheBenchmarksSmallRoundNotItsMedium) {
   EXPECT_TRUE(SmallProductShape(8, 20, 6));      // d = 20, C = 3 pair, 8 rows
   EXPECT_FALSE(SmallProductShape(32, 100, 10));  // medium: Eigen's GEMM was faster

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Cholesky>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -15,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bilevel/algorithms/svrb.h"
 #include "core/bilevel/bilevel_state.h"
+#include "core/hypergradients/spectral_projections.h"
 #include "core/multitask/multitask_problem.h"
 #include "core/session.h"
 #include "tests/core/multitask/multitask_streams.h"

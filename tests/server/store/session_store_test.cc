@@ -14,10 +14,12 @@
 #include <future>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "core/state.h"
+#include "server/fault_points.h"
 #include "tests/server/store/legacy_store.h"
 #include "tests/server/store/store_fixture.h"
 
@@ -224,7 +226,7 @@ TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
 
 // Issue 25 item 3: a step write whose caller's deadline passes while it
 // still waits in the queue (the writer busy with an earlier batch, held
-// here by the test hook) is withdrawn and never applied; the write the
+// here at its fault point) is withdrawn and never applied; the write the
 // writer had already taken completes.
 TEST_F(StoreTest, AStepWhoseDeadlinePassesInTheQueueIsWithdrawnNotApplied) {
   {
@@ -236,11 +238,14 @@ TEST_F(StoreTest, AStepWhoseDeadlinePassesInTheQueueIsWithdrawnNotApplied) {
     std::promise<void> taken, release;
     std::shared_future<void> released = release.get_future().share();
     bool first = true;
-    (*store)->SetWriterHookForTesting([&] {
-      if (!first) return;
-      first = false;
-      taken.set_value();
-      released.wait();
+    // The writer, at the fault point where it has taken a's batch.
+    SetFaultHandlerForTesting([&](std::string_view point, std::string_view id) {
+      if (point == "store_write" && id == "a" && first) {
+        first = false;
+        taken.set_value();
+        released.wait();
+      }
+      return absl::OkStatus();
     });
     std::thread a([&] {
       EXPECT_TRUE((*store)->CommitStep("a", 2, StateBytes(2, 1), ReplyFor("a", 1), kKeep).ok());
@@ -252,6 +257,7 @@ TEST_F(StoreTest, AStepWhoseDeadlinePassesInTheQueueIsWithdrawnNotApplied) {
     EXPECT_EQ(b.code(), absl::StatusCode::kDeadlineExceeded) << b;
     release.set_value();
     a.join();
+    SetFaultHandlerForTesting({});  // its callback refers to this test
   }
   auto store = SessionStore::Open(dir_, Durability::kSync);
   ASSERT_TRUE(store.ok()) << store.status();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/family_registry.h"
+#include "core/hypergradients/spectral_projections.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
