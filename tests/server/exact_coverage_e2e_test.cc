@@ -166,7 +166,7 @@ TEST(ExactCoverageE2e, SamplingFlagsOutsideTheUnitIntervalAreRefused) {
     ServerProcess server({flag});
     EXPECT_FALSE(server.started()) << flag;
     EXPECT_EQ(server.Stop(SIGKILL), 1) << flag;
-    EXPECT_THAT(server.Stderr(), HasSubstr("must be in (0, 1]")) << flag;
+    EXPECT_THAT(server.Stderr(), HasSubstr("probability: must be in (0, 1]")) << flag;
   }
 }
 

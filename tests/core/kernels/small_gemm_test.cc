@@ -92,6 +92,14 @@ TEST(SmallGemm, TransposedAndPairedProductsKeepTheDocumentedOrder) {
         double* z1[1] = {z.data()};
         SmallProductsFromTranspose<1>(at.data(), n, d, ws, c, z1, c);
         EXPECT_TRUE(z == OrderedProduct(a, w1));
+        // With the biases (the c entries after W, as in a model y = (W, b)):
+        // the sum, then one add.
+        const RowMatrix yb = Random(d + 1, c, rng);
+        const double* wb[1] = {yb.data()};
+        SmallProductsFromTranspose<1>(at.data(), n, d, wb, c, z1, c, /*bias=*/true);
+        RowMatrix want = OrderedProduct(a, yb.topRows(d));
+        want.rowwise() += yb.row(d);
+        EXPECT_TRUE(z == want) << n << " " << d << " " << c;
 
         // Gradients of two residual blocks (the pair's halves), with and
         // without the ridge epilogue, against A^T R, the sequential column
