@@ -126,6 +126,16 @@ StreamOracle::StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, Oracl
   control_.set_session_stop(session_stop_.get());
 }
 
+uint64_t OraclePoints::Held(absl::Span<const double> values) const {
+  for (const auto& [id, v] : held) {
+    if (v.size() == values.size() &&
+        std::memcmp(v.data(), values.data(), values.size() * sizeof(double)) == 0) {
+      return id;
+    }
+  }
+  return 0;
+}
+
 uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
   const size_t bytes = values.size() * sizeof(double);
   auto& held = points_->held;
@@ -171,7 +181,9 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
     m->set_function(q.function == OracleQuery::Function::kF ? v1::OracleQuery::F
                                                             : v1::OracleQuery::G);
     m->set_x(PointId(q.x, request));
-    m->set_y(PointId(q.y, request));
+    // No y in the simple bilevel class: point id 0.
+    if (!q.y.empty()) m->set_y(PointId(q.y, request));
+    if (q.task >= 0) m->set_task(q.task);
     m->set_value(q.value != nullptr);
     m->set_grad_x(q.grad_x != nullptr);
     m->set_grad_y(q.grad_y != nullptr);

@@ -79,6 +79,8 @@ struct OraclePoints {
   static constexpr size_t kCapacity = 8;  // >= the 6 new points one request can hold
   uint64_t next_id = 1;                   // points' and queries' ids
   std::deque<std::pair<uint64_t, std::vector<double>>> held;
+  // The id of a held point with exactly these values, or 0.
+  uint64_t Held(absl::Span<const double> values) const;
 };
 
 class StreamOracle final : public Oracle {

@@ -241,8 +241,9 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareCr
     return absl::InvalidArgumentError(absl::StrCat(
         "metrics.exact_every: ", req.spec().metrics().exact_every(), ": family '",
         req.spec().family().name(),
-        "' has no exact metrics (the true hypergradient needs Hessian-vector products, which "
-        "its client does not answer); leave exact_every unset or 0"));
+        "' has no exact metrics (they need Hessian-vector products for the true "
+        "hypergradient, or for the simple bilevel class the rows, neither of which its client "
+        "gives the server); leave exact_every unset or 0"));
   }
   auto entry = std::make_shared<Entry>();
   entry->id = req.session_id();

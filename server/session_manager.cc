@@ -364,10 +364,10 @@ absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> SessionManager::Session
 
 absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
     const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
-    const grpc::ServerContext* call) {
+    const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
-  return Apply(**found, t, data, call);
+  return Apply(**found, t, data, call, applied);
 }
 
 absl::Status SessionManager::ValidateBatches(const std::string& id, const StepData& data) const {
@@ -378,9 +378,9 @@ absl::Status SessionManager::ValidateBatches(const std::string& id, const StepDa
   return (*found)->session->problem().ValidateData(data);
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
-                                                    const std::shared_ptr<const StepData>& data,
-                                                    const grpc::ServerContext* call) {
+absl::StatusOr<v1::StepReply> SessionManager::Apply(
+    Entry& e, int64_t t, const std::shared_ptr<const StepData>& data,
+    const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
   std::lock_guard<std::mutex> lock(e.mu);
   // Deleted while this request decoded (or waited for the lock): nothing
   // may be applied or written for it any more.
@@ -412,7 +412,9 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
     }
     e.store_in_parts = true;
   }
-  return CommitPrepared(*p, data);
+  v1::StepReply reply = CommitPrepared(*p, data);
+  if (applied != nullptr) applied(*e.session);
+  return reply;
 }
 
 absl::StatusOr<SessionManager::PreparedStep> SessionManager::PrepareStep(

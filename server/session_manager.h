@@ -130,9 +130,13 @@ class SessionManager {
       const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const;
   // Applies decoded batches to session `id` as step t, as Step does after
   // decoding (OracleSteps: data that carries its oracle, not decoded rows).
-  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
-                                             const std::shared_ptr<const StepData>& data,
-                                             const grpc::ServerContext* call = nullptr);
+  // `applied` (may be null) is called with the session right after the
+  // step became current, under the session's lock (OracleSteps reads the
+  // new y there); not for a replay or a refusal.
+  absl::StatusOr<v1::StepReply> ApplyDecoded(
+      const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
+      const grpc::ServerContext* call = nullptr,
+      const std::function<void(const Session&)>& applied = nullptr);
   // Applies decoded batches to sessions `ids` as step t, all or none
   // (StepGroup; server/session_group_step.cc).  A session past t answers
   // from its reply cache or refuses t, as Step does: that is its own
@@ -329,7 +333,8 @@ class SessionManager {
   absl::StatusOr<std::string> StateAfter(const Entry& e, int64_t t, const char* what) const;
   absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
                                       const std::shared_ptr<const StepData>& data,
-                                      const grpc::ServerContext* call);
+                                      const grpc::ServerContext* call,
+                                      const std::function<void(const Session&)>& applied = nullptr);
   // A step's round, run and not yet stored: its pending state is in
   // e->session (Apply, ApplyAll).
   struct PreparedStep {

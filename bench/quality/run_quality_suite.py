@@ -219,8 +219,8 @@ def seeds_table(rows, seeds):
             float(np.mean([r["seconds"] for r in rs]))))
     lines.append("")
     lines.append("Seeds %s. \"vs untuned\": against the same algorithm's untuned start of the same "
-                 "seed where the suite runs one (af2obo), else f2obo's; sd: sample standard "
-                 "deviation over the seeds." % ", ".join(str(v) for v in seeds))
+                 "seed where the suite runs one (af2obo), else the task's (f2obo's for the bilevel "
+                 "tasks); sd: sample standard deviation over the seeds." % ", ".join(str(v) for v in seeds))
     return "\n".join(lines)
 
 

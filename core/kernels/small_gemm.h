@@ -40,9 +40,12 @@ namespace f2obo {
 
 // Whether a product of an n x d batch with a d x c model counts as small:
 // the shapes where the loops below beat Eigen's blocked GEMM (measured with
-// bench/round_benchmark's BM_Shape and BM_GemmRoof, issue 28).
+// bench/round_benchmark's BM_Shape and BM_GemmRoof, issue 28).  Since the
+// vectorized variants, that includes the medium round (32 x 100 x 10, its
+// pair 2C = 20): 107 -> 46 us a round, below the 49 us of its 38 products
+// as Eigen GEMMs (Eigen packs its operands for every product).
 inline bool SmallProductShape(int64_t n, int64_t d, int64_t c) {
-  return c <= 20 && n * d * c <= 16384;
+  return c <= 20 && n * d * c <= 65536;
 }
 
 namespace small_gemm {

@@ -145,10 +145,23 @@ TEST(SmallGemm, TransposedAndPairedProductsKeepTheDocumentedOrder) {
   }
 }
 
-TEST(SmallGemm, TheSmallShapesAreTheBenchmarksSmallRoundNotItsMedium) {
-  EXPECT_TRUE(SmallProductShape(8, 20, 6));      // d = 20, C = 3 pair, 8 rows
-  EXPECT_FALSE(SmallProductShape(32, 100, 10));  // medium: Eigen's GEMM was faster
-  EXPECT_FALSE(SmallProductShape(8, 20, 21));    // no compiled width that large
+TEST(SmallGemm, TheSmallShapesAreTheBenchmarksSmallAndMediumRoundsNotThePapers) {
+  EXPECT_TRUE(SmallProductShape(8, 20, 6));       // d = 20, C = 3 pair, 8 rows
+  EXPECT_TRUE(SmallProductShape(32, 100, 20));    // medium pair: the loops beat Eigen's GEMM
+  EXPECT_FALSE(SmallProductShape(256, 784, 10));  // the paper's shape keeps the blocked GEMM
+  EXPECT_FALSE(SmallProductShape(8, 20, 21));     // no compiled width that large
+}
+
+TEST(SmallGemm, TheMediumShapeKeepsTheDocumentedOrder) {
+  std::mt19937_64 rng(32);
+  const int n = 32, d = 100, c = 10;
+  const RowMatrix a = Random(n, d, rng), at = a.transpose(), w = Random(d, c, rng);
+  RowMatrix z(n, c);
+  const double* ws[1] = {w.data()};
+  double* zs[1] = {z.data()};
+  SmallProductsFromTranspose<1>(at.data(), n, d, ws, c, zs, c);
+  EXPECT_TRUE(z == OrderedProduct(a, w));
+  EXPECT_LE((z - a * w).cwiseAbs().maxCoeff(), 1e-13 * (1.0 + a.cwiseAbs().maxCoeff() * d));
 }
 
 TEST(SoftmaxRows, ExpNonPositiveIsWithinTwoUlpsOfLibm) {
