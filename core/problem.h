@@ -110,7 +110,14 @@ class Problem {
   // its metrics say they are absent, not zero.
   virtual bool HasExactMetrics() const { return true; }
   virtual absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const = 0;
-  virtual void Accumulate(const ClassMetrics& m, RunningMetrics* running) const = 0;
+  // Adds a step's exact metrics to the running sums; `probability`: the
+  // probability p_t the step was sampled with for them (1 while the
+  // metrics worker keeps up; core/metrics/sampling.h), for the
+  // Horvitz-Thompson estimate of the class's regret sum.
+  virtual void Accumulate(const ClassMetrics& m, double probability,
+                          RunningMetrics* running) const = 0;
+  // Counts a due step whose exact metrics were not computed.
+  virtual void AccumulateSkipped(RunningMetrics* running) const = 0;
 };
 
 }  // namespace f2obo

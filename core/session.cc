@@ -107,6 +107,12 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Restore(const SessionConfig& c
           "state.metrics.", spec.name, ": ", v, " is not a step count between 0 and the ",
           c.metrics.evaluated_steps, " evaluated steps"));
     }
+    const double unevaluated = static_cast<double>(c.state.t - 1 - c.metrics.evaluated_steps);
+    if (spec.counts_skipped && (v < 0 || v > unevaluated || v != std::floor(v))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state.metrics.", spec.name, ": ", v, " is not a step count between 0 and ",
+                       unevaluated, " (steps applied less the evaluated ones)"));
+    }
   }
   return std::unique_ptr<Session>(
       new Session(config, *std::move(problem), std::move(c.state), std::move(c.metrics)));

@@ -70,7 +70,12 @@ class Session {
   // Running exact-metric sums: the metrics pipeline (which computes the
   // metrics off the request path) adds each step's here.
   const RunningMetrics& metrics() const { return metrics_; }
-  void AddMetrics(const ClassMetrics& m) { problem_->Accumulate(m, &metrics_); }
+  // `probability`: p_t, with which the step was sampled for exact metrics.
+  void AddMetrics(const ClassMetrics& m, double probability = 1.0) {
+    problem_->Accumulate(m, probability, &metrics_);
+  }
+  // A due step without exact metrics (not sampled, or failed).
+  void AddSkipped() { problem_->AccumulateSkipped(&metrics_); }
 
   // The checkpoint encoding of `state` (the committed or the pending one)
   // with this session's family, algorithm and running sums.

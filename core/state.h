@@ -26,7 +26,10 @@ namespace f2obo {
 // carries counts as integers).
 struct RunningSumSpec {
   std::string name;
-  bool counts_steps = false;
+  bool counts_steps = false;  // a count of evaluated steps (at most evaluated_steps)
+  // A count of due steps without exact metrics (core/metrics/sampling.h):
+  // with evaluated_steps at most the steps applied.
+  bool counts_skipped = false;
 };
 
 // Names (and sizes) of a class's state variables, in their order in

@@ -24,6 +24,9 @@ absl::Status FlagRule::CheckNumber(absl::string_view flag, double value) const {
         return Refuse(flag, absl::StrCat("must be finite and >= ", bound_));
       }
       break;
+    case Kind::kProbability:  // `!(value > 0)` refuses NaN too
+      if (!(value > 0.0) || value > 1.0) return Refuse(flag, "must be in (0, 1]");
+      break;
     default:
       break;
   }

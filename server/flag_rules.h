@@ -15,7 +15,7 @@ namespace f2obo::server {
 
 class FlagRule {
  public:
-  enum class Kind { kAny, kAtLeast, kFiniteAtLeast, kNotEmpty, kOneOf, kMaxBytes };
+  enum class Kind { kAny, kAtLeast, kFiniteAtLeast, kProbability, kNotEmpty, kOneOf, kMaxBytes };
 
   FlagRule(Kind kind, double bound, std::vector<std::string> choices)
       : kind_(kind), bound_(bound), choices_(std::move(choices)) {}
@@ -43,6 +43,8 @@ inline FlagRule AtLeast(double min) { return FlagRule(FlagRule::Kind::kAtLeast, 
 inline FlagRule FiniteAtLeast(double min) {
   return FlagRule(FlagRule::Kind::kFiniteAtLeast, min, {});
 }
+// A probability in (0, 1] ("must be in (0, 1]").
+inline FlagRule Probability() { return FlagRule(FlagRule::Kind::kProbability, 0, {}); }
 // A non-empty string ("must be set").
 inline FlagRule NotEmpty() { return FlagRule(FlagRule::Kind::kNotEmpty, 0, {}); }
 // One of `choices` ("'x' is not 'sync' or 'none'").

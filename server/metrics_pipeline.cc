@@ -2,22 +2,39 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
+#include "absl/strings/str_cat.h"
+#include "core/metrics/sampling.h"
 #include "f2obo/v1/convert.h"
 
 namespace f2obo::server {
 
-MetricsPipeline::MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer)
-    : max_pending_(max_pending_jobs), observer_(std::move(observer)) {
+SessionMetrics::SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
+                               MetricsAccumulator accumulate, std::shared_ptr<BufferTally> tally,
+                               int64_t start_t)
+    : id_(std::move(id)),
+      start_t_(start_t),
+      evaluator_(std::move(evaluator)),
+      accumulate_(std::move(accumulate)),
+      tally_(std::move(tally)),
+      // Seeded by the id: a session's draws are reproducible run to run
+      // (given the same backlogs), and independent of its metrics.
+      sampler_(std::hash<std::string>()(id_) ^ 0x5eed26u) {}
+
+MetricsPipeline::MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer,
+                                 ExactSampling sampling)
+    : max_pending_(max_pending_jobs), sampling_(sampling), observer_(std::move(observer)) {
   for (int i = 0; i < std::max(1, threads); ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 MetricsPipeline::~MetricsPipeline() { Stop(); }
 
-std::shared_ptr<SessionMetrics> MetricsPipeline::Open(
-    std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
-    std::function<RunningMetrics(const ClassMetrics&)> accumulate, int64_t start_t,
-    std::vector<v1::StepMetrics> history) {
+std::shared_ptr<SessionMetrics> MetricsPipeline::Open(std::string session_id,
+                                                      std::unique_ptr<MetricsEvaluator> evaluator,
+                                                      MetricsAccumulator accumulate,
+                                                      int64_t start_t,
+                                                      std::vector<v1::StepMetrics> history) {
   std::shared_ptr<SessionMetrics> s(new SessionMetrics(std::move(session_id), std::move(evaluator),
                                                        std::move(accumulate), tally_, start_t));
   std::sort(history.begin(), history.end(),
@@ -41,11 +58,10 @@ void MetricsPipeline::Enqueue(const std::shared_ptr<SessionMetrics>& s, MetricsJ
   {
     absl::MutexLock lock(&s->mu_);
     if (s->closed_) return;
-    if (job.exact_due && static_cast<int>(s->jobs_.size()) >= max_pending_) {
-      // Keep the stream of per-step messages complete, drop the expensive part.
-      job.exact_due = false;
-      job.skipped_reason = "metrics worker behind: exact metrics skipped for this step";
-      job.before.reset();  // only exact metrics read it: a backlog holds no state copies
+    if (static_cast<int>(s->jobs_.size()) >= max_pending_) {
+      // Decided now, at the floor: an unsampled job holds no state copy
+      // while it waits (only exact metrics read it).
+      Decide(*s, job, s->jobs_.size());
     }
     s->jobs_.push_back(std::move(job));
     ++tally_->queued_jobs;
@@ -70,13 +86,9 @@ void MetricsPipeline::Help(SessionMetrics& s) {
       if (s.closed_ || static_cast<int>(s.jobs_.size()) <= HelpAbove()) return;
       job = std::move(s.jobs_.front());
       s.jobs_.pop_front();
+      Decide(s, job, s.jobs_.size());  // at the floor: more than 2 max_pending behind
     }
     --tally_->queued_jobs;
-    if (job.exact_due) {  // a step's thread never computes exact metrics
-      job.exact_due = false;
-      job.skipped_reason = "metrics worker behind: exact metrics skipped for this step";
-      job.before.reset();
-    }
     Process(s, std::move(job));
   }
 }
@@ -131,6 +143,7 @@ void MetricsPipeline::WorkerLoop() {
         if (!s->jobs_.empty()) {  // (a helper may have emptied the queue)
           job = std::move(s->jobs_.front());
           s->jobs_.pop_front();
+          Decide(*s, *job, s->jobs_.size());
         }
       }
       if (job.has_value()) {
@@ -156,21 +169,48 @@ void MetricsPipeline::WorkerLoop() {
   }
 }
 
+void MetricsPipeline::Decide(SessionMetrics& s, MetricsJob& job, size_t queued) const {
+  if (!job.exact_due || job.probability > 0.0) return;
+  job.probability =
+      std::min(sampling_.ceiling,
+               InclusionProbability(static_cast<int64_t>(queued), max_pending_, sampling_.floor));
+  // 53 random bits: U uniform on [0, 1).
+  const double u = static_cast<double>(s.sampler_.Next() >> 11) * 0x1p-53;
+  job.sampled = u < job.probability;
+  if (!job.sampled) job.before.reset();  // only exact metrics read it
+}
+
 void MetricsPipeline::Process(SessionMetrics& s, MetricsJob job) {
   v1::StepMetrics msg;
   msg.set_session_id(s.id_);
   msg.set_t(job.t);
   ToProto(job.report, msg.mutable_report());
-  msg.set_exact_skipped_reason(job.skipped_reason);
   s.evaluator_->Observe(*job.data);
   if (job.exact_due) {
-    absl::StatusOr<ClassMetrics> m =
-        s.evaluator_->Evaluate(*job.before, job.report, *job.data, s.previous_.get());
-    if (m.ok()) {
-      const RunningMetrics running = s.accumulate_(*m);
-      ToProto(*m, running, msg.mutable_exact());
+    msg.set_exact_probability(job.probability);
+    bool skipped = true;
+    if (!job.sampled) {
+      // Below the ceiling, the backlog lowered p_t.
+      msg.set_exact_skipped_reason(
+          absl::StrCat(job.probability < sampling_.ceiling ? "metrics worker behind: " : "",
+                       "step not in the random sample evaluated (p = ", job.probability, ")"));
+    } else if (job.before == nullptr) {
+      msg.set_exact_skipped_reason("exact metrics: the step's state was not kept");
     } else {
-      msg.set_exact_skipped_reason(std::string(m.status().message()));
+      absl::StatusOr<ClassMetrics> m =
+          s.evaluator_->Evaluate(*job.before, job.report, *job.data, s.previous_.get());
+      if (m.ok()) {
+        const RunningMetrics running = s.accumulate_(&*m, job.probability);
+        ToProto(*m, running, msg.mutable_exact());
+        skipped = false;
+      } else {
+        msg.set_exact_skipped_reason(std::string(m.status().message()));
+      }
+    }
+    if (skipped) {
+      // The coverage and the estimate go on while steps are skipped.
+      const RunningMetrics running = s.accumulate_(nullptr, job.probability);
+      ToProto(static_cast<ProblemClass>(job.report.detail.index()), running, msg.mutable_running());
     }
   }
   s.previous_ = std::move(job.data);

@@ -19,11 +19,27 @@
 // under enough concurrent streams (the soak: 64 clients on 2 cores) one
 // worker fell behind even with exact metrics skipped, its queue of jobs,
 // each holding its step's batches, growing by ~35 jobs a second without
-// end.  So beyond max_pending_jobs queued for a session exact metrics are
-// skipped (as before), and beyond twice that the step's own thread
-// processes that session's oldest jobs (never their exact metrics) until
-// the queue is back at the bound: steps pay for metrics only when the
-// workers cannot keep up, and memory stays bounded.
+// end.  So beyond twice max_pending_jobs queued for a session the step's
+// own thread processes that session's oldest jobs until the queue is back
+// at the bound: steps pay for metrics only when the workers cannot keep
+// up, and memory stays bounded.
+//
+// Which due steps get exact metrics when the worker is behind: a random
+// sample with known probabilities (core/metrics/sampling.h, issue 26 item
+// 5), never "the ones it happened to reach" -- skipped steps made BLReg,
+// a sum over evaluated steps, go flat, which read as convergence.  A due
+// step's probability p_t is fixed when its job is taken for processing
+// (InclusionProbability of the jobs queued behind it: 1 while the worker
+// keeps up, down to ExactSampling::floor), or when it is enqueued behind
+// max_pending_jobs others (p_t = floor; an unsampled job then drops its
+// state copy at once, so a backlog holds few).  Then one draw from the
+// session's own generator decides.  p_t depends only on the backlog, never
+// on the step's metrics, so the Horvitz-Thompson sums the accumulator
+// keeps are unbiased.  A sampled step is evaluated by whichever thread
+// processes it -- a helping step's thread too (at probability floor):
+// dropping it there would make its inclusion depend on the load again.
+// Each published message carries p_t (exact_probability), and a due step
+// without exact metrics carries the running sums (coverage, estimate).
 //
 // Wake-ups: a worker woken from idle first gathers for kGatherWindow, so
 // that one wake-up serves the steps of that window (a wake-up per step was
@@ -51,6 +67,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/class_metrics.h"
 #include "core/problem.h"
+#include "core/rng.h"
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
 
@@ -62,8 +79,23 @@ struct MetricsJob {
   StepReport report;
   std::shared_ptr<const StepData> data;
   bool exact_due = false;
-  std::string skipped_reason;  // set when exact metrics were due but dropped
+  // Once decided (exact_due only): the probability p_t > 0 the step was
+  // sampled with, and the draw.  0: not decided yet.
+  double probability = 0.0;
+  bool sampled = false;
 };
+
+// The sampling design's knobs (server --min_exact_probability,
+// --exact_sample_probability).
+struct ExactSampling {
+  double floor = 0.05;   // no due step is evaluated with less
+  double ceiling = 1.0;  // nor with more (< 1: a sample even without load)
+};
+
+// Adds a step's exact metrics (`m`, sampled with `probability`) to the
+// session's running sums, or with m == nullptr counts a due step without
+// them; returns the sums after the addition.
+using MetricsAccumulator = std::function<RunningMetrics(const ClassMetrics* m, double probability)>;
 
 // Receives every published message (e.g. the Prometheus exporter).
 using MetricsObserver = std::function<void(const v1::StepMetrics&)>;
@@ -118,13 +150,8 @@ class SessionMetrics {
   };
 
   SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
-                 std::function<RunningMetrics(const ClassMetrics&)> accumulate,
-                 std::shared_ptr<BufferTally> tally, int64_t start_t)
-      : id_(std::move(id)),
-        start_t_(start_t),
-        evaluator_(std::move(evaluator)),
-        accumulate_(std::move(accumulate)),
-        tally_(std::move(tally)) {}
+                 MetricsAccumulator accumulate, std::shared_ptr<BufferTally> tally,
+                 int64_t start_t);
   void Publish(const v1::StepMetrics& m);
   // The first buffered entry with t > after_t.
   std::deque<Entry>::const_iterator FirstAfter(int64_t after_t) const
@@ -137,7 +164,7 @@ class SessionMetrics {
   // Ordered before mu_.
   absl::Mutex process_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::unique_ptr<MetricsEvaluator> evaluator_ ABSL_GUARDED_BY(process_mu_);
-  std::function<RunningMetrics(const ClassMetrics&)> accumulate_ ABSL_GUARDED_BY(process_mu_);
+  MetricsAccumulator accumulate_ ABSL_GUARDED_BY(process_mu_);
   std::shared_ptr<const StepData> previous_ ABSL_GUARDED_BY(process_mu_);
   const std::shared_ptr<BufferTally> tally_;
 
@@ -150,11 +177,13 @@ class SessionMetrics {
   size_t published_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // accounted size of published_
   bool full_ ABSL_GUARDED_BY(mu_) = false;            // a message was ever dropped
   std::optional<v1::ExactMetrics> latest_exact_ ABSL_GUARDED_BY(mu_);
+  Rng sampler_ ABSL_GUARDED_BY(mu_);  // the draws of the sampling design
 };
 
 class MetricsPipeline {
  public:
-  MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer);
+  MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer,
+                  ExactSampling sampling = {});
   ~MetricsPipeline();  // Stop()s
 
   // A session's channel.  `evaluator` computes the exact metrics (its own
@@ -165,10 +194,10 @@ class MetricsPipeline {
   // starts with (those with t <= start_t, relabelled with session_id), so
   // that a rollback keeps the steps it did not undo and a fork inherits
   // its source's (issue 26 item 4).
-  std::shared_ptr<SessionMetrics> Open(
-      std::string session_id, std::unique_ptr<MetricsEvaluator> evaluator,
-      std::function<RunningMetrics(const ClassMetrics&)> accumulate, int64_t start_t = 0,
-      std::vector<v1::StepMetrics> history = {});
+  std::shared_ptr<SessionMetrics> Open(std::string session_id,
+                                       std::unique_ptr<MetricsEvaluator> evaluator,
+                                       MetricsAccumulator accumulate, int64_t start_t = 0,
+                                       std::vector<v1::StepMetrics> history = {});
 
   void Enqueue(const std::shared_ptr<SessionMetrics>& session, MetricsJob job);
 
@@ -188,8 +217,13 @@ class MetricsPipeline {
   void Help(SessionMetrics& s);
   int HelpAbove() const { return 2 * max_pending_; }
   void Process(SessionMetrics& s, MetricsJob job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.process_mu_);
+  // Fixes a due job's p_t from the `queued` jobs behind it and draws
+  // (no-op when not due or decided); an unsampled job drops its state.
+  void Decide(SessionMetrics& s, MetricsJob& job, size_t queued) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu_);
 
   const int max_pending_;
+  const ExactSampling sampling_;
   MetricsObserver observer_;
   // Shared with each SessionMetrics, which may outlive the pipeline.
   const std::shared_ptr<BufferTally> tally_ = std::make_shared<BufferTally>();

@@ -67,6 +67,10 @@ absl::Status CheckServerFlags(const ServerOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (absl::Status flags = CheckServerFlags(options); !flags.ok()) return flags;
+  if (options.min_exact_probability > options.exact_sample_probability) {
+    return absl::InvalidArgumentError(
+        "--min_exact_probability: must not exceed --exact_sample_probability");
+  }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Server> s(new Server());
@@ -98,9 +102,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       limit.ok()) {
     (*limit)->WithLabels({}).Set(options.limits.max_sessions);
   }
-  s->pipeline_ =
-      std::make_unique<MetricsPipeline>(options.metrics_threads, options.max_pending_metrics,
-                                        [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); });
+  s->pipeline_ = std::make_unique<MetricsPipeline>(
+      options.metrics_threads, options.max_pending_metrics,
+      [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); },
+      ExactSampling{options.min_exact_probability, options.exact_sample_probability});
   s->sessions_ =
       std::make_unique<SessionManager>(options.limits, s->pipeline_.get(), s->store_.get());
   std::vector<StoredGroup> stored_groups;

@@ -114,6 +114,22 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
       "Upper loss on the step's fresh batch before the round (bilevel: f_t(x_t, y_t); "
       "simple bilevel: f_t at the decision served; multi-task: the mean over the step's tasks).",
       s));
+  exact_evaluated_ = OrDie(r->AddGauge(
+      "f2obo_session_exact_evaluated_steps",
+      "Due steps whose exact metrics were computed (RunningMetrics.evaluated_steps); with "
+      "f2obo_session_exact_skipped_steps, the coverage of BLReg and the class's other sums.",
+      s));
+  exact_skipped_steps_ = OrDie(r->AddGauge(
+      "f2obo_session_exact_skipped_steps",
+      "Due steps without exact metrics: not in the random sample the metrics worker evaluates "
+      "when it is behind, or failed (RunningMetrics.skipped_steps).",
+      s));
+  exact_probability_ = OrDie(
+      r->AddGauge("f2obo_session_exact_probability",
+                  "Probability p_t with which the last due step's exact metrics were computed: 1 "
+                  "while the metrics worker keeps up, down to --min_exact_probability when it "
+                  "is behind.",
+                  s));
   for (const presentation::ClassPresentation* p : presentation::Presentations()) {
     classes_.emplace_back(p, p->new_series(r));
   }
@@ -163,6 +179,11 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   const std::vector<std::string> id = {m.session_id()};
   t_->WithLabels(id).Set(static_cast<double>(m.t()));
   upper_loss_->WithLabels(id).Set(r.upper_loss_before());
+  if (const v1::RunningMetrics* running = presentation::RunningOf(m)) {
+    exact_evaluated_->WithLabels(id).Set(static_cast<double>(running->evaluated_steps()));
+    exact_skipped_steps_->WithLabels(id).Set(static_cast<double>(running->skipped_steps()));
+  }
+  if (m.exact_probability() > 0.0) exact_probability_->WithLabels(id).Set(m.exact_probability());
   for (auto& [p, series] : classes_) {
     if (p == &of) series->Update(m.session_id(), m);
   }
@@ -174,6 +195,9 @@ void ServiceMetrics::OnSessionDeleted(const std::string& id) {
   live_.erase(id);
   t_->Remove({id});
   upper_loss_->Remove({id});
+  exact_evaluated_->Remove({id});
+  exact_skipped_steps_->Remove({id});
+  exact_probability_->Remove({id});
   // A session's class is not known here: every class drops its series of
   // the id (a no-op for the others).
   for (auto& [p, series] : classes_) series->Remove(id);

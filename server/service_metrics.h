@@ -6,7 +6,9 @@
 // regret and grad F over the tasks seen) in its presentation
 // (server/presentation/).  Per-session series carry a session_id label that
 // can be switched off for servers with very many sessions; the server-wide
-// series remain.
+// series remain.  The coverage of the exact metrics (steps evaluated and
+// skipped, the sampling probability) is every class's; each class's
+// presentation adds the estimate of its regret sum with its standard error.
 //
 // Thread-safety: thread-safe (the registry's series are atomic).
 #ifndef F2OBO_SERVER_SERVICE_METRICS_H_
@@ -71,6 +73,11 @@ class ServiceMetrics final : public ServiceObserver {
   // (in presentation::Presentations() order).
   metrics::GaugeFamily* t_;
   metrics::GaugeFamily* upper_loss_;
+  // Coverage of the exact metrics (issue 26 item 5): due steps with and
+  // without them, and the probability the last due step was sampled with.
+  metrics::GaugeFamily* exact_evaluated_;
+  metrics::GaugeFamily* exact_skipped_steps_;
+  metrics::GaugeFamily* exact_probability_;
   std::vector<
       std::pair<const presentation::ClassPresentation*, std::unique_ptr<presentation::ClassSeries>>>
       classes_;

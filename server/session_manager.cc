@@ -150,12 +150,16 @@ std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
   const int64_t start_t = entry->session->state().t - 1;  // its last step applied
   return pipeline_->Open(
       entry->id, std::move(evaluator),
-      [weak, generation](const ClassMetrics& m) {
+      [weak, generation](const ClassMetrics* m, double probability) {
         RunningMetrics out;
         if (std::shared_ptr<Entry> e = weak.lock()) {
           absl::MutexLock lock(&e->sums_mu);
           if (e->generation == generation) {
-            e->session->AddMetrics(m);
+            if (m != nullptr) {
+              e->session->AddMetrics(*m, probability);
+            } else {
+              e->session->AddSkipped();
+            }
             PublishSums(*e);
           }
           out = e->session->metrics();

@@ -15,7 +15,9 @@
 namespace f2obo {
 namespace {
 
-// Exact metrics on a family instance of its own (the worker's).
+// Exact metrics on a family instance of its own (the worker's), each
+// step's solves warm-started from the last evaluated step's (issue 26
+// item 5: ExactWarmStart).
 class BilevelMetricsEvaluator final : public MetricsEvaluator {
  public:
   BilevelMetricsEvaluator(std::unique_ptr<Family> family, ConstraintSet set, double gamma)
@@ -32,7 +34,8 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
     in.h = r.hypergradient;
     // The regret term's gradient mapping uses the round's own upper step.
     in.gamma = r.gamma > 0.0 ? r.gamma : gamma_;
-    absl::StatusOr<ExactMetrics> m = ComputeExactMetrics(*family_, set_, in, current, previous);
+    absl::StatusOr<ExactMetrics> m =
+        ComputeExactMetrics(*family_, set_, in, current, previous, {}, &warm_);
     if (!m.ok()) return m.status();
     return ClassMetrics(*std::move(m));
   }
@@ -41,6 +44,7 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
   std::unique_ptr<Family> family_;
   const ConstraintSet set_;
   const double gamma_;
+  ExactWarmStart warm_;
 };
 
 class BilevelProblem final : public Problem {
@@ -158,8 +162,13 @@ class BilevelProblem final : public Problem {
         new BilevelMetricsEvaluator(*std::move(family), config_.constraint, config_.options.gamma));
   }
 
-  void Accumulate(const ClassMetrics& m, RunningMetrics* running) const override {
-    f2obo::Accumulate(std::get<ExactMetrics>(m), running);
+  void Accumulate(const ClassMetrics& m, double probability,
+                  RunningMetrics* running) const override {
+    f2obo::Accumulate(std::get<ExactMetrics>(m), running, probability);
+  }
+  void AccumulateSkipped(RunningMetrics* running) const override {
+    if (running->sums.size() < kBilevelSumCount) running->sums.resize(kBilevelSumCount, 0.0);
+    AddSkippedStep(kBilevelSampleSlots, running);
   }
 
  private:

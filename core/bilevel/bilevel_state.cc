@@ -10,7 +10,10 @@ StateLayout BilevelLayout(int y_dim) {
                       {"drift"},
                       {"drift_steps", true},
                       {"unconverged_steps", true},
-                      {"unconverged_drift_steps", true}}};
+                      {"unconverged_drift_steps", true},
+                      {"skipped_steps", false, true},
+                      {"blreg_estimate"},
+                      {"blreg_estimate_variance"}}};
 }
 
 BilevelVars BilevelView(SessionState* s) {

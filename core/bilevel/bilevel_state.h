@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/metrics/sampling.h"
 #include "core/rng.h"
 #include "core/state.h"
 #include "core/types.h"
@@ -28,8 +29,16 @@ enum BilevelSum {
   // out of kVariation and kDrift.
   kUnconvergedSteps,
   kUnconvergedDriftSteps,
+  // Due steps without exact metrics, and the Horvitz-Thompson estimate of
+  // kBlreg's sum over every due step with its variance estimate
+  // (core/metrics/sampling.h).  Added last: a state saved before has them
+  // start at zero (Session::Restore).
+  kSkippedSteps,
+  kBlregEstimate,
+  kBlregVariance,
   kBilevelSumCount
 };
+inline constexpr SampleSlots kBilevelSampleSlots{kSkippedSteps, kBlregEstimate, kBlregVariance};
 
 StateLayout BilevelLayout(int y_dim);
 

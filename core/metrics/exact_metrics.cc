@@ -109,36 +109,84 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
   return sol;
 }
 
-TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const StepData& data,
-                                           const VecIn& warm, const ExactMetricsOptions& o) {
+namespace {
+
+// `cg_warm`: the hypergradient system's initial guess (null: w = 0).
+TrueHypergradient Hypergradient(Family& family, const VecIn& x, const StepData& data,
+                                const VecIn& warm, const ExactMetricsOptions& o,
+                                const Vector* cg_warm) {
   const BatchView upper = BatchView::All(data.upper);
   const BatchView inner = BatchView::All(data.inner);
   TrueHypergradient out;
   out.inner = SolveInner(family, x, inner, warm, o);
   const Vector& ys = out.inner.y;
-  Vector gx_f(family.x_dim()), gy_f(family.y_dim()), w(family.y_dim());
+  Vector gx_f(family.x_dim()), gy_f(family.y_dim());
   out.value = family.F(x, ys, upper, &gx_f, &gy_f);
   // Solve grad2_yy g w = grad_y f, then grad F = grad_x f - grad2_xy g w.
   CgOutcome cg;
-  out.cg_iterations =
-      ConjugateGradient([&](const Vector& v, Vector* r) { family.HvpYYG(x, ys, inner, v, r); },
-                        gy_f, o.cg_tolerance, o.max_cg_iterations, &w, &cg);
+  const auto hessian = [&](const Vector& v, Vector* r) { family.HvpYYG(x, ys, inner, v, r); };
+  if (cg_warm != nullptr) {
+    out.w = *cg_warm;
+    out.cg_iterations =
+        ConjugateGradientFrom(hessian, gy_f, o.cg_tolerance, o.max_cg_iterations, &out.w, &cg);
+  } else {
+    out.cg_iterations =
+        ConjugateGradient(hessian, gy_f, o.cg_tolerance, o.max_cg_iterations, &out.w, &cg);
+  }
   out.cg_converged = cg.converged;
   out.cg_relative_residual = cg.relative_residual;
   out.grad.resize(family.x_dim());
-  family.HvpXYG(x, ys, inner, w, &out.grad);
+  family.HvpXYG(x, ys, inner, out.w, &out.grad);
   out.grad = gx_f - out.grad;
+  return out;
+}
+
+}  // namespace
+
+TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const StepData& data,
+                                           const VecIn& warm, const ExactMetricsOptions& o) {
+  return Hypergradient(family, x, data, warm, o, nullptr);
+}
+
+TrueHypergradient ComputeTrueHypergradientWarm(Family& family, const VecIn& x, const StepData& data,
+                                               const VecIn& warm, const ExactMetricsOptions& o,
+                                               ExactWarmStart* previous) {
+  const int n = family.y_dim();
+  bool from_previous = false;
+  if (previous->y_star.size() == n && warm.size() == n) {
+    const BatchView inner = BatchView::All(data.inner);
+    Vector grad(n);
+    family.G(x, warm, inner, nullptr, &grad);
+    const double at_warm = grad.norm();
+    family.G(x, previous->y_star, inner, nullptr, &grad);
+    // `<` is false for NaN: a start with a non-finite gradient never wins.
+    from_previous = grad.norm() < at_warm || !std::isfinite(at_warm);
+    from_previous = from_previous && std::isfinite(grad.norm());
+  }
+  const Vector* cg_warm = previous->w.size() == n ? &previous->w : nullptr;
+  TrueHypergradient out = from_previous
+                              ? Hypergradient(family, x, data, previous->y_star, o, cg_warm)
+                              : Hypergradient(family, x, data, warm, o, cg_warm);
+  if (out.inner.y.allFinite() && out.w.allFinite()) {
+    previous->y_star = out.inner.y;
+    previous->w = out.w;
+  } else {
+    *previous = ExactWarmStart{};
+  }
   return out;
 }
 
 absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const ConstraintSet& set,
                                                  const MetricsInput& in, const StepData& current,
                                                  const StepData* previous,
-                                                 const ExactMetricsOptions& o) {
+                                                 const ExactMetricsOptions& o,
+                                                 ExactWarmStart* warm) {
   ExactMetrics m;
   m.t = in.t;
   family.Prepare(current);
-  const TrueHypergradient now = ComputeTrueHypergradient(family, in.x, current, in.y, o);
+  const TrueHypergradient now =
+      warm != nullptr ? ComputeTrueHypergradientWarm(family, in.x, current, in.y, o, warm)
+                      : ComputeTrueHypergradient(family, in.x, current, in.y, o);
   Vector mapping(family.x_dim());
   GradientMapping(set, in.x, now.grad, in.gamma, &mapping);
   m.regret_term = mapping.squaredNorm();
@@ -180,7 +228,7 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const Constrain
   return m;
 }
 
-void Accumulate(const ExactMetrics& m, RunningMetrics* r) {
+void Accumulate(const ExactMetrics& m, RunningMetrics* r, double probability) {
   // The running counters come from a (possibly imported) state: saturate
   // rather than overflow.
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -193,6 +241,8 @@ void Accumulate(const ExactMetrics& m, RunningMetrics* r) {
   } else {
     sum[kUnconvergedSteps] += 1.0;
   }
+  AddSampledTerm(m.RegretConverged() ? std::optional<double>(m.regret_term) : std::nullopt,
+                 probability, kBilevelSampleSlots, r);
   if (m.variation.has_value() && m.drift.has_value()) {
     sum[kDriftSteps] += 1.0;
     if (m.DriftConverged()) {

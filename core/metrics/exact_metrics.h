@@ -75,6 +75,7 @@ struct TrueHypergradient {
   Vector grad;
   double value = 0.0;  // F(x) = f(x, y*(x))
   InnerSolution inner;
+  Vector w;  // the solution of grad2_yy g w = grad_y f
   int cg_iterations = 0;
   // The CG solve of grad2_yy g w = grad_y f: whether it reached
   // cg_tolerance, and ||grad2_yy g w - grad_y f|| / ||grad_y f|| at the end.
@@ -83,6 +84,29 @@ struct TrueHypergradient {
 };
 TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const StepData& data,
                                            const VecIn& warm, const ExactMetricsOptions& o);
+
+// The solutions of the last evaluated step, kept by a metrics evaluator as
+// warm starts for the next one (issue 26 item 5): consecutive steps'
+// systems differ by one round's move of x and one batch's drift, so the
+// previous y* and hypergradient system solution w are close to the new
+// ones.  Empty vectors: none yet.
+struct ExactWarmStart {
+  Vector y_star;  // y*_s(x_s) of the last evaluated step s
+  Vector w;       // [grad2_yy g]^{-1} grad_y f there
+};
+
+// ComputeTrueHypergradient from the closer of `warm` (the algorithm's y_t)
+// and previous->y_star -- the one with the smaller ||grad_y g(x, .)||,
+// which bounds the distance to y* over g's strong convexity -- with the
+// hypergradient system's CG started from previous->w
+// (ConjugateGradientFrom); then keeps this step's solutions in `previous`
+// (cleared if they are not finite).  Same stop tests, so the same answer
+// to the solver's tolerances; fewer iterations where the stream drifts
+// slowly.  One gradient of g more than the cold solve to compare the
+// starts, one HVP more to read w's residual.
+TrueHypergradient ComputeTrueHypergradientWarm(Family& family, const VecIn& x, const StepData& data,
+                                               const VecIn& warm, const ExactMetricsOptions& o,
+                                               ExactWarmStart* previous);
 
 // What the metrics of step t need besides the batches.
 struct MetricsInput {
@@ -136,10 +160,14 @@ struct ExactMetrics {
 // Computes the metrics of step t.  `previous` may be null (first step, or
 // its batches were not kept), leaving variation and drift empty.  Fails
 // only on non-finite results.
+// With `warm` (not null) the step-t solves start from the last evaluated
+// step's solutions and leave this step's there
+// (ComputeTrueHypergradientWarm).
 absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const ConstraintSet& set,
                                                  const MetricsInput& in, const StepData& current,
                                                  const StepData* previous,
-                                                 const ExactMetricsOptions& o = {});
+                                                 const ExactMetricsOptions& o = {},
+                                                 ExactWarmStart* warm = nullptr);
 
 // Adds one step's metrics to the running sums (BLReg, V_T, H_2,T
 // estimates).  An unconverged value is never summed: a step whose regret
@@ -151,7 +179,10 @@ absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const Constrain
 // tolerances, and a reader sees how many were left out (an unconverged
 // solve can be off by orders of magnitude, so a sum that included it would
 // be worth nothing, and one term cannot be corrected later).
-void Accumulate(const ExactMetrics& m, RunningMetrics* running);
+// `probability`: p_t, the probability the step was sampled with
+// (core/metrics/sampling.h): a converged regret term is added to the
+// Horvitz-Thompson sums too.
+void Accumulate(const ExactMetrics& m, RunningMetrics* running, double probability = 1.0);
 
 }  // namespace f2obo
 

@@ -28,6 +28,15 @@ struct CgOutcome {
 int ConjugateGradient(const LinearOperator& apply, const Vector& b, double rel_tol, int max_it,
                       Vector* w, CgOutcome* outcome = nullptr);
 
+// The same from the initial guess in `w` (a warm start: the previous
+// step's solution of a nearby system), to the same test ||A w - b|| <=
+// rel_tol ||b||, so the answer meets the same tolerance.  A guess of
+// another size, not finite, or whose residual is not below ||b|| (no
+// better than w = 0) is dropped for w = 0.  Costs one product more than
+// the cold solve to read the guess's residual.
+int ConjugateGradientFrom(const LinearOperator& apply, const Vector& b, double rel_tol, int max_it,
+                          Vector* w, CgOutcome* outcome = nullptr);
+
 }  // namespace f2obo
 
 #endif  // F2OBO_CORE_METRICS_LINEAR_SOLVE_H_

@@ -42,12 +42,12 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(const SessionSt
   Vector mapping(x.size());
   // Tasks in increasing order: the sums are a deterministic function of
   // the batches seen.
-  for (const auto& [task, seen] : latest_) {
+  for (auto& [task, seen] : latest_) {
     const StepData& data = seen.data;
     const int slot = table_.Find(before, task);
     const Vector warm = slot >= 0 ? Vector(table_.Var(before, slot, 0)) : y0_;
     Family& f = family_->Task(task, data);
-    const TrueHypergradient th = ComputeTrueHypergradient(f, x, data, warm, {});
+    const TrueHypergradient th = ComputeTrueHypergradientWarm(f, x, data, warm, {}, &seen.warm);
     grad += th.grad;
     m.value += th.value;
     const bool converged = th.inner.converged && th.cg_converged;
@@ -80,7 +80,7 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(const SessionSt
   return ClassMetrics(m);
 }
 
-void AccumulateMultitask(const MultitaskMetrics& m, RunningMetrics* r) {
+void AccumulateMultitask(const MultitaskMetrics& m, RunningMetrics* r, double probability) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   if (r->evaluated_steps < kMax) ++r->evaluated_steps;
   if (r->sums.size() < kMultitaskSumCount) r->sums.resize(kMultitaskSumCount, 0.0);
@@ -92,6 +92,8 @@ void AccumulateMultitask(const MultitaskMetrics& m, RunningMetrics* r) {
   for (const TaskMetrics& tm : m.tasks) {
     if (tm.converged) r->sums[kMultitaskTaskRegret + tm.task] += tm.regret_term;
   }
+  AddSampledTerm(m.Converged() ? std::optional<double>(m.regret_term) : std::nullopt, probability,
+                 kMultitaskSampleSlots, r);
 }
 
 }  // namespace f2obo

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "core/constraint.h"
+#include "core/metrics/exact_metrics.h"
 #include "core/multitask/multitask_family.h"
 #include "core/multitask/task_table.h"
 #include "core/problem.h"
@@ -48,6 +49,9 @@ class MultitaskMetricsEvaluator final : public MetricsEvaluator {
   struct Seen {
     StepData data;  // the task's latest batches
     uint64_t when;  // order of observation (key of by_when_)
+    // The task's solutions at its last evaluation: the next one's warm
+    // starts (kept when newer batches replace `data`).
+    ExactWarmStart warm;
   };
   std::map<int, Seen> latest_;       // task -> its latest batches
   std::map<uint64_t, int> by_when_;  // observation order -> task (for eviction)
@@ -57,7 +61,9 @@ class MultitaskMetricsEvaluator final : public MetricsEvaluator {
 // Adds one step's metrics to the running sums (MultitaskSum): the regret
 // term to blreg if every task's solves converged, else one more
 // unconverged step.
-void AccumulateMultitask(const MultitaskMetrics& m, RunningMetrics* running);
+// `probability`: p_t, with which the step was sampled (core/metrics/sampling.h).
+void AccumulateMultitask(const MultitaskMetrics& m, RunningMetrics* running,
+                         double probability = 1.0);
 
 }  // namespace f2obo
 

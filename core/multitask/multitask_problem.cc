@@ -19,6 +19,9 @@ StateLayout MultitaskLayout() {
   for (int i = 0; i < kReportedTasks; ++i) {
     layout.sums.push_back({absl::StrCat("task", i, "_regret")});
   }
+  layout.sums.push_back({"skipped_steps", false, true});
+  layout.sums.push_back({"blreg_estimate"});
+  layout.sums.push_back({"blreg_estimate_variance"});
   return layout;
 }
 
@@ -207,8 +210,13 @@ class MultitaskProblem final : public Problem {
         *std::move(family), config_.constraint, config_.options.gamma, table_, y0_));
   }
 
-  void Accumulate(const ClassMetrics& m, RunningMetrics* running) const override {
-    AccumulateMultitask(std::get<MultitaskMetrics>(m), running);
+  void Accumulate(const ClassMetrics& m, double probability,
+                  RunningMetrics* running) const override {
+    AccumulateMultitask(std::get<MultitaskMetrics>(m), running, probability);
+  }
+  void AccumulateSkipped(RunningMetrics* running) const override {
+    if (running->sums.size() < kMultitaskSumCount) running->sums.resize(kMultitaskSumCount, 0.0);
+    AddSkippedStep(kMultitaskSampleSlots, running);
   }
 
   const TaskTable& table() const { return table_; }

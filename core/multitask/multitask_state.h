@@ -7,6 +7,7 @@
 #ifndef F2OBO_CORE_MULTITASK_MULTITASK_STATE_H_
 #define F2OBO_CORE_MULTITASK_MULTITASK_STATE_H_
 
+#include "core/metrics/sampling.h"
 #include "core/multitask/multitask_metrics.h"
 #include "core/state.h"
 
@@ -23,11 +24,21 @@ enum MultitaskSum {
   // kMultitaskTaskRegret + i).  Added after the first two: a state saved
   // before has them start at zero (Session::Restore).
   kMultitaskTaskRegret,
-  kMultitaskSumCount = kMultitaskTaskRegret + kReportedTasks
+  // Due steps without exact metrics, and the Horvitz-Thompson estimate of
+  // kMultitaskBlreg's sum over every due step with its variance estimate
+  // (core/metrics/sampling.h).  Added last: a state saved before has them
+  // start at zero.
+  kMultitaskSkippedSteps = kMultitaskTaskRegret + kReportedTasks,
+  kMultitaskBlregEstimate,
+  kMultitaskBlregVariance,
+  kMultitaskSumCount
 };
+inline constexpr SampleSlots kMultitaskSampleSlots{kMultitaskSkippedSteps, kMultitaskBlregEstimate,
+                                                   kMultitaskBlregVariance};
 
 // vectors {}, scalars {"lambda"}, sums {"blreg", "unconverged_steps",
-// "task0_regret", ..., "task3_regret"}.
+// "task0_regret", ..., "task3_regret", "skipped_steps", "blreg_estimate",
+// "blreg_estimate_variance"}.
 StateLayout MultitaskLayout();
 
 }  // namespace f2obo

@@ -68,11 +68,13 @@ absl::StatusOr<SimpleMetrics> SimpleMetricsEvaluator::Measure(int64_t t, const V
   return m;
 }
 
-void AccumulateSimple(const SimpleMetrics& m, RunningMetrics* r) {
+void AccumulateSimple(const SimpleMetrics& m, RunningMetrics* r, double probability) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   if (r->evaluated_steps < kMax) ++r->evaluated_steps;
   if (r->sums.size() < kSimpleSumCount) r->sums.resize(kSimpleSumCount, 0.0);
   std::vector<double>& sum = r->sums;
+  AddSampledTerm(m.g_star_converged ? std::optional<double>(m.inner_gap) : std::nullopt,
+                 probability, kSimpleSampleSlots, r);
   if (!m.g_star_converged) {
     sum[kSimpleUnconvergedSteps] += 1.0;
     return;

@@ -45,7 +45,8 @@ class SimpleMetricsEvaluator final : public MetricsEvaluator {
 
 // Adds one step's metrics to the class's running sums (SimpleSum order);
 // a step whose g* solve did not converge is counted, not summed.
-void AccumulateSimple(const SimpleMetrics& m, RunningMetrics* running);
+// `probability`: p_t, with which the step was sampled (core/metrics/sampling.h).
+void AccumulateSimple(const SimpleMetrics& m, RunningMetrics* running, double probability = 1.0);
 
 }  // namespace f2obo
 

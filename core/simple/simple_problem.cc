@@ -166,8 +166,13 @@ class SimpleProblem final : public Problem {
         *std::move(family), config_.constraint, config_.family.features));
   }
 
-  void Accumulate(const ClassMetrics& m, RunningMetrics* running) const override {
-    AccumulateSimple(std::get<SimpleMetrics>(m), running);
+  void Accumulate(const ClassMetrics& m, double probability,
+                  RunningMetrics* running) const override {
+    AccumulateSimple(std::get<SimpleMetrics>(m), running, probability);
+  }
+  void AccumulateSkipped(RunningMetrics* running) const override {
+    if (running->sums.size() < kSimpleSumCount) running->sums.resize(kSimpleSumCount, 0.0);
+    AddSkippedStep(kSimpleSampleSlots, running);
   }
 
  private:

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/metrics/sampling.h"
 #include "core/rng.h"
 #include "core/state.h"
 #include "core/types.h"
@@ -28,8 +29,17 @@ enum SimpleSum {
   kSimpleOuterGapSteps,     // evaluated steps with an f*
   kSimpleUnconvergedSteps,  // evaluated steps whose g* solve did not converge
                             // (their terms are left out of the sums)
+  // Due steps without exact metrics, and the Horvitz-Thompson estimate of
+  // kSimpleInnerGap's sum over every due step with its variance estimate
+  // (core/metrics/sampling.h).  Added last: a state saved before has them
+  // start at zero.
+  kSimpleSkippedSteps,
+  kSimpleInnerGapEstimate,
+  kSimpleInnerGapVariance,
   kSimpleSumCount
 };
+inline constexpr SampleSlots kSimpleSampleSlots{kSimpleSkippedSteps, kSimpleInnerGapEstimate,
+                                                kSimpleInnerGapVariance};
 
 // vectors {"decision" (x_dim)}, no scalars, the sums above.
 StateLayout SimpleLayout(int x_dim);

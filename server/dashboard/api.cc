@@ -148,6 +148,18 @@ void WriteStep(const v1::StepMetrics& m, JsonWriter& w) {
   if (r.cap_hit()) w.Key("cap_hit").Bool(true);
   server::presentation::PresentationOf(r).step_json(m, w);
   if (!m.exact_skipped_reason().empty()) w.Key("exact_skipped").String(m.exact_skipped_reason());
+  // Coverage and estimate, on every due step (skipped ones too).
+  if (m.exact_probability() > 0.0) w.Key("exact_probability").Number(m.exact_probability());
+  if (const v1::RunningMetrics* running = server::presentation::RunningOf(m)) {
+    w.Key("evaluated_steps")
+        .Int(running->evaluated_steps())
+        .Key("skipped_steps")
+        .Int(running->skipped_steps())
+        .Key("estimate")
+        .Number(running->estimate())
+        .Key("estimate_se")
+        .Number(running->estimate_standard_error());
+  }
   w.EndObject();
 }
 
@@ -183,6 +195,12 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Number(info.metrics().blreg())
         .Key("evaluated_steps")
         .Int(info.metrics().evaluated_steps())
+        .Key("skipped_steps")
+        .Int(info.metrics().skipped_steps())
+        .Key("estimate")
+        .Number(info.metrics().estimate())
+        .Key("estimate_standard_error")
+        .Number(info.metrics().estimate_standard_error())
         .Key("variation_sum")
         .Number(info.metrics().variation_sum())
         .Key("drift_sum")

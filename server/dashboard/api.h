@@ -3,7 +3,8 @@
 //
 //   GET /api/sessions
 //       {"sessions": [{"id", "group"?, "problem_class", "algorithm", "family", "next_t",
-//                      "lambda", "blreg", "evaluated_steps",
+//                      "lambda", "blreg", "evaluated_steps", "skipped_steps",
+//                      "estimate", "estimate_standard_error",
 //                      "unconverged_steps", "variation_sum", "drift_sum",
 //                      "x_dim", "y_dim", "inner_iterations", "cap_hits",
 //                      "rows_processed", and the fields of the session's
@@ -23,7 +24,13 @@
 //       variation_sum, drift_sum and converged (false when a solve stopped
 //       short: that step's terms are left out of the sums, and
 //       unconverged_steps counts it); exact_skipped (a reason) when they
-//       were due but not computed.  Simple bilevel steps carry instead f,
+//       were due but not computed.  Every step whose exact metrics were due
+//       also carries exact_probability (p_t, the probability it was sampled
+//       with) and the session's coverage and estimate after it:
+//       evaluated_steps, skipped_steps, estimate and estimate_se (the
+//       Horvitz-Thompson estimate of BLReg -- simple bilevel: of
+//       inner_gap_sum -- over every due step and its standard error;
+//       f2obo.v1 RunningMetrics).  Simple bilevel steps carry instead f,
 //       g, inner_gap, inner_gap_sum, fw_gap?, outer_gap? and converged
 //       (the g* solve met its tolerance).  Multi-task steps carry lambda,
 //       z_iterations, y_iterations, tasks, tasks_touched and, with exact

@@ -35,14 +35,15 @@ class Series final : public ClassSeries {
         lambda_(SessionGauge(r, "f2obo_session_lambda", "Multiplier lambda_t of the last round.")),
         inner_iterations_(SessionGauge(r, "f2obo_session_inner_iterations",
                                        "Inner gradient steps (z plus y) of the last round.")),
-        value_(SessionGauge(r, "f2obo_session_objective", "F_t(x_t) at the last evaluated step.")) {
-  }
+        value_(SessionGauge(r, "f2obo_session_objective", "F_t(x_t) at the last evaluated step.")),
+        estimate_(r, "f2obo_session_blreg", "BLReg") {}
 
   void Update(const std::string& session, const v1::StepMetrics& m) override {
     const std::vector<std::string> id = {session};
     const v1::RoundReport& r = m.report();
     lambda_->WithLabels(id).Set(r.lambda());
     inner_iterations_->WithLabels(id).Set(r.z_iterations() + r.y_iterations());
+    estimate_.Update(session, m);
     if (!m.has_exact()) return;
     const v1::ExactMetrics& e = m.exact();
     blreg_->WithLabels(id).Set(e.running().blreg());
@@ -58,6 +59,7 @@ class Series final : public ClassSeries {
                                     lambda_, inner_iterations_, value_}) {
       g->Remove({session});
     }
+    estimate_.Remove(session);
   }
 
  private:
@@ -69,6 +71,7 @@ class Series final : public ClassSeries {
   metrics::GaugeFamily* const lambda_;
   metrics::GaugeFamily* const inner_iterations_;
   metrics::GaugeFamily* const value_;
+  EstimateSeries estimate_;
 };
 
 std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_unique<Series>(r); }

@@ -71,6 +71,29 @@ metrics::GaugeFamily* SessionGauge(metrics::Registry* r, const std::string& name
                                    const std::string& help,
                                    const std::vector<std::string>& labels = {});
 
+// The running sums a published step carries: exact.running, or on a due
+// step without exact metrics `running` (its coverage and estimate); null on
+// a step whose metrics were not due.
+const v1::RunningMetrics* RunningOf(const v1::StepMetrics& m);
+
+// For the class files: the Horvitz-Thompson estimate of the class's regret
+// sum over every due step and its standard error (RunningMetrics.estimate,
+// .estimate_standard_error; core/metrics/sampling.h) as the gauges
+// `<sum>_estimate` and `<sum>_standard_error` beside the sum's own gauge
+// `<sum>`, so that a sum over few evaluated steps cannot pass for
+// convergence (issue 26 item 5).
+class EstimateSeries {
+ public:
+  // `sum`: the sum's gauge name; `what`: the sum, for the help text.
+  EstimateSeries(metrics::Registry* r, const std::string& sum, const std::string& what);
+  void Update(const std::string& id, const v1::StepMetrics& m);
+  void Remove(const std::string& id);
+
+ private:
+  metrics::GaugeFamily* const estimate_;
+  metrics::GaugeFamily* const standard_error_;
+};
+
 }  // namespace f2obo::server::presentation
 
 #endif  // F2OBO_SERVER_PRESENTATION_CLASS_PRESENTATION_H_

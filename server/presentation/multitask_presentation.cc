@@ -63,11 +63,13 @@ class Series final : public ClassSeries {
         task_objective_(SessionGauge(r, "f2obo_multitask_task_objective",
                                      "Multi-task, tasks 0-3 only: F_i(x_t) at the last evaluated "
                                      "step that saw task i.",
-                                     {"task"})) {}
+                                     {"task"})),
+        estimate_(r, "f2obo_multitask_session_regret", "the multi-task session's regret sum") {}
 
   void Update(const std::string& session, const v1::StepMetrics& m) override {
     const std::vector<std::string> id = {session};
     tasks_touched_->WithLabels(id).Set(static_cast<double>(m.report().multitask().tasks_touched()));
+    estimate_.Update(session, m);
     if (!m.has_exact()) return;
     const v1::ExactMetrics& e = m.exact();
     const v1::MultitaskExactMetrics& mt = e.multitask();
@@ -100,6 +102,7 @@ class Series final : public ClassSeries {
         g->Remove({session, absl::StrCat(i)});
       }
     }
+    estimate_.Remove(session);
   }
 
  private:
@@ -115,6 +118,7 @@ class Series final : public ClassSeries {
   metrics::GaugeFamily* const task_regret_;
   metrics::GaugeFamily* const task_regret_term_;
   metrics::GaugeFamily* const task_objective_;
+  EstimateSeries estimate_;
 };
 
 std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_unique<Series>(r); }

@@ -38,9 +38,12 @@ class Series final : public ClassSeries {
             "Simple bilevel: f(decision) on the recent upper rows at the last evaluated step.")),
         inner_objective_(SessionGauge(
             r, "f2obo_simple_session_inner_objective",
-            "Simple bilevel: g(decision) on the recent inner rows at the last evaluated step.")) {}
+            "Simple bilevel: g(decision) on the recent inner rows at the last evaluated step.")),
+        estimate_(r, "f2obo_simple_session_inner_gap_cumulative",
+                  "the simple bilevel session's inner-gap sum") {}
 
   void Update(const std::string& session, const v1::StepMetrics& m) override {
+    estimate_.Update(session, m);
     if (!m.has_exact()) return;
     const std::vector<std::string> id = {session};
     const v1::SimpleExactMetrics& e = m.exact().simple();
@@ -58,6 +61,7 @@ class Series final : public ClassSeries {
                                     objective_, inner_objective_}) {
       g->Remove({session});
     }
+    estimate_.Remove(session);
   }
 
  private:
@@ -68,6 +72,7 @@ class Series final : public ClassSeries {
   metrics::GaugeFamily* const outer_gap_sum_;
   metrics::GaugeFamily* const objective_;
   metrics::GaugeFamily* const inner_objective_;
+  EstimateSeries estimate_;
 };
 
 std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_unique<Series>(r); }

@@ -25,6 +25,12 @@ TEST(ServerFlags, EachRuleRefusesABadValueNamingTheFlag) {
       {[](ServerOptions& o) { o.replica_name = std::string(300, 'r'); },
        "--replica_name: 300 bytes, beyond the bound of 256"},
       {[](ServerOptions& o) { o.metrics_threads = 0; }, "--metrics_threads: must be >= 1"},
+      {[](ServerOptions& o) { o.min_exact_probability = 0; },
+       "--min_exact_probability: must be in (0, 1]"},
+      {[](ServerOptions& o) { o.min_exact_probability = std::nan(""); },
+       "--min_exact_probability: must be in (0, 1]"},
+      {[](ServerOptions& o) { o.exact_sample_probability = 1.5; },
+       "--exact_sample_probability: must be in (0, 1]"},
       {[](ServerOptions& o) { o.limits.max_sessions = 0; }, "--max_sessions: must be >= 1"},
       {[](ServerOptions& o) { o.limits.max_batch_rows = -1; }, "--max_batch_rows: must be >= 1"},
       {[](ServerOptions& o) { o.limits.reply_cache = 0; }, "--reply_cache: must be >= 1"},
@@ -55,6 +61,20 @@ TEST(ServerFlags, EachRuleRefusesABadValueNamingTheFlag) {
     ASSERT_FALSE(started.ok()) << c.message;
     EXPECT_EQ(started.status().message(), c.message);
   }
+}
+
+// A rule between two flags: Server::Start's own.
+TEST(ServerFlags, TheLeastExactProbabilityMustNotExceedTheMost) {
+  ServerOptions o;
+  o.exact_sample_probability = 0.01;  // below the default floor 0.05
+  EXPECT_TRUE(CheckServerFlags(o).ok());
+  o.listen = "127.0.0.1:0";
+  o.metrics_listen = "";
+  o.data_dir = "";
+  const absl::StatusOr<std::unique_ptr<Server>> started = Server::Start(o);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().message(),
+            "--min_exact_probability: must not exceed --exact_sample_probability");
 }
 
 }  // namespace

@@ -375,7 +375,7 @@ TEST(MetricsPipelineStop, DrainsQueuedJobsBeforeJoiningTheWorkers) {
       (*session)->problem().NewMetricsEvaluator();
   ASSERT_TRUE(evaluator.ok()) << evaluator.status();
   std::shared_ptr<SessionMetrics> channel = pipeline.Open(
-      "s", *std::move(evaluator), [](const ClassMetrics&) { return RunningMetrics{}; });
+      "s", *std::move(evaluator), [](const ClassMetrics*, double) { return RunningMetrics{}; });
   for (int t = 1; t <= kJobs; ++t) {
     MetricsJob job;
     job.t = t;

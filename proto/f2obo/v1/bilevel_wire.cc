@@ -59,6 +59,7 @@ void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
   out->set_drift_steps(static_cast<int64_t>(sum(kDriftSteps)));
   out->set_unconverged_steps(static_cast<int64_t>(sum(kUnconvergedSteps)));
   out->set_unconverged_drift_steps(static_cast<int64_t>(sum(kUnconvergedDriftSteps)));
+  SampleRunning(running, kBilevelSampleSlots, out);
 }
 
 void Info(const Problem& /*p*/, const SessionState& s, v1::SessionInfo* out) {

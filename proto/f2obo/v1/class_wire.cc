@@ -15,4 +15,15 @@ const ClassWire* WireOf(ProblemClass c) {
   return nullptr;
 }
 
+void SampleRunning(const RunningMetrics& running, const SampleSlots& slots,
+                   v1::RunningMetrics* out) {
+  const auto sum = [&](int i) {
+    return static_cast<size_t>(i) < running.sums.size() ? running.sums[i] : 0.0;
+  };
+  // A whole number in [0, steps applied] (Session::Restore).
+  out->set_skipped_steps(static_cast<int64_t>(sum(slots.skipped_steps)));
+  out->set_estimate(sum(slots.estimate));
+  out->set_estimate_standard_error(StandardError(sum(slots.variance)));
+}
+
 }  // namespace f2obo

@@ -6,6 +6,7 @@
 #define F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_
 
 #include "core/class_metrics.h"
+#include "core/metrics/sampling.h"
 #include "core/problem.h"
 #include "core/state.h"
 #include "core/step_report.h"
@@ -34,6 +35,11 @@ const ClassWire* WireOf(ProblemClass c);
 const ClassWire& BilevelWire();
 const ClassWire& SimpleWire();
 const ClassWire& MultitaskWire();
+
+// The coverage and estimate every class keeps at `slots` of its sums
+// (RunningMetrics.skipped_steps, .estimate, .estimate_standard_error).
+void SampleRunning(const RunningMetrics& running, const SampleSlots& slots,
+                   v1::RunningMetrics* out);
 
 // How a round's smoothness constants were obtained, on the wire (bilevel
 // and simple bilevel reports; defined in bilevel_wire.cc).

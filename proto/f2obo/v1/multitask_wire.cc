@@ -68,6 +68,7 @@ void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
     out->mutable_multitask()->add_task_regret(
         sum(static_cast<MultitaskSum>(kMultitaskTaskRegret + i)));
   }
+  SampleRunning(running, kMultitaskSampleSlots, out);
 }
 
 void Info(const Problem& p, const SessionState& s, v1::SessionInfo* out) {

@@ -53,6 +53,7 @@ void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
   // Counts are whole numbers in [0, evaluated_steps] (Session::Restore).
   o->set_outer_gap_steps(static_cast<int64_t>(sum(kSimpleOuterGapSteps)));
   o->set_unconverged_steps(static_cast<int64_t>(sum(kSimpleUnconvergedSteps)));
+  SampleRunning(running, kSimpleSampleSlots, out);
 }
 
 void Info(const Problem& /*p*/, const SessionState& /*s*/, v1::SessionInfo* /*out*/) {}

@@ -10,8 +10,16 @@
 //
 // For tests and scripts each chart's <svg> carries data-metric,
 // data-points (points over all its lines) and data-series; each line
-// (<polyline>) data-session, data-points and data-last-t.  <body> counts
-// completed polls in data-polls.
+// (<path class="line">) data-session, data-points, data-last-t and
+// data-gaps.  <body> counts completed polls in data-polls.
+//
+// Gaps are gaps (issue 26 item 5): a step whose exact metrics were due but
+// not computed (the metrics worker was behind and the step was not in its
+// sample: exact_skipped) breaks the line of every exact metric there,
+// rather than a straight line across it.  Beside BLReg the page shows its
+// coverage (steps evaluated of those due) and the Horvitz-Thompson
+// estimate over every due step with its standard error (the estimate
+// chart's band), so that skipped steps cannot pass for convergence.
 
 const POLL_MS = 1000;
 const MAX_STEPS = 5000;    // kept per session in the browser
@@ -24,38 +32,43 @@ const COLORS = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2'
 
 // key, chart title, the value of one step (undefined or null: not available),
 // optional (the chart is left out when no shown session has a point: the
-// metrics of one problem class are absent from another's steps).
+// metrics of one problem class are absent from another's steps), exact (an
+// exact metric: its line breaks at steps whose exact metrics were skipped).
+const EXACT = true;
 const METRICS = [
-  ['blreg', 'BLReg(t): cumulative local regret', s => s.blreg, true],
+  ['blreg', 'BLReg(t) over the evaluated steps', s => s.blreg, true, EXACT],
+  // Every due step's message carries the running estimate: no gaps.
+  ['estimate', 'estimated regret sum over every due step (Horvitz-Thompson, \u00b11 SE; ' +
+   'simple bilevel: inner gaps)', s => s.estimate, true],
   ['regret_term', 'regret term \u2016G_X(x_t, \u2207F_t(x_t), \u03b3)\u2016\u00b2',
-   s => s.regret_term, true],
+   s => s.regret_term, true, EXACT],
   ['hypergradient_error', 'hypergradient error \u2016h_t \u2212 \u2207F_t(x_t)\u2016',
-   s => s.hypergradient_error, true],
+   s => s.hypergradient_error, true, EXACT],
   ['variation_sum', 'V_T estimate \u03a3 |F_t(x_t) \u2212 F_{t\u22121}(x_t)|', s => s.variation_sum,
-   true],
+   true, EXACT],
   ['drift_sum', 'H_2,T estimate \u03a3 \u2016y*_t(x_t) \u2212 y*_{t\u22121}(x_t)\u2016\u00b2',
-   s => s.drift_sum, true],
+   s => s.drift_sum, true, EXACT],
   ['lambda', '\u03bb_t', s => s.lambda, true],
   ['inner_iterations', 'inner iterations per step (z + y)',
    s => s.z_iterations === undefined ? undefined : s.z_iterations + s.y_iterations, true],
-  ['value', 'F_t(x_t)', s => s.value, true],
+  ['value', 'F_t(x_t)', s => s.value, true, EXACT],
   // Simple bilevel sessions: the optimality gaps of the decision.
-  ['inner_gap', 'simple bilevel: inner gap g(x) \u2212 g*', s => s.inner_gap, true],
-  ['fw_gap', 'simple bilevel: Frank-Wolfe gap (bounds the inner gap)', s => s.fw_gap, true],
-  ['outer_gap', 'simple bilevel: outer gap f(x) \u2212 f*', s => s.outer_gap, true],
-  ['simple_f', 'simple bilevel: f(x) on recent rows', s => s.f, true],
+  ['inner_gap', 'simple bilevel: inner gap g(x) \u2212 g*', s => s.inner_gap, true, EXACT],
+  ['fw_gap', 'simple bilevel: Frank-Wolfe gap (bounds the inner gap)', s => s.fw_gap, true, EXACT],
+  ['outer_gap', 'simple bilevel: outer gap f(x) \u2212 f*', s => s.outer_gap, true, EXACT],
+  ['simple_f', 'simple bilevel: f(x) on recent rows', s => s.f, true, EXACT],
   // Multi-task sessions: F over the tasks seen (regret, hypergradient error
   // and F itself share the charts above), tasks touched, what the exact
   // metrics cost, and the per-task regret terms of tasks 0-3 (the only
   // tasks with per-task figures).
   ['gradient_norm', 'multi-task: \u2016\u2207F(x_t)\u2016 over the tasks seen',
-   s => s.gradient_norm, true],
+   s => s.gradient_norm, true, EXACT],
   ['tasks_touched', 'multi-task: tasks touched (holding state)', s => s.tasks_touched, true],
-  ['exact_seconds', 'multi-task: cost of the exact metrics (s)', s => s.exact_seconds, true],
+  ['exact_seconds', 'multi-task: cost of the exact metrics (s)', s => s.exact_seconds, true, EXACT],
   ...[0, 1, 2, 3].map(i => [`task${i}_regret_term`,
                             `multi-task: task ${i} regret term \u2016G_X(x_t, \u2207F_${i})\u2016\u00b2`,
                             s => ((s.task_metrics || []).find(m => m.task === i) || {}).regret_term,
-                            true]),
+                            true, EXACT]),
   ['latency_ms', 'step latency (ms, the round)', s => s.round_seconds * 1000],
   ['upper_loss_before', 'prequential upper loss f_t(x_t, y_t)', s => s.upper_loss_before],
   ['accuracy_before', 'prequential accuracy', s => s.accuracy_before, true],
@@ -167,15 +180,28 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
-function pointsOf(id, key) {
-  const get = METRICS.find(m => m[0] === key)[2];
+// [[t, v], ...] with null where the line breaks: an exact metric at a step
+// whose exact metrics were skipped.  `band` gets [t, lo, hi] for the
+// estimate (its standard error).
+function pointsOf(id, key, band) {
+  const [, , get, , exact] = METRICS.find(m => m[0] === key);
   const pts = [];
   for (const s of (state.data[id] || {steps: []}).steps) {
     const v = get(s);
-    if (finite(v)) pts.push([s.t, v]);
+    if (finite(v)) {
+      pts.push([s.t, v]);
+      if (band && finite(s.estimate_se)) band.push([s.t, v - s.estimate_se, v + s.estimate_se]);
+    } else if (exact && s.exact_skipped !== undefined && pts.length &&
+               pts[pts.length - 1] !== null) {
+      pts.push(null);
+    }
   }
+  if (pts.length && pts[pts.length - 1] === null) pts.pop();
   return pts;
 }
+
+// The points of a line without its breaks.
+const real = pts => pts.filter(p => p !== null);
 
 // ------------------------------------------------------------------ charts
 // Automatic scale: log when every value is positive and they span more than
@@ -183,7 +209,7 @@ function pointsOf(id, key) {
 function autoLog(series) {
   let lo = Infinity, hi = 0;
   for (const s of series) {
-    for (const [, v] of s.points) {
+    for (const [, v] of real(s.points)) {
       if (v <= 0) return false;
       lo = Math.min(lo, v); hi = Math.max(hi, v);
     }
@@ -191,19 +217,26 @@ function autoLog(series) {
   return hi / lo > 1e3;
 }
 
-// series: [{name, color, points: [[t, v], ...]}] -> an SVG string.
+// series: [{name, color, points: [[t, v] or null (a break), ...],
+// band?: [[t, lo, hi], ...]}] -> an SVG string.
 function chartSVG(series, key, log) {
   const w = 320, h = 160, pad = {l: 50, r: 8, t: 8, b: 18};
-  const total = series.reduce((n, s) => n + s.points.length, 0);
-  // On a log scale only positive values can be drawn.
-  const drawn = series.map(s => log ? s.points.filter(p => p[1] > 0) : s.points);
+  const total = series.reduce((n, s) => n + real(s.points).length, 0);
+  // On a log scale only positive values can be drawn (a value left out
+  // breaks the line too).
+  const drawn = series.map(s => log ? s.points.map(p => p && p[1] > 0 ? p : null) : s.points);
+  const bands = series.map(s => (s.band || []).map(([t, lo, hi]) =>
+    [t, log ? Math.max(lo, 1e-300) : lo, hi]));
   const tr = v => log ? Math.log10(v) : v;
   let t0 = Infinity, t1 = -Infinity, v0 = Infinity, v1 = -Infinity;
   for (const pts of drawn) {
-    for (const [t, v] of pts) {
+    for (const [t, v] of real(pts)) {
       t0 = Math.min(t0, t); t1 = Math.max(t1, t);
       v0 = Math.min(v0, tr(v)); v1 = Math.max(v1, tr(v));
     }
+  }
+  for (const b of bands) {
+    for (const [, lo, hi] of b) { v0 = Math.min(v0, tr(lo)); v1 = Math.max(v1, tr(hi)); }
   }
   let out = `<svg viewBox="0 0 ${w} ${h}" data-metric="${key}" data-points="${total}" ` +
             `data-series="${series.length}" data-scale="${log ? 'log' : 'linear'}">`;
@@ -224,17 +257,43 @@ function chartSVG(series, key, log) {
   out += `<text x="${pad.l}" y="${h - 4}">t=${t0}</text>` +
          `<text x="${w - pad.r}" y="${h - 4}" text-anchor="end">t=${t1}</text>`;
   series.forEach((s, k) => {
+    const b = bands[k];
+    if (b.length > 1) {  // the estimate's +-1 SE, shaded under its line
+      const every = Math.max(1, Math.ceil(b.length / MAX_DRAWN));
+      const kept = b.filter((p, i) => i % every === 0 || i === b.length - 1);
+      const upper = kept.map(([t, , hi]) => X(t).toFixed(1) + ',' + Y(hi).toFixed(1));
+      const lower = kept.reverse().map(([t, lo]) => X(t).toFixed(1) + ',' + Y(lo).toFixed(1));
+      out += `<polygon class="band" fill="${s.color}" fill-opacity="0.15" stroke="none" ` +
+             `points="${upper.concat(lower).join(' ')}" data-session="${esc(s.name)}"/>`;
+    }
+  });
+  series.forEach((s, k) => {
     const pts = drawn[k];
     const every = Math.max(1, Math.ceil(pts.length / MAX_DRAWN));
-    const kept = pts.filter((p, i) => i % every === 0 || i === pts.length - 1);
-    const xy = kept.map(([t, v]) => X(t).toFixed(1) + ',' + Y(v).toFixed(1)).join(' ');
-    const last = s.points.length ? s.points[s.points.length - 1] : null;
-    out += `<polyline class="line" stroke="${s.color}" points="${xy}" ` +
-           `data-session="${esc(s.name)}" data-points="${s.points.length}" ` +
-           `data-last-t="${last ? last[0] : ''}"><title>${esc(s.name)}</title></polyline>`;
-    if (kept.length === 1) {
-      out += `<circle cx="${X(kept[0][0]).toFixed(1)}" cy="${Y(kept[0][1]).toFixed(1)}" r="2.5" ` +
-             `fill="${s.color}"/>`;
+    // Thinning keeps every break and the vertices on either side of it.
+    const kept = pts.filter((p, i) => p === null || i % every === 0 || i === pts.length - 1 ||
+                                      pts[i - 1] === null || pts[i + 1] === null);
+    let d = '', run = 0, gaps = 0;
+    const dots = [];
+    kept.forEach((p, i) => {
+      if (p === null) {
+        if (run === 1) dots.push(kept[i - 1]);
+        if (run > 0) gaps++;
+        run = 0;
+        return;
+      }
+      d += (run === 0 ? 'M' : 'L') + X(p[0]).toFixed(1) + ',' + Y(p[1]).toFixed(1) + ' ';
+      run++;
+    });
+    if (run === 1) dots.push(kept[kept.length - 1]);
+    const pr = real(s.points);
+    const last = pr.length ? pr[pr.length - 1] : null;
+    out += `<path class="line" stroke="${s.color}" d="${d.trim()}" ` +
+           `data-session="${esc(s.name)}" data-points="${pr.length}" data-gaps="${gaps}" ` +
+           `data-last-t="${last ? last[0] : ''}"><title>${esc(s.name)}</title></path>`;
+    // A point between two breaks (or alone) is drawn as a dot.
+    for (const [t, v] of dots) {
+      out += `<circle cx="${X(t).toFixed(1)}" cy="${Y(v).toFixed(1)}" r="2" fill="${s.color}"/>`;
     }
   });
   return out + '</svg>';
@@ -259,9 +318,15 @@ function barsSVG(x, color, h) {
 // (a 0 would read as a value): a dash, then its own headline, the mean
 // inner gap g(x) - g* over its converged exact evaluations.
 function headline(s) {
+  const due = (s.evaluated_steps || 0) + (s.skipped_steps || 0);
+  const coverage = due > (s.evaluated_steps || 0) ?
+      ` <span class="muted coverage">${s.evaluated_steps}/${due}</span>` : '';
   if (s.problem_class !== 'simple_bilevel') {
-    return `<td class="num lambda">${fmt(s.lambda)}</td><td class="num headline">` +
-           `${fmt(s.blreg)}</td>`;
+    return `<td class="num lambda">${fmt(s.lambda)}</td><td class="num headline" ` +
+           `title="BLReg over ${s.evaluated_steps} evaluated of ${due} due steps; estimate ` +
+           `over all: ${fmt(s.estimate)} \u00b1 ${fmt(s.estimate_standard_error)}">` +
+           `${fmt(s.blreg)}` +
+           `${coverage}</td>`;
   }
   const n = (s.evaluated_steps || 0) - (s.unconverged_steps || 0);
   const gap = n > 0 ? 'gap ' + fmt(s.inner_gap_sum / n) : '\u2014';
@@ -293,7 +358,9 @@ function renderHeading(ids) {
     $('title').textContent = state.selected ? 'Session ' + state.selected : 'Pick a session';
     $('subtitle').textContent = s ? `${s.algorithm} on ${s.family} \u00b7 x: ${s.x_dim}, ` +
         `y: ${s.y_dim} \u00b7 t = ${s.next_t - 1} \u00b7 exact metrics on ` +
-        `${s.evaluated_steps} step(s)` : '';
+        `${s.evaluated_steps} of ${s.evaluated_steps + (s.skipped_steps || 0)} due step(s)` +
+        (s.skipped_steps ? ` \u00b7 estimate ${fmt(s.estimate)} \u00b1 ` +
+                           fmt(s.estimate_standard_error) : '') : '';
     $('legend').innerHTML = '';
     return;
   }
@@ -326,16 +393,45 @@ function renderDecisions(ids) {
   $('decision-note').textContent = ids.length ? `first ${DECISION_BARS} entries drawn` : '';
 }
 
+// Of a session's newest step that says: exact metrics on `evaluated` of
+// the `due` steps, and the estimate with its standard error.
+function coverageOf(id) {
+  const steps = (state.data[id] || {steps: []}).steps;
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const s = steps[i];
+    if (s.evaluated_steps !== undefined) {
+      return {evaluated: s.evaluated_steps, due: s.evaluated_steps + s.skipped_steps,
+              estimate: s.estimate, se: s.estimate_se};
+    }
+  }
+  return null;
+}
+
+function coverageText(c) {
+  if (!c || !c.due) return '';
+  return `exact on ${c.evaluated} of ${c.due} (${fmt(100 * c.evaluated / c.due, 3)}%)`;
+}
+
 function renderCharts(ids) {
   const cards = [];
   for (const [key, title, , optional] of METRICS) {
-    const series = ids.map((id, i) =>
-      ({name: id, color: COLORS[i % COLORS.length], points: pointsOf(id, key)}));
-    if (optional && !series.some(s => s.points.length)) continue;
-    const latest = ids.length === 1 && series[0].points.length ?
-        'now ' + fmt(series[0].points[series[0].points.length - 1][1]) : '';
+    const series = ids.map((id, i) => {
+      const band = key === 'estimate' ? [] : undefined;
+      const points = pointsOf(id, key, band);
+      return {name: id, color: COLORS[i % COLORS.length], points, band};
+    });
+    if (optional && !series.some(s => real(s.points).length)) continue;
+    const newest = ids.length === 1 ? real(series[0].points).pop() : undefined;
+    let latest = newest ? 'now ' + fmt(newest[1]) : '';
+    const c = ids.length === 1 ? coverageOf(ids[0]) : null;
+    // BLReg's coverage beside it: a sum over few of the due steps is no
+    // sign of convergence.
+    if (key === 'blreg' && c) latest += ' \u00b7 ' + coverageText(c);
+    if (key === 'estimate' && c && finite(c.se)) latest += ' \u00b1 ' + fmt(c.se);
     const log = state.scale[key] ? state.scale[key] === 'log' : autoLog(series);
-    cards.push(`<div class="card chart" data-metric="${key}"><h3 title="click: ` +
+    cards.push(`<div class="card chart" data-metric="${key}"` +
+               (key === 'blreg' && c ? ` data-evaluated="${c.evaluated}" data-due="${c.due}"` : '') +
+               `><h3 title="click: ` +
                `${log ? 'linear' : 'log'} scale">${esc(title)}${log ? ' (log)' : ''}` +
                `<span class="latest">${latest}</span></h3>${chartSVG(series, key, log)}</div>`);
   }

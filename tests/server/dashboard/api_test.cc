@@ -231,6 +231,53 @@ TEST_F(DashboardApiTest, BadRequestsGetJsonErrorsWithTheRightStatus) {
 
 // ---------------------------------------------------------------- WriteStep
 
+// Issue 26 item 5: a skipped due step carries its sampling probability and
+// the session's coverage and estimate (from StepMetrics.running), a
+// computed one the same from exact.running; a step not due carries none.
+TEST(WriteStep, DueStepsCarryTheirProbabilityCoverageAndEstimate) {
+  v1::StepMetrics skipped;
+  skipped.set_t(7);
+  skipped.set_exact_skipped_reason("metrics worker behind: step not in the random sample");
+  skipped.set_exact_probability(0.25);
+  skipped.mutable_running()->set_evaluated_steps(3);
+  skipped.mutable_running()->set_skipped_steps(4);
+  skipped.mutable_running()->set_estimate(9.5);
+  skipped.mutable_running()->set_estimate_standard_error(1.5);
+  JsonWriter w;
+  WriteStep(skipped, w);
+  Struct s;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(w.str(), &s).ok()) << w.str();
+  EXPECT_EQ(At(s, "exact_probability").number_value(), 0.25);
+  EXPECT_EQ(At(s, "evaluated_steps").number_value(), 3);
+  EXPECT_EQ(At(s, "skipped_steps").number_value(), 4);
+  EXPECT_EQ(At(s, "estimate").number_value(), 9.5);
+  EXPECT_EQ(At(s, "estimate_se").number_value(), 1.5);
+  EXPECT_FALSE(s.fields().count("blreg"));
+
+  v1::StepMetrics evaluated;
+  evaluated.set_t(8);
+  evaluated.set_exact_probability(1.0);
+  evaluated.mutable_exact()->mutable_running()->set_blreg(2.0);
+  evaluated.mutable_exact()->mutable_running()->set_evaluated_steps(4);
+  evaluated.mutable_exact()->mutable_running()->set_estimate(10.0);
+  JsonWriter w2;
+  WriteStep(evaluated, w2);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(w2.str(), &s).ok()) << w2.str();
+  EXPECT_EQ(At(s, "evaluated_steps").number_value(), 4);
+  EXPECT_EQ(At(s, "estimate").number_value(), 10.0);
+  EXPECT_EQ(At(s, "blreg").number_value(), 2.0);
+
+  v1::StepMetrics not_due;
+  not_due.set_t(9);
+  JsonWriter w3;
+  WriteStep(not_due, w3);
+  Struct n;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(w3.str(), &n).ok()) << w3.str();
+  for (const char* key : {"exact_probability", "evaluated_steps", "estimate", "exact_skipped"}) {
+    EXPECT_FALSE(n.fields().count(key)) << key;
+  }
+}
+
 TEST(WriteStep, ExactFieldsOnlyWhenComputedAndNonFiniteAsNull) {
   v1::StepMetrics m;
   m.set_t(5);

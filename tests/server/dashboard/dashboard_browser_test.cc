@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "client/client.h"
 #include "f2obo/v1/convert.h"
@@ -36,9 +37,9 @@ constexpr auto kWait = std::chrono::seconds(90);
 const char* const kMembers[] = {"f2obo", "af2obo", "sf2obo"};
 // Every chart the page draws for a regression family (accuracy is left out).
 const char* const kCharts[] = {
-    "blreg",      "regret_term",      "hypergradient_error", "variation_sum",
-    "drift_sum",  "lambda",           "inner_iterations",    "value",
-    "latency_ms", "upper_loss_before"};
+    "blreg",         "estimate",   "regret_term",      "hypergradient_error",
+    "variation_sum", "drift_sum",  "lambda",           "inner_iterations",
+    "value",         "latency_ms", "upper_loss_before"};
 
 // Polls `done` until it holds or the deadline passes; the pause only
 // spaces the polls out.
@@ -82,10 +83,18 @@ class Page {
   double Points(const std::string& metric, const std::string& session) {
     return Number(Line(metric, session) + "return l ? +l.dataset.points : -1;");
   }
-  // Vertices actually drawn in that line.
+  // Vertices actually drawn in that line (its path's M and L commands).
   double Vertices(const std::string& metric, const std::string& session) {
     return Number(Line(metric, session) +
-                  "return l ? l.getAttribute('points').trim().split(/\\s+/).length : -1;");
+                  "return l ? (l.getAttribute('d').match(/[ML]/g) || []).length : -1;");
+  }
+  // Breaks in that line (data-gaps) and its path's M commands (one a run).
+  double Gaps(const std::string& metric, const std::string& session) {
+    return Number(Line(metric, session) + "return l ? +l.dataset.gaps : -1;");
+  }
+  double Runs(const std::string& metric, const std::string& session) {
+    return Number(Line(metric, session) +
+                  "return l ? (l.getAttribute('d').match(/M/g) || []).length : -1;");
   }
   double LastT(const std::string& metric, const std::string& session) {
     return Number(Line(metric, session) + "return l ? +l.dataset.lastT : -1;");
@@ -103,7 +112,7 @@ class Page {
  private:
   static std::string Line(const std::string& metric, const std::string& session) {
     return "const l = document.querySelector('svg[data-metric=\"" + metric +
-           "\"] polyline[data-session=\"" + session + "\"]');";
+           "\"] path.line[data-session=\"" + session + "\"]');";
   }
   BrowserSession& b_;
 };
@@ -265,6 +274,84 @@ TEST(DashboardBrowser, MultitaskSessionsGetTheirCharts) {
         << chart;
   }
   page.SaveScreenshot("dashboard_multitask.png");
+}
+
+// Issue 26, item 5: a step whose exact metrics were skipped breaks the
+// lines of the exact metrics (no straight line across it), BLReg's chart
+// says its coverage, and the estimate over every due step has a point on
+// every step.  The server samples half the due steps
+// (--exact_sample_probability=0.5), so skipped steps occur without load.
+TEST(DashboardBrowser, SkippedStepsAreGapsAndBLRegShowsItsCoverage) {
+  ServerProcess server({"--exact_sample_probability=0.5"});
+  ASSERT_TRUE(server.started()) << server.banner();
+  client::Client c({server.target()});
+  const FamilyCase f = AllFamilyCases()[1];  // ridge_hpo: exact metrics due on every step
+  v1::CreateSessionRequest create;
+  create.set_session_id("gappy");
+  *create.mutable_spec() = testing::SpecFor(f, "f2obo", 5);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  constexpr int kSteps = 30;
+  for (int t = 1; t <= kSteps; ++t) ASSERT_TRUE(c.Step(testing::RequestFor(f, "gappy", t)).ok());
+  // Which steps were evaluated, as WatchMetrics tells.
+  std::vector<bool> evaluated;
+  {
+    grpc::ClientContext ctx;
+    v1::WatchMetricsRequest req;
+    req.set_session_id("gappy");
+    req.set_until_t(kSteps);
+    auto reader = c.stub().WatchMetrics(&ctx, req);
+    v1::StepMetrics m;
+    while (reader->Read(&m)) evaluated.push_back(m.has_exact());
+    ASSERT_TRUE(reader->Finish().ok());
+  }
+  ASSERT_EQ(evaluated.size(), static_cast<size_t>(kSteps));
+  // The breaks a line must have: runs of skipped steps with evaluated
+  // steps on both sides; and the runs of evaluated steps between them.
+  int points = 0, gaps = 0, runs = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    if (!evaluated[i]) continue;
+    ++points;
+    if (i == 0 || !evaluated[i - 1]) ++runs;
+    if (i > 0 && !evaluated[i - 1] && points > 1) ++gaps;
+  }
+  ASSERT_GT(gaps, 0) << "no skipped step between evaluated ones (probability ~2^-20)";
+
+  ChromeDriver driver(F2OBO_CHROMEDRIVER_PATH, 60);
+  ASSERT_TRUE(driver.status().ok()) << driver.status();
+  absl::StatusOr<BrowserSession> browser =
+      BrowserSession::Start(driver.port(), F2OBO_CHROMIUM_PATH,
+                            {"--headless", "--no-sandbox", "--disable-gpu",
+                             "--disable-background-networking", "--window-size=1400,1100"});
+  ASSERT_TRUE(browser.ok()) << browser.status();
+  Page page(*browser);
+  ASSERT_TRUE(browser
+                  ->Navigate("http://127.0.0.1:" + std::to_string(server.metrics_port()) +
+                             "/#session=gappy")
+                  .ok());
+  EXPECT_TRUE(WaitFor([&] { return page.Points("estimate", "gappy") == kSteps; }))
+      << "estimate points: " << page.Points("estimate", "gappy");
+  for (const char* chart : {"blreg", "regret_term", "hypergradient_error", "value"}) {
+    EXPECT_EQ(page.Points(chart, "gappy"), points) << chart;
+    EXPECT_EQ(page.Gaps(chart, "gappy"), gaps) << chart;
+    EXPECT_EQ(page.Runs(chart, "gappy"), runs) << chart;
+  }
+  // Metrics of every step have no gaps, and the estimate none either.
+  for (const char* chart : {"estimate", "lambda", "latency_ms"}) {
+    EXPECT_EQ(page.Gaps(chart, "gappy"), 0) << chart;
+    EXPECT_EQ(page.Runs(chart, "gappy"), 1) << chart;
+  }
+  // BLReg's coverage beside it: "exact on <points> of <kSteps>".
+  const std::string card = "const k = document.querySelector('.chart[data-metric=\"blreg\"]');";
+  EXPECT_EQ(page.Number(card + "return +k.dataset.evaluated;"), points);
+  EXPECT_EQ(page.Number(card + "return +k.dataset.due;"), kSteps);
+  EXPECT_EQ(page.Number(card + "return k.querySelector('.latest').textContent.includes('exact on " +
+                        std::to_string(points) + " of " + std::to_string(kSteps) + "') ? 1 : 0;"),
+            1);
+  // The estimate's standard error is drawn as a band.
+  EXPECT_EQ(page.Number("return document.querySelectorAll("
+                        "'svg[data-metric=\"estimate\"] polygon.band').length;"),
+            1);
+  page.SaveScreenshot("dashboard_gaps.png");
 }
 
 // Issue 26, item 8: the session list shows a simple bilevel session's own
