@@ -2,8 +2,7 @@
 
 #include <grpcpp/client_context.h>
 
-#include "absl/strings/strip.h"
-#include "f2obo/v1/f2obo.grpc.pb.h"
+#include "f2obo/v1/rpc_policy.h"
 
 namespace f2obo::client {
 namespace {
@@ -14,64 +13,33 @@ using grpc::experimental::InterceptionHookPoints;
 using grpc::experimental::Interceptor;
 using grpc::experimental::InterceptorBatchMethods;
 
-template <typename Request>
-const Request& As(const void* message) {
-  return *static_cast<const Request*>(message);
-}
-
-// The session (or group) id a request names, by method; "" for methods
-// without one.  `message` is the request's own (unserialized) object.
-std::string IdOf(absl::string_view method, const void* message) {
-  constexpr absl::string_view kService = "/f2obo.v1.F2obo/";
-  if (message == nullptr || !absl::ConsumePrefix(&method, kService)) return "";
-  if (method == "Step" || method == "Steps") return As<v1::StepRequest>(message).session_id();
-  if (method == "CreateSession") return As<v1::CreateSessionRequest>(message).session_id();
-  if (method == "GetSession") return As<v1::GetSessionRequest>(message).session_id();
-  if (method == "DeleteSession") return As<v1::DeleteSessionRequest>(message).session_id();
-  if (method == "GetDecision") return As<v1::GetDecisionRequest>(message).session_id();
-  if (method == "WatchMetrics") return As<v1::WatchMetricsRequest>(message).session_id();
-  if (method == "ExportSession") return As<v1::ExportSessionRequest>(message).session_id();
-  if (method == "ImportSession") {
-    const auto& r = As<v1::ImportSessionRequest>(message);
-    return r.session_id().empty() ? r.session().session_id() : r.session_id();
-  }
-  if (method == "CheckpointSession") {
-    return As<v1::CheckpointSessionRequest>(message).session_id();
-  }
-  if (method == "RollbackSession") return As<v1::RollbackSessionRequest>(message).session_id();
-  // A fork is made where its source is (name it "<source key>.<suffix>" to
-  // keep routing with it).
-  if (method == "ForkSession") return As<v1::ForkSessionRequest>(message).session_id();
-  if (method == "CreateGroup") return As<v1::CreateGroupRequest>(message).group_id();
-  if (method == "GetGroup") return As<v1::GetGroupRequest>(message).group_id();
-  if (method == "DeleteGroup") return As<v1::DeleteGroupRequest>(message).group_id();
-  if (method == "ImportGroup") return As<v1::ImportGroupRequest>(message).group_id();
-  // Asks the proxy which replica owns a key (f2obo-cli rebalance).
-  if (method == "GetServerInfo") return As<v1::GetServerInfoRequest>(message).routing_key();
-  if (method == "StepGroup" || method == "StepsGroup") {
-    return As<v1::GroupStepRequest>(message).group_id();
-  }
-  return "";
-}
-
 class SessionRoutingInterceptor : public Interceptor {
  public:
-  explicit SessionRoutingInterceptor(ClientRpcInfo* info) : method_(info->method()) {}
+  explicit SessionRoutingInterceptor(ClientRpcInfo* info)
+      : method_(info->method() == nullptr ? "" : info->method()),
+        routed_(v1::FindRpcPolicy(method_) != nullptr) {}
 
   void Intercept(InterceptorBatchMethods* methods) override {
     // Initial metadata travels with the first message for unary and
     // server-streaming calls, and for corked client/bidi streams.
-    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA) &&
-        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      const std::string key =
-          SessionRoutingKey(IdOf(method_ == nullptr ? "" : method_, methods->GetSendMessage()));
+    if (routed_ &&
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA) &&
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE) &&
+        methods->GetSendMessage() != nullptr) {
+      // gRPC passes the caller's own request object.  Every request of the
+      // service is a generated message class, whose only base is
+      // google::protobuf::Message, so the pointer addresses that base too.
+      const auto& request =
+          *static_cast<const google::protobuf::Message*>(methods->GetSendMessage());
+      const std::string key = SessionRoutingKey(v1::RoutedId(method_, request));
       if (!key.empty()) methods->GetSendInitialMetadata()->emplace(kSessionHeader, key);
     }
     methods->Proceed();
   }
 
  private:
-  const char* method_;
+  const std::string method_;  // "/f2obo.v1.F2obo/Step"
+  const bool routed_;         // a method of the service (its policy says how)
 };
 
 class Factory : public ClientInterceptorFactoryInterface {

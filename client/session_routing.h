@@ -5,11 +5,13 @@
 // When ClientOptions::session_header is set (the default), session-scoped
 // calls carry "x-f2obo-session: <routing key>", where the routing key is
 // the session id up to its first '.': a group's members "<group>.<member>"
-// route with their group (CreateGroup, GetGroup, StepGroup, StepsGroup and
-// DeleteGroup send the group id), so a group stays on one replica.  The key is taken from the
+// route with their group (the group calls send the group id), so a group
+// stays on one replica.  Which request field names the session or group is
+// declared once, at each RPC of the proto (its option (f2obo.v1.policy),
+// proto/f2obo/v1/rpc_policy.proto).  The key is taken from the
 // request message by a channel interceptor, so every call made through
 // Client::stub() gets it, with one caveat: a bidirectional stream (Steps,
-// StepsGroup) sends its metadata when it opens, before any message, unless
+// StepsGroup, OracleSteps) sends its metadata when it opens, before any message, unless
 // the context is corked; call PrepareStreamContext(&ctx) (or
 // ctx.set_initial_metadata_corked(true)) before opening one, and the first
 // Write carries the header.  Calls without a session (ListSessions, health,
@@ -32,7 +34,7 @@ inline constexpr char kSessionHeader[] = "x-f2obo-session";
 std::string SessionRoutingKey(absl::string_view session_id);
 
 // Adds the header from each request of the f2obo.v1.F2obo methods that
-// name a session or a group.
+// name a session or a group, by their routing_fields.
 std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>
 SessionRoutingInterceptorFactory();
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "f2obo/v1/rpc_policy.h"
 
 namespace f2obo::server {
 
@@ -23,6 +24,15 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
     diff |= static_cast<unsigned char>(x ^ y);
   }
   return diff == 0;
+}
+
+absl::StatusOr<Access> RequiredAccess(absl::string_view method) {
+  const v1::RpcPolicy* policy = v1::FindRpcPolicy(method);
+  if (policy == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("rpc ", method, " declares no role (proto/f2obo/v1/rpc_policy.proto)"));
+  }
+  return policy->role() == v1::RpcPolicy::READ ? Access::kRead : Access::kWrite;
 }
 
 std::string TokenFilePermissionWarning(const std::string& path) {

@@ -1,7 +1,9 @@
 // Bearer-token authorization.  Tokens come from a file, one per line:
 //     <role> <token>        role: "read" or "write"; '#' starts a comment
-// A read token may call GetDecision, GetGroup, GetSession, ListSessions
-// and WatchMetrics; a write token may call everything.  Clients send
+// A read token may call the RPCs whose option (f2obo.v1.policy) declares
+// role READ (proto/f2obo/v1/f2obo.proto: GetDecision, GetGroup,
+// GetServerInfo, GetSession, ListSessions, WatchMetrics); a write token may
+// call everything.  Clients send
 // "authorization: Bearer <token>" metadata.  Tokens are compared in
 // constant time (no early exit on the first differing byte or token).
 #ifndef F2OBO_SERVER_AUTH_H_
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace f2obo::server {
 
@@ -39,6 +42,11 @@ class TokenAuthenticator {
   };
   std::vector<Token> tokens_;
 };
+
+// The role a token needs to call RPC `method` ("Step") of f2obo.v1.F2obo,
+// as the RPC declares it; INTERNAL for a method that declares none (refused,
+// never guessed).
+absl::StatusOr<Access> RequiredAccess(absl::string_view method);
 
 // The start-up warning for a token file that its group or others may read
 // or write (its tokens grant access to every session): names the file, its

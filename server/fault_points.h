@@ -17,6 +17,9 @@
 //                                          nor acknowledged
 //   store_write              id: session   the store's writer took its write
 //                                          (or group), before the transaction
+//   side_files_released      id: session   a write that released side files
+//                                          (or group) is durable, the files not
+//                                          yet removed (server/store/side_files.cc)
 //
 // Thread-safety: thread-safe; a handler is called from the threads that
 // reach its points, without any of the server's locks held.

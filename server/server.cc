@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -14,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/decode_traits.h"
 #include "server/dashboard/dashboard.h"
+#include "server/flag_rules.h"
+#include "server/request_bounds.h"
 
 namespace f2obo::server {
 namespace {
@@ -53,23 +54,19 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 
 }  // namespace
 
+absl::Status CheckServerFlags(const ServerOptions& options) {
+#define F2OBO_SERVER_FLAG(type, name, def, rule, help) \
+  if (absl::Status s = rule.Check("--" #name, options.name); !s.ok()) return s;
+#define F2OBO_LIMIT_FLAG(type, name, def, rule, help) \
+  if (absl::Status s = rule.Check("--" #name, options.limits.name); !s.ok()) return s;
+#include "server/server_flags.def"
+#undef F2OBO_SERVER_FLAG
+#undef F2OBO_LIMIT_FLAG
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
-  if (options.listen.empty()) return absl::InvalidArgumentError("--listen: must be set");
-  if (options.metrics_threads < 1) {
-    return absl::InvalidArgumentError("--metrics_threads: must be >= 1");
-  }
-  if (options.limits.max_sessions < 1 || options.limits.max_batch_rows < 1 ||
-      options.limits.reply_cache < 1 || options.limits.max_tasks < 1) {
-    return absl::InvalidArgumentError(
-        "--max_sessions, --max_batch_rows, --reply_cache, --max_tasks: must be >= 1");
-  }
-  if (options.limits.checkpoint_every < 0 || options.limits.max_checkpoints < 0) {
-    return absl::InvalidArgumentError("--checkpoint_every, --max_checkpoints: must be >= 0");
-  }
-  if (!(options.limits.round_budget_seconds >= 0.0) ||
-      !std::isfinite(options.limits.round_budget_seconds)) {
-    return absl::InvalidArgumentError("--round_budget_seconds: must be finite and >= 0");
-  }
+  if (absl::Status flags = CheckServerFlags(options); !flags.ok()) return flags;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Server> s(new Server());
@@ -81,8 +78,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     s->auth_ = *std::move(auth);
   }
   if (!options.data_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<SessionStore>> store =
-        SessionStore::Open(options.data_dir, options.durability);
+    absl::StatusOr<std::unique_ptr<SessionStore>> store = SessionStore::Open(
+        options.data_dir, options.durability == "none" ? Durability::kNone : Durability::kSync);
     if (!store.ok()) return store.status();
     s->store_ = *std::move(store);
     if (absl::Status limited = s->store_->LimitSize(options.max_store_bytes); !limited.ok()) {

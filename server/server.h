@@ -23,31 +23,23 @@
 
 namespace f2obo::server {
 
-// Filled from flags in main() only.
+// The server's configuration: one member per flag of server_flags.def,
+// with its name and default (main() fills them from the flags), plus the
+// session limits.
 struct ServerOptions {
-  std::string listen = "127.0.0.1:50051";
-  // This replica's name, reported by GetServerInfo (scale-out); main()
-  // defaults it to the host name.
-  std::string replica_name;
-  std::string metrics_listen = "127.0.0.1:9464";  // "" disables /metrics
-  int metrics_threads = 1;                        // exact-metric workers
-  int max_pending_metrics = 64;                   // per session, before exact metrics are skipped;
-                                 // twice it: steps process the oldest jobs themselves
-  int http_threads = 2;
-  bool dashboard = true;  // "/" and "/api/..." on the metrics port
-  int max_message_bytes = 64 << 20;
-  bool per_session_labels = true;  // session_id label on per-session series
+#define F2OBO_SERVER_FLAG(type, name, def, rule, help) type name = def;
+#define F2OBO_LIMIT_FLAG(type, name, def, rule, help)
+#include "server/server_flags.def"
+#undef F2OBO_SERVER_FLAG
+#undef F2OBO_LIMIT_FLAG
+  // The flags F2OBO_LIMIT_FLAG declares, and the memory limits main()
+  // derives from --max_y_dim and --max_total_state_bytes.
   Limits limits;
-  // Persistence: "" keeps sessions in memory only.
-  std::string data_dir = "f2obo-data";
-  Durability durability = Durability::kSync;
-  int64_t max_store_bytes = 0;  // cap on the store's database file; 0 = none
-  // Security.  Without a token file every caller may write (said loudly).
-  std::string token_file;
-  std::string tls_cert_file;  // PEM; with tls_key_file enables TLS
-  std::string tls_key_file;
-  std::string tls_client_ca_file;  // PEM; set = require and verify client certs
 };
+
+// Each flag's value against its rule (server_flags.def); INVALID_ARGUMENT
+// "--<flag>: <rule>" for the first one refused.
+absl::Status CheckServerFlags(const ServerOptions& options);
 
 class Server {
  public:

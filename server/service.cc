@@ -69,26 +69,38 @@ grpc::Status F2oboService::Refuse(const char* method) {
   return status;
 }
 
-grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx, Access access,
+grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx,
                                   const google::protobuf::Message* request,
                                   const std::function<absl::Status()>& body) {
   const InFlight in_flight(this);
   if (!in_flight.admitted()) return Refuse(method);
-  return Serve(method, ctx, access, request, body);
+  return Serve(method, ctx, request, body);
 }
 
-grpc::Status F2oboService::Serve(const char* method, const grpc::ServerContext* ctx, Access access,
+grpc::Status F2oboService::OpenStream(const char* method, const char* label,
+                                      const grpc::ServerContext* ctx) {
+  const InFlight in_flight(this);
+  if (!in_flight.admitted()) return Refuse(label);
+  const std::function<absl::Status()> nothing = [] { return absl::OkStatus(); };
+  return Serve(method, ctx, nullptr, nothing, label);
+}
+
+grpc::Status F2oboService::Serve(const char* method, const grpc::ServerContext* ctx,
                                  const google::protobuf::Message* request,
-                                 const std::function<absl::Status()>& body) {
+                                 const std::function<absl::Status()>& body, const char* label) {
   const auto start = std::chrono::steady_clock::now();
-  absl::Status result = auth_ != nullptr ? auth_->Check(*ctx, access) : absl::OkStatus();
+  absl::Status result = absl::OkStatus();
+  if (auth_ != nullptr) {
+    absl::StatusOr<Access> needed = RequiredAccess(method);
+    result = needed.ok() ? auth_->Check(*ctx, *needed) : needed.status();
+  }
   // Before anything looks the request's ids up (request_bounds.h).
   if (result.ok() && request != nullptr) result = CheckStringBounds(*request);
   if (result.ok()) result = body();
   const grpc::Status status = ToGrpcStatus(result);
   if (observer_ != nullptr) {
     observer_->OnRpc(
-        method, status.error_code(),
+        label != nullptr ? label : method, status.error_code(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return status;
@@ -104,7 +116,7 @@ void F2oboService::ReportMembers(const v1::GroupStepReply& reply) {
 grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
                                          const v1::CreateSessionRequest* req,
                                          v1::SessionInfo* out) {
-  return Handle("CreateSession", ctx, Access::kWrite, req, [&] {
+  return Handle("CreateSession", ctx, req, [&] {
     absl::Status s = Assign(sessions_->Create(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
     return s;
@@ -113,14 +125,14 @@ grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::GetSession(grpc::ServerContext* ctx, const v1::GetSessionRequest* req,
                                       v1::SessionInfo* out) {
-  return Handle("GetSession", ctx, Access::kRead, req,
+  return Handle("GetSession", ctx, req,
                 [&] { return Assign(sessions_->Get(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::ListSessions(grpc::ServerContext* ctx,
                                         const v1::ListSessionsRequest* req,
                                         v1::ListSessionsResponse* out) {
-  return Handle("ListSessions", ctx, Access::kRead, req, [&] {
+  return Handle("ListSessions", ctx, req, [&] {
     for (v1::SessionInfo& info : sessions_->List()) *out->add_sessions() = std::move(info);
     return absl::OkStatus();
   });
@@ -129,7 +141,7 @@ grpc::Status F2oboService::ListSessions(grpc::ServerContext* ctx,
 grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
                                          const v1::DeleteSessionRequest* req,
                                          v1::DeleteSessionResponse*) {
-  return Handle("DeleteSession", ctx, Access::kWrite, req, [&] {
+  return Handle("DeleteSession", ctx, req, [&] {
     if (absl::Status s = sessions_->CheckFence(req->session_id()); !s.ok()) return s;
     // refuses group members
     absl::Status s = groups_->DeleteSession(req->session_id(), ctx->deadline());
@@ -140,17 +152,13 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::Step(grpc::ServerContext* ctx, const v1::StepRequest* req,
                                 v1::StepReply* out) {
-  return Handle("Step", ctx, Access::kWrite, req,
-                [&] { return Assign(sessions_->Step(*req, ctx), out); });
+  return Handle("Step", ctx, req, [&] { return Assign(sessions_->Step(*req, ctx), out); });
 }
 
 grpc::Status F2oboService::Steps(grpc::ServerContext* ctx,
                                  grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>* stream) {
-  // Authorize the stream itself, even one that never sends a message.  The
-  // opening is its own method label: counted as "Steps" it would add a
-  // request and a ~0 s observation to the step latency histogram per stream.
-  const grpc::Status allowed =
-      Handle("StepsOpen", ctx, Access::kWrite, nullptr, [] { return absl::OkStatus(); });
+  // Authorize the stream itself, even one that never sends a message.
+  const grpc::Status allowed = OpenStream("Steps", "StepsOpen", ctx);
   if (!allowed.ok()) return allowed;
   v1::StepRequest req;
   while (ReadRequest(stream, &req)) {
@@ -159,8 +167,8 @@ grpc::Status F2oboService::Steps(grpc::ServerContext* ctx,
     const InFlight round(this);
     if (!round.admitted()) return Refuse("Steps");
     v1::StepReply reply;
-    const grpc::Status status = Serve("Steps", ctx, Access::kWrite, &req,
-                                      [&] { return Assign(sessions_->Step(req, ctx), &reply); });
+    const grpc::Status status =
+        Serve("Steps", ctx, &req, [&] { return Assign(sessions_->Step(req, ctx), &reply); });
     if (!status.ok()) return status;
     // No lock is held here: a slow reader only slows its own stream.  (A
     // cancelled stream ends at its next Read; ctx->IsCancelled() is not
@@ -173,14 +181,14 @@ grpc::Status F2oboService::Steps(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::GetDecision(grpc::ServerContext* ctx, const v1::GetDecisionRequest* req,
                                        v1::Decision* out) {
-  return Handle("GetDecision", ctx, Access::kRead, req,
+  return Handle("GetDecision", ctx, req,
                 [&] { return Assign(sessions_->GetDecision(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
                                         const v1::WatchMetricsRequest* req,
                                         grpc::ServerWriter<v1::StepMetrics>* writer) {
-  return Handle("WatchMetrics", ctx, Access::kRead, req, [&]() -> absl::Status {
+  return Handle("WatchMetrics", ctx, req, [&]() -> absl::Status {
     absl::StatusOr<std::shared_ptr<SessionMetrics>> channel = sessions_->Metrics(req->session_id());
     if (!channel.ok()) return channel.status();
     int64_t after = req->after_t();
@@ -217,14 +225,14 @@ grpc::Status F2oboService::ExportSession(grpc::ServerContext* ctx,
                                          const v1::ExportSessionRequest* req,
                                          v1::SessionExport* out) {
   // The export holds the complete state: it needs a write token.
-  return Handle("ExportSession", ctx, Access::kWrite, req,
+  return Handle("ExportSession", ctx, req,
                 [&] { return Assign(sessions_->Export(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
                                          const v1::ImportSessionRequest* req,
                                          v1::SessionInfo* out) {
-  return Handle("ImportSession", ctx, Access::kWrite, req, [&] {
+  return Handle("ImportSession", ctx, req, [&] {
     absl::Status s = Assign(sessions_->Import(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
     return s;
@@ -234,14 +242,14 @@ grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
 grpc::Status F2oboService::CheckpointSession(grpc::ServerContext* ctx,
                                              const v1::CheckpointSessionRequest* req,
                                              v1::SessionInfo* out) {
-  return Handle("CheckpointSession", ctx, Access::kWrite, req,
+  return Handle("CheckpointSession", ctx, req,
                 [&] { return Assign(sessions_->TakeCheckpoint(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::RollbackSession(grpc::ServerContext* ctx,
                                            const v1::RollbackSessionRequest* req,
                                            v1::SessionInfo* out) {
-  return Handle("RollbackSession", ctx, Access::kWrite, req, [&] {
+  return Handle("RollbackSession", ctx, req, [&] {
     bool rolled_back = false;
     absl::Status s =
         Assign(groups_->RollbackSession(req->session_id(), req->to_t(), &rolled_back), out);
@@ -255,7 +263,7 @@ grpc::Status F2oboService::RollbackSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx, const v1::ForkSessionRequest* req,
                                        v1::SessionInfo* out) {
-  return Handle("ForkSession", ctx, Access::kWrite, req, [&] {
+  return Handle("ForkSession", ctx, req, [&] {
     absl::Status s = Assign(sessions_->Fork(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) {
       observer_->OnSessionCreated(out->session_id());
@@ -267,7 +275,7 @@ grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx, const v1::ForkS
 
 grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx, const v1::CreateGroupRequest* req,
                                        v1::GroupInfo* out) {
-  return Handle("CreateGroup", ctx, Access::kWrite, req, [&] {
+  return Handle("CreateGroup", ctx, req, [&] {
     absl::Status s = Assign(groups_->Create(*req), out);
     if (s.ok() && observer_ != nullptr) {
       for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
@@ -278,7 +286,7 @@ grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx, const v1::Creat
 
 grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx, const v1::ImportGroupRequest* req,
                                        v1::GroupInfo* out) {
-  return Handle("ImportGroup", ctx, Access::kWrite, req, [&] {
+  return Handle("ImportGroup", ctx, req, [&] {
     absl::Status s = Assign(groups_->Import(*req), out);
     if (s.ok() && observer_ != nullptr) {
       for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
@@ -289,7 +297,7 @@ grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx, const v1::Impor
 
 grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroupRequest* req,
                                     v1::GroupInfo* out) {
-  return Handle("GetGroup", ctx, Access::kRead, req, [&] {
+  return Handle("GetGroup", ctx, req, [&] {
     absl::Status s = Assign(groups_->Get(req->group_id()), out);
     // A group moved away: retry (as for its sessions, see SessionManager).
     if (absl::IsNotFound(s) && !sessions_->CheckFence(req->group_id()).ok()) {
@@ -301,7 +309,7 @@ grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroup
 
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
                                      v1::GroupStepReply* out) {
-  return Handle("StepGroup", ctx, Access::kWrite, req, [&] {
+  return Handle("StepGroup", ctx, req, [&] {
     // A fenced group is refused as a whole (its members also check).
     if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
     absl::Status s = Assign(groups_->Step(*req, ctx), out);
@@ -312,7 +320,7 @@ grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupSt
 
 grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx, const v1::DeleteGroupRequest* req,
                                        v1::DeleteGroupResponse* out) {
-  return Handle("DeleteGroup", ctx, Access::kWrite, req, [&]() -> absl::Status {
+  return Handle("DeleteGroup", ctx, req, [&]() -> absl::Status {
     if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
     absl::StatusOr<std::vector<std::string>> deleted = groups_->Delete(req->group_id());
     if (!deleted.ok()) return deleted.status();
@@ -327,15 +335,14 @@ grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx, const v1::Delet
 grpc::Status F2oboService::StepsGroup(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>* stream) {
-  const grpc::Status allowed = Handle("StepsGroupOpen", ctx, Access::kWrite, nullptr,
-                                      [] { return absl::OkStatus(); });  // as in Steps
+  const grpc::Status allowed = OpenStream("StepsGroup", "StepsGroupOpen", ctx);  // as in Steps
   if (!allowed.ok()) return allowed;
   v1::GroupStepRequest req;
   while (ReadRequest(stream, &req)) {
     const InFlight round(this);  // as in Steps
     if (!round.admitted()) return Refuse("StepsGroup");
     v1::GroupStepReply reply;
-    const grpc::Status status = Serve("StepsGroup", ctx, Access::kWrite, &req, [&] {
+    const grpc::Status status = Serve("StepsGroup", ctx, &req, [&] {
       if (absl::Status s = sessions_->CheckFence(req.group_id()); !s.ok()) return s;
       absl::Status s = Assign(groups_->Step(req, ctx), &reply);
       if (s.ok()) ReportMembers(reply);

@@ -131,17 +131,24 @@ class F2oboService final : public v1::F2obo::Service {
   };
 
   // Admits (see InFlight), then Serve()s; UNAVAILABLE once shutting down.
-  grpc::Status Handle(const char* method, const grpc::ServerContext* ctx, Access access,
+  // `method` is the RPC's name: the role a token needs is its declared one
+  // (its option (f2obo.v1.policy); RequiredAccess in auth.h).
+  grpc::Status Handle(const char* method, const grpc::ServerContext* ctx,
                       const google::protobuf::Message* request,
                       const std::function<absl::Status()>& body);
+  // Authorizes a stream of RPC `method` when it opens, before any message,
+  // reported to the observer as `label` (counted as `method` it would add a
+  // request and a ~0 s observation to the step latency histogram).
+  grpc::Status OpenStream(const char* method, const char* label, const grpc::ServerContext* ctx);
   // Tells the observer each member's outcome of an applied group step.
   void ReportMembers(const v1::GroupStepReply& reply);
   // Authorizes, checks the bounds of `request`'s strings (if not null;
   // request_bounds.h), times `body`, maps its status, reports to the
   // observer.
-  grpc::Status Serve(const char* method, const grpc::ServerContext* ctx, Access access,
+  // `label` (default: `method`) names the call to the observer.
+  grpc::Status Serve(const char* method, const grpc::ServerContext* ctx,
                      const google::protobuf::Message* request,
-                     const std::function<absl::Status()>& body);
+                     const std::function<absl::Status()>& body, const char* label = nullptr);
   // The refusal of work arriving during shutdown (reported to the observer).
   grpc::Status Refuse(const char* method);
   // One oracle step opened on `stream` (service_oracle.cc).

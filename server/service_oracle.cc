@@ -50,8 +50,7 @@ absl::StatusOr<v1::StepReply> F2oboService::OracleStep(grpc::ServerContext* ctx,
 }
 
 grpc::Status F2oboService::OracleSteps(grpc::ServerContext* ctx, OracleStream* stream) {
-  const grpc::Status allowed =
-      Handle("OracleStepsOpen", ctx, Access::kWrite, nullptr, [] { return absl::OkStatus(); });
+  const grpc::Status allowed = OpenStream("OracleSteps", "OracleStepsOpen", ctx);
   if (!allowed.ok()) return allowed;
   OracleWatchdog watchdog(ctx, stream);
   OraclePoints points;
@@ -63,18 +62,16 @@ grpc::Status F2oboService::OracleSteps(grpc::ServerContext* ctx, OracleStream* s
     const InFlight round(this);
     if (!round.admitted()) return Refuse("OracleSteps");
     v1::OracleServerMessage out;
-    const grpc::Status status =
-        Serve("OracleSteps", ctx, Access::kWrite, &in, [&]() -> absl::Status {
-          if (!in.has_open()) {
-            return absl::InvalidArgumentError(
-                "answers: no request is waiting for them (a step begins with open)");
-          }
-          absl::StatusOr<v1::StepReply> reply =
-              OracleStep(ctx, stream, in.open(), &watchdog, &points);
-          if (!reply.ok()) return reply.status();
-          *out.mutable_done() = *std::move(reply);
-          return absl::OkStatus();
-        });
+    const grpc::Status status = Serve("OracleSteps", ctx, &in, [&]() -> absl::Status {
+      if (!in.has_open()) {
+        return absl::InvalidArgumentError(
+            "answers: no request is waiting for them (a step begins with open)");
+      }
+      absl::StatusOr<v1::StepReply> reply = OracleStep(ctx, stream, in.open(), &watchdog, &points);
+      if (!reply.ok()) return reply.status();
+      *out.mutable_done() = *std::move(reply);
+      return absl::OkStatus();
+    });
     if (!status.ok()) return status;
     if (!stream->Write(out)) break;
     if (ctx->IsCancelled()) break;

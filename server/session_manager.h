@@ -38,26 +38,22 @@
 
 namespace f2obo::server {
 
+// What a SessionManager allows: one member per F2OBO_LIMIT_FLAG of
+// server_flags.def (the flag's name and default; the flag's help says what
+// it limits), and the memory limits.
 struct Limits {
-  int max_sessions = 1000;
-  int max_batch_rows = 100000;
-  int max_batch_cols = 1000000;
-  int64_t max_batch_nnz = 50000000;
-  int64_t max_y_dim = 50000000;       // per-session state size guard (doubles)
-  int reply_cache = 16;               // replies kept per session for retries
-  int max_inner_iterations = 100000;  // per inner loop of one round
-  int max_tasks = 10000;              // m of a multi-task session (FamilySpec.tasks)
-  // Memory of every session together (session_footprint.h's estimates,
-  // reserved at creation before anything is allocated); 0: no limit.
+#define F2OBO_SERVER_FLAG(type, name, def, rule, help)
+#define F2OBO_LIMIT_FLAG(type, name, def, rule, help) type name = def;
+#include "server/server_flags.def"
+#undef F2OBO_SERVER_FLAG
+#undef F2OBO_LIMIT_FLAG
+  // Per-session state size guard (doubles of y), and the memory of every
+  // session together (session_footprint.h's estimates, reserved at
+  // creation before anything is allocated; 0: no limit).  f2obo-server
+  // derives both from its --max_y_dim and --max_total_state_bytes
+  // (DeriveMemoryLimits, machine_memory.h).
+  int64_t max_y_dim = 50000000;
   int64_t max_total_state_bytes = 0;
-  // Checkpoints (RollbackSession, ForkSession): one after every N-th step
-  // (0: only where a session starts and on demand), the newest
-  // max_checkpoints kept per session (0: none, not even on demand).
-  int checkpoint_every = 100;
-  int max_checkpoints = 10;
-  // Wall time one round may run before it is stopped (RESOURCE_EXHAUSTED,
-  // nothing applied); <= 0: no budget.
-  double round_budget_seconds = 30.0;
 };
 
 // A call's deadline (grpc::ServerContext::deadline()); max(): none.

@@ -115,6 +115,8 @@ def multitask_hpo(client, f2obo, args):
     untuned = fixed(0.0)
     untuned.method = "untuned"
     runs.append(untuned)
+    if not args.search:
+        return runs
     grid = [0.0, 1e-3, 3e-3, 0.01, 0.03, 0.1]
     trials = [(c, fixed(c)) for c in grid]
     c, best = min(trials, key=lambda cr: cr[1].final)

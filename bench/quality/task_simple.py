@@ -66,7 +66,7 @@ def regression(client, f2obo, args):
         default = annotate(run_session(client, f2obo, task, "default", algorithm, spec, steps,
                                        lambda t: (up[t], inn[t]), score))
         runs.append(default)
-        if algorithm == "agm_bio":
+        if algorithm == "agm_bio" or not args.search:
             continue
 
         def trial(scale, algorithm=algorithm):

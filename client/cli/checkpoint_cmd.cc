@@ -8,12 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "client/cli/cli.h"
 
-ABSL_FLAG(std::optional<int64_t>, to_t, std::nullopt,
-          "rollback: the step to go back to (its checkpoint); the next step expected becomes "
-          "to_t + 1");
-ABSL_FLAG(std::optional<int64_t>, at_t, std::nullopt,
-          "fork: the source's checkpoint to start from (step t); unset: its current state");
-
 namespace f2obo::cli {
 namespace {
 

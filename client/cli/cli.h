@@ -15,30 +15,16 @@
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "client/client.h"
 #include "f2obo/v1/f2obo.pb.h"
 
-// Global flags (common.cc).
-ABSL_DECLARE_FLAG(std::string, server);
-ABSL_DECLARE_FLAG(double, timeout);
-ABSL_DECLARE_FLAG(int, max_attempts);
-ABSL_DECLARE_FLAG(double, moved_retry_seconds);
-ABSL_DECLARE_FLAG(bool, verbose);
-// Shared by several subcommands (common.cc).
-ABSL_DECLARE_FLAG(std::string, session);
-ABSL_DECLARE_FLAG(std::optional<int>, steps);
-ABSL_DECLARE_FLAG(std::optional<int64_t>, until);
-ABSL_DECLARE_FLAG(int, rows_per_step);
-// Session spec flags (spec_flags.cc).
-ABSL_DECLARE_FLAG(std::string, id);
-ABSL_DECLARE_FLAG(std::string, family);
-ABSL_DECLARE_FLAG(std::optional<int>, features);
-ABSL_DECLARE_FLAG(std::optional<int>, classes);
-ABSL_DECLARE_FLAG(std::optional<int>, tasks);
-ABSL_DECLARE_FLAG(std::string, algorithm);
-ABSL_DECLARE_FLAG(std::optional<uint64_t>, seed);
-// Groups (group_cmd.cc).
-ABSL_DECLARE_FLAG(std::string, group);
+// Every flag but the algorithm options (client/cli/flags.def).
+#define F2OBO_CLI_FLAG(type, name, def, commands, help) ABSL_DECLARE_FLAG(type, name);
+#define F2OBO_CLI_OPTION_FLAGS(commands)
+#include "client/cli/flags.def"
+#undef F2OBO_CLI_FLAG
+#undef F2OBO_CLI_OPTION_FLAGS
 
 namespace f2obo::cli {
 
@@ -62,10 +48,11 @@ std::string Exact(double v);
 // Prints rows as left-aligned columns separated by two spaces.
 void PrintTable(const std::vector<std::vector<std::string>>& rows);
 
-// Flag groups, by name (without dashes), for per-subcommand help and for
-// rejecting flags that do not apply to a subcommand.
+// Flag names (without dashes), for per-subcommand help and for rejecting
+// flags that do not apply to a subcommand (flags.cc, from flags.def): the
+// global flags, and the other flags `command` takes, in flags.def's order.
 const std::vector<std::string>& GlobalFlagNames();
-const std::vector<std::string>& SpecFlagNames();
+std::vector<std::string> CommandFlagNames(absl::string_view command);
 
 // Session spec from the spec flags.  `features` / `classes` fill in
 // --features / --classes when those are not given (e.g. from a dataset).
@@ -75,7 +62,7 @@ const std::vector<std::string>& SpecFlagNames();
 absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<int> features,
                                                                 std::optional<int> classes);
 // The algorithm option flags given (one per AlgorithmOptions field), into
-// `o`; and their names.
+// `o`; and their names (spec_flags.cc).
 absl::Status OptionsFromFlags(v1::AlgorithmOptions* o);
 std::vector<std::string> OptionFlagNames();
 

@@ -12,33 +12,6 @@
 #include "absl/strings/str_split.h"
 #include "client/cli/cli.h"
 
-ABSL_FLAG(std::string, server, "127.0.0.1:50051",
-          "Address host:port of the f2obo server (every subcommand)");
-ABSL_FLAG(double, timeout, 30.0, "Deadline in seconds of each unary RPC (streams have none)");
-ABSL_FLAG(int, max_attempts, 6,
-          "Attempts per unary Step (--mode=unary) and consecutive reconnects of a "
-          "broken Steps stream, with exponential backoff");
-ABSL_FLAG(std::string, token_file, "",
-          "File holding the bearer token to send (a server started with --token_file): the "
-          "token alone, or '<role> <token>' lines as in the server's file (the first 'write' "
-          "token is used, else the first)");
-ABSL_FLAG(double, moved_retry_seconds, 300,
-          "How long a step (unary or stream) keeps retrying the \"moved\" status (a session "
-          "being rebalanced to another replica, until the proxy routes it there), on top of "
-          "--max_attempts; 0: counted like any UNAVAILABLE");
-ABSL_FLAG(bool, verbose, false,
-          "More output: the filled-in session spec after create, the dataset and step range "
-          "of stream");
-ABSL_FLAG(std::string, session, "", "Session id to act on");
-ABSL_FLAG(std::optional<int>, steps, std::nullopt,
-          "Number of steps to send, starting at the session's next_t (default: 400 for "
-          "stream, 200 for loadgen)");
-ABSL_FLAG(std::optional<int64_t>, until, std::nullopt,
-          "stream: last step index to send (overrides --steps; re-running the same "
-          "command resumes an interrupted stream).  metrics: stop after this step");
-ABSL_FLAG(int, rows_per_step, 512,
-          "Rows per step, split into the upper (validation) and inner (training) batches");
-
 namespace f2obo::cli {
 
 int UsageError(const std::string& message) {
@@ -112,12 +85,6 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
     }
     std::printf("%s\n", line.c_str());
   }
-}
-
-const std::vector<std::string>& GlobalFlagNames() {
-  static const auto* names = new std::vector<std::string>{
-      "server", "timeout", "max_attempts", "token_file", "moved_retry_seconds", "verbose"};
-  return *names;
 }
 
 }  // namespace f2obo::cli

@@ -26,15 +26,6 @@
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
 
-ABSL_FLAG(std::string, test_data,
-          "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz,"
-          "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
-          "evaluate: held-out dataset (same forms as stream --data)");
-ABSL_FLAG(std::string, train_data, "", "evaluate: also score this (training) dataset ('' = skip)");
-ABSL_FLAG(int, eval_rows, 0, "evaluate: use only the first N rows of each dataset (0 = all)");
-
-ABSL_DECLARE_FLAG(std::string, out);  // metrics_cmd.cc
-
 namespace f2obo::cli {
 namespace {
 

@@ -21,15 +21,6 @@
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/options_convert.h"
 
-ABSL_FLAG(std::string, group, "",
-          "Group id: create-group names the group (or use --id), stream --group streams "
-          "into every member, group and evaluate show its members");
-ABSL_FLAG(std::string, member, "",
-          "create-group: a member 'name:algorithm[:key=value,...]' (repeat the flag); keys "
-          "are AlgorithmOptions fields, e.g. --member=fast:f2obo:gamma=0.01,inner_steps=3");
-
-ABSL_DECLARE_FLAG(std::string, dataset);  // sessions_cmd.cc
-
 namespace f2obo::cli {
 
 std::vector<std::string>& MemberFlagValues() {

@@ -22,11 +22,6 @@
 #include "client/session_routing.h"
 #include "f2obo/v1/convert.h"
 
-ABSL_FLAG(int, sessions, 16, "loadgen: number of sessions (1..1000), one Steps stream each");
-ABSL_FLAG(int, threads, 0, "loadgen: client threads sharing the streams (0 = one per session)");
-ABSL_FLAG(double, max_seconds, 120,
-          "loadgen: time limit of the streaming phase; streams still running are stopped");
-
 namespace f2obo::cli {
 namespace {
 

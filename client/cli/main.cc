@@ -31,8 +31,9 @@ struct Command {
   std::string name;
   std::string summary;
   std::string details;
-  std::vector<std::string> flags;  // besides the global ones
   int (*run)();
+  // Besides the global ones: those flags.def gives this command.
+  std::vector<std::string> flags = CommandFlagNames(name);
 };
 
 std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -46,13 +47,11 @@ const std::vector<Command>& Commands() {
        "Option flags left unset take the algorithm's defaults (--verbose prints the "
        "filled-in spec).  --dataset infers --features and --classes.  --dry_run validates "
        "the spec locally and prints the request instead of sending it.",
-       Concat(SpecFlagNames(), {"dataset", "dry_run"}), RunCreate},
-      {"algorithms",
-       "List problem classes, families, algorithms and their options",
+       RunCreate},
+      {"algorithms", "List problem classes, families, algorithms and their options",
        "For each problem class: its families and algorithms; for each algorithm: the "
        "options it reads (every option flag of create/stream/create-group), with its "
        "default and the values accepted.  --algorithm=<name> shows one algorithm.",
-       {"algorithm"},
        RunAlgorithms},
       {"stream", "Replay a dataset as a drifting stream into a session",
        "Sends steps next_t .. next_t + steps - 1 (or .. --until) of the drifting stream, "
@@ -63,10 +62,6 @@ const std::vector<Command>& Commands() {
        "multi-task session (--tasks=m at --create, or one created so) gets the dataset split "
        "into m tasks (task i: rows r with r % m == i), --tasks_per_step of them sampled per "
        "step, each step's batches tagged with their task.",
-       Concat({"session", "group", "data", "steps", "until", "rows_per_step", "upper_fraction",
-               "imbalance", "phase_steps", "label_noise", "noise_in_upper", "mode", "print_every",
-               "create", "tasks_per_step"},
-              SpecFlagNames()),
        RunStream},
       {"create-group", "Create a side-by-side group: one family, several algorithms",
        "Family, dimensions, constraint, seed and metrics policy come from the spec flags "
@@ -76,80 +71,57 @@ const std::vector<Command>& Commands() {
        "--gamma apply to every member, a member's own keys win.  --group (or --id) names "
        "the group.  "
        "Then 'stream --group=<id>' uploads each step once for all members.",
-       Concat(SpecFlagNames(), {"group", "dataset", "member"}), RunCreateGroup},
-      {"group",
-       "Show a group's members: algorithm, next t, BLReg, lambda",
-       "",
-       {"group"},
-       RunGroup},
-      {"evaluate",
-       "Score a session's current decision (x, y) on a held-out dataset",
+       RunCreateGroup},
+      {"group", "Show a group's members: algorithm, next t, BLReg, lambda", "", RunGroup},
+      {"evaluate", "Score a session's current decision (x, y) on a held-out dataset",
        "Fetches the spec and the decision (x_t, y_t) of --session (or of every member of "
        "--group) and evaluates them with the family's own code on --test_data (default: the "
        "Fashion-MNIST test set) and, when --train_data is set, on a training set: mean "
        "cross-entropy of the plain logits, accuracy, balanced accuracy (mean per-class "
        "recall over the classes present).  Classification families (logistic_hpo, "
        "loss_tuning) only.  Prints a table, or CSV with --out.",
-       {"session", "group", "test_data", "train_data", "eval_rows", "out"},
        RunEvaluate},
-      {"decision",
-       "Print a session's current decision (t, lambda, x)",
-       "",
-       {"session", "all", "show"},
-       RunDecision},
-      {"sessions", "List sessions as a table", "", {}, RunSessions},
-      {"delete",
-       "Delete a session, or a group with all its members",
+      {"decision", "Print a session's current decision (t, lambda, x)", "", RunDecision},
+      {"sessions", "List sessions as a table", "", RunSessions},
+      {"delete", "Delete a session, or a group with all its members",
        "--session deletes one session; a member of a group is refused (naming the group). "
        "--group deletes the group and every member session.",
-       {"session", "group"},
        RunDelete},
-      {"metrics",
-       "Write a session's per-step metrics as CSV",
+      {"metrics", "Write a session's per-step metrics as CSV",
        "Columns: t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,"
        "upper_loss_before,accuracy_before,round_seconds,regret_term,blreg,"
        "hypergradient_error,value,variation,drift,exact_skipped_reason (empty when absent).",
-       {"session", "out", "follow", "after", "until"},
        RunMetrics},
-      {"checkpoint",
-       "Checkpoint a session's current state; lists its checkpoints",
+      {"checkpoint", "Checkpoint a session's current state; lists its checkpoints",
        "Keeps the current state of --session (t = next_t - 1) as a checkpoint for rollback "
        "and fork, besides the server's own every --checkpoint_every steps.  Prints the kept "
        "checkpoints (steps t).",
-       {"session"},
        RunCheckpoint},
-      {"rollback",
-       "Roll a session back to a checkpoint (undo a stretch of steps)",
+      {"rollback", "Roll a session back to a checkpoint (undo a stretch of steps)",
        "Restores the checkpoint of --session at step --to_t exactly: the next step expected "
        "is to_t + 1, replies and checkpoints after it are dropped.  Only kept checkpoints "
        "(see 'checkpoint' or GetSession) can be restored; a group member is refused.",
-       {"session", "to_t"},
        RunRollback},
       {"fork", "Branch a new session from a session's checkpoint or current state",
        "Creates session --id (empty: the server chooses) from --session at step --at_t "
        "(unset: its current state); it continues independently.  --algorithm (same problem "
        "class, a state layout that fits) and option flags override the source's; with "
        "another algorithm, unset options take its defaults.",
-       Concat({"session", "id", "at_t", "algorithm"}, OptionFlagNames()), RunFork},
-      {"rebalance",
-       "Move sessions to the replicas a routing proxy maps their keys to",
+       RunFork},
+      {"rebalance", "Move sessions to the replicas a routing proxy maps their keys to",
        "Asks --proxy where each routing key held by the --replicas goes (GetServerInfo) and "
        "moves every misplaced key there under a fence: fence on the old owner (its steps get "
        "UNAVAILABLE naming the new one), export, import (a group as a unit), drop the old "
        "copies.  Safe to rerun after a crash: it completes or undoes interrupted moves.",
-       {"proxy", "replicas", "stop_after", "lift_tombstones"},
        RunRebalance},
-      {"health", "Exit 0 iff the server's health service reports SERVING", "", {}, RunHealth},
+      {"health", "Exit 0 iff the server's health service reports SERVING", "", RunHealth},
       {"bench", "Load generator: concurrent synthetic streams, throughput and latency",
        "Creates --sessions sessions, streams --steps synthetic steps into each (one Steps "
        "stream per session), prints steps/s, rows/s, MB/s (serialized batches uploaded) and "
        "p50/p95/p99 client-observed step latency, then deletes the sessions.  --features "
        "and --classes default to 784 and 10.  'loadgen' is the same command.",
-       Concat({"sessions", "steps", "rows_per_step", "threads", "max_seconds"}, SpecFlagNames()),
        RunLoadgen},
-      {"loadgen", "Same as bench", "",
-       Concat({"sessions", "steps", "rows_per_step", "threads", "max_seconds"}, SpecFlagNames()),
-       RunLoadgen},
+      {"loadgen", "Same as bench", "", RunLoadgen},
   };
   return *commands;
 }

@@ -15,14 +15,6 @@
 #include "absl/strings/str_replace.h"
 #include "client/cli/cli.h"
 
-ABSL_FLAG(std::string, out, "",
-          "metrics, evaluate: CSV file to write ('' = stdout; evaluate prints a table)");
-ABSL_FLAG(bool, follow, false,
-          "metrics: keep watching live steps until the session is deleted (or --until)");
-ABSL_FLAG(int64_t, after, 0,
-          "metrics: only steps with t > after (0 = from the oldest step the server still "
-          "buffers, the last 1024)");
-
 namespace f2obo::cli {
 namespace {
 

@@ -9,18 +9,6 @@
 #include "client/cli/cli.h"
 #include "client/rebalance.h"
 
-ABSL_FLAG(std::string, proxy, "",
-          "rebalance: the routing proxy (host:port) whose ring the replicas should match");
-ABSL_FLAG(std::string, replicas, "",
-          "rebalance: every replica as name=host:port, comma-separated; name is its "
-          "--replica_name");
-ABSL_FLAG(std::string, stop_after, "",
-          "rebalance: stop each move after this phase, 'fence' or 'import' (to test a crash "
-          "there; a rerun completes the move)");
-ABSL_FLAG(bool, lift_tombstones, false,
-          "rebalance: also remove the fences left where keys moved away (once the proxy "
-          "clients use routes them to their new owner)");
-
 namespace f2obo::cli {
 
 int RunRebalance() {

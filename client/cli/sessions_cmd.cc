@@ -10,15 +10,6 @@
 #include "client/data/dataset.h"
 #include "google/protobuf/text_format.h"
 
-ABSL_FLAG(std::string, dataset, "",
-          "create: read this dataset (same forms as stream --data) to infer --features and "
-          "--classes");
-ABSL_FLAG(bool, dry_run, false,
-          "create: validate the spec locally and print the CreateSessionRequest (text "
-          "format) without contacting a server");
-ABSL_FLAG(bool, all, false, "decision: print every entry of x (full precision)");
-ABSL_FLAG(int, show, 10, "decision: number of leading entries of x to print");
-
 namespace f2obo::cli {
 
 namespace {

@@ -18,36 +18,6 @@
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/options_convert.h"
 
-ABSL_FLAG(std::string, id, "",
-          "Id of the new session ([A-Za-z0-9._-]{1,64}); empty lets the server choose one");
-ABSL_FLAG(std::string, problem_class, "",
-          "Problem class: bilevel | simple_bilevel | multitask_bilevel (`f2obo-cli algorithms` "
-          "lists them); empty: the family's class");
-ABSL_FLAG(std::string, family, "logistic_hpo",
-          "Problem family: logistic_hpo | loss_tuning | ridge_hpo | quadratic (bilevel); "
-          "least_squares | logistic | linear_inverse (simple_bilevel); "
-          "`f2obo-cli algorithms` lists every family by class");
-ABSL_FLAG(std::optional<int>, features, std::nullopt,
-          "d, features per row (sample families; default: from the dataset, 784 for loadgen)");
-ABSL_FLAG(std::optional<int>, classes, std::nullopt,
-          "C, number of classes (logistic_hpo, loss_tuning; default: from the dataset, 10 "
-          "for loadgen)");
-ABSL_FLAG(std::optional<int>, x_dim, std::nullopt, "quadratic only: d1, the dimension of x");
-ABSL_FLAG(std::optional<int>, y_dim, std::nullopt, "quadratic only: d2, the dimension of y");
-ABSL_FLAG(std::optional<int>, tasks, std::nullopt,
-          "m: a multi-task session of m lower-level problems sharing x (problem class "
-          "multitask_bilevel): the family becomes its multi-task version (logistic_hpo -> "
-          "multitask_logistic_hpo) and `stream` splits the dataset into m tasks (task i: the "
-          "rows r with r % m == i)");
-ABSL_FLAG(std::optional<double>, max_temperature, std::nullopt,
-          "multitask_logistic_hpo: task temperatures sigma_i are fixed per task in [1, "
-          "max_temperature] (the paper's App. E.2 uses 11; server default 1)");
-ABSL_FLAG(std::optional<double>, mu0, std::nullopt,
-          "Ridge term mu_0 > 0 keeping g strongly convex in y (server default 1e-3)");
-ABSL_FLAG(std::string, algorithm, "",
-          "Algorithm of the family's problem class (`f2obo-cli algorithms` lists them with "
-          "their options); empty: the class's default, the server's (f2obo for bilevel "
-          "families)");
 // One flag per algorithm option, generated from core/options.def (name,
 // help); choices are string flags (empty: unset).
 namespace f2obo::cli {
@@ -75,25 +45,6 @@ using f2obo::InnerSchedule;
   ABSL_FLAG(f2obo::cli::OptionFlag<option_type>::type, name, {}, help);
 #include "core/options.def"
 #undef F2OBO_OPTION
-ABSL_FLAG(std::string, box, "",
-          "Feasible set X: 'lo,hi' (the box [lo, hi]^d) or 'none' (unconstrained); empty: the "
-          "server's default for the family ([0, 0.1] for logistic_hpo, [0, 1] for ridge_hpo, "
-          "unconstrained otherwise)");
-ABSL_FLAG(std::string, constraint, "",
-          "Feasible set X (Z of a simple bilevel session), instead of --box: 'box:lo,hi' | "
-          "'ball:r' | 'l1_ball:r' | 'simplex:total' | 'orthant' (box 0,inf) | 'none'. "
-          "ir_scg and ir_fscg need a set with a linear minimization oracle (ball, l1_ball, "
-          "simplex, a finite box)");
-ABSL_FLAG(std::string, x0, "",
-          "Initial decision x_1: comma-separated values, 'v*n' repeats v n times (e.g. "
-          "loss_tuning with C = 10: --x0=1*10,0*10 starts at gamma = 1, Delta = 0); empty: "
-          "the projection of 0 onto X");
-ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
-          "Seed of the session's sampler (default: the server's, 0, as for every client) and of "
-          "the data stream (default 1)");
-ABSL_FLAG(std::optional<int>, exact_every, std::nullopt,
-          "Exact (second-order) metrics every N-th step, 0 = off (server default: every step "
-          "when y_dim <= 2000, else every 10th)");
 
 namespace f2obo::cli {
 namespace {
@@ -217,18 +168,6 @@ std::vector<std::string> OptionFlagNames() {
   std::vector<std::string> names;
   for (const OptionInfo& o : OptionTable()) names.emplace_back(o.name);
   return names;
-}
-
-const std::vector<std::string>& SpecFlagNames() {
-  static const auto* names = [] {
-    auto* v = new std::vector<std::string>{
-        "id",    "problem_class", "family",          "features", "classes",  "x_dim",
-        "y_dim", "tasks",         "max_temperature", "mu0",      "algorithm"};
-    for (const OptionInfo& o : OptionTable()) v->emplace_back(o.name);
-    for (const char* n : {"box", "constraint", "x0", "seed", "exact_every"}) v->emplace_back(n);
-    return v;
-  }();
-  return *names;
 }
 
 absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<int> features,

@@ -24,32 +24,6 @@
 #include "core/simple/simple_registries.h"
 #include "f2obo/v1/convert.h"
 
-ABSL_FLAG(std::string, data,
-          "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz,"
-          "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
-          "Dataset: an IDX pair 'images,labels' (gzip ok), a .csv (label in the last column) "
-          "or a LibSVM file (.svm, .libsvm, .txt)");
-ABSL_FLAG(double, upper_fraction, 0.5, "Share of each step's rows in the upper batch");
-ABSL_FLAG(std::string, imbalance, "0.6,0.7,0.8,0.9",
-          "Class-imbalance phases: rho per phase, class i kept w.p. rho^i ('' = balanced)");
-ABSL_FLAG(int, phase_steps, 100, "Steps per imbalance phase");
-ABSL_FLAG(std::string, label_noise, "",
-          "Label noise schedule 'step:prob,...': from each step on, inner labels are "
-          "replaced w.p. prob by a random class");
-ABSL_FLAG(bool, noise_in_upper, false, "Also corrupt the upper (validation) labels");
-ABSL_FLAG(std::string, mode, "stream",
-          "stream: the bidirectional Steps RPC (reconnects and resumes on UNAVAILABLE); "
-          "unary: one Step RPC per step, retried on transient errors");
-ABSL_FLAG(int, print_every, 20,
-          "When stdout is not a terminal, print a progress line every N steps");
-ABSL_FLAG(int, tasks_per_step, 1,
-          "Multi-task sessions (--tasks=m, or a session created with it): tasks sampled "
-          "uniformly per step, each with --rows_per_step rows of its own (RSVRB's i_t; the "
-          "server weights them by m / tasks_per_step)");
-ABSL_FLAG(bool, create, false,
-          "Create the session first from the spec flags (as `create`; features and classes "
-          "from the dataset; id from --id or --session)");
-
 namespace f2obo::cli {
 namespace {
 

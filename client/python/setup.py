@@ -2,7 +2,7 @@
 
 The stubs are never committed: every build (pip install, pip wheel, an
 editable install) runs Debian's protoc with grpc_python_plugin on
-proto/f2obo/v1/f2obo.proto, so the package a user gets always matches the
+proto/f2obo/v1/*.proto, so the package a user gets always matches the
 proto it was built from (tests/client/python/test_stubs.py checks it).
 
 Where the proto is: $F2OBO_PROTO_DIR, else ../../proto next to this file
@@ -20,6 +20,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = "f2obo/v1/f2obo.proto"
 
 
+def _proto_dir():
+    proto_dir = os.environ.get("F2OBO_PROTO_DIR") or os.path.join(HERE, "..", "..", "proto")
+    return os.path.abspath(proto_dir)
+
+
+def _protos(proto_dir):
+    """The names of every .proto file of the package f2obo.v1 (f2obo.proto
+    imports the others)."""
+    names = os.listdir(os.path.join(proto_dir, "f2obo", "v1"))
+    return sorted(name[:-len(".proto")] for name in names if name.endswith(".proto"))
+
+
+def _generated(proto_dir):
+    return tuple(name + suffix for name in _protos(proto_dir)
+                 for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"))
+
+
 def _tool(env, name):
     path = os.environ.get(env) or shutil.which(name)
     if not path:
@@ -30,9 +47,8 @@ def _tool(env, name):
 
 
 def generate_stubs(out_dir):
-    """protoc -> out_dir/f2obo/v1/{f2obo_pb2.py, f2obo_pb2.pyi, f2obo_pb2_grpc.py}."""
-    proto_dir = os.environ.get("F2OBO_PROTO_DIR") or os.path.join(HERE, "..", "..", "proto")
-    proto_dir = os.path.abspath(proto_dir)
+    """protoc -> out_dir/f2obo/v1/<name>_pb2.py, _pb2.pyi, _pb2_grpc.py per proto."""
+    proto_dir = _proto_dir()
     if not os.path.isfile(os.path.join(proto_dir, PROTO)):
         raise SystemExit("f2obo: %s not found under %s; build from the repository "
                          "(client/python) or set $F2OBO_PROTO_DIR" % (PROTO, proto_dir))
@@ -41,9 +57,10 @@ def generate_stubs(out_dir):
         _tool("PROTOC", "protoc"), "-I", proto_dir,
         "--python_out=" + out_dir, "--pyi_out=" + out_dir,
         "--plugin=protoc-gen-grpc_python=" + _tool("GRPC_PYTHON_PLUGIN", "grpc_python_plugin"),
-        "--grpc_python_out=" + out_dir, os.path.join(proto_dir, PROTO)])
+        "--grpc_python_out=" + out_dir] +
+        [os.path.join(proto_dir, "f2obo", "v1", name + ".proto") for name in _protos(proto_dir)])
     with open(os.path.join(out_dir, "f2obo", "v1", "__init__.py"), "w") as f:
-        f.write('"""Generated from proto/f2obo/v1/f2obo.proto at build time; not edited."""\n')
+        f.write('"""Generated from proto/f2obo/v1/*.proto at build time; not edited."""\n')
 
 
 class BuildPyWithStubs(build_py):
@@ -55,7 +72,7 @@ class BuildPyWithStubs(build_py):
 
     def get_outputs(self, include_bytecode=True):
         stubs = [os.path.join(self.build_lib, "f2obo", "v1", name) for name in
-                 ("__init__.py", "f2obo_pb2.py", "f2obo_pb2.pyi", "f2obo_pb2_grpc.py")]
+                 ("__init__.py",) + _generated(_proto_dir())]
         return super().get_outputs(include_bytecode) + stubs
 
 

@@ -40,9 +40,12 @@ namespace f2obo {
 
 // Whether a product of an n x d batch with a d x c model counts as small:
 // the shapes where the loops below beat Eigen's blocked GEMM (measured with
-// bench/round_benchmark's BM_Shape and BM_GemmRoof, issue 28).
+// bench/round_benchmark's BM_Shape and BM_GemmRoof, issue 28).  Since the
+// vectorized variants, that includes the medium round (32 x 100 x 10, its
+// pair 2C = 20): 107 -> 46 us a round, below the 49 us of its 38 products
+// as Eigen GEMMs (Eigen packs its operands for every product).
 inline bool SmallProductShape(int64_t n, int64_t d, int64_t c) {
-  return c <= 20 && n * d * c <= 16384;
+  return c <= 20 && n * d * c <= 65536;
 }
 
 namespace small_gemm {
@@ -167,10 +170,17 @@ void Product(const double* a, int64_t lda, int64_t n, int64_t d, const double* w
 // from A's transpose at (d x n, row stride ldt): kRows rows side by side, so
 // each step is one vector of A^T's row f times a broadcast weight, and the
 // pair's 2C sums are independent chains for the pipeline.  Every entry is
-// still the sequential sum over f from 0: bit-equal to Product.
+// still the sequential sum over f from 0: bit-equal to Product.  With bias,
+// each model's row d (its C biases, after the weights) is added to the sum
+// as it is stored: a logistic model's logits, as Product then z += b.
 template <int C, int M>
 void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
-                          const double* const* w, int64_t ldw, double* const* z, int64_t ldz) {
+                          const double* const* w, int64_t ldw, double* const* z, int64_t ldz,
+                          bool bias) {
+  double b[M * C];
+  for (int m = 0; m < M; ++m) {
+    for (int j = 0; j < C; ++j) b[m * C + j] = bias ? w[m][d * ldw + j] : 0.0;
+  }
   constexpr int kRows = 8;
   using L = Lanes<kRows>;
   int64_t i = 0;
@@ -188,7 +198,10 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
     for (int k = 0; k < M * C; ++k) acc[k].Store(out[k]);
     for (int m = 0; m < M; ++m) {
       for (int q = 0; q < kRows; ++q) {
-        for (int j = 0; j < C; ++j) z[m][(i + q) * ldz + j] = out[m * C + j][q];
+        for (int j = 0; j < C; ++j) {
+          const double v = out[m * C + j][q];
+          z[m][(i + q) * ldz + j] = bias ? v + b[m * C + j] : v;
+        }
       }
     }
   }
@@ -200,7 +213,7 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
         const double* wf = w[m] + f * ldw;
         for (int j = 0; j < C; ++j) acc[j] = MulAdd(x, wf[j], acc[j]);
       }
-      for (int j = 0; j < C; ++j) z[m][i * ldz + j] = acc[j];
+      for (int j = 0; j < C; ++j) z[m][i * ldz + j] = bias ? acc[j] + b[m * C + j] : acc[j];
     }
   }
 }
@@ -208,25 +221,34 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
 // g_m (d x C, row stride ldg) = a^T (d x n) r_m (n x C, row stride ldr) for
 // M right-hand sides (M = 1 or the pair's 2).  kF features side by side
 // (contiguous in a's rows, so one vector load per row), each entry the
-// sequential sum over rows i from 0; then 4-feature blocks and single
-// features.
+// sequential sum over rows i from 0 (kF = 16: two vectors per sum).
 template <int C, int M, int kF>
 int64_t TransposeProductBlocks(const double* a, int64_t lda, int64_t n, int64_t f, int64_t d,
                                const double* const* r, int64_t ldr, double* const* g, int64_t ldg,
                                const RidgeEpilogue* epi) {
-  using L = Lanes<kF>;
+  constexpr int kV = kF > 8 ? 8 : kF;  // lanes per vector
+  constexpr int kN = kF / kV;          // vectors per block
+  using L = Lanes<kV>;
   for (; f + kF <= d; f += kF) {
-    L acc[M * C];
-    for (L& l : acc) l = L::Zero();
+    L acc[M * C][kN];
+    for (auto& row : acc) {
+      for (L& l : row) l = L::Zero();
+    }
     for (int64_t i = 0; i < n; ++i) {
-      const L ai = L::Load(a + i * lda + f);
+      L ai[kN];
+      for (int v = 0; v < kN; ++v) ai[v] = L::Load(a + i * lda + f + v * kV);
       for (int m = 0; m < M; ++m) {
         const double* ri = r[m] + i * ldr;
-        for (int j = 0; j < C; ++j) acc[m * C + j] = L::Fma(ai, ri[j], acc[m * C + j]);
+        for (int j = 0; j < C; ++j) {
+          const double x = ri[j];
+          for (int v = 0; v < kN; ++v) acc[m * C + j][v] = L::Fma(ai[v], x, acc[m * C + j][v]);
+        }
       }
     }
     double out[M * C][kF];
-    for (int k = 0; k < M * C; ++k) acc[k].Store(out[k]);
+    for (int k = 0; k < M * C; ++k) {
+      for (int v = 0; v < kN; ++v) acc[k][v].Store(out[k] + v * kV);
+    }
     for (int m = 0; m < M; ++m) {
       for (int q = 0; q < kF; ++q) {
         for (int j = 0; j < C; ++j) {
@@ -266,7 +288,12 @@ template <int C, int M = 1>
 void TransposeProduct(const double* a, int64_t lda, int64_t n, int64_t d, const double* const* r,
                       int64_t ldr, double* const* g, int64_t ldg,
                       const RidgeEpilogue* epi = nullptr) {
-  int64_t f = TransposeProductBlocks<C, M, 8>(a, lda, n, 0, d, r, ldr, g, ldg, epi);
+  // 16 features at a time (two vectors per sum) while the sums fit in
+  // registers: twice the independent chains of an 8-feature block.
+  int64_t f = 0;
+  if constexpr (M * C <= 12)
+    f = TransposeProductBlocks<C, M, 16>(a, lda, n, f, d, r, ldr, g, ldg, epi);
+  f = TransposeProductBlocks<C, M, 8>(a, lda, n, f, d, r, ldr, g, ldg, epi);
   f = TransposeProductBlocks<C, M, 4>(a, lda, n, f, d, r, ldr, g, ldg, epi);
   TransposeProductBlocks<C, M, 1>(a, lda, n, f, d, r, ldr, g, ldg, epi);
 }
@@ -359,10 +386,11 @@ void SmallTransposeProduct(const A& a, const R& r, G&& g) {
 
 // Z_m = A W_m for M models (d x c each, row stride c) from A's transpose
 // at (d x n, row stride n), each Z_m n x c with row stride ldz: bit-equal to
-// SmallProduct of A with each W_m, vectorized across rows.
+// SmallProduct of A with each W_m, vectorized across rows.  With bias, plus
+// the C entries that follow W_m (Z_m + 1 b_m^T, rounded as a separate add).
 template <int M>
 void SmallProductsFromTranspose(const double* at, int64_t n, int64_t d, const double* const* w,
-                                int64_t c, double* const* z, int64_t ldz) {
+                                int64_t c, double* const* z, int64_t ldz, bool bias = false) {
   DispatchWidth(c, [&](auto k) {
     if constexpr (k() == 0) {
       for (int m = 0; m < M; ++m) {
@@ -373,10 +401,11 @@ void SmallProductsFromTranspose(const double* at, int64_t n, int64_t d, const do
             const double x = at[f * n + i];
             for (int64_t j = 0; j < c; ++j) zi[j] = small_gemm::MulAdd(x, w[m][f * c + j], zi[j]);
           }
+          for (int64_t j = 0; bias && j < c; ++j) zi[j] += w[m][d * c + j];
         }
       }
     } else {
-      small_gemm::ProductFromTranspose<k(), M>(at, n, n, d, w, c, z, ldz);
+      small_gemm::ProductFromTranspose<k(), M>(at, n, n, d, w, c, z, ldz, bias);
     }
   });
 }

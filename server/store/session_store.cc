@@ -19,16 +19,18 @@
 
 namespace f2obo::server {
 
+using store_detail::BindRecord;
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
 SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
-                           size_t max_queued_bytes)
+                           size_t max_queued_bytes, size_t side_file_bytes)
     : db_(db),
       lock_fd_(lock_fd),
       path_(std::move(path)),
       durability_(durability),
-      max_queued_bytes_(max_queued_bytes) {}
+      max_queued_bytes_(max_queued_bytes),
+      side_file_bytes_(side_file_bytes) {}
 
 SessionStore::~SessionStore() {
   {
@@ -39,6 +41,7 @@ SessionStore::~SessionStore() {
   room_cv_.SignalAll();
   if (writer_.joinable()) writer_.join();  // drains the queue first
   sqlite3_close(db_);
+  if (records_fd_ >= 0) close(records_fd_);
   close(lock_fd_);  // last: the directory is free once the file is closed
 }
 
@@ -84,13 +87,22 @@ absl::StatusOr<Checkpoint> SessionStore::JoinParts(const std::string& id, const 
   }
   absl::StatusOr<Checkpoint> joined = DeserializeCheckpointHead(head, static_cast<size_t>(count));
   if (!joined.ok()) return joined.status();
-  Stmt rows(db_, "SELECT idx, part, part_sum FROM state_parts WHERE id = ? ORDER BY idx");
+  Stmt rows(db_, "SELECT idx, part, part_sum, file FROM state_parts WHERE id = ? ORDER BY idx");
   if (!rows.ok()) return rows.Error("reading state parts");
   rows.Text(1, id);
   int rc;
   while ((rc = rows.Step()) == SQLITE_ROW) {
     const int64_t index = rows.ColumnInt(0);
-    const absl::string_view bytes = rows.ColumnView(1);
+    absl::string_view bytes = rows.ColumnView(1);
+    absl::StatusOr<std::string> file;  // a part in a side file
+    if (!rows.IsNull(3)) {
+      file = ReadSideFile(rows.Column(3));
+      if (!file.ok()) {
+        return absl::DataLossError(
+            absl::StrCat("state part ", index, ": ", file.status().message()));
+      }
+      bytes = *file;
+    }
     if (index < 0 || index >= count) {
       return absl::DataLossError(
           absl::StrCat("state part ", index, " beyond the state's ", count, " parts"));
@@ -124,13 +136,22 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
     const auto damaged = [&](absl::string_view what) {
       out.damaged.push_back(absl::StrCat("session '", id, "': ", what));
     };
-    Stmt row(db_, "SELECT spec, state, t, spec_sum, state_sum, parts FROM sessions WHERE id = ?");
+    Stmt row(db_,
+             "SELECT spec, state, t, spec_sum, state_sum, parts, file FROM sessions WHERE id = ?");
     if (!row.ok() || row.Text(1, id).Step() != SQLITE_ROW) {
       damaged(absl::StrCat("unreadable row (", sqlite3_errmsg(db_), ")"));
       continue;
     }
     const std::string spec = row.Column(0);
-    const std::string state = row.Column(1);
+    std::string state = row.Column(1);
+    if (!row.IsNull(6)) {  // in a side file
+      absl::StatusOr<std::string> file = ReadSideFile(row.Column(6));
+      if (!file.ok()) {
+        damaged(absl::StrCat("state ", file.status().message()));
+        continue;
+      }
+      state = *std::move(file);
+    }
     const int64_t t = row.ColumnInt(2);
     if (std::string p = SumProblem(row, 3, RecordSum("spec", id, 0, spec)); !p.empty()) {
       damaged(absl::StrCat("spec ", p));
@@ -323,6 +344,7 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
 }
 
 absl::Status SessionStore::LimitSize(int64_t max_bytes) {
+  max_store_bytes_ = std::max<int64_t>(max_bytes, 0);  // side files (side_files.cc)
   if (max_bytes <= 0) return absl::OkStatus();
   Stmt page(db_, "PRAGMA page_size");
   if (!page.ok() || page.Step() != SQLITE_ROW) return page.Error("reading the page size");
@@ -349,18 +371,11 @@ absl::Status SessionStore::Apply(const Write& w) {
   switch (w.kind) {
     case Write::kPut: {
       Stmt s(db_,
-             "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum) "
-             "VALUES (?, ?, ?, ?, ?, ?)");
-      if (absl::Status st = s.Text(1, w.id)
-                                .Blob(2, w.spec)
-                                .Blob(3, w.state)
-                                .Int(4, w.t)
-                                .Int(5, RecordSum("spec", w.id, 0, w.spec))
-                                .Int(6, RecordSum("state", w.id, w.t, w.state))
-                                .Run("saving a session");
-          !st.ok()) {
-        return st;
-      }
+             "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum, file) "
+             "VALUES (?, ?, ?, ?, ?, ?, ?)");
+      s.Text(1, w.id).Blob(2, w.spec).Int(4, w.t).Int(5, RecordSum("spec", w.id, 0, w.spec));
+      BindRecord(s, 3, 6, 7, w.state, w.state_file, "state", w.id, w.t);
+      if (absl::Status st = s.Run("saving a session"); !st.ok()) return st;
       // The whole state is in the row (parts NULL): no part of an earlier
       // session of this id may survive.
       if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
@@ -381,7 +396,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       // session of this id may survive, and its starting point is its first.
       Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ?");
       if (absl::Status st = drop.Text(1, w.id).Run("clearing checkpoints"); !st.ok()) return st;
-      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, 1);
+      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, 1);
       return absl::OkStatus();
     }
     case Write::kAll:
@@ -391,11 +406,11 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       return absl::OkStatus();
     case Write::kCheckpoint:
-      return InsertCheckpoint(w.id, w.t, w.state, w.keep_checkpoints);
+      return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, w.keep_checkpoints);
     case Write::kRollback:
       return ApplyRollback(w);
     case Write::kLoadCheckpoint:
-      w.loaded = ReadCheckpoint(w.id, w.t);
+      ReadCheckpoint(w);
       return absl::OkStatus();
     case Write::kGroup: {
       Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
@@ -443,19 +458,26 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       if (w.state_superseded) {
         // The same session's next step, later in this transaction, writes
-        // its newer head (and checks the row exists).
+        // its newer head (and checks the row exists); this head's side
+        // file, if any, is named by no row.
+        if (!w.state_file.name.empty()) released_.push_back(w.state_file.name);
         if (absl::Status s = SaveReply(w); !s.ok()) return s;
-        if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, full, w.keep_checkpoints);
+        if (w.keep_checkpoints > 0) {
+          return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+        }
         return absl::OkStatus();
       }
-      Stmt a(db_, "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = ? WHERE id = ?");
-      a.Blob(1, w.state).Int(2, w.t).Int(3, RecordSum("state", w.id, w.t, w.state));
+      Stmt a(
+          db_,
+          "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = ?, file = ? WHERE id = ?");
+      a.Int(2, w.t);
+      BindRecord(a, 1, 3, 5, w.state, w.state_file, "state", w.id, w.t);
       if (in_parts) {
         a.Int(4, w.aux_count);
       } else {
         a.Null(4);
       }
-      if (absl::Status s = a.Text(5, w.id).Run("saving a step"); !s.ok()) return s;
+      if (absl::Status s = a.Text(6, w.id).Run("saving a step"); !s.ok()) return s;
       if (sqlite3_changes(db_) != 1) {
         return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
       }
@@ -463,7 +485,9 @@ absl::Status SessionStore::Apply(const Write& w) {
         if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
       }
       if (absl::Status s = SaveReply(w); !s.ok()) return s;
-      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, full, w.keep_checkpoints);
+      if (w.keep_checkpoints > 0) {
+        return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+      }
       return absl::OkStatus();
     }
   }

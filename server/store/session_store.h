@@ -22,6 +22,15 @@
 // Exclusive: Open takes a non-blocking flock on <dir>/LOCK for the store's
 // lifetime, so a second server on the same directory fails to start.
 //
+// Large records (side_files.cc): a record of at least side_file_bytes
+// (16 MiB by default) is written by the caller's thread to a file of its own
+// under <dir>/records before its write is queued, and its row names the
+// file; so one session's big write (a create, import, fork, rollback or
+// step of a session of tens of millions of variables) or delete never holds
+// the writer, and with it the other sessions' steps, for longer than a
+// small write.  Still all or nothing: a file is named only by the
+// transaction that commits its write; Open removes the files no row names.
+//
 // Durability policies:
 //  * kSync: CommitStep returns only once the write is durable (WAL,
 //    synchronous=FULL).  A single writer thread batches the writes pending
@@ -57,6 +66,15 @@ struct sqlite3;
 namespace f2obo::server {
 
 enum class Durability { kSync, kNone };
+
+namespace store_detail {
+// A record in a side file (side_files.cc): its name under <dir>/records,
+// and the RecordSum of its bytes (computed by the caller's thread).
+struct SideFile {
+  std::string name;  // empty: the record is in its row
+  int64_t sum = 0;
+};
+}  // namespace store_detail
 
 struct StoredSession {
   std::string id;
@@ -130,19 +148,27 @@ class SessionStore {
   //  4: checksums from WordHash instead of FNV-1a (store/record_sum.h).
   //  5: a session's state in parts (column sessions.parts, table
   //     state_parts): a step writes the aux vectors it changed.
-  static constexpr int kSchemaVersion = 5;
+  //  6: large records in side files (column `file` of sessions,
+  //     checkpoints and state_parts; server/store/side_files.cc).
+  static constexpr int kSchemaVersion = 6;
   // Under kNone, CommitStep does not wait for its write; it waits only when
   // this many bytes are already queued, so a slow disk bounds the memory.
   // (Under kSync every caller waits anyway.)
   static constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
   // Under kNone, how long the writer gathers writes nobody waits for.
   static constexpr int kNoneBatchWindowMicros = 5000;
+  // Records of at least this many bytes go to side files (side_files.cc):
+  // one such record through SQLite holds the single writer ~0.1 s.
+  static constexpr size_t kSideFileBytes = size_t{16} << 20;
 
-  // Opens (creating if needed) <dir>/f2obo.sqlite3; creates `dir`.  Fails
-  // (FailedPrecondition, naming the path) if another process holds the
-  // directory, if the file is damaged, or if a newer server wrote it.
+  // Opens (creating if needed) <dir>/f2obo.sqlite3 and <dir>/records;
+  // creates `dir`.  Fails (FailedPrecondition, naming the path) if another
+  // process holds the directory, if the file is damaged, or if a newer
+  // server wrote it.  Removes the side files no row names (a write a crash
+  // cut short).
   static absl::StatusOr<std::unique_ptr<SessionStore>> Open(
-      const std::string& dir, Durability durability, size_t max_queued_bytes = kMaxQueuedBytes);
+      const std::string& dir, Durability durability, size_t max_queued_bytes = kMaxQueuedBytes,
+      size_t side_file_bytes = kSideFileBytes);
   ~SessionStore();
 
   // Every session in the store.  A session any of whose records (spec,
@@ -233,7 +259,9 @@ class SessionStore {
   // Caps the database file at about `max_bytes` (0: no cap) through
   // PRAGMA max_page_count: a write that would grow it further fails like a
   // full disk (RESOURCE_EXHAUSTED, store_errors.h), while deletions, which
-  // free pages, still succeed.  Its write-ahead log is not counted.
+  // free pages, still succeed.  Its write-ahead log is not counted; side
+  // files are: one that would take the file and them past `max_bytes` is
+  // refused the same way.
   absl::Status LimitSize(int64_t max_bytes);
   // The largest record (a state, a spec, a reply) the store can hold:
   // SQLite's SQLITE_LIMIT_LENGTH (1,000,000,000 bytes by default).
@@ -263,8 +291,9 @@ class SessionStore {
 
  private:
   struct Write;  // store_write.h
+  using SideFile = store_detail::SideFile;
   SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
-               size_t max_queued_bytes);
+               size_t max_queued_bytes, size_t side_file_bytes);
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
   static std::shared_ptr<Write> PutWrite(const SessionRecord& record);
@@ -275,6 +304,10 @@ class SessionStore {
   absl::Status Submit(std::shared_ptr<Write> w, bool wait,
                       std::chrono::system_clock::time_point deadline =
                           std::chrono::system_clock::time_point::max()) ABSL_LOCKS_EXCLUDED(mu_);
+  // Submit's second half, once `w`'s large records are in side files:
+  // queues it and, if `wait`, waits for it (or withdraws it at `deadline`).
+  absl::Status Enqueue(const std::shared_ptr<Write>& w, bool wait,
+                       std::chrono::system_clock::time_point deadline) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Apply(const Write& w);
   // Writer thread only: a kStep's reply row, and the trim of older ones.
   absl::Status SaveReply(const Write& w);
@@ -296,18 +329,49 @@ class SessionStore {
   // Writer thread only (checkpoints.cc): inserts checkpoint (id, t) and
   // drops all but the newest `keep`; applies a kRollback write.
   absl::Status InsertCheckpoint(const std::string& id, int64_t t, const std::string& state,
-                                int keep);
+                                const SideFile& file, int keep);
   absl::Status ApplyRollback(const Write& w);
   // Reads every fence into `out` (fences.cc).
   absl::Status LoadFences(LoadedStore& out);
-  absl::StatusOr<std::string> ReadCheckpoint(const std::string& id, int64_t t);
+  // Writer thread (a kLoadCheckpoint write): checkpoint (w.id, w.t) into
+  // w.loaded, or, when it is in a side file, that file opened into
+  // w.loaded_fd (read by the caller, off the writer thread).
+  void ReadCheckpoint(const Write& w);
   absl::Status Exec(const char* sql);
+
+  // Side files (side_files.cc).  Open: <dir>/records, the triggers that
+  // report a released file, the removal of orphans.
+  absl::Status OpenSideFiles(const std::string& dir);
+  // The caller's thread, before queueing `w` (`owner`: the write queued,
+  // which lists every file made for it): each record of `w` of at least
+  // side_file_bytes_ written to a side file and dropped from memory.
+  absl::Status SpillLarge(Write& w, Write& owner);
+  absl::StatusOr<SideFile> WriteSideFile(const std::string& bytes, int64_t sum, Write& owner);
+  absl::StatusOr<SideFile> LinkSideFile(const std::string& name, int64_t sum, Write& owner);
+  absl::Status SyncSideFiles(const Write& owner);
+  // After a write's outcome: done, the files its transaction released are
+  // removed; failed, the files made for it.
+  void SettleSideFiles(const Write& w);
+  void RemoveSideFiles(const std::vector<std::string>& names);
+  // Writer thread: the files released since the last call.
+  std::vector<std::string> TakeReleasedFiles();
+  absl::StatusOr<std::string> ReadSideFile(const std::string& name) const;
+  static absl::StatusOr<std::string> ReadSideFileFd(int fd, const std::string& name);
 
   sqlite3* db_;
   const int lock_fd_;  // holds the flock on <dir>/LOCK
   const std::string path_;
   const Durability durability_;
   const size_t max_queued_bytes_;
+  const size_t side_file_bytes_;
+  int records_fd_ = -1;      // <dir>/records
+  std::string name_prefix_;  // random per Open: new side files' names
+  std::atomic<uint64_t> next_file_{0};
+  std::atomic<int64_t> side_bytes_{0};       // the side files' size
+  std::atomic<int64_t> max_store_bytes_{0};  // LimitSize
+  // Writer thread only: side files released by the statements run since
+  // the last TakeReleasedFiles (the triggers' callback appends).
+  std::vector<std::string> released_;
   // Guards the queue and what the writer reports; never held across a
   // transaction (the writer takes a batch, then writes it unlocked).  A
   // Write's `done` and, until then, its place in queue_ are under it too.

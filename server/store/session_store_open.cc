@@ -27,7 +27,8 @@ using store_detail::Stmt;
 
 absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::string& dir,
                                                                  Durability durability,
-                                                                 size_t max_queued_bytes) {
+                                                                 size_t max_queued_bytes,
+                                                                 size_t side_file_bytes) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
         absl::StrCat("--data_dir: cannot create ", dir, ": ", std::strerror(errno)));
@@ -74,7 +75,7 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
   }
   // From here the store owns `db` and `lock_fd`.
   std::unique_ptr<SessionStore> store(
-      new SessionStore(db, lock_fd, path, durability, max_queued_bytes));
+      new SessionStore(db, lock_fd, path, durability, max_queued_bytes, side_file_bytes));
   // Only outside readers (a backup, the sqlite3 shell) can hold the file
   // now; wait for them rather than fail a step.
   sqlite3_busy_timeout(db, 5000);
@@ -93,6 +94,9 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
     }
   }
   if (absl::Status s = store->Migrate(); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("store ", path, ": ", s.message()));
+  }
+  if (absl::Status s = store->OpenSideFiles(dir); !s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("store ", path, ": ", s.message()));
   }
   store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
@@ -194,12 +198,27 @@ absl::Status SessionStore::Migrate() {
       "CREATE TABLE IF NOT EXISTS state_parts (id TEXT NOT NULL, idx INTEGER NOT NULL, "
       "part BLOB NOT NULL, part_sum INTEGER, PRIMARY KEY (id, idx)) WITHOUT ROWID",
   };
+  // (A file whose table already has the column, e.g. one a test set back
+  // to an older version, keeps it.)
+  const auto has_column = [&](const char* table, const char* column) -> absl::StatusOr<bool> {
+    const std::string sql = absl::StrCat("SELECT count(*) FROM pragma_table_info('", table,
+                                         "') WHERE name = '", column, "'");
+    Stmt count(db_, sql.c_str());
+    if (!count.ok() || count.Step() != SQLITE_ROW) return count.Error("reading the schema");
+    return count.ColumnInt(0) > 0;
+  };
   {
-    // (A file whose sessions table already has the column, e.g. one a test
-    // set back to an older version, keeps it.)
-    Stmt column(db_, "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'parts'");
-    if (!column.ok() || column.Step() != SQLITE_ROW) return column.Error("reading the schema");
-    if (column.ColumnInt(0) == 0) to_5.push_back("ALTER TABLE sessions ADD COLUMN parts INTEGER");
+    absl::StatusOr<bool> has = has_column("sessions", "parts");
+    if (!has.ok()) return has.status();
+    if (!*has) to_5.push_back("ALTER TABLE sessions ADD COLUMN parts INTEGER");
+  }
+  // Version 5 -> 6: large records in side files (side_files.cc): the
+  // column naming a row's file, NULL for every row already there.
+  std::vector<std::string> to_6;
+  for (const char* table : {"sessions", "checkpoints", "state_parts"}) {
+    absl::StatusOr<bool> has = has_column(table, "file");
+    if (!has.ok()) return has.status();
+    if (!*has) to_6.push_back(absl::StrCat("ALTER TABLE ", table, " ADD COLUMN file TEXT"));
   }
   // One transaction: a crash mid-way leaves the file at its old version.
   std::vector<const char*> migrate = {"BEGIN IMMEDIATE"};
@@ -210,6 +229,9 @@ absl::Status SessionStore::Migrate() {
     for (const std::string& sql : to_4) migrate.push_back(sql.c_str());
   }
   if (version < 5) migrate.insert(migrate.end(), to_5.begin(), to_5.end());
+  if (version < 6) {
+    for (const std::string& sql : to_6) migrate.push_back(sql.c_str());
+  }
   const std::string set_version = absl::StrCat("PRAGMA user_version = ", kSchemaVersion);
   migrate.push_back(set_version.c_str());
   migrate.push_back("COMMIT");

@@ -12,7 +12,7 @@
 
 namespace f2obo::server {
 
-using store_detail::RecordSum;
+using store_detail::BindRecord;
 using store_detail::Stmt;
 
 std::shared_ptr<SessionStore::Write> SessionStore::StepWrite(SessionStep step, int keep_replies) {
@@ -56,23 +56,23 @@ bool SessionStore::NeedsCompleteState(const std::string& id) const {
 }
 
 absl::Status SessionStore::SaveParts(const Write& w) {
-  for (const auto& [index, bytes] : w.aux_rows) {
-    if (bytes.empty()) {
+  static const SideFile kInRow;
+  for (size_t i = 0; i < w.aux_rows.size(); ++i) {
+    const auto& [index, bytes] = w.aux_rows[i];
+    const SideFile& file = i < w.aux_files.size() ? w.aux_files[i] : kInRow;
+    if (bytes.empty() && file.name.empty()) {
       Stmt d(db_, "DELETE FROM state_parts WHERE id = ? AND idx = ?");
       if (absl::Status s = d.Text(1, w.id).Int(2, index).Run("dropping a state part"); !s.ok()) {
         return s;
       }
       continue;
     }
-    Stmt p(db_, "INSERT OR REPLACE INTO state_parts (id, idx, part, part_sum) VALUES (?, ?, ?, ?)");
-    if (absl::Status s = p.Text(1, w.id)
-                             .Int(2, index)
-                             .Blob(3, bytes)
-                             .Int(4, RecordSum("part", w.id, index, bytes))
-                             .Run("saving a state part");
-        !s.ok()) {
-      return s;
-    }
+    Stmt p(db_,
+           "INSERT OR REPLACE INTO state_parts (id, idx, part, part_sum, file) "
+           "VALUES (?, ?, ?, ?, ?)");
+    p.Text(1, w.id).Int(2, index);
+    BindRecord(p, 3, 4, 5, bytes, file, "part", w.id, index);
+    if (absl::Status s = p.Run("saving a state part"); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

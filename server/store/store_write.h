@@ -11,7 +11,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/store/record_sum.h"
 #include "server/store/session_store.h"
+#include "server/store/sqlite_stmt.h"
 
 namespace f2obo::server {
 
@@ -58,12 +60,41 @@ struct SessionStore::Write {
   // due checkpoint) is written.  Set by the writer for the batched
   // transaction only, never when writes are retried one by one.
   bool state_superseded = false;
+  // Records in side files (side_files.cc; the string fields then empty):
+  SideFile state_file;              // the sessions row's state (kPut, kStep, kRollback)
+  SideFile checkpoint_file;         // the checkpoint row's (kPut, kStep, kCheckpoint)
+  std::vector<SideFile> aux_files;  // kStep: one per aux_rows entry, or none
+  // Side files made for this write (the queued one: its parts' too), removed
+  // if it fails; and those its transaction released, removed once it is
+  // durable (the writer sets them before `done`).
+  std::vector<std::string> new_files;
+  std::vector<std::string> dead_files;
+  // kLoadCheckpoint of a checkpoint in a side file: the file, opened by the
+  // writer (a later write may release it), read by the caller.
+  mutable int loaded_fd = -1;
+  mutable SideFile loaded_file;
   size_t bytes = 0;     // payload size, for the queue bound
   bool waited = false;  // a caller waits for `status`
   bool done = false;
   absl::Status status;
 };
 
+namespace store_detail {
+
+// Binds a record to its row's columns `blob`, `sum` and `file`: its bytes
+// and their checksum (as record `kind` of `id` at `key`), or, when it is in
+// side file `f`, an empty blob, the file's checksum and its name.
+inline void BindRecord(Stmt& s, int blob, int sum, int file, const std::string& bytes,
+                       const SideFile& f, const char* kind, const std::string& id, int64_t key) {
+  if (f.name.empty()) {
+    s.Blob(blob, bytes).Int(sum, RecordSum(kind, id, key, bytes)).Null(file);
+  } else {
+    static const std::string* const kEmpty = new std::string();  // bound, not copied
+    s.Blob(blob, *kEmpty).Int(sum, f.sum).Text(file, f.name);
+  }
+}
+
+}  // namespace store_detail
 }  // namespace f2obo::server
 
 #endif  // F2OBO_SERVER_STORE_STORE_WRITE_H_

@@ -29,7 +29,24 @@ size_t SessionStore::PayloadBytes(const Write& w) {
 
 absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
                                   std::chrono::system_clock::time_point deadline) {
-  w->bytes = PayloadBytes(*w);
+  // Large records to their side files first, on this thread: the writer's
+  // transaction then only names them (side_files.cc).
+  absl::Status s = SpillLarge(*w, *w);
+  if (s.ok()) s = SyncSideFiles(*w);
+  if (s.ok()) {
+    w->bytes = PayloadBytes(*w);
+    s = Enqueue(w, wait, deadline);
+  }
+  // The writer settles the files of the writes nobody waits for.
+  if (wait || !s.ok()) {
+    w->status = s;
+    SettleSideFiles(*w);
+  }
+  return s;
+}
+
+absl::Status SessionStore::Enqueue(const std::shared_ptr<Write>& w, bool wait,
+                                   std::chrono::system_clock::time_point deadline) {
   absl::MutexLock lock(&mu_);
   // Bounded queue: a writer that falls behind (kNone does not wait for its
   // writes) holds back new ones instead of growing memory.  The writer takes
@@ -138,6 +155,7 @@ void SessionStore::WriterLoop() {
     for (const auto& w : batch) {
       if (!batch_ok) break;
       w->status = Apply(*w);
+      w->dead_files = TakeReleasedFiles();
       batch_ok = w->status.ok();
     }
     if (batch_ok) batch_ok = Exec("COMMIT").ok();
@@ -152,15 +170,22 @@ void SessionStore::WriterLoop() {
       // one bad write cannot fail its neighbours (each whole: a step's state
       // may not rely on a later step that fails).
       Exec("ROLLBACK").IgnoreError();
+      TakeReleasedFiles();  // (released by nothing durable)
       for (const auto& w : batch) w->state_superseded = false;
       for (const auto& w : batch) {
         absl::Status s = Exec("BEGIN IMMEDIATE");
         if (s.ok()) s = Apply(*w);
+        w->dead_files = TakeReleasedFiles();
         if (s.ok()) s = Exec("COMMIT");
         if (!s.ok()) Exec("ROLLBACK").IgnoreError();
         w->status = s;
         NoteStepOutcome(*w);
       }
+    }
+    // The side files of writes nobody waits for (a waiting caller settles
+    // its own, off this thread).
+    for (const auto& w : batch) {
+      if (!w->waited) SettleSideFiles(*w);
     }
     // A write nobody waits for (kNone's steps) cannot report its failure to
     // a caller: say it on stderr instead of losing durability silently

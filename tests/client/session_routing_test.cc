@@ -63,6 +63,17 @@ class RecordingService : public v1::F2obo::Service {
     }
     return Record("Steps", ctx);
   }
+  grpc::Status OracleSteps(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::OracleServerMessage, v1::OracleClientMessage>* rw) override {
+    v1::OracleClientMessage in;
+    while (rw->Read(&in)) {
+      v1::OracleServerMessage out;
+      out.mutable_done()->set_t(in.open().t());
+      rw->Write(out);
+    }
+    return Record("OracleSteps", ctx);
+  }
   grpc::Status WatchMetrics(grpc::ServerContext* ctx, const v1::WatchMetricsRequest*,
                             grpc::ServerWriter<v1::StepMetrics>*) override {
     return Record("WatchMetrics", ctx);
@@ -243,6 +254,24 @@ TEST_F(SessionRoutingTest, CorkedStepsStreamCarriesTheKeyOnce) {
   // message, so it cannot carry the key.
   ASSERT_TRUE(RunSteps(c, "stream.a", /*corked=*/false));
   EXPECT_EQ(service_.Last("Steps"), "<none>");
+}
+
+// An oracle stream names its session in the first message's `open`.
+TEST_F(SessionRoutingTest, CorkedOracleStepsStreamCarriesTheKeyOfTheSessionItOpens) {
+  Client c(Options());
+  grpc::ClientContext ctx;
+  PrepareStreamContext(&ctx);
+  auto rpc = c.stub().OracleSteps(&ctx);
+  v1::OracleClientMessage open;
+  open.mutable_open()->set_session_id("orc.m");
+  open.mutable_open()->set_t(1);
+  v1::OracleServerMessage reply;
+  ASSERT_TRUE(rpc->Write(open));
+  ASSERT_TRUE(rpc->Read(&reply));
+  EXPECT_EQ(reply.done().t(), 1);
+  rpc->WritesDone();
+  ASSERT_TRUE(rpc->Finish().ok());
+  EXPECT_EQ(service_.Last("OracleSteps"), "orc");
 }
 
 TEST_F(SessionRoutingTest, OptionOffSendsNothing) {

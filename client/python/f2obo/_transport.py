@@ -23,8 +23,7 @@ class Transport(Protocol):
     def metadata(self, session_id: str = "") -> Tuple[Tuple[str, str], ...]:
         """Call metadata: the token and, for a session or group, its routing key."""
 
-    def _call(self, method: str, request: Any, session_id: str = "",
-              retry: bool = False) -> Any:
+    def _call(self, method: str, request: Any, retry: bool = False) -> Any:
         """One unary call with metadata, timeout, safe retries, mapped errors."""
 
     def _wait_ready(self, timeout: float, error: Optional[errors.Error] = None) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 import grpc
 
 from . import errors
+from ._routing import routed_id, routing_key
 from ._stubs import pb, pb_grpc
 from .spec import FlatFields
 from .group import Group
@@ -54,12 +55,6 @@ def _pem(value: Union[str, bytes, None]) -> Optional[bytes]:
         return value
     with open(os.fspath(value), "rb") as f:
         return f.read()
-
-
-def routing_key(session_id: str) -> str:
-    """The x-f2obo-session value: the id up to its first '.' (a group member
-    routes with its group)."""
-    return session_id.split(".", 1)[0]
 
 
 _SESSION_FIELDS = FlatFields(pb.SessionSpec.DESCRIPTOR)
@@ -177,10 +172,12 @@ class Client:
             return self._metadata + ((_SESSION_HEADER, routing_key(session_id)),)
         return self._metadata
 
-    def _call(self, method: str, request: Any, session_id: str = "",
-              retry: bool = False) -> Any:
-        """One unary call with metadata, timeout, safe retries, mapped errors."""
+    def _call(self, method: str, request: Any, retry: bool = False) -> Any:
+        """One unary call with metadata (the routing key of the session or
+        group the request names, as its RPC declares), timeout, safe
+        retries, mapped errors."""
         rpc: Callable[..., Any] = getattr(self.stub, method)
+        session_id = routed_id(method, request)
         attempt = 0
         backoff = 0.05
         moved_deadline = time.monotonic() + self.moved_retry_seconds
@@ -239,8 +236,7 @@ class Client:
         values.update(options)
         spec = session_spec("create_session()", values)
         info = self._call("CreateSession",
-                          pb.CreateSessionRequest(session_id=session_id, spec=spec),
-                          session_id=session_id)
+                          pb.CreateSessionRequest(session_id=session_id, spec=spec))
         return Session(self, info.session_id, info.next_t)
 
     def session(self, session_id: str) -> Session:
@@ -249,15 +245,14 @@ class Client:
 
     def get_session(self, session_id: str) -> SessionInfo:
         return SessionInfo(self._call("GetSession", pb.GetSessionRequest(session_id=session_id),
-                                      session_id=session_id, retry=True))
+                                      retry=True))
 
     def list_sessions(self) -> List[SessionInfo]:
         reply = self._call("ListSessions", pb.ListSessionsRequest(), retry=True)
         return [SessionInfo(s) for s in reply.sessions]
 
     def delete_session(self, session_id: str) -> None:
-        self._call("DeleteSession", pb.DeleteSessionRequest(session_id=session_id),
-                   session_id=session_id)
+        self._call("DeleteSession", pb.DeleteSessionRequest(session_id=session_id))
 
     def import_session(self, exported: Union["pb.SessionExport", bytes],
                        session_id: str = "") -> Session:
@@ -267,8 +262,7 @@ class Client:
         if isinstance(exported, (bytes, bytearray, memoryview)):
             exported = pb.SessionExport.FromString(bytes(exported))
         info = self._call("ImportSession",
-                          pb.ImportSessionRequest(session_id=session_id, session=exported),
-                          session_id=session_id or exported.session_id)
+                          pb.ImportSessionRequest(session_id=session_id, session=exported))
         return Session(self, info.session_id, info.next_t)
 
     # ---------------------------------------------------------------- groups
@@ -311,7 +305,7 @@ class Client:
         request = pb.CreateGroupRequest(group_id=group_id, spec=spec)
         for name, value in items:
             request.members.append(_member(name, value, "create_group()"))
-        info = self._call("CreateGroup", request, session_id=group_id)
+        info = self._call("CreateGroup", request)
         return Group(self, group_id, GroupInfo(info))
 
     def group(self, group_id: str) -> Group:
@@ -320,10 +314,9 @@ class Client:
 
     def get_group(self, group_id: str) -> GroupInfo:
         return GroupInfo(self._call("GetGroup", pb.GetGroupRequest(group_id=group_id),
-                                    session_id=group_id, retry=True))
+                                    retry=True))
 
     def delete_group(self, group_id: str) -> List[str]:
         """Deletes a group and its members; returns the deleted session ids."""
-        reply = self._call("DeleteGroup", pb.DeleteGroupRequest(group_id=group_id),
-                           session_id=group_id)
+        reply = self._call("DeleteGroup", pb.DeleteGroupRequest(group_id=group_id))
         return list(reply.session_ids)

@@ -112,7 +112,7 @@ class Group:
                                dict(request_fields, upper=upper, inner=inner), "",
                                group_id=self.id, t=t)
         try:
-            reply = self.client._call("StepGroup", request, session_id=self.id, retry=True)
+            reply = self.client._call("StepGroup", request, retry=True)
         except errors.FailedPrecondition:
             self._next_t = None
             raise

@@ -70,7 +70,7 @@ class Session:
         request = step_request(pb.StepRequest, dict(request_fields, upper=upper, inner=inner),
                                "", session_id=self.id, t=t)
         try:
-            reply = self.client._call("Step", request, session_id=self.id, retry=True)
+            reply = self.client._call("Step", request, retry=True)
         except errors.FailedPrecondition:
             self._next_t = None
             raise
@@ -112,8 +112,7 @@ class Session:
             yield StepResult(reply)
 
     def _wait_for_server(self) -> None:
-        self.client._call("GetSession", pb.GetSessionRequest(session_id=self.id),
-                          session_id=self.id, retry=True)
+        self.client._call("GetSession", pb.GetSessionRequest(session_id=self.id), retry=True)
 
     # ----------------------------------------------------------------- reads
 
@@ -126,8 +125,7 @@ class Session:
     def decision(self) -> Decision:
         """The current decision x_t (and y_t, t, lambda_t) as numpy arrays."""
         return Decision(self.client._call("GetDecision",
-                                          pb.GetDecisionRequest(session_id=self.id),
-                                          session_id=self.id, retry=True))
+                                          pb.GetDecisionRequest(session_id=self.id), retry=True))
 
     def metrics(self, after_t: int = 0, until_t: Optional[int] = None,
                 timeout: Optional[float] = None) -> "MetricsWatch":
@@ -145,7 +143,7 @@ class Session:
         another server with Client.import_session (`.SerializeToString()`
         gives bytes to store)."""
         return self.client._call("ExportSession", pb.ExportSessionRequest(session_id=self.id),
-                                 session_id=self.id, retry=True)
+                                 retry=True)
 
     # ------------------------------------------- checkpoints, rollback, fork
 
@@ -154,8 +152,7 @@ class Session:
         every --checkpoint_every steps); `info().checkpoints` lists the
         steps after which one is kept."""
         info = SessionInfo(self.client._call(
-            "CheckpointSession", pb.CheckpointSessionRequest(session_id=self.id),
-            session_id=self.id))
+            "CheckpointSession", pb.CheckpointSessionRequest(session_id=self.id)))
         self._next_t = info.next_t
         return info
 
@@ -165,8 +162,7 @@ class Session:
         (e.g. a poisoned stretch of data).  Not retried: its outcome is
         checked with info()."""
         info = SessionInfo(self.client._call(
-            "RollbackSession", pb.RollbackSessionRequest(session_id=self.id, to_t=to_t),
-            session_id=self.id))
+            "RollbackSession", pb.RollbackSessionRequest(session_id=self.id, to_t=to_t)))
         self._next_t = info.next_t
         return info
 
@@ -181,7 +177,7 @@ class Session:
         if at_t is not None:
             request.at_t = at_t
         fill_message(request.options, dict(options), "fork()")
-        info = self.client._call("ForkSession", request, session_id=self.id)
+        info = self.client._call("ForkSession", request)
         return Session(self.client, info.session_id, info.next_t)
 
     def delete(self) -> None:

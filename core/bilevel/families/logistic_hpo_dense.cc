@@ -141,10 +141,10 @@ Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogits(const Eigen::Map<const RowM
   if (at != nullptr && SmallProductShape(a.rows(), d_, c_)) {
     const double* w[1] = {y.data()};
     double* out[1] = {z.data()};
-    SmallProductsFromTranspose<1>(at, a.rows(), d_, w, c_, out, c_);
-  } else {
-    Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
+    SmallProductsFromTranspose<1>(at, a.rows(), d_, w, c_, out, c_, /*bias=*/true);
+    return z;
   }
+  Product(a, Eigen::Map<const RowMatrix>(y.data(), d_, c_), z);
   z.rowwise() += RowVectorMap(y.data() + static_cast<size_t>(d_) * c_, c_);
   return z;
 }
@@ -202,8 +202,10 @@ Eigen::Map<RowMatrix> LogisticHpoFamily::DenseLogitsPair(const Eigen::Map<const 
     // Both models in one pass across rows (small_gemm.h): 2C chains.
     const double* ws[2] = {y1.data(), y2.data()};
     double* out[2] = {z.data(), z.data() + c_};
-    SmallProductsFromTranspose<2>(at, n, d_, ws, c_, out, 2 * c_);
-  } else if (SmallProductShape(n, d_, 2 * c_)) {
+    SmallProductsFromTranspose<2>(at, n, d_, ws, c_, out, 2 * c_, /*bias=*/true);
+    return z;
+  }
+  if (SmallProductShape(n, d_, 2 * c_)) {
     // No [W_1 W_2] copy: the loops read each model in place (a is in L1).
     SmallProduct(a, Eigen::Map<const RowMatrix>(y1.data(), d_, c_), z.leftCols(c_));
     SmallProduct(a, Eigen::Map<const RowMatrix>(y2.data(), d_, c_), z.rightCols(c_));

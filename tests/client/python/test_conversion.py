@@ -337,3 +337,39 @@ def test_a_proxy_reset_is_unavailable_anything_else_keeps_its_code():
     assert isinstance(e, f2obo.Unavailable) and "proxy reset" in e.message
     assert isinstance(errors.from_rpc_error(Reset(grpc.StatusCode.INTERNAL, "a bug")),
                       f2obo.Internal)
+
+
+# ------------------------------------------------------------ routing
+
+def test_every_rpc_declares_a_role_and_its_routing():
+    from f2obo import _routing
+    from f2obo._stubs import policy_pb2
+    methods = list(_routing._SERVICE.methods)
+    assert methods
+    for m in methods:
+        policy = _routing.policy(m.name)
+        assert policy.role != policy_pb2.RpcPolicy.ROLE_UNSPECIFIED, m.name
+        assert bool(policy.routing_fields) != policy.unrouted, m.name
+
+
+def test_each_routing_field_of_each_rpc_gives_the_routed_id():
+    from f2obo import _routing
+    routed = 0
+    for m in _routing._SERVICE.methods:
+        assert _routing.routed_id(m.name, getattr(pb, m.input_type.name)()) == "", m.name
+        for path in _routing.policy(m.name).routing_fields:
+            request = getattr(pb, m.input_type.name)()
+            *parents, last = path.split(".")
+            message = request
+            for name in parents:
+                message = getattr(message, name)
+            setattr(message, last, "key.member")
+            assert _routing.routed_id(m.name, request) == "key.member", (m.name, path)
+            routed += 1
+    assert routed > 0
+    # The first field set wins: an import renamed routes by its new id.
+    exported = pb.ImportSessionRequest(session=pb.SessionExport(session_id="old"))
+    assert _routing.routed_id("ImportSession", exported) == "old"
+    exported.session_id = "new.x"
+    assert _routing.routed_id("ImportSession", exported) == "new.x"
+    assert _routing.routing_key("new.x") == "new"

@@ -17,7 +17,17 @@ from google.protobuf import descriptor_pb2
 import f2obo
 from f2obo.v1 import f2obo_pb2
 
-GENERATED = ("f2obo_pb2.py", "f2obo_pb2.pyi", "f2obo_pb2_grpc.py")
+from f2obo.v1 import rpc_policy_pb2
+
+MODULES = {"f2obo": f2obo_pb2, "rpc_policy": rpc_policy_pb2}  # every proto of f2obo.v1
+GENERATED = tuple(name + suffix for name in MODULES
+                  for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"))
+
+
+def protos(source_dir):
+    directory = os.path.join(source_dir, "proto", "f2obo", "v1")
+    return sorted(os.path.join(directory, name) for name in os.listdir(directory)
+                  if name.endswith(".proto"))
 
 
 def protoc(source_dir, *args):
@@ -26,7 +36,12 @@ def protoc(source_dir, *args):
     proto_dir = os.path.join(source_dir, "proto")
     subprocess.check_call(["protoc", "-I", proto_dir,
                            "--plugin=protoc-gen-grpc_python=" + plugin] + list(args) +
-                          [os.path.join(proto_dir, "f2obo", "v1", "f2obo.proto")])
+                          protos(source_dir))
+
+
+def test_every_proto_is_a_module_of_the_package(source_dir):
+    names = {os.path.basename(p)[:-len(".proto")] for p in protos(source_dir)}
+    assert names == set(MODULES)
 
 
 def test_installed_stubs_equal_freshly_generated_ones(source_dir, tmp_path):
@@ -38,7 +53,7 @@ def test_installed_stubs_equal_freshly_generated_ones(source_dir, tmp_path):
             fresh = f.read()
         with open(os.path.join(installed, name), "rb") as f:
             assert f.read() == fresh, (
-                "%s differs from what proto/f2obo/v1/f2obo.proto generates: rebuild the "
+                "%s differs from what proto/f2obo/v1/ generates: rebuild the "
                 "package (cmake --build build --target f2obo_python)" % name)
 
 
@@ -52,12 +67,14 @@ def clear_json_names(message):
 def test_installed_descriptor_equals_the_proto(source_dir, tmp_path):
     out = tmp_path / "f2obo.pb"
     protoc(source_dir, "--descriptor_set_out=%s" % out)
-    fresh = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
-    for message in fresh.message_type:  # the generated module does not keep json_name
-        clear_json_names(message)
-    installed = descriptor_pb2.FileDescriptorProto()
-    f2obo_pb2.DESCRIPTOR.CopyToProto(installed)
-    assert installed == fresh
+    for fresh in descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file:
+        for message in fresh.message_type:  # the generated module does not keep json_name
+            clear_json_names(message)
+        for extension in fresh.extension:
+            extension.ClearField("json_name")
+        installed = descriptor_pb2.FileDescriptorProto()
+        MODULES[os.path.basename(fresh.name)[:-len(".proto")]].DESCRIPTOR.CopyToProto(installed)
+        assert installed == fresh, fresh.name
 
 
 def test_no_generated_code_in_the_source_tree(source_dir):

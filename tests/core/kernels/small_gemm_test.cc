@@ -92,6 +92,14 @@ TEST(SmallGemm, TransposedAndPairedProductsKeepTheDocumentedOrder) {
         double* z1[1] = {z.data()};
         SmallProductsFromTranspose<1>(at.data(), n, d, ws, c, z1, c);
         EXPECT_TRUE(z == OrderedProduct(a, w1));
+        // With the biases (the c entries after W, as in a model y = (W, b)):
+        // the sum, then one add.
+        const RowMatrix yb = Random(d + 1, c, rng);
+        const double* wb[1] = {yb.data()};
+        SmallProductsFromTranspose<1>(at.data(), n, d, wb, c, z1, c, /*bias=*/true);
+        RowMatrix want = OrderedProduct(a, yb.topRows(d));
+        want.rowwise() += yb.row(d);
+        EXPECT_TRUE(z == want) << n << " " << d << " " << c;
 
         // Gradients of two residual blocks (the pair's halves), with and
         // without the ridge epilogue, against A^T R, the sequential column
@@ -137,10 +145,23 @@ TEST(SmallGemm, TransposedAndPairedProductsKeepTheDocumentedOrder) {
   }
 }
 
-TEST(SmallGemm, TheSmallShapesAreTheBenchmarksSmallRoundNotItsMedium) {
-  EXPECT_TRUE(SmallProductShape(8, 20, 6));      // d = 20, C = 3 pair, 8 rows
-  EXPECT_FALSE(SmallProductShape(32, 100, 10));  // medium: Eigen's GEMM was faster
-  EXPECT_FALSE(SmallProductShape(8, 20, 21));    // no compiled width that large
+TEST(SmallGemm, TheSmallShapesAreTheBenchmarksSmallAndMediumRoundsNotThePapers) {
+  EXPECT_TRUE(SmallProductShape(8, 20, 6));       // d = 20, C = 3 pair, 8 rows
+  EXPECT_TRUE(SmallProductShape(32, 100, 20));    // medium pair: the loops beat Eigen's GEMM
+  EXPECT_FALSE(SmallProductShape(256, 784, 10));  // the paper's shape keeps the blocked GEMM
+  EXPECT_FALSE(SmallProductShape(8, 20, 21));     // no compiled width that large
+}
+
+TEST(SmallGemm, TheMediumShapeKeepsTheDocumentedOrder) {
+  std::mt19937_64 rng(32);
+  const int n = 32, d = 100, c = 10;
+  const RowMatrix a = Random(n, d, rng), at = a.transpose(), w = Random(d, c, rng);
+  RowMatrix z(n, c);
+  const double* ws[1] = {w.data()};
+  double* zs[1] = {z.data()};
+  SmallProductsFromTranspose<1>(at.data(), n, d, ws, c, zs, c);
+  EXPECT_TRUE(z == OrderedProduct(a, w));
+  EXPECT_LE((z - a * w).cwiseAbs().maxCoeff(), 1e-13 * (1.0 + a.cwiseAbs().maxCoeff() * d));
 }
 
 TEST(SoftmaxRows, ExpNonPositiveIsWithinTwoUlpsOfLibm) {

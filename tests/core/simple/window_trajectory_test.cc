@@ -73,6 +73,9 @@ uint64_t Trajectory(const Case& c) {
   config.algorithm = c.algorithm;
   config.options = DefaultAlgorithmOptions(c.algorithm);
   if (c.window > 0) config.options.window_rows = c.window;
+  // The recorded trajectories' varsigma: ir_fscg's default before issue 29
+  // made it 1.
+  config.options.reg_scale = 10.0;
   config.constraint = ConstraintSet::L1Ball(3.0);
   config.seed = 11;
   std::unique_ptr<Session> s = *Session::Create(config);

@@ -109,37 +109,71 @@ TEST(Af2obo, ReportsHittingItsIterationCap) {
   EXPECT_EQ(session->state().cap_hits, 1);
 }
 
-// Issue 29: by default (delta_z = 0) the z-loop's tolerance is delta_y
-// lambda_1 / lambda_t, Theorem 4.1's balance lambda_T delta_z = lambda_1
-// delta_y kept at every step, so z's error in the hypergradient (times
-// lambda_t) stays bounded.  With the old constant default 0.1, ||grad_y g(z)||
-// stayed up to 0.1 while lambda_t grew: this fails on it from lambda_t > 25.
-TEST(Af2obo, DefaultZToleranceShrinksWithTheMultiplier) {
+// Issue 29: by default (delta_y = delta_z = 0) the loops stop at one
+// accuracy on the scale of grad_y g: ||grad_y L(y)|| <= 0.1 lambda_t and
+// ||grad_y g(z)|| <= 0.1, whatever lambda_t (a constant delta_y = 0.5 asked
+// ever finer accuracy 0.5 / lambda_t of grad_y g and ran into the cap on
+// weakly regularized models: defaults_quality_test.cc).
+TEST(Af2obo, DefaultTolerancesHoldBothLoopsToOneAccuracyOnG) {
   FamilyConfig fam;
   fam.name = "quadratic";
   fam.x_dim = 2;
   fam.y_dim = 3;
   SessionConfig config = testing::ConfigFor("af2obo", fam, ConstraintSet::None());
-  ASSERT_EQ(config.options.delta_z, 0.0);  // automatic
+  ASSERT_EQ(config.options.delta_y, 0.0);  // automatic
+  ASSERT_EQ(config.options.delta_z, 0.0);
+  auto session = *Session::Create(config);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  int z_ran = 0, y_ran = 0;
+  for (int t = 1; t <= 60; ++t) {
+    // A new g every step (a drifting minimizer), so the loops have to run.
+    Vector c(3);
+    for (int i = 0; i < 3; ++i) c(i) = 3.0 * normal(rng);
+    const double lambda = BilevelView(session->state()).lambda;
+    const auto r = session->Step(
+        testing::QuadraticStep(testing::WellConditioned(3, 2, 0.5, 1.5, rng), c, Vector::Zero(3)));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_LE(BilevelPart(*r).residual_y, 0.1 * lambda) << "step " << t << ", lambda " << lambda;
+    EXPECT_LE(BilevelPart(*r).residual_z, 0.1) << "step " << t << ", lambda " << lambda;
+    EXPECT_FALSE(r->cap_hit);
+    z_ran += BilevelPart(*r).z_iterations > 0;
+    y_ran += BilevelPart(*r).y_iterations > 0;
+  }
+  EXPECT_GE(z_ran, 50);  // the tolerances bind: the loops run in most rounds
+  EXPECT_GE(y_ran, 50);
+}
+
+// With delta_y set and delta_z = 0, the z tolerance is delta_y / lambda_t
+// (Eq. (33)'s balance of the two loops' errors in the hypergradient): it
+// shrinks as lambda_t grows.  Fails with the former delta_y lambda_1 /
+// lambda_t (5x looser) and with a constant delta_z.
+TEST(Af2obo, SetDeltaYGivesTheZToleranceDeltaYOverLambda) {
+  FamilyConfig fam;
+  fam.name = "quadratic";
+  fam.x_dim = 2;
+  fam.y_dim = 3;
+  SessionConfig config = testing::ConfigFor("af2obo", fam, ConstraintSet::None());
+  config.options.delta_y = 0.5;
   config.options.max_inner_iterations = 100000;
   auto session = *Session::Create(config);
   std::mt19937_64 rng(7);
   std::normal_distribution<double> normal;
   double last_tolerance = 0.0;
   for (int t = 1; t <= 60; ++t) {
-    // A new g every step (a drifting minimizer), so the z-loop has to run.
     Vector c(3);
     for (int i = 0; i < 3; ++i) c(i) = normal(rng);
     const double lambda = BilevelView(session->state()).lambda;
     const auto r = session->Step(
         testing::QuadraticStep(testing::WellConditioned(3, 2, 0.5, 1.5, rng), c, Vector::Zero(3)));
     ASSERT_TRUE(r.ok()) << r.status();
-    const double tolerance = config.options.delta_y * config.options.lambda1 / lambda;
+    const double tolerance = config.options.delta_y / lambda;
     EXPECT_LE(BilevelPart(*r).residual_z, tolerance) << "step " << t << ", lambda " << lambda;
+    EXPECT_LE(BilevelPart(*r).residual_y, config.options.delta_y);
     EXPECT_FALSE(r->cap_hit);
     last_tolerance = tolerance;
   }
-  EXPECT_LT(last_tolerance, 0.1 / 10);  // well below the old constant by the end
+  EXPECT_LT(last_tolerance, 0.1 / 10);  // well below the paper's constant 0.1 by the end
 }
 
 }  // namespace

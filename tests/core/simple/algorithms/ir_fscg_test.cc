@@ -24,7 +24,7 @@ TEST(IrFscg, DefaultsAreTheoremThreesAndSpiderSizesFitTheWindow) {
   ASSERT_NE(e, nullptr);
   AlgorithmOptions o = DefaultOptions(e->info);
   EXPECT_EQ(o.reg_decay, 0.5);
-  EXPECT_EQ(o.reg_scale, 10.0);
+  EXPECT_EQ(o.reg_scale, 1.0);  // issue 29: sqrt(L_g / L_f) for f, g alike (App. D: 10)
   EXPECT_EQ(o.spider_period, 0);
   EXPECT_EQ(o.spider_batch, 0);
   o.window_rows = 50;
@@ -61,8 +61,10 @@ TEST(IrFscg, FullPassThenSpiderStepsFollowAlgorithm2) {
   OverParameterizedRegression p(6, 4, 10, 0.1, 21);
   RegisteredFamily family("least_squares", 6);
   const ConstraintSet z = ConstraintSet::L1Ball(1.5);
-  std::unique_ptr<SimpleAlgorithm> a =
-      MakeAlgorithm("ir_fscg", z, 6, [](AlgorithmOptions* o) { o->window_rows = 16; });
+  std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm("ir_fscg", z, 6, [](AlgorithmOptions* o) {
+    o->window_rows = 16;
+    o->reg_scale = 10.0;  // App. D's varsigma, pinned: the sigma checked below
+  });
   ASSERT_NE(a, nullptr);
   const Vector x0 = Vector::Zero(6);
   SimpleRun run(*a, x0, 3);
@@ -142,9 +144,11 @@ TEST(IrFscg, OverParameterizedRegressionGapsShrinkAtLeastLikeTheoremThree) {
   std::vector<double> t, inner(kSteps / 10, 0.0), outer(kSteps / 10, 0.0);
   double worst_excess = -1.0;  // max of f(z_t) - f* over the second half
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    std::unique_ptr<SimpleAlgorithm> a =
-        MakeAlgorithm("ir_fscg", ConstraintSet::L1Ball(kRadius), kFeatures,
-                      [](AlgorithmOptions* o) { o->window_rows = 100; });
+    std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm(
+        "ir_fscg", ConstraintSet::L1Ball(kRadius), kFeatures, [](AlgorithmOptions* o) {
+          o->window_rows = 100;
+          o->reg_scale = 10.0;  // App. D's, with which the figures above were taken
+        });
     ASSERT_NE(a, nullptr);
     SimpleRun run(*a, Vector::Zero(kFeatures), seed);
     for (int k = 0; k < kSteps; ++k) {
