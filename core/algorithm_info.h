@@ -30,6 +30,10 @@ struct AlgorithmInfo {
   // only (no HVP): what an oracle family (core/bilevel/families/oracle_family.h),
   // whose client answers nothing more, can serve.
   bool first_order = false;
+  // Whether its state keeps rows of past steps (the simple class's windows,
+  // core/simple/algorithms/stream_windows.h): what an oracle family, whose
+  // rows stay with the client, cannot serve.
+  bool keeps_rows = false;
 };
 
 // The generic defaults with the entry's own applied.

@@ -59,6 +59,9 @@ struct Batch {
   // only how many there are.  Null for every other family.
   std::shared_ptr<Oracle> oracle;
   int oracle_rows = 0;
+  // Multi-task oracle sessions: the task whose batch this is (queries on
+  // it name the task); -1 otherwise.
+  int oracle_task = -1;
 
   // Number of samples (0 for families without samples, e.g. quadratic).
   int rows() const {

@@ -99,7 +99,8 @@ class Family {
   // away, or answered badly) can fail; its failed evaluations write NaN and
   // later ones fail at once, and the round that asked must be discarded
   // with this status (it says why better than the NaN it left).  Prepare
-  // clears it.
+  // with a new step's data clears it (the tasks of one multi-task step
+  // share the step's oracle, and its failure).
   virtual absl::Status RoundFailure() const { return absl::OkStatus(); }
 
   // out = grad2_yy g(x, y) v        (y_dim)

@@ -1,8 +1,9 @@
-// The answerer of an oracle family (core/bilevel/families/oracle_family.h): a
-// family whose values and derivatives are computed by the client, whose
-// step data never leaves it.  The server implements Oracle over the
-// OracleSteps stream (server/oracle_stream.h); tests may implement it in
-// process.
+// The answerer of the oracle families (core/bilevel/families/oracle_family.h,
+// the multi-task "multitask_oracle" of core/multitask/multitask_family.cc,
+// core/simple/families/oracle.cc): families whose values and derivatives
+// are computed by the client, whose step data never leaves it.  The server
+// implements Oracle over the OracleSteps stream (server/oracle_stream.h);
+// tests may implement it in process.
 //
 // Contract: Evaluate answers every query of the call or fails as a whole.
 // On success each query's requested outputs are written (value, grad_x of
@@ -14,11 +15,15 @@
 #ifndef F2OBO_CORE_ORACLE_H_
 #define F2OBO_CORE_ORACLE_H_
 
+#include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "core/algorithm_info.h"
 #include "core/batch.h"
+#include "core/options.h"
 #include "core/types.h"
 
 namespace f2obo {
@@ -30,8 +35,13 @@ struct OracleQuery {
   enum class Function { kF, kG };
   Function function = Function::kF;
   absl::Span<const double> x;  // x_dim entries; valid during Evaluate
-  absl::Span<const double> y;  // y_dim entries
-  RowSet rows;                 // idx == nullptr: every row
+  // y_dim entries; empty for the simple bilevel class, whose f and g are
+  // functions of x alone.
+  absl::Span<const double> y;
+  RowSet rows;  // idx == nullptr: every row
+  // Multi-task sessions: the task i whose f_i or g_i (the rows index that
+  // task's batches); -1 in the other classes.
+  int task = -1;
   // Outputs (caller-owned, sized); null: not asked.
   double* value = nullptr;
   Vector* grad_x = nullptr;
@@ -44,6 +54,43 @@ class Oracle {
   // Answers `queries` together (one round trip for a remote client).
   virtual absl::Status Evaluate(absl::Span<OracleQuery> queries) = 0;
 };
+
+// The registry names of the oracle families, one per problem class.
+inline constexpr const char* kOracleFamilies[] = {"oracle", "multitask_oracle", "simple_oracle"};
+bool IsOracleFamily(std::string_view family);
+
+// What an oracle family keeps of a step's oracle: the oracle itself (held,
+// so that a new step's oracle is told apart from the one the step's tasks
+// share) and the first failure of the step, after which nothing more is
+// asked and every requested output is NaN (the round that asked is
+// discarded with that failure: it says why better than the NaN).
+class OracleCalls {
+ public:
+  // The oracle of the batch being evaluated; another oracle than the last
+  // one (a new step) clears the failure.
+  void Use(const std::shared_ptr<Oracle>& oracle);
+  // Asks the oracle unless an earlier question of the step failed; on
+  // failure records it and fills every requested output with NaN.
+  void Ask(absl::Span<OracleQuery> queries);
+  // Records a request the client cannot answer (an HVP, a smoothness
+  // estimate: the algorithm should have been refused at create).
+  void Unsupported(std::string_view family, std::string_view what);
+  const absl::Status& failure() const { return failure_; }
+
+ private:
+  std::shared_ptr<Oracle> oracle_;
+  absl::Status failure_;
+};
+
+// Whether an oracle family can serve algorithm `info` with options `o`:
+// its client answers values and first derivatives (no HVPs, so no
+// second-order algorithm and no automatic step size, estimated with HVPs)
+// and keeps its rows (no algorithm whose state keeps rows of past steps).
+// INVALID_ARGUMENT naming what is missing and the algorithms of the class
+// (`algorithms`) it serves.
+absl::Status CheckOracleServes(std::string_view family, const AlgorithmInfo& info,
+                               const AlgorithmOptions& o,
+                               const std::vector<const AlgorithmInfo*>& algorithms);
 
 }  // namespace f2obo
 

@@ -12,6 +12,7 @@
 #define F2OBO_CORE_PROBLEM_H_
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -89,6 +90,16 @@ class Problem {
 
   // The decision served to clients at state `s` (bilevel: x_t).
   virtual const Vector& Decision(const SessionState& s) const = 0;
+  // The lower-level variables at `s` after a step on `data`, which a client
+  // computing f and g itself (an oracle session's) keeps in step with the
+  // session without asking for them (issue 27): bilevel y (of the
+  // penalized problem); multi-task y_i of each task `data` carried, in its
+  // order; none in the simple class (x alone).
+  virtual std::vector<Vector> InnerVariables(const SessionState& s, const StepData& data) const {
+    (void)s;
+    (void)data;
+    return {};
+  }
 
   // Exact metrics: the default policy (every N-th step; 0 = off), an
   // evaluator for the metrics worker, and how one step's metrics add to the

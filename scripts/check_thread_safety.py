@@ -5,7 +5,8 @@ Every server/ translation unit of the build (from its compile_commands.json)
 is parsed by clang++-14 -fsyntax-only -Wthread-safety -Werror: a member
 declared ABSL_GUARDED_BY(mu) read or written without mu held, a function
 marked ABSL_EXCLUSIVE_LOCKS_REQUIRED called without the lock, locks taken
-against an ABSL_ACQUIRED_BEFORE order... fail the check, naming the line.
+against an ABSL_ACQUIRED_BEFORE order (-Wthread-safety-beta)... fail the
+check, naming the line.
 The analysis sees absl::Mutex (annotated), not std::mutex: server/ code
 under it uses absl::Mutex, absl::MutexLock and absl::CondVar.
 
@@ -22,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-FLAGS = ["-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety",
+# -Wthread-safety-beta adds the lock-order checks (ABSL_ACQUIRED_BEFORE/AFTER).
+FLAGS = ["-fsyntax-only", "-Wthread-safety", "-Wthread-safety-beta", "-Werror=thread-safety",
          "-Wno-unknown-warning-option"]
 SELF_TEST = """
 #include "absl/base/thread_annotations.h"
@@ -34,7 +36,17 @@ class Counter {
   absl::Mutex mu_;
   int n_ ABSL_GUARDED_BY(mu_) = 0;
 };
-int main() { return Counter().Read(); }
+class Ordered {
+ public:
+  void Backwards() {  // b_ before a_: the lock-order check must refuse this
+    absl::MutexLock b(&b_);
+    absl::MutexLock a(&a_);
+  }
+ private:
+  absl::Mutex a_;
+  absl::Mutex b_ ABSL_ACQUIRED_AFTER(a_);
+};
+int main() { Ordered().Backwards(); return Counter().Read(); }
 """
 
 
@@ -73,6 +85,9 @@ def main():
         if r.returncode == 0 or "requires holding mutex" not in r.stderr:
             sys.exit("check_thread_safety: clang did not refuse an unguarded read; the analysis "
                      "is not running:\n" + r.stderr)
+        if "must be acquired before" not in r.stderr:
+            sys.exit("check_thread_safety: clang did not refuse locks taken against their "
+                     "ABSL_ACQUIRED_AFTER order; the lock-order check is not running:\n" + r.stderr)
 
     def check(entry):
         r = subprocess.run([clang] + FLAGS + clang_args(entry) + [entry["file"]],

@@ -52,7 +52,8 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Members(const std::string
   return it->second.members;
 }
 
-absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest& req) {
+absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest& req,
+                                                   Deadline deadline) {
   if (!IsGroupName(req.group_id())) {
     return absl::InvalidArgumentError(absl::StrCat("group_id: must match ", kGroupNamePattern));
   }
@@ -89,13 +90,16 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
   // Members and group record in one store transaction, as Import: a crash
   // cannot leave members without their group (lone sessions that accept
   // steps and make a retried CreateGroup fail ALREADY_EXISTS).
-  return Install("create_group", req.group_id(), ids,
-                 [&](const SessionManager::PersistAll& persist) {
-                   return sessions_->CreateAll(creates, name, persist);
-                 });
+  return Install(
+      "create_group", req.group_id(), ids,
+      [&](const SessionManager::PersistAll& persist) {
+        return sessions_->CreateAll(creates, name, persist);
+      },
+      deadline);
 }
 
-absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest& req) {
+absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest& req,
+                                                   Deadline deadline) {
   if (!IsGroupName(req.group_id())) {
     return absl::InvalidArgumentError(absl::StrCat("group_id: must match ", kGroupNamePattern));
   }
@@ -121,10 +125,12 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Import(const v1::ImportGroupRequest&
   // Members and group record in one store transaction: a crash cannot
   // leave members without their group (lone sessions that would accept
   // steps on the new owner, then be replaced when the move is rerun).
-  return Install("import_group", req.group_id(), ids,
-                 [&](const SessionManager::PersistAll& persist) {
-                   return sessions_->ImportAll(imports, "members", persist);
-                 });
+  return Install(
+      "import_group", req.group_id(), ids,
+      [&](const SessionManager::PersistAll& persist) {
+        return sessions_->ImportAll(imports, "members", persist);
+      },
+      deadline);
 }
 
 absl::Status GroupManager::Claim(const std::string& group_id, const std::vector<std::string>& ids) {
@@ -154,7 +160,8 @@ absl::Status GroupManager::Claim(const std::string& group_id, const std::vector<
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::string& group_id,
                                                     const std::vector<std::string>& ids,
-                                                    const InstallMembers& install) {
+                                                    const InstallMembers& install,
+                                                    Deadline deadline) {
   if (absl::Status s = Claim(group_id, ids); !s.ok()) return s;
   absl::StatusOr<std::vector<v1::SessionInfo>> members =
       install([&](const std::vector<SessionRecord>& records) -> absl::Status {
@@ -162,11 +169,23 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::
           return s;
         }
         if (store_ == nullptr) return absl::OkStatus();
-        absl::Status s = store_->PutGroupWithSessions(group_id, records);
+        const std::string not_done =
+            absl::StrCat("group '", group_id, "' not ",
+                         rpc == std::string("create_group") ? "created" : "imported");
+        // A write begun after the call's deadline would be answered
+        // DEADLINE_EXCEEDED (by the client's side) and happen all the same.
+        if (std::chrono::system_clock::now() >= deadline) {
+          return absl::DeadlineExceededError(absl::StrCat(
+              "the deadline passed before it was written (building its members took that "
+              "long); ",
+              not_done));
+        }
+        absl::Status s = store_->PutGroupWithSessions(group_id, records, deadline);
         if (s.ok()) return s;
-        return StoreWriteFailed(
-            s, absl::StrCat("group '", group_id, "' not ",
-                            rpc == std::string("create_group") ? "created" : "imported"));
+        if (absl::IsDeadlineExceeded(s)) {  // withdrawn from the store's queue
+          return absl::DeadlineExceededError(absl::StrCat(s.message(), "; ", not_done));
+        }
+        return StoreWriteFailed(s, not_done);
       });
   // Durable already: a fault here is a crash test's (the group survives it).
   if (members.ok()) FaultPoint(absl::StrCat(rpc, "_after_commit"), group_id).IgnoreError();
@@ -180,7 +199,8 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::
   return info;
 }
 
-absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string& id) {
+absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string& id,
+                                                              Deadline deadline) {
   Group group;
   {
     absl::MutexLock lock(&mu_);
@@ -193,10 +213,14 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string&
     groups_.erase(it);
   }
   if (store_ != nullptr) {
-    if (absl::Status s = store_->DeleteGroup(id, group.members); !s.ok()) {
+    if (absl::Status s = store_->DeleteGroup(id, group.members, deadline); !s.ok()) {
       absl::MutexLock lock(&mu_);
       busy_.erase(id);
       groups_[id] = std::move(group);
+      if (absl::IsDeadlineExceeded(s)) {  // withdrawn from the store's queue
+        return absl::DeadlineExceededError(
+            absl::StrCat("group '", id, "': ", s.message(), "; not deleted"));
+      }
       return StoreWriteFailed(s, absl::StrCat("group '", id, "' not deleted"));
     }
   }

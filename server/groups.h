@@ -41,11 +41,16 @@ class GroupManager {
   // so: members and group record are stored in one transaction
   // (SessionManager::CreateAll).  The members count against max_sessions: a
   // group that would exceed it is refused before any member is created.
-  absl::StatusOr<v1::GroupInfo> Create(const v1::CreateGroupRequest& request);
+  // `deadline` (Create, Import, Delete): one that passes before the store
+  // write begins (while the members are built, or while the write waits
+  // in the store's queue) changes nothing: DEADLINE_EXCEEDED.
+  absl::StatusOr<v1::GroupInfo> Create(const v1::CreateGroupRequest& request,
+                                       Deadline deadline = Deadline::max());
   // Creates a group and its members from the members' exports (a group
   // moving between replicas), all or none, and durably so: members and
   // group record are stored in one transaction (SessionManager::ImportAll).
-  absl::StatusOr<v1::GroupInfo> Import(const v1::ImportGroupRequest& request);
+  absl::StatusOr<v1::GroupInfo> Import(const v1::ImportGroupRequest& request,
+                                       Deadline deadline = Deadline::max());
   absl::StatusOr<v1::GroupInfo> Get(const std::string& id) const;
   // Applies the step to every member, all or none (SessionManager::
   // ApplyAll): a bad request (unknown group, batches that do not decode or
@@ -58,7 +63,8 @@ class GroupManager {
                                           const grpc::ServerContext* call = nullptr);
   // Deletes the group and its members (from the store in one transaction);
   // returns the member sessions deleted.
-  absl::StatusOr<std::vector<std::string>> Delete(const std::string& id);
+  absl::StatusOr<std::vector<std::string>> Delete(const std::string& id,
+                                                  Deadline deadline = Deadline::max());
   // Deletes a session that belongs to no group; a member of a group (live,
   // being created or being deleted) is refused with FAILED_PRECONDITION.
   absl::Status DeleteSession(const std::string& session_id, Deadline deadline = Deadline::max());
@@ -90,7 +96,7 @@ class GroupManager {
   // names its fault points for tests (server/fault_points.h).
   absl::StatusOr<v1::GroupInfo> Install(const char* rpc, const std::string& group_id,
                                         const std::vector<std::string>& ids,
-                                        const InstallMembers& install);
+                                        const InstallMembers& install, Deadline deadline);
   // The group claiming session `session_id`, or "".
   std::string OwnerOf(const std::string& session_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -42,41 +42,38 @@ OracleWatchdog::OracleWatchdog(grpc::ServerContext* ctx, OracleStream* stream)
 
 OracleWatchdog::~OracleWatchdog() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     quit_ = true;
   }
-  cv_.notify_all();
   thread_.join();
 }
 
 void OracleWatchdog::Arm(CallRoundControl* control) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    armed_ = control;
-    fired_ = absl::OkStatus();
-  }
-  cv_.notify_all();
+  absl::MutexLock lock(&mu_);
+  armed_ = control;
+  fired_ = absl::OkStatus();
 }
 
 absl::Status OracleWatchdog::Disarm() {
-  absl::Status fired;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    armed_ = nullptr;
-    fired = fired_;
-  }
-  cv_.notify_all();
-  return fired;
+  absl::MutexLock lock(&mu_);
+  armed_ = nullptr;
+  return fired_;
 }
 
 void OracleWatchdog::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  const auto armed_or_quit = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return quit_ || (armed_ != nullptr && fired_.ok());
+  };
+  const auto disarmed_or_quit = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return quit_ || armed_ == nullptr || !fired_.ok();
+  };
   while (!quit_) {
     if (armed_ == nullptr || !fired_.ok()) {
-      cv_.wait(lock);
+      mu_.Await(absl::Condition(&armed_or_quit));
       continue;
     }
-    cv_.wait_for(lock, kPoll);
+    mu_.AwaitWithTimeout(absl::Condition(&disarmed_or_quit), absl::FromChrono(kPoll));
     if (quit_ || armed_ == nullptr || !fired_.ok()) continue;
     // The handler thread is blocked in Read: only this thread uses armed_.
     absl::Status stop = armed_->CheckNow();
@@ -84,30 +81,34 @@ void OracleWatchdog::Run() {
     fired_ = absl::Status(stop.code(), absl::StrCat(stop.message(),
                                                     " while waiting for the client's answers; "
                                                     "round discarded, session unchanged"));
-    Fire(lock);
+    Fire();
   }
 }
 
-void OracleWatchdog::Fire(std::unique_lock<std::mutex>& lock) {
+void OracleWatchdog::Fire() {
   v1::OracleServerMessage error;
   error.mutable_error()->set_code(static_cast<int>(fired_.code()));
   error.mutable_error()->set_message(std::string(fired_.message()));
   writing_ = true;
-  lock.unlock();
+  mu_.Unlock();
   // A client that reads nothing any more can block the write: cancel then.
   std::thread guard([this] {
-    std::unique_lock<std::mutex> l(mu_);
-    if (!cv_.wait_for(l, kGrace, [this] { return !writing_; })) ctx_->TryCancel();
+    absl::MutexLock l(&mu_);
+    const auto written = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !writing_; };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&written), absl::FromChrono(kGrace))) {
+      ctx_->TryCancel();
+    }
   });
   stream_->Write(error);
-  lock.lock();
+  mu_.Lock();
   writing_ = false;
-  cv_.notify_all();
-  lock.unlock();
+  mu_.Unlock();
   guard.join();
-  lock.lock();
+  mu_.Lock();
   // The client may end the call itself once it read why; else cut it off.
-  if (!cv_.wait_for(lock, kGrace, [this] { return armed_ == nullptr || quit_; })) {
+  const auto ended = [this]()
+                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return armed_ == nullptr || quit_; };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&ended), absl::FromChrono(kGrace))) {
     ctx_->TryCancel();
   }
 }
@@ -124,6 +125,16 @@ StreamOracle::StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, Oracl
       shape_(shape),
       points_(points) {
   control_.set_session_stop(session_stop_.get());
+}
+
+uint64_t OraclePoints::Held(absl::Span<const double> values) const {
+  for (const auto& [id, v] : held) {
+    if (v.size() == values.size() &&
+        std::memcmp(v.data(), values.data(), values.size() * sizeof(double)) == 0) {
+      return id;
+    }
+  }
+  return 0;
 }
 
 uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
@@ -171,7 +182,9 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
     m->set_function(q.function == OracleQuery::Function::kF ? v1::OracleQuery::F
                                                             : v1::OracleQuery::G);
     m->set_x(PointId(q.x, request));
-    m->set_y(PointId(q.y, request));
+    // No y in the simple bilevel class: point id 0.
+    if (!q.y.empty()) m->set_y(PointId(q.y, request));
+    if (q.task >= 0) m->set_task(q.task);
     m->set_value(q.value != nullptr);
     m->set_grad_x(q.grad_x != nullptr);
     m->set_grad_y(q.grad_y != nullptr);

@@ -24,15 +24,15 @@
 #define F2OBO_SERVER_ORACLE_STREAM_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "core/oracle.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/call_round_control.h"
@@ -60,16 +60,18 @@ class OracleWatchdog {
 
   grpc::ServerContext* const ctx_;
   OracleStream* const stream_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // Waits (Await) re-check their conditions whenever mu_ is released, so
+  // no change below needs a signal.
+  absl::Mutex mu_;
   // Stops the armed Read: tells the client why, then cancels the call
-  // unless the client ends it within kGrace.  Requires mu_ (held on return).
-  void Fire(std::unique_lock<std::mutex>& lock);
+  // unless the client ends it within kGrace.  Releases mu_ while it writes;
+  // holds it again on return.
+  void Fire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  CallRoundControl* armed_ = nullptr;  // guarded by mu_
-  absl::Status fired_;                 // guarded by mu_
-  bool writing_ = false;               // guarded by mu_: the error is being written
-  bool quit_ = false;                  // guarded by mu_
+  CallRoundControl* armed_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::Status fired_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // the error is being written
+  bool quit_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -79,6 +81,8 @@ struct OraclePoints {
   static constexpr size_t kCapacity = 8;  // >= the 6 new points one request can hold
   uint64_t next_id = 1;                   // points' and queries' ids
   std::deque<std::pair<uint64_t, std::vector<double>>> held;
+  // The id of a held point with exactly these values, or 0.
+  uint64_t Held(absl::Span<const double> values) const;
 };
 
 class StreamOracle final : public Oracle {

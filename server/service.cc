@@ -276,7 +276,7 @@ grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx, const v1::ForkS
 grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx, const v1::CreateGroupRequest* req,
                                        v1::GroupInfo* out) {
   return Handle("CreateGroup", ctx, req, [&] {
-    absl::Status s = Assign(groups_->Create(*req), out);
+    absl::Status s = Assign(groups_->Create(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) {
       for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
     }
@@ -287,7 +287,7 @@ grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx, const v1::Creat
 grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx, const v1::ImportGroupRequest* req,
                                        v1::GroupInfo* out) {
   return Handle("ImportGroup", ctx, req, [&] {
-    absl::Status s = Assign(groups_->Import(*req), out);
+    absl::Status s = Assign(groups_->Import(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) {
       for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
     }
@@ -322,7 +322,8 @@ grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx, const v1::Delet
                                        v1::DeleteGroupResponse* out) {
   return Handle("DeleteGroup", ctx, req, [&]() -> absl::Status {
     if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
-    absl::StatusOr<std::vector<std::string>> deleted = groups_->Delete(req->group_id());
+    absl::StatusOr<std::vector<std::string>> deleted =
+        groups_->Delete(req->group_id(), ctx->deadline());
     if (!deleted.ok()) return deleted.status();
     for (const std::string& id : *deleted) {
       if (observer_ != nullptr) observer_->OnSessionDeleted(id);

@@ -151,11 +151,13 @@ class F2oboService final : public v1::F2obo::Service {
                      const std::function<absl::Status()>& body, const char* label = nullptr);
   // The refusal of work arriving during shutdown (reported to the observer).
   grpc::Status Refuse(const char* method);
-  // One oracle step opened on `stream` (service_oracle.cc).
-  absl::StatusOr<v1::StepReply> OracleStep(
+  // One oracle step opened on `stream` (service_oracle.cc): its `done`
+  // message (the reply and the new y) in `out`.
+  absl::Status OracleStep(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::OracleServerMessage, v1::OracleClientMessage>* stream,
-      const v1::OracleStepOpen& open, OracleWatchdog* watchdog, OraclePoints* points);
+      const v1::OracleStepOpen& open, OracleWatchdog* watchdog, OraclePoints* points,
+      v1::OracleServerMessage* out);
   // A stream's status once Read() returned false: OK at the client's end,
   // INVALID_ARGUMENT (reported) when a message could not be decoded.
   grpc::Status StreamEnd(const char* method);

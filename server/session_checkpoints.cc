@@ -95,7 +95,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
   Entry& e = **found;
-  std::lock_guard<std::mutex> lock(e.mu);
+  absl::MutexLock lock(&e.mu);
   if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
   if (limits_.max_checkpoints <= 0) {
     return absl::FailedPreconditionError(
@@ -127,7 +127,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
   std::shared_ptr<SessionMetrics> abandoned;
   v1::SessionInfo info;
   {
-    std::lock_guard<std::mutex> lock(e.mu);
+    absl::MutexLock lock(&e.mu);
     if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
     if (absl::Status s = CheckFence(id); !s.ok()) return s;  // its state is being moved
     if (to_t + 1 == e.session->state().t) return Info(e);    // already there
@@ -158,7 +158,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
     }
     // Durable: now the session in memory follows.
     {
-      std::lock_guard<std::mutex> sums(e.sums_mu);
+      absl::MutexLock sums(&e.sums_mu);
       e.session = *std::move(session);
       e.store_in_parts = false;  // the store has the whole state
       ++e.generation;
@@ -177,7 +177,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
     std::shared_ptr<SessionMetrics> channel =
         OpenMetrics(*found, *std::move(evaluator), e.generation, std::move(kept));
     {
-      std::lock_guard<std::mutex> metrics_lock(e.metrics_mu);
+      absl::MutexLock metrics_lock(&e.metrics_mu);
       abandoned = std::exchange(e.metrics, std::move(channel));
     }
     Publish(e);
@@ -206,7 +206,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionReques
   {
     // Only what the fork starts from is taken under the source's lock.
     const Entry& source = **found;
-    std::lock_guard<std::mutex> lock(source.mu);
+    absl::MutexLock lock(&source.mu);
     if (absl::Status s = CheckNotRemoved(source); !s.ok()) return s;
     spec = ToSessionSpec(source.session->config(), source.exact_every);
     at_t = req.has_at_t() ? req.at_t() : source.session->state().t - 1;

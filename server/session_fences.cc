@@ -15,7 +15,7 @@ std::string SessionManager::RoutingKey(const std::string& id) { return id.substr
 
 absl::Status SessionManager::CheckFence(const std::string& id) const {
   const std::string key = RoutingKey(id);
-  std::lock_guard<std::mutex> lock(fence_mu_);
+  absl::MutexLock lock(&fence_mu_);
   const auto it = fences_.find(key);
   if (it == fences_.end()) return absl::OkStatus();
   // UNAVAILABLE, not FAILED_PRECONDITION: the call is right, only sent too
@@ -39,32 +39,33 @@ absl::Status SessionManager::SetFence(const std::string& key, const std::string&
   }
   std::vector<std::shared_ptr<Entry>> fenced;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     {
-      std::lock_guard<std::mutex> fence(fence_mu_);
+      absl::MutexLock fence(&fence_mu_);
       fences_[key] = target;
     }
     // Installs that reserved an id of the key before the fence finish
     // first (they are then listed and moved with the rest).
-    installed_cv_.wait(lock, [&] {
+    const auto settled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const std::string& id : installing_) {
         if (RoutingKey(id) == key) return false;
       }
       return true;
-    });
+    };
+    mu_.Await(absl::Condition(&settled));
     for (const auto& [id, e] : sessions_) {
       if (RoutingKey(id) == key) fenced.push_back(e);
     }
   }
   // A round holds its entry's mu from before its fence check to its commit:
   // taking each lock once waits for the rounds admitted before the fence.
-  for (const auto& e : fenced) std::lock_guard<std::mutex> barrier(e->mu);
+  for (const auto& e : fenced) absl::MutexLock barrier(&e->mu);
   return absl::OkStatus();
 }
 
 absl::Status SessionManager::LiftFence(const std::string& key) {
   {
-    std::lock_guard<std::mutex> lock(fence_mu_);
+    absl::MutexLock lock(&fence_mu_);
     if (fences_.count(key) == 0) {
       return absl::NotFoundError(absl::StrCat("routing key '", key, "' has no fence"));
     }
@@ -74,20 +75,20 @@ absl::Status SessionManager::LiftFence(const std::string& key) {
       return StoreWriteFailed(s, absl::StrCat("fence of routing key '", key, "' not lifted"));
     }
   }
-  std::lock_guard<std::mutex> lock(fence_mu_);
+  absl::MutexLock lock(&fence_mu_);
   fences_.erase(key);
   return absl::OkStatus();
 }
 
 std::vector<StoredFence> SessionManager::Fences() const {
-  std::lock_guard<std::mutex> lock(fence_mu_);
+  absl::MutexLock lock(&fence_mu_);
   std::vector<StoredFence> out;
   for (const auto& [key, target] : fences_) out.push_back({key, target});
   return out;
 }
 
 std::vector<std::string> SessionManager::SessionsOfKey(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [id, e] : sessions_) {
     if (RoutingKey(id) == key) out.push_back(id);

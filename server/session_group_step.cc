@@ -32,13 +32,14 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::Apply
   std::vector<size_t> order(entries.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (size_t i : order) locks.emplace_back(entries[i]->mu);
+  std::vector<std::unique_ptr<absl::MutexLock>> locks;
+  for (size_t i : order) locks.push_back(std::make_unique<absl::MutexLock>(&entries[i]->mu));
 
   std::vector<absl::StatusOr<v1::StepReply>> out(entries.size(), absl::UnknownError("not stepped"));
   std::vector<size_t> due;  // the members at t
   for (size_t i = 0; i < entries.size(); ++i) {
     Entry& e = *entries[i];
+    e.mu.AssertHeld();  // locked above (a set the analysis cannot follow)
     if (absl::Status s = CheckNotRemoved(e); !s.ok()) return failed(e.id, s);
     if (t != e.session->state().t) {
       out[i] = CachedOrRefused(e, t);
@@ -53,6 +54,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::Apply
   };
   for (size_t i : due) {
     Entry& e = *entries[i];
+    e.mu.AssertHeld();
     absl::StatusOr<PreparedStep> p = PrepareStep(e, t, *data, call);
     if (p.ok()) prepared.push_back(*std::move(p));
     absl::Status s = p.ok() ? FaultPoint("group_step_prepared", e.id) : p.status();
@@ -83,7 +85,10 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::Apply
       }
       return StoreWriteFailed(durable, what);
     }
-    for (PreparedStep& p : prepared) p.e->store_in_parts = true;
+    for (PreparedStep& p : prepared) {
+      p.e->mu.AssertHeld();
+      p.e->store_in_parts = true;
+    }
   }
   // Durable already: a fault here is a crash test's (the step survives it).
   FaultPoint("group_step_after_commit", group_id).IgnoreError();

@@ -24,7 +24,7 @@ namespace f2obo::server {
 absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) const {
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
-  std::lock_guard<std::mutex> lock((*e)->mu);
+  absl::MutexLock lock(&(*e)->mu);
   if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
   v1::SessionExport out;
   out.set_session_id(id);
@@ -103,18 +103,22 @@ absl::Status SessionManager::Claim(Entry& entry, bool generate_id, bool check_fe
   // Reserve the id, then build everything outside the map lock; the entry
   // is published only once complete, so no RPC can see a session that is
   // not durable yet, has no metrics channel, or is about to be rolled back.
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // An id being installed by another call: its outcome decides this one's
   // (a retry after a create answered DEADLINE_EXCEEDED learns whether that
-  // create happened: ALREADY_EXISTS, or it goes ahead).
+  // create happened: ALREADY_EXISTS, or it goes ahead).  Await re-checks at
+  // every release of mu_, so the install's end needs no signal.
   if (!generate_id) {
-    installed_cv_.wait(lock, [&] { return installing_.count(entry.id) == 0; });
+    const auto settled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return installing_.count(entry.id) == 0;
+    };
+    mu_.Await(absl::Condition(&settled));
   }
   if (static_cast<int>(sessions_.size() + installing_.size()) >= limits_.max_sessions) {
     return absl::ResourceExhaustedError(
         absl::StrCat("sessions: the server holds max_sessions = ", limits_.max_sessions));
   }
-  const auto taken = [&](const std::string& id) {
+  const auto taken = [&](const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return sessions_.count(id) > 0 || installing_.count(id) > 0;
   };
   if (generate_id) {
@@ -138,12 +142,12 @@ absl::Status SessionManager::Claim(Entry& entry, bool generate_id, bool check_fe
 }
 
 void SessionManager::Unclaim(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   installing_.erase(id);
-  installed_cv_.notify_all();
 }
 
 SessionRecord SessionManager::RecordOf(const Entry& e, bool checkpoint) const {
+  absl::MutexLock lock(&e.mu);  // not shared yet (being installed): uncontended
   const Session& session = *e.session;
   return SessionRecord{e.id,
                        ToSessionSpec(session.config(), e.exact_every),
@@ -159,12 +163,12 @@ v1::SessionInfo SessionManager::PublishClaimed(std::shared_ptr<Entry> entry,
   Session& session = *entry->session;
   v1::SessionInfo info;
   {
-    std::lock_guard<std::mutex> lock(entry->mu);
+    absl::MutexLock lock(&entry->mu);
     if (checkpoint) {
       KeepCheckpoint(*entry, session.state().t,
                      store_ == nullptr ? session.Encode(session.state()) : std::string());
     }
-    std::lock_guard<std::mutex> metrics_lock(entry->metrics_mu);
+    absl::MutexLock metrics_lock(&entry->metrics_mu);
     entry->metrics = OpenMetrics(entry, std::move(evaluator), entry->generation,
                                  std::exchange(entry->inherited_metrics, {}));
     Publish(*entry);
@@ -172,10 +176,9 @@ v1::SessionInfo SessionManager::PublishClaimed(std::shared_ptr<Entry> entry,
   }
   FaultPoint("before_publish", entry->id).IgnoreError();  // tests interleave here
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     installing_.erase(entry->id);
     sessions_[entry->id] = entry;
-    installed_cv_.notify_all();
   }
   return info;
 }
@@ -216,9 +219,12 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
   entry->id = id;
   entry->exact_every = ExactEvery(ex.spec(), **session);
   entry->session = *std::move(session);
-  for (v1::StepReply r : ex.replies()) {
-    r.set_session_id(id);
-    entry->replies.push_back(std::move(r));
+  {
+    absl::MutexLock lock(&entry->mu);  // not shared yet: for the analysis' sake
+    for (v1::StepReply r : ex.replies()) {
+      r.set_session_id(id);
+      entry->replies.push_back(std::move(r));
+    }
   }
   entry->reserved_bytes = reserved->bytes();
   return entry;
@@ -241,8 +247,9 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareCr
     return absl::InvalidArgumentError(absl::StrCat(
         "metrics.exact_every: ", req.spec().metrics().exact_every(), ": family '",
         req.spec().family().name(),
-        "' has no exact metrics (the true hypergradient needs Hessian-vector products, which "
-        "its client does not answer); leave exact_every unset or 0"));
+        "' has no exact metrics (they need Hessian-vector products for the true "
+        "hypergradient, or for the simple bilevel class the rows, neither of which its client "
+        "gives the server); leave exact_every unset or 0"));
   }
   auto entry = std::make_shared<Entry>();
   entry->id = req.session_id();

@@ -25,7 +25,7 @@ SessionManager::SessionManager(Limits limits, MetricsPipeline* pipeline, Session
 
 absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::Find(
     const std::string& id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     // Moved away (a fence left as a tombstone): a proxy with the old ring
@@ -116,7 +116,7 @@ absl::StatusOr<int64_t> SessionManager::Reserve(const SessionConfig& config,
                   (store_ == nullptr ? static_cast<double>(std::max(limits_.max_checkpoints, 0)) *
                                            static_cast<double>(f.record_bytes)
                                      : 0.0)));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (enforce_limits && limits_.max_total_state_bytes > 0 &&
       memory > limits_.max_total_state_bytes - reserved_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -131,12 +131,12 @@ absl::StatusOr<int64_t> SessionManager::Reserve(const SessionConfig& config,
 }
 
 void SessionManager::Release(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   reserved_bytes_ -= bytes;
 }
 
 int64_t SessionManager::reserved_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return reserved_bytes_;
 }
 
@@ -153,7 +153,7 @@ std::shared_ptr<SessionMetrics> SessionManager::OpenMetrics(
       [weak, generation](const ClassMetrics& m) {
         RunningMetrics out;
         if (std::shared_ptr<Entry> e = weak.lock()) {
-          std::lock_guard<std::mutex> lock(e->sums_mu);
+          absl::MutexLock lock(&e->sums_mu);
           if (e->generation == generation) {
             e->session->AddMetrics(m);
             PublishSums(*e);
@@ -182,7 +182,7 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(std::vector<Sto
   if (!loaded.ok()) return loaded.status();
   if (groups != nullptr) *groups = std::move(loaded->groups);
   {
-    std::lock_guard<std::mutex> lock(fence_mu_);
+    absl::MutexLock lock(&fence_mu_);
     for (const StoredFence& f : loaded->fences) fences_[f.key] = f.target;
   }
   std::vector<std::string> problems = loaded->damaged;
@@ -198,8 +198,11 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(std::vector<Sto
     entry->id = stored.id;
     entry->exact_every = ExactEvery(stored.spec, **session);
     entry->session = *std::move(session);
-    for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
-    entry->checkpoints.insert(stored.checkpoints.begin(), stored.checkpoints.end());
+    {
+      absl::MutexLock lock(&entry->mu);  // not shared yet: for the analysis' sake
+      for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
+      entry->checkpoints.insert(stored.checkpoints.begin(), stored.checkpoints.end());
+    }
     // Stored sessions load whatever the limits (they exist already); they
     // count against the budget for new ones.
     Reservation reserved(this, *Reserve(*config, stored.spec, /*enforce_limits=*/false));
@@ -229,7 +232,7 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store, Dead
     // from the store in its own transaction.  A round running meanwhile
     // is stopped first (and may run again if the delete fails).
     e.stop_rounds.store(true);
-    std::lock_guard<std::mutex> entry_lock(e.mu);
+    absl::MutexLock entry_lock(&e.mu);
     if (e.removed) {  // a concurrent Delete won
       return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     }
@@ -244,7 +247,7 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store, Dead
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       const auto it = sessions_.find(id);
       if (it != sessions_.end() && it->second == *found) sessions_.erase(it);
     }
@@ -257,7 +260,7 @@ absl::Status SessionManager::Delete(const std::string& id, bool from_store, Dead
 }
 
 size_t SessionManager::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return sessions_.size();
 }
 
@@ -341,7 +344,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
   {
     // A retry of an applied step is answered from the cache before any
     // decoding, so it costs nothing and cannot fail differently.
-    std::lock_guard<std::mutex> lock((*found)->mu);
+    absl::MutexLock lock(&(*found)->mu);
     if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
     if (req.t() != (*found)->session->state().t) return CachedOrRefused(**found, req.t());
   }
@@ -360,24 +363,24 @@ absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> SessionManager::Session
 
 absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
     const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
-    const grpc::ServerContext* call) {
+    const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
-  return Apply(**found, t, data, call);
+  return Apply(**found, t, data, call, applied);
 }
 
 absl::Status SessionManager::ValidateBatches(const std::string& id, const StepData& data) const {
   absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
   if (!found.ok()) return found.status();
-  std::lock_guard<std::mutex> lock((*found)->mu);
+  absl::MutexLock lock(&(*found)->mu);
   if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
   return (*found)->session->problem().ValidateData(data);
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
-                                                    const std::shared_ptr<const StepData>& data,
-                                                    const grpc::ServerContext* call) {
-  std::lock_guard<std::mutex> lock(e.mu);
+absl::StatusOr<v1::StepReply> SessionManager::Apply(
+    Entry& e, int64_t t, const std::shared_ptr<const StepData>& data,
+    const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
+  absl::MutexLock lock(&e.mu);
   // Deleted while this request decoded (or waited for the lock): nothing
   // may be applied or written for it any more.
   if (absl::Status removed = CheckNotRemoved(e); !removed.ok()) return removed;
@@ -408,7 +411,9 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(Entry& e, int64_t t,
     }
     e.store_in_parts = true;
   }
-  return CommitPrepared(*p, data);
+  v1::StepReply reply = CommitPrepared(*p, data);
+  if (applied != nullptr) applied(*e.session);
+  return reply;
 }
 
 absl::StatusOr<SessionManager::PreparedStep> SessionManager::PrepareStep(
@@ -445,12 +450,15 @@ absl::StatusOr<SessionManager::PreparedStep> SessionManager::PrepareStep(
 StepState SessionManager::StoredStateOf(PreparedStep& p) const {
   // Without a store the checkpoint's bytes are kept in memory
   // (CommitPrepared); with one they are written here and not needed again.
-  return StepStateOf(*p.e, store_, std::move(p.encoded));
+  const Entry& e = *p.e;
+  e.mu.AssertHeld();  // the round's caller holds it from PrepareStep on
+  return StepStateOf(e, store_, std::move(p.encoded));
 }
 
 v1::StepReply SessionManager::CommitPrepared(PreparedStep& p,
                                              const std::shared_ptr<const StepData>& data) {
   Entry& e = *p.e;
+  e.mu.AssertHeld();  // the round's caller holds it from PrepareStep on
   e.session->Commit();
   if (p.checkpoint) KeepCheckpoint(e, p.t + 1, std::move(p.encoded));  // bytes unused with a store
   Publish(e);
@@ -467,7 +475,7 @@ StepState SessionManager::StepStateOf(const Entry& e, const SessionStore* store,
   const SessionState& next = s.pending_state();
   StepState out;
   {
-    std::lock_guard<std::mutex> sums(e.sums_mu);  // the running sums in the head
+    absl::MutexLock sums(&e.sums_mu);  // the running sums in the head
     out.head = s.EncodeHead(next);
   }
   out.aux_count = static_cast<int64_t>(next.aux.size());
@@ -494,7 +502,7 @@ absl::StatusOr<std::shared_ptr<SessionMetrics>> SessionManager::Metrics(
     const std::string& id) const {
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
-  std::lock_guard<std::mutex> lock((*e)->metrics_mu);
+  absl::MutexLock lock(&(*e)->metrics_mu);
   return (*e)->metrics;
 }
 

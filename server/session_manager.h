@@ -8,7 +8,9 @@
 // stop early (core/round_control.h) when their client gives up, the session
 // is deleted, the server's shutdown grace is over, or they run for
 // Limits::round_budget_seconds.  Lock order: the map lock is never held while
-// a session lock is taken; an entry's locks nest mu -> sums_mu -> view_mu,
+// a session lock is taken; an entry's locks nest mu -> sums_mu -> view_mu
+// and mu -> metrics_mu, and mu_ -> fence_mu_ (ABSL_ACQUIRED_BEFORE/AFTER
+// below: clang's analysis checks them, scripts/check_thread_safety.py);
 // and a step holding mu may take its metrics channel's turn (the pipeline's
 // SessionMetrics::process_mu_, when it helps a late worker), which nests
 // before sums_mu and is never taken by a holder of sums_mu or view_mu.
@@ -17,18 +19,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "grpcpp/server_context.h"
@@ -130,9 +132,13 @@ class SessionManager {
       const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const;
   // Applies decoded batches to session `id` as step t, as Step does after
   // decoding (OracleSteps: data that carries its oracle, not decoded rows).
-  absl::StatusOr<v1::StepReply> ApplyDecoded(const std::string& id, int64_t t,
-                                             const std::shared_ptr<const StepData>& data,
-                                             const grpc::ServerContext* call = nullptr);
+  // `applied` (may be null) is called with the session right after the
+  // step became current, under the session's lock (OracleSteps reads the
+  // new y there); not for a replay or a refusal.
+  absl::StatusOr<v1::StepReply> ApplyDecoded(
+      const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
+      const grpc::ServerContext* call = nullptr,
+      const std::function<void(const Session&)>& applied = nullptr);
   // Applies decoded batches to sessions `ids` as step t, all or none
   // (StepGroup; server/session_group_step.cc).  A session past t answers
   // from its reply cache or refuses t, as Step does: that is its own
@@ -196,40 +202,45 @@ class SessionManager {
   struct Entry {
     std::string id;
     int exact_every = 0;
-    mutable std::mutex mu;  // serializes steps and other writers
+    // Serializes steps and other writers.
+    mutable absl::Mutex mu ABSL_ACQUIRED_BEFORE(sums_mu, metrics_mu);
     // The running sums (session->metrics()), which the metrics worker adds
     // to without waiting for a round: read and written under sums_mu;
     // `session` and `generation` are replaced under mu and sums_mu.
-    mutable std::mutex sums_mu;
+    mutable absl::Mutex sums_mu ABSL_ACQUIRED_BEFORE(view_mu);
     // Published under mu after every change; read under view_mu alone.
-    mutable std::mutex view_mu;
-    std::shared_ptr<const View> view;  // guarded by view_mu
+    mutable absl::Mutex view_mu;
+    std::shared_ptr<const View> view ABSL_GUARDED_BY(view_mu);
     // Set by Delete before it waits for mu, so that a running round stops.
     std::atomic<bool> stop_rounds{false};
     // Set before the entry is findable; replaced by a rollback (under mu
     // and metrics_mu), so that a new watcher takes only metrics_mu and never
     // waits for a round.
-    mutable std::mutex metrics_mu;
-    std::shared_ptr<SessionMetrics> metrics;  // guarded by metrics_mu (writes: and mu)
+    mutable absl::Mutex metrics_mu;
+    // Read under mu or metrics_mu, written under both: like `session`,
+    // beyond what one annotation names.
+    std::shared_ptr<SessionMetrics> metrics;
     // A fork's: its source's step metrics up to the fork point, which its
     // channel starts with (PublishClaimed; then emptied).
     std::vector<v1::StepMetrics> inherited_metrics;
-    std::shared_ptr<Session> session;   // guarded by mu
-    std::deque<v1::StepReply> replies;  // guarded by mu; newest last
+    // Guarded by mu and sums_mu together (see sums_mu): an annotation
+    // names one lock, so the analysis does not check this pointer.
+    std::shared_ptr<Session> session;
+    std::deque<v1::StepReply> replies ABSL_GUARDED_BY(mu);  // newest last
     // Whether the store's row holds session->state() in parts (so a step
     // writes only the parts it changed); false after a create, import, fork,
     // load or rollback, which store the whole state.
-    bool store_in_parts = false;  // guarded by mu
+    bool store_in_parts ABSL_GUARDED_BY(mu) = false;
     // The kept checkpoints by their state's next step index; their bytes
     // are in the store, or in `memory_checkpoints` when there is none.
-    std::set<int64_t> checkpoints;                      // guarded by mu
-    std::map<int64_t, std::string> memory_checkpoints;  // guarded by mu
+    std::set<int64_t> checkpoints ABSL_GUARDED_BY(mu);
+    std::map<int64_t, std::string> memory_checkpoints ABSL_GUARDED_BY(mu);
     // Bumped by a rollback: metrics of the abandoned steps, still in the
     // pipeline, must not add to the restored running sums.
-    uint64_t generation = 0;  // guarded by mu and sums_mu (writes: both)
+    uint64_t generation = 0;  // guarded by mu and sums_mu (writes: both), as `session`
     // Set by Delete once the session left the map and the store: holders
     // of the entry found before then must neither serve it nor persist it.
-    bool removed = false;        // guarded by mu
+    bool removed ABSL_GUARDED_BY(mu) = false;
     int64_t reserved_bytes = 0;  // its share of reserved_bytes_, released by Delete
   };
 
@@ -252,7 +263,7 @@ class SessionManager {
 
   absl::StatusOr<std::shared_ptr<Entry>> Find(const std::string& id) const;
   // NOT_FOUND for an entry deleted after it was found.  Requires e.mu.
-  static absl::Status CheckNotRemoved(const Entry& e);
+  static absl::Status CheckNotRemoved(const Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // The exact-metrics period of a session made from `spec`.
   static int ExactEvery(const v1::SessionSpec& spec, const Session& session);
   // The reply cache of an import, against the state it comes with.
@@ -283,7 +294,8 @@ class SessionManager {
   // What a step writes of e's pending state: its head and the aux parts the
   // round changed (all of them when the store holds the whole state);
   // `full` is the whole encoding for a due checkpoint, or empty.
-  static StepState StepStateOf(const Entry& e, const SessionStore* store, std::string full);
+  static StepState StepStateOf(const Entry& e, const SessionStore* store, std::string full)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   v1::SessionInfo PublishClaimed(std::shared_ptr<Entry> entry,
                                  std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint);
   // Create's checks and the entry it builds (not installed, id as given,
@@ -320,16 +332,20 @@ class SessionManager {
   bool CheckpointDue(int64_t step) const;
   // Records checkpoint `next_t` (its bytes are kept only without a store)
   // and forgets all but the newest max_checkpoints.
-  void KeepCheckpoint(Entry& e, int64_t next_t, std::string bytes) const;
+  void KeepCheckpoint(Entry& e, int64_t next_t, std::string bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // The bytes of checkpoint `next_t`, from the store or from memory.
-  absl::StatusOr<std::string> CheckpointBytes(const Entry& e, int64_t next_t) const;
+  absl::StatusOr<std::string> CheckpointBytes(const Entry& e, int64_t next_t) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // The state after step `t` as encoded bytes, for a rollback or a fork
   // (`what`): the current state when t is the last step applied, else its
   // checkpoint; FAILED_PRECONDITION naming the nearest checkpoints.
-  absl::StatusOr<std::string> StateAfter(const Entry& e, int64_t t, const char* what) const;
+  absl::StatusOr<std::string> StateAfter(const Entry& e, int64_t t, const char* what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
                                       const std::shared_ptr<const StepData>& data,
-                                      const grpc::ServerContext* call);
+                                      const grpc::ServerContext* call,
+                                      const std::function<void(const Session&)>& applied = nullptr);
   // A step's round, run and not yet stored: its pending state is in
   // e->session (Apply, ApplyAll).
   struct PreparedStep {
@@ -343,44 +359,46 @@ class SessionManager {
   // Runs e's round of step t (e at t, not removed, its fence checked;
   // requires e.mu).  On error nothing changed.
   absl::StatusOr<PreparedStep> PrepareStep(Entry& e, int64_t t, const StepData& data,
-                                           const grpc::ServerContext* call);
+                                           const grpc::ServerContext* call)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // What the store writes for a prepared step (StepStateOf with its
   // checkpoint), keyed by its next step index.
-  StepState StoredStateOf(PreparedStep& p) const;
+  StepState StoredStateOf(PreparedStep& p) const;  // requires p.e->mu (asserted)
   // Makes a stored prepared step current, published, cached and sent to
   // the metrics pipeline; returns its reply (requires e.mu).
   v1::StepReply CommitPrepared(PreparedStep& p, const std::shared_ptr<const StepData>& data);
-  static v1::SessionInfo Info(const Entry& e);  // requires e.mu
+  static v1::SessionInfo Info(const Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // A view of e's current state (requires e.mu and e.sums_mu); Publish
   // (requires e.mu) makes it the one readers see; PublishSums (requires
   // e.sums_mu) replaces only the running sums of the published view.
-  static std::shared_ptr<const View> CurrentView(const Entry& e);
-  static void Publish(Entry& e);
-  static void PublishSums(Entry& e);
+  static std::shared_ptr<const View> CurrentView(const Entry& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu, e.sums_mu);
+  static void Publish(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  static void PublishSums(Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.sums_mu);
   // The checkpoint encoding of `state` with e's running sums (requires e.mu).
-  static std::string Encode(const Entry& e, const SessionState& state);
+  static std::string Encode(const Entry& e, const SessionState& state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   static std::shared_ptr<const View> ViewOf(const Entry& e);
   static v1::SessionInfo InfoOf(const std::string& id, int exact_every, const View& view);
   // For t != next_t: the cached reply of t (marked replayed) or
   // FAILED_PRECONDITION naming the expected index.  Requires e.mu.
-  static absl::StatusOr<v1::StepReply> CachedOrRefused(const Entry& e, int64_t t);
+  static absl::StatusOr<v1::StepReply> CachedOrRefused(const Entry& e, int64_t t)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
 
   const Limits limits_;
   RoundStopFlags round_stops_;
   MetricsPipeline* const pipeline_;
   SessionStore* const store_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Entry>> sessions_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> sessions_ ABSL_GUARDED_BY(mu_);
   // Ids reserved by installs in progress: not findable yet, but taken (and
-  // counted toward max_sessions).  Guarded by mu_.
-  std::set<std::string> installing_;
-  std::condition_variable installed_cv_;  // an id left installing_ (with mu_)
-  // Fenced routing key -> new owner ("" if its record was damaged).  Lock
-  // order: mu_ -> fence_mu_.
-  mutable std::mutex fence_mu_;
-  std::map<std::string, std::string> fences_;  // guarded by fence_mu_
-  uint64_t next_generated_id_ = 1;             // guarded by mu_
-  int64_t reserved_bytes_ = 0;                 // guarded by mu_
+  // counted toward max_sessions).  Waiters Await their leaving.
+  std::set<std::string> installing_ ABSL_GUARDED_BY(mu_);
+  // Fenced routing key -> new owner ("" if its record was damaged).
+  mutable absl::Mutex fence_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<std::string, std::string> fences_ ABSL_GUARDED_BY(fence_mu_);
+  uint64_t next_generated_id_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace f2obo::server

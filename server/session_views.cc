@@ -3,7 +3,6 @@
 // after every change, and GetSession, ListSessions and GetDecision answer
 // from it without the session's lock, so no read waits for a round.
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,7 +30,7 @@ v1::SessionInfo SessionManager::InfoOf(const std::string& id, int exact_every, c
 v1::SessionInfo SessionManager::Info(const Entry& e) {
   std::shared_ptr<const View> view;
   {
-    std::lock_guard<std::mutex> sums(e.sums_mu);
+    absl::MutexLock sums(&e.sums_mu);
     view = CurrentView(e);
   }
   return InfoOf(e.id, e.exact_every, *view);
@@ -40,14 +39,14 @@ v1::SessionInfo SessionManager::Info(const Entry& e) {
 void SessionManager::Publish(Entry& e) {
   // Under sums_mu throughout, so that sums added meanwhile are not lost
   // from the view (PublishSums waits, then adds them to this one).
-  std::lock_guard<std::mutex> sums(e.sums_mu);
+  absl::MutexLock sums(&e.sums_mu);
   std::shared_ptr<const View> view = CurrentView(e);
-  std::lock_guard<std::mutex> lock(e.view_mu);
+  absl::MutexLock lock(&e.view_mu);
   e.view = std::move(view);
 }
 
 void SessionManager::PublishSums(Entry& e) {
-  std::lock_guard<std::mutex> lock(e.view_mu);
+  absl::MutexLock lock(&e.view_mu);
   if (e.view == nullptr) return;  // not published yet: Install will
   auto view = std::make_shared<View>(*e.view);
   view->metrics = e.session->metrics();
@@ -55,12 +54,12 @@ void SessionManager::PublishSums(Entry& e) {
 }
 
 std::string SessionManager::Encode(const Entry& e, const SessionState& state) {
-  std::lock_guard<std::mutex> sums(e.sums_mu);
+  absl::MutexLock sums(&e.sums_mu);
   return e.session->Encode(state);
 }
 
 std::shared_ptr<const SessionManager::View> SessionManager::ViewOf(const Entry& e) {
-  std::lock_guard<std::mutex> lock(e.view_mu);
+  absl::MutexLock lock(&e.view_mu);
   return e.view;
 }
 
@@ -73,7 +72,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Get(const std::string& id) const
 std::vector<v1::SessionInfo> SessionManager::List() const {
   std::vector<std::shared_ptr<Entry>> entries;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [id, e] : sessions_) entries.push_back(e);
   }
   std::vector<v1::SessionInfo> out;

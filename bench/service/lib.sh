@@ -2,7 +2,8 @@
 # on loopback (fresh data directory, the given --durability), runs
 # `f2obo-cli bench` against it with one stream per thread, stops the server
 # and prints one line: label, durability, streams, steps/s, rows/s and MB/s,
-# client-observed latency percentiles.
+# client-observed latency percentiles, the p50 of the replies'
+# report.round_seconds (the server's time in the round alone).
 # Requires: $server, $cli, $work (a scratch directory) set by the caller.
 
 run_loadgen() {  # durability streams label bench-args...
@@ -28,6 +29,7 @@ run_loadgen() {  # durability streams label bench-args...
   rate="$(echo "$out" | grep -oE '[0-9.]+ steps/s' | head -1)"
   volume="$(echo "$out" | grep -oE '\((([0-9]+ rows/s, )?[0-9.e+]+ MB/s)\)' | head -1)"
   lat="$(echo "$out" | grep -oE 'p50 .* p99 [0-9.]+ ms' | head -1 || true)"
-  printf '%-34s %-5s %3s streams  %-17s %-28s %s\n' "$label" "$durability" "$streams" "$rate" \
-    "$volume" "$lat"
+  round="$(echo "$out" | grep -oE 'round_seconds\): p50 [0-9.]+ ms' | grep -oE '[0-9.]+ ms' || true)"
+  printf '%-34s %-5s %3s streams  %-17s %-28s %s  round p50 %s\n' "$label" "$durability" \
+    "$streams" "$rate" "$volume" "$lat" "$round"
 }

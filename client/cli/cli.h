@@ -61,6 +61,10 @@ std::vector<std::string> CommandFlagNames(absl::string_view command);
 // INVALID_ARGUMENT: a usage error.
 absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<int> features,
                                                                 std::optional<int> classes);
+// The same, with --features and --classes inferred from --dataset when it
+// is given (create, create-group); an unreadable dataset is
+// INVALID_ARGUMENT "--dataset: <why>".
+absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromSpecFlags();
 // The algorithm option flags given (one per AlgorithmOptions field), into
 // `o`; and their names (spec_flags.cc).
 absl::Status OptionsFromFlags(v1::AlgorithmOptions* o);

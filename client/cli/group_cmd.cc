@@ -16,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/cli.h"
-#include "client/data/dataset.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/options_convert.h"
@@ -68,16 +67,9 @@ int RunCreateGroup() {
   if (MemberFlagValues().empty()) {
     return UsageError("at least one --member=name:algorithm[:key=value,...] is required");
   }
-  std::optional<int> features, classes;
-  if (const std::string path = absl::GetFlag(FLAGS_dataset); !path.empty()) {
-    absl::StatusOr<data::Dataset> ds = data::ReadDataset(path);
-    if (!ds.ok()) return UsageError(absl::StrCat("--dataset: ", ds.status().message()));
-    features = ds->features();
-    if (ds->classes > 0) classes = ds->classes;
-  }
   // The shared part: family, constraint, seed, metrics policy and the
   // option flags every member starts from.
-  absl::StatusOr<v1::CreateSessionRequest> base = CreateRequestFromFlags(features, classes);
+  absl::StatusOr<v1::CreateSessionRequest> base = CreateRequestFromSpecFlags();
   if (!base.ok()) return UsageError(std::string(base.status().message()));
   v1::CreateGroupRequest req;
   req.set_group_id(id);

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/cli.h"
-#include "client/data/dataset.h"
 #include "google/protobuf/text_format.h"
 
 namespace f2obo::cli {
@@ -29,14 +28,7 @@ std::string SessionIdFlag(int* exit_code) {
 }  // namespace
 
 int RunCreate() {
-  std::optional<int> features, classes;
-  if (const std::string path = absl::GetFlag(FLAGS_dataset); !path.empty()) {
-    absl::StatusOr<data::Dataset> ds = data::ReadDataset(path);
-    if (!ds.ok()) return UsageError(absl::StrCat("--dataset: ", ds.status().message()));
-    features = ds->features();
-    if (ds->classes > 0) classes = ds->classes;
-  }
-  absl::StatusOr<v1::CreateSessionRequest> req = CreateRequestFromFlags(features, classes);
+  absl::StatusOr<v1::CreateSessionRequest> req = CreateRequestFromSpecFlags();
   if (!req.ok()) return UsageError(std::string(req.status().message()));
   if (absl::GetFlag(FLAGS_dry_run)) {
     std::string text;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/cli.h"
+#include "client/data/dataset.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
@@ -210,6 +211,19 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
     return absl::InvalidArgumentError(absl::StrCat("invalid session spec: ", valid.message()));
   }
   return req;
+}
+
+absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromSpecFlags() {
+  std::optional<int> features, classes;
+  if (const std::string path = absl::GetFlag(FLAGS_dataset); !path.empty()) {
+    absl::StatusOr<data::Dataset> ds = data::ReadDataset(path);
+    if (!ds.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--dataset: ", ds.status().message()));
+    }
+    features = ds->features();
+    if (ds->classes > 0) classes = ds->classes;
+  }
+  return CreateRequestFromFlags(features, classes);
 }
 
 }  // namespace f2obo::cli

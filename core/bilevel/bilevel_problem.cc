@@ -4,12 +4,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/algorithm_registry.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
 #include "core/initial_point.h"
 #include "core/metrics/exact_metrics.h"
+#include "core/oracle.h"
 #include "core/problem_registry.h"
 
 namespace f2obo {
@@ -42,29 +42,6 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
   const ConstraintSet set_;
   const double gamma_;
 };
-
-// A family without HVPs (the oracle family) serves only the first-order
-// algorithms, without automatic step sizes (estimated with HVPs).
-absl::Status CheckHvpFree(const Family& family, const AlgorithmInfo& info,
-                          const AlgorithmOptions& o) {
-  if (family.has_hvp()) return absl::OkStatus();
-  if (!info.first_order) {
-    std::vector<std::string> served;
-    for (const BilevelAlgorithmEntry* e : BilevelAlgorithms()) {
-      if (e->info.first_order) served.push_back(e->info.name);
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "algorithm: '", info.name, "' needs Hessian-vector products, which family '",
-        std::string(family.name()), "' does not answer; it serves ", absl::StrJoin(served, ", ")));
-  }
-  if (AlphaIsAuto(o) || BetaIsAuto(o)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.alpha_auto, options.beta_auto: automatic step sizes estimate "
-                     "smoothness with Hessian-vector products, which family '",
-                     std::string(family.name()), "' does not answer; give alpha and beta"));
-  }
-  return absl::OkStatus();
-}
 
 class BilevelProblem final : public Problem {
  public:
@@ -161,6 +138,9 @@ class BilevelProblem final : public Problem {
   }
 
   const Vector& Decision(const SessionState& s) const override { return s.x; }
+  std::vector<Vector> InnerVariables(const SessionState& s, const StepData&) const override {
+    return {BilevelView(s).y};
+  }
 
   // Exact metrics cost O(CG iterations x HVP): every step for small
   // problems, every 10th for large ones.
@@ -202,7 +182,13 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateBilevelProblem(const SessionConfi
       CheckAlgorithm(ProblemClass::kBilevel, c.algorithm, c.options);
   if (!info.ok()) return info.status();
   const BilevelAlgorithmEntry& entry = *FindBilevelAlgorithm(c.algorithm);
-  if (absl::Status s = CheckHvpFree(**family, entry.info, c.options); !s.ok()) return s;
+  if (!(*family)->has_hvp()) {
+    if (absl::Status s =
+            CheckOracleServes((*family)->name(), entry.info, c.options, BilevelAlgorithmInfos());
+        !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> algorithm =
       entry.create(AlgorithmContext{entry.info.name, c.options, c.constraint, d1, d2});
   if (!algorithm.ok()) return algorithm.status();

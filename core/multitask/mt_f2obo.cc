@@ -168,7 +168,7 @@ const MultitaskAlgorithmEntry& MtF2oboAlgorithm() {
        "x on the weighted average of every touched task's latest estimate",
        PenaltyRoundOptions().Add({Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto,
                                   Opt::beta_scaling, Opt::inner_steps, Opt::task_momentum}),
-       &Defaults, &CheckPenaltyOptions, nullptr},
+       &Defaults, &CheckPenaltyOptions, nullptr, /*first_order=*/true},
       &Create};
   return entry;
 }

@@ -8,6 +8,9 @@
 //    per-feature L2 coefficients x, each task its own classifier y_i and
 //    rows) with the loss temperature sigma_i of TaskTemperature
 //    (core/multitask/tempered_family.h), the paper's App. E.2 experiment.
+//  * multitask_oracle: every task is `oracle` (core/bilevel/families/
+//    oracle_family.h): f_i and g_i are the client's, its queries name the
+//    task (issue 27); x_dim and y_dim from the spec.
 // One bilevel family instance serves every task (the data differ, not the
 // functions), or one per temperature in use: nothing is stored per task.
 #include "core/multitask/multitask_family.h"
@@ -37,6 +40,8 @@ class SharedFamilyTasks : public MultitaskFamily {
   int x_dim() const override { return base_->x_dim(); }
   int y_dim() const override { return base_->y_dim(); }
   bool is_classification() const override { return base_->is_classification(); }
+  bool has_hvp() const override { return base_->has_hvp(); }
+  absl::Status RoundFailure() const override { return base_->RoundFailure(); }
   absl::Status ValidateBatch(int /*task*/, const Batch& batch, BatchRole role) const override {
     return base_->ValidateBatch(batch, role);
   }
@@ -98,6 +103,7 @@ struct Entry {
 constexpr Entry kFamilies[] = {
     {"multitask_quadratic", "quadratic"},
     {"multitask_logistic_hpo", "logistic_hpo"},
+    {"multitask_oracle", "oracle"},
 };
 
 uint64_t SplitMix64(uint64_t z) {

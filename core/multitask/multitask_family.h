@@ -42,6 +42,12 @@ class MultitaskFamily {
   virtual int x_dim() const = 0;
   virtual int y_dim() const = 0;  // of every y_i
   virtual bool is_classification() const = 0;
+  // Whether its tasks answer HVPs (Family::has_hvp): false for
+  // "multitask_oracle", whose client answers values and first derivatives.
+  virtual bool has_hvp() const { return true; }
+  // OK unless an evaluation of this step failed (Family::RoundFailure; the
+  // tasks of a step share its oracle and its failure).
+  virtual absl::Status RoundFailure() const { return absl::OkStatus(); }
 
   // Rejects a batch task `task` cannot use; the message names the field.
   virtual absl::Status ValidateBatch(int task, const Batch& batch, BatchRole role) const = 0;

@@ -9,6 +9,7 @@
 #include "core/multitask/multitask_algorithm.h"
 #include "core/multitask/multitask_metrics_evaluator.h"
 #include "core/multitask/multitask_state.h"
+#include "core/oracle.h"
 #include "core/problem_registry.h"
 
 namespace f2obo {
@@ -150,6 +151,7 @@ class MultitaskProblem final : public Problem {
       Family& f = family_->Task(td.task, td.data);
       const BatchView upper = BatchView::All(td.data.upper);
       const double l = f.F(s->x, y, upper, nullptr, nullptr);
+      if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
       if (!std::isfinite(l)) {
         return absl::InvalidArgumentError(
             absl::StrCat("non-finite f_i(x_t, y_i) = ", l, " on task ", td.task,
@@ -163,7 +165,11 @@ class MultitaskProblem final : public Problem {
     if (family_->is_classification()) report->accuracy_before = accuracy / k;
     MultitaskReport& r = report->detail.emplace<MultitaskReport>();
     const ScopedRoundControl stoppable(algorithm_.get(), control);
-    if (absl::Status st = algorithm_->Round(data, *family_, table_, s, &r); !st.ok()) return st;
+    absl::Status round = algorithm_->Round(data, *family_, table_, s, &r);
+    // A failed evaluation (an oracle session's client) says why better
+    // than what the round made of the NaN it left.
+    if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
+    if (!round.ok()) return round;
     if (!r.direction.allFinite()) {
       return absl::InvalidArgumentError(
           "the round produced a non-finite direction for x (step sizes too large for this "
@@ -177,9 +183,22 @@ class MultitaskProblem final : public Problem {
   }
 
   const Vector& Decision(const SessionState& s) const override { return s.x; }
+  // After a step every task it carried holds state (its first step
+  // inserts it).
+  std::vector<Vector> InnerVariables(const SessionState& s, const StepData& data) const override {
+    std::vector<Vector> out;
+    out.reserve(data.tasks.size());
+    for (const TaskData& td : data.tasks) {
+      const int slot = table_.Find(s, td.task);
+      out.push_back(slot >= 0 ? Vector(table_.Var(s, slot, 0)) : y0_);
+    }
+    return out;
+  }
 
   // Each evaluation solves every seen task's inner problem: every 10th step.
-  int DefaultExactEvery() const override { return 10; }
+  // None without HVPs (multitask_oracle): the true hypergradient needs them.
+  int DefaultExactEvery() const override { return family_->has_hvp() ? 10 : 0; }
+  bool HasExactMetrics() const override { return family_->has_hvp(); }
 
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
     absl::StatusOr<std::unique_ptr<MultitaskFamily>> family = CreateMultitaskFamily(config_.family);
@@ -222,6 +241,13 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateMultitaskProblem(
       CheckAlgorithm(ProblemClass::kMultitaskBilevel, c.algorithm, c.options);
   if (!info.ok()) return info.status();
   const MultitaskAlgorithmEntry& entry = *FindMultitaskAlgorithm(c.algorithm);
+  if (!family->has_hvp()) {
+    if (absl::Status s =
+            CheckOracleServes(family->name(), entry.info, c.options, MultitaskAlgorithmInfos());
+        !s.ok()) {
+      return s;
+    }
+  }
   // Every task starts from y0 (else 0) and, for mt_f2obo, z0 (else y0).
   Vector y0 = c.y0.size() == 0 ? Vector::Zero(d2) : c.y0;
   if (absl::Status s = CheckVector(y0, d2, "initial.y"); !s.ok()) return s;

@@ -47,6 +47,15 @@ class SimpleFamily {
   // Whether f reads rows (false: f is fixed, e.g. linear_inverse's 1/2 x^T Q x,
   // and a step's upper batch may be empty).
   virtual bool upper_reads_rows() const { return true; }
+  // Whether its rows reach the server (false for "simple_oracle", whose f
+  // and g the client computes on rows it keeps): the windowed algorithms
+  // and the class's exact metrics need them.
+  virtual bool rows_on_server() const { return true; }
+  // OK unless an evaluation of this step failed (only "simple_oracle"'s
+  // can: its client answered badly, went silent or away); the failed
+  // evaluations return NaN and the round must be discarded with this
+  // status.
+  virtual absl::Status RoundFailure() const { return absl::OkStatus(); }
 
   // Rejects a batch this family cannot use; INVALID_ARGUMENT naming the field
   // (e.g. "upper.dense: has 7 columns, expected features = 8").

@@ -17,6 +17,7 @@ constexpr SimpleFamilyEntry kSimpleFamilies[] = {
     {"least_squares", &CreateLeastSquaresFamily},
     {"logistic", &CreateLogisticFamily},
     {"linear_inverse", &CreateLinearInverseFamily},
+    {"simple_oracle", &CreateSimpleOracleFamily},
 };
 
 }  // namespace

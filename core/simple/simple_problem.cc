@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/initial_point.h"
+#include "core/oracle.h"
 #include "core/problem_registry.h"
 #include "core/simple/simple_algorithm.h"
 #include "core/simple/simple_metrics_evaluator.h"
@@ -122,6 +123,7 @@ class SimpleProblem final : public Problem {
     report->upper_loss_before = family_->F(v.decision, upper, nullptr);
     SimpleReport& r = report->detail.emplace<SimpleReport>();
     r.inner_loss_before = family_->G(v.decision, BatchView::All(data.inner), nullptr);
+    if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
     if (!std::isfinite(report->upper_loss_before) || !std::isfinite(r.inner_loss_before)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "non-finite f_t = ", report->upper_loss_before, " or g_t = ", r.inner_loss_before,
@@ -134,7 +136,11 @@ class SimpleProblem final : public Problem {
     // A non-finite x or decision is refused by Session::Prepare's range
     // check of the state the round wrote (not finite, or beyond
     // kMaxStateMagnitude), which reads x and the decision anyway.
-    if (absl::Status st = algorithm_->Round(data, *family_, &v, &r); !st.ok()) return st;
+    absl::Status round = algorithm_->Round(data, *family_, &v, &r);
+    // A failed evaluation (a simple_oracle session's client) says why
+    // better than what the round made of the NaN it left.
+    if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
+    if (!round.ok()) return round;
     report->rows_processed = (family_->upper_reads_rows() ? data.upper.rows() : 0) +
                              static_cast<int64_t>(data.inner.rows());
     return absl::OkStatus();
@@ -146,7 +152,12 @@ class SimpleProblem final : public Problem {
 
   // The metrics solve g* on a window of up to kSimpleMetricsWindowRows
   // rows: every step for small problems, every 10th for large ones.
-  int DefaultExactEvery() const override { return family_->x_dim() <= 2000 ? 1 : 10; }
+  // None when the rows stay with the client (simple_oracle).
+  int DefaultExactEvery() const override {
+    if (!family_->rows_on_server()) return 0;
+    return family_->x_dim() <= 2000 ? 1 : 10;
+  }
+  bool HasExactMetrics() const override { return family_->rows_on_server(); }
 
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
     absl::StatusOr<std::unique_ptr<SimpleFamily>> family = CreateSimpleFamily(config_.family);
@@ -178,6 +189,13 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateSimpleProblem(const SessionConfig
       CheckAlgorithm(ProblemClass::kSimpleBilevel, c.algorithm, c.options);
   if (!info.ok()) return info.status();
   const SimpleAlgorithmEntry& entry = *FindSimpleAlgorithm(c.algorithm);
+  if (!(*family)->rows_on_server()) {
+    if (absl::Status s =
+            CheckOracleServes((*family)->name(), entry.info, c.options, SimpleAlgorithmInfos());
+        !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> algorithm = entry.create(
       SimpleAlgorithmContext{c.options, c.constraint, d, (*family)->upper_reads_rows()});
   if (!algorithm.ok()) return algorithm.status();

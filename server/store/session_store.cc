@@ -248,12 +248,13 @@ absl::Status SessionStore::PutGroup(const std::string& id,
 }
 
 absl::Status SessionStore::DeleteGroup(const std::string& id,
-                                       const std::vector<std::string>& members) {
+                                       const std::vector<std::string>& members,
+                                       std::chrono::system_clock::time_point deadline) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kDeleteGroup;
   w->id = id;
   w->spec = absl::StrJoin(members, "\n");
-  return Submit(std::move(w), /*wait=*/true);
+  return Submit(std::move(w), /*wait=*/true, deadline);
 }
 
 std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(const SessionRecord& r) {
@@ -279,7 +280,8 @@ absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSp
 }
 
 absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
-                                                const std::vector<SessionRecord>& members) {
+                                                const std::vector<SessionRecord>& members,
+                                                std::chrono::system_clock::time_point deadline) {
   auto all = std::make_shared<Write>();
   all->kind = Write::kAll;
   all->id = id;
@@ -293,7 +295,7 @@ absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
   group->id = id;
   group->spec = absl::StrJoin(ids, "\n");
   all->parts.push_back(std::move(group));
-  return Submit(std::move(all), /*wait=*/true);
+  return Submit(std::move(all), /*wait=*/true, deadline);
 }
 
 absl::Status SessionStore::DeleteSession(const std::string& id,

@@ -198,11 +198,16 @@ class SessionStore {
   // sessions, in one transaction, durable before returning (ImportGroup, a
   // group moving between replicas): a crash leaves all of them or none,
   // never members without their group, which would step on their own.
+  // `deadline` (and DeleteGroup's): as PutSession's (issue 25 item 3).
   absl::Status PutGroupWithSessions(const std::string& id,
-                                    const std::vector<SessionRecord>& members);
+                                    const std::vector<SessionRecord>& members,
+                                    std::chrono::system_clock::time_point deadline =
+                                        std::chrono::system_clock::time_point::max());
   // Group `id` and its member sessions (with their replies), in one
   // transaction: a crash leaves either all of them or none.
-  absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members);
+  absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members,
+                           std::chrono::system_clock::time_point deadline =
+                               std::chrono::system_clock::time_point::max());
 
   // Records an acknowledged step: the session's state after it and its
   // reply; keeps the newest `keep_replies` replies.  With `keep_checkpoints`
@@ -376,12 +381,13 @@ class SessionStore {
   // transaction (the writer takes a batch, then writes it unlocked).  A
   // Write's `done` and, until then, its place in queue_ are under it too.
   mutable absl::Mutex mu_;
-  // Three conditions on mu_, each with its own waiters, so that a commit
-  // wakes the callers it finished and not every stream (and the writer is
-  // woken by new writes only).
+  // Conditions on mu_, each with its own waiters, so that a commit wakes
+  // the callers it finished and not every stream (each waits on its own
+  // Write's done_cv: with one condition for all, a commit woke every
+  // waiting stream, those whose writes wait for the next commit too; issue
+  // 23), and the writer is woken by new writes only.
   absl::CondVar writer_cv_;  // the writer: queue_ not empty, or stopping_
   absl::CondVar room_cv_;    // Submit: room under max_queued_bytes_
-  absl::CondVar done_cv_;    // Submit: its write done
   std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int queued_waited_ ABSL_GUARDED_BY(mu_) = 0;  // writes in queue_ a caller waits for

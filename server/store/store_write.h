@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
 #include "server/store/sqlite_stmt.h"
@@ -76,6 +77,7 @@ struct SessionStore::Write {
   size_t bytes = 0;     // payload size, for the queue bound
   bool waited = false;  // a caller waits for `status`
   bool done = false;
+  absl::CondVar done_cv;  // its caller (Submit): `done` set (under the store's mu_)
   absl::Status status;
 };
 

@@ -69,7 +69,7 @@ absl::Status SessionStore::Enqueue(const std::shared_ptr<Write>& w, bool wait,
   if (!wait) return absl::OkStatus();
   if (deadline != std::chrono::system_clock::time_point::max()) {
     const absl::Time until = absl::FromChrono(deadline);
-    while (!w->done && !done_cv_.WaitWithDeadline(&mu_, until)) {
+    while (!w->done && !w->done_cv.WaitWithDeadline(&mu_, until)) {
     }
     if (!w->done) {
       // The caller's deadline passed.  Still queued (the writer takes the
@@ -87,7 +87,7 @@ absl::Status SessionStore::Enqueue(const std::shared_ptr<Write>& w, bool wait,
       }
     }
   }
-  while (!w->done) done_cv_.Wait(&mu_);
+  while (!w->done) w->done_cv.Wait(&mu_);
   return w->status;
 }
 
@@ -205,11 +205,11 @@ void SessionStore::WriterLoop() {
                      static_cast<long long>(n));
       }
     }
-    {
-      absl::MutexLock lock(&mu_);
-      for (const auto& w : batch) w->done = true;
+    absl::MutexLock lock(&mu_);
+    for (const auto& w : batch) {
+      w->done = true;
+      w->done_cv.Signal();  // its one caller, if it waits
     }
-    done_cv_.SignalAll();
   }
 }
 

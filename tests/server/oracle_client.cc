@@ -1,9 +1,14 @@
 #include "tests/server/oracle_client.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "core/family_registry.h"
+#include "core/simple/simple_registries.h"
 #include "f2obo/v1/convert.h"
 
 namespace f2obo::testing {
@@ -13,7 +18,43 @@ std::string Bytes(const Vector& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
 }
 
+const Batch& Of(const StepData& data, const v1::OracleQuery& q) {
+  return q.function() == v1::OracleQuery::F ? data.upper : data.inner;
+}
+
+// RowSet{nullptr, -1} (Answer's) stands for every row of the batch.
+BatchView ViewOf(const Batch& b, const RowSet& rows) {
+  return rows.n < 0 ? BatchView::All(b) : BatchView{&b, rows};
+}
+
 }  // namespace
+
+v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r, std::map<uint64_t, Vector>* points) {
+  for (const v1::OraclePoint& p : r.points()) {
+    Vector v(p.values().size() / sizeof(double));
+    std::memcpy(v.data(), p.values().data(), p.values().size());
+    (*points)[p.id()] = std::move(v);
+  }
+  v1::OracleAnswers out;
+  std::vector<int> rows;
+  for (const v1::OracleQuery& q : r.queries()) {
+    const Vector& x = points->at(q.x());
+    const Vector* y = q.y() != 0 ? &points->at(q.y()) : nullptr;
+    rows.assign(q.rows().begin(), q.rows().end());
+    const RowSet set =
+        q.all_rows() ? RowSet{nullptr, -1} : RowSet{rows.data(), static_cast<int>(rows.size())};
+    Vector gx(x_dim()), gy(y_dim());
+    const double value =
+        Evaluate(q, x, y, set, q.grad_x() ? &gx : nullptr, q.grad_y() ? &gy : nullptr);
+    v1::OracleAnswer* a = out.add_answers();
+    a->set_query(q.id());
+    if (q.value()) a->set_value(value);
+    if (q.grad_x()) a->set_grad_x(Bytes(gx));
+    if (q.grad_y()) a->set_grad_y(Bytes(gy));
+  }
+  for (uint64_t id : r.forget()) points->erase(id);
+  return out;
+}
 
 FamilyAnswerer::FamilyAnswerer(const FamilyCase& f) : case_(f) {
   family_ = *CreateFamily(ToSessionConfig(SpecFor(f, "f2obo", 1))->family);
@@ -25,34 +66,61 @@ void FamilyAnswerer::SetStep(int64_t t) {
   family_->Prepare(data_);
 }
 
-v1::OracleAnswers FamilyAnswerer::Answer(const v1::OracleRequest& r,
-                                         std::map<uint64_t, Vector>* points) {
-  for (const v1::OraclePoint& p : r.points()) {
-    Vector v(p.values().size() / sizeof(double));
-    std::memcpy(v.data(), p.values().data(), p.values().size());
-    (*points)[p.id()] = std::move(v);
+void FamilyAnswerer::Open(v1::OracleStepOpen* open) const {
+  open->set_upper_rows(data_.upper.rows());
+  open->set_inner_rows(data_.inner.rows());
+}
+
+double FamilyAnswerer::Evaluate(const v1::OracleQuery& q, const Vector& x, const Vector* y,
+                                const RowSet& rows, Vector* gx, Vector* gy) {
+  const BatchView view = ViewOf(Of(data_, q), rows);
+  return q.function() == v1::OracleQuery::F ? family_->F(x, *y, view, gx, gy)
+                                            : family_->G(x, *y, view, gx, gy);
+}
+
+TaskAnswerer::TaskAnswerer(const FamilyConfig& config, std::function<StepData(int64_t)> steps)
+    : family_(*CreateMultitaskFamily(config)), steps_(std::move(steps)) {}
+
+void TaskAnswerer::SetStep(int64_t t) { data_ = steps_(t); }
+
+void TaskAnswerer::Open(v1::OracleStepOpen* open) const {
+  for (const TaskData& td : data_.tasks) {
+    v1::OracleTask* task = open->add_tasks();
+    task->set_task(td.task);
+    task->set_upper_rows(td.data.upper.rows());
+    task->set_inner_rows(td.data.inner.rows());
+    task->set_probability(td.probability);
   }
-  v1::OracleAnswers out;
-  std::vector<int> rows;
-  for (const v1::OracleQuery& q : r.queries()) {
-    const Vector& x = points->at(q.x());
-    const Vector& y = points->at(q.y());
-    const bool is_f = q.function() == v1::OracleQuery::F;
-    BatchView view = BatchView::All(is_f ? data_.upper : data_.inner);
-    rows.assign(q.rows().begin(), q.rows().end());
-    if (!q.all_rows()) view.rows = RowSet{rows.data(), static_cast<int>(rows.size())};
-    Vector gx(family_->x_dim()), gy(family_->y_dim());
-    const double value =
-        is_f ? family_->F(x, y, view, q.grad_x() ? &gx : nullptr, q.grad_y() ? &gy : nullptr)
-             : family_->G(x, y, view, q.grad_x() ? &gx : nullptr, q.grad_y() ? &gy : nullptr);
-    v1::OracleAnswer* a = out.add_answers();
-    a->set_query(q.id());
-    if (q.value()) a->set_value(value);
-    if (q.grad_x()) a->set_grad_x(Bytes(gx));
-    if (q.grad_y()) a->set_grad_y(Bytes(gy));
+}
+
+double TaskAnswerer::Evaluate(const v1::OracleQuery& q, const Vector& x, const Vector* y,
+                              const RowSet& rows, Vector* gx, Vector* gy) {
+  for (const TaskData& td : data_.tasks) {
+    if (td.task != q.task()) continue;
+    Family& f = family_->Task(td.task, td.data);
+    const BatchView view = ViewOf(Of(td.data, q), rows);
+    return q.function() == v1::OracleQuery::F ? f.F(x, *y, view, gx, gy) : f.G(x, *y, view, gx, gy);
   }
-  for (uint64_t id : r.forget()) points->erase(id);
-  return out;
+  ADD_FAILURE() << "query " << q.id() << " names task " << q.task() << ", not in the step";
+  return 0.0;
+}
+
+SimpleAnswerer::SimpleAnswerer(const FamilyConfig& config, std::function<StepData(int64_t)> steps)
+    : family_(*CreateSimpleFamily(config)), steps_(std::move(steps)) {}
+
+void SimpleAnswerer::SetStep(int64_t t) { data_ = steps_(t); }
+
+void SimpleAnswerer::Open(v1::OracleStepOpen* open) const {
+  open->set_upper_rows(data_.upper.rows());
+  open->set_inner_rows(data_.inner.rows());
+}
+
+double SimpleAnswerer::Evaluate(const v1::OracleQuery& q, const Vector& x, const Vector* y,
+                                const RowSet& rows, Vector* gx, Vector* gy) {
+  EXPECT_EQ(y, nullptr) << "a simple bilevel query names a y";
+  EXPECT_EQ(gy, nullptr) << "a simple bilevel query asks for grad_y";
+  const BatchView view = ViewOf(Of(data_, q), rows);
+  return q.function() == v1::OracleQuery::F ? family_->F(x, view, gx) : family_->G(x, view, gx);
 }
 
 OracleClient::OracleClient(v1::F2obo::Stub* stub, double timeout_seconds) {
@@ -61,20 +129,22 @@ OracleClient::OracleClient(v1::F2obo::Stub* stub, double timeout_seconds) {
   stream_ = stub->OracleSteps(&ctx_);
 }
 
-OracleOutcome OracleClient::Step(const std::string& session, int64_t t, FamilyAnswerer* answerer,
-                                 const Tamper& tamper) {
+OracleOutcome OracleClient::Step(const std::string& session, int64_t t, Answerer* answerer,
+                                 const Tamper& tamper,
+                                 const std::function<void(v1::OracleStepOpen*)>& open_hook) {
   OracleOutcome out;
   answerer->SetStep(t);
   v1::OracleClientMessage open;
   open.mutable_open()->set_session_id(session);
   open.mutable_open()->set_t(t);
-  open.mutable_open()->set_upper_rows(answerer->upper_rows());
-  open.mutable_open()->set_inner_rows(answerer->inner_rows());
+  answerer->Open(open.mutable_open());
+  if (open_hook != nullptr) open_hook(open.mutable_open());
   stream_->Write(open);
   v1::OracleServerMessage in;
   while (stream_->Read(&in)) {
     if (in.has_done()) {
       out.reply = in.done();
+      out.done = in;
       return out;
     }
     if (in.has_error()) {

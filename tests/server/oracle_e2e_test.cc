@@ -122,6 +122,15 @@ TEST(OracleE2E, EveryFirstOrderAlgorithmFollowsTheBuiltInFamily) {
       EXPECT_LE(MaxDiff(out.reply->x(), ref.x()), 1e-12) << "t = " << t;
       EXPECT_NEAR(out.reply->report().upper_loss_before(), ref.report().upper_loss_before(), 1e-12);
       EXPECT_EQ(out.reply->report().rows_processed(), ref.report().rows_processed());
+      // y_{t+1} comes with `done`, as a point the client holds (the
+      // hypergradient's y): no GetDecision needed.
+      ASSERT_EQ(out.done->y_size(), 1);
+      ASSERT_NE(out.done->y(0).id(), 0u);
+      EXPECT_TRUE(out.done->y(0).values().empty());
+      const Vector& y = client.points().at(out.done->y(0).id());
+      const v1::Decision d = Decision(stub.get(), p.oracle_id);
+      ASSERT_EQ(y.size(), d.y_size());
+      for (int i = 0; i < d.y_size(); ++i) EXPECT_EQ(y[i], d.y(i));
     }
     EXPECT_TRUE(client.Close().ok());
     const v1::Decision a = Decision(stub.get(), p.oracle_id);

@@ -1,7 +1,7 @@
-// Issue 25 item 3, over real gRPC: CreateSession honours the call's
-// deadline in the store's queue.  The store's writer is held by a fault
-// (F2OBO_TEST_DELAY_AT, the fault-injection build: a large write, no
-// timing luck needed); the server says on stderr when it holds it.
+// Issue 25 item 3, over real gRPC: CreateSession, CreateGroup and
+// DeleteGroup honour the call's deadline in the store's queue.  The store's writer is held by a
+// fault (F2OBO_TEST_DELAY_AT, the fault-injection build: a large write, no timing luck needed); the
+// server says on stderr when it holds it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -99,6 +99,87 @@ TEST(WriteDeadline, ACreateBegunBeforeItsDeadlinePassedCompletesAndTheRetrySaysS
   const grpc::Status retry = CreateWithin(c, "slow", std::chrono::seconds(30));
   EXPECT_EQ(retry.error_code(), grpc::StatusCode::ALREADY_EXISTS) << retry.error_message();
   EXPECT_TRUE(c.GetSession("slow").ok());
+}
+
+v1::CreateGroupRequest GroupOfTwo(const std::string& id) {
+  v1::CreateGroupRequest req;
+  req.set_group_id(id);
+  *req.mutable_spec() = SpecFor(AllFamilyCases()[0], "f2obo", 3);
+  for (const char* name : {"a", "b"}) {
+    v1::GroupMember* m = req.add_members();
+    m->set_name(name);
+    m->set_algorithm("f2obo");
+  }
+  return req;
+}
+
+grpc::Status CreateGroupWithin(client::Client& c, const std::string& id,
+                               std::chrono::milliseconds deadline) {
+  auto ctx = c.NewContext();
+  ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+  v1::GroupInfo info;
+  return c.stub().CreateGroup(ctx.get(), GroupOfTwo(id), &info);
+}
+
+grpc::Status DeleteGroupWithin(client::Client& c, const std::string& id,
+                               std::chrono::milliseconds deadline) {
+  auto ctx = c.NewContext();
+  ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+  v1::DeleteGroupRequest req;
+  req.set_group_id(id);
+  v1::DeleteGroupResponse out;
+  return c.stub().DeleteGroup(ctx.get(), req, &out);
+}
+
+// The group RPCs too: CreateGroup and DeleteGroup queued behind the held
+// writer past their deadline are withdrawn and never happen, also after
+// kill -9 and a restart (before: the group was created, or deleted, once
+// the writer came to it, after the client had been told DEADLINE_EXCEEDED).
+TEST(WriteDeadline, AGroupCreateOrDeleteStillQueuedWhenItsDeadlinePassesDoesNotHappen) {
+  const std::string dir = testing::MakeTempDir();
+  const FamilyCase f = AllFamilyCases()[0];
+  const std::string marker = "delaying store_write of 'held'";
+  {
+    ScopedEnv delay("F2OBO_TEST_DELAY_AT", "store_write:held@3000");
+    ServerProcess server({}, dir);
+    ASSERT_TRUE(server.started());
+    client::Client c({server.target()});
+    ASSERT_TRUE(c.CreateSession(CreateRequest("held")).ok());  // held once (its create)
+    ASSERT_TRUE(c.CreateGroup(GroupOfTwo("kept")).ok());
+    // Holds the writer with held's step t, until the server says so.
+    const auto hold = [&](int64_t t) {
+      std::thread step([&c, f, t] { EXPECT_TRUE(c.Step(RequestFor(f, "held", t)).ok()); });
+      const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (Count(server.Stderr(), marker) < static_cast<size_t>(t + 1) &&
+             std::chrono::steady_clock::now() < limit) {
+      }
+      EXPECT_EQ(Count(server.Stderr(), marker), static_cast<size_t>(t + 1))
+          << "the writer never took the step";
+      return step;
+    };
+    std::thread step = hold(1);
+    const grpc::Status create = CreateGroupWithin(c, "late", std::chrono::milliseconds(500));
+    EXPECT_EQ(create.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << create.error_message();
+    step.join();
+    step = hold(2);
+    const grpc::Status del = DeleteGroupWithin(c, "kept", std::chrono::milliseconds(500));
+    EXPECT_EQ(del.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << del.error_message();
+    step.join();
+    EXPECT_EQ(c.GetGroup("late").status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(c.GetSession("late.a").status().code(), absl::StatusCode::kNotFound);
+    EXPECT_TRUE(c.GetGroup("kept").ok());
+    server.Stop(SIGKILL);
+  }
+  ServerProcess server({}, dir);
+  ASSERT_TRUE(server.started());
+  client::Client c({server.target()});
+  EXPECT_EQ(c.GetGroup("late").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(c.GetSession("late.a").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(c.GetGroup("kept").ok());
+  EXPECT_TRUE(c.GetSession("kept.a").ok());
+  // The retries do it.
+  EXPECT_TRUE(c.CreateGroup(GroupOfTwo("late")).ok());
+  EXPECT_TRUE(c.DeleteGroup("kept").ok());
 }
 
 }  // namespace

@@ -22,6 +22,15 @@ answers them with your function:
     with f2obo.OracleStream(client, session.id) as stream:
         result = stream.step(evaluate, upper_rows=len(X_val), inner_rows=len(X_tr))
         result.x                   # x_{t+1}, as Session.step's StepResult
+        stream.y[0]                # y_{t+1}, sent with the reply (no GetDecision)
+
+Multi-task sessions (family "multitask_oracle"): `step(evaluate,
+tasks=[(task, upper_rows, inner_rows), ...])` instead of upper_rows and
+inner_rows (a 4th entry: the task's sampling probability, as
+TaskBatch.probability); each query names its task (q.task), whose batches
+its rows index.  Simple bilevel sessions ("simple_oracle"): f and g are
+functions of x alone, q.y is None and grad_y is never asked; ir_scg is
+served (its linear minimization oracle stays on the server).
 
 Contract of `evaluate(q)`: return (value, grad_x, grad_y) of f (q.function
 == "f", the mean over the upper batch's rows) or g ("g", the inner batch)
@@ -76,15 +85,18 @@ _F64 = np.dtype("<f8")
 @dataclasses.dataclass(frozen=True)
 class OracleQuery:
     """One question of the server: `function` ("f" or "g") at (x, y) on
-    `rows` (None: all rows of that batch)."""
+    `rows` (None: all rows of that batch); `task`: a multi-task session's
+    task (None in the other classes); y is None in simple bilevel
+    sessions."""
     id: int
     function: str
     x: np.ndarray
-    y: np.ndarray
+    y: Optional[np.ndarray]
     rows: Optional[np.ndarray]
     want_value: bool
     want_grad_x: bool
     want_grad_y: bool
+    task: Optional[int] = None
 
 
 def _bytes(v: Optional[np.ndarray], want: bool, what: str) -> bytes:
@@ -101,6 +113,11 @@ class OracleStream:
     `step()` runs one step; the stream stays open between steps (points the
     server sent stay cached).  Use from one thread; close() (or `with`)
     ends the stream.
+
+    After a step, `y` holds the lower-level variables it left, sent with
+    the server's reply: [y_{t+1}] for a bilevel session, y_i of each task
+    of the step (in `tasks` order) for a multi-task one, [] for a simple
+    bilevel one; None after a replayed step (ask Session.decision()).
     """
 
     def __init__(self, client: "Client", session_id: str, *,
@@ -112,6 +129,9 @@ class OracleStream:
         self._outbox: Optional["queue.SimpleQueue[Any]"] = None
         self._call: Any = None
         self._points: Dict[int, np.ndarray] = {}
+        self._open_tasks: List[Any] = []
+        # The lower-level variables the last step left (see `y`).
+        self.y: Optional[List[np.ndarray]] = None
 
     @property
     def next_t(self) -> int:
@@ -140,20 +160,29 @@ class OracleStream:
         self.close()
 
     def step(self, evaluate: Optional[Callable[[OracleQuery], Answer]] = None, *,
-             upper_rows: int, inner_rows: int, t: Optional[int] = None,
-             evaluate_many: Optional[Callable[[List[OracleQuery]], Sequence[Answer]]] = None
-             ) -> StepResult:
+             upper_rows: int = 0, inner_rows: int = 0, t: Optional[int] = None,
+             evaluate_many: Optional[Callable[[List[OracleQuery]], Sequence[Answer]]] = None,
+             tasks: Optional[Sequence[Sequence[Any]]] = None) -> StepResult:
         """Runs step t (default: the next) answering the server's queries
-        with `evaluate` (or `evaluate_many`); returns its StepResult."""
+        with `evaluate` (or `evaluate_many`); returns its StepResult.
+        `tasks` (multi-task sessions): (task, upper_rows, inner_rows[,
+        probability]) per task of the step, instead of upper_rows and
+        inner_rows."""
         if (evaluate is None) == (evaluate_many is None):
             raise ValueError("step: give exactly one of evaluate, evaluate_many")
+        open_tasks = [pb.OracleTask(task=int(k[0]), upper_rows=int(k[1]), inner_rows=int(k[2]),
+                                    probability=float(k[3]) if len(k) > 3 else 0.0)
+                      for k in (tasks or [])]
         if evaluate_many is None:
             evaluate_many = lambda qs: [evaluate(q) for q in qs]  # noqa: E731
         t = self.next_t if t is None else t
+        self._open_tasks = open_tasks
+        self.y = None
         if self._call is None:
             self._open()
         self._outbox.put(pb.OracleClientMessage(open=pb.OracleStepOpen(
-            session_id=self.session_id, t=t, upper_rows=upper_rows, inner_rows=inner_rows)))
+            session_id=self.session_id, t=t, upper_rows=upper_rows, inner_rows=inner_rows,
+            tasks=open_tasks)))
         try:
             while True:
                 message = next(self._call, _END)
@@ -162,6 +191,9 @@ class OracleStream:
                 kind = message.WhichOneof("kind")
                 if kind == "done":
                     self._next_t = message.done.t + 1
+                    self.y = None if message.done.replayed else [
+                        self._points[p.id].copy() if p.id else np.frombuffer(p.values, _F64).copy()
+                        for p in message.y]
                     return StepResult(message.done)
                 if kind == "error":
                     raise errors.from_number(message.error.code, message.error.message)
@@ -179,11 +211,13 @@ class OracleStream:
         for p in request.points:
             v = np.frombuffer(p.values, dtype=_F64)
             self._points[p.id] = v  # read-only: a view of the message's bytes
+        tasks = len(self._open_tasks) > 0
         queries = [OracleQuery(
             id=q.id, function="f" if q.function == pb.OracleQuery.F else "g",
-            x=self._points[q.x], y=self._points[q.y],
+            x=self._points[q.x], y=self._points[q.y] if q.y else None,
             rows=None if q.all_rows else np.asarray(q.rows, dtype=np.int64),
-            want_value=q.value, want_grad_x=q.grad_x, want_grad_y=q.grad_y)
+            want_value=q.value, want_grad_x=q.grad_x, want_grad_y=q.grad_y,
+            task=q.task if tasks else None)
             for q in request.queries]
         results = evaluate_many(queries)
         if len(results) != len(queries):

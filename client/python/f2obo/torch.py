@@ -36,9 +36,12 @@ batch by the same rows.  Both losses are means over the batch's rows
 hyperparameters f does not use get a zero gradient.
 
 The module's parameters follow the session's y: after every step (or every
-`sync_every` steps; 0: only on `sync()`) the tuner reads the session's
-decision and loads y into them, so `model` is the trained network.  Buffers
-(batch-norm statistics) are not part of y and are not tuned.
+`sync_every` steps; 0: only on `sync()`) the tuner loads y_{t+1} into them,
+so `model` is the trained network.  y comes with the step's reply (the
+server names the point it last asked at), so keeping in step costs no
+GetDecision round trip; `sync()` reads the session's decision (a resumed
+session, a replayed step).  Buffers (batch-norm statistics) are not part
+of y and are not tuned.
 
 Constraint set of x: every Hyperparameter has a box (lo, hi), a scalar or
 per-entry (the default: unbounded); the session's box is theirs side by
@@ -191,7 +194,10 @@ class Tuner:
         and the module's parameters."""
         d = self.session.decision()
         self._x = torch.from_numpy(np.array(d.x, dtype=np.float64))
-        y = torch.from_numpy(np.asarray(d.y, dtype=np.float64))
+        self._load_y(np.asarray(d.y, dtype=np.float64))
+
+    def _load_y(self, flat: np.ndarray) -> None:
+        y = torch.from_numpy(flat)
         with torch.no_grad():
             for (name, a, b, shape), (_, p) in zip(self._y_layout, self._params):
                 p.copy_(y[a:b].view(shape))
@@ -217,7 +223,10 @@ class Tuner:
         self._x = torch.from_numpy(np.array(result.x, dtype=np.float64))
         self._steps += 1
         if self.sync_every and self._steps % self.sync_every == 0:
-            self.sync()
+            if self._stream.y:  # y_{t+1}, sent with the reply
+                self._load_y(self._stream.y[0])
+            else:  # a replayed step: the server sent no y
+                self.sync()
         return result
 
     def _answer(self, q: OracleQuery, batch: Batch):

@@ -39,10 +39,7 @@ absl::Status OracleFamily::ValidateBatch(const Batch& batch, BatchRole role) con
   return absl::OkStatus();
 }
 
-void OracleFamily::Prepare(const StepData& data) {
-  oracle_ = data.upper.oracle.get();
-  failure_ = absl::OkStatus();
-}
+void OracleFamily::Prepare(const StepData& data) { calls_.Use(data.upper.oracle); }
 
 OracleQuery OracleFamily::Query(OracleQuery::Function fn, const VecIn& x, const VecIn& y,
                                 const BatchView& view) {
@@ -51,21 +48,8 @@ OracleQuery OracleFamily::Query(OracleQuery::Function fn, const VecIn& x, const 
   q.x = Span(x);
   q.y = Span(y);
   q.rows = view.rows;
+  q.task = view.batch->oracle_task;
   return q;
-}
-
-void OracleFamily::Ask(absl::Span<OracleQuery> queries) {
-  if (failure_.ok()) {
-    failure_ = oracle_ != nullptr
-                   ? oracle_->Evaluate(queries)
-                   : absl::FailedPreconditionError("the oracle family was asked without an oracle");
-  }
-  if (failure_.ok()) return;
-  for (OracleQuery& q : queries) {
-    if (q.value != nullptr) *q.value = kNaN;
-    if (q.grad_x != nullptr) q.grad_x->setConstant(kNaN);
-    if (q.grad_y != nullptr) q.grad_y->setConstant(kNaN);
-  }
 }
 
 double OracleFamily::F(const VecIn& x, const VecIn& y, const BatchView& upper, Vector* gx,
@@ -75,7 +59,7 @@ double OracleFamily::F(const VecIn& x, const VecIn& y, const BatchView& upper, V
   q.value = &value;
   q.grad_x = gx;
   q.grad_y = gy;
-  Ask(absl::MakeSpan(&q, 1));
+  calls_.Ask(absl::MakeSpan(&q, 1));
   return value;
 }
 
@@ -86,7 +70,7 @@ double OracleFamily::G(const VecIn& x, const VecIn& y, const BatchView& inner, V
   q.value = &value;
   q.grad_x = gx;
   q.grad_y = gy;
-  Ask(absl::MakeSpan(&q, 1));
+  calls_.Ask(absl::MakeSpan(&q, 1));
   return value;
 }
 
@@ -96,7 +80,7 @@ void OracleFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
                       Query(OracleQuery::Function::kG, x, y2, inner)};
   q[0].grad_y = gy1;
   q[1].grad_y = gy2;
-  Ask(absl::MakeSpan(q));
+  calls_.Ask(absl::MakeSpan(q));
 }
 
 void OracleFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
@@ -108,7 +92,7 @@ void OracleFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const Vec
   q[0].grad_y = gz;
   q[1].grad_y = gy_g;
   q[2].grad_y = gy_f;
-  Ask(absl::MakeSpan(q));
+  calls_.Ask(absl::MakeSpan(q));
 }
 
 void OracleFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
@@ -124,16 +108,11 @@ void OracleFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecI
   q[1].grad_y = gy_g;
   q[2].grad_x = gx_g_z;
   q[2].grad_y = gz;
-  Ask(absl::MakeSpan(q));
+  calls_.Ask(absl::MakeSpan(q));
 }
 
 void OracleFamily::Unsupported(const char* what, Vector* out) {
-  if (failure_.ok()) {
-    failure_ = absl::InternalError(
-        absl::StrCat("the oracle family was asked for ", what,
-                     ", which its client does not answer (the algorithm should have been "
-                     "refused at create)"));
-  }
+  calls_.Unsupported(kName, what);
   if (out != nullptr) out->setConstant(kNaN);
 }
 

@@ -12,7 +12,12 @@
 // true hypergradient needs HVPs); has_hvp() is false and sessions asking
 // for them are refused at create (core/bilevel/bilevel_problem.cc).
 // Queries of one family call go to the oracle together (one round trip):
-// F2OBO's inner iteration is one, its hypergradient another.
+// F2OBO's inner iteration is one, its hypergradient another.  A query
+// carries the task of the batch it is on (Batch::oracle_task), so one
+// instance serves every task of the multi-task "multitask_oracle"
+// (core/multitask/multitask_family.cc); a failure stays the step's until
+// a batch with another oracle (a new step) comes (core/oracle.h,
+// OracleCalls), whichever task the round evaluates next.
 // g must be strongly convex in y as for any family; the server cannot check
 // it, the client's model is its own responsibility.
 #ifndef F2OBO_CORE_BILEVEL_FAMILIES_ORACLE_FAMILY_H_
@@ -36,7 +41,7 @@ class OracleFamily final : public Family {
   int x_dim() const override { return d1_; }
   int y_dim() const override { return d2_; }
   bool has_hvp() const override { return false; }
-  absl::Status RoundFailure() const override { return failure_; }
+  absl::Status RoundFailure() const override { return calls_.failure(); }
 
   // Refuses a batch without an oracle (a unary Step to an oracle session)
   // or without rows.
@@ -66,14 +71,10 @@ class OracleFamily final : public Family {
   OracleFamily(int d1, int d2) : d1_(d1), d2_(d2) {}
   static OracleQuery Query(OracleQuery::Function fn, const VecIn& x, const VecIn& y,
                            const BatchView& view);
-  // Asks the oracle (unless an earlier question of the round failed);
-  // on failure records it and fills every requested output with NaN.
-  void Ask(absl::Span<OracleQuery> queries);
   void Unsupported(const char* what, Vector* out);
 
   const int d1_, d2_;
-  Oracle* oracle_ = nullptr;  // the step's, set by Prepare
-  absl::Status failure_;
+  OracleCalls calls_;  // the step's oracle (Prepare) and its failure
 };
 
 }  // namespace f2obo

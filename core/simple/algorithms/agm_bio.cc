@@ -228,7 +228,7 @@ const SimpleAlgorithmEntry& AgmBioAlgorithm() {
        "linearization at level g_k from a FISTA run on g, on a window of the last W rows",
        OptionSet{Opt::window_rows, Opt::agm_gamma, Opt::agm_horizon, Opt::smoothness_f,
                  Opt::smoothness_g},
-       nullptr, nullptr, &Experiment},
+       nullptr, nullptr, &Experiment, /*first_order=*/true, /*keeps_rows=*/true},
       &Create};
   return entry;
 }

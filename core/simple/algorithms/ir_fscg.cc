@@ -222,7 +222,7 @@ const SimpleAlgorithmEntry& IrFscgAlgorithm() {
        "full pass every q steps, Frank-Wolfe step on sigma_t f + g, weighted average served",
        OptionSet{Opt::reg_scale, Opt::reg_decay, Opt::window_rows, Opt::spider_period,
                  Opt::spider_batch},
-       &Defaults, &Check, &Experiment},
+       &Defaults, &Check, &Experiment, /*first_order=*/true, /*keeps_rows=*/true},
       &Create};
   return entry;
 }

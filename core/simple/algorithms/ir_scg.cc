@@ -153,7 +153,8 @@ const SimpleAlgorithmEntry& IrScgAlgorithm() {
       {"ir_scg", ProblemClass::kSimpleBilevel,
        "IR-SCG (Giang-Tran et al., Alg. 1): STORM estimates on each step's rows, Frank-Wolfe "
        "step on sigma_t f + g, weighted average served",
-       OptionSet{Opt::reg_scale, Opt::reg_decay, Opt::storm_weight}, nullptr, &Check, &Experiment},
+       OptionSet{Opt::reg_scale, Opt::reg_decay, Opt::storm_weight}, nullptr, &Check, &Experiment,
+       /*first_order=*/true},
       &Create};
   return entry;
 }

@@ -4,6 +4,7 @@
 //   least_squares   f = (1/2m) ||A_u x - b_u||^2, g = (1/2n) ||A_i x - b_i||^2
 //   logistic        f, g = mean softmax cross-entropy of x = W (d x C)
 //   linear_inverse  f = (1/2) ||x||^2, g = (1/2k) ||B x - c||^2
+//   simple_oracle   f, g the client's (oracle.cc)
 //
 // Each factory checks the FamilyConfig fields it reads (INVALID_ARGUMENT
 // "family.<field>: ...").
@@ -26,6 +27,7 @@ namespace f2obo {
 absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLeastSquaresFamily(const FamilyConfig& config);
 absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLogisticFamily(const FamilyConfig& config);
 absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateLinearInverseFamily(const FamilyConfig& config);
+absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateSimpleOracleFamily(const FamilyConfig& config);
 
 // (1/2n) sum_{i in view} (a_i^T x - t_i)^2 over the view's n rows (0 when
 // empty) and, if non-null, its gradient (1/n) sum (a_i^T x - t_i) a_i

@@ -74,6 +74,9 @@ def test_numpy_oracle_follows_the_built_in_session(start_server, algorithm):
                 assert got.t == expected.t
                 np.testing.assert_allclose(got.x, expected.x, rtol=0, atol=1e-12)
                 assert abs(got.upper_loss_before - expected.upper_loss_before) <= 1e-12
+                # y_{t+1} came with the reply, the session's own
+                assert len(stream.y) == 1
+                np.testing.assert_array_equal(stream.y[0], oracle.decision().y)
         a, b = oracle.decision(), ref.decision()
         assert a.t == b.t == len(STEPS) + 1
         np.testing.assert_allclose(a.y, b.y, rtol=0, atol=1e-12)

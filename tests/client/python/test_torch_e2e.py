@@ -112,6 +112,8 @@ def test_tuner_follows_a_hand_derived_client(start_server, algorithm):
         ref = client.create_session(family="oracle", x_dim=len(X0), y_dim=len(theta0),
                                     algorithm=algorithm, x0=X0, y0=theta0, box=BOX, **COMMON)
         with tuner(client, algorithm) as tuned, f2obo.OracleStream(client, ref.id) as stream:
+            # y comes with each step's reply: step() never reads the decision
+            tuned.sync = lambda: pytest.fail("Tuner.step asked for the decision")
             for upper, inner in STEPS:
                 def evaluate(q, upper=upper, inner=inner):
                     X, labels = upper if q.function == "f" else inner

@@ -266,12 +266,14 @@ TEST(SimpleFamilies, ValidateBatchRefusesWithPreciseMessages) {
 }
 
 TEST(SimpleFamilyRegistry, ListsTheFamiliesAndRefusesBadConfigs) {
-  EXPECT_THAT(SimpleFamilyNameList(), ElementsAre("least_squares", "logistic", "linear_inverse"));
+  EXPECT_THAT(SimpleFamilyNameList(),
+              ElementsAre("least_squares", "logistic", "linear_inverse", "simple_oracle"));
   for (const std::string& name : SimpleFamilyNameList()) {
     FamilyConfig c;
     c.name = name;
     c.features = 3;
     c.classes = 2;
+    c.x_dim = 3;  // simple_oracle's d
     auto f = CreateSimpleFamily(c);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ((*f)->name(), name);
@@ -282,7 +284,7 @@ TEST(SimpleFamilyRegistry, ListsTheFamiliesAndRefusesBadConfigs) {
   c.features = 3;
   EXPECT_EQ(CreateSimpleFamily(c).status().message(),
             "family.name: unknown simple bilevel family 'ridge_hpo'; known: least_squares, "
-            "logistic, linear_inverse");
+            "logistic, linear_inverse, simple_oracle");
   c.name = "least_squares";
   c.features = 0;
   EXPECT_EQ(CreateSimpleFamily(c).status().message(),
