@@ -79,9 +79,21 @@ class VectorPool {
   size_t bytes_ = 0;
 };
 
+// A part's deleter: returns its vector to the pool, and carries the part's
+// IsInput mark (in the part's control block, so a part costs no more; it
+// is written only by the part's single owner, like the part).
+struct PartDeleter {
+  bool input = false;
+  void operator()(Vector* p) const { VectorPool::Get().Give(p); }
+};
+
 // A part owning `v` (allocated with new), returned to the pool when freed.
-std::shared_ptr<Vector> NewPart(Vector* v) {
-  return std::shared_ptr<Vector>(v, [](Vector* p) { VectorPool::Get().Give(p); });
+std::shared_ptr<Vector> NewPart(Vector* v, bool input = false) {
+  return std::shared_ptr<Vector>(v, PartDeleter{input});
+}
+
+void ClearInput(const std::shared_ptr<Vector>& p) {
+  if (PartDeleter* d = std::get_deleter<PartDeleter>(p); d != nullptr) d->input = false;
 }
 
 // Unshared (above) for a part: the copy's storage comes from the pool.
@@ -126,12 +138,31 @@ const Vector& StateParts::operator[](size_t i) const {
   return p != nullptr && *p != nullptr ? **p : EmptyVector();
 }
 
-Vector& StateParts::Mutable(size_t i) { return UnsharedPart(Slot(i)); }
+Vector& StateParts::Mutable(size_t i) {
+  Part& p = Slot(i);
+  Vector& v = UnsharedPart(p);
+  ClearInput(p);  // unshared now: this writer is its only owner
+  return v;
+}
+
+Vector& StateParts::Fresh(size_t i, Eigen::Index n, bool input) {
+  Part& p = Slot(i);
+  p = NewPart(VectorPool::Get().Take(n), input);
+  return *p;
+}
+
+bool StateParts::IsInput(size_t i) const {
+  const Part* p = i < size_ ? Find(i) : nullptr;
+  if (p == nullptr || *p == nullptr) return false;
+  const PartDeleter* d = std::get_deleter<PartDeleter>(*p);
+  return d != nullptr && d->input;
+}
 
 void StateParts::Set(size_t i, Vector v) {
   Part& p = Slot(i);
   if (p != nullptr && p.use_count() == 1) {
     *p = std::move(v);
+    ClearInput(p);
   } else {
     p = NewPart(new Vector(std::move(v)));
   }

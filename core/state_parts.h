@@ -55,6 +55,22 @@ class StateParts {
   Vector& Mutable(size_t i);
   // Replaces part i (no copy of its old contents).
   void Set(size_t i, Vector v);
+  // Replaces part i with a vector of n entries whose contents are
+  // unspecified (the caller writes every entry), its storage recycled from
+  // freed parts of the same size when there are any (VectorPool,
+  // state_parts.cc): a row window's new segment each step (issue 23) reuses
+  // the pages of a segment it evicted instead of faulting in fresh ones.
+  // `input`: the caller writes only input numbers (finite, magnitude <=
+  // kMaxInputMagnitude, core/batch.h) it has checked or copied from checked
+  // inputs; see IsInput.
+  Vector& Fresh(size_t i, Eigen::Index n, bool input);
+  // Whether part i was written by Fresh(i, n, true) and not written since
+  // (Mutable and Set clear the mark: after them the part holds whatever its
+  // writer computed).  Such a part holds only input numbers, so a range
+  // check with a bound >= kMaxInputMagnitude cannot fail on it
+  // (SessionState::FirstOutOfRange skips it).  Restored and imported parts
+  // are never marked.
+  bool IsInput(size_t i) const;
 
   void push_back(Vector v);
   // Appends an empty part (cheap: no allocation for the part itself).

@@ -243,6 +243,18 @@ Batch RowWindow::CopyRows() const {
   return out;
 }
 
+int64_t RowWindow::EncodedSize(int count) const {
+  count = std::max(0, std::min(count, n_));
+  const bool csr = buf_.sparse_features;
+  int64_t body = static_cast<int64_t>(count) * cols_;
+  if (csr) {
+    const int* op = buf_.csr.outerIndexPtr();
+    const int64_t nnz = count > 0 ? op[Physical(n_ - 1) + 1] - op[Physical(n_ - count)] : 0;
+    body = count + 1 + 2 * nnz;
+  }
+  return 2 + body + (labels_ ? count : 0) + (targets_ ? count : 0);
+}
+
 void RowWindow::EncodeNewest(int count, Vector* out) const {
   count = std::max(0, std::min(count, n_));
   const int from = n_ - count;
@@ -251,8 +263,7 @@ void RowWindow::EncodeNewest(int count, Vector* out) const {
   // CSR rows are contiguous in the buffer (order_ is the identity there).
   const int base = csr && count > 0 ? op[Physical(from)] : 0;
   const int64_t nnz = csr && count > 0 ? op[Physical(n_ - 1) + 1] - base : 0;
-  const int64_t body = csr ? count + 1 + 2 * nnz : static_cast<int64_t>(count) * cols_;
-  out->resize(2 + body + (labels_ ? count : 0) + (targets_ ? count : 0));
+  out->resize(EncodedSize(count));  // no allocation when it has that size
   double* o = out->data();
   o[0] = count;
   o[1] = static_cast<double>(nnz);

@@ -70,6 +70,8 @@ class RowWindow {
   // Integers are stored as doubles (exact below 2^53).
   // EncodeNewest writes the window's `count` newest rows, oldest first.
   void EncodeNewest(int count, Vector* out) const;
+  // The entries EncodeNewest(count) writes.
+  int64_t EncodedSize(int count) const;
   // A segment's rows as a Batch of the given storage and fields, checking
   // shapes and values (INVALID_ARGUMENT "aux[<index>]: ...").
   static absl::StatusOr<Batch> DecodeSegment(const Vector& segment, int index, int capacity,

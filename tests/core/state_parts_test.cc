@@ -106,5 +106,49 @@ TEST(StateParts, ConvertsFromAVectorOfVectors) {
   EXPECT_EQ(p[2].size(), 4);
 }
 
+// Fresh parts (issue 23: a window's segment each step): the right size, the
+// IsInput mark only as asked, shared by copies, and gone once the part is
+// written through Mutable or Set (then it holds what its writer computed).
+TEST(StateParts, FreshPartsCarryTheInputMarkUntilWritten) {
+  StateParts p = Numbered(3);
+  Vector& fresh = p.Fresh(1, 5, /*input=*/true);
+  EXPECT_EQ(fresh.size(), 5);
+  fresh.setConstant(7.0);
+  EXPECT_TRUE(p.IsInput(1));
+  EXPECT_FALSE(p.IsInput(0));
+  EXPECT_FALSE(p.IsInput(7));  // beyond the parts
+  p.Fresh(2, 4, /*input=*/false).setZero();
+  EXPECT_FALSE(p.IsInput(2));
+
+  StateParts copy = p;  // shares part 1, mark and all
+  EXPECT_TRUE(copy.IsInput(1));
+  copy.Mutable(1)[0] = 1e300;  // copy-on-write: a new part, unmarked
+  EXPECT_FALSE(copy.IsInput(1));
+  EXPECT_TRUE(p.IsInput(1));
+  EXPECT_EQ(std::as_const(p)[1][0], 7.0);
+
+  StateParts alone;
+  alone.resize(1);
+  alone.Fresh(0, 2, true).setZero();
+  alone.Mutable(0)[0] = 1.0;  // unshared: written in place, mark cleared
+  EXPECT_FALSE(alone.IsInput(0));
+  alone.Fresh(0, 2, true).setZero();
+  alone.Set(0, Vector::Ones(2));  // reuses the part: mark cleared
+  EXPECT_FALSE(alone.IsInput(0));
+}
+
+// A fresh part of a freed part's size reuses its storage (the pool), and
+// the recycled contents are the caller's to overwrite.
+TEST(StateParts, FreshPartsRecycleFreedStorageOfTheirSize) {
+  constexpr Eigen::Index kLarge = 1 << 15;  // pooled sizes start at 16,384
+  StateParts p;
+  p.resize(1);
+  p.Fresh(0, kLarge, true).setConstant(3.0);
+  const double* storage = std::as_const(p)[0].data();
+  p.clear();  // the last owner drops the part: its vector goes to the pool
+  p.resize(1);
+  EXPECT_EQ(p.Fresh(0, kLarge, true).data(), storage);
+}
+
 }  // namespace
 }  // namespace f2obo

@@ -8,6 +8,8 @@
 #include <limits>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+#include "core/batch.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"
@@ -214,6 +216,22 @@ TEST(SessionState, FirstOutOfRangeNamesTheVariable) {
   s.scalars[0] = -std::numeric_limits<double>::infinity();
   s.vectors[1][2] = 0.0;
   EXPECT_EQ(s.FirstOutOfRange(kLayout, 1e150), "lambda");
+}
+
+// Parts marked IsInput (a window's new segments: copies of rows checked as
+// inputs) are not read by a check whose bound admits every input number;
+// a tighter bound, or the same numbers in an unmarked part, are read.  (The
+// NaN below breaks the mark's promise on purpose, to see it is skipped.)
+TEST(SessionState, FirstOutOfRangeSkipsPartsMarkedAsInputs) {
+  SessionState s = RandomState();
+  const size_t i = s.aux.size();
+  s.aux.push_back_empty();
+  Vector& marked = s.aux.Fresh(i, 3, /*input=*/true);
+  marked << 1.0, std::nan(""), 2e149;
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, kMaxInputMagnitude), "");
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, 1e100), absl::StrCat("aux[", i, "]"));
+  s.aux.Fresh(i, 3, /*input=*/false) << 1.0, std::nan(""), 2e149;
+  EXPECT_EQ(s.FirstOutOfRange(kLayout, kMaxInputMagnitude), absl::StrCat("aux[", i, "]"));
 }
 
 // ValidateState on RandomState() (x 5, y 9) with one field spoiled: the

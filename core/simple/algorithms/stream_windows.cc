@@ -239,13 +239,21 @@ absl::Status StreamWindows::Append(StateParts* aux, int first, const StepData& d
       for (int s : v.slots) used[static_cast<size_t>(s)] = 1;
     }
     const size_t slot = static_cast<size_t>(std::find(used.begin(), used.end(), 0) - used.begin());
-    Vector segment;
-    w.rows.EncodeNewest(take, &segment);
-    if (slot == slots) {
-      aux->push_back(std::move(segment));
-    } else {
-      aux->Set(first + kFixed + slot, std::move(segment));
-    }
+    if (slot == slots) aux->push_back_empty();
+    // The segment holds the step's rows: features the family checked as
+    // input numbers (it reads them: SimpleFamily::ValidateBatch, run by
+    // Problem::ValidateData before the round), labels (int32) and the
+    // counts, offsets and columns (ints below 2^31), all input numbers;
+    // targets only some families read and check, so they are checked here
+    // (64 numbers a step).  Then the part is marked IsInput and the round's
+    // range check does not read the rows a third time; unmarked (a target
+    // no family checked), it is checked as before.  Its storage is a
+    // recycled one of an evicted segment (StateParts::Fresh).
+    const bool input = std::all_of(b.targets.data(), b.targets.data() + b.targets.size(),
+                                   [](double v) { return InputNumberOk(v); });
+    w.rows.EncodeNewest(take,
+                        &aux->Fresh(first + kFixed + slot,
+                                    static_cast<Eigen::Index>(w.rows.EncodedSize(take)), input));
     w.slots.push_back(static_cast<int>(slot));
     w.segments.push_back(take);
     // The rows the append dropped come off the oldest segments; a segment
