@@ -27,6 +27,73 @@ double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* gr
   return 0.5 * loss * inv_n;
 }
 
+namespace {
+
+// Row i's margins a_i^T w[p] at kPoints points, each summed in RowDot's
+// order (the same numbers), from one read of the row's indices and values.
+template <int kPoints>
+void RowDots(const Batch& b, int i, const double* const* w, double* out) {
+  if (!b.sparse_features) {
+    for (int p = 0; p < kPoints; ++p) out[p] = RowDot(b, i, w[p]);
+    return;
+  }
+  const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+  const int* col = b.csr.innerIndexPtr();
+  const double* val = b.csr.valuePtr();
+  double s[kPoints];
+  for (int p = 0; p < kPoints; ++p) s[p] = 0.0;
+  for (int k = begin; k < end; ++k) {
+    const double v = val[k];
+    const int c = col[k];
+    for (int p = 0; p < kPoints; ++p) s[p] += v * w[p][c];
+  }
+  for (int p = 0; p < kPoints; ++p) out[p] = s[p];
+}
+
+// StormSquaredResidual's walk: points x, then prev (kPrev), then at (kAt).
+template <bool kPrev, bool kAt>
+StormPassOut StormWalk(const StormPassIn& in, double* estimate) {
+  constexpr int kPoints = 1 + (kPrev ? 1 : 0) + (kAt ? 1 : 0);
+  const double* w[3] = {in.x->data(), nullptr, nullptr};
+  if (kPrev) w[1] = in.prev->data();
+  if (kAt) w[kPrev ? 2 : 1] = in.at->data();
+  const Batch& b = *in.view->batch;
+  const double inv_n = 1.0 / in.view->rows.n;
+  double loss_x = 0.0, loss_at = 0.0;
+  for (int k = 0; k < in.view->rows.n; ++k) {
+    const int i = in.view->rows.row(k);
+    double m[kPoints];
+    RowDots<kPoints>(b, i, w, m);
+    const double r = m[0] - b.targets[i];
+    loss_x += r * r;
+    if (kAt) {
+      const double ra = m[kPoints - 1] - b.targets[i];
+      loss_at += ra * ra;
+    }
+    const double coef = kPrev ? (r - in.keep * (m[1] - b.targets[i])) * inv_n : r * inv_n;
+    RowAxpy(b, i, coef, estimate);
+  }
+  return {0.5 * loss_x * inv_n, 0.5 * loss_at * inv_n};
+}
+
+}  // namespace
+
+StormPassOut StormSquaredResidual(const StormPassIn& in, Vector* estimate) {
+  estimate->resize(in.x->size());
+  if (in.prev != nullptr) {
+    estimate->noalias() = in.keep * *in.before;
+  } else {
+    estimate->setZero();
+  }
+  if (in.view->rows.n == 0) return {};
+  if (in.prev != nullptr) {
+    return in.at != nullptr ? StormWalk<true, true>(in, estimate->data())
+                            : StormWalk<true, false>(in, estimate->data());
+  }
+  return in.at != nullptr ? StormWalk<false, true>(in, estimate->data())
+                          : StormWalk<false, false>(in, estimate->data());
+}
+
 double MeanRowSquaredNorm(const BatchView& view) {
   if (view.rows.n == 0) return 0.0;
   const Batch& b = *view.batch;
