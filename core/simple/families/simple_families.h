@@ -35,8 +35,8 @@ absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateSimpleOracleFamily(const Fam
 double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* grad);
 // SimpleFamily::StormPass for a half mean squared residual (the same f or g
 // as HalfMeanSquaredResidual on in.view) in one walk over the rows: each
-// row's features are read once for its margins at x, prev and at (each
-// margin summed in RowDot's order, so the values and the k = 0 estimate
+// row's features are read once for its margins at x, prev and at
+// (RowDots: each summed as RowDot, so the values and the k = 0 estimate
 // are bit-equal to HalfMeanSquaredResidual's) and once to scatter
 //   (1/n) [(a_i^T x - t_i) - keep (a_i^T prev - t_i)] a_i
 // into *estimate, which starts at keep * before (or 0 without prev).
