@@ -26,6 +26,7 @@ using store_detail::Stmt;
 SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
                            size_t max_queued_bytes, size_t side_file_bytes)
     : db_(db),
+      writer_sql_(std::make_unique<store_detail::StmtCache>(db)),
       lock_fd_(lock_fd),
       path_(std::move(path)),
       durability_(durability),
@@ -40,6 +41,7 @@ SessionStore::~SessionStore() {
   writer_cv_.SignalAll();
   room_cv_.SignalAll();
   if (writer_.joinable()) writer_.join();  // drains the queue first
+  writer_sql_->Clear();                    // sqlite3_close fails over unfinalized statements
   sqlite3_close(db_);
   if (records_fd_ >= 0) close(records_fd_);
   close(lock_fd_);  // last: the directory is free once the file is closed
@@ -63,6 +65,11 @@ absl::Status SessionStore::Exec(const char* sql) {
     return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status SessionStore::ExecCached(const char* sql) {
+  Stmt s(*writer_sql_, sql);
+  return s.Run(sql);
 }
 
 namespace {
@@ -322,7 +329,8 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
 }
 
 absl::Status SessionStore::SaveReply(const Write& w) {
-  Stmt b(db_, "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+  Stmt b(*writer_sql_,
+         "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
   if (absl::Status s = b.Text(1, w.id)
                            .Int(2, w.t)
                            .Blob(3, w.reply)
@@ -331,16 +339,16 @@ absl::Status SessionStore::SaveReply(const Write& w) {
       !s.ok()) {
     return s;
   }
-  Stmt c(db_, "DELETE FROM replies WHERE id = ? AND t <= ?");
+  Stmt c(*writer_sql_, "DELETE FROM replies WHERE id = ? AND t <= ?");
   return c.Text(1, w.id).Int(2, w.t - w.keep).Run("trimming replies");
 }
 
 absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
-  Stmt a(db_, "DELETE FROM sessions WHERE id = ?");
+  Stmt a(*writer_sql_, "DELETE FROM sessions WHERE id = ?");
   if (absl::Status s = a.Text(1, id).Run("deleting a session"); !s.ok()) return s;
-  Stmt b(db_, "DELETE FROM replies WHERE id = ?");
+  Stmt b(*writer_sql_, "DELETE FROM replies WHERE id = ?");
   if (absl::Status s = b.Text(1, id).Run("deleting replies"); !s.ok()) return s;
-  Stmt c(db_, "DELETE FROM checkpoints WHERE id = ?");
+  Stmt c(*writer_sql_, "DELETE FROM checkpoints WHERE id = ?");
   if (absl::Status s = c.Text(1, id).Run("deleting checkpoints"); !s.ok()) return s;
   return DropParts(id, 0);
 }
@@ -372,7 +380,7 @@ absl::Status SessionStore::Apply(const Write& w) {
   }
   switch (w.kind) {
     case Write::kPut: {
-      Stmt s(db_,
+      Stmt s(*writer_sql_,
              "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum, file) "
              "VALUES (?, ?, ?, ?, ?, ?, ?)");
       s.Text(1, w.id).Blob(2, w.spec).Int(4, w.t).Int(5, RecordSum("spec", w.id, 0, w.spec));
@@ -381,10 +389,10 @@ absl::Status SessionStore::Apply(const Write& w) {
       // The whole state is in the row (parts NULL): no part of an earlier
       // session of this id may survive.
       if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
-      Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
+      Stmt clear(*writer_sql_, "DELETE FROM replies WHERE id = ?");
       if (absl::Status st = clear.Text(1, w.id).Run("clearing replies"); !st.ok()) return st;
       for (const auto& [t, reply] : w.replies) {
-        Stmt r(db_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+        Stmt r(*writer_sql_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
         if (absl::Status st = r.Text(1, w.id)
                                   .Int(2, t)
                                   .Blob(3, reply)
@@ -396,7 +404,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       // A new session (create, import, fork): no checkpoint of an earlier
       // session of this id may survive, and its starting point is its first.
-      Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ?");
+      Stmt drop(*writer_sql_, "DELETE FROM checkpoints WHERE id = ?");
       if (absl::Status st = drop.Text(1, w.id).Run("clearing checkpoints"); !st.ok()) return st;
       if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, 1);
       return absl::OkStatus();
@@ -415,7 +423,8 @@ absl::Status SessionStore::Apply(const Write& w) {
       ReadCheckpoint(w);
       return absl::OkStatus();
     case Write::kGroup: {
-      Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
+      Stmt g(*writer_sql_,
+             "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
       return g.Text(1, w.id)
           .Text(2, w.spec)
           .Int(3, RecordSum("group", w.id, 0, w.spec))
@@ -425,10 +434,11 @@ absl::Status SessionStore::Apply(const Write& w) {
       return DeleteSessionRows(w.id);
     case Write::kFence: {
       if (w.spec.empty()) {
-        Stmt f(db_, "DELETE FROM fences WHERE key = ?");
+        Stmt f(*writer_sql_, "DELETE FROM fences WHERE key = ?");
         return f.Text(1, w.id).Run("lifting a fence");
       }
-      Stmt f(db_, "INSERT OR REPLACE INTO fences (key, target, target_sum) VALUES (?, ?, ?)");
+      Stmt f(*writer_sql_,
+             "INSERT OR REPLACE INTO fences (key, target, target_sum) VALUES (?, ?, ?)");
       return f.Text(1, w.id)
           .Text(2, w.spec)
           .Int(3, RecordSum("fence", w.id, 0, w.spec))
@@ -439,7 +449,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       for (absl::string_view m : absl::StrSplit(w.spec, '\n', absl::SkipEmpty())) {
         if (absl::Status s = DeleteSessionRows(std::string(m)); !s.ok()) return s;
       }
-      Stmt g(db_, "DELETE FROM groups WHERE id = ?");
+      Stmt g(*writer_sql_, "DELETE FROM groups WHERE id = ?");
       return g.Text(1, w.id).Run("deleting a group");
     }
     case Write::kStep: {
@@ -470,7 +480,7 @@ absl::Status SessionStore::Apply(const Write& w) {
         return absl::OkStatus();
       }
       Stmt a(
-          db_,
+          *writer_sql_,
           "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = ?, file = ? WHERE id = ?");
       a.Int(2, w.t);
       BindRecord(a, 1, 3, 5, w.state, w.state_file, "state", w.id, w.t);
