@@ -194,8 +194,9 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
       const int64_t rt = replies.ColumnInt(0);
       const std::string bytes = replies.Column(1);
       v1::StepReply r;
-      // (Rows are keyed by the reply's step after a PutSession, by the next
-      // step after a CommitStep; the checksum binds the reply to its key.)
+      // (Rows are keyed by the step after the reply's; files written before
+      // ReplaceReplies keyed a PutSession's by the reply's own step.  Either
+      // loads: the checksum binds the reply to its row's key.)
       if (std::string p = SumProblem(replies, 2, RecordSum("reply", id, rt, bytes)); !p.empty()) {
         bad = absl::StrCat("cached reply at t=", rt, ": ", p);
       } else if (!r.ParseFromString(bytes)) {
@@ -329,18 +330,55 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
 }
 
 absl::Status SessionStore::SaveReply(const Write& w) {
-  Stmt b(*writer_sql_,
-         "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-  if (absl::Status s = b.Text(1, w.id)
-                           .Int(2, w.t)
-                           .Blob(3, w.reply)
-                           .Int(4, RecordSum("reply", w.id, w.t, w.reply))
+  // The cache keeps the rows keyed in (w.t - keep, w.t].  When it is full
+  // and holds nothing older (the steady state), the oldest row becomes
+  // this reply's: one statement, where an insert and a trim were two
+  // (issue 23).  Otherwise (a new session, keep changed, a rollback's
+  // shorter cache) the insert and the trim.
+  const int64_t oldest = w.t - w.keep;
+  const int64_t sum = RecordSum("reply", w.id, w.t, w.reply);
+  Stmt move(*writer_sql_,
+            "UPDATE OR REPLACE replies SET t = ?3, reply = ?4, reply_sum = ?5 "
+            "WHERE id = ?1 AND t = ?2 AND NOT EXISTS "
+            "(SELECT 1 FROM replies WHERE id = ?1 AND t < ?2)");
+  if (absl::Status s = move.Text(1, w.id)
+                           .Int(2, oldest)
+                           .Int(3, w.t)
+                           .Blob(4, w.reply)
+                           .Int(5, sum)
                            .Run("saving a reply");
       !s.ok()) {
     return s;
   }
+  if (sqlite3_changes(db_) == 1) return absl::OkStatus();
+  Stmt b(*writer_sql_,
+         "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+  if (absl::Status s =
+          b.Text(1, w.id).Int(2, w.t).Blob(3, w.reply).Int(4, sum).Run("saving a reply");
+      !s.ok()) {
+    return s;
+  }
   Stmt c(*writer_sql_, "DELETE FROM replies WHERE id = ? AND t <= ?");
-  return c.Text(1, w.id).Int(2, w.t - w.keep).Run("trimming replies");
+  return c.Text(1, w.id).Int(2, oldest).Run("trimming replies");
+}
+
+absl::Status SessionStore::ReplaceReplies(
+    const std::string& id, const std::vector<std::pair<int64_t, std::string>>& replies) {
+  Stmt clear(*writer_sql_, "DELETE FROM replies WHERE id = ?");
+  if (absl::Status s = clear.Text(1, id).Run("clearing replies"); !s.ok()) return s;
+  for (const auto& [step, reply] : replies) {
+    const int64_t t = step + 1;
+    Stmt r(*writer_sql_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+    if (absl::Status s = r.Text(1, id)
+                             .Int(2, t)
+                             .Blob(3, reply)
+                             .Int(4, RecordSum("reply", id, t, reply))
+                             .Run("saving a reply");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
@@ -389,19 +427,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       // The whole state is in the row (parts NULL): no part of an earlier
       // session of this id may survive.
       if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
-      Stmt clear(*writer_sql_, "DELETE FROM replies WHERE id = ?");
-      if (absl::Status st = clear.Text(1, w.id).Run("clearing replies"); !st.ok()) return st;
-      for (const auto& [t, reply] : w.replies) {
-        Stmt r(*writer_sql_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-        if (absl::Status st = r.Text(1, w.id)
-                                  .Int(2, t)
-                                  .Blob(3, reply)
-                                  .Int(4, RecordSum("reply", w.id, t, reply))
-                                  .Run("saving a reply");
-            !st.ok()) {
-          return st;
-        }
-      }
+      if (absl::Status st = ReplaceReplies(w.id, w.replies); !st.ok()) return st;
       // A new session (create, import, fork): no checkpoint of an earlier
       // session of this id may survive, and its starting point is its first.
       Stmt drop(*writer_sql_, "DELETE FROM checkpoints WHERE id = ?");

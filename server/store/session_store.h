@@ -317,6 +317,12 @@ class SessionStore {
   absl::Status Apply(const Write& w);
   // Writer thread only: a kStep's reply row, and the trim of older ones.
   absl::Status SaveReply(const Write& w);
+  // Writer thread only: session `id`'s reply cache becomes `replies`
+  // ((step, StepReply bytes), oldest first), each row keyed as SaveReply
+  // keys it, by the step after it, so that the steps' trimming keeps
+  // exactly the newest keep_replies from there on (kPut, kRollback).
+  absl::Status ReplaceReplies(const std::string& id,
+                              const std::vector<std::pair<int64_t, std::string>>& replies);
   // Writer thread only: a kStep's changed state parts; the parts of `id` at
   // or beyond `from` removed.
   absl::Status SaveParts(const Write& w);
