@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -340,8 +341,9 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
   if (absl::Status s = a.Text(1, id).Run("deleting a session"); !s.ok()) return s;
   Stmt b(db_, "DELETE FROM replies WHERE id = ?");
   if (absl::Status s = b.Text(1, id).Run("deleting replies"); !s.ok()) return s;
-  Stmt c(db_, "DELETE FROM checkpoints WHERE id = ?");
-  if (absl::Status s = c.Text(1, id).Run("deleting checkpoints"); !s.ok()) return s;
+  if (absl::Status s = DropCheckpoints(id, std::numeric_limits<int64_t>::min()); !s.ok()) {
+    return s;
+  }
   return DropParts(id, 0);
 }
 
@@ -396,9 +398,10 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       // A new session (create, import, fork): no checkpoint of an earlier
       // session of this id may survive, and its starting point is its first.
-      Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ?");
-      if (absl::Status st = drop.Text(1, w.id).Run("clearing checkpoints"); !st.ok()) return st;
-      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, 1);
+      if (absl::Status st = DropCheckpoints(w.id, std::numeric_limits<int64_t>::min()); !st.ok()) {
+        return st;
+      }
+      if (w.keep_checkpoints > 0) return InsertCheckpoint(w, w.state, 1);
       return absl::OkStatus();
     }
     case Write::kAll:
@@ -408,7 +411,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       return absl::OkStatus();
     case Write::kCheckpoint:
-      return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, w.keep_checkpoints);
+      return InsertCheckpoint(w, w.state, w.keep_checkpoints);
     case Write::kRollback:
       return ApplyRollback(w);
     case Write::kLoadCheckpoint:
@@ -444,7 +447,8 @@ absl::Status SessionStore::Apply(const Write& w) {
     }
     case Write::kStep: {
       const bool in_parts = w.aux_count >= 0;
-      const std::string& full = in_parts ? w.full_state : w.state;
+      // The checkpoint's record: the whole state, or in parts the head.
+      const std::string& full = in_parts && w.checkpoint_count < 0 ? w.full_state : w.state;
       if (in_parts && !w.complete_parts && NeedsCompleteState(w.id)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "store: an earlier step of session '", w.id,
@@ -465,7 +469,7 @@ absl::Status SessionStore::Apply(const Write& w) {
         if (!w.state_file.name.empty()) released_.push_back(w.state_file.name);
         if (absl::Status s = SaveReply(w); !s.ok()) return s;
         if (w.keep_checkpoints > 0) {
-          return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+          return InsertCheckpoint(w, full, w.keep_checkpoints);
         }
         return absl::OkStatus();
       }
@@ -488,7 +492,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       if (absl::Status s = SaveReply(w); !s.ok()) return s;
       if (w.keep_checkpoints > 0) {
-        return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+        return InsertCheckpoint(w, full, w.keep_checkpoints);
       }
       return absl::OkStatus();
     }
