@@ -227,7 +227,10 @@ TEST(MultitaskCheckpointsE2e, KillNineInsideACheckpointWriteLeavesEveryCheckpoin
     testing::ScopedEnv crash("F2OBO_TEST_CRASH_AT", "checkpoint_delta_written:mt");
     ServerProcess server(flags, dir);
     ASSERT_TRUE(server.started()) << server.Stderr();
-    client::Client c({server.target()});
+    client::ClientOptions options{server.target()};
+    options.max_attempts = 1;  // the step that kills the server is not retried
+    options.rpc_timeout_seconds = 10;
+    client::Client c(options);
     v1::CreateSessionRequest create;
     create.set_session_id("mt");
     *create.mutable_spec() = spec;
