@@ -52,6 +52,12 @@ TEST(ClassEntries, EveryClassHasExactlyOneCoreEntryThatParsesBackAndCreates) {
     EXPECT_NE(std::find(algorithms.begin(), algorithms.end(), e.default_algorithm),
               algorithms.end())
         << name << "'s default algorithm " << e.default_algorithm;
+    // The oracle family's default is the class's and runs without the
+    // rows and HVPs an oracle family keeps on the client (core/oracle.h).
+    const AlgorithmInfo* oracle_default = FindAlgorithm(e.oracle_default_algorithm);
+    ASSERT_NE(oracle_default, nullptr) << name;
+    EXPECT_EQ(oracle_default->problem_class, c) << name;
+    EXPECT_TRUE(oracle_default->first_order && !oracle_default->keeps_rows) << name;
     EXPECT_NE(e.create, nullptr) << name;
   }
 }

@@ -65,6 +65,66 @@ double ConditionalGradientStep(const ConstraintSet& z, double sigma, double alph
   return gap;
 }
 
+double AverageIncrement(const RegSchedule& schedule, int64_t k) {
+  const double di = static_cast<double>(k + 1);
+  return (di + 1.0) * di * schedule.Drop(k + 1);
+}
+
+double StepAndAverage(const ConstraintSet& z, const RegSchedule& schedule, int64_t k, double alpha,
+                      const Vector& d_f, const Vector& d_g, Vector* c, Vector* s,
+                      const AveragedStep& out, double* oracle_seconds) {
+  const double sigma = schedule.Sigma(k);
+  *c = sigma * d_f + d_g;
+  const auto start = std::chrono::steady_clock::now();
+  z.Lmo(*c, s);
+  *oracle_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Vector& x = *out.x;
+  const double gap = c->dot(x - *s);
+  // UpdateAverage's scalars.
+  const double di = static_cast<double>(k + 1);
+  const double w = AverageIncrement(schedule, k);
+  double& weight = *out.weight;
+  double to_x = 0.0;
+  if (w > 0.0) {
+    weight += w;
+    to_x = w / weight;
+  }
+  const double lead = (di + 1.0) * di * schedule.Sigma(k + 1);
+  const double total = lead + weight;
+  const double on_x = lead / total, on_mean = weight / total;
+  const Eigen::Index d = x.size();
+  out.prev->resize(d);
+  out.decision->resize(d);
+  double* xp = x.data();
+  double* prev = out.prev->data();
+  double* decision = out.decision->data();
+  const double* sp = s->data();
+  const double* mean = out.mean_before->data();
+  if (w > 0.0) {
+    out.mean_after->resize(d);
+    double* next_mean = out.mean_after->data();
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const double xo = xp[j];
+      prev[j] = xo;
+      const double xn = xo + alpha * (sp[j] - xo);
+      xp[j] = xn;
+      const double m = mean[j] + to_x * (xn - mean[j]);
+      next_mean[j] = m;
+      decision[j] = on_mean * m + on_x * xn;
+    }
+  } else {
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const double xo = xp[j];
+      prev[j] = xo;
+      const double xn = xo + alpha * (sp[j] - xo);
+      xp[j] = xn;
+      decision[j] = on_mean * mean[j] + on_x * xn;
+    }
+  }
+  return gap;
+}
+
 absl::Status RequireLmo(const ConstraintSet& z, const char* algorithm) {
   if (z.HasLmo()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
