@@ -177,7 +177,7 @@ absl::Status SessionStore::InsertCheckpoint(const Write& w, const std::string& h
   const bool in_parts = w.checkpoint_count >= 0;
   int64_t since = w.t;  // a chain starts here, unless it extends one
   if (in_parts && w.checkpoint_base > 0) {
-    Stmt prev(db_,
+    Stmt prev(*writer_sql_,
               "SELECT t, parts, since FROM checkpoints WHERE id = ? AND t < ? "
               "ORDER BY t DESC LIMIT 1");
     const int rc = prev.Text(1, w.id).Int(2, w.t).Step();
@@ -192,11 +192,11 @@ absl::Status SessionStore::InsertCheckpoint(const Write& w, const std::string& h
     since = prev.ColumnInt(2);
   }
   // One replaced at the same t takes its parts with it.
-  Stmt clear(db_, "DELETE FROM checkpoint_parts WHERE id = ? AND t = ?");
+  Stmt clear(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t = ?");
   if (absl::Status s = clear.Text(1, w.id).Int(2, w.t).Run("replacing a checkpoint"); !s.ok()) {
     return s;
   }
-  Stmt put(db_,
+  Stmt put(*writer_sql_,
            "INSERT OR REPLACE INTO checkpoints (id, t, state, state_sum, file, parts, since) "
            "VALUES (?, ?, ?, ?, ?, ?, ?)");
   put.Text(1, w.id).Int(2, w.t);
@@ -214,7 +214,7 @@ absl::Status SessionStore::InsertCheckpoint(const Write& w, const std::string& h
     const SideFile& file = i < w.checkpoint_row_files.size() ? w.checkpoint_row_files[i] : kInRow;
     // A chain's first checkpoint needs no row for an empty part.
     if (since == w.t && bytes.empty() && file.name.empty()) continue;
-    Stmt p(db_,
+    Stmt p(*writer_sql_,
            "INSERT INTO checkpoint_parts (id, t, idx, part, part_sum, file) "
            "VALUES (?, ?, ?, ?, ?, ?)");
     p.Text(1, w.id).Int(2, w.t).Int(3, index);
@@ -238,7 +238,8 @@ absl::Status SessionStore::TrimCheckpoints(const std::string& id, int64_t writte
   };
   std::vector<Kept> kept;
   {
-    Stmt list(db_, "SELECT t, parts IS NULL OR since = t FROM checkpoints WHERE id = ? ORDER BY t");
+    Stmt list(*writer_sql_,
+              "SELECT t, parts IS NULL OR since = t FROM checkpoints WHERE id = ? ORDER BY t");
     if (!list.ok()) return list.Error("listing checkpoints");
     list.Text(1, id);
     int rc;
@@ -255,16 +256,16 @@ absl::Status SessionStore::TrimCheckpoints(const std::string& id, int64_t writte
   // checkpoint just written is the oldest (the first, or a replaced one).
   const auto collect = [&](const Kept& n) -> absl::Status {
     if (n.starts_chain) {
-      Stmt d(db_, "DELETE FROM checkpoint_parts WHERE id = ? AND t < ?");
+      Stmt d(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t < ?");
       return d.Text(1, id).Int(2, n.t).Run("dropping checkpoint parts");
     }
-    Stmt d(db_,
+    Stmt d(*writer_sql_,
            "DELETE FROM checkpoint_parts WHERE id = ?1 AND idx IN "
            "(SELECT idx FROM checkpoint_parts WHERE id = ?1 AND t = ?2) AND t < ?2");
     return d.Text(1, id).Int(2, n.t).Run("dropping checkpoint parts");
   };
   for (size_t i = 0; i < drop; ++i) {
-    Stmt d(db_, "DELETE FROM checkpoints WHERE id = ? AND t = ?");
+    Stmt d(*writer_sql_, "DELETE FROM checkpoints WHERE id = ? AND t = ?");
     if (absl::Status s = d.Text(1, id).Int(2, kept[i].t).Run("trimming checkpoints"); !s.ok()) {
       return s;
     }
@@ -275,9 +276,9 @@ absl::Status SessionStore::TrimCheckpoints(const std::string& id, int64_t writte
 }
 
 absl::Status SessionStore::DropCheckpoints(const std::string& id, int64_t after) {
-  Stmt a(db_, "DELETE FROM checkpoints WHERE id = ? AND t > ?");
+  Stmt a(*writer_sql_, "DELETE FROM checkpoints WHERE id = ? AND t > ?");
   if (absl::Status s = a.Text(1, id).Int(2, after).Run("dropping checkpoints"); !s.ok()) return s;
-  Stmt b(db_, "DELETE FROM checkpoint_parts WHERE id = ? AND t > ?");
+  Stmt b(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t > ?");
   return b.Text(1, id).Int(2, after).Run("dropping checkpoint parts");
 }
 
@@ -366,23 +367,7 @@ absl::Status SessionStore::ApplyRollback(const Write& w) {
     return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
   }
   if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
-  // The reply cache is rewritten, each reply keyed as CommitStep keys it
-  // (by the step after it), so that CommitStep's trimming keeps exactly the
-  // newest `keep_replies` from here on.
-  Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
-  if (absl::Status s = clear.Text(1, w.id).Run("clearing replies"); !s.ok()) return s;
-  for (const auto& [step, reply] : w.replies) {
-    const int64_t t = step + 1;
-    Stmt r(db_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-    if (absl::Status s = r.Text(1, w.id)
-                             .Int(2, t)
-                             .Blob(3, reply)
-                             .Int(4, RecordSum("reply", w.id, t, reply))
-                             .Run("saving a reply");
-        !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = ReplaceReplies(w.id, w.replies); !s.ok()) return s;
   return DropCheckpoints(w.id, w.t);
 }
 

@@ -65,10 +65,10 @@ double ConditionalGradientStep(const ConstraintSet& z, double sigma, double alph
 // few passes over the d-vectors as they allow (issue 28): c, s = LMO(c) and
 // the gap as ConditionalGradientStep, then one pass writing x_k into
 // *prev, x_{k+1} into *x, the average's new mean into *mean_after (only
-// when the weight grows, w_{k+1} > 0; it may be mean_before) and z_{k+1}
-// into *decision, entry by entry with the same operations as theirs (the
-// same numbers).  prev, mean_after and decision are resized to x's size;
-// prev must not be x.
+// when the weight grows, w_{k+1} > 0) and z_{k+1} into *decision, entry by
+// entry with the same operations as theirs (the same numbers).  prev,
+// mean_after and decision are resized to x's size; the six vectors (with
+// c and s) must be distinct objects.
 struct AveragedStep {
   Vector* x = nullptr;
   Vector* prev = nullptr;
