@@ -11,7 +11,7 @@
 // and every entry of G = A^T R the sequential sum over rows i = 0, ..., n - 1,
 // each started from 0.  (Eigen's GEMM sums in an order of its own blocking;
 // the two agree to rounding, |error| <= d eps sum_f |a_f w_f| for either.)
-// Each step is one fused multiply-add (MulAdd below) where the CPU has FMA
+// Each step is one fused multiply-add (MulAdd, small_gemm_lanes.h) where the CPU has FMA
 // (-march=native builds), so the rounding of every entry is defined by the
 // source, not by what the compiler chose to contract or vectorize.  Four
 // rows (features) are accumulated side by side for instruction-level
@@ -30,10 +30,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#if defined(__AVX2__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
+#include "core/kernels/small_gemm_lanes.h"
 #include "core/types.h"
 
 namespace f2obo {
@@ -49,78 +46,6 @@ inline bool SmallProductShape(int64_t n, int64_t d, int64_t c) {
 }
 
 namespace small_gemm {
-
-// acc + x w, rounded once where the CPU has FMA.
-inline double MulAdd(double x, double w, double acc) {
-#ifdef __FMA__
-  return std::fma(x, w, acc);
-#else
-  return acc + x * w;
-#endif
-}
-
-// W doubles side by side, each lane its own sum: Fma is MulAdd lane by
-// lane (one rounding per lane where the CPU has FMA), so a loop over lanes
-// computes every lane's entry in exactly the scalar order.  Written with
-// intrinsics because GCC keeps arrays of accumulators of such loops in
-// memory; without AVX the lanes are a plain array and MulAdd.
-template <int W>
-struct Lanes {
-  double v[W];
-  static Lanes Zero() { return Lanes{}; }
-  static Lanes Load(const double* p) {
-    Lanes l;
-    for (int q = 0; q < W; ++q) l.v[q] = p[q];
-    return l;
-  }
-  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
-    Lanes l;
-    for (int q = 0; q < W; ++q) l.v[q] = MulAdd(a.v[q], b, acc.v[q]);
-    return l;
-  }
-  void Store(double* p) const {
-    for (int q = 0; q < W; ++q) p[q] = v[q];
-  }
-};
-#if defined(__AVX2__) && defined(__FMA__)
-template <>
-struct Lanes<4> {
-  __m256d v;
-  static Lanes Zero() { return Lanes{_mm256_setzero_pd()}; }
-  static Lanes Load(const double* p) { return Lanes{_mm256_loadu_pd(p)}; }
-  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
-    return Lanes{_mm256_fmadd_pd(a.v, _mm256_set1_pd(b), acc.v)};
-  }
-  void Store(double* p) const { _mm256_storeu_pd(p, v); }
-};
-#endif
-#if defined(__AVX512F__) && defined(__FMA__)
-template <>
-struct Lanes<8> {
-  __m512d v;
-  static Lanes Zero() { return Lanes{_mm512_setzero_pd()}; }
-  static Lanes Load(const double* p) { return Lanes{_mm512_loadu_pd(p)}; }
-  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
-    return Lanes{_mm512_fmadd_pd(a.v, _mm512_set1_pd(b), acc.v)};
-  }
-  void Store(double* p) const { _mm512_storeu_pd(p, v); }
-};
-#elif defined(__AVX2__) && defined(__FMA__)
-template <>
-struct Lanes<8> {
-  __m256d lo, hi;
-  static Lanes Zero() { return Lanes{_mm256_setzero_pd(), _mm256_setzero_pd()}; }
-  static Lanes Load(const double* p) { return Lanes{_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4)}; }
-  static Lanes Fma(const Lanes& a, double b, const Lanes& acc) {
-    const __m256d bb = _mm256_set1_pd(b);
-    return Lanes{_mm256_fmadd_pd(a.lo, bb, acc.lo), _mm256_fmadd_pd(a.hi, bb, acc.hi)};
-  }
-  void Store(double* p) const {
-    _mm256_storeu_pd(p, lo);
-    _mm256_storeu_pd(p + 4, hi);
-  }
-};
-#endif
 
 // Added to each entry g_fj of G_m = A^T R_m as it is stored (optional): the
 // gradient of (mu0/2) ||W_m||^2 + (1/2) sum_f x_f ||row f of W_m||^2, as
@@ -194,6 +119,20 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
         for (int j = 0; j < C; ++j) acc[m * C + j] = L::Fma(af, wf[j], acc[m * C + j]);
       }
     }
+#ifdef F2OBO_SMALL_GEMM_AVX512
+    // Each model's classes 8 at a time, plus the bias, one row per lane.
+    for (int m = 0; m < M; ++m) {
+      for (int j0 = 0; j0 < C; j0 += 8) {
+        const int k_count = C - j0 < 8 ? C - j0 : 8;
+        __m512d v[8];
+        for (int k = 0; k < k_count; ++k) {
+          v[k] = acc[m * C + j0 + k].v;
+          if (bias) v[k] = _mm512_add_pd(v[k], _mm512_set1_pd(b[m * C + j0 + k]));
+        }
+        StoreTransposed(v, k_count, kRows, z[m] + i * ldz + j0, ldz, Unchanged);
+      }
+    }
+#else
     double out[M * C][kRows];
     for (int k = 0; k < M * C; ++k) acc[k].Store(out[k]);
     for (int m = 0; m < M; ++m) {
@@ -204,6 +143,7 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
         }
       }
     }
+#endif
   }
   for (; i < n; ++i) {
     for (int m = 0; m < M; ++m) {
@@ -245,6 +185,32 @@ int64_t TransposeProductBlocks(const double* a, int64_t lda, int64_t n, int64_t 
         }
       }
     }
+#ifdef F2OBO_SMALL_GEMM_AVX512
+    if constexpr (kV == 8) {
+      // Each model's classes 8 at a time, one row of G (a feature) per
+      // lane, the ridge applied to the whole row: w's row by a masked load,
+      // the same two fmas per entry as RidgeEpilogue::Apply.
+      for (int m = 0; m < M; ++m) {
+        for (int v = 0; v < kN; ++v) {
+          const int64_t f0 = f + v * kV;
+          for (int j0 = 0; j0 < C; j0 += 8) {
+            const int k_count = C - j0 < 8 ? C - j0 : 8;
+            __m512d col[8];
+            for (int k = 0; k < k_count; ++k) col[k] = acc[m * C + j0 + k][v].v;
+            auto ridge = [&](int q, __m512d row, __mmask8 mask) {
+              if (epi == nullptr) return row;
+              const int64_t fq = f0 + q;
+              const __m512d w = _mm512_maskz_loadu_pd(mask, epi->w[m] + fq * C + j0);
+              row = _mm512_fmadd_pd(_mm512_set1_pd(epi->mu0), w, row);
+              return _mm512_fmadd_pd(_mm512_set1_pd(epi->x[fq]), w, row);
+            };
+            StoreTransposed(col, k_count, kV, g[m] + f0 * ldg + j0, ldg, ridge);
+          }
+        }
+      }
+      continue;
+    }
+#endif
     double out[M * C][kF];
     for (int k = 0; k < M * C; ++k) {
       for (int v = 0; v < kN; ++v) acc[k][v].Store(out[k] + v * kV);

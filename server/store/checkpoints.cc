@@ -143,23 +143,7 @@ absl::Status SessionStore::ApplyRollback(const Write& w) {
     return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
   }
   if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
-  // The reply cache is rewritten, each reply keyed as CommitStep keys it
-  // (by the step after it), so that CommitStep's trimming keeps exactly the
-  // newest `keep_replies` from here on.
-  Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
-  if (absl::Status s = clear.Text(1, w.id).Run("clearing replies"); !s.ok()) return s;
-  for (const auto& [step, reply] : w.replies) {
-    const int64_t t = step + 1;
-    Stmt r(db_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-    if (absl::Status s = r.Text(1, w.id)
-                             .Int(2, t)
-                             .Blob(3, reply)
-                             .Int(4, RecordSum("reply", w.id, t, reply))
-                             .Run("saving a reply");
-        !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = ReplaceReplies(w.id, w.replies); !s.ok()) return s;
   Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ? AND t > ?");
   return drop.Text(1, w.id).Int(2, w.t).Run("dropping later checkpoints");
 }

@@ -74,6 +74,7 @@ struct SideFile {
   std::string name;  // empty: the record is in its row
   int64_t sum = 0;
 };
+class StmtCache;  // sqlite_stmt.h
 }  // namespace store_detail
 
 struct StoredSession {
@@ -316,6 +317,12 @@ class SessionStore {
   absl::Status Apply(const Write& w);
   // Writer thread only: a kStep's reply row, and the trim of older ones.
   absl::Status SaveReply(const Write& w);
+  // Writer thread only: session `id`'s reply cache becomes `replies`
+  // ((step, StepReply bytes), oldest first), each row keyed as SaveReply
+  // keys it, by the step after it, so that the steps' trimming keeps
+  // exactly the newest keep_replies from there on (kPut, kRollback).
+  absl::Status ReplaceReplies(const std::string& id,
+                              const std::vector<std::pair<int64_t, std::string>>& replies);
   // Writer thread only: a kStep's changed state parts; the parts of `id` at
   // or beyond `from` removed.
   absl::Status SaveParts(const Write& w);
@@ -343,6 +350,8 @@ class SessionStore {
   // w.loaded_fd (read by the caller, off the writer thread).
   void ReadCheckpoint(const Write& w);
   absl::Status Exec(const char* sql);
+  // Writer thread only: `sql` (no result rows) through writer_sql_.
+  absl::Status ExecCached(const char* sql);
 
   // Side files (side_files.cc).  Open: <dir>/records, the triggers that
   // report a released file, the removal of orphans.
@@ -364,6 +373,9 @@ class SessionStore {
   static absl::StatusOr<std::string> ReadSideFileFd(int fd, const std::string& name);
 
   sqlite3* db_;
+  // The writer thread's prepared statements (its writes' and transactions'
+  // SQL): prepared once, not per write.
+  std::unique_ptr<store_detail::StmtCache> writer_sql_;
   const int lock_fd_;  // holds the flock on <dir>/LOCK
   const std::string path_;
   const Durability durability_;

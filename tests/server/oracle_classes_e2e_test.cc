@@ -332,6 +332,25 @@ TEST_F(OracleClasses, WhatTheClientCannotAnswerIsRefusedAtCreateNamingWhy) {
   refuse(spec, "linear minimization oracle");
 }
 
+// Issue 29: the simple class's default (agm_bio) keeps a window of rows,
+// which an oracle session's server never holds; a spec that names no
+// algorithm gets the class's oracle default there, and the class default
+// for its built-in family.
+TEST_F(OracleClasses, ASpecWithoutAnAlgorithmGetsTheDefaultItsFamilyCanRun) {
+  Start();
+  const v1::SessionInfo simple = Create("simple-ref", SimpleSpec());
+  v1::SessionSpec built_in = SimpleSpec();
+  built_in.clear_algorithm();
+  EXPECT_EQ(Create("simple-default", built_in).spec().algorithm(), "agm_bio");
+  v1::SessionSpec oracle = OracleTwin(SimpleSpec(), simple);
+  oracle.clear_algorithm();
+  EXPECT_EQ(Create("simple-oracle-default", oracle).spec().algorithm(), "ir_scg");
+  const v1::SessionInfo mt = Create("mt-ref", MultitaskSpec());
+  v1::SessionSpec mt_oracle = OracleTwin(MultitaskSpec(), mt);
+  mt_oracle.clear_algorithm();
+  EXPECT_EQ(Create("mt-oracle-default", mt_oracle).spec().algorithm(), "mt_f2obo");
+}
+
 // ---- bad clients
 
 TEST_F(OracleClasses, BadOpensAreRefusedNamingTheFieldAndChangeNothing) {
