@@ -72,6 +72,9 @@ double SquaredResidualRowBound(const Batch& b, int i, double x_bound);
 inline constexpr int kPowerIterations = 100;
 inline constexpr double kPowerTolerance = 1e-6;
 inline constexpr double kPowerSafety = 1.01;
+// Up to this many columns (and at most twice the rows) the iteration runs
+// on the d x d Gram matrix, formed once per call on the stack.
+inline constexpr int kGramColumns = 32;
 double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* w);
 
 // Dense copies of the views' rows restricted to the columns any of them
