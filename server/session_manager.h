@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
+#include "f2obo/v1/transfer.pb.h"
 #include "grpcpp/server_context.h"
 #include "server/call_round_control.h"
 #include "server/metrics_pipeline.h"
@@ -79,7 +80,11 @@ class SessionManager {
   // ALREADY_EXISTS, or NOT_FOUND for a delete).
   absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request,
                                          Deadline deadline = Deadline::max());
-  absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
+  // `max_bytes`: the largest export a message may carry (the server's
+  // --max_message_bytes); a larger one is refused with RESOURCE_EXHAUSTED
+  // naming ExportSessionStream, before it is encoded.
+  absl::StatusOr<v1::SessionExport> Export(const std::string& id,
+                                           int64_t max_bytes = INT64_MAX) const;
   absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request,
                                          Deadline deadline = Deadline::max());
   // Imports several sessions as a unit (ImportGroup; server/
@@ -100,6 +105,21 @@ class SessionManager {
   absl::StatusOr<std::vector<v1::SessionInfo>> CreateAll(
       const std::vector<v1::CreateSessionRequest>& requests,
       const std::function<std::string(size_t)>& name, const PersistAll& persist);
+  // Sessions larger than a message (server/session_transfer.cc; the
+  // proto's ExportSessionStream and ImportSessionStream).  ExportChunks
+  // hands session `id`'s export to `write` chunk by chunk, each of at most
+  // about `chunk_bytes`, from a snapshot of its state taken when it starts;
+  // `write` returning false (the client went away) stops it (CANCELLED).
+  // ImportChunks builds a session from the messages `read` gives (true: a
+  // message; false: the stream's end; an error: the stream broke, returned
+  // as is) with Import's checks, and installs it only after the end chunk
+  // passed them all; on any error nothing exists and nothing is stored.
+  using ChunkSink = std::function<bool(const v1::SessionChunk&)>;
+  using ChunkSource = std::function<absl::StatusOr<bool>(v1::ImportSessionStreamRequest*)>;
+  absl::Status ExportChunks(const std::string& id, int64_t chunk_bytes,
+                            const ChunkSink& write) const;
+  absl::StatusOr<v1::SessionInfo> ImportChunks(const ChunkSource& read,
+                                               Deadline deadline = Deadline::max());
   absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
   std::vector<v1::SessionInfo> List() const;
   // `from_store` false: the caller already removed the session from the
@@ -235,6 +255,12 @@ class SessionManager {
     // are in the store, or in `memory_checkpoints` when there is none.
     std::set<int64_t> checkpoints ABSL_GUARDED_BY(mu);
     std::map<int64_t, std::string> memory_checkpoints ABSL_GUARDED_BY(mu);
+    // Checkpoints in parts (with a store; server/store/checkpoints.cc): the
+    // next step index of the newest checkpoint written in parts, which the
+    // next one extends (0: none, the next is written with every part), and
+    // the aux parts changed since it.
+    int64_t checkpoint_base ABSL_GUARDED_BY(mu) = 0;
+    std::set<int64_t> changed_since_checkpoint ABSL_GUARDED_BY(mu);
     // Bumped by a rollback: metrics of the abandoned steps, still in the
     // pipeline, must not add to the restored running sums.
     uint64_t generation = 0;  // guarded by mu and sums_mu (writes: both), as `session`
@@ -320,6 +346,14 @@ class SessionManager {
   // receives its memory reservation.
   absl::StatusOr<std::shared_ptr<Entry>> PrepareImport(const v1::ImportSessionRequest& request,
                                                        std::unique_ptr<Reservation>& reserved);
+  // PrepareImport's second half, shared with ImportChunks: the session
+  // restored from `state` and checked with the spec and reply cache of
+  // `ex` (its state field is not read), as entry `id` holding
+  // `reserved_bytes`.
+  absl::StatusOr<std::shared_ptr<Entry>> BuildImported(const std::string& id,
+                                                       const v1::SessionExport& ex,
+                                                       const SessionConfig& config,
+                                                       Checkpoint state, int64_t reserved_bytes);
   absl::Status CheckLimits(const v1::Batch& batch, const std::string& what) const;
   // The metrics channel of `entry` for its session of `generation`,
   // starting with `history` (earlier steps' messages, up to the session's
@@ -354,7 +388,11 @@ class SessionManager {
     MetricsJob job;
     v1::StepReply reply;
     bool checkpoint = false;  // one is due after this step
-    std::string encoded;      // the whole new state, when a checkpoint is due
+    std::string encoded;      // without a store: the whole new state, when a checkpoint is due
+    // With a store (StoredStateOf): the aux parts its write changes, and
+    // whether it writes every part.
+    std::vector<int64_t> changed;
+    bool complete = false;
   };
   // Runs e's round of step t (e at t, not removed, its fence checked;
   // requires e.mu).  On error nothing changed.
@@ -364,6 +402,15 @@ class SessionManager {
   // What the store writes for a prepared step (StepStateOf with its
   // checkpoint), keyed by its next step index.
   StepState StoredStateOf(PreparedStep& p) const;  // requires p.e->mu (asserted)
+  // The checkpoint in parts of state `s` of e: the parts changed since
+  // e.checkpoint_base (those of e.changed_since_checkpoint and `step`), or
+  // every non-empty part when `step` is null or there is no base.  Its head
+  // is left empty.
+  static CheckpointParts CheckpointPartsOf(const Entry& e, const SessionState& s,
+                                           const std::vector<int64_t>* step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  // After the store took p's write: what the next checkpoint extends.
+  static void NoteStored(Entry& e, const PreparedStep& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // Makes a stored prepared step current, published, cached and sent to
   // the metrics pipeline; returns its reply (requires e.mu).
   v1::StepReply CommitPrepared(PreparedStep& p, const std::shared_ptr<const StepData>& data);

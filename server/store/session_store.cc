@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -386,8 +387,9 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
   if (absl::Status s = a.Text(1, id).Run("deleting a session"); !s.ok()) return s;
   Stmt b(*writer_sql_, "DELETE FROM replies WHERE id = ?");
   if (absl::Status s = b.Text(1, id).Run("deleting replies"); !s.ok()) return s;
-  Stmt c(*writer_sql_, "DELETE FROM checkpoints WHERE id = ?");
-  if (absl::Status s = c.Text(1, id).Run("deleting checkpoints"); !s.ok()) return s;
+  if (absl::Status s = DropCheckpoints(id, std::numeric_limits<int64_t>::min()); !s.ok()) {
+    return s;
+  }
   return DropParts(id, 0);
 }
 
@@ -430,9 +432,10 @@ absl::Status SessionStore::Apply(const Write& w) {
       if (absl::Status st = ReplaceReplies(w.id, w.replies); !st.ok()) return st;
       // A new session (create, import, fork): no checkpoint of an earlier
       // session of this id may survive, and its starting point is its first.
-      Stmt drop(*writer_sql_, "DELETE FROM checkpoints WHERE id = ?");
-      if (absl::Status st = drop.Text(1, w.id).Run("clearing checkpoints"); !st.ok()) return st;
-      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, 1);
+      if (absl::Status st = DropCheckpoints(w.id, std::numeric_limits<int64_t>::min()); !st.ok()) {
+        return st;
+      }
+      if (w.keep_checkpoints > 0) return InsertCheckpoint(w, w.state, 1);
       return absl::OkStatus();
     }
     case Write::kAll:
@@ -442,7 +445,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       return absl::OkStatus();
     case Write::kCheckpoint:
-      return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, w.keep_checkpoints);
+      return InsertCheckpoint(w, w.state, w.keep_checkpoints);
     case Write::kRollback:
       return ApplyRollback(w);
     case Write::kLoadCheckpoint:
@@ -480,7 +483,8 @@ absl::Status SessionStore::Apply(const Write& w) {
     }
     case Write::kStep: {
       const bool in_parts = w.aux_count >= 0;
-      const std::string& full = in_parts ? w.full_state : w.state;
+      // The checkpoint's record: the whole state, or in parts the head.
+      const std::string& full = in_parts && w.checkpoint_count < 0 ? w.full_state : w.state;
       if (in_parts && !w.complete_parts && NeedsCompleteState(w.id)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "store: an earlier step of session '", w.id,
@@ -501,7 +505,7 @@ absl::Status SessionStore::Apply(const Write& w) {
         if (!w.state_file.name.empty()) released_.push_back(w.state_file.name);
         if (absl::Status s = SaveReply(w); !s.ok()) return s;
         if (w.keep_checkpoints > 0) {
-          return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+          return InsertCheckpoint(w, full, w.keep_checkpoints);
         }
         return absl::OkStatus();
       }
@@ -524,7 +528,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       if (absl::Status s = SaveReply(w); !s.ok()) return s;
       if (w.keep_checkpoints > 0) {
-        return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+        return InsertCheckpoint(w, full, w.keep_checkpoints);
       }
       return absl::OkStatus();
     }

@@ -29,6 +29,12 @@ std::shared_ptr<SessionStore::Write> SessionStore::StepWrite(SessionStep step, i
   w->reply = step.reply.SerializeAsString();
   w->keep = keep_replies;
   w->keep_checkpoints = step.keep_checkpoints;
+  if (step.state.checkpoint_in_parts && step.keep_checkpoints > 0) {
+    // Its head is the step's (w->state).
+    w->checkpoint_count = step.state.checkpoint.count;
+    w->checkpoint_base = step.state.checkpoint.base;
+    w->checkpoint_rows = std::move(step.state.checkpoint.rows);
+  }
   return w;
 }
 

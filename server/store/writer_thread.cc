@@ -23,6 +23,7 @@ size_t SessionStore::PayloadBytes(const Write& w) {
   size_t bytes = w.spec.size() + w.state.size() + w.reply.size() + w.full_state.size();
   for (const auto& r : w.replies) bytes += r.second.size();
   for (const auto& r : w.aux_rows) bytes += r.second.size();
+  for (const auto& r : w.checkpoint_rows) bytes += r.second.size();
   for (const auto& p : w.parts) bytes += PayloadBytes(*p);
   return bytes;
 }

@@ -45,7 +45,14 @@ double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* gr
 // and then d + (1 - a)(d - grad(prev)) entry by entry (issue 28: one
 // scatter and no zeroed scratch vectors instead of two of each): the same
 // sum, rounded differently (see ir_scg.cc).
-StormPassOut StormSquaredResidual(const StormPassIn& in, Vector* estimate);
+// On CSR rows with `scratch` (the caller's, reused: no allocation once
+// sized) the walk goes by column tiles, with the same numbers.
+struct StormScratch {
+  std::vector<int> cursor;
+  std::vector<double> sums;
+};
+StormPassOut StormSquaredResidual(const StormPassIn& in, Vector* estimate,
+                                  StormScratch* scratch = nullptr);
 // ||A||_F^2 / n over the view's rows (0 when empty): an upper bound on
 // lambda_max((1/n) A^T A), the Hessian of HalfMeanSquaredResidual.
 double MeanRowSquaredNorm(const BatchView& view);
@@ -72,6 +79,9 @@ double SquaredResidualRowBound(const Batch& b, int i, double x_bound);
 inline constexpr int kPowerIterations = 100;
 inline constexpr double kPowerTolerance = 1e-6;
 inline constexpr double kPowerSafety = 1.01;
+// Up to this many columns (and at most twice the rows) the iteration runs
+// on the d x d Gram matrix, formed once per call on the stack.
+inline constexpr int kGramColumns = 32;
 double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* w);
 
 // Dense copies of the views' rows restricted to the columns any of them
