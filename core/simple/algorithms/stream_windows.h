@@ -25,8 +25,9 @@
 // until the rest of it is evicted: at most one segment's rows a window).
 //
 // Kept decoded: the windows are RowWindow buffers that live between rounds
-// in this object.  A round uses them as they are when the state it starts
-// from holds the very header parts the last round wrote (StateParts
+// in this object (a dense window holds its rows' segment parts and reads
+// the rows there: a step writes its rows once, into their segment).  A round uses them as they are
+// when the state it starts from holds the very header parts the last round wrote (StateParts
 // identity, see Load: this object keeps a copy of that state's parts, so a
 // part it compares cannot have been freed and its address reused, nor
 // written in place); otherwise (the first round of a restored or forked

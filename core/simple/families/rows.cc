@@ -37,7 +37,7 @@ double MeanRowSquaredNorm(const BatchView& view) {
       const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
       for (int p = begin; p < end; ++p) s += b.csr.valuePtr()[p] * b.csr.valuePtr()[p];
     } else {
-      s += b.dense.row(i).squaredNorm();
+      s += RowSquaredNorm(b, i);
     }
   }
   return s / view.rows.n;
@@ -52,9 +52,10 @@ void RowAbsMaxSum(const Batch& b, int i, double* max, double* sum) {
       *max = std::max(*max, v);
       *sum += v;
     }
-  } else if (b.dense.cols() > 0) {
-    *max = b.dense.row(i).cwiseAbs().maxCoeff();
-    *sum = b.dense.row(i).cwiseAbs().sum();
+  } else if (b.cols() > 0) {
+    const Eigen::Map<const Vector> row(b.DenseRow(i), b.cols());
+    *max = row.cwiseAbs().maxCoeff();
+    *sum = row.cwiseAbs().sum();
   }
 }
 
@@ -132,7 +133,8 @@ std::optional<DenseRows> GatherDenseRows(const std::vector<BatchView>& views, in
           a(k, slot[static_cast<size_t>(b->csr.innerIndexPtr()[p])]) = b->csr.valuePtr()[p];
         }
       } else {
-        for (int64_t c = 0; c < width; ++c) a(k, c) = b->dense(i, out.columns[c]);
+        const double* row = b->DenseRow(i);
+        for (int64_t c = 0; c < width; ++c) a(k, c) = row[out.columns[c]];
       }
     }
     out.a.push_back(std::move(a));

@@ -60,7 +60,7 @@ RowMatrix Gather(const BatchView& v) {
     if (b.sparse_features) {
       m.row(k).head(b.cols()) = RowMatrix(b.csr.row(i));
     } else {
-      m.row(k).head(b.cols()) = b.dense.row(i);
+      m.row(k).head(b.cols()) = Eigen::Map<const Eigen::RowVectorXd>(b.DenseRow(i), b.cols());
     }
     m(k, b.cols()) = b.targets[i];
   }
