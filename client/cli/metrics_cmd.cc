@@ -22,13 +22,40 @@ constexpr char kHeader[] =
     "t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,upper_loss_before,"
     "accuracy_before,round_seconds,regret_term,blreg,hypergradient_error,value,variation,"
     "drift,exact_skipped_reason,inner_loss_before,inner_gap,fw_gap,outer_gap,simple_f,"
-    "simple_g,g_star_converged";
+    "simple_g,g_star_converged,exact_probability,evaluated_steps,skipped_steps,estimate,"
+    "estimate_standard_error";
 
 std::string G(double v) { return absl::StrFormat("%.10g", v); }
 
 std::string CsvQuote(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
+}
+
+// Coverage and the Horvitz-Thompson estimate (RunningMetrics, issue 26
+// item 5): the session's running sums after this step, carried by the exact
+// metrics when computed and by the step itself on a due step without them;
+// empty on a step whose exact metrics were not due.
+std::string CoverageColumns(const v1::StepMetrics& m) {
+  const v1::RunningMetrics* running = m.has_exact()     ? &m.exact().running()
+                                      : m.has_running() ? &m.running()
+                                                        : nullptr;
+  if (running == nullptr) return ",,,,";
+  return absl::StrCat(G(m.exact_probability()), ",", running->evaluated_steps(), ",",
+                      running->skipped_steps(), ",", G(running->estimate()), ",",
+                      G(running->estimate_standard_error()));
+}
+
+std::string SimpleColumns(const v1::StepMetrics& m) {
+  const v1::RoundReport& r = m.report();
+  if (!r.has_simple()) return ",,,,,,";
+  std::string cols = absl::StrCat(G(r.simple().inner_loss_before()), ",");
+  if (!m.has_exact() || !m.exact().has_simple()) return absl::StrCat(cols, ",,,,,");
+  const v1::SimpleExactMetrics& e = m.exact().simple();
+  absl::StrAppend(&cols, G(e.inner_gap()), ",", e.has_fw_gap() ? G(e.fw_gap()) : "", ",",
+                  e.has_outer_gap() ? G(e.outer_gap()) : "", ",", G(e.f()), ",", G(e.g()), ",",
+                  e.g_star_converged() ? 1 : 0);
+  return cols;
 }
 
 std::string Row(const v1::StepMetrics& m) {
@@ -47,15 +74,9 @@ std::string Row(const v1::StepMetrics& m) {
   } else {
     absl::StrAppend(&row, ",,,,,,");
   }
-  absl::StrAppend(&row, CsvQuote(m.exact_skipped_reason()));
-  // Simple bilevel sessions (empty for the other classes).
-  if (!r.has_simple()) return absl::StrCat(row, ",,,,,,,");
-  absl::StrAppend(&row, ",", G(r.simple().inner_loss_before()), ",");
-  if (!m.has_exact() || !m.exact().has_simple()) return absl::StrCat(row, ",,,,,");
-  const v1::SimpleExactMetrics& e = m.exact().simple();
-  absl::StrAppend(&row, G(e.inner_gap()), ",", e.has_fw_gap() ? G(e.fw_gap()) : "", ",",
-                  e.has_outer_gap() ? G(e.outer_gap()) : "", ",", G(e.f()), ",", G(e.g()), ",",
-                  e.g_star_converged() ? 1 : 0);
+  // Simple bilevel sessions' columns are empty for the other classes.
+  absl::StrAppend(&row, CsvQuote(m.exact_skipped_reason()), ",", SimpleColumns(m), ",",
+                  CoverageColumns(m));
   return row;
 }
 

@@ -122,6 +122,57 @@ struct Lanes<8> {
 };
 #endif
 
+#if defined(__AVX512F__) && defined(__FMA__)
+#define F2OBO_SMALL_GEMM_AVX512 1
+// Rows of 8 lanes at once (issue 28): the products below keep their lanes
+// across rows (A W) or features (A^T R), while their results are stored
+// row-major with the classes contiguous, so each lane belongs to another
+// row of the result.  Storing them entry by entry was ~45% of the medium
+// round's A^T R (perf: one scalar store, and the ridge's two scalar fmas,
+// per entry); an in-register 8 x 8 transpose turns K <= 8 class vectors
+// into one masked row store per lane.  Only data movement: every stored
+// value is the double it was.
+
+// t[q] lane k = v[k] lane q for k < K (K <= 8, 0 beyond).
+inline void Transpose8x8(const __m512d* v, int k_count, __m512d* t) {
+  __m512d in[8];
+  for (int k = 0; k < 8; ++k) in[k] = k < k_count ? v[k] : _mm512_setzero_pd();
+  __m512d a[8], b[8];
+  for (int k = 0; k < 4; ++k) {
+    a[2 * k] = _mm512_unpacklo_pd(in[2 * k], in[2 * k + 1]);      // lanes (2p, 2p) of a pair
+    a[2 * k + 1] = _mm512_unpackhi_pd(in[2 * k], in[2 * k + 1]);  // lanes (2p+1, 2p+1)
+  }
+  // 128-bit blocks regrouped: b holds lanes {q, q + 4} of four inputs.
+  for (int k = 0; k < 2; ++k) {
+    b[4 * k] = _mm512_shuffle_f64x2(a[4 * k], a[4 * k + 2], 0x88);
+    b[4 * k + 1] = _mm512_shuffle_f64x2(a[4 * k], a[4 * k + 2], 0xDD);
+    b[4 * k + 2] = _mm512_shuffle_f64x2(a[4 * k + 1], a[4 * k + 3], 0x88);
+    b[4 * k + 3] = _mm512_shuffle_f64x2(a[4 * k + 1], a[4 * k + 3], 0xDD);
+  }
+  t[0] = _mm512_shuffle_f64x2(b[0], b[4], 0x88);
+  t[4] = _mm512_shuffle_f64x2(b[0], b[4], 0xDD);
+  t[2] = _mm512_shuffle_f64x2(b[1], b[5], 0x88);
+  t[6] = _mm512_shuffle_f64x2(b[1], b[5], 0xDD);
+  t[1] = _mm512_shuffle_f64x2(b[2], b[6], 0x88);
+  t[5] = _mm512_shuffle_f64x2(b[2], b[6], 0xDD);
+  t[3] = _mm512_shuffle_f64x2(b[3], b[7], 0x88);
+  t[7] = _mm512_shuffle_f64x2(b[3], b[7], 0xDD);
+}
+
+// dst[q ld + k] = row(q, t, mask)'s lane k, t lane k = v[k] lane q, for
+// k < k_count and q < rows (both <= 8); mask has the k_count low bits set.
+template <typename Row>
+inline void StoreTransposed(const __m512d* v, int k_count, int rows, double* dst, int64_t ld,
+                            Row&& row) {
+  __m512d t[8];
+  Transpose8x8(v, k_count, t);
+  const __mmask8 mask = static_cast<__mmask8>((1u << k_count) - 1u);
+  for (int q = 0; q < rows; ++q) _mm512_mask_storeu_pd(dst + q * ld, mask, row(q, t[q], mask));
+}
+
+inline __m512d Unchanged(int, __m512d v, __mmask8) { return v; }
+#endif
+
 // Added to each entry g_fj of G_m = A^T R_m as it is stored (optional): the
 // gradient of (mu0/2) ||W_m||^2 + (1/2) sum_f x_f ||row f of W_m||^2, as
 // g = MulAdd(x_f, w, MulAdd(mu0, w, g)) with w = W_m's entry (f, j): the
@@ -194,6 +245,20 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
         for (int j = 0; j < C; ++j) acc[m * C + j] = L::Fma(af, wf[j], acc[m * C + j]);
       }
     }
+#ifdef F2OBO_SMALL_GEMM_AVX512
+    // Each model's classes 8 at a time, plus the bias, one row per lane.
+    for (int m = 0; m < M; ++m) {
+      for (int j0 = 0; j0 < C; j0 += 8) {
+        const int k_count = C - j0 < 8 ? C - j0 : 8;
+        __m512d v[8];
+        for (int k = 0; k < k_count; ++k) {
+          v[k] = acc[m * C + j0 + k].v;
+          if (bias) v[k] = _mm512_add_pd(v[k], _mm512_set1_pd(b[m * C + j0 + k]));
+        }
+        StoreTransposed(v, k_count, kRows, z[m] + i * ldz + j0, ldz, Unchanged);
+      }
+    }
+#else
     double out[M * C][kRows];
     for (int k = 0; k < M * C; ++k) acc[k].Store(out[k]);
     for (int m = 0; m < M; ++m) {
@@ -204,6 +269,7 @@ void ProductFromTranspose(const double* at, int64_t ldt, int64_t n, int64_t d,
         }
       }
     }
+#endif
   }
   for (; i < n; ++i) {
     for (int m = 0; m < M; ++m) {
@@ -245,6 +311,32 @@ int64_t TransposeProductBlocks(const double* a, int64_t lda, int64_t n, int64_t 
         }
       }
     }
+#ifdef F2OBO_SMALL_GEMM_AVX512
+    if constexpr (kV == 8) {
+      // Each model's classes 8 at a time, one row of G (a feature) per
+      // lane, the ridge applied to the whole row: w's row by a masked load,
+      // the same two fmas per entry as RidgeEpilogue::Apply.
+      for (int m = 0; m < M; ++m) {
+        for (int v = 0; v < kN; ++v) {
+          const int64_t f0 = f + v * kV;
+          for (int j0 = 0; j0 < C; j0 += 8) {
+            const int k_count = C - j0 < 8 ? C - j0 : 8;
+            __m512d col[8];
+            for (int k = 0; k < k_count; ++k) col[k] = acc[m * C + j0 + k][v].v;
+            auto ridge = [&](int q, __m512d row, __mmask8 mask) {
+              if (epi == nullptr) return row;
+              const int64_t fq = f0 + q;
+              const __m512d w = _mm512_maskz_loadu_pd(mask, epi->w[m] + fq * C + j0);
+              row = _mm512_fmadd_pd(_mm512_set1_pd(epi->mu0), w, row);
+              return _mm512_fmadd_pd(_mm512_set1_pd(epi->x[fq]), w, row);
+            };
+            StoreTransposed(col, k_count, kV, g[m] + f0 * ldg + j0, ldg, ridge);
+          }
+        }
+      }
+      continue;
+    }
+#endif
     double out[M * C][kF];
     for (int k = 0; k < M * C; ++k) {
       for (int v = 0; v < kN; ++v) acc[k][v].Store(out[k] + v * kV);

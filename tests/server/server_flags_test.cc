@@ -46,6 +46,17 @@ TEST(ServerFlags, EachRuleRefusesABadValueNamingTheFlag) {
        "--durability: 'fast' is not 'sync' or 'none'"},
       {[](ServerOptions& o) { o.shutdown_grace_seconds = -1; },
        "--shutdown_grace_seconds: must be finite and >= 0"},
+      {[](ServerOptions& o) { o.max_pending_metrics = 0; }, "--max_pending_metrics: must be >= 1"},
+      {[](ServerOptions& o) { o.max_message_bytes = 1000; },
+       "--max_message_bytes: must be >= 65536"},
+      {[](ServerOptions& o) { o.limits.max_batch_cols = 0; }, "--max_batch_cols: must be >= 1"},
+      {[](ServerOptions& o) { o.limits.max_batch_nnz = -5; }, "--max_batch_nnz: must be >= 1"},
+      {[](ServerOptions& o) { o.limits.max_inner_iterations = 0; },
+       "--max_inner_iterations: must be >= 1"},
+      {[](ServerOptions& o) { o.max_y_dim = -1; }, "--max_y_dim: must be >= 0"},
+      {[](ServerOptions& o) { o.max_total_state_bytes = -1; },
+       "--max_total_state_bytes: must be >= 0"},
+      {[](ServerOptions& o) { o.max_store_bytes = -1; }, "--max_store_bytes: must be >= 0"},
   };
   for (const Case& c : cases) {
     ServerOptions o;

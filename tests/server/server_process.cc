@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +85,39 @@ std::string ServerProcess::Stderr() const {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+namespace {
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+size_t ServerProcess::AwaitStderr(const std::string& text, size_t count,
+                                  std::chrono::milliseconds timeout) const {
+  const auto limit = std::chrono::steady_clock::now() + timeout;
+  const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  // Watched before the first read, so no write between the read and the
+  // wait goes unseen.
+  if (fd >= 0) inotify_add_watch(fd, (data_dir_ + "-stderr.log").c_str(), IN_MODIFY);
+  size_t seen = Occurrences(Stderr(), text);
+  while (seen < count && fd >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        limit - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char events[4096];
+    while (read(fd, events, sizeof(events)) > 0) {
+    }
+    seen = Occurrences(Stderr(), text);
+  }
+  if (fd >= 0) close(fd);
+  return seen;
 }
 
 int ServerProcess::Stop(int signal) {

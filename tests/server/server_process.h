@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ class ServerProcess {
   // Everything the server wrote to stderr so far (appended across
   // restarts on the same data directory).
   std::string Stderr() const;
+  // How often `text` occurs in Stderr(), waiting (on inotify events of the
+  // log file, not by polling) until it occurs `count` times or `timeout`
+  // passes: compare the result with `count`.
+  size_t AwaitStderr(const std::string& text, size_t count,
+                     std::chrono::milliseconds timeout) const;
 
   // Sends `signal` and waits; returns the exit code (128 + signal if killed).
   int Stop(int signal);

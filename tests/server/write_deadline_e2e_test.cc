@@ -50,12 +50,6 @@ grpc::Status CreateWithin(client::Client& c, const std::string& id,
   return c.stub().CreateSession(ctx.get(), CreateRequest(id), &info);
 }
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 // Queued behind the held writer past its deadline: withdrawn, never
 // written (before: created once the writer came to it, after the client
 // had been told DEADLINE_EXCEEDED), also after kill -9 and a restart.
@@ -70,10 +64,8 @@ TEST(WriteDeadline, ACreateStillQueuedWhenItsDeadlinePassesDoesNotHappen) {
     ASSERT_TRUE(c.CreateSession(CreateRequest("held")).ok());  // held once (its create)
     std::thread step([&] { EXPECT_TRUE(c.Step(RequestFor(f, "held", 1)).ok()); });
     const std::string marker = "delaying store_write of 'held'";
-    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (Count(server.Stderr(), marker) < 2 && std::chrono::steady_clock::now() < limit) {
-    }
-    ASSERT_EQ(Count(server.Stderr(), marker), 2u) << "the writer never took the step";
+    ASSERT_EQ(server.AwaitStderr(marker, 2, std::chrono::seconds(30)), 2u)
+        << "the writer never took the step";
     const grpc::Status late = CreateWithin(c, "late", std::chrono::milliseconds(500));
     EXPECT_EQ(late.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << late.error_message();
     step.join();  // the writer is free again
@@ -149,11 +141,8 @@ TEST(WriteDeadline, AGroupCreateOrDeleteStillQueuedWhenItsDeadlinePassesDoesNotH
     // Holds the writer with held's step t, until the server says so.
     const auto hold = [&](int64_t t) {
       std::thread step([&c, f, t] { EXPECT_TRUE(c.Step(RequestFor(f, "held", t)).ok()); });
-      const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-      while (Count(server.Stderr(), marker) < static_cast<size_t>(t + 1) &&
-             std::chrono::steady_clock::now() < limit) {
-      }
-      EXPECT_EQ(Count(server.Stderr(), marker), static_cast<size_t>(t + 1))
+      EXPECT_EQ(server.AwaitStderr(marker, t + 1, std::chrono::seconds(30)),
+                static_cast<size_t>(t + 1))
           << "the writer never took the step";
       return step;
     };

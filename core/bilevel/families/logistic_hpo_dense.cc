@@ -17,6 +17,7 @@
 #include "core/kernels/blocked_gemm.h"
 #include "core/kernels/small_gemm.h"
 #include "core/kernels/softmax.h"
+#include "core/kernels/softmax_residuals.h"
 #include "core/kernels/softmax_rows.h"
 
 namespace f2obo {
@@ -155,8 +156,25 @@ double LogisticHpoFamily::DenseCrossEntropy(const VecIn& y, const BatchView& vie
   const int n = view.rows.n;
   const double inv_n = InverseRows(view);
   const Eigen::Map<const RowMatrix> a = DenseRows(view);
-  Eigen::Map<RowMatrix> z = DenseLogits(a, TransposedRows(view), y);
+  const double* at = TransposedRows(view);
   double loss = 0.0;
+  if (gy != nullptr && at != nullptr && SmallProductShape(n, d_, c_)) {
+    // Logits, softmax and residual in one pass (softmax_residuals.h); A^T
+    // exists for whole batches only, so row k is the batch's row k.
+    Eigen::Map<RowMatrix> rz = Buffer(&logits_, n, c_);
+    double* ce = value ? Buffer(&rows_scratch_, 2 * n, 1).data() : nullptr;
+    const double* w[1] = {y.data()};
+    double* out[1] = {rz.data()};
+    auto label = [&](int k) { return b.labels[k]; };
+    if (SmallSoftmaxResiduals<1>(at, n, d_, w, c_, label, inv_n, out, c_, ce)) {
+      for (int k = 0; value && k < n; ++k) loss += ce[k];
+      const double* r[1] = {rz.data()};
+      double* g[1] = {gy->data()};
+      SmallGradients<1>(a, d_, c_, r, c_, mu0_, ridge_x, w, g);
+      return loss * inv_n;
+    }
+  }
+  Eigen::Map<RowMatrix> z = DenseLogits(a, at, y);
   if (SmallProductShape(n, d_, c_)) {
     // The block's softmax at once (softmax_rows.h): vectorized exp.
     double* ce = Buffer(&rows_scratch_, 2 * n, 1).data();
@@ -225,8 +243,23 @@ void LogisticHpoFamily::DenseGradYGPair(const VecIn& y1, const VecIn& y2, const 
   const Batch& b = *inner.batch;
   const double inv_n = InverseRows(inner);
   const Eigen::Map<const RowMatrix> a = DenseRows(inner);
-  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, TransposedRows(inner), y1, y2);
+  const double* at = TransposedRows(inner);
   const int n = inner.rows.n;
+  if (at != nullptr && SmallProductShape(n, d_, 2 * c_)) {
+    // Both models' logits, softmax and residuals in one pass
+    // (softmax_residuals.h), side by side in an n x 2C block.
+    Eigen::Map<RowMatrix> rz = Buffer(&logits_, n, 2 * c_);
+    const double* w[2] = {y1.data(), y2.data()};
+    double* out[2] = {rz.data(), rz.data() + c_};
+    auto label = [&](int k) { return b.labels[k]; };
+    if (SmallSoftmaxResiduals<2>(at, n, d_, w, c_, label, inv_n, out, 2 * c_, nullptr)) {
+      const double* r[2] = {rz.data(), rz.data() + c_};
+      double* g[2] = {gy1->data(), gy2->data()};
+      SmallGradients<2>(a, d_, c_, r, 2 * c_, mu0_, ridge_x, w, g);
+      return;
+    }
+  }
+  Eigen::Map<RowMatrix> z = DenseLogitsPair(a, at, y1, y2);
   if (SmallProductShape(n, d_, 2 * c_)) {
     // Both halves of every row as 2n rows of C (softmax_rows.h).
     auto none = [](int) { return 0; };

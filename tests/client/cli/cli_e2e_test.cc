@@ -85,14 +85,27 @@ TEST_F(CliE2e, CreateStreamDecisionSessionsMetricsDelete) {
             "t,lambda,z_iterations,y_iterations,cap_hit,residual_z,residual_y,"
             "upper_loss_before,accuracy_before,round_seconds,regret_term,blreg,"
             "hypergradient_error,value,variation,drift,exact_skipped_reason,"
-            "inner_loss_before,inner_gap,fw_gap,outer_gap,simple_f,simple_g,g_star_converged");
+            "inner_loss_before,inner_gap,fw_gap,outer_gap,simple_f,simple_g,g_star_converged,"
+            "exact_probability,evaluated_steps,skipped_steps,estimate,estimate_standard_error");
   int rows = 0;
+  int evaluated = 0;
   while (std::getline(csv, line)) {
     ++rows;
-    EXPECT_EQ(line.substr(0, line.find(',')), std::to_string(rows)) << line;
-    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 23) << line;
+    const std::vector<std::string> cols = absl::StrSplit(line, ',');
+    ASSERT_EQ(cols.size(), 29u) << line;
+    EXPECT_EQ(cols[0], std::to_string(rows)) << line;
+    if (cols[10].empty()) continue;  // no exact metrics at this step
+    ++evaluated;
+    // 30 steps never fill the metrics queue: every due step is evaluated
+    // with p_t = 1, so the estimate is BLReg itself, without error.
+    EXPECT_EQ(cols[24], "1") << line;
+    EXPECT_EQ(cols[25], std::to_string(evaluated)) << line;
+    EXPECT_EQ(cols[26], "0") << line;
+    EXPECT_EQ(cols[27], cols[11]) << line;
+    EXPECT_EQ(cols[28], "0") << line;
   }
   EXPECT_EQ(rows, 30);
+  EXPECT_GT(evaluated, 0);
 
   const Result deleted = Cli({"delete", "--session=flow"});
   ASSERT_EQ(deleted.code, 0) << deleted.err;
@@ -125,7 +138,7 @@ TEST_F(CliE2e, SimpleBilevelSessionsStreamFromCsvAndReportTheirGaps) {
     int with_gap = 0;
     while (std::getline(csv, line)) {
       std::vector<std::string> cols = absl::StrSplit(line, ',');
-      ASSERT_EQ(cols.size(), 24u) << line;
+      ASSERT_EQ(cols.size(), 29u) << line;
       if (cols[18].empty()) continue;  // no exact metrics for this step
       ++with_gap;
       EXPECT_GE(std::stod(cols[18]), 0.0) << line;                         // inner_gap

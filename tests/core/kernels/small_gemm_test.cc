@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include "core/kernels/blocked_gemm.h"
 #include "core/kernels/softmax.h"
+#include "core/kernels/softmax_residuals.h"
 #include "core/kernels/softmax_rows.h"
 
 namespace f2obo {
@@ -76,7 +78,9 @@ TEST(SmallGemm, ProductsSumInTheDocumentedOrderAndAgreeWithEigen) {
 // and the ridge epilogue.  Each bit for bit against the documented order.
 TEST(SmallGemm, TransposedAndPairedProductsKeepTheDocumentedOrder) {
   std::mt19937_64 rng(31);
-  for (int c : {2, 3, 5, 7, 10}) {
+  // c = 10 and 20: class groups of 8 + 2 and 8 + 8 + 4 in the transposing
+  // stores (AVX-512 builds).
+  for (int c : {2, 3, 5, 7, 10, 20}) {
     for (int n : {1, 3, 8, 9, 17}) {
       for (int d : {1, 4, 5, 20, 33}) {
         const RowMatrix a = Random(n, d, rng), at = a.transpose();
@@ -210,6 +214,88 @@ TEST(SoftmaxRows, MatchesSoftmaxInPlaceRowByRowIncludingNonFiniteRows) {
   EXPECT_EQ(rows(3, 1), 0.0);
   EXPECT_TRUE(std::isnan(rows(2, 1)));
   EXPECT_TRUE(std::isnan(rows(4, 0)));
+}
+
+// The fused kernel (softmax_residuals.h) against the unfused passes it
+// replaces, bit for bit: the logits from A^T with their biases, the block
+// softmax, (p - e_l) / n, and the rows' cross-entropies; tails of rows and
+// non-finite rows included.
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(SoftmaxResiduals, BitEqualToTheUnfusedPasses) {
+#ifndef F2OBO_SOFTMAX_RESIDUALS
+  GTEST_SKIP() << "the fused kernel is compiled for AVX-512 only";
+#endif
+  std::mt19937_64 rng(33);
+  for (int c : {2, 3, 5, 10, 20}) {
+    for (int n : {1, 5, 8, 13, 32}) {
+      for (int d : {1, 7, 20}) {
+        RowMatrix a = Random(n, d, rng);
+        // A row with an infinite feature: non-finite logits, a NaN row.
+        if (n > 2) a(1, 0) = std::numeric_limits<double>::infinity();
+        const RowMatrix at = a.transpose();
+        const RowMatrix y1 = 3.0 * Random(d + 1, c, rng), y2 = 3.0 * Random(d + 1, c, rng);
+        std::vector<int> labels(n);
+        for (int i = 0; i < n; ++i) labels[i] = static_cast<int>(rng() % c);
+        auto label = [&](int i) { return labels[i]; };
+        const double inv_n = 1.0 / n;
+        // The fused pair into an n x 2c block, with model 0's cross-entropies.
+        RowMatrix fused = RowMatrix::Constant(n, 2 * c, -7.0);
+        std::vector<double> ce(n, -7.0);
+        const double* ws[2] = {y1.data(), y2.data()};
+        double* rs[2] = {fused.data(), fused.data() + c};
+        ASSERT_TRUE(
+            SmallSoftmaxResiduals<2>(at.data(), n, d, ws, c, label, inv_n, rs, 2 * c, ce.data()));
+        for (int m = 0; m < 2; ++m) {
+          RowMatrix ref(n, c);
+          double* zs[1] = {ref.data()};
+          const double* wm[1] = {ws[m]};
+          SmallProductsFromTranspose<1>(at.data(), n, d, wm, c, zs, c, /*bias=*/true);
+          std::vector<double> want_ce(n), scratch(n);
+          SoftmaxRowsInPlace(ref.data(), n, c, c, label, want_ce.data(), scratch.data());
+          for (int i = 0; i < n; ++i) {
+            for (int j = 0; j < c; ++j) {
+              ref(i, j) = (ref(i, j) - (j == labels[i] ? 1.0 : 0.0)) * inv_n;
+            }
+          }
+          for (int i = 0; i < n; ++i) {
+            for (int j = 0; j < c; ++j) {
+              EXPECT_TRUE(SameBits(fused(i, m * c + j), ref(i, j)))
+                  << "c=" << c << " n=" << n << " d=" << d << " m=" << m << " i=" << i << ": "
+                  << fused(i, m * c + j) << " vs " << ref(i, j);
+            }
+            if (m == 0) {
+              EXPECT_TRUE(SameBits(ce[i], want_ce[i]))
+                  << "c=" << c << " n=" << n << " i=" << i << ": " << ce[i] << " vs " << want_ce[i];
+            }
+          }
+          if (n > 2) EXPECT_TRUE(std::isnan(fused(1, m * c)));
+        }
+      }
+    }
+  }
+}
+
+TEST(SoftmaxResiduals, VectorExpIsBitEqualToExpNonPositive) {
+#ifndef F2OBO_SOFTMAX_RESIDUALS
+  GTEST_SKIP() << "the fused kernel is compiled for AVX-512 only";
+#else
+  std::mt19937_64 rng(34);
+  std::uniform_real_distribution<double> u(-720.0, 0.0), small(-1.0, 0.0);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<double> x = {
+      0.0,     -0.0,  -708.0, -708.0000001, -709.0, -kInf, std::numeric_limits<double>::quiet_NaN(),
+      -1e-300, -745.2};
+  for (int k = 0; k < 100000; ++k) x.push_back(k % 2 == 0 ? u(rng) : small(rng));
+  while (x.size() % 8 != 0) x.push_back(-1.0);
+  for (size_t i = 0; i < x.size(); i += 8) {
+    alignas(64) double out[8];
+    _mm512_store_pd(out, small_gemm::ExpNonPositive8(_mm512_loadu_pd(x.data() + i)));
+    for (int q = 0; q < 8; ++q) {
+      EXPECT_TRUE(SameBits(out[q], ExpNonPositive(x[i + q]))) << x[i + q];
+    }
+  }
+#endif
 }
 
 }  // namespace

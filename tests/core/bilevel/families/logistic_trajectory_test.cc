@@ -1,0 +1,310 @@
+// logistic_hpo's dense small-shape rounds compute the same numbers, bit for
+// bit, whatever kernels compute them (issue 28): the trajectories below were
+// recorded before the fused softmax/residual and the transposing stores and
+// must not move.  Every bilevel algorithm with fixed and automatic step
+// sizes at the shapes the small-shape kernels take (bench/round_benchmark's
+// small and medium, an odd shape whose rows and features leave tails of
+// every block width, C = 2 and a CSR control), plus multitask_logistic_hpo
+// with tempered tasks (mt_f2obo, rsvrb).  Each hash covers x, every vector
+// and scalar of the state and the report's losses after every step.  The
+// kernels' order is defined by the source only where the CPU has FMA
+// (small_gemm.h): without it the recorded values do not apply.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/constraint.h"
+#include "core/problem_registry.h"
+#include "core/session.h"
+#include "core/state.h"
+#include "tests/core/multitask/multitask_streams.h"
+
+namespace f2obo::testing {
+namespace {
+
+struct Shape {
+  int d, classes, rows;
+  bool csr;
+};
+
+void Mix(uint64_t* h, double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  for (int k = 0; k < 8; ++k) {
+    *h ^= (bits >> (8 * k)) & 0xff;
+    *h *= 0x100000001b3ULL;
+  }
+}
+
+void Mix(uint64_t* h, const Vector& v) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) Mix(h, v[i]);
+}
+
+void MixState(uint64_t* h, const SessionState& s, const StepReport& r) {
+  Mix(h, s.x);
+  for (const Vector& v : s.vectors) Mix(h, v);
+  for (double v : s.scalars) Mix(h, v);
+  Mix(h, r.upper_loss_before);
+  Mix(h, r.accuracy_before.value_or(-1.0));
+}
+
+// Rows ~ N(mu_label, I), class means of norm ~2 (bench/round_benchmark's
+// GaussianBatch), some features zero in the CSR control.
+Batch Rows(const Shape& s, const RowMatrix& means, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> label(0, s.classes - 1);
+  std::normal_distribution<double> n01;
+  Batch b;
+  b.dense.resize(s.rows, s.d);
+  b.labels.resize(s.rows);
+  for (int i = 0; i < s.rows; ++i) {
+    b.labels[i] = label(rng);
+    for (int j = 0; j < s.d; ++j) {
+      b.dense(i, j) = (s.csr && (i + j) % 3 == 0) ? 0.0 : means(b.labels[i], j) + n01(rng);
+    }
+  }
+  if (s.csr) {
+    b.sparse_features = true;
+    b.csr = b.dense.sparseView();
+    b.csr.makeCompressed();
+    b.dense.resize(0, 0);
+  }
+  return b;
+}
+
+uint64_t Trajectory(const std::string& algorithm, const Shape& shape, bool auto_steps) {
+  SessionConfig config;
+  config.family.name = "logistic_hpo";
+  config.family.features = shape.d;
+  config.family.classes = shape.classes;
+  config.family.mu0 = 1e-3;
+  config.algorithm = algorithm;
+  config.options = DefaultAlgorithmOptions(algorithm);
+  if (config.options.inner_steps > 1) config.options.inner_steps = 5;
+  if (!auto_steps) {
+    config.options.alpha = config.options.beta = 0.05;
+    config.options.alpha_auto = config.options.beta_auto = false;
+  }
+  config.constraint = ConstraintSet::Box(0.0, 0.1);
+  config.seed = 3;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(config);
+  EXPECT_TRUE(s.ok()) << algorithm << ": " << s.status();
+  if (!s.ok()) return 0;
+  std::mt19937_64 rng(shape.d * 1000 + shape.rows);
+  std::normal_distribution<double> n01;
+  const RowMatrix means = RowMatrix::NullaryExpr(
+      shape.classes, shape.d, [&] { return 2.0 * n01(rng) / std::sqrt(shape.d); });
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int t = 1; t <= 25; ++t) {
+    const StepData data{Rows(shape, means, rng), Rows(shape, means, rng)};
+    absl::StatusOr<StepReport> r = (*s)->Step(data);
+    EXPECT_TRUE(r.ok()) << algorithm << " step " << t << ": " << r.status();
+    if (!r.ok()) return 0;
+    MixState(&h, (*s)->state(), *r);
+  }
+  return h;
+}
+
+// The shapes (d, C, rows): 20, 3, 8 (the benchmark's small round); 100,
+// 10, 32 (its medium); 27, 5, 13 (tails: 8 + 5 rows, 16 + 8 + 3 features);
+// 9, 2, 5 (C = 2, fewer rows than a block); 20, 3, 8 in CSR (the row
+// kernels, a control).  svrb and rsvrb build explicit Hessians: not at the
+// medium shape.
+uint64_t MultitaskTrajectory(const std::string& algorithm, int d, int classes, int rows) {
+  const ConstraintSet set = ConstraintSet::Box(0.0, 0.1);
+  SessionConfig config =
+      MultitaskConfig(algorithm, LogisticTasksFamily(6, d, classes, /*max_temperature=*/4.0), set);
+  config.seed = 5;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(config);
+  EXPECT_TRUE(s.ok()) << algorithm << ": " << s.status();
+  if (!s.ok()) return 0;
+  std::mt19937_64 rng(d * 31 + rows);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int t = 1; t <= 20; ++t) {
+    const std::vector<int> tasks = {t % 6, (t * 5 + 1) % 6};
+    absl::StatusOr<StepReport> r = (*s)->Step(LogisticTasksStep(tasks, d, classes, rows, rng));
+    EXPECT_TRUE(r.ok()) << algorithm << " step " << t << ": " << r.status();
+    if (!r.ok()) return 0;
+    MixState(&h, (*s)->state(), *r);
+  }
+  return h;
+}
+
+struct Recorded {
+  const char* algorithm;
+  int d, classes, rows, csr, auto_steps;
+  uint64_t expected;
+};
+
+// Recorded on main 5789e94 (before the fused softmax and the transposing
+// stores), g++ 12 -march=native, AVX-512 + FMA.
+constexpr Recorded kBilevel[] = {
+    {"f2obo", 20, 3, 8, 0, 0, 0xc4febe45a1862d6fULL},
+    {"f2obo", 20, 3, 8, 0, 1, 0xd072696f113ea755ULL},
+    {"f2obo", 100, 10, 32, 0, 0, 0xc4c8047660cae541ULL},
+    {"f2obo", 100, 10, 32, 0, 1, 0x6147eba6c6347d20ULL},
+    {"f2obo", 27, 5, 13, 0, 0, 0x90db7a0c8c5ffc70ULL},
+    {"f2obo", 27, 5, 13, 0, 1, 0x576bd74657d2e9cULL},
+    {"f2obo", 9, 2, 5, 0, 0, 0x2ecd75b9fe62ca65ULL},
+    {"f2obo", 9, 2, 5, 0, 1, 0x13c2baa6594decc4ULL},
+    {"f2obo", 20, 3, 8, 1, 0, 0xca7e48ab87e70e34ULL},
+    {"f2obo", 20, 3, 8, 1, 1, 0x15f66dcd9d38077cULL},
+    {"f2obo_sl", 20, 3, 8, 0, 0, 0x626de325f192fcf2ULL},
+    {"f2obo_sl", 20, 3, 8, 0, 1, 0x665d448c76961e27ULL},
+    {"f2obo_sl", 100, 10, 32, 0, 0, 0xd2c52c6382156224ULL},
+    {"f2obo_sl", 100, 10, 32, 0, 1, 0xcd3a775902063be2ULL},
+    {"f2obo_sl", 27, 5, 13, 0, 0, 0xb6259ca8b1b12e60ULL},
+    {"f2obo_sl", 27, 5, 13, 0, 1, 0xc770d1a6c406804bULL},
+    {"f2obo_sl", 9, 2, 5, 0, 0, 0x2a60fbc3c7efed20ULL},
+    {"f2obo_sl", 9, 2, 5, 0, 1, 0x4ab0e001ecbf948bULL},
+    {"f2obo_sl", 20, 3, 8, 1, 0, 0x10362caad670412ULL},
+    {"f2obo_sl", 20, 3, 8, 1, 1, 0x48d77d75186fdc8cULL},
+    {"af2obo", 20, 3, 8, 0, 0, 0x74a2c609f339e7dfULL},
+    {"af2obo", 20, 3, 8, 0, 1, 0x45e96589daed3ee3ULL},
+    {"af2obo", 100, 10, 32, 0, 0, 0x7795ee8e933ae1beULL},
+    {"af2obo", 100, 10, 32, 0, 1, 0x8e0a1ee960ee8c54ULL},
+    {"af2obo", 27, 5, 13, 0, 0, 0xf22dc110e398c6d5ULL},
+    {"af2obo", 27, 5, 13, 0, 1, 0x6145615846b454a0ULL},
+    {"af2obo", 9, 2, 5, 0, 0, 0xe4fb1c00a6f55995ULL},
+    {"af2obo", 9, 2, 5, 0, 1, 0x62c87aa0391ca568ULL},
+    {"af2obo", 20, 3, 8, 1, 0, 0x8c81ab2b323b60f1ULL},
+    {"af2obo", 20, 3, 8, 1, 1, 0x1b4c59bd11980211ULL},
+    {"sf2obo", 20, 3, 8, 0, 0, 0x1714603e39f9860eULL},
+    {"sf2obo", 20, 3, 8, 0, 1, 0x657d624705735e71ULL},
+    {"sf2obo", 100, 10, 32, 0, 0, 0xca1bfd25ed34779dULL},
+    {"sf2obo", 100, 10, 32, 0, 1, 0x4797d72a7929b15dULL},
+    {"sf2obo", 27, 5, 13, 0, 0, 0x77b21711509fa270ULL},
+    {"sf2obo", 27, 5, 13, 0, 1, 0x51ddbc10785c406cULL},
+    {"sf2obo", 9, 2, 5, 0, 0, 0x9423b3c6fbb2273dULL},
+    {"sf2obo", 9, 2, 5, 0, 1, 0xd1e14bdc0ea3ecfcULL},
+    {"sf2obo", 20, 3, 8, 1, 0, 0x5109d5b2614549fdULL},
+    {"sf2obo", 20, 3, 8, 1, 1, 0x5eff5828fbf4e399ULL},
+    {"obbo", 20, 3, 8, 0, 0, 0x64eada9adc0f31aULL},
+    {"obbo", 20, 3, 8, 0, 1, 0xe2c15c088f26bcaaULL},
+    {"obbo", 100, 10, 32, 0, 0, 0xb35a4478835ed3ecULL},
+    {"obbo", 100, 10, 32, 0, 1, 0xe256182f58011bcdULL},
+    {"obbo", 27, 5, 13, 0, 0, 0x6525f45df5c3b8e0ULL},
+    {"obbo", 27, 5, 13, 0, 1, 0x19a14f30f108f952ULL},
+    {"obbo", 9, 2, 5, 0, 0, 0x4dbc614c2ec13351ULL},
+    {"obbo", 9, 2, 5, 0, 1, 0x1dc0c7c4fd1f6d3aULL},
+    {"obbo", 20, 3, 8, 1, 0, 0x2b8c969081580853ULL},
+    {"obbo", 20, 3, 8, 1, 1, 0xe8b29b2300078b7fULL},
+    {"sobow", 20, 3, 8, 0, 0, 0x6ec2a8e40779202dULL},
+    {"sobow", 20, 3, 8, 0, 1, 0x8263c9260880b058ULL},
+    {"sobow", 100, 10, 32, 0, 0, 0xfa0944b6b5353c5fULL},
+    {"sobow", 100, 10, 32, 0, 1, 0x7ab3a0bc933d2f70ULL},
+    {"sobow", 27, 5, 13, 0, 0, 0x9e87dfcdda356310ULL},
+    {"sobow", 27, 5, 13, 0, 1, 0x602b04a27123d062ULL},
+    {"sobow", 9, 2, 5, 0, 0, 0xf75b56cc0a710555ULL},
+    {"sobow", 9, 2, 5, 0, 1, 0xb12d638c28d07f6fULL},
+    {"sobow", 20, 3, 8, 1, 0, 0x7599d038d2c5da4cULL},
+    {"sobow", 20, 3, 8, 1, 1, 0x9df9fc9942ccbd6cULL},
+    {"aobo", 20, 3, 8, 0, 0, 0xe101c956865fd209ULL},
+    {"aobo", 20, 3, 8, 0, 1, 0xb2e5f19994b26db2ULL},
+    {"aobo", 100, 10, 32, 0, 0, 0x76ef096ca7cb977bULL},
+    {"aobo", 100, 10, 32, 0, 1, 0xed5e208fd637df86ULL},
+    {"aobo", 27, 5, 13, 0, 0, 0x635154d03be33b5fULL},
+    {"aobo", 27, 5, 13, 0, 1, 0x2049ea93eb023d23ULL},
+    {"aobo", 9, 2, 5, 0, 0, 0x370f11a71a217e59ULL},
+    {"aobo", 9, 2, 5, 0, 1, 0x5e4aa18f2d5cfbe9ULL},
+    {"aobo", 20, 3, 8, 1, 0, 0xd0c91ea03007e3daULL},
+    {"aobo", 20, 3, 8, 1, 1, 0x3b7b9cc779b39904ULL},
+    {"fsobo", 20, 3, 8, 0, 0, 0xc11bc3f387f45f0bULL},
+    {"fsobo", 20, 3, 8, 0, 1, 0xf836ca590603be5fULL},
+    {"fsobo", 100, 10, 32, 0, 0, 0x1fda35873b2ec328ULL},
+    {"fsobo", 100, 10, 32, 0, 1, 0x4f079d38791e0e39ULL},
+    {"fsobo", 27, 5, 13, 0, 0, 0xf0b4999b448184ULL},
+    {"fsobo", 27, 5, 13, 0, 1, 0x1457ed8594d7c8fbULL},
+    {"fsobo", 9, 2, 5, 0, 0, 0xd1b4296b264913f6ULL},
+    {"fsobo", 9, 2, 5, 0, 1, 0xc80b5757642ebbdcULL},
+    {"fsobo", 20, 3, 8, 1, 0, 0xc56f0c9b0ac86b0eULL},
+    {"fsobo", 20, 3, 8, 1, 1, 0x13086f3f00fe66f5ULL},
+    {"sobbo", 20, 3, 8, 0, 0, 0x2e1e1acdced20ffcULL},
+    {"sobbo", 20, 3, 8, 0, 1, 0x13ee3cfdf64c26aaULL},
+    {"sobbo", 100, 10, 32, 0, 0, 0xe8a54a2152115b71ULL},
+    {"sobbo", 100, 10, 32, 0, 1, 0x98605012495668e4ULL},
+    {"sobbo", 27, 5, 13, 0, 0, 0x53dcd1e01dccec23ULL},
+    {"sobbo", 27, 5, 13, 0, 1, 0xd41af9967524dbc7ULL},
+    {"sobbo", 9, 2, 5, 0, 0, 0xfc8bccd68e9e9c48ULL},
+    {"sobbo", 9, 2, 5, 0, 1, 0xdd9f9d739de23473ULL},
+    {"sobbo", 20, 3, 8, 1, 0, 0xc1a31fa3073161deULL},
+    {"sobbo", 20, 3, 8, 1, 1, 0x5298433b630b32daULL},
+    {"sogd", 20, 3, 8, 0, 0, 0x2f749d061edbbb66ULL},
+    {"sogd", 20, 3, 8, 0, 1, 0xb57acd278a864445ULL},
+    {"sogd", 100, 10, 32, 0, 0, 0x4a5a3882e01c5f35ULL},
+    {"sogd", 100, 10, 32, 0, 1, 0xbf1cd5d22c6c6566ULL},
+    {"sogd", 27, 5, 13, 0, 0, 0x5cc1353964795517ULL},
+    {"sogd", 27, 5, 13, 0, 1, 0x85ec5deae2ab5433ULL},
+    {"sogd", 9, 2, 5, 0, 0, 0xc49b765f60665318ULL},
+    {"sogd", 9, 2, 5, 0, 1, 0x9b2cf31126fc2f18ULL},
+    {"sogd", 20, 3, 8, 1, 0, 0x7481b8327d2dc272ULL},
+    {"sogd", 20, 3, 8, 1, 1, 0xebb2c81ec4e09277ULL},
+    {"svrb", 20, 3, 8, 0, 0, 0xbe76d6959337f694ULL},
+    {"svrb", 20, 3, 8, 0, 1, 0xf6212e34e3d43357ULL},
+    {"svrb", 27, 5, 13, 0, 0, 0xfff3d71f4e7f46baULL},
+    {"svrb", 27, 5, 13, 0, 1, 0xedd19124e893e02dULL},
+    {"svrb", 9, 2, 5, 0, 0, 0x8552260a7e837d72ULL},
+    {"svrb", 9, 2, 5, 0, 1, 0x632c91b83e4aaf77ULL},
+    {"svrb", 20, 3, 8, 1, 0, 0xc8638aaf75ae07d0ULL},
+    {"svrb", 20, 3, 8, 1, 1, 0xbfe59e0dc7ee1797ULL},
+    {"pzobo", 20, 3, 8, 0, 0, 0x78d67b5e711870bcULL},
+    {"pzobo", 20, 3, 8, 0, 1, 0x87bea72de38467e2ULL},
+    {"pzobo", 100, 10, 32, 0, 0, 0x5f9f30c6cd34fabfULL},
+    {"pzobo", 100, 10, 32, 0, 1, 0x8d8a0a655e394115ULL},
+    {"pzobo", 27, 5, 13, 0, 0, 0xf2fd5e99afd60e3aULL},
+    {"pzobo", 27, 5, 13, 0, 1, 0x8e86615248283d38ULL},
+    {"pzobo", 9, 2, 5, 0, 0, 0x449944b874f6c560ULL},
+    {"pzobo", 9, 2, 5, 0, 1, 0x75632223e33d671bULL},
+    {"pzobo", 20, 3, 8, 1, 0, 0xe1f2330adb2a59e6ULL},
+    {"pzobo", 20, 3, 8, 1, 1, 0xc6fe38ea46eefedULL},
+    {"pzobo_s", 20, 3, 8, 0, 0, 0x78d67b5e711870bcULL},
+    {"pzobo_s", 20, 3, 8, 0, 1, 0x87bea72de38467e2ULL},
+    {"pzobo_s", 100, 10, 32, 0, 0, 0x5f9f30c6cd34fabfULL},
+    {"pzobo_s", 100, 10, 32, 0, 1, 0x8d8a0a655e394115ULL},
+    {"pzobo_s", 27, 5, 13, 0, 0, 0xf2fd5e99afd60e3aULL},
+    {"pzobo_s", 27, 5, 13, 0, 1, 0x8e86615248283d38ULL},
+    {"pzobo_s", 9, 2, 5, 0, 0, 0x449944b874f6c560ULL},
+    {"pzobo_s", 9, 2, 5, 0, 1, 0x75632223e33d671bULL},
+    {"pzobo_s", 20, 3, 8, 1, 0, 0xe1f2330adb2a59e6ULL},
+    {"pzobo_s", 20, 3, 8, 1, 1, 0xc6fe38ea46eefedULL},
+};
+
+struct RecordedTasks {
+  const char* algorithm;
+  int d, classes, rows;
+  uint64_t expected;
+};
+
+constexpr RecordedTasks kMultitask[] = {
+    {"rsvrb", 20, 3, 8, 0x79adaa096bba0b06ULL},
+    {"rsvrb", 27, 5, 13, 0xe44a460899e5457cULL},
+    {"rsvrb", 9, 2, 5, 0xf789588b14761239ULL},
+    {"mt_f2obo", 20, 3, 8, 0x9de1a1a8196ea9d6ULL},
+    {"mt_f2obo", 100, 10, 32, 0x13fcc9c4d4f7263dULL},
+    {"mt_f2obo", 27, 5, 13, 0x143d36af6c6893afULL},
+    {"mt_f2obo", 9, 2, 5, 0xff779a6f19ce6b1dULL},
+};
+
+TEST(LogisticTrajectory, BitEqualToTheRecordedOnes) {
+#ifndef __FMA__
+  GTEST_SKIP() << "recorded with FMA (small_gemm.h's order is the source's only with it)";
+#endif
+  for (const Recorded& r : kBilevel) {
+    const uint64_t h =
+        Trajectory(r.algorithm, Shape{r.d, r.classes, r.rows, r.csr != 0}, r.auto_steps != 0);
+    EXPECT_EQ(h, r.expected) << r.algorithm << " d=" << r.d << " C=" << r.classes
+                             << " rows=" << r.rows << (r.csr ? " csr" : " dense")
+                             << (r.auto_steps ? " auto" : " fixed") << ": 0x" << std::hex << h;
+  }
+  for (const RecordedTasks& r : kMultitask) {
+    const uint64_t h = MultitaskTrajectory(r.algorithm, r.d, r.classes, r.rows);
+    EXPECT_EQ(h, r.expected) << r.algorithm << " d=" << r.d << " C=" << r.classes
+                             << " rows=" << r.rows << ": 0x" << std::hex << h;
+  }
+}
+
+}  // namespace
+}  // namespace f2obo::testing
