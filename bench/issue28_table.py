@@ -10,6 +10,11 @@ runs, in this order and in one process tree:
                           and BM_SpmmRoof (its 38 sparse-times-dense products);
   simple_step_benchmark:  GradientPass/csr100k, SimpleStep/ir_scg/csr100k,
                           CutProjection/l1/d100000 (AGM-BiO's projection);
+  item 3, small shapes of the other classes: round_benchmark's
+                          BM_Multitask/* (mt_f2obo, 4 tasks a step) with
+                          BM_MultitaskQuadraticRoof, simple_step_benchmark's
+                          SimpleStep/*/small with GradientPass/small and
+                          GemvRoof/small;
   PyTorch:                bench/torch_round.py's hand-written and autograd
                           rounds at the small and medium shapes;
 and prints the rows with the ratios taken within this run.
@@ -62,9 +67,10 @@ def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     r = gbench(f"{build}/bench/round_benchmark",
                "BM_Shape/(small|medium)_fixed$|BM_GemmRoof/(small|medium)$|"
-               "BM_Round/f2obo_csr100k$|BM_SpmmRoof")
+               "BM_Round/f2obo_csr100k$|BM_SpmmRoof|BM_Multitask")
     s = gbench(f"{build}/bench/simple_step_benchmark",
-               "GradientPass/csr100k$|SimpleStep/ir_scg/csr100k$|CutProjection/l1/d100000$",
+               "GradientPass/csr100k$|SimpleStep/ir_scg/csr100k$|CutProjection/l1/d100000$|"
+               "/small$",
                min_time="0.3")
     t = {}
     for name, (d, c, rows) in torch_round.SHAPES.items():
@@ -91,6 +97,27 @@ def main():
     cut = s["CutProjection/l1/d100000"]
     rows.append(("AGM-BiO's l1-ball-and-halfspace projection, d = 100,000", f"{cut:.0f}",
                  f"{cut / 1000:.2f} ms"))
+    # Item 3: the other classes' small shapes.
+    tasks = 4
+    mt, mtt = r["BM_Multitask/logistic_small"], r["BM_Multitask/logistic_small_tempered"]
+    roof4 = tasks * r["BM_GemmRoof/small"]
+    hand4 = tasks * t["small"][0]
+    rows.append(("multi-task logistic small (4 tasks) vs 4 x GEMM roof",
+                 f"{mt:.1f} vs {roof4:.1f}", f"{100 * roof4 / mt:.0f}%"))
+    rows.append(("multi-task logistic small vs 4 x PyTorch hand round", f"{mt:.1f} vs {hand4:.0f}",
+                 f"{hand4 / mt:.0f}x"))
+    rows.append(("multi-task logistic small, tempered tasks vs untempered", f"{mtt:.1f} vs {mt:.1f}",
+                 f"{mtt / mt:.2f}x"))
+    mq, mqr = r["BM_Multitask/quadratic_small"], r["BM_MultitaskQuadraticRoof"]
+    rows.append(("multi-task quadratic small (4 tasks) vs its GEMV roof", f"{mq:.1f} vs {mqr:.2f}",
+                 f"{100 * mqr / mq:.0f}%"))
+    gp, gemv = s["GradientPass/small"], s["GemvRoof/small"]
+    rows.append(("simple small: one gradient pass (family) vs its GEMV roof",
+                 f"{gp:.2f} vs {gemv:.2f}", f"{100 * gemv / gp:.0f}%"))
+    for name in sorted(k for k in s if k.startswith("SimpleStep/") and k.endswith("/small")):
+        step = s[name]
+        rows.append((f"simple small: {name.split('/')[1]} step vs one gradient pass",
+                     f"{step:.2f} vs {gp:.2f}", f"{step / gp:.1f}x"))
     width = max(len(a) for a, _, _ in rows)
     for a, b, c in rows:
         print(f"{a:<{width}}  {b:>22}  {c:>12}")

@@ -13,6 +13,8 @@
 //
 // Also: the GradYGPair kernel alone (fixed vs per-row cost), and
 // ComputeExactMetrics on the dense784 shape and on a small quadratic.
+// Multi-task rounds at small shapes: multitask_round_benchmark.cc (the
+// same executable; shapes and rings shared through round_shapes.h).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/round_shapes.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
@@ -32,9 +35,15 @@
 namespace f2obo {
 namespace {
 
+using bench::GaussianBatch;
+using bench::kMedium;
+using bench::kPaper;
+using bench::kRing;
+using bench::kSmall;
+using bench::Shape;
+
 constexpr int kRows = 256;  // rows per batch (upper and inner each)
 constexpr int kClasses = 10;
-constexpr int kRing = 8;  // distinct steps cycled through
 constexpr int kDenseD = 784;
 constexpr int kCsrD = 100000;
 constexpr int kCsrNnz = 1000;  // non-zeros per CSR row (1% of d)
@@ -313,27 +322,9 @@ BENCHMARK(BM_ExactMetrics_QuadraticSmall)->Unit(benchmark::kMicrosecond);
 // pair: 4) and grad_y f (2), the hypergradient's f and g pair (6).  Both
 // report GFLOP/s on that nominal count (76 rows d C flops per round), so
 // round GFLOP/s / roof GFLOP/s is the fraction of the roof the round reaches.
-struct Shape {
-  int d, classes, rows;
-};
-constexpr Shape kSmall{20, 3, 8}, kMedium{100, 10, 32}, kPaper{784, 10, 256};
 
 double NominalRoundFlops(const Shape& s, int k) {
   return 2.0 * (2 + 6 * k + 6) * s.rows * static_cast<double>(s.d) * s.classes;
-}
-
-// Rows ~ N(mu_label, I) with class means of norm ~2, as ClassificationBatch.
-Batch GaussianBatch(const Shape& s, const RowMatrix& means, std::mt19937_64& rng) {
-  std::uniform_int_distribution<int> label(0, s.classes - 1);
-  std::normal_distribution<double> n01;
-  Batch b;
-  b.dense.resize(s.rows, s.d);
-  b.labels.resize(s.rows);
-  for (int i = 0; i < s.rows; ++i) {
-    b.labels[i] = label(rng);
-    for (int j = 0; j < s.d; ++j) b.dense(i, j) = means(b.labels[i], j) + n01(rng);
-  }
-  return b;
 }
 
 std::vector<StepData> ShapeRing(const Shape& s) {

@@ -40,6 +40,7 @@
 // full pass over the window and of the others.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -270,6 +271,93 @@ void BM_GradientPass(benchmark::State& state, bool sparse) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// Small shape (issue 28 item 3): least_squares with d = 20 dense features,
+// 8 + 8 rows a step (the bilevel BM_Shape/small's rows and features), each
+// algorithm at its defaults (windowed ones at W = 100), against two
+// references from the same ring: GradientPass/small (grad f and grad g
+// through the family, as GradientPass above) and GemvRoof/small, the same
+// four products as Eigen GEMVs (A_u x, A_u^T r_u, A_i x, A_i^T r_i) with
+// nothing around them.
+constexpr int kSmallD = 20, kSmallRows = 8;
+
+const std::vector<StepData>& SmallWorkload() {
+  static const auto* ring = [] {
+    std::mt19937_64 rng(20);
+    std::normal_distribution<double> n(0.0, 1.0);
+    auto rows = [&] {
+      Batch b;
+      b.dense = RowMatrix::NullaryExpr(kSmallRows, kSmallD, [&] { return n(rng); });
+      b.targets = Vector::NullaryExpr(kSmallRows, [&] { return n(rng); });
+      return b;
+    };
+    auto* r = new std::vector<StepData>;
+    for (int k = 0; k < kRing; ++k) r->push_back(StepData{rows(), rows()});
+    return r;
+  }();
+  return *ring;
+}
+
+void BM_SmallStep(benchmark::State& state, const std::string& algorithm, int window) {
+  const std::vector<StepData>& ring = SmallWorkload();
+  SessionConfig c;
+  c.problem_class = ProblemClass::kSimpleBilevel;
+  c.family.name = "least_squares";
+  c.family.features = kSmallD;
+  c.algorithm = algorithm;
+  c.options = DefaultAlgorithmOptions(algorithm);
+  if (window > 0) c.options.window_rows = window;
+  c.constraint = ConstraintSet::L1Ball(10.0);
+  c.seed = 1;
+  auto session = Session::Create(c);
+  if (!session.ok()) {
+    state.SkipWithError(std::string(session.status().message()).c_str());
+    return;
+  }
+  size_t k = 0;
+  const int warmup = std::max(2 * kRing, window > 0 ? window / kSmallRows + 1 : 0);
+  for (int i = 0; i < warmup; ++i) (void)(*session)->Step(ring[k++ % ring.size()]);
+  for (auto _ : state) {
+    absl::StatusOr<StepReport> r = (*session)->Step(ring[k++ % ring.size()]);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+  }
+}
+
+void BM_SmallGradientPass(benchmark::State& state) {
+  const std::vector<StepData>& ring = SmallWorkload();
+  FamilyConfig fc;
+  fc.name = "least_squares";
+  fc.features = kSmallD;
+  std::unique_ptr<SimpleFamily> family = *CreateSimpleFamily(fc);
+  Vector x = Vector::Constant(kSmallD, 1e-2), gf, gg;
+  size_t k = 0;
+  for (auto _ : state) {
+    const StepData& d = ring[k++ % ring.size()];
+    benchmark::DoNotOptimize(family->F(x, BatchView::All(d.upper), &gf));
+    benchmark::DoNotOptimize(family->G(x, BatchView::All(d.inner), &gg));
+  }
+}
+
+void BM_SmallGemvRoof(benchmark::State& state) {
+  const std::vector<StepData>& ring = SmallWorkload();
+  const Vector x = Vector::Constant(kSmallD, 1e-2);
+  Vector r(kSmallRows), gf(kSmallD), gg(kSmallD);
+  size_t k = 0;
+  for (auto _ : state) {
+    const StepData& d = ring[k++ % ring.size()];
+    r.noalias() = d.upper.dense * x;
+    r -= d.upper.targets;
+    gf.noalias() = d.upper.dense.transpose() * r;
+    r.noalias() = d.inner.dense * x;
+    r -= d.inner.targets;
+    gg.noalias() = d.inner.dense.transpose() * r;
+    benchmark::DoNotOptimize(gf.data());
+    benchmark::DoNotOptimize(gg.data());
+  }
+}
+
 void Register() {
   for (int d : {1000, 100000}) {
     for (bool active : {true, false}) {
@@ -278,6 +366,14 @@ void Register() {
           BM_CutProjection, d, active)
           ->Unit(benchmark::kMillisecond);
     }
+  }
+  benchmark::RegisterBenchmark("GradientPass/small", BM_SmallGradientPass)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("GemvRoof/small", BM_SmallGemvRoof)->Unit(benchmark::kMicrosecond);
+  for (const std::string& a : AlgorithmNames(ProblemClass::kSimpleBilevel)) {
+    const int window = a == "ir_scg" ? 0 : 100;
+    benchmark::RegisterBenchmark(("SimpleStep/" + a + "/small").c_str(), BM_SmallStep, a, window)
+        ->Unit(benchmark::kMicrosecond);
   }
   for (bool sparse : {false, true}) {
     const std::string shape = sparse ? "csr100k" : "dense1k";

@@ -94,6 +94,24 @@ absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer, 
                                                      " exceeds nnz = ", stored, " (row ", r, ")"));
     }
   }
+  // The common case (a well-formed matrix) in branch-free passes the
+  // compiler vectorizes: each row's columns strictly increasing (so its
+  // first and last bound them all) and every value an input number.  Only
+  // on the way to an error does the entry-by-entry search below run, for
+  // the precise message (it checked each entry with three branches, ~6% of
+  // an IR-SCG step on CSR rows, issue 28).
+  bool well_formed = AllInputNumbers(val + outer[0], static_cast<int64_t>(outer[rows]) - outer[0]);
+  for (int64_t r = 0; r < rows && well_formed; ++r) {
+    const int64_t begin = outer[r], end = outer[r + 1];
+    if (begin == end) continue;
+    unsigned bad = 0;
+    for (int64_t k = begin + 1; k < end; ++k) {
+      bad |= static_cast<unsigned>(inner[k] <= inner[k - 1]);
+    }
+    well_formed = bad == 0 && static_cast<int64_t>(inner[begin]) >= 0 &&
+                  static_cast<int64_t>(inner[end - 1]) < cols;
+  }
+  if (well_formed) return absl::OkStatus();
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t begin = outer[r], end = outer[r + 1];
     for (int64_t k = begin; k < end; ++k) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -75,7 +77,32 @@ void ProjectL1Ball(const Vector& center, double radius, Vector* x) {
 
 // Lowest index of the entry with the largest |c_i| (largest -c_i when
 // `signed_min`), the LMO's vertex.
+// The bits of |v| as an unsigned integer: ordered as |v| for every v but NaN.
+inline uint64_t AbsBits(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits & ~(uint64_t{1} << 63);
+}
+
 Eigen::Index ArgBest(const VecIn& c, bool signed_min) {
+  if (!signed_min && c.size() > 0) {
+    // The first largest |c_i| in two passes the compiler vectorizes (the
+    // largest bits, then the first entry that has them): the same index as
+    // the scalar search below whenever c holds no NaN (an l1-ball LMO at
+    // d = 100,000 was ~6% of an IR-SCG step, issue 28).
+    const double* v = c.data();
+    const Eigen::Index n = c.size();
+    uint64_t top = 0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const uint64_t bits = AbsBits(v[i]);
+      top = bits > top ? bits : top;
+    }
+    if (top <= AbsBits(kInf)) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        if (AbsBits(v[i]) == top) return i;
+      }
+    }
+  }
   Eigen::Index best = 0;
   double best_value = signed_min ? -c[0] : std::abs(c[0]);
   for (Eigen::Index i = 1; i < c.size(); ++i) {

@@ -8,14 +8,29 @@
 
 namespace f2obo {
 
-// a_i . w  (w has cols() entries)
+// a * b rounded to a double before it is summed: never contracted into a
+// fused multiply-add with the sum.  Whether the compiler would contract
+// depends on the target's tuning and on how a loop is vectorized (GCC on
+// znver keeps a scalar chain of sums unfused but fused the same sums run
+// side by side in pairs), so sums formed with it have the same bits in
+// every kernel that forms them in the same order (RowDot and RowDots).
+inline double RoundedProduct(double a, double b) {
+  double p = a * b;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  asm("" : "+v"(p));  // opaque: the product is materialized before the add
+#endif
+  return p;
+}
+
+// a_i . w  (w has cols() entries); sparse rows summed in order with
+// RoundedProduct.
 inline double RowDot(const Batch& b, int i, const double* w) {
   if (b.sparse_features) {
     const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
     const int* col = b.csr.innerIndexPtr();
     const double* val = b.csr.valuePtr();
     double s = 0.0;
-    for (int k = begin; k < end; ++k) s += val[k] * w[col[k]];
+    for (int k = begin; k < end; ++k) s += RoundedProduct(val[k], w[col[k]]);
     return s;
   }
   // Mapped wherever the row is stored: Eigen sums a dot product of two
@@ -24,6 +39,29 @@ inline double RowDot(const Batch& b, int i, const double* w) {
   // bits (tests/core/features_test.cc).
   const int n = b.cols();
   return Eigen::Map<const Vector>(b.DenseRow(i), n).dot(Eigen::Map<const Vector>(w, n));
+}
+
+// a_i . w[p] for p < kPoints, each summed as RowDot (the same bits), in
+// one loop over the row: the kPoints sums are independent chains that run
+// side by side, so the walk costs about one RowDot (a sparse RowDot is
+// bound by the latency of its chain of additions, not by its loads).
+template <int kPoints>
+inline void RowDots(const Batch& b, int i, const double* const* w, double* out) {
+  if (!b.sparse_features) {
+    for (int p = 0; p < kPoints; ++p) out[p] = RowDot(b, i, w[p]);
+    return;
+  }
+  const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
+  const int* col = b.csr.innerIndexPtr();
+  const double* val = b.csr.valuePtr();
+  double s[kPoints];
+  for (int p = 0; p < kPoints; ++p) s[p] = 0.0;
+  for (int k = begin; k < end; ++k) {
+    const double v = val[k];
+    const int c = col[k];
+    for (int p = 0; p < kPoints; ++p) s[p] += RoundedProduct(v, w[p][c]);
+  }
+  for (int p = 0; p < kPoints; ++p) out[p] = s[p];
 }
 
 // ||a_i||^2

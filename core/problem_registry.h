@@ -36,6 +36,10 @@ struct ProblemClassEntry {
   const char* default_algorithm;
   // Why it is the default, with the evidence (`f2obo-cli algorithms`).
   const char* default_why;
+  // The default for the class's oracle family (f and g on the client, its
+  // rows never on the server: core/oracle.h), which cannot run an algorithm
+  // that keeps rows; equal to default_algorithm where that one serves it.
+  const char* oracle_default_algorithm;
   std::vector<std::string> (*family_names)();
   std::vector<const AlgorithmInfo*> (*algorithms)();
   // Builds the session's family and algorithm; INVALID_ARGUMENT naming the
@@ -52,6 +56,10 @@ absl::StatusOr<ProblemClass> ParseProblemClass(absl::string_view name);
 // The class whose registry holds `family`; INVALID_ARGUMENT "family.name:
 // ..." listing every family by class if none does.
 absl::StatusOr<ProblemClass> ClassOfFamily(absl::string_view family);
+
+// The algorithm of a session of `family` (in class `c`) that names none:
+// the class's default, or its oracle default for an oracle family.
+absl::string_view DefaultAlgorithm(ProblemClass c, absl::string_view family);
 
 // Any class's algorithm by name (nullptr if none).
 const AlgorithmInfo* FindAlgorithm(absl::string_view name);

@@ -20,6 +20,9 @@
 //   side_files_released      id: session   a write that released side files
 //                                          (or group) is durable, the files not
 //                                          yet removed (server/store/side_files.cc)
+//   checkpoint_delta_written id: session  a checkpoint in parts that extends
+//                                          the previous one is written, inside
+//                                          its transaction (store/checkpoints.cc)
 //
 // Thread-safety: thread-safe; a handler is called from the threads that
 // reach its points, without any of the server's locks held.

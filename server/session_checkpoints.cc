@@ -103,13 +103,25 @@ absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string
   }
   const int64_t next = e.session->state().t;
   if (e.checkpoints.count(next) > 0) return Info(e);
-  std::string bytes = Encode(e, e.session->state());
+  std::string bytes;
   if (store_ != nullptr) {
-    absl::Status s = store_->PutCheckpoint(id, next, std::move(bytes), limits_.max_checkpoints);
+    // In parts: those changed since the last checkpoint (checkpoints.cc).
+    static const std::vector<int64_t> kNoStep;
+    CheckpointParts parts = CheckpointPartsOf(e, e.session->state(), &kNoStep);
+    {
+      absl::MutexLock sums(&e.sums_mu);
+      parts.head = e.session->EncodeHead(e.session->state());
+    }
+    absl::Status s = store_->PutCheckpoint(id, next, std::move(parts), limits_.max_checkpoints);
     if (!s.ok()) {
+      e.checkpoint_base = 0;  // the next starts a chain of its own
       return StoreWriteFailed(
           s, absl::StrCat("checkpoint t = ", next - 1, " of session '", id, "' not taken"));
     }
+    e.checkpoint_base = next;
+    e.changed_since_checkpoint.clear();
+  } else {
+    bytes = Encode(e, e.session->state());
   }
   KeepCheckpoint(e, next, std::move(bytes));  // bytes unused with a store
   Publish(e);
@@ -161,6 +173,8 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
       absl::MutexLock sums(&e.sums_mu);
       e.session = *std::move(session);
       e.store_in_parts = false;  // the store has the whole state
+      e.checkpoint_base = 0;     // and the next checkpoint starts a chain
+      e.changed_since_checkpoint.clear();
       ++e.generation;
     }
     e.replies = std::move(replies);

@@ -77,6 +77,10 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::Apply
         std::move(steps), limits_.reply_cache,
         call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
     if (!durable.ok()) {
+      for (PreparedStep& p : prepared) {
+        p.e->mu.AssertHeld();
+        if (p.checkpoint) p.e->checkpoint_base = 0;  // the next starts a chain
+      }
       abort_all();
       const std::string what = absl::StrCat("group '", group_id, "': step ", t,
                                             " applied to no member (their states unchanged)");
@@ -88,6 +92,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::Apply
     for (PreparedStep& p : prepared) {
       p.e->mu.AssertHeld();
       p.e->store_in_parts = true;
+      NoteStored(*p.e, p);
     }
   }
   // Durable already: a fault here is a crash test's (the step survives it).

@@ -403,6 +403,8 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(
         e.id, t + 1, StoredStateOf(*p), p->reply, limits_.reply_cache,
         p->checkpoint ? limits_.max_checkpoints : 0,
         call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
+    // A checkpoint not written: the next one starts a chain of its own.
+    if (!durable.ok() && p->checkpoint) e.checkpoint_base = 0;
     if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
       e.session->Abort();
       return absl::DeadlineExceededError(absl::StrCat("step ", t, ": ", durable.message(),
@@ -414,6 +416,7 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(
                               absl::StrCat("step ", t, " not applied (session state unchanged)"));
     }
     e.store_in_parts = true;
+    NoteStored(e, *p);
   }
   v1::StepReply reply = CommitPrepared(*p, data);
   if (applied != nullptr) applied(*e.session);
@@ -446,17 +449,64 @@ absl::StatusOr<SessionManager::PreparedStep> SessionManager::PrepareStep(
     *p.reply.mutable_latest_exact() = *std::move(latest);
   }
   p.checkpoint = CheckpointDue(t);
-  if (p.checkpoint) p.encoded = Encode(e, s.pending_state());
+  // (With a store the checkpoint is written in parts: StoredStateOf.)
+  if (p.checkpoint && store_ == nullptr) p.encoded = Encode(e, s.pending_state());
   p.job.report = *std::move(report);
   return p;
 }
 
 StepState SessionManager::StoredStateOf(PreparedStep& p) const {
   // Without a store the checkpoint's bytes are kept in memory
-  // (CommitPrepared); with one they are written here and not needed again.
+  // (CommitPrepared); with one it is written in parts with the step: its
+  // head is the step's, its parts those changed since the last checkpoint.
   const Entry& e = *p.e;
   e.mu.AssertHeld();  // the round's caller holds it from PrepareStep on
-  return StepStateOf(e, store_, std::move(p.encoded));
+  StepState out = StepStateOf(e, store_, std::string());
+  p.complete = out.complete;
+  p.changed.clear();
+  for (const auto& row : out.aux_rows) p.changed.push_back(row.first);
+  if (p.checkpoint) {
+    out.checkpoint_in_parts = true;
+    out.checkpoint =
+        CheckpointPartsOf(e, e.session->pending_state(), out.complete ? nullptr : &p.changed);
+  }
+  return out;
+}
+
+CheckpointParts SessionManager::CheckpointPartsOf(const Entry& e, const SessionState& s,
+                                                  const std::vector<int64_t>* step) {
+  CheckpointParts c;
+  c.count = static_cast<int64_t>(s.aux.size());
+  c.base = step == nullptr ? 0 : e.checkpoint_base;
+  if (c.base == 0) {
+    for (size_t i = 0; i < s.aux.size(); ++i) {
+      if (s.aux[i].size() > 0)
+        c.rows.emplace_back(static_cast<int64_t>(i), EncodeAuxPart(s.aux[i]));
+    }
+    return c;
+  }
+  std::set<int64_t> changed = e.changed_since_checkpoint;
+  changed.insert(step->begin(), step->end());
+  for (int64_t i : changed) {
+    // (A part that became empty is written empty: it must not resolve to
+    // an older row.)
+    if (i < c.count) c.rows.emplace_back(i, EncodeAuxPart(s.aux[static_cast<size_t>(i)]));
+  }
+  return c;
+}
+
+void SessionManager::NoteStored(Entry& e, const PreparedStep& p) {
+  if (p.checkpoint) {
+    e.checkpoint_base = p.t + 1;
+    e.changed_since_checkpoint.clear();
+  } else if (p.complete) {
+    // Every part rewritten (after a failed write, the store's checkpoints
+    // may lack one this process counted on): the next starts a chain.
+    e.checkpoint_base = 0;
+    e.changed_since_checkpoint.clear();
+  } else if (e.checkpoint_base > 0) {
+    e.changed_since_checkpoint.insert(p.changed.begin(), p.changed.end());
+  }
 }
 
 v1::StepReply SessionManager::CommitPrepared(PreparedStep& p,

@@ -235,6 +235,12 @@ class SessionManager {
     // are in the store, or in `memory_checkpoints` when there is none.
     std::set<int64_t> checkpoints ABSL_GUARDED_BY(mu);
     std::map<int64_t, std::string> memory_checkpoints ABSL_GUARDED_BY(mu);
+    // Checkpoints in parts (with a store; server/store/checkpoints.cc): the
+    // next step index of the newest checkpoint written in parts, which the
+    // next one extends (0: none, the next is written with every part), and
+    // the aux parts changed since it.
+    int64_t checkpoint_base ABSL_GUARDED_BY(mu) = 0;
+    std::set<int64_t> changed_since_checkpoint ABSL_GUARDED_BY(mu);
     // Bumped by a rollback: metrics of the abandoned steps, still in the
     // pipeline, must not add to the restored running sums.
     uint64_t generation = 0;  // guarded by mu and sums_mu (writes: both), as `session`
@@ -354,7 +360,11 @@ class SessionManager {
     MetricsJob job;
     v1::StepReply reply;
     bool checkpoint = false;  // one is due after this step
-    std::string encoded;      // the whole new state, when a checkpoint is due
+    std::string encoded;      // without a store: the whole new state, when a checkpoint is due
+    // With a store (StoredStateOf): the aux parts its write changes, and
+    // whether it writes every part.
+    std::vector<int64_t> changed;
+    bool complete = false;
   };
   // Runs e's round of step t (e at t, not removed, its fence checked;
   // requires e.mu).  On error nothing changed.
@@ -364,6 +374,15 @@ class SessionManager {
   // What the store writes for a prepared step (StepStateOf with its
   // checkpoint), keyed by its next step index.
   StepState StoredStateOf(PreparedStep& p) const;  // requires p.e->mu (asserted)
+  // The checkpoint in parts of state `s` of e: the parts changed since
+  // e.checkpoint_base (those of e.changed_since_checkpoint and `step`), or
+  // every non-empty part when `step` is null or there is no base.  Its head
+  // is left empty.
+  static CheckpointParts CheckpointPartsOf(const Entry& e, const SessionState& s,
+                                           const std::vector<int64_t>* step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  // After the store took p's write: what the next checkpoint extends.
+  static void NoteStored(Entry& e, const PreparedStep& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // Makes a stored prepared step current, published, cached and sent to
   // the metrics pipeline; returns its reply (requires e.mu).
   v1::StepReply CommitPrepared(PreparedStep& p, const std::shared_ptr<const StepData>& data);

@@ -7,14 +7,15 @@ scikit-learn's bundled digits: the 64 pixel features (scaled to [0, 1]) plus
 replaced by a random class, a small training set (--train rows, cycled: the
 model can overfit it) against clean validation rows.  Each step sends 32
 training (inner) and 32 validation (upper) rows.  For every algorithm named
-in --algorithms, two sessions see the same stream with every option at the
-server's default: the tuned one on X = [0, 0.1]^128 (the CLI's default box
+in --algorithms ("default": a session created without one, i.e. the
+class's default algorithm, sf2obo since issue 29), two sessions see the
+same stream with every option at the server's default: the tuned one on X = [0, 0.1]^128 (the CLI's default box
 for logistic_hpo) and the untuned start, the same algorithm with x held at
 x_1 = 0 (X = [0, 0]).  Both are scored by the held-out cross-entropy of the
 server's own model y (GetDecision) on rows neither saw.
 
-Second task, the flagship default a new user meets first (`f2obo-cli
-stream --create --family=ridge_hpo --algorithm=f2obo`): ridge_hpo on
+Second task, the default a new user meets first (`f2obo-cli stream
+--create --family=ridge_hpo`, and the same with `--algorithm=f2obo`): ridge_hpo on
 Fashion-MNIST (Debian's dataset-fashion-mnist; skipped with a note when it
 is not installed), 784 pixel features in [0, 1], labels as targets, 64 + 64
 fresh rows per step, X = [0, 1]^784 (the CLI's box), held-out squared
@@ -23,9 +24,17 @@ loss on 2,000 test rows.  With the fixed step sizes of before issue 29
 There a fixed L2 penalty cannot help (no overfitting on fresh rows), so the
 gate is "finite and within 1% of the untuned start".
 
-Exit status 1 if f2obo's default run ends behind its untuned start on
-digits, or more than 1% behind on Fashion-MNIST (what ctest's
-`quality_quick` checks), or if any run fails or is non-finite.
+Third, the other classes' defaults on the quality suite's tasks, shortened
+(bench/quality/task_simple.py, task_multitask.py; --simple_steps, --mt_steps):
+the simple class's default (agm_bio since issue 29) against x_0 = 0 on the
+diabetes regression ((g - g*) + |f - f*|), the multi-task class's
+(mt_f2obo) against x = 0 on the 45 digits class pairs (held-out F).
+
+Exit status 1 if the class default's or f2obo's default run (--gate) ends
+behind its untuned start on digits, or more than 1% behind on
+Fashion-MNIST, or a simple or multi-task class default behind its untuned
+start (what ctest's `quality_quick` checks), or if any run fails or is
+non-finite.
 Needs Debian's python3 (numpy, scikit-learn) and the Python client built
 into <build>/python (target f2obo_python).
 
@@ -50,8 +59,12 @@ def parse_args():
     ap.add_argument("--train", type=int, default=100, help="training rows (cycled)")
     ap.add_argument("--fashion_steps", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--algorithms", default="f2obo,sf2obo")
-    ap.add_argument("--gate", default="f2obo", help="the algorithm that must beat its start")
+    ap.add_argument("--simple_steps", type=int, default=1024)
+    ap.add_argument("--mt_steps", type=int, default=75)
+    ap.add_argument("--algorithms", default="default,f2obo",
+                    help="comma-separated; 'default' creates the session without an algorithm")
+    ap.add_argument("--gate", default="default,f2obo",
+                    help="the algorithms that must beat their untuned start (of --algorithms)")
     ap.add_argument("--option", action="append", default=[],
                     help="name=value, an option for every session (e.g. alpha=0.1: what the "
                          "defaults were before issue 29)")
@@ -125,17 +138,22 @@ def main():
     server = Server(os.path.abspath(args.build), workdir, 0)
     ok = True
     results = {}
+    chosen = {}
+    others = []  # (class, its default, default row, untuned row)
 
     def run(task, family, algorithm, name, spec, steps, batch_at, score):
         nonlocal ok
-        session = client.create_session(family, algorithm, seed=args.seed, **spec, **options)
+        session = client.create_session(family, None if algorithm == "default" else algorithm,
+                                        seed=args.seed, exact_every=0, **spec, **options)
+        if algorithm == "default":
+            chosen["default"] = client.get_session(session.id).spec.algorithm
         start = time.time()
         try:
             for t in range(steps):
                 upper, inner = batch_at(t)
                 session.step(upper, inner)
         except f2obo.InvalidArgument as e:
-            print("%-13s %-7s %-7s FAILED at step %d: %s" % (task, algorithm, name, t + 1, e))
+            print("%-13s %-16s %-7s FAILED at step %d: %s" % (task, label(algorithm), name, t + 1, e))
             ok = False
             return
         seconds = time.time() - start
@@ -144,10 +162,18 @@ def main():
         x = np.asarray(dec.x)
         results[(task, algorithm, name)] = loss
         ok &= bool(np.isfinite(loss) and np.isfinite(x).all())
-        print("%-13s %-7s %-7s held-out loss %.4f  acc %s  mean x %.4f  %.1f s"
-              % (task, algorithm, name, loss, "-" if acc is None else "%.3f" % acc, x.mean(),
-                 seconds))
+        print("%-13s %-16s %-7s held-out loss %.4f  acc %s  mean x %.4f  %.1f s"
+              % (task, label(algorithm), name, loss, "-" if acc is None else "%.3f" % acc,
+                 x.mean(), seconds))
         client.delete_session(session.id)
+
+    gates = args.gate.split(",")
+    if not set(gates) <= set(args.algorithms.split(",")):
+        raise SystemExit("--gate must name algorithms of --algorithms")
+
+    def label(algorithm):
+        # "default (sf2obo)": the class default as the server resolved it.
+        return "%s (%s)" % (algorithm, chosen[algorithm]) if algorithm in chosen else algorithm
 
     try:
         client = f2obo.Client(server.target)
@@ -169,31 +195,63 @@ def main():
                 i = np.arange(t * 128, (t + 1) * 128) % len(b_fm)
                 return (a_fm[i[:64]], b_fm[i[:64]]), (a_fm[i[64:]], b_fm[i[64:]])
 
-            for name, hi in (("tuned", 1.0), ("untuned", 0.0)):
-                run("fashion_ridge", "ridge_hpo", args.gate, name,
-                    dict(features=784, box=(0.0, hi)), args.fashion_steps, fashion_batch,
-                    lambda y: (squared_loss(y, a_fte, b_fte), None))
+            for algorithm in gates:
+                for name, hi in (("tuned", 1.0), ("untuned", 0.0)):
+                    run("fashion_ridge", "ridge_hpo", algorithm, name,
+                        dict(features=784, box=(0.0, hi)), args.fashion_steps, fashion_batch,
+                        lambda y: (squared_loss(y, a_fte, b_fte), None))
         else:
             print("fashion_ridge skipped: %s not installed (scripts/deps.sh installs it)"
                   % FASHION)
+        # The other classes' defaults, on the suite's tasks (no search).
+        sys.path.insert(0, HERE)
+        import suite_common
+        import task_multitask
+        import task_simple
+        defaults = suite_common.class_defaults(client)
+        qargs = argparse.Namespace(seed=args.seed, simple_steps=args.simple_steps,
+                                   mt_steps=args.mt_steps, search=False)
+        for cls, task in (("simple_bilevel", task_simple.regression),
+                          ("multitask_bilevel", task_multitask.multitask_hpo)):
+            rows = [r.row() for r in task(client, f2obo, qargs)]
+            d = next((r for r in rows if r["method"] == "default" and
+                      r["algorithm"] == defaults[cls]), None)
+            u = next((r for r in rows if r["method"] == "untuned"), None)
+            for r in rows:
+                print("%-17s %-8s %-12s held-out loss %.4g  %.1f s%s"
+                      % (r["task"], r["method"], r["algorithm"], r["loss"], r["seconds"],
+                         "  " + r["error"] if r.get("error") else ""))
+            others.append((cls, defaults[cls], d, u))
     finally:
         server.stop()
     failed = not ok
-    for task, slack in (("digits_l2", 1.0), ("fashion_ridge", 1.01)):
-        tuned = results.get((task, args.gate, "tuned"))
-        untuned = results.get((task, args.gate, "untuned"))
-        if task == "fashion_ridge" and not os.path.isdir(FASHION):
-            continue
-        if tuned is None or untuned is None:
-            print("FAIL: %s on %s did not finish" % (args.gate, task))
+    for cls, algorithm, d, u in others:
+        if d is None or u is None or d.get("error") or not np.isfinite(d["loss"]):
+            print("FAIL: the %s default %s did not finish" % (cls, algorithm))
             failed = True
-        elif not tuned <= slack * untuned:
-            print("FAIL: %s's default run on %s (held-out loss %.4f) is behind its untuned "
-                  "start (%.4f)" % (args.gate, task, tuned, untuned))
+        elif not d["loss"] < u["loss"]:
+            print("FAIL: the %s default %s (held-out loss %.4g) is behind its untuned start "
+                  "(%.4g)" % (cls, algorithm, d["loss"], u["loss"]))
             failed = True
         else:
-            print("OK: %s's default run on %s: %.4f vs untuned start %.4f"
-                  % (args.gate, task, tuned, untuned))
+            print("OK: the %s default %s: %.4g vs untuned start %.4g"
+                  % (cls, algorithm, d["loss"], u["loss"]))
+    for algorithm in gates:
+        for task, slack in (("digits_l2", 1.0), ("fashion_ridge", 1.01)):
+            tuned = results.get((task, algorithm, "tuned"))
+            untuned = results.get((task, algorithm, "untuned"))
+            if task == "fashion_ridge" and not os.path.isdir(FASHION):
+                continue
+            if tuned is None or untuned is None:
+                print("FAIL: %s on %s did not finish" % (label(algorithm), task))
+                failed = True
+            elif not tuned <= slack * untuned:
+                print("FAIL: %s's default run on %s (held-out loss %.4f) is behind its untuned "
+                      "start (%.4f)" % (label(algorithm), task, tuned, untuned))
+                failed = True
+            else:
+                print("OK: %s's default run on %s: %.4f vs untuned start %.4f"
+                      % (label(algorithm), task, tuned, untuned))
     return 1 if failed else 0
 
 if __name__ == "__main__":

@@ -5,13 +5,16 @@ untuned start, the best fixed hyperparameter in hindsight (a grid of full
 passes) and Optuna (or a random search) at the compute of f2obo's default
 pass.
 
-The fixed-hyperparameter runs (untuned, grid, Optuna trials) are f2obo
-sessions with x held by the box [c, c]: the same trainer for y as the
-default run, so the comparison isolates the effect of moving x.  AF2OBO
-trains y differently (its loops run to tolerances), so it also gets its own
-untuned start (af2obo with x held at x_1), against which the table reports
-it.  `args.search = False` (the multi-seed mode) leaves out the grid and
-Optuna.
+The fixed-hyperparameter runs (untuned, grid, Optuna trials) are sessions
+of a *trainer* with x held by the box [c, c]: the same trainer for y as
+the default run it is compared with, so the comparison isolates the effect
+of moving x.  The trainers are the class default (`args.class_default`,
+read from the server: sf2obo since issue 29) and f2obo, each with its own
+untuned start, grid and Optuna search (Optuna's budget: the CPU time of
+that algorithm's default pass).  AF2OBO trains y differently (its loops run
+to tolerances), so it also gets its own untuned start (af2obo with x held
+at x_1).  `args.search = False` (the multi-seed mode without search) leaves
+out the grids and Optuna.
 """
 import numpy as np
 
@@ -61,40 +64,57 @@ def digits_l2(client, f2obo, args, algorithms):
     for algorithm in algorithms:
         runs.append(run_session(client, f2obo, task, "default", algorithm, spec(0.0, 0.1), steps,
                                 batch_at, score))
-    untuned = run_session(client, f2obo, task, "untuned", "f2obo", spec(0.0, 0.0), steps,
-                          batch_at, score)
-    runs.append(untuned)
-    if "af2obo" in algorithms:
-        runs.append(run_session(client, f2obo, task, "untuned", "af2obo", spec(0.0, 0.0), steps,
-                                batch_at, score))
+    untuned = {}
+    for trainer in trainers(args, algorithms):
+        untuned[trainer] = run_session(client, f2obo, task, "untuned", trainer, spec(0.0, 0.0),
+                                       steps, batch_at, score)
+        runs.append(untuned[trainer])
     if not args.search:
         return runs
-    cache = {0.0: untuned}
-
-    def fixed(c):
-        if c not in cache:
-            cache[c] = run_session(client, f2obo, task, "fixed", "f2obo", spec(c, c), steps,
-                                   batch_at, score)
-        return cache[c]
-
-    runs.append(grid_search([0.0, 3e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05, 0.1],
-                            fixed, task))
-    budget = next(r.seconds for r in runs if r.method == "default" and r.algorithm == "f2obo")
 
     def validation(r):
         # The trial's final model on the validation rows (the upper rows it saw).
         ce, _ = cross_entropy(r.x_y, a_va, l_va, CLASSES)
         return float(ce.mean())
 
-    def trial(c):
-        r = run_session(client, f2obo, task, "trial", "f2obo", spec(c, c), steps, batch_at,
-                        lambda dec: _keep_y(r_holder, dec, score))
-        r.x_y = r_holder["y"]
-        return r
+    for trainer in searched(args):
+        cache = {0.0: untuned[trainer]}
 
-    r_holder = {}
-    runs.append(equal_compute_search(budget, 1e-5, 0.1, trial, validation, task, args.seed))
+        def fixed(c, trainer=trainer, cache=cache):
+            if c not in cache:
+                cache[c] = run_session(client, f2obo, task, "fixed", trainer, spec(c, c), steps,
+                                       batch_at, score)
+            return cache[c]
+
+        runs.append(grid_search([0.0, 3e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 0.01, 0.02, 0.05,
+                                 0.1], fixed, task))
+        holder = {}
+
+        def trial(c, trainer=trainer, holder=holder):
+            r = run_session(client, f2obo, task, "trial", trainer, spec(c, c), steps, batch_at,
+                            lambda dec: _keep_y(holder, dec, score))
+            r.x_y = holder["y"]
+            return r
+
+        runs.append(equal_compute_search(default_cpu(runs, trainer), 1e-5, 0.1, trial, validation,
+                                         task, args.seed))
     return runs
+
+
+def trainers(args, algorithms):
+    """The algorithms that get an untuned start: the searched ones, and
+    AF2OBO when it runs (its own trainer for y)."""
+    return searched(args) + [a for a in ("af2obo",) if a in algorithms]
+
+
+def searched(args):
+    """The trainers of the fixed-hyperparameter baselines: the class
+    default and f2obo (once each)."""
+    return list(dict.fromkeys([args.class_default["bilevel"], "f2obo"]))
+
+
+def default_cpu(runs, algorithm):
+    return next(r.cpu for r in runs if r.method == "default" and r.algorithm == algorithm)
 
 
 def _keep_y(holder, dec, score):
@@ -157,34 +177,38 @@ def loss_tuning(client, f2obo, args, algorithms):
     for algorithm in algorithms:
         runs.append(run_session(client, f2obo, task, "default", algorithm, spec(), steps,
                                 lambda t: batches[t], score))
-    cache = {}
-    holder = {}
+    caches = {}
 
-    def fixed(tau):
-        if tau not in cache:
-            r = run_session(client, f2obo, task, "fixed", "f2obo", spec(adjusted(tau)), steps,
-                            lambda t: batches[t], lambda dec: _keep_y(holder, dec, score))
-            r.x_y = holder["y"]
-            cache[tau] = r
-        return cache[tau]
+    def fixed_of(trainer):
+        cache = caches.setdefault(trainer, {})
+        holder = {}
 
-    untuned = fixed(0.0)
-    u = Run(task, "untuned", "f2obo")
-    u.curve, u.x, u.seconds = untuned.curve, untuned.x, untuned.seconds
-    runs.append(u)
-    if "af2obo" in algorithms:
-        runs.append(run_session(client, f2obo, task, "untuned", "af2obo", spec(adjusted(0.0)),
-                                steps, lambda t: batches[t], score))
+        def fixed(tau):
+            if tau not in cache:
+                r = run_session(client, f2obo, task, "fixed", trainer, spec(adjusted(tau)), steps,
+                                lambda t: batches[t], lambda dec: _keep_y(holder, dec, score))
+                r.x_y = holder["y"]
+                cache[tau] = r
+            return cache[tau]
+        return fixed
+
+    for trainer in trainers(args, algorithms):
+        untuned = fixed_of(trainer)(0.0)
+        u = Run(task, "untuned", trainer)
+        u.curve, u.x, u.seconds, u.cpu = untuned.curve, untuned.x, untuned.seconds, untuned.cpu
+        runs.append(u)
     if not args.search:
         return runs
-    runs.append(grid_search([0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0], fixed,
-                            task))
-    budget = next(r.seconds for r in runs if r.method == "default" and r.algorithm == "f2obo")
 
     def validation(r):
         # Balanced CE of the trial's final model on the pool (the stream's rows).
         ce, hit = cross_entropy(r.x_y, a_pool, l_pool, CLASSES)
         return balanced(ce, hit, l_pool)[0]
 
-    runs.append(equal_compute_search(budget, 0.05, 3.0, fixed, validation, task, args.seed))
+    for trainer in searched(args):
+        fixed = fixed_of(trainer)
+        runs.append(grid_search([0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0],
+                                fixed, task))
+        runs.append(equal_compute_search(default_cpu(runs, trainer), 0.05, 3.0, fixed, validation,
+                                         task, args.seed))
     return runs

@@ -6,12 +6,13 @@ g* = 0 and f* certified by a KKT solve.
 The loss reported is the distance to the bilevel optimum in value,
 (g(x) - g*) + |f(x) - f*| (both matter: a small f bought with an
 infeasible x is no solution), and the note gives each part and the test
-loss.  The untuned start is x_0 = 0.  The hyperparameter searched is the
-regularization scale varsigma of IR-SCG / IR-FSCG (sigma_t = varsigma
-(t+1)^-p, the weight of f): a grid of full passes per algorithm (best in
-hindsight) and Optuna at the compute of that algorithm's default pass.
-AGM-BiO has no such constant to search (its step sizes come from the
-smoothness constants and the horizon).
+loss.  The untuned start is x_0 = 0.  The constant searched is each
+algorithm's own: the regularization scale varsigma of IR-SCG / IR-FSCG
+(sigma_t = varsigma (t+1)^-p, the weight of f) and AGM-BiO's gamma (a_k =
+gamma (k+1)/(4 L_f); by default 1/(2 (L_g/L_f) K^(2/3) + 2) from the
+smoothness constants and the horizon K): a grid of 12 full passes per
+algorithm (best in hindsight) and Optuna at the CPU time of that
+algorithm's default pass.
 """
 import os
 import sys
@@ -66,18 +67,32 @@ def regression(client, f2obo, args):
         default = annotate(run_session(client, f2obo, task, "default", algorithm, spec, steps,
                                        lambda t: (up[t], inn[t]), score))
         runs.append(default)
-        if algorithm == "agm_bio" or not args.search:
+        if not args.search:
             continue
+        option, grid, low, high = SEARCH[algorithm]
 
-        def trial(scale, algorithm=algorithm):
+        def trial(value, algorithm=algorithm, option=option):
             return annotate(run_session(client, f2obo, task, "trial", algorithm,
-                                        dict(spec, reg_scale=scale), steps,
+                                        dict(spec, **{option: value}), steps,
                                         lambda t: (up[t], inn[t]), score))
 
-        runs.append(annotate(grid_search([0.01, 0.1, 1.0, 10.0, 100.0], trial, task)))
-        runs[-1].extra["note"] = runs[-1].extra.get("note", "")
+        runs.append(annotate(grid_search(grid, trial, task)))
+        runs[-1].extra["note"] = "%s; %s" % (option, runs[-1].extra.get("note", ""))
         # Optuna judges a trial by the same value on the data the algorithm
         # saw (f and g are the validation and training losses; f* is known).
-        runs.append(annotate(equal_compute_search(default.seconds, 1e-3, 1e3, trial,
+        runs.append(annotate(equal_compute_search(default.cpu, low, high, trial,
                                                   lambda r: r.final, task, args.seed)))
+        runs[-1].extra["note"] = "%s; %s" % (option, runs[-1].extra.get("note", ""))
     return runs
+
+
+# Per algorithm: the constant searched, its grid (12 values: the default
+# pass is 1/12 of the grid's passes) and Optuna's log range.
+SEARCH = {
+    "ir_scg": ("reg_scale", [0.01, 0.03, 0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 10.0, 30.0, 100.0, 300.0],
+               1e-3, 1e3),
+    "ir_fscg": ("reg_scale", [0.01, 0.03, 0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 10.0, 30.0, 100.0, 300.0],
+                1e-3, 1e3),
+    "agm_bio": ("agm_gamma", [1e-4, 3e-4, 1e-3, 2e-3, 3e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.3, 1.0],
+                1e-4, 1.0),
+}

@@ -6,8 +6,12 @@
 // first (N = 100) of the same run: the ratio the goal bounds
 // (<= 1.5: a step's price follows the step, not the session).  Also the
 // server's resident memory per touched task against the task's serialized
-// bytes (the goal: <= 2x), and the time a restarted server takes to load
-// the session (kill -9, then until it answers).
+// bytes (the goal: <= 2x; also as the slope over the second half of the
+// tasks touched), and the time a restarted server takes to load
+// the session (kill -9, then until it answers).  And what the checkpoints
+// cost (every --checkpoint_every = 100th step writes one): the store's size
+// on disk after the timed steps, and the timed steps that wrote a
+// checkpoint against the others (their mean, ms).
 //
 // Usage: state_cost_bench [m] [N ...]   (default: 10000 100 1000 10000)
 // e.g.   ./build/bench/state_cost_bench 1000000 100 10000 1000000
@@ -17,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -56,6 +61,16 @@ double ResidentKiB(pid_t pid) {
   return 0;
 }
 
+// The bytes of the files under `dir` (the database, its WAL, side files).
+double DirMiB(const std::string& dir) {
+  std::error_code ec;
+  uintmax_t bytes = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (f.is_regular_file(ec)) bytes += f.file_size(ec);
+  }
+  return static_cast<double>(bytes) / (1 << 20);
+}
+
 v1::SessionSpec Spec(int m, const testing::QuadraticTasks& pool) {
   v1::SessionSpec spec;
   spec.set_problem_class("multitask_bilevel");
@@ -86,8 +101,9 @@ v1::StepRequest Request(const std::string& id, int64_t t, const std::vector<int>
 int Run(int m, const std::vector<int>& touched_counts) {
   const testing::QuadraticTasks pool(kPool, kDim, kDim, 7);
   std::printf("rsvrb, multitask_quadratic d1 = d2 = %d, m = %d, default store, sync\n", kDim, m);
-  std::printf("%10s %12s %12s %10s %14s %14s %12s\n", "touched", "step p50 ms", "p90 ms",
-              "vs first", "RSS KiB/task", "x serialized", "reload s");
+  std::printf("%10s %12s %12s %10s %14s %14s %12s %12s %10s %12s %12s\n", "touched", "step p50 ms",
+              "p90 ms", "vs first", "RSS KiB/task", "x serialized", "slope x ser.", "reload s",
+              "store MiB", "ckpt step ms", "other ms");
   double first_p50 = 0;
   for (int n : touched_counts) {
     const std::string max_tasks = "--max_tasks=" + std::to_string(m);
@@ -111,7 +127,13 @@ int Run(int m, const std::vector<int>& touched_counts) {
     std::vector<int> ids;
     for (int k = 0; k < n; ++k)
       ids.push_back(static_cast<int>((static_cast<int64_t>(k) * stride) % m));
+    double rss_half = 0;
+    size_t half_tasks = 0;
     for (size_t k = 0; k < ids.size(); k += kPerStep) {
+      if (half_tasks == 0 && 2 * k >= ids.size()) {
+        rss_half = ResidentKiB(server.pid());
+        half_tasks = k;
+      }
       std::vector<int> chunk(ids.begin() + k, ids.begin() + std::min(ids.size(), k + kPerStep));
       if (auto r = c.Step(Request("mt", t++, chunk, pool)); !r.ok()) {
         std::fprintf(stderr, "touch: %s\n", r.status().ToString().c_str());
@@ -120,6 +142,8 @@ int Run(int m, const std::vector<int>& touched_counts) {
     }
     const double rss_after = ResidentKiB(server.pid());
     std::vector<double> ms;
+    double ckpt_ms = 0, other_ms = 0;
+    int ckpt_steps = 0;
     for (int k = 0; k < kTimedSteps; ++k) {
       const int task = ids[(static_cast<size_t>(k) * 7919) % ids.size()];
       const auto start = Clock::now();
@@ -128,11 +152,24 @@ int Run(int m, const std::vector<int>& touched_counts) {
         return 1;
       }
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      if ((t - 1) % 100 == 0) {  // the default --checkpoint_every
+        ckpt_ms += ms.back();
+        ++ckpt_steps;
+      } else {
+        other_ms += ms.back();
+      }
     }
+    const double store_mib = DirMiB(server.data_dir());
     std::sort(ms.begin(), ms.end());
     const double p50 = ms[ms.size() / 2], p90 = ms[ms.size() * 9 / 10];
     if (first_p50 == 0) first_p50 = p50;
     const double per_task = (rss_after - rss_before) / n;
+    // The slope over the second half of the tasks touched: what one more
+    // task costs, without the server's own growth over its first steps
+    // (SQLite's page cache, gRPC's buffers, allocator arenas).
+    const double slope = half_tasks > 0 && static_cast<size_t>(n) > half_tasks
+                             ? (rss_after - rss_half) / static_cast<double>(n - half_tasks)
+                             : per_task;
     // Recovery: kill -9, restart on the same data, time until GetSession.
     const std::string dir = server.data_dir();
     server.Stop(SIGKILL);
@@ -141,8 +178,11 @@ int Run(int m, const std::vector<int>& touched_counts) {
     client::Client c2(client::ClientOptions{again.target()});
     const bool back = again.started() && c2.GetSession("mt").ok();
     const double reload = std::chrono::duration<double>(Clock::now() - restart).count();
-    std::printf("%10d %12.3f %12.3f %10.2f %14.2f %14.2f %12.3f%s\n", n, p50, p90, p50 / first_p50,
-                per_task, per_task * 1024.0 / kTaskBytes, reload, back ? "" : " (not back!)");
+    std::printf("%10d %12.3f %12.3f %10.2f %14.2f %14.2f %12.2f %12.3f %10.1f %12.2f %12.3f%s\n", n,
+                p50, p90, p50 / first_p50, per_task, per_task * 1024.0 / kTaskBytes,
+                slope * 1024.0 / kTaskBytes, reload, store_mib,
+                ckpt_steps > 0 ? ckpt_ms / ckpt_steps : 0.0,
+                other_ms / std::max(1, kTimedSteps - ckpt_steps), back ? "" : " (not back!)");
     std::fflush(stdout);
   }
   return 0;

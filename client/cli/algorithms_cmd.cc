@@ -20,9 +20,14 @@ int RunAlgorithms() {
   }
   for (const ProblemClassEntry& c : ProblemClasses()) {
     if (only.empty()) {
-      std::printf("problem class %s: %s\n  families: %s\n  default algorithm: %s\n    why: %s\n\n",
+      std::printf("problem class %s: %s\n  families: %s\n  default algorithm: %s\n    why: %s\n",
                   c.name, c.summary, absl::StrJoin(c.family_names(), ", ").c_str(),
                   c.default_algorithm, c.default_why);
+      if (std::string(c.oracle_default_algorithm) != c.default_algorithm) {
+        std::printf("  default algorithm of its oracle family (rows on the client): %s\n",
+                    c.oracle_default_algorithm);
+      }
+      std::printf("\n");
     }
     for (const AlgorithmInfo* info : c.algorithms()) {
       if (!only.empty() && only != info->name) continue;

@@ -45,6 +45,32 @@ void TemperedFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2
   *gy2 *= inv_sigma_;
 }
 
+void TemperedFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
+                                         const BatchView& upper, const BatchView& inner, Vector* gz,
+                                         Vector* gy_g, Vector* gy_f) {
+  Rescale(x, z);
+  ys2_.noalias() = inv_sigma_ * y;
+  base_->InnerIterationGrads(xs_, ys_, ys2_, upper, inner, gz, gy_g, gy_f);
+  *gz *= inv_sigma_;
+  *gy_g *= inv_sigma_;
+  *gy_f *= inv_sigma_;
+}
+
+void TemperedFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
+                                        const BatchView& upper, const BatchView& inner,
+                                        Vector* gx_f, Vector* gy_f, Vector* gx_g_y, Vector* gy_g,
+                                        Vector* gx_g_z, Vector* gz) {
+  Rescale(x, y);
+  ys2_.noalias() = inv_sigma_ * z;
+  base_->HypergradientGrads(xs_, ys_, ys2_, upper, inner, gx_f, gy_f, gx_g_y, gy_g, gx_g_z, gz);
+  for (Vector* gx : {gx_f, gx_g_y, gx_g_z}) {
+    if (gx != nullptr) *gx *= sigma2_;
+  }
+  for (Vector* gy : {gy_f, gy_g, gz}) {
+    if (gy != nullptr) *gy *= inv_sigma_;
+  }
+}
+
 void TemperedFamily::HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
                             Vector* out) {
   Rescale(x, y);

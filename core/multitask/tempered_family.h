@@ -41,6 +41,15 @@ class TemperedFamily final : public Family {
   double G(const VecIn& x, const VecIn& y, const BatchView& inner, Vector* gx, Vector* gy) override;
   void GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
                   Vector* gy1, Vector* gy2) override;
+  // The rounds' gradients through the base family's own (logistic_hpo
+  // computes them without the values nobody reads): the defaults' F, G and
+  // GradYGPair calls above give the same bits, at the cost of a CE log per
+  // row and the regularizer's norms (issue 28 item 3).
+  void InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y, const BatchView& upper,
+                           const BatchView& inner, Vector* gz, Vector* gy_g, Vector* gy_f) override;
+  void HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z, const BatchView& upper,
+                          const BatchView& inner, Vector* gx_f, Vector* gy_f, Vector* gx_g_y,
+                          Vector* gy_g, Vector* gx_g_z, Vector* gz) override;
   void HvpYYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,
               Vector* out) override;
   void HvpXYG(const VecIn& x, const VecIn& y, const BatchView& inner, const VecIn& v,

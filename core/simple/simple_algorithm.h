@@ -24,6 +24,14 @@
 
 namespace f2obo {
 
+// The prequential losses of a step: f and g on the step's rows at the
+// decision served before the step (StepReport::upper_loss_before; g's is
+// checked for finiteness).
+struct PrequentialLosses {
+  double f = 0.0;
+  double g = 0.0;
+};
+
 // StoppableRound: loops ask ContinueRound() once per inner iteration
 // (core/round_control.h).
 class SimpleAlgorithm : public StoppableRound {
@@ -39,6 +47,19 @@ class SimpleAlgorithm : public StoppableRound {
   // Errors need no "step t" prefix.
   virtual absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                              SimpleReport* report) = 0;
+  // Whether RoundWithPrequential can take the prequential losses from the
+  // round's own reads of the step's rows (IR-SCG with a family's
+  // StormPass: the decision's margins from the same walk over the rows as
+  // the gradients', issue 28).  SimpleProblem evaluates them before the
+  // round otherwise.
+  virtual bool EvaluatesPrequential(const SimpleFamily& /*family*/) const { return false; }
+  // Round, and the prequential losses at s->decision as it was before the
+  // round into *prequential.  Called only when EvaluatesPrequential(family).
+  virtual absl::Status RoundWithPrequential(const StepData& data, SimpleFamily& family,
+                                            SimpleVars* s, SimpleReport* report,
+                                            PrequentialLosses* /*prequential*/) {
+    return Round(data, family, s, report);
+  }
   // The vectors it keeps in SessionState::aux between rounds, written at
   // t = 1 from x0 (estimators start at 0, windows empty).  A restored
   // state's aux must be accepted by ValidateAux.

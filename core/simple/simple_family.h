@@ -35,6 +35,29 @@ namespace f2obo {
 // it left the window).
 inline constexpr double kMaxRowGradient = 1e100;
 
+// One of IR-SCG's STORM evaluations (Giang-Tran et al., Alg. 1;
+// core/simple/algorithms/ir_scg.cc) on a view's rows: with grad_x and
+// grad_prev the gradients of f (role kUpper) or g (kInner) at x and prev
+// on the view,
+//   *estimate = keep before + (grad_x - keep grad_prev)   (prev != null)
+//   *estimate = grad_x                                    (prev == null)
+// and the values at x and, when `at` is non-null, at `at` (the prequential
+// loss at the decision).  `estimate` is resized to x_dim and must not be
+// `before`, x, prev or at.
+struct StormPassIn {
+  BatchRole role = BatchRole::kInner;
+  const BatchView* view = nullptr;
+  const Vector* x = nullptr;
+  const Vector* prev = nullptr;
+  const Vector* at = nullptr;
+  double keep = 0.0;
+  const Vector* before = nullptr;  // read only when prev != null
+};
+struct StormPassOut {
+  double value_x = 0.0;
+  double value_at = 0.0;
+};
+
 class SimpleFamily {
  public:
   virtual ~SimpleFamily() = default;
@@ -94,6 +117,13 @@ class SimpleFamily {
                                              const ConstraintSet& /*z*/) {
     return std::nullopt;
   }
+  // Whether StormPass is available: a family whose f and g read rows may
+  // evaluate the STORM update above in one walk over the view's rows
+  // (least_squares: each row's margins at x, prev and at from one read of
+  // the row, one scatter of the combined residual; issue 28).  IR-SCG
+  // calls F and G at x and prev otherwise.
+  virtual bool HasStormPass() const { return false; }
+  virtual StormPassOut StormPass(const StormPassIn& /*in*/, Vector* /*estimate*/) { return {}; }
   // The family's default initial point (before projection onto Z): 0.
   virtual Vector DefaultX() const { return Vector::Zero(x_dim()); }
 };

@@ -119,16 +119,20 @@ class SimpleProblem final : public Problem {
     SimpleVars v = SimpleView(s);
     const Batch empty;
     const BatchView upper = BatchView::All(family_->upper_reads_rows() ? data.upper : empty);
-    // Prequential, at the decision served before this step's rows.
-    report->upper_loss_before = family_->F(v.decision, upper, nullptr);
     SimpleReport& r = report->detail.emplace<SimpleReport>();
-    r.inner_loss_before = family_->G(v.decision, BatchView::All(data.inner), nullptr);
-    if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
-    if (!std::isfinite(report->upper_loss_before) || !std::isfinite(r.inner_loss_before)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "non-finite f_t = ", report->upper_loss_before, " or g_t = ", r.inner_loss_before,
-          " at the decision (feature values too large for the current point?)"));
+    // Prequential, at the decision served before this step's rows: here,
+    // or by the round from its own reads of the rows (then checked after
+    // it: a refused round's state is thrown away all the same).
+    const bool in_round = algorithm_->EvaluatesPrequential(*family_);
+    PrequentialLosses before;
+    if (!in_round) {
+      before.f = family_->F(v.decision, upper, nullptr);
+      before.g = family_->G(v.decision, BatchView::All(data.inner), nullptr);
+      if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
+      if (absl::Status st = CheckPrequential(before); !st.ok()) return st;
     }
+    report->upper_loss_before = before.f;
+    r.inner_loss_before = before.g;  // the algorithms write theirs
     if (family_->is_classification()) {
       report->accuracy_before = family_->Accuracy(v.decision, upper);
     }
@@ -136,14 +140,27 @@ class SimpleProblem final : public Problem {
     // A non-finite x or decision is refused by Session::Prepare's range
     // check of the state the round wrote (not finite, or beyond
     // kMaxStateMagnitude), which reads x and the decision anyway.
-    absl::Status round = algorithm_->Round(data, *family_, &v, &r);
+    absl::Status round = in_round
+                             ? algorithm_->RoundWithPrequential(data, *family_, &v, &r, &before)
+                             : algorithm_->Round(data, *family_, &v, &r);
     // A failed evaluation (a simple_oracle session's client) says why
     // better than what the round made of the NaN it left.
     if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
+    if (in_round) {
+      report->upper_loss_before = before.f;
+      if (absl::Status st = CheckPrequential(before); !st.ok()) return st;
+    }
     if (!round.ok()) return round;
     report->rows_processed = (family_->upper_reads_rows() ? data.upper.rows() : 0) +
                              static_cast<int64_t>(data.inner.rows());
     return absl::OkStatus();
+  }
+
+  static absl::Status CheckPrequential(const PrequentialLosses& p) {
+    if (std::isfinite(p.f) && std::isfinite(p.g)) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("non-finite f_t = ", p.f, " or g_t = ", p.g,
+                     " at the decision (feature values too large for the current point?)"));
   }
 
   const Vector& Decision(const SessionState& s) const override {

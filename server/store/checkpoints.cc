@@ -1,22 +1,56 @@
 // The store's checkpoints: earlier states of a session, for RollbackSession
 // and ForkSession (server/session_manager.h says when they are taken).
 //
-// Table checkpoints (id, t, state, state_sum), t being the state's next
-// step index as in the sessions table.  A checkpoint is written in the same
-// transaction as the step (or the creation) whose state it keeps, so it is
-// exactly as durable as that step; its checksum binds its bytes to its
-// session and its t, verified when it is read.  Each session keeps its
-// newest `keep` checkpoints; a rollback removes those after its target (a
-// branch of history abandoned), a deletion all of them.
+// Table checkpoints (id, t, state, state_sum, file, parts, since), t being
+// the state's next step index as in the sessions table.  A checkpoint is
+// written in the same transaction as the step (or the creation) whose state
+// it keeps, so it is exactly as durable as that step; its checksum binds its
+// bytes to its session and its t, verified when it is read.  Each session
+// keeps its newest `keep` checkpoints; a rollback removes those after its
+// target (a branch of history abandoned), a deletion all of them.
+//
+// Checkpoints in parts (schema version 7, issue 23).  A multi-task
+// session's state is mostly its tasks' blocks, and few of them change
+// between two checkpoints; writing each checkpoint whole made the kept
+// checkpoints most of the store (528 of 648 MB at 200,000 tasks) and a
+// checkpointing step write the whole session.  So a checkpoint may be its
+// head (column state, `parts` = the number of aux parts) plus, in table
+// checkpoint_parts (id, t, idx, part), only the parts that changed since the
+// previous checkpoint: part i of checkpoint C is the row of index i with the
+// largest t in [since, C], where `since` is the checkpoint its chain starts
+// from (one written with every non-empty part); a part that became empty
+// has a row with empty bytes.  The writer says which checkpoint it extends
+// (CheckpointParts::base); the store refuses it unless that is the newest
+// one before it and in parts, so a chain never rests on a checkpoint the
+// store does not hold (a failed write, a rollback, a restart: the manager
+// then starts a new chain).  We chose this over referencing the session's
+// current part rows by version: those are rewritten in place by every step,
+// and a checkpoint must outlive them.
+//
+// Keeping only the newest `keep`: when the oldest kept checkpoint O is
+// dropped, the next, N, becomes the oldest, and a part row older than N is
+// still needed only if N resolves to it, i.e. N's own chain rows do not
+// hold that index: so the rows with t < N whose index N holds are deleted
+// (all rows before N when N starts its chain or is a whole encoding).  The
+// work is the size of N's rows, what changed, not the session's size.
+// Invariant: for every index at most one row is older than the oldest kept
+// checkpoint.  Whole encodings (parts NULL: every checkpoint before version
+// 7, a creation's first one, and those written by callers that give the
+// whole state) are read as before.
 #include <fcntl.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/state.h"
+#include "server/fault_points.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
 #include "server/store/sqlite_stmt.h"
@@ -26,6 +60,7 @@
 namespace f2obo::server {
 
 using store_detail::BindRecord;
+using store_detail::CheckpointPartSum;
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
@@ -36,6 +71,20 @@ absl::Status SessionStore::PutCheckpoint(const std::string& id, int64_t t, std::
   w->id = id;
   w->t = t;
   w->state = std::move(state);
+  w->keep_checkpoints = std::max(keep, 1);
+  return Submit(std::move(w), /*wait=*/true);
+}
+
+absl::Status SessionStore::PutCheckpoint(const std::string& id, int64_t t, CheckpointParts parts,
+                                         int keep) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kCheckpoint;
+  w->id = id;
+  w->t = t;
+  w->state = std::move(parts.head);
+  w->checkpoint_count = parts.count;
+  w->checkpoint_base = parts.base;
+  w->checkpoint_rows = std::move(parts.rows);
   w->keep_checkpoints = std::max(keep, 1);
   return Submit(std::move(w), /*wait=*/true);
 }
@@ -66,6 +115,10 @@ absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, 
   w->id = id;
   w->t = t;
   if (absl::Status s = Submit(w, /*wait=*/true); !s.ok()) return s;
+  // In parts: read here, on a connection of this thread's own (the writes
+  // queued before this read are committed; the caller holds the session,
+  // so none of its own can follow while this reads).
+  if (w->loaded_in_parts) return ReadCheckpointParts(id, t);
   if (w->loaded_fd < 0) return std::move(w->loaded);
   // In a side file: read here, not on the writer thread (it may be large).
   absl::StatusOr<std::string> bytes = ReadSideFileFd(w->loaded_fd, w->loaded_file.name);
@@ -77,7 +130,7 @@ absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, 
 }
 
 void SessionStore::ReadCheckpoint(const Write& w) {
-  Stmt row(db_, "SELECT state, state_sum, file FROM checkpoints WHERE id = ? AND t = ?");
+  Stmt row(db_, "SELECT state, state_sum, file, parts FROM checkpoints WHERE id = ? AND t = ?");
   if (!row.ok()) {
     w.loaded = row.Error("reading a checkpoint");
     return;
@@ -90,6 +143,10 @@ void SessionStore::ReadCheckpoint(const Write& w) {
   }
   if (rc != SQLITE_ROW) {
     w.loaded = row.Error("reading a checkpoint");
+    return;
+  }
+  if (!row.IsNull(3)) {
+    w.loaded_in_parts = true;
     return;
   }
   if (row.IsNull(1)) {
@@ -116,19 +173,186 @@ void SessionStore::ReadCheckpoint(const Write& w) {
   w.loaded = std::move(state);
 }
 
-absl::Status SessionStore::InsertCheckpoint(const std::string& id, int64_t t,
-                                            const std::string& state, const SideFile& file,
-                                            int keep) {
-  Stmt put(db_,
-           "INSERT OR REPLACE INTO checkpoints (id, t, state, state_sum, file) "
-           "VALUES (?, ?, ?, ?, ?)");
-  put.Text(1, id).Int(2, t);
-  BindRecord(put, 3, 4, 5, state, file, "checkpoint", id, t);
+absl::Status SessionStore::InsertCheckpoint(const Write& w, const std::string& head, int keep) {
+  const bool in_parts = w.checkpoint_count >= 0;
+  int64_t since = w.t;  // a chain starts here, unless it extends one
+  if (in_parts && w.checkpoint_base > 0) {
+    Stmt prev(*writer_sql_,
+              "SELECT t, parts, since FROM checkpoints WHERE id = ? AND t < ? "
+              "ORDER BY t DESC LIMIT 1");
+    const int rc = prev.Text(1, w.id).Int(2, w.t).Step();
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return prev.Error("reading checkpoints");
+    if (rc != SQLITE_ROW || prev.ColumnInt(0) != w.checkpoint_base || prev.IsNull(1) ||
+        prev.IsNull(2)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("store: the checkpoint of session '", w.id, "' at t = ", w.t - 1,
+                       " extends the one at t = ", w.checkpoint_base - 1,
+                       ", which is not its newest in parts; the next checkpoint is written whole"));
+    }
+    since = prev.ColumnInt(2);
+  }
+  // One replaced at the same t takes its parts with it.
+  Stmt clear(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t = ?");
+  if (absl::Status s = clear.Text(1, w.id).Int(2, w.t).Run("replacing a checkpoint"); !s.ok()) {
+    return s;
+  }
+  Stmt put(*writer_sql_,
+           "INSERT OR REPLACE INTO checkpoints (id, t, state, state_sum, file, parts, since) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  put.Text(1, w.id).Int(2, w.t);
+  BindRecord(put, 3, 4, 5, head, w.checkpoint_file, "checkpoint", w.id, w.t);
+  if (in_parts) {
+    put.Int(6, w.checkpoint_count).Int(7, since);
+  } else {
+    put.Null(6).Null(7);
+  }
   if (absl::Status s = put.Run("saving a checkpoint"); !s.ok()) return s;
-  Stmt trim(db_,
-            "DELETE FROM checkpoints WHERE id = ?1 AND t NOT IN "
-            "(SELECT t FROM checkpoints WHERE id = ?1 ORDER BY t DESC LIMIT ?2)");
-  return trim.Text(1, id).Int(2, keep).Run("trimming checkpoints");
+  static const SideFile kInRow;
+  static const std::string* const kEmpty = new std::string();
+  for (size_t i = 0; in_parts && i < w.checkpoint_rows.size(); ++i) {
+    const auto& [index, bytes] = w.checkpoint_rows[i];
+    const SideFile& file = i < w.checkpoint_row_files.size() ? w.checkpoint_row_files[i] : kInRow;
+    // A chain's first checkpoint needs no row for an empty part.
+    if (since == w.t && bytes.empty() && file.name.empty()) continue;
+    Stmt p(*writer_sql_,
+           "INSERT INTO checkpoint_parts (id, t, idx, part, part_sum, file) "
+           "VALUES (?, ?, ?, ?, ?, ?)");
+    p.Text(1, w.id).Int(2, w.t).Int(3, index);
+    if (file.name.empty()) {
+      p.Blob(4, bytes).Int(5, CheckpointPartSum(w.id, w.t, index, bytes)).Null(6);
+    } else {
+      p.Blob(4, *kEmpty).Int(5, file.sum).Text(6, file.name);
+    }
+    if (absl::Status s = p.Run("saving a checkpoint part"); !s.ok()) return s;
+  }
+  if (absl::Status s = TrimCheckpoints(w.id, w.t, keep); !s.ok()) return s;
+  // Tests fail or crash here, inside the transaction.
+  if (in_parts && w.checkpoint_base > 0) return FaultPoint("checkpoint_delta_written", w.id);
+  return absl::OkStatus();
+}
+
+absl::Status SessionStore::TrimCheckpoints(const std::string& id, int64_t written, int keep) {
+  struct Kept {
+    int64_t t;
+    bool starts_chain;  // a whole encoding, or the first of a chain in parts
+  };
+  std::vector<Kept> kept;
+  {
+    Stmt list(*writer_sql_,
+              "SELECT t, parts IS NULL OR since = t FROM checkpoints WHERE id = ? ORDER BY t");
+    if (!list.ok()) return list.Error("listing checkpoints");
+    list.Text(1, id);
+    int rc;
+    while ((rc = list.Step()) == SQLITE_ROW)
+      kept.push_back({list.ColumnInt(0), list.ColumnInt(1) != 0});
+    if (rc != SQLITE_DONE) return list.Error("listing checkpoints");
+  }
+  if (kept.empty()) return absl::OkStatus();
+  const size_t drop = kept.size() > static_cast<size_t>(std::max(keep, 1))
+                          ? kept.size() - static_cast<size_t>(std::max(keep, 1))
+                          : 0;
+  // The parts older than the oldest kept checkpoint N that N does not
+  // resolve to (see the top), after each drop in turn; also when the
+  // checkpoint just written is the oldest (the first, or a replaced one).
+  const auto collect = [&](const Kept& n) -> absl::Status {
+    if (n.starts_chain) {
+      Stmt d(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t < ?");
+      return d.Text(1, id).Int(2, n.t).Run("dropping checkpoint parts");
+    }
+    Stmt d(*writer_sql_,
+           "DELETE FROM checkpoint_parts WHERE id = ?1 AND idx IN "
+           "(SELECT idx FROM checkpoint_parts WHERE id = ?1 AND t = ?2) AND t < ?2");
+    return d.Text(1, id).Int(2, n.t).Run("dropping checkpoint parts");
+  };
+  for (size_t i = 0; i < drop; ++i) {
+    Stmt d(*writer_sql_, "DELETE FROM checkpoints WHERE id = ? AND t = ?");
+    if (absl::Status s = d.Text(1, id).Int(2, kept[i].t).Run("trimming checkpoints"); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = collect(kept[i + 1]); !s.ok()) return s;
+  }
+  if (drop == 0 && kept[0].t == written) return collect(kept[0]);
+  return absl::OkStatus();
+}
+
+absl::Status SessionStore::DropCheckpoints(const std::string& id, int64_t after) {
+  Stmt a(*writer_sql_, "DELETE FROM checkpoints WHERE id = ? AND t > ?");
+  if (absl::Status s = a.Text(1, id).Int(2, after).Run("dropping checkpoints"); !s.ok()) return s;
+  Stmt b(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t > ?");
+  return b.Text(1, id).Int(2, after).Run("dropping checkpoint parts");
+}
+
+absl::StatusOr<std::string> SessionStore::ReadCheckpointParts(const std::string& id,
+                                                              int64_t t) const {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    const std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return StoreError(SQLITE_CANTOPEN, "reading a checkpoint", msg);
+  }
+  struct Closer {
+    sqlite3* db;
+    ~Closer() { sqlite3_close(db); }
+  } closer{db};
+  sqlite3_busy_timeout(db, 5000);
+  // One read transaction: the head and its parts from one snapshot.
+  Stmt begin(db, "BEGIN");
+  if (absl::Status s = begin.Run("reading a checkpoint"); !s.ok()) return s;
+  Stmt row(db,
+           "SELECT state, state_sum, file, parts, since FROM checkpoints WHERE id = ? AND t = ?");
+  const int rc = row.Text(1, id).Int(2, t).Step();
+  if (rc == SQLITE_DONE) {
+    return absl::NotFoundError(
+        absl::StrCat("session '", id, "' has no checkpoint at next step index ", t));
+  }
+  if (rc != SQLITE_ROW) return row.Error("reading a checkpoint");
+  if (row.IsNull(1) || row.IsNull(3) || row.IsNull(4)) {
+    return Damaged(id, t, "checksum or parts missing: corrupt record");
+  }
+  std::string head = row.Column(0);
+  if (!row.IsNull(2)) {
+    absl::StatusOr<std::string> file = ReadSideFile(row.Column(2));
+    if (!file.ok()) return Damaged(id, t, file.status().message());
+    head = *std::move(file);
+  }
+  if (RecordSum("checkpoint", id, t, head) != row.ColumnInt(1)) {
+    return Damaged(id, t, "checksum mismatch: corrupt record");
+  }
+  const int64_t count = row.ColumnInt(3), since = row.ColumnInt(4);
+  if (count < 0 || count > (int64_t{1} << 40)) return Damaged(id, t, "not a part count");
+  absl::StatusOr<Checkpoint> joined = DeserializeCheckpointHead(head, static_cast<size_t>(count));
+  if (!joined.ok()) return Damaged(id, t, joined.status().message());
+  // Each index's newest row in [since, t]: the first of its rows here.
+  Stmt parts(db,
+             "SELECT idx, t, part, part_sum, file FROM checkpoint_parts "
+             "WHERE id = ?1 AND t BETWEEN ?2 AND ?3 ORDER BY idx, t DESC");
+  parts.Text(1, id).Int(2, since).Int(3, t);
+  int64_t last = -1;
+  int step;
+  while ((step = parts.Step()) == SQLITE_ROW) {
+    const int64_t index = parts.ColumnInt(0);
+    if (index == last || index < 0 || index >= count) continue;
+    last = index;
+    const int64_t at = parts.ColumnInt(1);
+    absl::string_view bytes = parts.ColumnView(2);
+    absl::StatusOr<std::string> file;
+    if (!parts.IsNull(4)) {
+      file = ReadSideFile(parts.Column(4));
+      if (!file.ok()) {
+        return Damaged(id, t, absl::StrCat("part ", index, ": ", file.status().message()));
+      }
+      bytes = *file;
+    }
+    if (parts.IsNull(3) || parts.ColumnInt(3) != CheckpointPartSum(id, at, index, bytes)) {
+      return Damaged(id, t, absl::StrCat("part ", index, ": checksum mismatch: corrupt record"));
+    }
+    if (absl::Status s = SetAuxPart(static_cast<size_t>(index), bytes, &*joined); !s.ok()) {
+      return Damaged(id, t, s.message());
+    }
+  }
+  if (step != SQLITE_DONE) return parts.Error("reading a checkpoint");
+  return SerializeCheckpoint(*joined);
 }
 
 absl::Status SessionStore::ApplyRollback(const Write& w) {
@@ -143,25 +367,8 @@ absl::Status SessionStore::ApplyRollback(const Write& w) {
     return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
   }
   if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
-  // The reply cache is rewritten, each reply keyed as CommitStep keys it
-  // (by the step after it), so that CommitStep's trimming keeps exactly the
-  // newest `keep_replies` from here on.
-  Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
-  if (absl::Status s = clear.Text(1, w.id).Run("clearing replies"); !s.ok()) return s;
-  for (const auto& [step, reply] : w.replies) {
-    const int64_t t = step + 1;
-    Stmt r(db_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-    if (absl::Status s = r.Text(1, w.id)
-                             .Int(2, t)
-                             .Blob(3, reply)
-                             .Int(4, RecordSum("reply", w.id, t, reply))
-                             .Run("saving a reply");
-        !s.ok()) {
-      return s;
-    }
-  }
-  Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ? AND t > ?");
-  return drop.Text(1, w.id).Int(2, w.t).Run("dropping later checkpoints");
+  if (absl::Status s = ReplaceReplies(w.id, w.replies); !s.ok()) return s;
+  return DropCheckpoints(w.id, w.t);
 }
 
 }  // namespace f2obo::server

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,6 +27,7 @@ using store_detail::Stmt;
 SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
                            size_t max_queued_bytes, size_t side_file_bytes)
     : db_(db),
+      writer_sql_(std::make_unique<store_detail::StmtCache>(db)),
       lock_fd_(lock_fd),
       path_(std::move(path)),
       durability_(durability),
@@ -40,6 +42,7 @@ SessionStore::~SessionStore() {
   writer_cv_.SignalAll();
   room_cv_.SignalAll();
   if (writer_.joinable()) writer_.join();  // drains the queue first
+  writer_sql_->Clear();                    // sqlite3_close fails over unfinalized statements
   sqlite3_close(db_);
   if (records_fd_ >= 0) close(records_fd_);
   close(lock_fd_);  // last: the directory is free once the file is closed
@@ -63,6 +66,11 @@ absl::Status SessionStore::Exec(const char* sql) {
     return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status SessionStore::ExecCached(const char* sql) {
+  Stmt s(*writer_sql_, sql);
+  return s.Run(sql);
 }
 
 namespace {
@@ -187,8 +195,9 @@ absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
       const int64_t rt = replies.ColumnInt(0);
       const std::string bytes = replies.Column(1);
       v1::StepReply r;
-      // (Rows are keyed by the reply's step after a PutSession, by the next
-      // step after a CommitStep; the checksum binds the reply to its key.)
+      // (Rows are keyed by the step after the reply's; files written before
+      // ReplaceReplies keyed a PutSession's by the reply's own step.  Either
+      // loads: the checksum binds the reply to its row's key.)
       if (std::string p = SumProblem(replies, 2, RecordSum("reply", id, rt, bytes)); !p.empty()) {
         bad = absl::StrCat("cached reply at t=", rt, ": ", p);
       } else if (!r.ParseFromString(bytes)) {
@@ -322,26 +331,65 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
 }
 
 absl::Status SessionStore::SaveReply(const Write& w) {
-  Stmt b(db_, "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-  if (absl::Status s = b.Text(1, w.id)
-                           .Int(2, w.t)
-                           .Blob(3, w.reply)
-                           .Int(4, RecordSum("reply", w.id, w.t, w.reply))
+  // The cache keeps the rows keyed in (w.t - keep, w.t].  When it is full
+  // and holds nothing older (the steady state), the oldest row becomes
+  // this reply's: one statement, where an insert and a trim were two
+  // (issue 23).  Otherwise (a new session, keep changed, a rollback's
+  // shorter cache) the insert and the trim.
+  const int64_t oldest = w.t - w.keep;
+  const int64_t sum = RecordSum("reply", w.id, w.t, w.reply);
+  Stmt move(*writer_sql_,
+            "UPDATE OR REPLACE replies SET t = ?3, reply = ?4, reply_sum = ?5 "
+            "WHERE id = ?1 AND t = ?2 AND NOT EXISTS "
+            "(SELECT 1 FROM replies WHERE id = ?1 AND t < ?2)");
+  if (absl::Status s = move.Text(1, w.id)
+                           .Int(2, oldest)
+                           .Int(3, w.t)
+                           .Blob(4, w.reply)
+                           .Int(5, sum)
                            .Run("saving a reply");
       !s.ok()) {
     return s;
   }
-  Stmt c(db_, "DELETE FROM replies WHERE id = ? AND t <= ?");
-  return c.Text(1, w.id).Int(2, w.t - w.keep).Run("trimming replies");
+  if (sqlite3_changes(db_) == 1) return absl::OkStatus();
+  Stmt b(*writer_sql_,
+         "INSERT OR REPLACE INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+  if (absl::Status s =
+          b.Text(1, w.id).Int(2, w.t).Blob(3, w.reply).Int(4, sum).Run("saving a reply");
+      !s.ok()) {
+    return s;
+  }
+  Stmt c(*writer_sql_, "DELETE FROM replies WHERE id = ? AND t <= ?");
+  return c.Text(1, w.id).Int(2, oldest).Run("trimming replies");
+}
+
+absl::Status SessionStore::ReplaceReplies(
+    const std::string& id, const std::vector<std::pair<int64_t, std::string>>& replies) {
+  Stmt clear(*writer_sql_, "DELETE FROM replies WHERE id = ?");
+  if (absl::Status s = clear.Text(1, id).Run("clearing replies"); !s.ok()) return s;
+  for (const auto& [step, reply] : replies) {
+    const int64_t t = step + 1;
+    Stmt r(*writer_sql_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
+    if (absl::Status s = r.Text(1, id)
+                             .Int(2, t)
+                             .Blob(3, reply)
+                             .Int(4, RecordSum("reply", id, t, reply))
+                             .Run("saving a reply");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
-  Stmt a(db_, "DELETE FROM sessions WHERE id = ?");
+  Stmt a(*writer_sql_, "DELETE FROM sessions WHERE id = ?");
   if (absl::Status s = a.Text(1, id).Run("deleting a session"); !s.ok()) return s;
-  Stmt b(db_, "DELETE FROM replies WHERE id = ?");
+  Stmt b(*writer_sql_, "DELETE FROM replies WHERE id = ?");
   if (absl::Status s = b.Text(1, id).Run("deleting replies"); !s.ok()) return s;
-  Stmt c(db_, "DELETE FROM checkpoints WHERE id = ?");
-  if (absl::Status s = c.Text(1, id).Run("deleting checkpoints"); !s.ok()) return s;
+  if (absl::Status s = DropCheckpoints(id, std::numeric_limits<int64_t>::min()); !s.ok()) {
+    return s;
+  }
   return DropParts(id, 0);
 }
 
@@ -372,7 +420,7 @@ absl::Status SessionStore::Apply(const Write& w) {
   }
   switch (w.kind) {
     case Write::kPut: {
-      Stmt s(db_,
+      Stmt s(*writer_sql_,
              "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum, file) "
              "VALUES (?, ?, ?, ?, ?, ?, ?)");
       s.Text(1, w.id).Blob(2, w.spec).Int(4, w.t).Int(5, RecordSum("spec", w.id, 0, w.spec));
@@ -381,24 +429,13 @@ absl::Status SessionStore::Apply(const Write& w) {
       // The whole state is in the row (parts NULL): no part of an earlier
       // session of this id may survive.
       if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
-      Stmt clear(db_, "DELETE FROM replies WHERE id = ?");
-      if (absl::Status st = clear.Text(1, w.id).Run("clearing replies"); !st.ok()) return st;
-      for (const auto& [t, reply] : w.replies) {
-        Stmt r(db_, "INSERT INTO replies (id, t, reply, reply_sum) VALUES (?, ?, ?, ?)");
-        if (absl::Status st = r.Text(1, w.id)
-                                  .Int(2, t)
-                                  .Blob(3, reply)
-                                  .Int(4, RecordSum("reply", w.id, t, reply))
-                                  .Run("saving a reply");
-            !st.ok()) {
-          return st;
-        }
-      }
+      if (absl::Status st = ReplaceReplies(w.id, w.replies); !st.ok()) return st;
       // A new session (create, import, fork): no checkpoint of an earlier
       // session of this id may survive, and its starting point is its first.
-      Stmt drop(db_, "DELETE FROM checkpoints WHERE id = ?");
-      if (absl::Status st = drop.Text(1, w.id).Run("clearing checkpoints"); !st.ok()) return st;
-      if (w.keep_checkpoints > 0) return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, 1);
+      if (absl::Status st = DropCheckpoints(w.id, std::numeric_limits<int64_t>::min()); !st.ok()) {
+        return st;
+      }
+      if (w.keep_checkpoints > 0) return InsertCheckpoint(w, w.state, 1);
       return absl::OkStatus();
     }
     case Write::kAll:
@@ -408,14 +445,15 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       return absl::OkStatus();
     case Write::kCheckpoint:
-      return InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, w.keep_checkpoints);
+      return InsertCheckpoint(w, w.state, w.keep_checkpoints);
     case Write::kRollback:
       return ApplyRollback(w);
     case Write::kLoadCheckpoint:
       ReadCheckpoint(w);
       return absl::OkStatus();
     case Write::kGroup: {
-      Stmt g(db_, "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
+      Stmt g(*writer_sql_,
+             "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
       return g.Text(1, w.id)
           .Text(2, w.spec)
           .Int(3, RecordSum("group", w.id, 0, w.spec))
@@ -425,10 +463,11 @@ absl::Status SessionStore::Apply(const Write& w) {
       return DeleteSessionRows(w.id);
     case Write::kFence: {
       if (w.spec.empty()) {
-        Stmt f(db_, "DELETE FROM fences WHERE key = ?");
+        Stmt f(*writer_sql_, "DELETE FROM fences WHERE key = ?");
         return f.Text(1, w.id).Run("lifting a fence");
       }
-      Stmt f(db_, "INSERT OR REPLACE INTO fences (key, target, target_sum) VALUES (?, ?, ?)");
+      Stmt f(*writer_sql_,
+             "INSERT OR REPLACE INTO fences (key, target, target_sum) VALUES (?, ?, ?)");
       return f.Text(1, w.id)
           .Text(2, w.spec)
           .Int(3, RecordSum("fence", w.id, 0, w.spec))
@@ -439,12 +478,13 @@ absl::Status SessionStore::Apply(const Write& w) {
       for (absl::string_view m : absl::StrSplit(w.spec, '\n', absl::SkipEmpty())) {
         if (absl::Status s = DeleteSessionRows(std::string(m)); !s.ok()) return s;
       }
-      Stmt g(db_, "DELETE FROM groups WHERE id = ?");
+      Stmt g(*writer_sql_, "DELETE FROM groups WHERE id = ?");
       return g.Text(1, w.id).Run("deleting a group");
     }
     case Write::kStep: {
       const bool in_parts = w.aux_count >= 0;
-      const std::string& full = in_parts ? w.full_state : w.state;
+      // The checkpoint's record: the whole state, or in parts the head.
+      const std::string& full = in_parts && w.checkpoint_count < 0 ? w.full_state : w.state;
       if (in_parts && !w.complete_parts && NeedsCompleteState(w.id)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "store: an earlier step of session '", w.id,
@@ -465,12 +505,12 @@ absl::Status SessionStore::Apply(const Write& w) {
         if (!w.state_file.name.empty()) released_.push_back(w.state_file.name);
         if (absl::Status s = SaveReply(w); !s.ok()) return s;
         if (w.keep_checkpoints > 0) {
-          return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+          return InsertCheckpoint(w, full, w.keep_checkpoints);
         }
         return absl::OkStatus();
       }
       Stmt a(
-          db_,
+          *writer_sql_,
           "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = ?, file = ? WHERE id = ?");
       a.Int(2, w.t);
       BindRecord(a, 1, 3, 5, w.state, w.state_file, "state", w.id, w.t);
@@ -488,7 +528,7 @@ absl::Status SessionStore::Apply(const Write& w) {
       }
       if (absl::Status s = SaveReply(w); !s.ok()) return s;
       if (w.keep_checkpoints > 0) {
-        return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.keep_checkpoints);
+        return InsertCheckpoint(w, full, w.keep_checkpoints);
       }
       return absl::OkStatus();
     }

@@ -74,6 +74,7 @@ struct SideFile {
   std::string name;  // empty: the record is in its row
   int64_t sum = 0;
 };
+class StmtCache;  // sqlite_stmt.h
 }  // namespace store_detail
 
 struct StoredSession {
@@ -84,6 +85,21 @@ struct StoredSession {
   // Next step index of each kept checkpoint, oldest first (their bytes are
   // read on use: LoadCheckpoint).
   std::vector<int64_t> checkpoints;
+};
+
+// A checkpoint in parts (schema version 7): its head (SerializeCheckpointHead)
+// and the aux parts that changed since checkpoint `base` (a next step index)
+// of the same session, which must be the newest the store holds before
+// this one and itself in parts; base 0: every non-empty part (a chain of
+// checkpoints starts here).  A part that became empty is given with empty
+// bytes.  So a checkpoint costs what changed since the previous one, not
+// the session's size (issue 23).
+struct CheckpointParts {
+  std::string head;   // in a StepState: empty, the step's head is the checkpoint's
+  int64_t count = 0;  // the state's aux vectors
+  int64_t base = 0;
+  // (index, EncodeAuxPart bytes), increasing.
+  std::vector<std::pair<int64_t, std::string>> rows;
 };
 
 // A session's state after a step, in parts (core/state.h's
@@ -104,6 +120,9 @@ struct StepState {
   bool trim = true;
   // Whether aux_rows holds every non-empty part (not only the changed).
   bool complete = false;
+  // A due checkpoint in parts, instead of `full` (its head: the step's).
+  bool checkpoint_in_parts = false;
+  CheckpointParts checkpoint;
 };
 
 // One session as PutSession writes it (PutGroupWithSessions: several in
@@ -150,7 +169,10 @@ class SessionStore {
   //     state_parts): a step writes the aux vectors it changed.
   //  6: large records in side files (column `file` of sessions,
   //     checkpoints and state_parts; server/store/side_files.cc).
-  static constexpr int kSchemaVersion = 6;
+  //  7: checkpoints in parts (columns checkpoints.parts and .since, table
+  //     checkpoint_parts): a checkpoint writes the parts changed since the
+  //     previous one (server/store/checkpoints.cc).
+  static constexpr int kSchemaVersion = 7;
   // Under kNone, CommitStep does not wait for its write; it waits only when
   // this many bytes are already queued, so a slow disk bounds the memory.
   // (Under kSync every caller waits anyway.)
@@ -247,8 +269,14 @@ class SessionStore {
   // Stores `state` (next step index `t`) as a checkpoint of session `id`,
   // replacing one at the same t; keeps the newest `keep` (>= 1).
   absl::Status PutCheckpoint(const std::string& id, int64_t t, std::string state, int keep);
-  // The bytes of checkpoint `t` of session `id`, checksum-verified:
-  // NOT_FOUND if there is none, DATA_LOSS if it is damaged.
+  // The same in parts (CheckpointParts: the head and the parts changed
+  // since checkpoint `parts.base`).  FAILED_PRECONDITION, nothing written,
+  // if that is not the newest checkpoint before t or not in parts.
+  absl::Status PutCheckpoint(const std::string& id, int64_t t, CheckpointParts parts, int keep);
+  // The bytes of checkpoint `t` of session `id` (a checkpoint in parts:
+  // joined into the whole encoding, read on a connection of the caller's
+  // own, not the writer's), checksum-verified: NOT_FOUND if there is none,
+  // DATA_LOSS if it is damaged.
   absl::StatusOr<std::string> LoadCheckpoint(const std::string& id, int64_t t);
   // Rolls session `id` back, in one transaction: its state becomes `state`
   // (next step index `t`, the bytes of its checkpoint at t), its reply
@@ -316,6 +344,12 @@ class SessionStore {
   absl::Status Apply(const Write& w);
   // Writer thread only: a kStep's reply row, and the trim of older ones.
   absl::Status SaveReply(const Write& w);
+  // Writer thread only: session `id`'s reply cache becomes `replies`
+  // ((step, StepReply bytes), oldest first), each row keyed as SaveReply
+  // keys it, by the step after it, so that the steps' trimming keeps
+  // exactly the newest keep_replies from there on (kPut, kRollback).
+  absl::Status ReplaceReplies(const std::string& id,
+                              const std::vector<std::pair<int64_t, std::string>>& replies);
   // Writer thread only: a kStep's changed state parts; the parts of `id` at
   // or beyond `from` removed.
   absl::Status SaveParts(const Write& w);
@@ -331,10 +365,19 @@ class SessionStore {
   // Writer thread only: sets Write::state_superseded across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
-  // Writer thread only (checkpoints.cc): inserts checkpoint (id, t) and
+  // Writer thread only (checkpoints.cc): inserts checkpoint (w.id, w.t) and
   // drops all but the newest `keep`; applies a kRollback write.
-  absl::Status InsertCheckpoint(const std::string& id, int64_t t, const std::string& state,
-                                const SideFile& file, int keep);
+  // A kPut's, kStep's or kCheckpoint's checkpoint: in parts (w.checkpoint_count >=
+  // 0; head `head` or w.checkpoint_file), or whole (`head` the encoding).
+  absl::Status InsertCheckpoint(const Write& w, const std::string& head, int keep);
+  // Drops session id's checkpoints after `after` (all: INT64_MIN), with
+  // their parts.
+  absl::Status DropCheckpoints(const std::string& id, int64_t after);
+  // Keeps the newest `keep` checkpoints of `id`, and of the parts only
+  // those a kept checkpoint resolves to (`written`: the t just written).
+  absl::Status TrimCheckpoints(const std::string& id, int64_t written, int keep);
+  // LoadCheckpoint of a checkpoint in parts, on a connection of its own.
+  absl::StatusOr<std::string> ReadCheckpointParts(const std::string& id, int64_t t) const;
   absl::Status ApplyRollback(const Write& w);
   // Reads every fence into `out` (fences.cc).
   absl::Status LoadFences(LoadedStore& out);
@@ -343,6 +386,8 @@ class SessionStore {
   // w.loaded_fd (read by the caller, off the writer thread).
   void ReadCheckpoint(const Write& w);
   absl::Status Exec(const char* sql);
+  // Writer thread only: `sql` (no result rows) through writer_sql_.
+  absl::Status ExecCached(const char* sql);
 
   // Side files (side_files.cc).  Open: <dir>/records, the triggers that
   // report a released file, the removal of orphans.
@@ -364,6 +409,9 @@ class SessionStore {
   static absl::StatusOr<std::string> ReadSideFileFd(int fd, const std::string& name);
 
   sqlite3* db_;
+  // The writer thread's prepared statements (its writes' and transactions'
+  // SQL): prepared once, not per write.
+  std::unique_ptr<store_detail::StmtCache> writer_sql_;
   const int lock_fd_;  // holds the flock on <dir>/LOCK
   const std::string path_;
   const Durability durability_;

@@ -64,13 +64,15 @@
 
 namespace f2obo::server {
 
+using store_detail::CheckpointPartSum;
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
 namespace {
 
 // The tables whose rows may name a side file (column `file`).
-constexpr const char* kFileTables[] = {"sessions", "checkpoints", "state_parts"};
+constexpr const char* kFileTables[] = {"sessions", "checkpoints", "state_parts",
+                                       "checkpoint_parts"};
 
 absl::Status FileError(int err, absl::string_view what, const std::string& name) {
   const int rc = err == ENOSPC || err == EDQUOT                  ? SQLITE_FULL
@@ -235,6 +237,19 @@ absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
     if (f.ok()) std::string().swap(bytes);
     return f;
   };
+  // A checkpoint's parts (checkpoint_rows), each bound to its index.
+  const auto spill_rows = [&]() -> absl::Status {
+    for (auto& [index, bytes] : w.checkpoint_rows) {
+      w.checkpoint_row_files.emplace_back();
+      if (!big(bytes)) continue;
+      absl::StatusOr<SideFile> f =
+          WriteSideFile(bytes, CheckpointPartSum(w.id, w.t, index, bytes), owner);
+      if (!f.ok()) return f.status();
+      std::string().swap(bytes);
+      w.checkpoint_row_files.back() = *std::move(f);
+    }
+    return absl::OkStatus();
+  };
   switch (w.kind) {
     case Write::kAll:
       for (const auto& part : w.parts) {
@@ -242,6 +257,7 @@ absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
       }
       return absl::OkStatus();
     case Write::kCheckpoint: {
+      if (absl::Status s = spill_rows(); !s.ok()) return s;
       if (!big(w.state)) return absl::OkStatus();
       absl::StatusOr<SideFile> f = spill(w.state, "checkpoint", w.t);
       if (!f.ok()) return f.status();
@@ -266,6 +282,9 @@ absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
           if (!f.ok()) return f.status();
           w.aux_files.back() = *std::move(f);
         }
+        if (w.keep_checkpoints > 0) {
+          if (absl::Status s = spill_rows(); !s.ok()) return s;
+        }
         if (!whole && w.keep_checkpoints > 0 && big(w.full_state)) {
           absl::StatusOr<SideFile> f = spill(w.full_state, "checkpoint", w.t);
           if (!f.ok()) return f.status();
@@ -273,9 +292,10 @@ absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
         }
       }
       if (!big(w.state)) return absl::OkStatus();
-      // A whole state that is also the checkpoint: the checkpoint's checksum
-      // first (the bytes are dropped once written), its file a hard link.
-      const bool link = whole && w.keep_checkpoints > 0;
+      // A whole state that is also the checkpoint (or a head that is also
+      // the checkpoint's, in parts): the checkpoint's checksum first (the
+      // bytes are dropped once written), its file a hard link.
+      const bool link = (whole || w.checkpoint_count >= 0) && w.keep_checkpoints > 0;
       const int64_t checkpoint_sum = link ? RecordSum("checkpoint", w.id, w.t, w.state) : 0;
       absl::StatusOr<SideFile> f = spill(w.state, "state", w.t);
       if (!f.ok()) return f.status();

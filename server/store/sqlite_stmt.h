@@ -6,12 +6,45 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server::store_detail {
+
+// Statements prepared once per connection and reused, reset and rebound
+// (Stmt's second constructor): preparing one (parsing, planning, code
+// generation, the side-file triggers compiled in) cost the store's writer
+// more CPU than running it, three or four times a step (issue 23).  Keyed
+// by the SQL's address, its text compared on every hit, so a string that
+// reuses a freed one's address is never given the wrong statement; meant
+// for string literals (a few dozen, each prepared once).  Not thread-safe:
+// one thread uses it (the store's writer).  Clear() before sqlite3_close,
+// which refuses to close over unfinalized statements.
+class StmtCache {
+ public:
+  explicit StmtCache(sqlite3* db) : db_(db) {}
+  StmtCache(const StmtCache&) = delete;
+  StmtCache& operator=(const StmtCache&) = delete;
+  ~StmtCache() { Clear(); }
+  void Clear() {
+    for (auto& [sql, e] : entries_) sqlite3_finalize(e.stmt);
+    entries_.clear();
+  }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  friend class Stmt;
+  struct Entry {
+    std::string sql;
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
+  sqlite3* db_;
+  std::unordered_map<const char*, Entry> entries_;  // node-based: an Entry never moves
+};
 
 // A bind that fails (a blob beyond SQLITE_LIMIT_LENGTH: SQLITE_TOOBIG) is
 // kept and reported by Run() instead of running the statement with that
@@ -21,7 +54,44 @@ class Stmt {
   Stmt(sqlite3* db, const char* sql) : db_(db) {
     rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
   }
-  ~Stmt() { sqlite3_finalize(stmt_); }
+  // `sql` from `cache`, prepared there on first use and reset (not
+  // finalized) when this is destroyed.  A statement already in use (the
+  // same SQL nested) or whose text differs gets a statement of its own.
+  Stmt(StmtCache& cache, const char* sql) : db_(cache.db_) {
+    auto [it, fresh] = cache.entries_.try_emplace(sql);
+    StmtCache::Entry& e = it->second;
+    if (fresh) {
+      e.sql = sql;
+      if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &e.stmt, nullptr) !=
+          SQLITE_OK) {
+        sqlite3_finalize(e.stmt);
+        cache.entries_.erase(it);  // prepared anew (and its error kept) below
+        rc_ = sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr);
+        return;
+      }
+    }
+    if (e.in_use || e.sql != sql) {
+      rc_ = sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr);
+      return;
+    }
+    e.in_use = true;
+    in_use_ = &e.in_use;
+    stmt_ = e.stmt;
+    rc_ = SQLITE_OK;
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() {
+    if (in_use_ == nullptr) {
+      sqlite3_finalize(stmt_);
+      return;
+    }
+    // Reset: ends its read of the tables; unbound: no pointer into a
+    // caller's string outlives the caller.
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    *in_use_ = false;
+  }
   bool ok() const { return rc_ == SQLITE_OK; }
   Stmt& Text(int i, const std::string& v) {
     return Bound(sqlite3_bind_text64(stmt_, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8));
@@ -68,6 +138,7 @@ class Stmt {
 
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+  bool* in_use_ = nullptr;  // the cache's flag, when the statement is the cache's
   int rc_;
   int bind_rc_ = SQLITE_OK;  // the first failed bind's result code
 };

@@ -29,6 +29,12 @@ std::shared_ptr<SessionStore::Write> SessionStore::StepWrite(SessionStep step, i
   w->reply = step.reply.SerializeAsString();
   w->keep = keep_replies;
   w->keep_checkpoints = step.keep_checkpoints;
+  if (step.state.checkpoint_in_parts && step.keep_checkpoints > 0) {
+    // Its head is the step's (w->state).
+    w->checkpoint_count = step.state.checkpoint.count;
+    w->checkpoint_base = step.state.checkpoint.base;
+    w->checkpoint_rows = std::move(step.state.checkpoint.rows);
+  }
   return w;
 }
 
@@ -61,13 +67,13 @@ absl::Status SessionStore::SaveParts(const Write& w) {
     const auto& [index, bytes] = w.aux_rows[i];
     const SideFile& file = i < w.aux_files.size() ? w.aux_files[i] : kInRow;
     if (bytes.empty() && file.name.empty()) {
-      Stmt d(db_, "DELETE FROM state_parts WHERE id = ? AND idx = ?");
+      Stmt d(*writer_sql_, "DELETE FROM state_parts WHERE id = ? AND idx = ?");
       if (absl::Status s = d.Text(1, w.id).Int(2, index).Run("dropping a state part"); !s.ok()) {
         return s;
       }
       continue;
     }
-    Stmt p(db_,
+    Stmt p(*writer_sql_,
            "INSERT OR REPLACE INTO state_parts (id, idx, part, part_sum, file) "
            "VALUES (?, ?, ?, ?, ?)");
     p.Text(1, w.id).Int(2, index);
@@ -78,7 +84,7 @@ absl::Status SessionStore::SaveParts(const Write& w) {
 }
 
 absl::Status SessionStore::DropParts(const std::string& id, int64_t from) {
-  Stmt d(db_, "DELETE FROM state_parts WHERE id = ? AND idx >= ?");
+  Stmt d(*writer_sql_, "DELETE FROM state_parts WHERE id = ? AND idx >= ?");
   return d.Text(1, id).Int(2, from).Run("dropping state parts");
 }
 

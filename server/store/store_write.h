@@ -11,6 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
@@ -51,11 +53,20 @@ struct SessionStore::Write {
   // kStep, kCheckpoint: > 0 stores the state as a checkpoint and keeps the
   // newest this many; kPut: > 0 stores it as the first checkpoint.
   int keep_checkpoints = 0;
+  // kStep, kCheckpoint: a checkpoint in parts (CheckpointParts) when
+  // checkpoint_count >= 0: its head is `state` (kStep: the step's head; in
+  // a side file: checkpoint_file), its parts checkpoint_rows (side files:
+  // checkpoint_row_files, one per row or none).
+  int64_t checkpoint_count = -1;
+  int64_t checkpoint_base = 0;
+  std::vector<std::pair<int64_t, std::string>> checkpoint_rows;
+  std::vector<SideFile> checkpoint_row_files;
   // kLoadCheckpoint: what was read.  A read is queued like a write so that
   // it sees every write queued before it (kNone does not wait for steps)
   // and never a transaction in progress; its own failure is here, not in
   // `status`, so it cannot fail the writes batched with it.
   mutable absl::StatusOr<std::string> loaded;
+  mutable bool loaded_in_parts = false;  // read by the caller (ReadCheckpointParts)
   // kStep: the same session's next write in this batch is a step too, whose
   // state replaces this one in the same transaction: only the reply (and a
   // due checkpoint) is written.  Set by the writer for the batched
@@ -94,6 +105,13 @@ inline void BindRecord(Stmt& s, int blob, int sum, int file, const std::string& 
     static const std::string* const kEmpty = new std::string();  // bound, not copied
     s.Blob(blob, *kEmpty).Int(sum, f.sum).Text(file, f.name);
   }
+}
+
+// The checksum of a checkpoint's part (table checkpoint_parts): bound to
+// its session, its index and the checkpoint that wrote it.
+inline int64_t CheckpointPartSum(const std::string& id, int64_t t, int64_t index,
+                                 absl::string_view bytes) {
+  return RecordSum("checkpoint part", absl::StrCat(id, "/", index), t, bytes);
 }
 
 }  // namespace store_detail

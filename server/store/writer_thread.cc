@@ -23,6 +23,7 @@ size_t SessionStore::PayloadBytes(const Write& w) {
   size_t bytes = w.spec.size() + w.state.size() + w.reply.size() + w.full_state.size();
   for (const auto& r : w.replies) bytes += r.second.size();
   for (const auto& r : w.aux_rows) bytes += r.second.size();
+  for (const auto& r : w.checkpoint_rows) bytes += r.second.size();
   for (const auto& p : w.parts) bytes += PayloadBytes(*p);
   return bytes;
 }
@@ -151,14 +152,14 @@ void SessionStore::WriterLoop() {
     MarkSupersededStates(batch);
     room_cv_.SignalAll();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.
-    bool batch_ok = Exec("BEGIN IMMEDIATE").ok();
+    bool batch_ok = ExecCached("BEGIN IMMEDIATE").ok();
     for (const auto& w : batch) {
       if (!batch_ok) break;
       w->status = Apply(*w);
       w->dead_files = TakeReleasedFiles();
       batch_ok = w->status.ok();
     }
-    if (batch_ok) batch_ok = Exec("COMMIT").ok();
+    if (batch_ok) batch_ok = ExecCached("COMMIT").ok();
     if (batch_ok) {
       for (const auto& w : batch) {
         superseded_states_ += w->state_superseded ? 1 : 0;
@@ -169,15 +170,15 @@ void SessionStore::WriterLoop() {
       // Something failed: undo, then give each write its own transaction so
       // one bad write cannot fail its neighbours (each whole: a step's state
       // may not rely on a later step that fails).
-      Exec("ROLLBACK").IgnoreError();
+      ExecCached("ROLLBACK").IgnoreError();
       TakeReleasedFiles();  // (released by nothing durable)
       for (const auto& w : batch) w->state_superseded = false;
       for (const auto& w : batch) {
-        absl::Status s = Exec("BEGIN IMMEDIATE");
+        absl::Status s = ExecCached("BEGIN IMMEDIATE");
         if (s.ok()) s = Apply(*w);
         w->dead_files = TakeReleasedFiles();
-        if (s.ok()) s = Exec("COMMIT");
-        if (!s.ok()) Exec("ROLLBACK").IgnoreError();
+        if (s.ok()) s = ExecCached("COMMIT");
+        if (!s.ok()) ExecCached("ROLLBACK").IgnoreError();
         w->status = s;
         NoteStepOutcome(*w);
       }

@@ -30,6 +30,7 @@ namespace {
 using testing::AllFamilyCases;
 using testing::FamilyCase;
 using testing::RequestFor;
+using testing::ScopedEnv;
 using testing::ServerProcess;
 using testing::SpecFor;
 
@@ -39,17 +40,6 @@ constexpr int kBigY = 10'000'000;
 // The small session's steps: far above a step's own time, far below the
 // stall the big write caused.
 constexpr auto kStepDeadline = std::chrono::milliseconds(1000);
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 std::vector<std::string> Flags() { return {"--max_y_dim=" + std::to_string(kBigY + 100)}; }
 

@@ -7,12 +7,15 @@
 // table fails here, instead of being served with another class's code.
 #include <algorithm>
 #include <cstddef>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "core/class_metrics.h"
+#include "core/oracle.h"
 #include "core/problem_registry.h"
 #include "core/step_report.h"
 #include "f2obo/v1/class_wire.h"
@@ -52,7 +55,76 @@ TEST(ClassEntries, EveryClassHasExactlyOneCoreEntryThatParsesBackAndCreates) {
     EXPECT_NE(std::find(algorithms.begin(), algorithms.end(), e.default_algorithm),
               algorithms.end())
         << name << "'s default algorithm " << e.default_algorithm;
+    // The oracle family's default is the class's and runs without the
+    // rows and HVPs an oracle family keeps on the client (core/oracle.h).
+    const AlgorithmInfo* oracle_default = FindAlgorithm(e.oracle_default_algorithm);
+    ASSERT_NE(oracle_default, nullptr) << name;
+    EXPECT_EQ(oracle_default->problem_class, c) << name;
+    EXPECT_TRUE(oracle_default->first_order && !oracle_default->keeps_rows) << name;
     EXPECT_NE(e.create, nullptr) << name;
+  }
+}
+
+// A spec without an algorithm gets DefaultAlgorithm(class, family) on the
+// wire: for every family of every class an algorithm of that class, the
+// oracle default for an oracle family (whose rows stay on the client).
+TEST(ClassEntries, EveryFamilyWithoutAnAlgorithmGetsADefaultOfItsClass) {
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    for (const std::string& family : e.family_names()) {
+      const std::string chosen(DefaultAlgorithm(e.id, family));
+      EXPECT_EQ(chosen, IsOracleFamily(family) ? e.oracle_default_algorithm : e.default_algorithm)
+          << family;
+      const AlgorithmInfo* info = FindAlgorithm(chosen);
+      ASSERT_NE(info, nullptr) << family << ": " << chosen;
+      EXPECT_EQ(info->problem_class, e.id) << family << ": " << chosen;
+      v1::SessionSpec spec;
+      spec.mutable_family()->set_name(family);
+      absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+      ASSERT_TRUE(config.ok()) << family << ": " << config.status();
+      EXPECT_EQ(config->algorithm, chosen) << family;
+    }
+  }
+}
+
+// The contract's comment on SessionSpec.algorithm (proto/f2obo/v1/
+// f2obo.proto) marks exactly each class's default (and the oracle
+// family's where it differs) as "(default", so a switch of the default in
+// core/problem_registry.cc cannot leave the proto naming the old one.
+TEST(ClassEntries, TheProtoCommentNamesEachClassDefault) {
+  std::ifstream in(F2OBO_PROTO_PATH);
+  ASSERT_TRUE(in.good()) << F2OBO_PROTO_PATH;
+  std::vector<std::string> comment;
+  bool in_spec = false, found = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("message SessionSpec {", 0) == 0) in_spec = true;
+    if (!in_spec) continue;
+    const size_t code = line.find_first_not_of(' ');
+    if (code != std::string::npos && line.compare(code, 2, "//") == 0) {
+      comment.push_back(line.substr(code + 2));
+      continue;
+    }
+    if (line.find("string algorithm = ") != std::string::npos) {
+      found = true;
+      break;
+    }
+    comment.clear();
+  }
+  ASSERT_TRUE(found) << "SessionSpec.algorithm in " << F2OBO_PROTO_PATH;
+  std::string text;
+  for (const std::string& l : comment) text += l;
+  size_t marks = 0;
+  for (size_t p = text.find("(default"); p != std::string::npos; p = text.find("(default", p + 1)) {
+    ++marks;
+  }
+  EXPECT_EQ(marks, ProblemClasses().size()) << text;
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    EXPECT_NE(text.find(std::string("\"") + e.default_algorithm + "\" (default"), std::string::npos)
+        << e.name << "'s default " << e.default_algorithm << " in: " << text;
+    if (std::string(e.oracle_default_algorithm) != e.default_algorithm) {
+      EXPECT_NE(text.find(std::string("\"") + e.oracle_default_algorithm + "\")"),
+                std::string::npos)
+          << e.name << "'s oracle default " << e.oracle_default_algorithm << " in: " << text;
+    }
   }
 }
 

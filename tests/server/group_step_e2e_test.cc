@@ -26,6 +26,7 @@ using testing::AllFamilyCases;
 using testing::FamilyCase;
 using ::testing::HasSubstr;
 using testing::RequestFor;
+using testing::ScopedEnv;
 using testing::ServerProcess;
 using testing::SpecFor;
 
@@ -77,18 +78,6 @@ Members Read(client::Client& c) {
   }
   return out;
 }
-
-// Sets an environment variable for one scope (the server started in it).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 // A member's round failing (here the third member's, after the first two
 // were prepared) fails the whole step, naming that member, and no member

@@ -211,6 +211,69 @@ TEST_F(MultitaskE2e, KillNineMidStreamResumesWhereTheLastAcknowledgedStepLeftIt)
   }
 }
 
+// Checkpoints in parts (issue 23: each writes what changed since the
+// previous one): a kill -9 inside the transaction of one that extends its
+// predecessor loses only its unacknowledged step, and every checkpoint kept
+// before and after the crash and a restart restores bit for bit.
+TEST(MultitaskCheckpointsE2e, KillNineInsideACheckpointWriteLeavesEveryCheckpointRestorable) {
+  const std::string dir = testing::MakeTempDir();
+  const std::vector<std::string> flags = {"--checkpoint_every=3", "--max_checkpoints=4"};
+  const v1::SessionSpec spec = MultitaskSpec("rsvrb");
+  const auto checkpoints = [](const v1::SessionInfo& info) {
+    return std::vector<int64_t>(info.checkpoints().begin(), info.checkpoints().end());
+  };
+  {
+    // Step 3's checkpoint starts the chain; step 6's extends it: killed there.
+    testing::ScopedEnv crash("F2OBO_TEST_CRASH_AT", "checkpoint_delta_written:mt");
+    ServerProcess server(flags, dir);
+    ASSERT_TRUE(server.started()) << server.Stderr();
+    client::ClientOptions options{server.target()};
+    options.max_attempts = 1;  // the step that kills the server is not retried
+    options.rpc_timeout_seconds = 10;
+    client::Client c(options);
+    v1::CreateSessionRequest create;
+    create.set_session_id("mt");
+    *create.mutable_spec() = spec;
+    ASSERT_TRUE(c.CreateSession(create).ok());
+    for (int64_t t = 1; t <= 5; ++t) ASSERT_TRUE(c.Step(TaskRequest("mt", t)).ok()) << t;
+    EXPECT_FALSE(c.Step(TaskRequest("mt", 6)).ok());  // the server died
+    EXPECT_NE(server.Stop(SIGKILL), 0);
+  }
+  auto server = std::make_unique<ServerProcess>(flags, dir);
+  ASSERT_TRUE(server->started()) << server->Stderr();
+  {
+    client::Client c({server->target()});
+    const absl::StatusOr<v1::SessionInfo> info = c.GetSession("mt");
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->next_t(), 6);
+    EXPECT_EQ(checkpoints(*info), (std::vector<int64_t>{0, 3}));
+    EXPECT_TRUE(ServerState(c, "mt").BitEquals(CoreReference(spec, 5).state));
+    // A new chain from step 6 on (6, then 9 and 12 extending it).
+    for (int64_t t = 6; t <= 13; ++t) ASSERT_TRUE(c.Step(TaskRequest("mt", t)).ok()) << t;
+    EXPECT_EQ(checkpoints(*c.GetSession("mt")), (std::vector<int64_t>{3, 6, 9, 12}));
+  }
+  server->Stop(SIGKILL);
+  server = std::make_unique<ServerProcess>(flags, dir);
+  ASSERT_TRUE(server->started()) << server->Stderr();
+  client::Client c({server->target()});
+  EXPECT_TRUE(ServerState(c, "mt").BitEquals(CoreReference(spec, 13).state));
+  v1::ForkSessionRequest fork;
+  fork.set_session_id("mt");
+  fork.set_at_t(9);
+  fork.set_new_session_id("mt.9");
+  ASSERT_TRUE(c.ForkSession(fork).ok());
+  EXPECT_TRUE(ServerState(c, "mt.9").BitEquals(CoreReference(spec, 9).state));
+  for (int64_t to : {12, 9, 6, 3}) {
+    const absl::StatusOr<v1::SessionInfo> back = c.RollbackSession("mt", to);
+    ASSERT_TRUE(back.ok()) << to << ": " << back.status();
+    EXPECT_TRUE(ServerState(c, "mt").BitEquals(CoreReference(spec, to).state)) << to;
+  }
+  // And from 3 on the session steps to the same state as before.
+  for (int64_t t = 4; t <= 13; ++t) ASSERT_TRUE(c.Step(TaskRequest("mt", t)).ok()) << t;
+  EXPECT_TRUE(ServerState(c, "mt").BitEquals(CoreReference(spec, 13).state));
+  EXPECT_EQ(checkpoints(*c.GetSession("mt")), (std::vector<int64_t>{3, 6, 9, 12}));
+}
+
 // Issue 25 item 5: a task probability whose weight 1/p is infinite was
 // accepted; rsvrb refused the round and mt_f2obo applied it, so the
 // group's members drifted apart.  It is refused up front, for both.

@@ -20,6 +20,12 @@
 
 namespace f2obo::testing {
 
+ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  setenv(name, value.c_str(), 1);
+}
+
+ScopedEnv::~ScopedEnv() { unsetenv(name_); }
+
 std::string MakeTempDir() {
   const char* base = std::getenv("TEST_TMPDIR");
   std::string templ = std::string(base != nullptr ? base : "/tmp") + "/f2obo-test-XXXXXX";

@@ -51,6 +51,19 @@ class ServerProcess {
   bool owns_data_dir_ = false;  // made here: removed by the destructor
 };
 
+// Sets an environment variable for one scope (e.g. F2OBO_TEST_CRASH_AT for
+// the server started in it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
 // A new empty directory under the test's temporary directory.
 std::string MakeTempDir();
 

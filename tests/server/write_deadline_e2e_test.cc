@@ -21,19 +21,9 @@ namespace {
 using testing::AllFamilyCases;
 using testing::FamilyCase;
 using testing::RequestFor;
+using testing::ScopedEnv;
 using testing::ServerProcess;
 using testing::SpecFor;
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 v1::CreateSessionRequest CreateRequest(const std::string& id) {
   v1::CreateSessionRequest req;

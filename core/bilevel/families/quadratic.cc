@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -72,14 +73,21 @@ absl::Status QuadraticFamily::ValidateBatch(const Batch& b, BatchRole role) cons
   return CheckInputNumbers(b.d.data(), b.d.size(), "upper batch: d");
 }
 
-void QuadraticFamily::Prepare(const StepData&) {}
+void QuadraticFamily::Prepare(const StepData&) { mxc_m_ = mxc_c_ = nullptr; }
 
 void QuadraticFamily::Residual(const VecIn& x, const VecIn& y, const Batch& inner) {
   // r = y - (M x + c), in this order: at y = M x + c computed the same way
   // the residual is exactly 0 whether or not the build contracts to FMAs.
-  r_.noalias() = inner.M * x;
-  r_ += inner.c;
-  r_ = y - r_;
+  const bool same_x = mxc_x_.size() == x.size() &&
+                      std::memcmp(mxc_x_.data(), x.data(), sizeof(double) * x.size()) == 0;
+  if (mxc_m_ != inner.M.data() || mxc_c_ != inner.c.data() || !same_x) {
+    mxc_.noalias() = inner.M * x;
+    mxc_ += inner.c;
+    mxc_x_ = x;
+    mxc_m_ = inner.M.data();
+    mxc_c_ = inner.c.data();
+  }
+  r_ = y - mxc_;
 }
 
 double QuadraticFamily::F(const VecIn&, const VecIn& y, const BatchView& upper, Vector* gx,

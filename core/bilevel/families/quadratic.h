@@ -40,7 +40,7 @@ class QuadraticFamily final : public Family {
 
  private:
   QuadraticFamily(int d1, int d2, double mu, bool bump, double scale)
-      : d1_(d1), d2_(d2), mu_(mu), bump_(bump), scale_(scale), r_(d2) {}
+      : d1_(d1), d2_(d2), mu_(mu), bump_(bump), scale_(scale), r_(d2), mxc_(d2), mxc_x_(d1) {}
   // r_ = y - (M x + c): the inner residual.
   void Residual(const VecIn& x, const VecIn& y, const Batch& inner);
 
@@ -49,6 +49,15 @@ class QuadraticFamily final : public Family {
   bool bump_;
   double scale_;
   Vector r_;  // scratch
+  // M x + c of the last Residual, for that batch's M and c and that x: a
+  // round evaluates g at one x a dozen times (K inner iterations, the
+  // hypergradient), and recomputing the same product gives the same bits,
+  // so it is computed once (issue 28 item 3).  Prepare forgets it (the
+  // family contract: batches reach G through Prepare, so a batch changed in
+  // place at the same address is prepared again).
+  Vector mxc_, mxc_x_;
+  const double* mxc_m_ = nullptr;
+  const double* mxc_c_ = nullptr;
 };
 
 }  // namespace f2obo

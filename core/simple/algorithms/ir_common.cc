@@ -65,6 +65,77 @@ double ConditionalGradientStep(const ConstraintSet& z, double sigma, double alph
   return gap;
 }
 
+namespace {
+
+// StepAndAverage's pass over d.  Restrict-qualified parameters (the
+// vectors are distinct: AveragedStep's contract) let the compiler
+// vectorize it; as locals GCC ignored them and the loop ran scalar (~12%
+// of an IR-SCG step at d = 100,000).  next_mean null: the mean stays.
+void MoveAndAverage(Eigen::Index d, double alpha, double to_x, double on_x, double on_mean,
+                    const double* __restrict s, const double* __restrict mean, double* __restrict x,
+                    double* __restrict prev, double* __restrict next_mean,
+                    double* __restrict decision) {
+  if (next_mean != nullptr) {
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const double xo = x[j];
+      prev[j] = xo;
+      const double xn = xo + alpha * (s[j] - xo);
+      x[j] = xn;
+      const double m = mean[j] + to_x * (xn - mean[j]);
+      next_mean[j] = m;
+      decision[j] = on_mean * m + on_x * xn;  // Eigen's order (see the test)
+    }
+  } else {
+    for (Eigen::Index j = 0; j < d; ++j) {
+      const double xo = x[j];
+      prev[j] = xo;
+      const double xn = xo + alpha * (s[j] - xo);
+      x[j] = xn;
+      decision[j] = on_mean * mean[j] + on_x * xn;
+    }
+  }
+}
+
+}  // namespace
+
+double AverageIncrement(const RegSchedule& schedule, int64_t k) {
+  const double di = static_cast<double>(k + 1);
+  return (di + 1.0) * di * schedule.Drop(k + 1);
+}
+
+double StepAndAverage(const ConstraintSet& z, const RegSchedule& schedule, int64_t k, double alpha,
+                      const Vector& d_f, const Vector& d_g, Vector* c, Vector* s,
+                      const AveragedStep& out, double* oracle_seconds) {
+  const double sigma = schedule.Sigma(k);
+  *c = sigma * d_f + d_g;
+  const auto start = std::chrono::steady_clock::now();
+  z.Lmo(*c, s);
+  *oracle_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Vector& x = *out.x;
+  const double gap = c->dot(x - *s);
+  // UpdateAverage's scalars.
+  const double di = static_cast<double>(k + 1);
+  const double w = AverageIncrement(schedule, k);
+  double& weight = *out.weight;
+  double to_x = 0.0;
+  if (w > 0.0) {
+    weight += w;
+    to_x = w / weight;
+  }
+  const double lead = (di + 1.0) * di * schedule.Sigma(k + 1);
+  const double total = lead + weight;
+  const double on_x = lead / total, on_mean = weight / total;
+  const Eigen::Index d = x.size();
+  out.prev->resize(d);
+  out.decision->resize(d);
+  if (w > 0.0) out.mean_after->resize(d);
+  MoveAndAverage(d, alpha, to_x, on_x, on_mean, s->data(), out.mean_before->data(), x.data(),
+                 out.prev->data(), w > 0.0 ? out.mean_after->data() : nullptr,
+                 out.decision->data());
+  return gap;
+}
+
 absl::Status RequireLmo(const ConstraintSet& z, const char* algorithm) {
   if (z.HasLmo()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(

@@ -61,6 +61,29 @@ double ConditionalGradientStep(const ConstraintSet& z, double sigma, double alph
                                const Vector& d_f, const Vector& d_g, Vector* c, Vector* s,
                                Vector* x, double* oracle_seconds);
 
+// ConditionalGradientStep and UpdateAverage at step k with x_k kept, in as
+// few passes over the d-vectors as they allow (issue 28): c, s = LMO(c) and
+// the gap as ConditionalGradientStep, then one pass writing x_k into
+// *prev, x_{k+1} into *x, the average's new mean into *mean_after (only
+// when the weight grows, w_{k+1} > 0) and z_{k+1} into *decision, entry by
+// entry with the same operations as theirs (the same numbers).  prev,
+// mean_after and decision are resized to x's size; the six vectors (with
+// c and s) must be distinct objects.
+struct AveragedStep {
+  Vector* x = nullptr;
+  Vector* prev = nullptr;
+  const Vector* mean_before = nullptr;
+  Vector* mean_after = nullptr;
+  double* weight = nullptr;
+  Vector* decision = nullptr;
+};
+double StepAndAverage(const ConstraintSet& z, const RegSchedule& schedule, int64_t k, double alpha,
+                      const Vector& d_f, const Vector& d_g, Vector* c, Vector* s,
+                      const AveragedStep& out, double* oracle_seconds);
+// w_{k+1} = (k+2)(k+1)(sigma_k - sigma_{k+1}), the weight UpdateAverage adds
+// at step k (0 while sigma is flat).
+double AverageIncrement(const RegSchedule& schedule, int64_t k);
+
 // INVALID_ARGUMENT "constraint: <algorithm> needs a compact set with a linear
 // minimization oracle ..." unless z.HasLmo().
 absl::Status RequireLmo(const ConstraintSet& z, const char* algorithm);

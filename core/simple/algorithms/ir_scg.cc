@@ -56,44 +56,14 @@ class IrScg final : public SimpleAlgorithm {
 
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                      SimpleReport* report) override {
-    StateParts& aux = s->aux;
-    const int64_t k = s->t - 1;
-    const double alpha = 2.0 / (static_cast<double>(k) + 2.0);
-    const double keep = 1.0 - (o_.storm_weight > 0.0 ? o_.storm_weight : alpha);
-    const BatchView upper = BatchView::All(data.upper);
-    const BatchView inner = BatchView::All(data.inner);
-
-    // x_{k-1} is read through a const reference (aux[i] would unshare it
-    // first); the estimates are updated in place, on copies whose storage
-    // the state's parts recycle (core/state_parts.cc, issue 28).
-    const StateParts& before = aux;
-    if (!family.upper_reads_rows() || upper.rows.n > 0) {
-      FOnView(family, s->x, upper, &cur_);
-      if (k == 0) {
-        aux[kDf] = cur_;
-      } else {
-        FOnView(family, before[kPrevX], upper, &prev_);
-        Storm(cur_, prev_, keep, &aux[kDf]);
-      }
-    }
-    report->inner_loss_before = GOnView(family, s->x, inner, &cur_);
-    if (inner.rows.n > 0) {
-      if (k == 0) {
-        aux[kDg] = cur_;
-      } else {
-        GOnView(family, before[kPrevX], inner, &prev_);
-        Storm(cur_, prev_, keep, &aux[kDg]);
-      }
-    }
-
-    aux[kPrevX] = s->x;
-    const double sigma = sigma_.Sigma(k);
-    report->fw_gap_estimate = ConditionalGradientStep(z_, sigma, alpha, aux[kDf], aux[kDg], &c_,
-                                                      &s_, &s->x, &report->oracle_seconds);
-    UpdateAverage(sigma_, k, s->x, &aux[kMean], &aux[kWeight][0], &s->decision);
-    report->alpha = alpha;
-    report->sigma = sigma;
-    return absl::OkStatus();
+    return Iterate(data, family, s, report, nullptr);
+  }
+  bool EvaluatesPrequential(const SimpleFamily& family) const override {
+    return family.HasStormPass();
+  }
+  absl::Status RoundWithPrequential(const StepData& data, SimpleFamily& family, SimpleVars* s,
+                                    SimpleReport* report, PrequentialLosses* before) override {
+    return Iterate(data, family, s, report, before);
   }
 
   StateParts InitialAux(const VecIn& x0) const override {
@@ -111,6 +81,83 @@ class IrScg final : public SimpleAlgorithm {
   }
 
  private:
+  // One iteration; `prequential` (with a StormPass only) receives f and g
+  // at the decision from the same walks over the rows.
+  absl::Status Iterate(const StepData& data, SimpleFamily& family, SimpleVars* s,
+                       SimpleReport* report, PrequentialLosses* prequential) {
+    StateParts& aux = s->aux;
+    const int64_t k = s->t - 1;
+    const double alpha = 2.0 / (static_cast<double>(k) + 2.0);
+    const double keep = 1.0 - (o_.storm_weight > 0.0 ? o_.storm_weight : alpha);
+    const BatchView upper = BatchView::All(data.upper);
+    const BatchView inner = BatchView::All(data.inner);
+    // The parts as the round found them (x_{k-1}, the estimates, the mean):
+    // this copy shares them, so they stay readable while the round gives
+    // aux new parts for what it writes (StateParts::Fresh: recycled
+    // storage, no copy of the old contents, issue 28).
+    const StateParts before = aux;
+    if (family.HasStormPass()) {
+      StormPassIn in;
+      in.x = &s->x;
+      in.prev = k == 0 ? nullptr : &before[kPrevX];
+      in.at = prequential != nullptr ? &s->decision : nullptr;
+      in.keep = keep;
+      if (upper.rows.n > 0) {
+        in.role = BatchRole::kUpper;
+        in.view = &upper;
+        in.before = &before[kDf];
+        const StormPassOut out = family.StormPass(in, &aux.Fresh(kDf, d_, false));
+        if (prequential != nullptr) prequential->f = out.value_at;
+      } else if (prequential != nullptr) {
+        prequential->f = 0.0;  // f over no rows (FOnView)
+      }
+      report->inner_loss_before = 0.0;
+      if (inner.rows.n > 0) {
+        in.role = BatchRole::kInner;
+        in.view = &inner;
+        in.before = &before[kDg];
+        const StormPassOut out = family.StormPass(in, &aux.Fresh(kDg, d_, false));
+        report->inner_loss_before = out.value_x;
+        if (prequential != nullptr) prequential->g = out.value_at;
+      } else if (prequential != nullptr) {
+        prequential->g = 0.0;
+      }
+    } else {
+      if (!family.upper_reads_rows() || upper.rows.n > 0) {
+        FOnView(family, s->x, upper, &cur_);
+        if (k == 0) {
+          aux[kDf] = cur_;
+        } else {
+          FOnView(family, before[kPrevX], upper, &prev_);
+          Storm(cur_, prev_, keep, &aux[kDf]);
+        }
+      }
+      report->inner_loss_before = GOnView(family, s->x, inner, &cur_);
+      if (inner.rows.n > 0) {
+        if (k == 0) {
+          aux[kDg] = cur_;
+        } else {
+          GOnView(family, before[kPrevX], inner, &prev_);
+          Storm(cur_, prev_, keep, &aux[kDg]);
+        }
+      }
+    }
+
+    const StateParts& now = aux;  // read without unsharing
+    AveragedStep step;
+    step.x = &s->x;
+    step.prev = &aux.Fresh(kPrevX, d_, false);
+    step.mean_before = &before[kMean];
+    if (AverageIncrement(sigma_, k) > 0.0) step.mean_after = &aux.Fresh(kMean, d_, false);
+    step.weight = &aux[kWeight][0];
+    step.decision = &s->decision;
+    report->fw_gap_estimate = StepAndAverage(z_, sigma_, k, alpha, now[kDf], now[kDg], &c_, &s_,
+                                             step, &report->oracle_seconds);
+    report->alpha = alpha;
+    report->sigma = sigma_.Sigma(k);
+    return absl::OkStatus();
+  }
+
   // d <- cur + keep (d - prev)
   static void Storm(const Vector& cur, const Vector& prev, double keep, Vector* d) {
     *d -= prev;

@@ -59,6 +59,10 @@ class LeastSquaresFamily final : public SimpleFamily {
   double G(const VecIn& x, const BatchView& inner, Vector* grad) override {
     return HalfMeanSquaredResidual(x, inner, grad);
   }
+  bool HasStormPass() const override { return true; }
+  StormPassOut StormPass(const StormPassIn& in, Vector* estimate) override {
+    return StormSquaredResidual(in, estimate);
+  }
   double SmoothnessF(const BatchView& upper) override {
     return MeanGramSpectralNorm(upper, d_, &power_v_, &power_w_);
   }

@@ -33,6 +33,19 @@ absl::StatusOr<std::unique_ptr<SimpleFamily>> CreateSimpleOracleFamily(const Fam
 // empty) and, if non-null, its gradient (1/n) sum (a_i^T x - t_i) a_i
 // (resized to x.size()).  No allocation once grad is sized.
 double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* grad);
+// SimpleFamily::StormPass for a half mean squared residual (the same f or g
+// as HalfMeanSquaredResidual on in.view) in one walk over the rows: each
+// row's features are read once for its margins at x, prev and at
+// (RowDots: each summed as RowDot, so the values and the k = 0 estimate
+// are bit-equal to HalfMeanSquaredResidual's) and once to scatter
+//   (1/n) [(a_i^T x - t_i) - keep (a_i^T prev - t_i)] a_i
+// into *estimate, which starts at keep * before (or 0 without prev).
+// This is Alg. 1's order, (1 - a) d + grad(x) - (1 - a) grad(prev) with
+// the two gradients combined per row, instead of forming both gradients
+// and then d + (1 - a)(d - grad(prev)) entry by entry (issue 28: one
+// scatter and no zeroed scratch vectors instead of two of each): the same
+// sum, rounded differently (see ir_scg.cc).
+StormPassOut StormSquaredResidual(const StormPassIn& in, Vector* estimate);
 // ||A||_F^2 / n over the view's rows (0 when empty): an upper bound on
 // lambda_max((1/n) A^T A), the Hessian of HalfMeanSquaredResidual.
 double MeanRowSquaredNorm(const BatchView& view);
@@ -59,6 +72,9 @@ double SquaredResidualRowBound(const Batch& b, int i, double x_bound);
 inline constexpr int kPowerIterations = 100;
 inline constexpr double kPowerTolerance = 1e-6;
 inline constexpr double kPowerSafety = 1.01;
+// Up to this many columns (and at most twice the rows) the iteration runs
+// on the d x d Gram matrix, formed once per call on the stack.
+inline constexpr int kGramColumns = 32;
 double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* w);
 
 // Dense copies of the views' rows restricted to the columns any of them

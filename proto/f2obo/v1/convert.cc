@@ -99,7 +99,7 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
                                          : ClassOfFamily(f.name());
   if (!cls.ok()) return cls.status();
   c.problem_class = *cls;
-  c.algorithm = spec.algorithm().empty() ? GetProblemClass(c.problem_class).default_algorithm
+  c.algorithm = spec.algorithm().empty() ? std::string(DefaultAlgorithm(c.problem_class, f.name()))
                                          : spec.algorithm();
   c.options = DefaultAlgorithmOptions(c.algorithm);
   if (absl::Status s = ApplyOptions(spec.options(), &c.options); !s.ok()) return s;

@@ -24,6 +24,7 @@ namespace f2obo::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Candidate values, as CLI text, other than the default.
 std::vector<std::string> Candidates(const OptionInfo& info) {
@@ -140,6 +141,18 @@ TEST(CliOptions, HelpDocumentsEveryOptionFlag) {
         << c.name;
     EXPECT_GT(std::string(c.default_why).size(), 20u) << c.name;
   }
+  // --algorithm's help leaves the defaults to the server and `algorithms`
+  // (it said "f2obo for bilevel families" after issue 29 made it sf2obo).
+  for (const ProblemClassEntry& c : ProblemClasses()) {
+    for (const AlgorithmInfo* a : c.algorithms()) {
+      EXPECT_THAT(Squeezed(create.out),
+                  Not(HasSubstr(Squeezed(std::string(a->name) + " for " + c.name))))
+          << a->name;
+    }
+  }
+  EXPECT_THAT(Squeezed(create.out),
+              HasSubstr(Squeezed("empty: the class's default, the server's (`f2obo-cli "
+                                 "algorithms` names each class's and why)")));
 }
 
 TEST(CliOptions, AnInvalidOptionIsAUsageErrorNamingTheField) {

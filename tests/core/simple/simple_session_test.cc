@@ -71,6 +71,37 @@ TEST_P(SimpleSession, RoundsKeepIterateAndDecisionInZAndAreDeterministic) {
   EXPECT_EQ((*a)->state().t, 41);
 }
 
+// The report's losses, whoever evaluates them (IR-SCG takes them from its
+// own walks over the rows with least_squares' StormPass, the others get
+// them from SimpleProblem): f on the step's upper rows at the decision
+// served before the step, and g at the iterate x_t the round started from
+// (what every algorithm of the class reports as inner_loss_before), bit
+// for bit the family's F and G, dense and CSR.
+TEST_P(SimpleSession, ReportsTheFamilysLossesBeforeTheStep) {
+  const SessionConfig config = LeastSquaresConfig(GetParam());
+  auto session = *Session::Create(config);
+  auto family = *CreateSimpleFamily(config.family);
+  std::mt19937_64 rng(9);
+  for (int t = 1; t <= 12; ++t) {
+    StepData data = Step(rng);
+    if (t % 2 == 0) {
+      for (Batch* b : {&data.upper, &data.inner}) {
+        b->csr = b->dense.sparseView();
+        b->csr.makeCompressed();
+        b->sparse_features = true;
+        b->dense.resize(0, 0);
+      }
+    }
+    const Vector decision = session->decision(), x = session->state().x;
+    auto r = session->Step(data);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const double f = family->F(decision, BatchView::All(data.upper), nullptr);
+    const double g = family->G(x, BatchView::All(data.inner), nullptr);
+    EXPECT_EQ(r->upper_loss_before, f) << "step " << t;
+    EXPECT_EQ(std::get<SimpleReport>(r->detail).inner_loss_before, g) << "step " << t;
+  }
+}
+
 TEST_P(SimpleSession, CheckpointResumesBitIdentically) {
   const SessionConfig config = LeastSquaresConfig(GetParam());
   auto straight = *Session::Create(config);

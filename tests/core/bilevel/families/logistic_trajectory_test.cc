@@ -1,13 +1,11 @@
-// logistic_hpo's dense small-shape rounds compute the same numbers, bit for
-// bit, whatever kernels compute them (issue 28): the trajectories below were
-// recorded before the fused softmax/residual and the transposing stores and
-// must not move.  Every bilevel algorithm with fixed and automatic step
-// sizes at the shapes the small-shape kernels take (bench/round_benchmark's
-// small and medium, an odd shape whose rows and features leave tails of
-// every block width, C = 2 and a CSR control), plus multitask_logistic_hpo
-// with tempered tasks (mt_f2obo, rsvrb).  Each hash covers x, every vector
-// and scalar of the state and the report's losses after every step.  The
-// kernels' order is defined by the source only where the CPU has FMA
+// logistic_hpo's dense small-shape rounds (and quadratic's, below) compute
+// the same numbers, bit for bit, whatever kernels compute them (issue 28): the trajectories below
+// were recorded before the fused softmax/residual and the transposing stores and must not move.
+// Every bilevel algorithm with fixed and automatic step sizes at the shapes the small-shape kernels
+// take (bench/round_benchmark's small and medium, an odd shape whose rows and features leave tails
+// of every block width, C = 2 and a CSR control), plus multitask_logistic_hpo with tempered tasks
+// (mt_f2obo, rsvrb).  Each hash covers x, every vector and scalar of the state and the report's
+// losses after every step.  The kernels' order is defined by the source only where the CPU has FMA
 // (small_gemm.h): without it the recorded values do not apply.
 #include <gtest/gtest.h>
 
@@ -303,6 +301,94 @@ TEST(LogisticTrajectory, BitEqualToTheRecordedOnes) {
     const uint64_t h = MultitaskTrajectory(r.algorithm, r.d, r.classes, r.rows);
     EXPECT_EQ(h, r.expected) << r.algorithm << " d=" << r.d << " C=" << r.classes
                              << " rows=" << r.rows << ": 0x" << std::hex << h;
+  }
+}
+
+// The quadratic family's trajectories (issue 28 item 3: M x + c cached per
+// round): bilevel `quadratic` (d1 = 10, d2 = 20, a fresh M_t, c_t, d_t every
+// step) and multitask_quadratic (6 static tasks, 2 a step), pinned the same way.
+uint64_t QuadraticTrajectory(const std::string& algorithm, bool auto_steps) {
+  SessionConfig config;
+  config.family.name = "quadratic";
+  config.family.x_dim = 10;
+  config.family.y_dim = 20;
+  config.algorithm = algorithm;
+  config.options = DefaultAlgorithmOptions(algorithm);
+  if (config.options.inner_steps > 1) config.options.inner_steps = 5;
+  if (!auto_steps) {
+    config.options.alpha = config.options.beta = 0.05;
+    config.options.alpha_auto = config.options.beta_auto = false;
+  }
+  config.constraint = ConstraintSet::Ball(3.0);
+  config.seed = 3;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(config);
+  EXPECT_TRUE(s.ok()) << algorithm << ": " << s.status();
+  if (!s.ok()) return 0;
+  std::mt19937_64 rng(77);
+  std::normal_distribution<double> n01;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int t = 1; t <= 25; ++t) {
+    StepData data;
+    data.inner.M = Matrix::NullaryExpr(20, 10, [&] { return 0.3 * n01(rng); });
+    data.inner.c = Vector::NullaryExpr(20, [&] { return n01(rng); });
+    data.upper.d = Vector::NullaryExpr(20, [&] { return n01(rng); });
+    absl::StatusOr<StepReport> r = (*s)->Step(data);
+    EXPECT_TRUE(r.ok()) << algorithm << " step " << t << ": " << r.status();
+    if (!r.ok()) return 0;
+    MixState(&h, (*s)->state(), *r);
+  }
+  return h;
+}
+
+uint64_t MultitaskQuadraticTrajectory(const std::string& algorithm) {
+  const QuadraticTasks tasks(6, 10, 20, 9);
+  SessionConfig config = MultitaskConfig(algorithm, tasks.Family(), ConstraintSet::Ball(3.0));
+  config.seed = 5;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(config);
+  EXPECT_TRUE(s.ok()) << algorithm << ": " << s.status();
+  if (!s.ok()) return 0;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (int t = 1; t <= 20; ++t) {
+    absl::StatusOr<StepReport> r = (*s)->Step(tasks.Step({t % 6, (t * 5 + 1) % 6}));
+    EXPECT_TRUE(r.ok()) << algorithm << " step " << t << ": " << r.status();
+    if (!r.ok()) return 0;
+    MixState(&h, (*s)->state(), *r);
+  }
+  return h;
+}
+
+struct RecordedQuadratic {
+  const char* algorithm;
+  int auto_steps;  // -1: the multi-task run
+  uint64_t expected;
+};
+
+// Recorded on w28ker a170186 (main's quadratic code), before the cache.
+constexpr RecordedQuadratic kQuadratic[] = {
+    {"f2obo", 0, 0x5b5a8733546892deULL},    {"f2obo", 1, 0x95e87557e842e9b4ULL},
+    {"f2obo_sl", 0, 0xb8065f024ea83f5fULL}, {"f2obo_sl", 1, 0xbc62215ceb31ae70ULL},
+    {"af2obo", 0, 0x629c5d6436f41721ULL},   {"af2obo", 1, 0x70f025f5436f8499ULL},
+    {"sf2obo", 0, 0xa691ccd24c2bb3e3ULL},   {"sf2obo", 1, 0xde07166bc88b4477ULL},
+    {"obbo", 0, 0x4613e8477856d197ULL},     {"obbo", 1, 0xef6df44148670d68ULL},
+    {"sobow", 0, 0x49e6290a6d09461eULL},    {"sobow", 1, 0xdaf1840a8a7039edULL},
+    {"aobo", 0, 0x20d8f1307da91c57ULL},     {"aobo", 1, 0xcac34b71f5c56765ULL},
+    {"fsobo", 0, 0xf2a02a0fd55832bdULL},    {"fsobo", 1, 0x54adf7344a0f5edaULL},
+    {"sobbo", 0, 0x12640f8ffc1f5564ULL},    {"sobbo", 1, 0x8688cef56169fed2ULL},
+    {"sogd", 0, 0x7333d6e935970c80ULL},     {"sogd", 1, 0x4a3dc28284fd6a4cULL},
+    {"svrb", 0, 0xdc7c29894dd557eeULL},     {"svrb", 1, 0x87092367b6b2728aULL},
+    {"pzobo", 0, 0x6f4e6330c952e7cULL},     {"pzobo", 1, 0xec7ee065eb2494b3ULL},
+    {"pzobo_s", 0, 0x6f4e6330c952e7cULL},   {"pzobo_s", 1, 0xec7ee065eb2494b3ULL},
+    {"rsvrb", -1, 0x1c706942bf52e919ULL},   {"mt_f2obo", -1, 0xb7e07794348112a2ULL},
+};
+
+TEST(QuadraticTrajectory, BitEqualToTheRecordedOnes) {
+#ifndef __FMA__
+  GTEST_SKIP() << "recorded with FMA";
+#endif
+  for (const RecordedQuadratic& r : kQuadratic) {
+    const uint64_t h = r.auto_steps < 0 ? MultitaskQuadraticTrajectory(r.algorithm)
+                                        : QuadraticTrajectory(r.algorithm, r.auto_steps != 0);
+    EXPECT_EQ(h, r.expected) << r.algorithm << " " << r.auto_steps << ": 0x" << std::hex << h;
   }
 }
 

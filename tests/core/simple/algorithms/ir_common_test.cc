@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -74,6 +76,66 @@ TEST(ConditionalGradientStep, MovesTowardsTheLmoVertex) {
   EXPECT_DOUBLE_EQ(gap, 1.0 * 0.2 - 1.0 * 0.1 + 3.25 * (-0.3 + 2.0));
   EXPECT_TRUE(x.isApprox((Vector(3) << 0.15, 0.075, -0.725).finished(), 1e-15));
   EXPECT_GE(seconds, 0.0);
+}
+
+bool BitEqual(const Vector& a, const Vector& b) {
+  return a.size() == b.size() &&
+         (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
+}
+
+// StepAndAverage is ConditionalGradientStep then UpdateAverage in fewer
+// passes: the same numbers, bit for bit, on every set with an LMO, with
+// the weight flat (Alg. 2's floor) and growing, odd sizes (vector tails).
+TEST(StepAndAverage, BitEqualToConditionalGradientStepThenUpdateAverage) {
+  Rng rng(5);
+  const auto random = [&](int d, double scale) {
+    Vector v(d);
+    for (int j = 0; j < d; ++j) {
+      v[j] = scale * (static_cast<double>(rng.UniformBelow(1 << 30)) / (1 << 29) - 1.0);
+    }
+    return v;
+  };
+  for (int d : {1, 7, 37, 1000}) {
+    const ConstraintSet sets[] = {ConstraintSet::L1Ball(2.0), ConstraintSet::Ball(1.5),
+                                  ConstraintSet::Simplex(1.0), ConstraintSet::Box(-0.5, 0.5)};
+    for (const ConstraintSet& z : sets) {
+      for (int64_t floor : {0, 5}) {
+        const RegSchedule schedule{10.0, 0.25, floor};
+        for (int64_t k : {0, 1, 3, 9, 250}) {
+          const Vector d_f = random(d, 3.0), d_g = random(d, 1.0), x0 = random(d, 0.4);
+          const Vector mean0 = random(d, 0.4);
+          const double alpha = 2.0 / (k + 2.0), weight0 = 17.0 * k;
+          Vector c(d), s(d), x = x0, mean = mean0, decision(d);
+          double weight = weight0, seconds = 0.0;
+          const double gap =
+              ConditionalGradientStep(z, schedule.Sigma(k), alpha, d_f, d_g, &c, &s, &x, &seconds);
+          UpdateAverage(schedule, k, x, &mean, &weight, &decision);
+
+          Vector c2(d), s2(d), x2 = x0, prev(3), mean2(2), decision2;
+          double weight2 = weight0;
+          AveragedStep step;
+          step.x = &x2;
+          step.prev = &prev;
+          step.mean_before = &mean0;
+          step.mean_after = &mean2;
+          step.weight = &weight2;
+          step.decision = &decision2;
+          const double gap2 =
+              StepAndAverage(z, schedule, k, alpha, d_f, d_g, &c2, &s2, step, &seconds);
+          const std::string where = "d " + std::to_string(d) + " kind " +
+                                    std::to_string(static_cast<int>(z.kind)) + " floor " +
+                                    std::to_string(floor) + " k " + std::to_string(k);
+          EXPECT_EQ(std::memcmp(&gap, &gap2, 8), 0) << where;
+          EXPECT_TRUE(BitEqual(x, x2)) << where;
+          EXPECT_TRUE(BitEqual(prev, x0)) << where;
+          EXPECT_TRUE(BitEqual(decision, decision2)) << where;
+          EXPECT_EQ(std::memcmp(&weight, &weight2, 8), 0) << where;
+          EXPECT_EQ(AverageIncrement(schedule, k) > 0.0, k + 1 > floor) << where;
+          if (k + 1 > floor) EXPECT_TRUE(BitEqual(mean, mean2)) << where;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
