@@ -148,7 +148,7 @@ double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* 
             gp[b.csr.innerIndexPtr()[q]] += ap * b.csr.valuePtr()[q];
         }
       } else {
-        const double* a = b.dense.row(i).data();
+        const double* a = b.DenseRow(i);
         for (int p = 0; p < cols; ++p) {
           for (int q = 0; q < cols; ++q) g[p * cols + q] += a[p] * a[q];
         }
