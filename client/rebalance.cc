@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/session_routing.h"
+#include "client/session_transfer.h"
 
 namespace f2obo::client {
 namespace {
@@ -238,14 +239,13 @@ class Mover {
           .status();
     }
     for (const std::string& id : from.keys.at(key)) {
-      absl::StatusOr<v1::SessionExport> ex = Export(from, id);
-      if (!ex.ok()) return ex.status();
-      v1::ImportSessionRequest req;
-      *req.mutable_session() = *std::move(ex);
-      absl::StatusOr<v1::SessionInfo> in = Call<v1::ImportSessionRequest, v1::SessionInfo>(
-          *to.client, req, &v1::F2obo::Stub::ImportSession);
-      if (in.ok()) continue;
-      if (in.status().code() != absl::StatusCode::kAlreadyExists) return in.status();
+      // Imported before a crash?  Asked first: a streamed import learns of
+      // ALREADY_EXISTS only after sending the whole session.
+      if (!to.client->GetSession(id).ok()) {
+        const absl::Status s = CopySessionTo(from, to, id);
+        if (s.ok()) continue;
+        if (s.code() != absl::StatusCode::kAlreadyExists) return s;
+      }
       // Imported before a crash: the copy must be the frozen one's.
       absl::StatusOr<v1::SessionInfo> a = from.client->GetSession(id);
       absl::StatusOr<v1::SessionInfo> b = to.client->GetSession(id);
@@ -255,6 +255,21 @@ class Mover {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Session `id` of `from` created on `to`, streamed in chunks whatever
+  // its size (client/session_transfer.h); through the unary calls when a
+  // replica predates the streamed ones (UNIMPLEMENTED).
+  absl::Status CopySessionTo(Replica& from, Replica& to, const std::string& id) {
+    absl::Status s = CopySession(*from.client, *to.client, id).status();
+    if (s.code() != absl::StatusCode::kUnimplemented) return s;
+    absl::StatusOr<v1::SessionExport> ex = Export(from, id);
+    if (!ex.ok()) return ex.status();
+    v1::ImportSessionRequest req;
+    *req.mutable_session() = *std::move(ex);
+    return Call<v1::ImportSessionRequest, v1::SessionInfo>(*to.client, req,
+                                                           &v1::F2obo::Stub::ImportSession)
+        .status();
   }
 
   const RebalanceOptions& o_;

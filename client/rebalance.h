@@ -12,7 +12,10 @@
 //  * From the fence on, the source refuses every change to the key, so its
 //    copy is frozen; an export taken after SetFence returned is final.
 //  * The target's copy comes to exist only through the import, which is
-//    one store transaction: ImportSession per session, and ImportGroup
+//    one store transaction: ImportSessionStream per session (streamed in
+//    chunks, whatever its size; nothing exists on the target until its
+//    last chunk is in and checked; ImportSession with a replica older than
+//    the streamed calls), and ImportGroup
 //    for a group's members and its record together (SessionManager::
 //    ImportAll), so a crash mid-import leaves none of the group on the
 //    target, never members without their group (lone sessions that would

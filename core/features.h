@@ -4,6 +4,8 @@
 #ifndef F2OBO_CORE_FEATURES_H_
 #define F2OBO_CORE_FEATURES_H_
 
+#include <cmath>
+
 #include "core/batch.h"
 
 namespace f2obo {
@@ -20,6 +22,19 @@ inline double RoundedProduct(double a, double b) {
   asm("" : "+v"(p));  // opaque: the product is materialized before the add
 #endif
   return p;
+}
+
+// a * b + c with one rounding where the target has a fused multiply-add
+// (what the compiler makes of it when it contracts), pinned: GCC on znver
+// keeps a sum that is alone in its loop unfused and fuses the same sum in
+// a loop that does more, so kernels of different shapes (a row walk and
+// the same walk by column tiles) need it to give the same bits.
+inline double FusedMulAdd(double a, double b, double c) {
+#if defined(__FMA__)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
 }
 
 // a_i . w  (w has cols() entries); sparse rows summed in order with

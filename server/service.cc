@@ -1,6 +1,8 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/decode_traits.h"
@@ -225,8 +227,50 @@ grpc::Status F2oboService::ExportSession(grpc::ServerContext* ctx,
                                          const v1::ExportSessionRequest* req,
                                          v1::SessionExport* out) {
   // The export holds the complete state: it needs a write token.
-  return Handle("ExportSession", ctx, req,
-                [&] { return Assign(sessions_->Export(req->session_id()), out); });
+  return Handle("ExportSession", ctx, req, [&] {
+    return Assign(sessions_->Export(req->session_id(), max_message_bytes_), out);
+  });
+}
+
+grpc::Status F2oboService::ExportSessionStream(grpc::ServerContext* ctx,
+                                               const v1::ExportSessionStreamRequest* req,
+                                               grpc::ServerWriter<v1::SessionChunk>* writer) {
+  // Chunks well under the message limit (a quarter of it), 1 MiB unless
+  // asked otherwise: large enough that the per-message cost is noise,
+  // small enough that neither side holds much.
+  constexpr int64_t kDefaultChunk = int64_t{1} << 20, kLeast = int64_t{4} << 10;
+  int64_t chunk = req->chunk_bytes() > 0 ? req->chunk_bytes() : kDefaultChunk;
+  chunk = std::max(kLeast, std::min(chunk, max_message_bytes_ / 4));
+  return Handle("ExportSessionStream", ctx, req, [&] {
+    return sessions_->ExportChunks(req->session_id(), chunk, [&](const v1::SessionChunk& c) {
+      return !shutting_down_.load() && writer->Write(c);
+    });
+  });
+}
+
+grpc::Status F2oboService::ImportSessionStream(
+    grpc::ServerContext* ctx, grpc::ServerReader<v1::ImportSessionStreamRequest>* reader,
+    v1::SessionInfo* out) {
+  const InFlight in_flight(this);
+  if (!in_flight.admitted()) return Refuse("ImportSessionStream");
+  return Serve("ImportSessionStream", ctx, nullptr, [&] {
+    const auto read = [&](v1::ImportSessionStreamRequest* m) -> absl::StatusOr<bool> {
+      if (ReadRequest(reader, m)) {
+        if (absl::Status s = CheckStringBounds(*m); !s.ok()) return s;
+        return true;
+      }
+      if (std::optional<grpc::Status> bad = v1::TakeDecodeFailure(); bad.has_value()) {
+        return absl::Status(static_cast<absl::StatusCode>(bad->error_code()), bad->error_message());
+      }
+      if (ctx->IsCancelled()) {
+        return absl::CancelledError("the import was cancelled by its client; nothing imported");
+      }
+      return false;
+    };
+    absl::Status s = Assign(sessions_->ImportChunks(read, ctx->deadline()), out);
+    if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
+    return s;
+  });
 }
 
 grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,

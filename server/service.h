@@ -83,6 +83,12 @@ class F2oboService final : public v1::F2obo::Service {
                              v1::SessionExport*) override;
   grpc::Status ImportSession(grpc::ServerContext*, const v1::ImportSessionRequest*,
                              v1::SessionInfo*) override;
+  // Sessions larger than a message (transfer.proto).
+  grpc::Status ExportSessionStream(grpc::ServerContext*, const v1::ExportSessionStreamRequest*,
+                                   grpc::ServerWriter<v1::SessionChunk>*) override;
+  grpc::Status ImportSessionStream(grpc::ServerContext*,
+                                   grpc::ServerReader<v1::ImportSessionStreamRequest>*,
+                                   v1::SessionInfo*) override;
   grpc::Status CheckpointSession(grpc::ServerContext*, const v1::CheckpointSessionRequest*,
                                  v1::SessionInfo*) override;
   grpc::Status RollbackSession(grpc::ServerContext*, const v1::RollbackSessionRequest*,
@@ -111,6 +117,9 @@ class F2oboService final : public v1::F2obo::Service {
                                   v1::DropFencedSessionsResponse*) override;
   // The name GetServerInfo reports (--replica_name); set before serving.
   void set_replica_name(std::string name) { replica_name_ = std::move(name); }
+  // The server's --max_message_bytes: the largest unary export, and what
+  // bounds an exported chunk (a quarter of it at most); set before serving.
+  void set_max_message_bytes(int64_t bytes) { max_message_bytes_ = bytes; }
 
  private:
   // Admission of one unit of work (a handler, or one message of a stream
@@ -167,6 +176,7 @@ class F2oboService final : public v1::F2obo::Service {
   ServiceObserver* const observer_;
   const TokenAuthenticator* const auth_;
   std::string replica_name_;
+  int64_t max_message_bytes_ = int64_t{64} << 20;
   std::atomic<bool> shutting_down_{false};
   absl::Mutex idle_mu_;
   int in_flight_ ABSL_GUARDED_BY(idle_mu_) = 0;  // admitted work running

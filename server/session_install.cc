@@ -21,16 +21,33 @@
 
 namespace f2obo::server {
 
-absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id) const {
+absl::StatusOr<v1::SessionExport> SessionManager::Export(const std::string& id,
+                                                         int64_t max_bytes) const {
   absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
   if (!e.ok()) return e.status();
   absl::MutexLock lock(&(*e)->mu);
   if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
+  const auto too_large = [&](int64_t bytes, const char* how) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "session '", id, "': its export is ", how, bytes, " bytes, beyond this server's ",
+        "--max_message_bytes = ", max_bytes,
+        "; ExportSessionStream sends it in chunks (and ImportSessionStream takes them)"));
+  };
+  // The state's encoding is at least its numbers (8 bytes each, and a
+  // length per vector): known without encoding it, which at 1,000,000
+  // tasks would take ~0.5 GB only to be refused.
+  const SessionState& state = (*e)->session->state();
+  int64_t numbers = state.x.size() + static_cast<int64_t>(state.aux.size());
+  for (const Vector& v : state.vectors) numbers += v.size();
+  const int64_t least = 8 * numbers + static_cast<int64_t>(state.aux.payload_bytes());
+  if (least > max_bytes) return too_large(least, "at least ");
   v1::SessionExport out;
   out.set_session_id(id);
   *out.mutable_spec() = ToSessionSpec((*e)->session->config(), (*e)->exact_every);
-  out.set_state(Encode(**e, (*e)->session->state()));
+  out.set_state(Encode(**e, state));
   for (const v1::StepReply& r : (*e)->replies) *out.add_replies() = r;
+  const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+  if (bytes > max_bytes) return too_large(bytes, "");
   return out;
 }
 
@@ -210,7 +227,13 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
   if (!state.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session.state: ", state.status().message()));
   }
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Restore(*config, *std::move(state));
+  return BuildImported(id, ex, *config, *std::move(state), reserved->bytes());
+}
+
+absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::BuildImported(
+    const std::string& id, const v1::SessionExport& ex, const SessionConfig& config,
+    Checkpoint state, int64_t reserved_bytes) {
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Restore(config, std::move(state));
   if (!session.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
   }
@@ -226,7 +249,7 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
       entry->replies.push_back(std::move(r));
     }
   }
-  entry->reserved_bytes = reserved->bytes();
+  entry->reserved_bytes = reserved_bytes;
   return entry;
 }
 

@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/session.h"
 #include "f2obo/v1/f2obo.pb.h"
+#include "f2obo/v1/transfer.pb.h"
 #include "grpcpp/server_context.h"
 #include "server/call_round_control.h"
 #include "server/metrics_pipeline.h"
@@ -79,7 +80,11 @@ class SessionManager {
   // ALREADY_EXISTS, or NOT_FOUND for a delete).
   absl::StatusOr<v1::SessionInfo> Create(const v1::CreateSessionRequest& request,
                                          Deadline deadline = Deadline::max());
-  absl::StatusOr<v1::SessionExport> Export(const std::string& id) const;
+  // `max_bytes`: the largest export a message may carry (the server's
+  // --max_message_bytes); a larger one is refused with RESOURCE_EXHAUSTED
+  // naming ExportSessionStream, before it is encoded.
+  absl::StatusOr<v1::SessionExport> Export(const std::string& id,
+                                           int64_t max_bytes = INT64_MAX) const;
   absl::StatusOr<v1::SessionInfo> Import(const v1::ImportSessionRequest& request,
                                          Deadline deadline = Deadline::max());
   // Imports several sessions as a unit (ImportGroup; server/
@@ -100,6 +105,21 @@ class SessionManager {
   absl::StatusOr<std::vector<v1::SessionInfo>> CreateAll(
       const std::vector<v1::CreateSessionRequest>& requests,
       const std::function<std::string(size_t)>& name, const PersistAll& persist);
+  // Sessions larger than a message (server/session_transfer.cc; the
+  // proto's ExportSessionStream and ImportSessionStream).  ExportChunks
+  // hands session `id`'s export to `write` chunk by chunk, each of at most
+  // about `chunk_bytes`, from a snapshot of its state taken when it starts;
+  // `write` returning false (the client went away) stops it (CANCELLED).
+  // ImportChunks builds a session from the messages `read` gives (true: a
+  // message; false: the stream's end; an error: the stream broke, returned
+  // as is) with Import's checks, and installs it only after the end chunk
+  // passed them all; on any error nothing exists and nothing is stored.
+  using ChunkSink = std::function<bool(const v1::SessionChunk&)>;
+  using ChunkSource = std::function<absl::StatusOr<bool>(v1::ImportSessionStreamRequest*)>;
+  absl::Status ExportChunks(const std::string& id, int64_t chunk_bytes,
+                            const ChunkSink& write) const;
+  absl::StatusOr<v1::SessionInfo> ImportChunks(const ChunkSource& read,
+                                               Deadline deadline = Deadline::max());
   absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
   std::vector<v1::SessionInfo> List() const;
   // `from_store` false: the caller already removed the session from the
@@ -326,6 +346,14 @@ class SessionManager {
   // receives its memory reservation.
   absl::StatusOr<std::shared_ptr<Entry>> PrepareImport(const v1::ImportSessionRequest& request,
                                                        std::unique_ptr<Reservation>& reserved);
+  // PrepareImport's second half, shared with ImportChunks: the session
+  // restored from `state` and checked with the spec and reply cache of
+  // `ex` (its state field is not read), as entry `id` holding
+  // `reserved_bytes`.
+  absl::StatusOr<std::shared_ptr<Entry>> BuildImported(const std::string& id,
+                                                       const v1::SessionExport& ex,
+                                                       const SessionConfig& config,
+                                                       Checkpoint state, int64_t reserved_bytes);
   absl::Status CheckLimits(const v1::Batch& batch, const std::string& what) const;
   // The metrics channel of `entry` for its session of `generation`,
   // starting with `history` (earlier steps' messages, up to the session's

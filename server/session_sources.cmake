@@ -8,12 +8,14 @@ set(F2OBO_SESSION_SOURCES
   fault_points.cc
   ids.cc
   metrics_pipeline.cc
+  request_bounds.cc
   session_checkpoints.cc
   session_fences.cc
   session_footprint.cc
   session_group_step.cc
   session_install.cc
   session_manager.cc
+  session_transfer.cc
   session_views.cc
   store/checkpoints.cc
   store/fences.cc

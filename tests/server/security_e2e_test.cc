@@ -53,6 +53,8 @@ const std::map<std::string, Role>& Rpcs() {
       {"WatchMetrics", Role::kRead},
       {"ExportSession", Role::kWrite},
       {"ImportSession", Role::kWrite},
+      {"ExportSessionStream", Role::kWrite},
+      {"ImportSessionStream", Role::kWrite},
       {"CreateGroup", Role::kWrite},
       {"GetGroup", Role::kRead},
       {"StepGroup", Role::kWrite},
@@ -102,7 +104,8 @@ v1::CreateGroupRequest GuardedGroup() {
 }
 
 // Calls every RPC once and returns the status codes by method.  With a
-// write token every call but ImportSession and ImportGroup (empty) succeeds.
+// write token every call but ImportSession, ImportSessionStream and
+// ImportGroup (empty) succeeds.
 std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
   std::map<std::string, grpc::StatusCode> out;
   auto code = [](const absl::Status& s) { return static_cast<grpc::StatusCode>(s.code()); };
@@ -150,6 +153,23 @@ std::map<std::string, grpc::StatusCode> CallEverything(client::Client& c) {
     v1::ImportSessionRequest req;
     v1::SessionInfo info;
     out["ImportSession"] = c.stub().ImportSession(ctx.get(), req, &info).error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::ExportSessionStreamRequest req;
+    req.set_session_id(kSession);
+    auto reader = c.stub().ExportSessionStream(ctx.get(), req);
+    v1::SessionChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    out["ExportSessionStream"] = reader->Finish().error_code();
+  }
+  {
+    auto ctx = c.NewContext();
+    v1::SessionInfo info;
+    auto writer = c.stub().ImportSessionStream(ctx.get(), &info);
+    writer->WritesDone();  // empty: refused for its content
+    out["ImportSessionStream"] = writer->Finish().error_code();
   }
   out["CheckpointSession"] = code(c.CheckpointSession(kSession).status());
   out["RollbackSession"] = code(c.RollbackSession(kSession, 0).status());
@@ -333,7 +353,8 @@ TEST_F(AuthE2e, AWriteTokenMayDoEverything) {
   for (const auto& [method, code] : codes) {
     if (method == "WatchMetrics") {
       EXPECT_EQ(code, grpc::StatusCode::DEADLINE_EXCEEDED) << method;  // allowed, idle
-    } else if (method == "ImportSession" || method == "ImportGroup") {
+    } else if (method == "ImportSession" || method == "ImportGroup" ||
+               method == "ImportSessionStream") {
       // An empty import is refused for its content, not for the caller.
       EXPECT_EQ(code, grpc::StatusCode::INVALID_ARGUMENT) << method;
     } else {

@@ -16,13 +16,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 import grpc
 
 from . import errors
 from ._routing import routed_id, routing_key
-from ._stubs import pb, pb_grpc
+from ._stubs import pb, pb_grpc, transfer_pb2
 from .spec import FlatFields
 from .group import Group
 from .session import Session
@@ -263,6 +264,34 @@ class Client:
             exported = pb.SessionExport.FromString(bytes(exported))
         info = self._call("ImportSession",
                           pb.ImportSessionRequest(session_id=session_id, session=exported))
+        return Session(self, info.session_id, info.next_t)
+
+    def import_chunks(self, chunks: Iterable["transfer_pb2.SessionChunk"],
+                      session_id: str = "") -> Session:
+        """Creates a session from `Session.export_chunks()` (ImportSessionStream),
+        sending each chunk as `chunks` yields it: for sessions of any size.
+        All or nothing: if the chunks stop early, are damaged (the stream
+        ends with a checksum) or fail a check (InvalidArgument naming the
+        field, as import_session), the server keeps nothing of them.
+        `session_id` renames it (default: the exported id)."""
+        # The routing header goes out when the call opens: the new id, or
+        # the exported one, which the first chunk names.
+        it = iter(chunks)
+        first = next(it, None)
+        if first is None:
+            raise errors.InvalidArgument("import_chunks(): no chunk to import")
+        routed = session_id or first.begin.session_id
+
+        def requests() -> Iterator["transfer_pb2.ImportSessionStreamRequest"]:
+            yield transfer_pb2.ImportSessionStreamRequest(session_id=session_id, chunk=first)
+            for chunk in it:
+                yield transfer_pb2.ImportSessionStreamRequest(chunk=chunk)
+
+        try:
+            info = self.stub.ImportSessionStream(requests(), timeout=self.timeout,
+                                                 metadata=self.metadata(routed))
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
         return Session(self, info.session_id, info.next_t)
 
     # ---------------------------------------------------------------- groups

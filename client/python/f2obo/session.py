@@ -7,7 +7,7 @@ from typing import Any, Iterable, Iterator, Optional
 import grpc
 
 from . import _stream, errors
-from ._stubs import pb
+from ._stubs import pb, transfer_pb2
 from .batch import BatchLike, StepLike, step_request
 from .fields import fill_message
 from ._transport import Transport
@@ -141,9 +141,27 @@ class Session:
     def export(self) -> "pb.SessionExport":
         """The complete session (spec, state, RNG, reply cache), to move it to
         another server with Client.import_session (`.SerializeToString()`
-        gives bytes to store)."""
+        gives bytes to store).  One message: a session larger than the
+        server's --max_message_bytes is refused (ResourceExhausted naming
+        ExportSessionStream); use export_chunks()."""
         return self.client._call("ExportSession", pb.ExportSessionRequest(session_id=self.id),
                                  retry=True)
+
+    def export_chunks(self, chunk_bytes: int = 0) -> Iterator["transfer_pb2.SessionChunk"]:
+        """The complete session as a stream of chunks (ExportSessionStream),
+        whatever its size: give them to Client.import_chunks as they come,
+        or keep them (each `.SerializeToString()`, e.g. length-prefixed in a
+        file).  The server holds one chunk at a time, and so does this
+        iterator; `chunk_bytes` asks for smaller chunks (0: the server's
+        default, 1 MiB).  A snapshot: steps applied while it runs are not
+        in it."""
+        request = transfer_pb2.ExportSessionStreamRequest(session_id=self.id,
+                                                          chunk_bytes=chunk_bytes)
+        try:
+            yield from self.client.stub.ExportSessionStream(
+                request, metadata=self.client.metadata(self.id))
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
 
     # ------------------------------------------- checkpoints, rollback, fork
 

@@ -61,7 +61,7 @@ class LeastSquaresFamily final : public SimpleFamily {
   }
   bool HasStormPass() const override { return true; }
   StormPassOut StormPass(const StormPassIn& in, Vector* estimate) override {
-    return StormSquaredResidual(in, estimate);
+    return StormSquaredResidual(in, estimate, &storm_);
   }
   double SmoothnessF(const BatchView& upper) override {
     return MeanGramSpectralNorm(upper, d_, &power_v_, &power_w_);
@@ -115,6 +115,7 @@ class LeastSquaresFamily final : public SimpleFamily {
  private:
   int d_;
   Vector power_v_, power_w_;  // MeanGramSpectralNorm scratch
+  StormScratch storm_;
 };
 
 }  // namespace

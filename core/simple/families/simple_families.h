@@ -45,7 +45,14 @@ double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* gr
 // and then d + (1 - a)(d - grad(prev)) entry by entry (issue 28: one
 // scatter and no zeroed scratch vectors instead of two of each): the same
 // sum, rounded differently (see ir_scg.cc).
-StormPassOut StormSquaredResidual(const StormPassIn& in, Vector* estimate);
+// On CSR rows with `scratch` (the caller's, reused: no allocation once
+// sized) the walk goes by column tiles, with the same numbers.
+struct StormScratch {
+  std::vector<int> cursor;
+  std::vector<double> sums;
+};
+StormPassOut StormSquaredResidual(const StormPassIn& in, Vector* estimate,
+                                  StormScratch* scratch = nullptr);
 // ||A||_F^2 / n over the view's rows (0 when empty): an upper bound on
 // lambda_max((1/n) A^T A), the Hessian of HalfMeanSquaredResidual.
 double MeanRowSquaredNorm(const BatchView& view);

@@ -71,11 +71,13 @@ void ClearDecodeFailure();
   };                                                                                              \
   }
 
-F2OBO_V1_DECODE_TRAITS(::google::protobuf::MessageLite)   // unary
-F2OBO_V1_DECODE_TRAITS(::f2obo::v1::StepRequest)          // Steps
-F2OBO_V1_DECODE_TRAITS(::f2obo::v1::GroupStepRequest)     // StepsGroup
-F2OBO_V1_DECODE_TRAITS(::f2obo::v1::WatchMetricsRequest)  // WatchMetrics
-F2OBO_V1_DECODE_TRAITS(::f2obo::v1::OracleClientMessage)  // OracleSteps
+F2OBO_V1_DECODE_TRAITS(::google::protobuf::MessageLite)          // unary
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::StepRequest)                 // Steps
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::GroupStepRequest)            // StepsGroup
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::WatchMetricsRequest)         // WatchMetrics
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::OracleClientMessage)         // OracleSteps
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::ExportSessionStreamRequest)  // ExportSessionStream
+F2OBO_V1_DECODE_TRAITS(::f2obo::v1::ImportSessionStreamRequest)  // ImportSessionStream
 
 #undef F2OBO_V1_DECODE_TRAITS
 

@@ -172,6 +172,40 @@ def test_export_import_continues_bit_for_bit(client):
         client.import_session(exported)
 
 
+def test_export_chunks_and_import_chunks_continue_bit_for_bit(client):
+    # A session of ~0.1 MB in chunks of 4 KiB (the streamed RPCs are for
+    # sessions larger than a message; tests/server/transfer_e2e_test.cc
+    # moves such a one).
+    d, c = 200, 10
+    x, y = classification_data(rows=400, features=d, classes=c, seed=3)
+    steps = batches(x, y, rows_per_step=32, steps=8, seed=4)
+    hpo = dict(HPO, features=d, classes=c, exact_every=0)
+    s = client.create_session(**hpo)
+    for u, i in steps[:5]:
+        s.step(u, i)
+    chunks = list(s.export_chunks(chunk_bytes=4096))
+    assert len(chunks) > 10 and chunks[0].begin.session_id == s.id and chunks[-1].HasField("end")
+    assert max(len(ch.SerializeToString()) for ch in chunks) <= 4096 + 256
+    # Damaged in transit: refused by a checksum (the stream's, or in the
+    # state's head its own), and nothing is left.
+    damaged = [type(ch).FromString(ch.SerializeToString()) for ch in chunks]
+    data = bytearray(damaged[3].slices[0].data)
+    data[0] ^= 1
+    damaged[3].slices[0].data = bytes(data)
+    with pytest.raises(f2obo.InvalidArgument, match="chunk.end.crc32|checksum mismatch"):
+        client.import_chunks(damaged, session_id=s.id + "-copy")
+    # Cut short: refused, nothing left.
+    with pytest.raises(f2obo.InvalidArgument, match="without its end chunk"):
+        client.import_chunks(chunks[:-1], session_id=s.id + "-copy")
+    assert s.id + "-copy" not in [i.session_id for i in client.list_sessions()]
+    copy = client.import_chunks(iter(chunks), session_id=s.id + "-copy")
+    assert copy.id == s.id + "-copy" and copy.next_t == 6
+    for u, i in steps[5:]:
+        a, b = s.step(u, i), copy.step(u, i)
+        assert a.t == b.t and same_bits(a.x, b.x)
+    assert same_bits(s.decision().y, copy.decision().y)
+
+
 def test_rollback_undoes_a_poisoned_stretch_and_fork_branches_a_challenger(client):
     s = client.create_session(**dict(HPO, seed=5))
     clean = client.create_session(**dict(HPO, seed=5))

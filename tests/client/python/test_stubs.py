@@ -18,8 +18,10 @@ import f2obo
 from f2obo.v1 import f2obo_pb2
 
 from f2obo.v1 import rpc_policy_pb2
+from f2obo.v1 import transfer_pb2
 
-MODULES = {"f2obo": f2obo_pb2, "rpc_policy": rpc_policy_pb2}  # every proto of f2obo.v1
+# every proto of f2obo.v1
+MODULES = {"f2obo": f2obo_pb2, "rpc_policy": rpc_policy_pb2, "transfer": transfer_pb2}
 GENERATED = tuple(name + suffix for name in MODULES
                   for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"))
 

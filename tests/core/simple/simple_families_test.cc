@@ -174,6 +174,52 @@ TEST(SimpleFamilies, LeastSquaresStormPassIsTheStormUpdateInOneWalk) {
   EXPECT_TRUE(SameBits(estimate, Vector(0.5 * before)));
 }
 
+// Across column tiles (d = 20,000: three tiles of StormSquaredResidual's
+// walk, rows reaching into each, one row empty, one view with a repeated
+// row): the same bits as the row-by-row walk and as F / G.
+TEST(SimpleFamilies, LeastSquaresStormPassByColumnTilesIsBitEqual) {
+  std::mt19937_64 rng(32);
+  constexpr int kD = 20000;
+  std::uniform_int_distribution<int> col(0, kD - 1);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Batch b;
+  b.sparse_features = true;
+  std::vector<Eigen::Triplet<double>> entries;
+  for (int i = 0; i < 7; ++i) {
+    if (i == 3) continue;  // an empty row
+    for (int k = 0; k < 300; ++k) entries.emplace_back(i, col(rng), normal(rng));
+  }
+  b.csr.resize(7, kD);
+  b.csr.setFromTriplets(entries.begin(), entries.end());  // duplicates summed
+  b.csr.makeCompressed();
+  b.targets = RandomVector(7, rng);
+  auto family = MakeSimpleFamily("least_squares", kD, 0);
+  const int repeated[] = {5, 0, 5, 3, 6};
+  for (const BatchView& view : {BatchView::All(b), BatchView{&b, RowSet{repeated, 5}}}) {
+    const Vector x = RandomVector(kD, rng), prev = RandomVector(kD, rng);
+    const Vector at = RandomVector(kD, rng), before = RandomVector(kD, rng);
+    Vector gx;
+    const double fx = family->G(x, view, &gx);
+    const double fa = family->G(at, view, nullptr);
+    for (bool with_prev : {false, true}) {
+      StormPassIn in;
+      in.view = &view;
+      in.x = &x;
+      in.prev = with_prev ? &prev : nullptr;
+      in.at = &at;
+      in.keep = 0.6;
+      in.before = &before;
+      Vector tiled, rows;
+      const StormPassOut out = family->StormPass(in, &tiled);
+      StormSquaredResidual(in, &rows, nullptr);
+      EXPECT_TRUE(SameBits(out.value_x, fx));
+      EXPECT_TRUE(SameBits(out.value_at, fa));
+      EXPECT_TRUE(SameBits(tiled, rows)) << (with_prev ? "with prev" : "k = 0");
+      if (!with_prev) EXPECT_TRUE(SameBits(tiled, gx));
+    }
+  }
+}
+
 TEST(SimpleFamilies, ValuesAreMeansSoARowSubsetIsTheMeanOfItsRows) {
   std::mt19937_64 rng(23);
   for (Case& c : Cases(rng)) {

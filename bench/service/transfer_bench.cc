@@ -1,0 +1,227 @@
+// What moving a large multi-task session costs (issue 23 item 4), over real
+// gRPC on loopback: a fresh f2obo-server (source) holding an rsvrb session
+// on multitask_quadratic (d1 = d2 = 4, m tasks) with N tasks touched; then
+//  * export: ExportSessionStream read to the end by this client (chunks
+//    counted and dropped), or with --unary one ExportSession (the servers
+//    started with --max_message_bytes=2000000000 so that it can pass;
+//    --unary64 keeps their default, 64 MiB);
+//  * import: the same export piped into a second fresh server
+//    (client::CopySession: ExportSessionStream -> ImportSessionStream), or
+//    with --unary ExportSession then ImportSession;
+//  * fork: ForkSession of the source's current state (server-internal).
+// For each: wall time, and the peak resident memory of the server doing it
+// above its resident memory just before (VmHWM after resetting it through
+// /proc/<pid>/clear_refs; the importing server's peak also above the
+// session it ends up holding); and this client's own peak.
+//
+// Usage: transfer_bench [--unary|--unary64] m N
+// e.g.   ./build/bench/transfer_bench 1000000 1000000
+// F2OBO_SERVER_BINARY runs another build's server (the A/B of before/after).
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "client/session_transfer.h"
+#include "f2obo/v1/convert.h"
+#include "tests/core/multitask/multitask_streams.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kDim = 4;
+constexpr int kPool = 64;
+constexpr int kPerStep = 500;
+
+// A /proc/<pid>/status field in KiB ("VmRSS:", "VmHWM:").
+double StatusKiB(const std::string& pid, const char* field) {
+  std::ifstream in("/proc/" + pid + "/status");
+  std::string key;
+  double value = 0;
+  while (in >> key) {
+    if (key == field) {
+      in >> value;
+      return value;
+    }
+    std::getline(in, key);
+  }
+  return 0;
+}
+double Rss(pid_t pid) { return StatusKiB(std::to_string(pid), "VmRSS:"); }
+double Peak(pid_t pid) { return StatusKiB(std::to_string(pid), "VmHWM:"); }
+// Resets VmHWM to the current VmRSS (Linux >= 4.0).
+void ResetPeak(const std::string& pid) { std::ofstream("/proc/" + pid + "/clear_refs") << "5"; }
+
+v1::StepRequest Request(const std::string& id, int64_t t, const std::vector<int>& tasks,
+                        const testing::QuadraticTasks& pool) {
+  v1::StepRequest req;
+  req.set_session_id(id);
+  req.set_t(t);
+  for (int task : tasks) {
+    TaskData d = pool.Task(task % kPool);
+    d.task = task;
+    ToProto(d, req.add_tasks());
+  }
+  return req;
+}
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+void Report(const char* what, const absl::Status& s, double seconds, double before_kib,
+            double peak_kib, double after_kib) {
+  std::printf(
+      "%-8s %-10s %9.2f s  server RSS before %8.0f MiB  peak +%7.0f MiB  after +%7.0f MiB\n", what,
+      s.ok() ? "ok" : absl::StatusCodeToString(s.code()).c_str(), seconds, before_kib / 1024,
+      (peak_kib - before_kib) / 1024, (after_kib - before_kib) / 1024);
+  if (!s.ok()) std::printf("         %s\n", std::string(s.message().substr(0, 300)).c_str());
+  std::fflush(stdout);
+}
+
+int Run(bool unary, bool raise_limit, int m, int n) {
+  const testing::QuadraticTasks pool(kPool, kDim, kDim, 7);
+  const std::string max_tasks = "--max_tasks=" + std::to_string(m);
+  // The servers' defaults but for the task limit and (for --unary) a
+  // message limit the whole export fits in; the source keeps no rollback
+  // checkpoints (a whole encoding each, issue 23 item 3's business).
+  std::vector<std::string> flags = {max_tasks};
+  if (unary && raise_limit) flags.push_back("--max_message_bytes=2000000000");
+  std::vector<std::string> source_flags = flags;
+  source_flags.push_back("--max_checkpoints=0");
+  testing::ServerProcess source(source_flags), target(flags);
+  if (!source.started() || !target.started()) {
+    std::fprintf(stderr, "servers did not start: %s %s\n", source.banner().c_str(),
+                 target.banner().c_str());
+    return 1;
+  }
+  client::ClientOptions o{source.target()};
+  o.max_message_bytes = 2000000000;
+  o.rpc_timeout_seconds = 3600;
+  client::Client c(o);
+  o.target = target.target();
+  client::Client t(o);
+  v1::CreateSessionRequest create;
+  create.set_session_id("mt");
+  v1::SessionSpec& spec = *create.mutable_spec();
+  spec.set_problem_class("multitask_bilevel");
+  spec.mutable_family()->set_name("multitask_quadratic");
+  spec.mutable_family()->set_x_dim(kDim);
+  spec.mutable_family()->set_y_dim(kDim);
+  spec.mutable_family()->set_tasks(m);
+  spec.set_algorithm("rsvrb");
+  spec.set_seed(5);
+  spec.mutable_metrics()->set_exact_every(0);
+  if (auto info = c.CreateSession(create); !info.ok()) {
+    std::fprintf(stderr, "create: %s\n", info.status().ToString().c_str());
+    return 1;
+  }
+  const auto grow = Clock::now();
+  const int stride = std::max(1, m / std::max(1, n));
+  int64_t step = 1;
+  for (int k = 0; k < n; k += kPerStep) {
+    std::vector<int> tasks;
+    for (int j = k; j < std::min(n, k + kPerStep); ++j) {
+      tasks.push_back(static_cast<int>((static_cast<int64_t>(j) * stride) % m));
+    }
+    if (auto r = c.Step(Request("mt", step++, tasks, pool)); !r.ok()) {
+      std::fprintf(stderr, "touch: %s\n", r.status().ToString().c_str());
+      return 1;
+    }
+  }
+  std::printf("%s, m = %d, %d tasks touched in %.1f s; source RSS %.0f MiB, target %.0f MiB\n",
+              unary ? "unary ExportSession/ImportSession" : "streamed", m, n, Seconds(grow),
+              Rss(source.pid()) / 1024, Rss(target.pid()) / 1024);
+
+  const std::string spid = std::to_string(source.pid()), tpid = std::to_string(target.pid());
+  // Export to this client.
+  {
+    const double before = Rss(source.pid());
+    ResetPeak(spid);
+    const auto start = Clock::now();
+    absl::Status s;
+    int64_t bytes = 0, chunks = 0;
+    if (unary) {
+      v1::ExportSessionRequest req;
+      req.set_session_id("mt");
+      v1::SessionExport ex;
+      auto ctx = c.NewContext();
+      s = client::FromGrpc(c.stub().ExportSession(ctx.get(), req, &ex));
+      bytes = static_cast<int64_t>(ex.ByteSizeLong());
+      chunks = 1;
+    } else {
+      s = client::ExportSessionChunks(c, "mt", [&](const v1::SessionChunk& chunk) {
+        bytes += static_cast<int64_t>(chunk.ByteSizeLong());
+        ++chunks;
+        return absl::OkStatus();
+      });
+    }
+    Report("export", s, Seconds(start), before, Peak(source.pid()), Rss(source.pid()));
+    std::printf("         %lld bytes in %lld message(s)\n", static_cast<long long>(bytes),
+                static_cast<long long>(chunks));
+  }
+  // Import into the target (export from the source, import into the target).
+  {
+    const double before = Rss(target.pid()), source_before = Rss(source.pid());
+    ResetPeak(tpid);
+    ResetPeak(spid);
+    const auto start = Clock::now();
+    absl::Status s;
+    if (unary) {
+      v1::ExportSessionRequest req;
+      req.set_session_id("mt");
+      v1::ImportSessionRequest import;
+      auto ctx = c.NewContext();
+      s = client::FromGrpc(c.stub().ExportSession(ctx.get(), req, import.mutable_session()));
+      if (s.ok()) {
+        v1::SessionInfo info;
+        auto ictx = t.NewContext();
+        s = client::FromGrpc(t.stub().ImportSession(ictx.get(), import, &info));
+      }
+    } else {
+      s = client::CopySession(c, t, "mt").status();
+    }
+    Report("import", s, Seconds(start), before, Peak(target.pid()), Rss(target.pid()));
+    std::printf("         (the source meanwhile: peak +%.0f MiB)\n",
+                (Peak(source.pid()) - source_before) / 1024);
+  }
+  // Fork on the source.
+  {
+    const double before = Rss(source.pid());
+    ResetPeak(spid);
+    const auto start = Clock::now();
+    v1::ForkSessionRequest fork;
+    fork.set_session_id("mt");
+    fork.set_new_session_id("mt.fork");
+    const absl::Status s = c.ForkSession(fork).status();
+    Report("fork", s, Seconds(start), before, Peak(source.pid()), Rss(source.pid()));
+  }
+  std::printf("this client's peak RSS: %.0f MiB\n", Peak(getpid()) / 1024);
+  return 0;
+}
+
+}  // namespace
+}  // namespace f2obo
+
+int main(int argc, char** argv) {
+  bool unary = false, raise_limit = true;
+  int arg = 1;
+  if (argc > arg && std::strncmp(argv[arg], "--unary", 7) == 0) {
+    unary = true;
+    raise_limit = std::strcmp(argv[arg], "--unary64") != 0;
+    ++arg;
+  }
+  const int m = argc > arg ? std::atoi(argv[arg]) : 200000;
+  const int n = argc > arg + 1 ? std::atoi(argv[arg + 1]) : m;
+  return f2obo::Run(unary, raise_limit, m, n);
+}

@@ -1,0 +1,396 @@
+// Sessions larger than a message (issue 23 item 4), over real gRPC on
+// loopback with real server processes: a multi-task session whose state is
+// a few MB, on servers whose --max_message_bytes is 1 MiB, is refused by
+// the unary ExportSession (naming ExportSessionStream), moves through
+// ExportSessionStream / ImportSessionStream in chunks well under the limit
+// and continues bit for bit on the other server; an import that breaks,
+// is cancelled, is damaged or carries a bad field leaves nothing (no
+// session, no store record, also after kill -9 and a restart), as does a
+// kill -9 of the importing server mid-stream; `f2obo-cli rebalance` moves
+// such a session.
+#include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "client/session_transfer.h"
+#include "f2obo/v1/convert.h"
+#include "f2obo/v1/transfer_sum.h"
+#include "tests/core/multitask/multitask_streams.h"
+#include "tests/server/proxy_process.h"
+#include "tests/server/server_process.h"
+
+namespace f2obo {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ProxyProcess;
+using testing::ServerProcess;
+
+constexpr int kDim = 4;
+constexpr int kTasks = 10000;
+constexpr int kTouched = 4000;  // ~1.9 MB of task blocks (472 bytes each)
+constexpr int kPerStep = 500;
+constexpr int kPool = 32;
+constexpr int64_t kMaxMessage = 1 << 20;
+
+const testing::QuadraticTasks& Pool() {
+  static const auto* pool = new testing::QuadraticTasks(kPool, kDim, kDim, 7);
+  return *pool;
+}
+
+std::vector<std::string> Flags(const std::string& name = "") {
+  std::vector<std::string> flags = {"--max_message_bytes=" + std::to_string(kMaxMessage),
+                                    "--max_tasks=" + std::to_string(kTasks)};
+  if (!name.empty()) flags.push_back("--replica_name=" + name);
+  return flags;
+}
+
+v1::CreateSessionRequest Create(const std::string& id) {
+  v1::CreateSessionRequest req;
+  req.set_session_id(id);
+  v1::SessionSpec& spec = *req.mutable_spec();
+  spec.set_problem_class("multitask_bilevel");
+  spec.mutable_family()->set_name("multitask_quadratic");
+  spec.mutable_family()->set_x_dim(kDim);
+  spec.mutable_family()->set_y_dim(kDim);
+  spec.mutable_family()->set_tasks(kTasks);
+  spec.set_algorithm("rsvrb");
+  spec.set_seed(5);
+  spec.mutable_metrics()->set_exact_every(0);
+  return req;
+}
+
+v1::StepRequest Request(const std::string& id, int64_t t, const std::vector<int>& tasks) {
+  v1::StepRequest req;
+  req.set_session_id(id);
+  req.set_t(t);
+  for (int task : tasks) {
+    TaskData d = Pool().Task(task % kPool);
+    d.task = task;
+    ToProto(d, req.add_tasks());
+  }
+  return req;
+}
+
+// Creates session `id` on `c` and touches kTouched tasks; returns next_t.
+int64_t Grow(client::Client& c, const std::string& id) {
+  EXPECT_TRUE(c.CreateSession(Create(id)).ok());
+  int64_t t = 1;
+  for (int first = 0; first < kTouched; first += kPerStep) {
+    std::vector<int> tasks;
+    for (int k = first; k < first + kPerStep; ++k) tasks.push_back(k * (kTasks / kTouched));
+    const absl::StatusOr<v1::StepReply> r = c.Step(Request(id, t++, tasks));
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+  return t;
+}
+
+// Step t after the growth: tasks touched before and one new.
+std::vector<int> Later(int64_t t) {
+  return {static_cast<int>(t * 37 % kTasks), static_cast<int>(t * 101 % kTasks), 1 + 2 * (int)t};
+}
+
+bool SameBits(const google::protobuf::RepeatedField<double>& a,
+              const google::protobuf::RepeatedField<double>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
+}
+
+struct Export {
+  std::vector<v1::SessionChunk> chunks;
+  std::string state;   // every slice's data, in order
+  size_t largest = 0;  // the largest chunk's encoding
+};
+
+Export ExportOf(client::Client& c, const std::string& id) {
+  Export out;
+  const absl::Status s = client::ExportSessionChunks(c, id, [&](const v1::SessionChunk& chunk) {
+    out.chunks.push_back(chunk);
+    out.largest = std::max(out.largest, chunk.ByteSizeLong());
+    for (const v1::StateSlice& slice : chunk.slices()) out.state += slice.data();
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+// A source giving `chunks` in order.
+client::ChunkSource From(const std::vector<v1::SessionChunk>& chunks) {
+  auto next = std::make_shared<size_t>(0);
+  return [&chunks, next](v1::SessionChunk* chunk) -> absl::StatusOr<bool> {
+    if (*next == chunks.size()) return false;
+    *chunk = chunks[(*next)++];
+    return true;
+  };
+}
+
+// Recomputes the end chunk's checksum after a change of content (so that a
+// test reaches the checks behind it).
+void Reseal(std::vector<v1::SessionChunk>& chunks) {
+  v1::TransferSum sum;
+  sum.AddSpec(chunks.front().begin().spec());
+  int64_t part = -1;
+  for (const v1::SessionChunk& c : chunks) {
+    for (const v1::StateSlice& s : c.slices()) {
+      if (s.part() != part) sum.BeginPart(part = s.part());
+      sum.AddSlice(s.data());
+    }
+    for (const std::string& r : c.replies()) sum.AddReply(r);
+  }
+  chunks.back().mutable_end()->set_crc32(sum.value());
+}
+
+int FilesIn(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    n += std::string(e->d_name) != "." && e->d_name != std::string("..");
+  closedir(d);
+  return n;
+}
+
+class TransferE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = std::make_unique<ServerProcess>(Flags());
+    b_ = std::make_unique<ServerProcess>(Flags());
+    ASSERT_TRUE(a_->started()) << a_->banner();
+    ASSERT_TRUE(b_->started()) << b_->banner();
+    ca_ = std::make_unique<client::Client>(client::ClientOptions{a_->target()});
+    cb_ = std::make_unique<client::Client>(client::ClientOptions{b_->target()});
+    next_t_ = Grow(*ca_, "big");
+  }
+  // b holds no session, also after kill -9 and a restart, and its store no
+  // side file.
+  void ExpectBEmptyAfterRestart() {
+    EXPECT_EQ(cb_->ListSessions()->sessions_size(), 0);
+    const std::string dir = b_->data_dir();
+    b_->Stop(SIGKILL);
+    RestartB(dir);
+    ASSERT_TRUE(b_->started()) << b_->banner();
+    cb_ = std::make_unique<client::Client>(client::ClientOptions{b_->target()});
+    const absl::StatusOr<v1::ListSessionsResponse> list = cb_->ListSessions();
+    ASSERT_TRUE(list.ok()) << list.status();
+    EXPECT_EQ(list->sessions_size(), 0);
+    EXPECT_EQ(FilesIn(dir + "/records"), 0);
+  }
+  // A new b on `dir`; the old one (which made `dir` and removes it when
+  // destroyed) is kept until the end of the test.
+  void RestartB(const std::string& dir) {
+    stopped_.push_back(std::move(b_));
+    b_ = std::make_unique<ServerProcess>(Flags(), dir);
+  }
+  // Steps a's and b's "big" alike from next_t_, replies equal bit for bit.
+  void StepBoth(int steps) {
+    for (int64_t t = next_t_; t < next_t_ + steps; ++t) {
+      const v1::StepRequest req = Request("big", t, Later(t));
+      const absl::StatusOr<v1::StepReply> x = ca_->Step(req), y = cb_->Step(req);
+      ASSERT_TRUE(x.ok()) << x.status();
+      ASSERT_TRUE(y.ok()) << y.status();
+      EXPECT_TRUE(SameBits(x->x(), y->x())) << "t = " << t;
+    }
+    next_t_ += steps;
+  }
+
+  std::unique_ptr<ServerProcess> a_, b_;
+  std::vector<std::unique_ptr<ServerProcess>> stopped_;
+  std::unique_ptr<client::Client> ca_, cb_;
+  int64_t next_t_ = 0;
+};
+
+TEST_F(TransferE2e, ASessionLargerThanAMessageMovesInChunksAndContinuesBitForBit) {
+  // The unary export would exceed the message limit: refused, naming the way.
+  {
+    auto ctx = ca_->NewContext();
+    v1::ExportSessionRequest req;
+    req.set_session_id("big");
+    v1::SessionExport ex;
+    const grpc::Status s = ca_->stub().ExportSession(ctx.get(), req, &ex);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("--max_message_bytes = 1048576"));
+    EXPECT_THAT(s.error_message(), HasSubstr("ExportSessionStream"));
+  }
+  const Export ex = ExportOf(*ca_, "big");
+  EXPECT_GT(ex.state.size(), static_cast<size_t>(kMaxMessage)) << "not larger than a message";
+  EXPECT_GT(ex.chunks.size(), 4u);
+  // Chunks of the server's default (a quarter of its message limit here).
+  EXPECT_LE(ex.largest, static_cast<size_t>(kMaxMessage / 4 + 1024));
+  const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(ex.chunks));
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->session_id(), "big");
+  EXPECT_EQ(in->next_t(), next_t_);
+  EXPECT_EQ(in->multitask().tasks_touched(), kTouched);
+  // The import's reply cache answers a retried step as the source does.
+  {
+    const v1::StepRequest retry = Request("big", next_t_ - 1, {0});
+    const absl::StatusOr<v1::StepReply> x = ca_->Step(retry), y = cb_->Step(retry);
+    ASSERT_TRUE(x.ok() && y.ok());
+    EXPECT_TRUE(y->replayed());
+    EXPECT_TRUE(SameBits(x->x(), y->x()));
+  }
+  StepBoth(6);
+  // And the whole state after those steps, bit for bit.
+  const Export after_a = ExportOf(*ca_, "big"), after_b = ExportOf(*cb_, "big");
+  EXPECT_TRUE(after_a.state == after_b.state);
+  EXPECT_EQ(after_a.chunks.back().end().state_bytes(), after_b.chunks.back().end().state_bytes());
+  // The same through CopySession (the export piped into the import), renamed.
+  const absl::StatusOr<v1::SessionInfo> copy = client::CopySession(*ca_, *cb_, "big", "big2");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(copy->next_t(), next_t_);
+  EXPECT_TRUE(ExportOf(*cb_, "big2").state == after_a.state);
+  // Once more into an existing id: ALREADY_EXISTS, the first copy untouched.
+  EXPECT_EQ(client::CopySession(*ca_, *cb_, "big").status().code(),
+            absl::StatusCode::kAlreadyExists);
+  StepBoth(2);
+}
+
+TEST_F(TransferE2e, ABrokenCancelledDamagedOrBadImportLeavesNothing) {
+  const Export ex = ExportOf(*ca_, "big");
+  const size_t half = ex.chunks.size() / 2;
+  // The client gives up half-way (its source fails): the call is cancelled.
+  {
+    size_t sent = 0;
+    const absl::StatusOr<v1::SessionInfo> in =
+        client::ImportSessionChunks(*cb_, "", [&](v1::SessionChunk* chunk) -> absl::StatusOr<bool> {
+          if (sent == half) return absl::AbortedError("the source broke");
+          *chunk = ex.chunks[sent++];
+          return true;
+        });
+    EXPECT_EQ(in.status().code(), absl::StatusCode::kAborted) << in.status();
+  }
+  // The stream ends (half-closed) before its end chunk.
+  {
+    const std::vector<v1::SessionChunk> first(ex.chunks.begin(), ex.chunks.begin() + half);
+    const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(first));
+    EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(in.status().message(), HasSubstr("without its end chunk"));
+  }
+  // A byte damaged in transit: the checksum says so.
+  {
+    std::vector<v1::SessionChunk> damaged = ex.chunks;
+    std::string* data = damaged[half].mutable_slices(0)->mutable_data();
+    (*data)[data->size() / 2] ^= 0x10;
+    const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(damaged));
+    EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(in.status().message(), HasSubstr("chunk.end.crc32"));
+  }
+  // Checked as the unary import checks, naming the field: the state's own
+  // checksum (a damaged head resealed), a cached reply beyond the state.
+  {
+    std::vector<v1::SessionChunk> damaged = ex.chunks;
+    std::string* head = damaged[0].mutable_slices(0)->mutable_data();
+    ASSERT_EQ(damaged[0].slices(0).part(), 0);
+    (*head)[40] ^= 0x01;
+    Reseal(damaged);
+    const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(damaged));
+    EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(in.status().message(), HasSubstr("session.state: "));
+  }
+  {
+    std::vector<v1::SessionChunk> bad = ex.chunks;
+    v1::SessionChunk& last = bad.back();
+    ASSERT_GT(last.replies_size(), 0);
+    v1::StepReply reply;
+    ASSERT_TRUE(reply.ParseFromString(last.replies(0)));
+    reply.set_t(next_t_);  // a step the state has not applied
+    last.set_replies(0, reply.SerializeAsString());
+    Reseal(bad);
+    const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(bad));
+    EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(in.status().message(), HasSubstr("session.replies[0].t = "));
+  }
+  {
+    std::vector<v1::SessionChunk> bad = ex.chunks;
+    bad[1].mutable_slices(0)->set_part(0);  // the head again, after parts
+    const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(bad));
+    EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(in.status().message(), HasSubstr("chunk.slices[0].part"));
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
+  // Nothing was left behind that blocks the real import (nor its memory
+  // reservation).
+  ASSERT_TRUE(client::ImportSessionChunks(*cb_, "", From(ex.chunks)).ok());
+  StepBoth(3);
+}
+
+TEST_F(TransferE2e, KillNineOfTheImportingServerMidStreamLeavesNothing) {
+  const Export ex = ExportOf(*ca_, "big");
+  size_t sent = 0;
+  const absl::StatusOr<v1::SessionInfo> in =
+      client::ImportSessionChunks(*cb_, "", [&](v1::SessionChunk* chunk) -> absl::StatusOr<bool> {
+        // Each Write returns once its chunk is on its way (flow control
+        // holds later ones until the server reads): half-way, kill -9.
+        if (sent == ex.chunks.size() / 2) b_->Stop(SIGKILL);
+        if (sent == ex.chunks.size()) return false;
+        *chunk = ex.chunks[sent++];
+        return true;
+      });
+  EXPECT_FALSE(in.ok());
+  RestartB(b_->data_dir());
+  ASSERT_TRUE(b_->started()) << b_->banner();
+  cb_ = std::make_unique<client::Client>(client::ClientOptions{b_->target()});
+  ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
+  ASSERT_TRUE(client::CopySession(*ca_, *cb_, "big").ok());
+  StepBoth(2);
+}
+
+// Runs f2obo-cli with `args`; its exit code, stdout and stderr into `out`.
+int Cli(const std::vector<std::string>& args, std::string* out) {
+  std::string command = std::string("'") + F2OBO_CLI_PATH + "'";
+  for (const std::string& a : args) command += " '" + a + "'";
+  command += " 2>&1";
+  FILE* p = popen(command.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(TransferRebalanceE2e, RebalanceMovesASessionLargerThanAMessage) {
+  ServerProcess r0(Flags("r0")), r1(Flags("r1"));
+  ASSERT_TRUE(r0.started()) << r0.banner();
+  ASSERT_TRUE(r1.started()) << r1.banner();
+  ProxyProcess staging({{"r0", r0.target()}, {"r1", r1.target()}});
+  ASSERT_EQ(staging.Start(), "");
+  // A key the two-replica ring maps to r1.
+  client::Client via(client::ClientOptions{staging.target()});
+  std::string id;
+  for (int i = 0; i < 64 && id.empty(); ++i) {
+    v1::GetServerInfoRequest req;
+    req.set_routing_key("big" + std::to_string(i));
+    v1::ServerInfo info;
+    auto ctx = via.NewContext();
+    ASSERT_TRUE(via.stub().GetServerInfo(ctx.get(), req, &info).ok());
+    if (info.replica_name() == "r1") id = req.routing_key();
+  }
+  ASSERT_FALSE(id.empty());
+  client::Client c0(client::ClientOptions{r0.target()}), c1(client::ClientOptions{r1.target()});
+  const int64_t next_t = Grow(c0, id);
+  const Export before = ExportOf(c0, id);
+  ASSERT_GT(before.state.size(), static_cast<size_t>(kMaxMessage));
+  std::string out;
+  ASSERT_EQ(Cli({"rebalance", "--proxy=" + staging.target(),
+                 "--replicas=r0=" + r0.target() + ",r1=" + r1.target()},
+                &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("moved 1,"));
+  EXPECT_EQ(c0.ListSessions()->sessions_size(), 0);  // (its fence stays, a tombstone)
+  const absl::StatusOr<v1::SessionInfo> moved = c1.GetSession(id);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->next_t(), next_t);
+  EXPECT_TRUE(ExportOf(c1, id).state == before.state);
+  EXPECT_TRUE(c1.Step(Request(id, next_t, Later(next_t))).ok());
+}
+
+}  // namespace
+}  // namespace f2obo
