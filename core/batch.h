@@ -47,6 +47,15 @@ struct Batch {
   bool sparse_features = false;
   RowMatrix dense;
   CsrMatrix csr;
+  // Dense rows held elsewhere, by address: when non-empty, dense row i is
+  // the `row_cols` values at row_ptrs[i] (DenseRow) and `dense` is empty.
+  // Only a dense row window builds such a batch (core/simple/row_window.h:
+  // its rows stay in the state parts they were written to), and only code
+  // that reads rows through DenseRow reads it (the row kernels of
+  // core/features.h, the simple families); the addresses are valid while
+  // their owner keeps them.
+  std::vector<const double*> row_ptrs;
+  int row_cols = 0;
   std::vector<int32_t> labels;  // class indices in [0, C)
   Vector targets;               // regression targets
   Vector class_weights;         // optional per-class weights (loss_tuning)
@@ -66,9 +75,18 @@ struct Batch {
   // Number of samples (0 for families without samples, e.g. quadratic).
   int rows() const {
     if (oracle != nullptr) return oracle_rows;
+    if (!row_ptrs.empty()) return static_cast<int>(row_ptrs.size());
     return static_cast<int>(sparse_features ? csr.rows() : dense.rows());
   }
-  int cols() const { return static_cast<int>(sparse_features ? csr.cols() : dense.cols()); }
+  int cols() const {
+    if (!row_ptrs.empty()) return row_cols;
+    return static_cast<int>(sparse_features ? csr.cols() : dense.cols());
+  }
+  // Dense row i's cols() values, wherever they are stored.
+  const double* DenseRow(int i) const {
+    return row_ptrs.empty() ? dense.data() + static_cast<int64_t>(i) * dense.cols()
+                            : row_ptrs[static_cast<size_t>(i)];
+  }
   // Bytes of sample data a full pass reads (for throughput figures).
   int64_t FeatureBytes() const;
 };

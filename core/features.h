@@ -48,7 +48,12 @@ inline double RowDot(const Batch& b, int i, const double* w) {
     for (int k = begin; k < end; ++k) s += RoundedProduct(val[k], w[col[k]]);
     return s;
   }
-  return b.dense.row(i).dot(Eigen::Map<const Vector>(w, b.dense.cols()).transpose());
+  // Mapped wherever the row is stored: Eigen sums a dot product of two
+  // maps in the same order whatever their alignment (unaligned loads from
+  // the first entry, no peeling), so a row copied elsewhere gives the same
+  // bits (tests/core/features_test.cc).
+  const int n = b.cols();
+  return Eigen::Map<const Vector>(b.DenseRow(i), n).dot(Eigen::Map<const Vector>(w, n));
 }
 
 // a_i . w[p] for p < kPoints, each summed as RowDot (the same bits), in
@@ -83,7 +88,7 @@ inline double RowSquaredNorm(const Batch& b, int i) {
     for (int k = begin; k < end; ++k) s += val[k] * val[k];
     return s;
   }
-  return b.dense.row(i).squaredNorm();
+  return Eigen::Map<const Vector>(b.DenseRow(i), b.cols()).squaredNorm();
 }
 
 // out += s * a_i  (out has cols() entries)
@@ -95,7 +100,8 @@ inline void RowAxpy(const Batch& b, int i, double s, double* out) {
     for (int k = begin; k < end; ++k) out[col[k]] += s * val[k];
     return;
   }
-  Eigen::Map<Vector>(out, b.dense.cols()) += s * b.dense.row(i).transpose();
+  const int n = b.cols();
+  Eigen::Map<Vector>(out, n) += s * Eigen::Map<const Vector>(b.DenseRow(i), n);
 }
 
 // out (C) = W^T a_i for W d x C row-major (feature-major) at `w`.
@@ -111,8 +117,9 @@ inline void RowTimesMatrix(const Batch& b, int i, const double* w, int classes, 
     }
     return;
   }
-  const Eigen::Map<const RowMatrix> W(w, b.dense.cols(), classes);
-  o.noalias() = W.transpose() * b.dense.row(i).transpose();
+  const int n = b.cols();
+  const Eigen::Map<const RowMatrix> W(w, n, classes);
+  o.noalias() = W.transpose() * Eigen::Map<const Vector>(b.DenseRow(i), n);
 }
 
 // G += a_i r^T for G d x C row-major at `g` (r has C entries).
@@ -127,8 +134,9 @@ inline void RowOuterAdd(const Batch& b, int i, const double* r, int classes, dou
     }
     return;
   }
-  Eigen::Map<RowMatrix> G(g, b.dense.cols(), classes);
-  G.noalias() += b.dense.row(i).transpose() * rv.transpose();
+  const int n = b.cols();
+  Eigen::Map<RowMatrix> G(g, n, classes);
+  G.noalias() += Eigen::Map<const Vector>(b.DenseRow(i), n) * rv.transpose();
 }
 
 }  // namespace f2obo

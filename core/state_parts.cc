@@ -158,6 +158,11 @@ bool StateParts::IsInput(size_t i) const {
   return d != nullptr && d->input;
 }
 
+std::shared_ptr<const Vector> StateParts::Share(size_t i) const {
+  const Part* p = i < size_ ? Find(i) : nullptr;
+  return p != nullptr ? *p : nullptr;
+}
+
 void StateParts::Set(size_t i, Vector v) {
   Part& p = Slot(i);
   if (p != nullptr && p.use_count() == 1) {

@@ -71,6 +71,11 @@ class StateParts {
   // (SessionState::FirstOutOfRange skips it).  Restored and imported parts
   // are never marked.
   bool IsInput(size_t i) const;
+  // Part i itself, shared (null when empty): whoever holds it reads it
+  // where it is, and it stays as it is (a part is never written while
+  // shared: a writer gets its own copy).  For a row window that reads its
+  // rows in the state's segment parts (core/simple/row_window.h).
+  std::shared_ptr<const Vector> Share(size_t i) const;
 
   void push_back(Vector v);
   // Appends an empty part (cheap: no allocation for the part itself).

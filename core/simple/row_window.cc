@@ -1,4 +1,6 @@
-// RowWindow (core/simple/row_window.h).
+// RowWindow (core/simple/row_window.h): appending, the dense address ring,
+// the view and the copies out.  The CSR buffer is in row_window_csr.cc,
+// the durable forms (segments, legacy layout) in row_window_codec.cc.
 //
 // Choices:
 //  * Kind: the first non-empty batch fixes dense or CSR, and which of labels
@@ -8,104 +10,50 @@
 //    family's ValidateBatch makes that impossible on a session's path).
 //    An empty window has no kind: size() == 0 means "not fixed yet" (with
 //    capacity > 0 a window never empties once filled).
-//  * Rows are copied into the window's buffer as they are (a plain copy of
-//    each value): where a row sits changes no number a family computes from
-//    it (see the header).
+//  * Rows are copied as they are (a plain copy of each value), into the
+//    window's blocks or into a segment: where a row sits changes no number
+//    a family computes from it (see the header).
+//  * Dense rows appended from a batch are copied into one block per append
+//    (the block of a dropped append is reused when it has the size: steps
+//    of a stream have the same rows).
 //  * Rows of another width than `cols` are ignored (callers append
 //    validated batches; this only keeps a bad call from writing out of
 //    bounds).
-//
-// Legacy encoding (kEncodedVectors aux vectors, from `first`; states
-// written before segments):
-//   [0] header (6): kind (0 empty, 1 dense, 2 CSR), has_labels, has_targets,
-//       rows, cols, nnz (0 for dense)
-//   [1] values: dense row-major (rows cols) or CSR values (nnz)
-//   [2] CSR row offsets (rows + 1; empty for dense)
-//   [3] CSR column indices (nnz; empty for dense)
-//   [4] labels (rows, if kept) then targets (rows, if kept)
-// Integers are stored as doubles (exact below 2^53) and checked to be
-// integers in range on Decode before any cast.
 #include "core/simple/row_window.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
-#include <string>
+#include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
+#include "core/simple/row_window_entries.h"
 
 namespace f2obo {
-namespace {
 
-enum WindowKind { kEmpty = 0, kDense = 1, kCsr = 2 };
-constexpr int kHeaderSize = 6;
-constexpr double kMaxInt = 2147483647.0;
-
-// Row i of b as (column, value) pairs, visited in column order; dense rows
-// give their non-zero entries when `nonzero_only`.
-template <typename Fn>
-void ForEachEntry(const Batch& b, int i, bool nonzero_only, Fn fn) {
-  if (b.sparse_features) {
-    for (int p = b.csr.outerIndexPtr()[i]; p < b.csr.outerIndexPtr()[i + 1]; ++p) {
-      fn(b.csr.innerIndexPtr()[p], b.csr.valuePtr()[p]);
-    }
-    return;
-  }
-  for (Eigen::Index j = 0; j < b.dense.cols(); ++j) {
-    const double v = b.dense(i, j);
-    if (!nonzero_only || v != 0.0) fn(static_cast<int>(j), v);
-  }
-}
-
-// Whether v is an integer in [lo, hi] (so that casting it is defined).
-bool IntegerIn(double v, double lo, double hi) { return v >= lo && v <= hi && std::floor(v) == v; }
-
-absl::Status Bad(int index, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("aux[", index, "]: row window ", what));
-}
-
-absl::Status BadSegment(int index, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("aux[", index, "]: row segment ", what));
-}
-
-// CSR from checked offsets, indices and values; the error names the aux
-// vector (at + 0 values, + 1 offsets, + 2 indices) the problem is in.
-absl::StatusOr<CsrMatrix> CheckedCsr(int rows, int cols, std::vector<int64_t> indptr,
-                                     std::vector<int32_t> indices, std::vector<double> values,
-                                     int values_at, int offsets_at, int indices_at,
-                                     absl::Status (*bad)(int, absl::string_view)) {
-  absl::StatusOr<CsrMatrix> m = MakeCsr(rows, cols, indptr, indices, values);
-  if (m.ok()) return m;
-  const absl::string_view msg = m.status().message();
-  const int at = absl::StartsWith(msg, "csr.indptr")    ? offsets_at
-                 : absl::StartsWith(msg, "csr.indices") ? indices_at
-                                                        : values_at;
-  return bad(at, msg);
-}
-
-}  // namespace
+using row_window_internal::ForEachEntry;
 
 void RowWindow::SetOrder(int rows, bool ring) {
   order_.resize(static_cast<size_t>(ring ? 2 * rows : rows));
   for (size_t p = 0; p < order_.size(); ++p) order_[p] = static_cast<int>(p % rows);
 }
 
+void RowWindow::Reset(bool sparse, bool labels, bool targets) {
+  // The first rows fix the window's storage and fields; afterwards they
+  // are read off the window itself (it never empties again).
+  buf_ = Batch();
+  buf_.sparse_features = sparse;
+  buf_.row_cols = cols_;
+  labels_ = labels;
+  targets_ = targets;
+  start_ = 0;
+  nnz_cap_ = 0;
+  order_.clear();
+  owners_.clear();
+}
+
 void RowWindow::Append(const Batch& b, int from) {
   const int k = b.rows();
   if (k <= from || from < 0 || capacity_ <= 0 || b.cols() != cols_) return;
-  if (n_ == 0) {
-    // The first rows fix the window's storage and fields; afterwards they
-    // are read off the window itself (it never empties again).
-    buf_ = Batch();
-    buf_.sparse_features = b.sparse_features;
-    labels_ = !b.labels.empty();
-    targets_ = b.targets.size() > 0;
-    start_ = 0;
-    nnz_cap_ = 0;
-    order_.clear();
-  }
+  if (n_ == 0) Reset(b.sparse_features, !b.labels.empty(), b.targets.size() > 0);
   const int take = std::min(k - from, capacity_);  // the batch's last `take` rows
   if (buf_.sparse_features) {
     AppendCsr(b, k - take, take);
@@ -114,98 +62,147 @@ void RowWindow::Append(const Batch& b, int from) {
   }
 }
 
-void RowWindow::AppendDense(const Batch& b, int first_new, int take) {
-  int ring = static_cast<int>(buf_.dense.rows());
+void RowWindow::PushDense(int take, Owner owner) {
+  int ring = static_cast<int>(buf_.row_ptrs.size());
   if (n_ + take > ring && ring < capacity_) {
     // Still filling: nothing was dropped yet (start_ == 0), the live rows
     // are the buffer's first n_ rows, and growing keeps them in place.
     ring = std::min(capacity_, std::max(2 * ring, n_ + take));
-    buf_.dense.conservativeResize(ring, cols_);
+    buf_.row_ptrs.resize(static_cast<size_t>(ring), nullptr);
     if (labels_) buf_.labels.resize(static_cast<size_t>(ring));
     if (targets_) buf_.targets.conservativeResize(ring);
     SetOrder(ring, /*ring=*/true);
   }
   const int keep = std::min(n_, capacity_ - take);  // the newest `keep` old rows
+  for (int drop = n_ - keep; drop > 0;) {
+    Owner& o = owners_.front();
+    const int d = std::min(drop, o.rows);
+    o.rows -= d;
+    drop -= d;
+    if (o.rows > 0) break;
+    if (o.copy != nullptr && o.copy.use_count() == 1) spare_ = std::move(o.copy);
+    owners_.pop_front();
+  }
   start_ = (start_ + n_ - keep) % ring;
-  n_ = keep;
+  n_ = keep + take;
+  owner.rows = take;
+  owners_.push_back(std::move(owner));
+}
+
+void RowWindow::AppendDense(const Batch& b, int first_new, int take) {
+  std::shared_ptr<RowMatrix> block = std::move(spare_);
+  if (block == nullptr || block->rows() != take || block->cols() != cols_) {
+    block = std::make_shared<RowMatrix>(take, cols_);
+  }
   for (int r = 0; r < take; ++r) {
-    const int i = first_new + r;
-    const int p = Physical(n_ + r);
+    double* row = block->data() + static_cast<int64_t>(r) * cols_;
     if (b.sparse_features) {
-      buf_.dense.row(p).setZero();
-      ForEachEntry(b, i, false, [&](int j, double v) { buf_.dense(p, j) = v; });
+      std::fill(row, row + cols_, 0.0);
+      ForEachEntry(b, first_new + r, false, [&](int j, double v) { row[j] = v; });
     } else {
-      std::memcpy(buf_.dense.row(p).data(), b.dense.row(i).data(),
-                  sizeof(double) * static_cast<size_t>(cols_));
+      std::memcpy(row, b.DenseRow(first_new + r), sizeof(double) * static_cast<size_t>(cols_));
     }
-    if (labels_) buf_.labels[static_cast<size_t>(p)] = b.labels.empty() ? 0 : b.labels[i];
-    if (targets_) buf_.targets[p] = b.targets.size() > 0 ? b.targets[i] : 0.0;
   }
-  n_ += take;
-}
-
-void RowWindow::AppendCsr(const Batch& b, int first_new, int take) {
-  int64_t extra = 0;
-  for (int r = 0; r < take; ++r) {
-    ForEachEntry(b, first_new + r, true, [&](int, double) { ++extra; });
-  }
-  // Drop the oldest rows first: they are not moved by a compaction.
-  const int keep = std::min(n_, capacity_ - take);
-  start_ += n_ - keep;
-  n_ = keep;
-  const int rows = 2 * capacity_;
-  const bool allocated = buf_.csr.rows() == rows;
-  const int64_t end = allocated ? buf_.csr.outerIndexPtr()[start_ + n_] : 0;
-  if (!allocated || start_ + n_ + take > rows || end + extra > nnz_cap_) CompactCsr(extra);
-  int* outer = buf_.csr.outerIndexPtr();
-  int* inner = buf_.csr.innerIndexPtr();
-  double* val = buf_.csr.valuePtr();
-  int pos = outer[start_ + n_];
+  const double* rows = block->data();
+  PushDense(take, Owner{nullptr, std::move(block), 0});
   for (int r = 0; r < take; ++r) {
     const int i = first_new + r;
-    const int p = start_ + n_ + r;
-    ForEachEntry(b, i, true, [&](int j, double v) {
-      inner[pos] = j;
-      val[pos++] = v;
-    });
-    outer[p + 1] = pos;
+    const int p = Physical(n_ - take + r);
+    buf_.row_ptrs[static_cast<size_t>(p)] = rows + static_cast<int64_t>(r) * cols_;
     if (labels_) buf_.labels[static_cast<size_t>(p)] = b.labels.empty() ? 0 : b.labels[i];
     if (targets_) buf_.targets[p] = b.targets.size() > 0 ? b.targets[i] : 0.0;
   }
-  n_ += take;
 }
 
-void RowWindow::CompactCsr(int64_t extra) {
-  const int rows = 2 * capacity_;
-  const int* op = buf_.csr.outerIndexPtr();
-  const int64_t base = n_ > 0 ? op[start_] : 0;
-  const int64_t live = n_ > 0 ? op[start_ + n_] - base : 0;
-  // Room for as many entries again as the live and new ones: the next
-  // compaction for lack of room comes after that many more.
-  const int64_t cap =
-      std::min<int64_t>(std::max<int64_t>(2 * (live + extra), 64), std::numeric_limits<int>::max());
-  CsrMatrix next(rows, cols_);  // row offsets 0
-  next.resizeNonZeros(static_cast<Eigen::Index>(cap));
-  Vector targets = targets_ ? Vector(rows) : Vector();
-  std::vector<int32_t> labels(labels_ ? static_cast<size_t>(rows) : 0);
-  if (n_ > 0) {
-    std::memcpy(next.innerIndexPtr(), buf_.csr.innerIndexPtr() + base,
-                sizeof(int) * static_cast<size_t>(live));
-    std::memcpy(next.valuePtr(), buf_.csr.valuePtr() + base,
-                sizeof(double) * static_cast<size_t>(live));
-    int* outer = next.outerIndexPtr();
-    for (int r = 0; r < n_; ++r) outer[r + 1] = static_cast<int>(op[start_ + r + 1] - base);
-    if (targets_) targets.head(n_) = buf_.targets.segment(start_, n_);
+void RowWindow::AppendSegment(std::shared_ptr<const Vector> segment, int from, bool labels,
+                              bool targets) {
+  if (capacity_ <= 0 || segment == nullptr || segment->size() < 2) return;
+  const int k = static_cast<int>((*segment)[0]);
+  if (k <= from || from < 0) return;
+  if (n_ == 0) Reset(/*sparse=*/false, labels, targets);
+  if (buf_.sparse_features) return;  // not this window's storage
+  const int take = std::min(k - from, capacity_);
+  const int first = k - take;
+  const double* rows = segment->data() + 2;
+  const int64_t values = static_cast<int64_t>(k) * cols_;
+  const double* label = labels ? rows + values : nullptr;
+  const double* target = targets ? rows + values + (labels ? k : 0) : nullptr;
+  PushDense(take, Owner{std::move(segment), nullptr, 0});
+  for (int r = 0; r < take; ++r) {
+    const int i = first + r;
+    const int p = Physical(n_ - take + r);
+    buf_.row_ptrs[static_cast<size_t>(p)] = rows + static_cast<int64_t>(i) * cols_;
     if (labels_) {
-      std::copy(buf_.labels.begin() + start_, buf_.labels.begin() + start_ + n_, labels.begin());
+      buf_.labels[static_cast<size_t>(p)] = label != nullptr ? static_cast<int32_t>(label[i]) : 0;
+    }
+    if (targets_) buf_.targets[p] = target != nullptr ? target[i] : 0.0;
+  }
+}
+
+namespace {
+
+// Whether appending b to a window (capacity, cols, its size and storage)
+// appends dense rows.
+bool AppendsDense(const Batch& b, int capacity, int cols, int size, bool sparse) {
+  return b.rows() > 0 && capacity > 0 && b.cols() == cols &&
+         !(size > 0 ? sparse : b.sparse_features);
+}
+
+}  // namespace
+
+int64_t RowWindow::SegmentSize(const Batch& b) const {
+  const int take = std::min(b.rows(), capacity_);
+  if (AppendsDense(b, capacity_, cols_, n_, buf_.sparse_features)) {
+    const bool labels = n_ > 0 ? labels_ : !b.labels.empty();
+    const bool targets = n_ > 0 ? targets_ : b.targets.size() > 0;
+    return 2 + static_cast<int64_t>(take) * cols_ + (labels ? take : 0) + (targets ? take : 0);
+  }
+  if (b.rows() == 0 || capacity_ <= 0 || b.cols() != cols_) {
+    return EncodedSize(take);  // nothing is appended
+  }
+  // A CSR window: the entries its append keeps.
+  const bool labels = n_ > 0 ? labels_ : !b.labels.empty();
+  const bool targets = n_ > 0 ? targets_ : b.targets.size() > 0;
+  int64_t nnz = 0;
+  for (int i = b.rows() - take; i < b.rows(); ++i) {
+    ForEachEntry(b, i, true, [&](int, double) { ++nnz; });
+  }
+  return 2 + (take + 1) + 2 * nnz + (labels ? take : 0) + (targets ? take : 0);
+}
+
+void RowWindow::AppendAsSegment(const Batch& b, Vector* segment,
+                                std::shared_ptr<const Vector> owner) {
+  const int take = std::min(b.rows(), capacity_);
+  if (!AppendsDense(b, capacity_, cols_, n_, buf_.sparse_features)) {
+    Append(b);
+    EncodeNewest(take, segment);
+    return;
+  }
+  // The segment written straight from the batch, in one pass; the window
+  // then reads its rows there.
+  const bool labels = n_ > 0 ? labels_ : !b.labels.empty();
+  const bool targets = n_ > 0 ? targets_ : b.targets.size() > 0;
+  const int first = b.rows() - take;
+  double* o = segment->data();
+  o[0] = take;
+  o[1] = 0.0;
+  for (int r = 0; r < take; ++r) {
+    double* row = o + 2 + static_cast<int64_t>(r) * cols_;
+    if (b.sparse_features) {
+      std::fill(row, row + cols_, 0.0);
+      ForEachEntry(b, first + r, false, [&](int j, double v) { row[j] = v; });
+    } else {
+      std::memcpy(row, b.DenseRow(first + r), sizeof(double) * static_cast<size_t>(cols_));
     }
   }
-  buf_.csr = std::move(next);
-  buf_.targets = std::move(targets);
-  buf_.labels = std::move(labels);
-  start_ = 0;
-  nnz_cap_ = cap;
-  if (order_.size() != static_cast<size_t>(rows)) SetOrder(rows, /*ring=*/false);
+  int64_t pos = 2 + static_cast<int64_t>(take) * cols_;
+  if (labels) {
+    for (int r = 0; r < take; ++r) o[pos++] = b.labels.empty() ? 0 : b.labels[first + r];
+  }
+  if (targets) {
+    for (int r = 0; r < take; ++r) o[pos++] = b.targets.size() > 0 ? b.targets[first + r] : 0.0;
+  }
+  AppendSegment(std::move(owner), 0, labels, targets);
 }
 
 BatchView RowWindow::view() const {
@@ -230,7 +227,10 @@ Batch RowWindow::CopyRows() const {
     for (int r = 0; r <= n_; ++r) out.csr.outerIndexPtr()[r] = op[start_ + r] - base;
   } else {
     out.dense.resize(n_, cols_);
-    for (int r = 0; r < n_; ++r) out.dense.row(r) = buf_.dense.row(Physical(r));
+    for (int r = 0; r < n_; ++r) {
+      std::memcpy(out.dense.row(r).data(), buf_.DenseRow(Physical(r)),
+                  sizeof(double) * static_cast<size_t>(cols_));
+    }
   }
   if (labels_) {
     for (int r = 0; r < n_; ++r)
@@ -276,7 +276,7 @@ void RowWindow::EncodeNewest(int count, Vector* out) const {
     pos += nnz;
   } else {
     for (int r = 0; r < count; ++r, pos += cols_) {
-      std::memcpy(o + pos, buf_.dense.row(Physical(from + r)).data(),
+      std::memcpy(o + pos, buf_.DenseRow(Physical(from + r)),
                   sizeof(double) * static_cast<size_t>(cols_));
     }
   }
@@ -286,250 +286,6 @@ void RowWindow::EncodeNewest(int count, Vector* out) const {
   if (targets_) {
     for (int r = 0; r < count; ++r) o[pos++] = buf_.targets[Physical(from + r)];
   }
-}
-
-absl::StatusOr<Batch> RowWindow::DecodeSegment(const Vector& seg, int index, int capacity, int cols,
-                                               bool sparse, bool labels, bool targets) {
-  if (seg.size() < 2) return BadSegment(index, "has fewer than 2 entries");
-  if (!IntegerIn(seg[0], 1, std::max(capacity, 1))) {
-    return BadSegment(index, absl::StrCat("rows ", seg[0], ": expected a count in [1, ",
-                                          std::max(capacity, 1), "]"));
-  }
-  const int k = static_cast<int>(seg[0]);
-  const int64_t fields = (labels ? k : 0) + (targets ? k : 0);
-  Batch b;
-  b.sparse_features = sparse;
-  int64_t pos = 2;
-  if (!sparse) {
-    if (seg[1] != 0.0) return BadSegment(index, "nnz of a dense segment must be 0");
-    const int64_t values = static_cast<int64_t>(k) * cols;
-    if (seg.size() != 2 + values + fields) {
-      return BadSegment(
-          index, absl::StrCat("has ", seg.size(), " entries, expected ", 2 + values + fields, " (",
-                              k, " dense rows of ", cols, " columns and their fields)"));
-    }
-    if (absl::Status s =
-            CheckInputNumbers(seg.data() + 2, values, absl::StrCat("aux[", index, "]"), cols);
-        !s.ok()) {
-      return s;
-    }
-    b.dense = Eigen::Map<const RowMatrix>(seg.data() + 2, k, cols);
-    pos += values;
-  } else {
-    if (!IntegerIn(seg[1], 0, std::min(static_cast<double>(k) * cols, kMaxInt))) {
-      return BadSegment(index, absl::StrCat("nnz ", seg[1], " outside [0, rows * cols]"));
-    }
-    const int64_t nnz = static_cast<int64_t>(seg[1]);
-    if (seg.size() != 2 + (k + 1) + 2 * nnz + fields) {
-      return BadSegment(index, absl::StrCat("has ", seg.size(), " entries, expected ",
-                                            2 + (k + 1) + 2 * nnz + fields, " (", k,
-                                            " CSR rows with ", nnz, " entries and their fields)"));
-    }
-    std::vector<int64_t> indptr(static_cast<size_t>(k) + 1);
-    for (int r = 0; r <= k; ++r, ++pos) {
-      if (!IntegerIn(seg[pos], 0, static_cast<double>(nnz))) {
-        return BadSegment(index, absl::StrCat("row offset ", r, " = ", seg[pos],
-                                              " is not an integer in [0, nnz]"));
-      }
-      indptr[static_cast<size_t>(r)] = static_cast<int64_t>(seg[pos]);
-    }
-    std::vector<int32_t> indices(static_cast<size_t>(nnz));
-    for (int64_t p = 0; p < nnz; ++p, ++pos) {
-      if (!IntegerIn(seg[pos], 0, cols - 1)) {
-        return BadSegment(index, absl::StrCat("column index ", p, " = ", seg[pos],
-                                              " is not an integer in [0, cols)"));
-      }
-      indices[static_cast<size_t>(p)] = static_cast<int32_t>(seg[pos]);
-    }
-    absl::StatusOr<CsrMatrix> m =
-        CheckedCsr(k, cols, std::move(indptr), std::move(indices),
-                   std::vector<double>(seg.data() + pos, seg.data() + pos + nnz), index, index,
-                   index, &BadSegment);
-    if (!m.ok()) return m.status();
-    b.csr = *std::move(m);
-    pos += nnz;
-  }
-  if (labels) {
-    for (int r = 0; r < k; ++r, ++pos) {
-      if (!IntegerIn(seg[pos], 0, kMaxInt)) {
-        return BadSegment(
-            index, absl::StrCat("label ", r, " = ", seg[pos], " is not a non-negative integer"));
-      }
-      b.labels.push_back(static_cast<int32_t>(seg[pos]));
-    }
-  }
-  if (targets) {
-    if (absl::Status s =
-            CheckInputNumbers(seg.data() + pos, k, absl::StrCat("aux[", index, "] targets"));
-        !s.ok()) {
-      return s;
-    }
-    b.targets = seg.segment(pos, k);
-  }
-  return b;
-}
-
-void RowWindow::Encode(std::vector<Vector>* out) const {
-  const int n = size();
-  const Batch rows = CopyRows();
-  const bool csr = n > 0 && rows.sparse_features;
-  const bool labels = n > 0 && labels_;
-  const bool targets = n > 0 && targets_;
-  const int64_t nnz = csr ? rows.csr.outerIndexPtr()[n] : 0;
-  Vector header(kHeaderSize);
-  header << (n == 0 ? kEmpty : (csr ? kCsr : kDense)), labels ? 1.0 : 0.0, targets ? 1.0 : 0.0, n,
-      cols_, static_cast<double>(nnz);
-  out->push_back(std::move(header));
-  if (n == 0) {
-    for (int k = 1; k < kEncodedVectors; ++k) out->emplace_back(0);
-    return;
-  }
-  if (csr) {
-    const CsrMatrix& m = rows.csr;
-    out->push_back(Eigen::Map<const Vector>(m.valuePtr(), nnz));
-    Vector outer(n + 1), inner(nnz);
-    for (int r = 0; r <= n; ++r) outer[r] = m.outerIndexPtr()[r];
-    for (int64_t p = 0; p < nnz; ++p) inner[p] = m.innerIndexPtr()[p];
-    out->push_back(std::move(outer));
-    out->push_back(std::move(inner));
-  } else {
-    out->push_back(Eigen::Map<const Vector>(rows.dense.data(), rows.dense.size()));
-    out->emplace_back(0);
-    out->emplace_back(0);
-  }
-  Vector fields((labels ? n : 0) + (targets ? n : 0));
-  int pos = 0;
-  if (labels) {
-    for (int r = 0; r < n; ++r) fields[pos++] = rows.labels[static_cast<size_t>(r)];
-  }
-  if (targets) fields.segment(pos, n) = rows.targets;
-  out->push_back(std::move(fields));
-}
-
-absl::StatusOr<RowWindow> RowWindow::Decode(const StateParts& aux, int first, int capacity,
-                                            int cols) {
-  if (first < 0 || aux.size() < static_cast<size_t>(first) + kEncodedVectors) {
-    return absl::InvalidArgumentError(absl::StrCat("aux: a row window needs ", kEncodedVectors,
-                                                   " vectors from aux[", first, "], there are ",
-                                                   aux.size()));
-  }
-  const Vector& header = aux[static_cast<size_t>(first)];
-  const Vector& values = aux[static_cast<size_t>(first) + 1];
-  const Vector& outer = aux[static_cast<size_t>(first) + 2];
-  const Vector& inner = aux[static_cast<size_t>(first) + 3];
-  const Vector& fields = aux[static_cast<size_t>(first) + 4];
-  if (header.size() != kHeaderSize) {
-    return Bad(first,
-               absl::StrCat("header has ", header.size(), " entries, expected ", kHeaderSize));
-  }
-  if (!IntegerIn(header[0], kEmpty, kCsr) || !IntegerIn(header[1], 0, 1) ||
-      !IntegerIn(header[2], 0, 1)) {
-    return Bad(first, "header: kind must be 0, 1 or 2 and the field flags 0 or 1");
-  }
-  if (!IntegerIn(header[3], 0, std::max(capacity, 0))) {
-    return Bad(first, absl::StrCat("header: ", header[3], " rows, expected a count in [0, ",
-                                   std::max(capacity, 0), "]"));
-  }
-  if (header[4] != cols) {
-    return Bad(first, absl::StrCat("header: ", header[4], " columns, expected ", cols));
-  }
-  const int kind = static_cast<int>(header[0]);
-  const bool labels = header[1] == 1.0, targets = header[2] == 1.0;
-  const int n = static_cast<int>(header[3]);
-  RowWindow w(capacity, cols);
-  if (n == 0 || kind == kEmpty) {
-    if (n != 0 || kind != kEmpty || labels || targets || header[5] != 0.0) {
-      return Bad(first, "header: an empty window has kind 0, no fields and no entries");
-    }
-    for (int k = 1; k < kEncodedVectors; ++k) {
-      if (aux[static_cast<size_t>(first + k)].size() != 0) {
-        return Bad(first + k, "must be empty for an empty window");
-      }
-    }
-    return w;
-  }
-  Batch b;
-  b.sparse_features = kind == kCsr;
-  if (kind == kDense) {
-    if (header[5] != 0.0) return Bad(first, "header: a dense window has nnz 0");
-    if (values.size() != static_cast<int64_t>(n) * cols) {
-      return Bad(first + 1, absl::StrCat("has ", values.size(), " values, expected rows * cols = ",
-                                         static_cast<int64_t>(n) * cols));
-    }
-    if (outer.size() != 0 || inner.size() != 0) {
-      return Bad(outer.size() != 0 ? first + 2 : first + 3, "must be empty for a dense window");
-    }
-    if (absl::Status s = CheckInputNumbers(values.data(), values.size(),
-                                           absl::StrCat("aux[", first + 1, "]"), cols);
-        !s.ok()) {
-      return s;
-    }
-    b.dense = Eigen::Map<const RowMatrix>(values.data(), n, cols);
-  } else {
-    const double max_nnz = static_cast<double>(n) * cols;
-    if (!IntegerIn(header[5], 0, std::min(max_nnz, kMaxInt))) {
-      return Bad(first, absl::StrCat("header: nnz ", header[5], " outside [0, rows * cols]"));
-    }
-    const int64_t nnz = static_cast<int64_t>(header[5]);
-    if (values.size() != nnz || inner.size() != nnz) {
-      return Bad(values.size() != nnz ? first + 1 : first + 3,
-                 absl::StrCat("has ", values.size() != nnz ? values.size() : inner.size(),
-                              " entries, expected nnz = ", nnz));
-    }
-    if (outer.size() != n + 1) {
-      return Bad(first + 2,
-                 absl::StrCat("has ", outer.size(), " row offsets, expected rows + 1 = ", n + 1));
-    }
-    std::vector<int64_t> indptr(static_cast<size_t>(n) + 1);
-    for (int r = 0; r <= n; ++r) {
-      if (!IntegerIn(outer[r], 0, static_cast<double>(nnz))) {
-        return Bad(first + 2, absl::StrCat("row offset ", r, " = ", outer[r],
-                                           " is not an integer in [0, nnz]"));
-      }
-      indptr[static_cast<size_t>(r)] = static_cast<int64_t>(outer[r]);
-    }
-    std::vector<int32_t> indices(static_cast<size_t>(nnz));
-    for (int64_t p = 0; p < nnz; ++p) {
-      if (!IntegerIn(inner[p], 0, cols - 1)) {
-        return Bad(first + 3, absl::StrCat("column index ", p, " = ", inner[p],
-                                           " is not an integer in [0, cols)"));
-      }
-      indices[static_cast<size_t>(p)] = static_cast<int32_t>(inner[p]);
-    }
-    // MakeCsr checks the rest: offsets monotone from 0 to nnz, columns
-    // strictly increasing within a row, values input numbers.
-    absl::StatusOr<CsrMatrix> m =
-        CheckedCsr(n, cols, std::move(indptr), std::move(indices),
-                   std::vector<double>(values.data(), values.data() + nnz), first + 1, first + 2,
-                   first + 3, &Bad);
-    if (!m.ok()) return m.status();
-    b.csr = *std::move(m);
-  }
-  if (fields.size() != (labels ? n : 0) + (targets ? n : 0)) {
-    return Bad(first + 4, absl::StrCat("has ", fields.size(), " entries, expected ",
-                                       (labels ? n : 0) + (targets ? n : 0),
-                                       " (labels and targets of the kept rows)"));
-  }
-  int pos = 0;
-  if (labels) {
-    for (int r = 0; r < n; ++r, ++pos) {
-      if (!IntegerIn(fields[pos], 0, kMaxInt)) {
-        return Bad(first + 4,
-                   absl::StrCat("label ", r, " = ", fields[pos], " is not a non-negative integer"));
-      }
-      b.labels.push_back(static_cast<int32_t>(fields[pos]));
-    }
-  }
-  if (targets) {
-    if (absl::Status s =
-            CheckInputNumbers(fields.data() + pos, n, absl::StrCat("aux[", first + 4, "] targets"));
-        !s.ok()) {
-      return s;
-    }
-    b.targets = fields.segment(pos, n);
-  }
-  w.Append(b);
-  return w;
 }
 
 }  // namespace f2obo

@@ -7,8 +7,12 @@
 //
 // Storage (issue 23 item 2): the window is kept between steps and appending
 // costs what is appended, O(rows appended x cols), never O(window):
-//  * dense rows sit in a ring of `capacity` rows (grown up to it while the
-//    window fills): appending k rows writes k rows and moves none;
+//  * dense rows are held by address (Batch::row_ptrs, a ring of `capacity`
+//    row addresses, grown up to it while the window fills), in blocks the
+//    window keeps alive until it drops their last row: a copy of the
+//    appended rows (Append), or the state part that holds them as a
+//    segment (AppendSegment, AppendAsSegment: the rows are read where the
+//    session's state keeps them, not copied a second time);
 //  * CSR rows are appended behind the live rows in a buffer of 2 x capacity
 //    rows whose entry storage grows geometrically; when either runs out, the
 //    live rows are moved to the front (once every ~capacity / k appends of k
@@ -16,8 +20,8 @@
 // So the live rows are not contiguous: view() names them, oldest first, by
 // their rows in the buffer (RowSet indices).  The simple families read a
 // view row by row (RowDot, RowAxpy: the same operations in the same order
-// wherever a row is stored), so a round on view() computes bit for bit what
-// it computed on a contiguous copy.
+// wherever a row is stored, whatever its alignment), so a round on view()
+// computes bit for bit what it computed on a contiguous copy.
 //
 // Durable form: the session state keeps a window as segment parts
 // (core/simple/algorithms/stream_windows.h); Encode/Decode below are the
@@ -26,6 +30,8 @@
 #ifndef F2OBO_CORE_SIMPLE_ROW_WINDOW_H_
 #define F2OBO_CORE_SIMPLE_ROW_WINDOW_H_
 
+#include <deque>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,6 +53,20 @@ class RowWindow {
   // the oldest beyond capacity (a batch of more rows than that keeps its last
   // ones).  O(rows appended x cols) amortized, whatever the window holds.
   void Append(const Batch& b, int from = 0);
+  // Rows [from, k) of a dense segment (the layout below; `labels`,
+  // `targets`: which fields it has) that DecodeSegment accepted for this
+  // window's width, appended without copying them: the window keeps
+  // `segment` until it drops their last row, and reads them there (the
+  // segment must not be written while the window holds it: a shared state
+  // part is not).  A window with rows must be dense with the same fields.
+  void AppendSegment(std::shared_ptr<const Vector> segment, int from, bool labels, bool targets);
+  // The entries AppendAsSegment(b) writes.
+  int64_t SegmentSize(const Batch& b) const;
+  // Append(b), and the segment of the rows it appended (EncodeNewest of
+  // them) written into *segment, SegmentSize(b) entries allocated by the
+  // caller; `owner` owns *segment.  A dense window then keeps its new rows
+  // in the segment (AppendSegment) instead of in a copy of its own.
+  void AppendAsSegment(const Batch& b, Vector* segment, std::shared_ptr<const Vector> owner);
   // The rows in the window, oldest first: a view into the window's buffer,
   // valid until the next Append.
   BatchView view() const;
@@ -84,9 +104,24 @@ class RowWindow {
   static absl::StatusOr<RowWindow> Decode(const StateParts& aux, int first, int capacity, int cols);
 
  private:
+  // A block of dense rows the window reads and keeps alive (`keep`: a
+  // segment; or `copy`: rows Append copied, recycled once dropped), and
+  // how many of the live rows are in it.
+  struct Owner {
+    std::shared_ptr<const void> keep;
+    std::shared_ptr<RowMatrix> copy;
+    int rows = 0;
+  };
+
   // Buffer row of the window's k-th row (oldest first).
   int Physical(int k) const { return order_[static_cast<size_t>(start_ + k)]; }
+  // Fixes the storage and fields of an empty window.
+  void Reset(bool sparse, bool labels, bool targets);
   void AppendDense(const Batch& b, int first_new, int take);
+  // Makes room for `take` dense rows (dropping the oldest beyond capacity,
+  // and their owners with their last row) and records `owner` for them; the
+  // caller then fills their slots Physical(n_ - take + r).
+  void PushDense(int take, Owner owner);
   void AppendCsr(const Batch& b, int first_new, int take);
   // The CSR buffer with the live rows moved to the front and room for
   // `extra_nnz` more entries.
@@ -96,10 +131,12 @@ class RowWindow {
   int capacity_ = 0;
   int cols_ = 0;
   bool labels_ = false, targets_ = false;
-  Batch buf_;               // dense ring or CSR buffer, with labels / targets by buffer row
-  int start_ = 0, n_ = 0;   // the live rows: order_[start_, start_ + n_)
-  int64_t nnz_cap_ = 0;     // CSR: entries the buffer has room for
-  std::vector<int> order_;  // buffer row of position p (dense: p mod ring size)
+  Batch buf_;                 // dense address ring or CSR buffer, labels / targets by buffer row
+  int start_ = 0, n_ = 0;     // the live rows: order_[start_, start_ + n_)
+  int64_t nnz_cap_ = 0;       // CSR: entries the buffer has room for
+  std::vector<int> order_;    // buffer row of position p (dense: p mod ring size)
+  std::deque<Owner> owners_;  // dense: the live rows' blocks, oldest first
+  std::shared_ptr<RowMatrix> spare_;  // dense: a dropped copy block, for the next copy
 };
 
 }  // namespace f2obo

@@ -44,13 +44,13 @@ void StreamWindows::AppendInitial(StateParts* aux) const {
 }
 
 absl::Status StreamWindows::Validate(const StateParts& aux, int first) const {
-  StreamWindows copy(capacity_);
+  StreamWindows copy(capacity_, rows_in_segments_);
   return copy.Load(aux, first, nullptr);
 }
 
 absl::Status StreamWindows::ValidateRows(const StateParts& aux, int first,
                                          const SimpleFamily& family) const {
-  StreamWindows copy(capacity_);
+  StreamWindows copy(capacity_, rows_in_segments_);
   return copy.Load(aux, first, &family);
 }
 
@@ -138,7 +138,12 @@ absl::Status StreamWindows::Load(const StateParts& aux, int first, const SimpleF
         return Bad(
             at, absl::StrCat("the ", kKind[k], " window holds more than its ", capacity_, " rows"));
       }
-      w.rows.Append(*b, j == 0 ? skip : 0);
+      // A dense window reads its rows in the segment parts themselves.
+      if (kind == kCsrKind || !rows_in_segments_) {
+        w.rows.Append(*b, j == 0 ? skip : 0);
+      } else {
+        w.rows.AppendSegment(aux.Share(index), j == 0 ? skip : 0, labels, targets);
+      }
       w.slots.push_back(static_cast<int>(slot));
       w.segments.push_back(rows);
     }
@@ -230,7 +235,6 @@ absl::Status StreamWindows::Append(StateParts* aux, int first, const StepData& d
     }
     Window& w = windows_[k];
     const int before = w.rows.size();
-    w.rows.Append(b);
     const int take = std::min(b.rows(), capacity_);
     // The lowest slot neither window uses (or a new one at the end).
     const size_t slots = aux->size() - first - kFixed;
@@ -248,12 +252,20 @@ absl::Status StreamWindows::Append(StateParts* aux, int first, const StepData& d
     // (64 numbers a step).  Then the part is marked IsInput and the round's
     // range check does not read the rows a third time; unmarked (a target
     // no family checked), it is checked as before.  Its storage is a
-    // recycled one of an evicted segment (StateParts::Fresh).
+    // recycled one of an evicted segment (StateParts::Fresh).  The rows are
+    // written once, into the segment, when a dense window reads them there
+    // (rows_in_segments_, RowWindow::AppendAsSegment).
     const bool input = std::all_of(b.targets.data(), b.targets.data() + b.targets.size(),
                                    [](double v) { return InputNumberOk(v); });
-    w.rows.EncodeNewest(take,
-                        &aux->Fresh(first + kFixed + slot,
-                                    static_cast<Eigen::Index>(w.rows.EncodedSize(take)), input));
+    const size_t part = first + kFixed + slot;
+    if (rows_in_segments_) {
+      Vector& segment = aux->Fresh(part, static_cast<Eigen::Index>(w.rows.SegmentSize(b)), input);
+      w.rows.AppendAsSegment(b, &segment, aux->Share(part));
+    } else {
+      w.rows.Append(b);
+      w.rows.EncodeNewest(
+          take, &aux->Fresh(part, static_cast<Eigen::Index>(w.rows.EncodedSize(take)), input));
+    }
     w.slots.push_back(static_cast<int>(slot));
     w.segments.push_back(take);
     // The rows the append dropped come off the oldest segments; a segment

@@ -51,7 +51,7 @@ bool AllOnesRows(const BatchView& view, int n) {
       for (int p = begin; p < end; ++p) {
         if (b.csr.valuePtr()[p] != 1.0) return false;
       }
-    } else if (!(b.dense.row(i).array() == 1.0).all()) {
+    } else if (!(Eigen::Map<const Vector>(b.DenseRow(i), b.cols()).array() == 1.0).all()) {
       return false;
     }
   }

@@ -180,7 +180,7 @@ double MeanRowSquaredNorm(const BatchView& view) {
       const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
       for (int p = begin; p < end; ++p) s += b.csr.valuePtr()[p] * b.csr.valuePtr()[p];
     } else {
-      s += b.dense.row(i).squaredNorm();
+      s += RowSquaredNorm(b, i);
     }
   }
   return s / view.rows.n;
@@ -200,9 +200,10 @@ void RowAbsMaxSum(const Batch& b, int i, double* max, double* sum) {
       *max = v.cwiseAbs().maxCoeff();
       *sum = v.cwiseAbs().sum();
     }
-  } else if (b.dense.cols() > 0) {
-    *max = b.dense.row(i).cwiseAbs().maxCoeff();
-    *sum = b.dense.row(i).cwiseAbs().sum();
+  } else if (b.cols() > 0) {
+    const Eigen::Map<const Vector> row(b.DenseRow(i), b.cols());
+    *max = row.cwiseAbs().maxCoeff();
+    *sum = row.cwiseAbs().sum();
   }
 }
 
@@ -244,7 +245,7 @@ double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* 
             gp[b.csr.innerIndexPtr()[q]] += ap * b.csr.valuePtr()[q];
         }
       } else {
-        const double* a = b.dense.row(i).data();
+        const double* a = b.DenseRow(i);
         for (int p = 0; p < cols; ++p) {
           for (int q = 0; q < cols; ++q) g[p * cols + q] += a[p] * a[q];
         }
@@ -317,7 +318,8 @@ std::optional<DenseRows> GatherDenseRows(const std::vector<BatchView>& views, in
           a(k, slot[static_cast<size_t>(b->csr.innerIndexPtr()[p])]) = b->csr.valuePtr()[p];
         }
       } else {
-        for (int64_t c = 0; c < width; ++c) a(k, c) = b->dense(i, out.columns[c]);
+        const double* row = b->DenseRow(i);
+        for (int64_t c = 0; c < width; ++c) a(k, c) = row[out.columns[c]];
       }
     }
     out.a.push_back(std::move(a));

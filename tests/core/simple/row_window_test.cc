@@ -10,10 +10,12 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/features.h"
 #include "tests/core/simple/simple_test_util.h"
 
 namespace f2obo::testing {
@@ -278,6 +280,100 @@ TEST(RowWindow, DecodeRefusesBadShapesAndValues) {
   empty[4] = Vector::Zero(1);
   EXPECT_THAT(DecodeError(empty),
               HasSubstr("aux[4]: row window must be empty for an empty window"));
+}
+
+// The window reads dense rows where they sit (its copies, or the state's
+// segment parts, 16 bytes off a 64-byte boundary): the row kernels must
+// give the same bits at any address, or a trajectory would depend on it.
+TEST(RowWindow, DenseRowKernelsGiveTheSameBitsWhereverTheRowSits) {
+  std::mt19937_64 rng(11);
+  for (int cols : {1, 3, 7, 8, 9, 16, 17, 33, 999, 1000, 1001}) {
+    Batch b = RandomRows(3, cols, false, rng);
+    b.dense += RowMatrix::Constant(3, cols, 0.37);  // no zeros: every term counts
+    const Vector w = RandomVector(cols, rng);
+    std::vector<double> store(static_cast<size_t>(3 * cols + 16));
+    for (int offset = 0; offset < 8; ++offset) {
+      Batch at;
+      at.row_cols = cols;
+      for (int i = 0; i < 3; ++i) {
+        double* row = store.data() + offset + i * cols;
+        std::memcpy(row, b.dense.row(i).data(), sizeof(double) * cols);
+        at.row_ptrs.push_back(row);
+      }
+      ASSERT_EQ(at.rows(), 3);
+      ASSERT_EQ(at.cols(), cols);
+      for (int i = 0; i < 3; ++i) {
+        const double d0 = RowDot(b, i, w.data()), d1 = RowDot(at, i, w.data());
+        EXPECT_EQ(0, std::memcmp(&d0, &d1, sizeof d0)) << cols << " " << offset;
+        const double n0 = RowSquaredNorm(b, i), n1 = RowSquaredNorm(at, i);
+        EXPECT_EQ(0, std::memcmp(&n0, &n1, sizeof n0)) << cols << " " << offset;
+        Vector a0 = w, a1 = w;
+        RowAxpy(b, i, -0.61, a0.data());
+        RowAxpy(at, i, -0.61, a1.data());
+        EXPECT_EQ(0, std::memcmp(a0.data(), a1.data(), sizeof(double) * cols))
+            << cols << " " << offset;
+        // The multi-class kernels (logistic): W^T a_i and G += a_i r^T.
+        constexpr int kClasses = 3;
+        const Vector m = RandomVector(cols * kClasses, rng);
+        Vector z0(kClasses), z1(kClasses);
+        RowTimesMatrix(b, i, m.data(), kClasses, z0.data());
+        RowTimesMatrix(at, i, m.data(), kClasses, z1.data());
+        EXPECT_EQ(0, std::memcmp(z0.data(), z1.data(), sizeof(double) * kClasses));
+        Vector g0 = m, g1 = m;
+        RowOuterAdd(b, i, z0.data(), kClasses, g0.data());
+        RowOuterAdd(at, i, z0.data(), kClasses, g1.data());
+        EXPECT_EQ(0, std::memcmp(g0.data(), g1.data(), sizeof(double) * cols * kClasses));
+      }
+    }
+  }
+}
+
+// AppendAsSegment writes the segment EncodeNewest would, and a dense window
+// then reads its rows in it: the same rows as Append's window, the segment
+// kept alive by the window until its last row is dropped.
+TEST(RowWindow, AppendAsSegmentReadsItsRowsInTheSegment) {
+  for (const bool first_csr : {false, true}) {
+    std::mt19937_64 rng(5);
+    RowWindow copied(7, 4), in_place(7, 4);
+    std::vector<std::weak_ptr<const Vector>> segments;
+    for (int step = 0; step < 12; ++step) {
+      // The first batch fixes the storage; later ones mix storages.
+      const bool csr = step == 0 ? first_csr : step % 3 == 1;
+      const Batch b = RandomRows(1 + step % 4, 4, csr, rng);
+      auto segment = std::make_shared<Vector>(in_place.SegmentSize(b));
+      const int before = copied.size();
+      copied.Append(b);
+      in_place.AppendAsSegment(b, segment.get(), segment);
+      const int take = std::min(b.rows(), 7);
+      Vector expected;
+      copied.EncodeNewest(take, &expected);
+      ASSERT_EQ(segment->size(), expected.size()) << step;
+      EXPECT_EQ(0, std::memcmp(segment->data(), expected.data(), sizeof(double) * expected.size()))
+          << step;
+      const Batch ra = copied.CopyRows(), rb = in_place.CopyRows();
+      ASSERT_EQ(ra.sparse_features, first_csr);
+      ASSERT_EQ(rb.sparse_features, first_csr);
+      EXPECT_EQ(DenseOf(ra), DenseOf(rb)) << step;
+      EXPECT_EQ(ra.labels, rb.labels);
+      EXPECT_EQ(ra.targets, rb.targets);
+      EXPECT_EQ(in_place.size(), std::min(7, before + b.rows()));
+      if (first_csr) continue;
+      // The newest row is read in the segment itself.
+      const BatchView v = in_place.view();
+      const double* newest = v.batch->DenseRow(v.rows.row(v.rows.n - 1));
+      EXPECT_EQ(newest, segment->data() + 2 + static_cast<int64_t>(take - 1) * 4);
+      segments.push_back(segment);
+    }
+    if (first_csr) continue;
+    // Held only by the window now: its live rows' segments stay, the
+    // others (every row dropped) are released.
+    int live = 0;
+    for (const auto& s : segments) live += s.expired() ? 0 : 1;
+    EXPECT_GT(live, 0);
+    EXPECT_LT(live, static_cast<int>(segments.size()));
+    EXPECT_FALSE(segments.back().expired());
+    EXPECT_TRUE(segments.front().expired());
+  }
 }
 
 }  // namespace
