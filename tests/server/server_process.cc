@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,10 +109,16 @@ size_t ServerProcess::AwaitStderr(const std::string& text, size_t count,
   const auto limit = std::chrono::steady_clock::now() + timeout;
   const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   // Watched before the first read, so no write between the read and the
-  // wait goes unseen.
-  if (fd >= 0) inotify_add_watch(fd, (data_dir_ + "-stderr.log").c_str(), IN_MODIFY);
+  // wait goes unseen.  Without a watch the wait would see nothing: say so
+  // (the caller's comparison then fails) rather than wait blind.
+  const std::string log = data_dir_ + "-stderr.log";
+  if (fd < 0 || inotify_add_watch(fd, log.c_str(), IN_MODIFY) < 0) {
+    std::fprintf(stderr, "AwaitStderr: cannot watch %s: %s\n", log.c_str(), std::strerror(errno));
+    if (fd >= 0) close(fd);
+    return Occurrences(Stderr(), text);
+  }
   size_t seen = Occurrences(Stderr(), text);
-  while (seen < count && fd >= 0) {
+  while (seen < count) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         limit - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
@@ -122,7 +129,7 @@ size_t ServerProcess::AwaitStderr(const std::string& text, size_t count,
     }
     seen = Occurrences(Stderr(), text);
   }
-  if (fd >= 0) close(fd);
+  close(fd);
   return seen;
 }
 
