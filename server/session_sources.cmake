@@ -15,12 +15,14 @@ set(F2OBO_SESSION_SOURCES
   session_group_step.cc
   session_install.cc
   session_manager.cc
+  session_steps.cc
   session_transfer.cc
   session_views.cc
   store/checkpoints.cc
   store/fences.cc
   store/record_sum.cc
   store/session_store.cc
+  store/session_store_load.cc
   store/state_parts_rows.cc
   store/session_store_open.cc
   store/side_files.cc

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/service/rsvrb_workload.h"
 #include "client/client.h"
 #include "f2obo/v1/convert.h"
 #include "tests/core/multitask/multitask_streams.h"
@@ -36,8 +37,8 @@ namespace f2obo {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kDim = 4;
-constexpr int kPool = 64;  // distinct task data, reused across task ids
+using bench::kDim;
+using bench::kPool;
 constexpr int kTimedSteps = 300;
 constexpr int kPerStep = 500;
 // rsvrb's block per task (core/multitask/rsvrb.cc): y, y_prev, u, w, v, z
@@ -47,20 +48,6 @@ constexpr int kPerStep = 500;
 // bench said 504, a vector short.)
 constexpr double kTaskBytes = 8.0 * (1 + 6 * kDim + 2 * kDim * kDim + 2);
 
-double ResidentKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  double value = 0;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> value;
-      return value;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
-
 // The bytes of the files under `dir` (the database, its WAL, side files).
 double DirMiB(const std::string& dir) {
   std::error_code ec;
@@ -69,33 +56,6 @@ double DirMiB(const std::string& dir) {
     if (f.is_regular_file(ec)) bytes += f.file_size(ec);
   }
   return static_cast<double>(bytes) / (1 << 20);
-}
-
-v1::SessionSpec Spec(int m, const testing::QuadraticTasks& pool) {
-  v1::SessionSpec spec;
-  spec.set_problem_class("multitask_bilevel");
-  spec.mutable_family()->set_name("multitask_quadratic");
-  spec.mutable_family()->set_x_dim(kDim);
-  spec.mutable_family()->set_y_dim(kDim);
-  spec.mutable_family()->set_tasks(m);
-  spec.set_algorithm("rsvrb");
-  spec.set_seed(5);
-  spec.mutable_metrics()->set_exact_every(0);
-  (void)pool;
-  return spec;
-}
-
-v1::StepRequest Request(const std::string& id, int64_t t, const std::vector<int>& tasks,
-                        const testing::QuadraticTasks& pool) {
-  v1::StepRequest req;
-  req.set_session_id(id);
-  req.set_t(t);
-  for (int task : tasks) {
-    TaskData d = pool.Task(task % kPool);
-    d.task = task;
-    ToProto(d, req.add_tasks());
-  }
-  return req;
 }
 
 int Run(int m, const std::vector<int>& touched_counts) {
@@ -115,12 +75,12 @@ int Run(int m, const std::vector<int>& touched_counts) {
     client::Client c(client::ClientOptions{server.target()});
     v1::CreateSessionRequest create;
     create.set_session_id("mt");
-    *create.mutable_spec() = Spec(m, pool);
+    *create.mutable_spec() = bench::RsvrbSpec(m);
     if (auto info = c.CreateSession(create); !info.ok()) {
       std::fprintf(stderr, "create: %s\n", info.status().ToString().c_str());
       return 1;
     }
-    const double rss_before = ResidentKiB(server.pid());
+    const double rss_before = bench::StatusKiB(server.pid(), "VmRSS:");
     int64_t t = 1;
     // Touch tasks 0, s, 2s, ... spread over [0, m).
     const int stride = std::max(1, m / std::max(1, n));
@@ -131,23 +91,23 @@ int Run(int m, const std::vector<int>& touched_counts) {
     size_t half_tasks = 0;
     for (size_t k = 0; k < ids.size(); k += kPerStep) {
       if (half_tasks == 0 && 2 * k >= ids.size()) {
-        rss_half = ResidentKiB(server.pid());
+        rss_half = bench::StatusKiB(server.pid(), "VmRSS:");
         half_tasks = k;
       }
       std::vector<int> chunk(ids.begin() + k, ids.begin() + std::min(ids.size(), k + kPerStep));
-      if (auto r = c.Step(Request("mt", t++, chunk, pool)); !r.ok()) {
+      if (auto r = c.Step(bench::TaskStepRequest("mt", t++, chunk, pool)); !r.ok()) {
         std::fprintf(stderr, "touch: %s\n", r.status().ToString().c_str());
         return 1;
       }
     }
-    const double rss_after = ResidentKiB(server.pid());
+    const double rss_after = bench::StatusKiB(server.pid(), "VmRSS:");
     std::vector<double> ms;
     double ckpt_ms = 0, other_ms = 0;
     int ckpt_steps = 0;
     for (int k = 0; k < kTimedSteps; ++k) {
       const int task = ids[(static_cast<size_t>(k) * 7919) % ids.size()];
       const auto start = Clock::now();
-      if (auto r = c.Step(Request("mt", t++, {task}, pool)); !r.ok()) {
+      if (auto r = c.Step(bench::TaskStepRequest("mt", t++, {task}, pool)); !r.ok()) {
         std::fprintf(stderr, "step: %s\n", r.status().ToString().c_str());
         return 1;
       }

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/service/rsvrb_workload.h"
 #include "client/client.h"
 #include "client/session_transfer.h"
 #include "f2obo/v1/convert.h"
@@ -39,41 +40,14 @@ namespace f2obo {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kDim = 4;
-constexpr int kPool = 64;
+using bench::kDim;
+using bench::kPool;
 constexpr int kPerStep = 500;
 
-// A /proc/<pid>/status field in KiB ("VmRSS:", "VmHWM:").
-double StatusKiB(const std::string& pid, const char* field) {
-  std::ifstream in("/proc/" + pid + "/status");
-  std::string key;
-  double value = 0;
-  while (in >> key) {
-    if (key == field) {
-      in >> value;
-      return value;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
-double Rss(pid_t pid) { return StatusKiB(std::to_string(pid), "VmRSS:"); }
-double Peak(pid_t pid) { return StatusKiB(std::to_string(pid), "VmHWM:"); }
+double Rss(pid_t pid) { return bench::StatusKiB(pid, "VmRSS:"); }
+double Peak(pid_t pid) { return bench::StatusKiB(pid, "VmHWM:"); }
 // Resets VmHWM to the current VmRSS (Linux >= 4.0).
 void ResetPeak(const std::string& pid) { std::ofstream("/proc/" + pid + "/clear_refs") << "5"; }
-
-v1::StepRequest Request(const std::string& id, int64_t t, const std::vector<int>& tasks,
-                        const testing::QuadraticTasks& pool) {
-  v1::StepRequest req;
-  req.set_session_id(id);
-  req.set_t(t);
-  for (int task : tasks) {
-    TaskData d = pool.Task(task % kPool);
-    d.task = task;
-    ToProto(d, req.add_tasks());
-  }
-  return req;
-}
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -113,15 +87,7 @@ int Run(bool unary, bool raise_limit, int m, int n) {
   client::Client t(o);
   v1::CreateSessionRequest create;
   create.set_session_id("mt");
-  v1::SessionSpec& spec = *create.mutable_spec();
-  spec.set_problem_class("multitask_bilevel");
-  spec.mutable_family()->set_name("multitask_quadratic");
-  spec.mutable_family()->set_x_dim(kDim);
-  spec.mutable_family()->set_y_dim(kDim);
-  spec.mutable_family()->set_tasks(m);
-  spec.set_algorithm("rsvrb");
-  spec.set_seed(5);
-  spec.mutable_metrics()->set_exact_every(0);
+  *create.mutable_spec() = bench::RsvrbSpec(m);
   if (auto info = c.CreateSession(create); !info.ok()) {
     std::fprintf(stderr, "create: %s\n", info.status().ToString().c_str());
     return 1;
@@ -134,7 +100,7 @@ int Run(bool unary, bool raise_limit, int m, int n) {
     for (int j = k; j < std::min(n, k + kPerStep); ++j) {
       tasks.push_back(static_cast<int>((static_cast<int64_t>(j) * stride) % m));
     }
-    if (auto r = c.Step(Request("mt", step++, tasks, pool)); !r.ok()) {
+    if (auto r = c.Step(bench::TaskStepRequest("mt", step++, tasks, pool)); !r.ok()) {
       std::fprintf(stderr, "touch: %s\n", r.status().ToString().c_str());
       return 1;
     }

@@ -1,0 +1,198 @@
+// SessionStore's reading side: every session, reply and group at start
+// (LoadAll) and a state stored as a head plus part rows joined back
+// (JoinParts), each record's checksum verified (the writing side:
+// session_store.cc).
+#include <sqlite3.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/state.h"
+#include "server/store/record_sum.h"
+#include "server/store/session_store.h"
+#include "server/store/sqlite_stmt.h"
+#include "server/store/store_errors.h"
+#include "server/store/store_write.h"
+
+namespace f2obo::server {
+
+using store_detail::RecordSum;
+using store_detail::Stmt;
+
+namespace {
+
+// Why the checksum in column `col` of `row` does not vouch for a blob whose
+// checksum is `computed`; empty if it does.
+std::string SumProblem(const Stmt& row, int col, int64_t computed) {
+  if (row.IsNull(col)) return "checksum missing (corrupt record)";
+  const int64_t stored = row.ColumnInt(col);
+  if (stored == computed) return "";
+  return absl::StrCat("checksum mismatch (corrupt record: stored ",
+                      absl::Hex(static_cast<uint64_t>(stored), absl::kZeroPad16), ", computed ",
+                      absl::Hex(static_cast<uint64_t>(computed), absl::kZeroPad16), ")");
+}
+
+}  // namespace
+
+absl::StatusOr<Checkpoint> SessionStore::JoinParts(const std::string& id, const std::string& head,
+                                                   int64_t count) {
+  if (count < 0 || count > (int64_t{1} << 40)) {
+    return absl::DataLossError(absl::StrCat("state: ", count, " parts is not a part count"));
+  }
+  absl::StatusOr<Checkpoint> joined = DeserializeCheckpointHead(head, static_cast<size_t>(count));
+  if (!joined.ok()) return joined.status();
+  Stmt rows(db_, "SELECT idx, part, part_sum, file FROM state_parts WHERE id = ? ORDER BY idx");
+  if (!rows.ok()) return rows.Error("reading state parts");
+  rows.Text(1, id);
+  int rc;
+  while ((rc = rows.Step()) == SQLITE_ROW) {
+    const int64_t index = rows.ColumnInt(0);
+    absl::string_view bytes = rows.ColumnView(1);
+    absl::StatusOr<std::string> file;  // a part in a side file
+    if (!rows.IsNull(3)) {
+      file = ReadSideFile(rows.Column(3));
+      if (!file.ok()) {
+        return absl::DataLossError(
+            absl::StrCat("state part ", index, ": ", file.status().message()));
+      }
+      bytes = *file;
+    }
+    if (index < 0 || index >= count) {
+      return absl::DataLossError(
+          absl::StrCat("state part ", index, " beyond the state's ", count, " parts"));
+    }
+    if (std::string p = SumProblem(rows, 2, RecordSum("part", id, index, bytes)); !p.empty()) {
+      return absl::DataLossError(absl::StrCat("state part ", index, " ", p));
+    }
+    // Decoded straight into the state: one pass, no joined encoding.
+    if (absl::Status st = SetAuxPart(static_cast<size_t>(index), bytes, &*joined); !st.ok()) {
+      return st;
+    }
+  }
+  if (rc != SQLITE_DONE) return rows.Error("reading state parts");
+  return joined;
+}
+
+absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
+  LoadedStore out;
+  std::vector<std::string> ids;
+  {
+    Stmt list(db_, "SELECT id FROM sessions ORDER BY id");
+    if (!list.ok()) return list.Error("listing sessions");
+    int rc;
+    while ((rc = list.Step()) == SQLITE_ROW) ids.push_back(list.Column(0));
+    if (rc != SQLITE_DONE) return list.Error("listing sessions");
+  }
+  // Each session is read on its own, so damage to one leaves the others.
+  for (const std::string& id : ids) {
+    StoredSession s;
+    s.id = id;
+    const auto damaged = [&](absl::string_view what) {
+      out.damaged.push_back(absl::StrCat("session '", id, "': ", what));
+    };
+    Stmt row(db_,
+             "SELECT spec, state, t, spec_sum, state_sum, parts, file FROM sessions WHERE id = ?");
+    if (!row.ok() || row.Text(1, id).Step() != SQLITE_ROW) {
+      damaged(absl::StrCat("unreadable row (", sqlite3_errmsg(db_), ")"));
+      continue;
+    }
+    const std::string spec = row.Column(0);
+    std::string state = row.Column(1);
+    if (!row.IsNull(6)) {  // in a side file
+      absl::StatusOr<std::string> file = ReadSideFile(row.Column(6));
+      if (!file.ok()) {
+        damaged(absl::StrCat("state ", file.status().message()));
+        continue;
+      }
+      state = *std::move(file);
+    }
+    const int64_t t = row.ColumnInt(2);
+    if (std::string p = SumProblem(row, 3, RecordSum("spec", id, 0, spec)); !p.empty()) {
+      damaged(absl::StrCat("spec ", p));
+      continue;
+    }
+    if (std::string p = SumProblem(row, 4, RecordSum("state", id, t, state)); !p.empty()) {
+      damaged(absl::StrCat("state ", p));
+      continue;
+    }
+    if (!s.spec.ParseFromString(spec)) {
+      damaged("spec does not parse");
+      continue;
+    }
+    // In parts: the head and the row of every non-empty aux vector, joined
+    // as they are decoded (the state is not encoded whole again).
+    absl::StatusOr<Checkpoint> st =
+        row.IsNull(5) ? DeserializeCheckpoint(state) : JoinParts(id, state, row.ColumnInt(5));
+    if (!st.ok()) {
+      damaged(st.status().message());
+      continue;
+    }
+    if (st->state.t != t) {
+      damaged(absl::StrCat("state is at step ", st->state.t, " but its row says ", t));
+      continue;
+    }
+    s.state = *std::move(st);
+    Stmt replies(db_, "SELECT t, reply, reply_sum FROM replies WHERE id = ? ORDER BY t");
+    if (!replies.ok()) return replies.Error("reading replies");
+    replies.Text(1, id);
+    int rc = SQLITE_DONE;
+    std::string bad;
+    while (bad.empty() && (rc = replies.Step()) == SQLITE_ROW) {
+      const int64_t rt = replies.ColumnInt(0);
+      const std::string bytes = replies.Column(1);
+      v1::StepReply r;
+      // (Rows are keyed by the step after the reply's; files written before
+      // ReplaceReplies keyed a PutSession's by the reply's own step.  Either
+      // loads: the checksum binds the reply to its row's key.)
+      if (std::string p = SumProblem(replies, 2, RecordSum("reply", id, rt, bytes)); !p.empty()) {
+        bad = absl::StrCat("cached reply at t=", rt, ": ", p);
+      } else if (!r.ParseFromString(bytes)) {
+        bad = absl::StrCat("cached reply at t=", rt, " does not parse");
+      }
+      s.replies.push_back(std::move(r));
+    }
+    if (bad.empty() && rc != SQLITE_DONE) {
+      bad = absl::StrCat("reply cache unreadable (", sqlite3_errmsg(db_), ")");
+    }
+    if (!bad.empty()) {
+      // Not loaded without it: a client retrying an acknowledged step would
+      // otherwise get no reply, or a different one.
+      damaged(bad);
+      continue;
+    }
+    // Only the list: a checkpoint's bytes are read (and verified) on use.
+    Stmt checkpoints(db_, "SELECT t FROM checkpoints WHERE id = ? ORDER BY t");
+    if (!checkpoints.ok()) return checkpoints.Error("listing checkpoints");
+    checkpoints.Text(1, id);
+    while ((rc = checkpoints.Step()) == SQLITE_ROW)
+      s.checkpoints.push_back(checkpoints.ColumnInt(0));
+    if (rc != SQLITE_DONE) return checkpoints.Error("listing checkpoints");
+    out.sessions.push_back(std::move(s));
+  }
+  Stmt groups(db_, "SELECT id, members, members_sum FROM groups ORDER BY id");
+  if (!groups.ok()) return groups.Error("listing groups");
+  int rc;
+  while ((rc = groups.Step()) == SQLITE_ROW) {
+    StoredGroup g;
+    g.id = groups.Column(0);
+    const std::string members = groups.Column(1);
+    if (std::string p = SumProblem(groups, 2, RecordSum("group", g.id, 0, members)); !p.empty()) {
+      // Its member sessions load on their own; only the grouping is lost.
+      out.damaged.push_back(absl::StrCat("group '", g.id, "': member list ", p));
+      continue;
+    }
+    for (absl::string_view m : absl::StrSplit(members, '\n', absl::SkipEmpty())) {
+      g.members.emplace_back(m);
+    }
+    out.groups.push_back(std::move(g));
+  }
+  if (rc != SQLITE_DONE) {
+    out.damaged.push_back(absl::StrCat("groups: unreadable (", sqlite3_errmsg(db_), ")"));
+  }
+  if (absl::Status s = LoadFences(out); !s.ok()) return s;
+  return out;
+}
+
+}  // namespace f2obo::server
