@@ -69,11 +69,12 @@ class Scores:
 
 
 def parse_options(text):
-    """"KEY=VALUE,KEY=VALUE" -> {KEY: float(VALUE)} (the options are numbers)."""
+    """"KEY=VALUE,KEY=VALUE" -> {KEY: VALUE}: true/false as booleans, else numbers."""
     out = {}
     for item in filter(None, (t.strip() for t in (text or "").split(","))):
-        key, value = item.split("=", 1)
-        out[key.strip()] = float(value)
+        key, value = (v.strip() for v in item.split("=", 1))
+        words = {"true": True, "false": False}
+        out[key] = words[value.lower()] if value.lower() in words else float(value)
     return out
 
 
