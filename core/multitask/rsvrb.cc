@@ -16,9 +16,9 @@
 // y_i <- y_i - alpha v_i ("delay update until sampled").  Then
 //   j_t uniform in [0, m);  d <- (1-b_d)(d - z_{j,t}) + z_{j,t+1}   (lines 10-13)
 //   x_{t+1} = P_X(x_t - gamma d)                                    (line 14)
-// with 1 - b = options.momentum (svrb's), 1 - b_d = options.task_momentum
-// at constant steps; with the decaying schedule (below) step t uses
-// 1 - b_t, 1 - b_d,t, gamma_t and alpha_t instead.
+// with 1 - b = options.momentum (svrb's option; rsvrb's default 0.99, see
+// Defaults), 1 - b_d = options.task_momentum at constant steps; with the decaying schedule (below)
+// step t uses 1 - b_t, 1 - b_d,t, gamma_t and alpha_t instead.
 //
 // The delayed decay, exactly: a task last updated at step s holds its
 // values after that update (time s+1).  k = t - 1 - s unsampled steps
@@ -42,6 +42,10 @@
 // j_t, whose z_{j,t} and z_{j,t+1} are evaluated from the decayed values
 // without data, Alg. 2 lines 11-12).  They equal the step-by-step updates up
 // to rounding (tests/core/multitask/rsvrb_test.cc runs both).
+//
+// The paper's: Alg. 2's updates, Theorem 2's constant steps.  Ours (below):
+// who samples, j_t's draw, the first round, the online indexing, the
+// decaying schedule (SVRB's), the y-step alpha p_i and momentum 0.99.
 //
 // Choices where the source leaves room (and the service needs one):
 //  * Who samples: the client.  A step carries the tasks the client sampled
@@ -73,8 +77,8 @@
 //    (1 - momentum) s_t^2, b_d,t = (1 - task_momentum) s_t^2; s_1 = 1, so
 //    the options mean at step 1 what they mean at constant steps (the
 //    paper's c and beta constants are folded into them).  q = 1/3 is
-//    Thm 1's exponent, q = 1/2 RE-RSVRB's envelope.  Why it matters here:
-//    bench/EXPERIMENTS.md, "RSVRB's variance".
+//    Thm 1's exponent, q = 1/2 RE-RSVRB's envelope.  Off by default:
+//    bench/EXPERIMENTS.md section 14 ("RSVRB's variance").
 //    alpha = options.alpha (tau_t tau), or 1/L_g1 on the task's batches
 //    when alpha_auto (a per-task constant), times s_t; gamma =
 //    options.gamma (eta_t gamma), times s_t.
@@ -87,9 +91,9 @@
 //    smaller) they add up to ~min(1/p_i, 1/b) steps of 1/L_g1 along one
 //    stale direction, and y_i overshoots; with alpha p_i they add up to
 //    about one.  For uniform sampling this is only a smaller tau, within
-//    Theorem 2's conditions; measured in bench/EXPERIMENTS.md ("RSVRB's
-//    variance"), where this, not the estimators' variance, was the
-//    wandering's main cause.
+//    Theorem 2's conditions; measured in bench/EXPERIMENTS.md section 14,
+//    where this, not the estimators' variance, was the wandering's main
+//    cause (issue 29).
 //  * Y_i = R^{d2} (the families' lower problems are unconstrained), so line
 //    15's projection is the identity and the step is y - alpha v.
 //  * Projections as svrb (C_fx = grad_fx_clip, C_fy = grad_fy_clip, C =
@@ -374,11 +378,11 @@ class Rsvrb final : public MultitaskAlgorithm {
   RowSampler sampler_;
 };
 
-// 1 - b = 0.99, not svrb's 0.9: Theorem 2's betas are ~ eta^2, and its eta^2
+// momentum 1 - b = 0.99, not svrb's 0.9: Theorem 2's betas are ~ eta^2, and its eta^2
 // ~ m / C(p), i.e. ~ p for uniform sampling: a task's estimator, updated at
 // rate p, then weighs its new derivatives as svrb's does per update
-// (b / p = 0.09 at the suite's p = 1/9).  Measured: bench/EXPERIMENTS.md,
-// "RSVRB's variance".
+// (b / p = 0.09 at the suite's p = 1/9).  Measured: bench/EXPERIMENTS.md
+// section 14.
 void Defaults(AlgorithmOptions* o) { o->momentum = 0.99; }
 
 absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> Create(const MultitaskAlgorithmContext& ctx) {
