@@ -10,9 +10,11 @@
 // such a session.
 #include <dirent.h>
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -340,6 +342,58 @@ TEST_F(TransferE2e, KillNineOfTheImportingServerMidStreamLeavesNothing) {
   ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
   ASSERT_TRUE(client::CopySession(*ca_, *cb_, "big").ok());
   StepBoth(2);
+}
+
+// A server asked to stop (SIGTERM) while an export is mid-stream ends it
+// UNAVAILABLE saying it is shutting down (before, CANCELLED "the client
+// stopped reading the export", as if the client had gone away).  The
+// client's stream window stays at 64 KiB (no BDP growth), so once it stops
+// reading the server's writes block: the export is mid-stream when the
+// shutdown begins, which the test waits for by the server's refusal of a
+// new call, then it reads on.
+TEST_F(TransferE2e, AnExportStoppedByTheServersShutdownSaysSo) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
+  const std::unique_ptr<v1::F2obo::Stub> stub = v1::F2obo::NewStub(
+      grpc::CreateCustomChannel(a_->target(), grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext ctx;
+  v1::ExportSessionStreamRequest req;
+  req.set_session_id("big");
+  req.set_chunk_bytes(4096);  // the least: ~470 chunks of the ~1.9 MB state
+  const std::unique_ptr<grpc::ClientReader<v1::SessionChunk>> reader =
+      stub->ExportSessionStream(&ctx, req);
+  v1::SessionChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  ASSERT_TRUE(chunk.has_begin());
+  ASSERT_EQ(kill(a_->pid(), SIGTERM), 0);
+  // The export in flight holds the shutdown (up to --shutdown_grace_seconds,
+  // 10 s): new calls are refused from the moment it begins, right after
+  // the server logs the signal.
+  ASSERT_EQ(a_->AwaitStderr("SIGTERM received, shutting down", 1, std::chrono::seconds(30)), 1u);
+  grpc::Status refused;
+  for (int attempt = 0; attempt < 1000 && refused.ok(); ++attempt) {
+    grpc::ClientContext c;
+    v1::ListSessionsRequest list;
+    v1::ListSessionsResponse out;
+    refused = stub->ListSessions(&c, list, &out);
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  ASSERT_THAT(refused.error_message(), HasSubstr("server is shutting down"));
+  int chunks = 1;
+  bool ended = false;
+  while (reader->Read(&chunk)) {
+    ++chunks;
+    ended = ended || chunk.has_end();
+  }
+  const grpc::Status s = reader->Finish();
+  ASSERT_FALSE(ended) << "the whole export was sent before the shutdown: nothing tested";
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("server is shutting down"));
+  EXPECT_THAT(s.error_message(), HasSubstr("the export of session 'big' stopped after"));
+  EXPECT_THAT(s.error_message(), ::testing::Not(HasSubstr("client stopped reading")));
+  EXPECT_GT(chunks, 1);
+  EXPECT_EQ(a_->Stop(0), 0);  // and the server is down, cleanly
 }
 
 // Runs f2obo-cli with `args`; its exit code, stdout and stderr into `out`.
