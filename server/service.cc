@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/decode_traits.h"
+#include "server/fault_points.h"
 #include "server/request_bounds.h"
 #include "server/status.h"
 
@@ -249,14 +250,15 @@ grpc::Status F2oboService::ExportSessionStream(grpc::ServerContext* ctx,
       if (shutting_down_.load()) {
         return absl::UnavailableError(
             absl::StrCat("server is shutting down: the export of session '", req->session_id(),
-                         "' stopped after ", sent, " chunks; export again once it is back"));
+                         "' stopped after ", sent, sent == 1 ? " chunk" : " chunks",
+                         "; export again once it is back"));
       }
       return absl::CancelledError("the client stopped reading the export");
     };
     return sessions_->ExportChunks(req->session_id(), chunk, [&](const v1::SessionChunk& c) {
       if (shutting_down_.load() || !writer->Write(c)) return stopped();
       ++sent;
-      return absl::OkStatus();
+      return FaultPoint("export_chunk_sent", req->session_id());
     });
   });
 }
