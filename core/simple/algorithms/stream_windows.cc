@@ -66,7 +66,8 @@ absl::Status StreamWindows::Load(const StateParts& aux, int first, const SimpleF
   if (widths.size() != 3 || widths[2] != kVersion) {
     return Bad(first, absl::StrCat("has ", widths.size(),
                                    " entries, expected 3 (the windows' widths and the layout "
-                                   "version, 2)"));
+                                   "version, ",
+                                   kVersion, ")"));
   }
   if (absl::Status s = ReadWidths(widths, first, cols_); !s.ok()) return s;
   const size_t slots = n - first - kFixed;
@@ -160,7 +161,18 @@ absl::Status StreamWindows::Load(const StateParts& aux, int first, const SimpleF
 
 absl::Status StreamWindows::Upgrade(StateParts* aux, int first) const {
   const StateParts& in = *aux;
-  if (in.size() != static_cast<size_t>(first) + kVersion1Vectors || in[first].size() != 2) {
+  const size_t widths = static_cast<size_t>(first);
+  if (in.size() >= widths + kFixed && in[widths].size() == 3 && in[widths][2] == 2.0) {
+    // Version 2: every segment padded, the rest as it is.
+    for (size_t i = widths + kFixed; i < in.size(); ++i) {
+      if (in[i].size() > 0) aux->Set(i, RowWindow::PadUnpaddedSegment(in[i]));
+    }
+    Vector v = in[widths];
+    v[2] = kVersion;
+    aux->Set(widths, std::move(v));
+    return absl::OkStatus();
+  }
+  if (in.size() != widths + kVersion1Vectors || in[widths].size() != 2) {
     return absl::OkStatus();  // not version 1
   }
   int cols[2];

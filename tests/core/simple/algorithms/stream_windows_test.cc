@@ -239,9 +239,13 @@ TEST(StreamWindows, MalformedLayoutsAreRefusedNamingTheVector) {
   EXPECT_THAT(error([](StateParts* a) { (*a)[1][3] = 0; }),
               HasSubstr("aux[1]: the upper window holds more than its 5 rows"));
   EXPECT_THAT(error([](StateParts* a) { (*a)[5][0] = 4; }),
-              HasSubstr("aux[5]: row segment has 14 entries, expected 18"));
-  EXPECT_THAT(error([](StateParts* a) { (*a)[5][3] = std::nan(""); }),
+              HasSubstr("aux[5]: row segment has 20 entries, expected 24"));
+  EXPECT_THAT(error([](StateParts* a) { (*a)[5][RowWindow::kSegmentHeader + 1] = std::nan(""); }),
               HasSubstr("aux[5][1]: not finite"));
+  EXPECT_THAT(error([](StateParts* a) { (*a)[5][3] = 1; }),
+              HasSubstr("aux[5]: row segment header entry 3 must be 0"));
+  EXPECT_THAT(error([](StateParts* a) { (*a)[5].conservativeResize(7); }),
+              HasSubstr("aux[5]: row segment has fewer than 8 entries"));
 }
 
 // States written before segments (layout version 1: each window in one
@@ -271,6 +275,46 @@ TEST(StreamWindows, Version1WindowsAreUpgradedRowsUnchanged) {
     ASSERT_TRUE(w.Upgrade(&aux, 1).ok());
     for (size_t i = 0; i < aux.size(); ++i) EXPECT_TRUE(aux.SamePart(once, i));
   }
+}
+
+// States written before the segments' padding (layout version 2: each
+// segment {k, nnz, body}, its rows 16 bytes past a cache line) get their
+// segments padded, rows and everything else unchanged.
+TEST(StreamWindows, Version2WindowsAreUpgradedRowsUnchanged) {
+  std::mt19937_64 rng(4);
+  StreamWindows w(6, kInPlace);
+  StateParts now = {Vector::Ones(2)};
+  w.AppendInitial(&now);
+  for (int t = 0; t < 5; ++t) {
+    const Batch inner = DenseRegression(2, 3, rng);
+    ASSERT_TRUE(w.Append(&now, 1, StepData{DenseRegression(3, 3, rng), AsCsr(inner)}).ok());
+  }
+  // The same state as a version-2 server wrote it.
+  StateParts old = now;
+  old[1][2] = 2.0;
+  int segments = 0;
+  for (size_t i = 1 + StreamWindows::kFixed; i < old.size(); ++i) {
+    const Vector& s = now[i];
+    if (s.size() == 0) continue;
+    ++segments;
+    ASSERT_EQ(s.segment(2, RowWindow::kSegmentHeader - 2), Vector::Zero(6)) << i;
+    Vector unpadded(s.size() - RowWindow::kSegmentHeader + 2);
+    unpadded << s.head(2), s.tail(s.size() - RowWindow::kSegmentHeader);
+    old[i] = unpadded;
+  }
+  ASSERT_GE(segments, 4) << "dense and CSR segments, several of each";
+  EXPECT_FALSE(w.Validate(old, 1).ok()) << "version 2 is read only to upgrade it";
+  ASSERT_TRUE(w.Upgrade(&old, 1).ok());
+  ASSERT_TRUE(w.Validate(old, 1).ok()) << w.Validate(old, 1);
+  ASSERT_EQ(old.size(), now.size());
+  for (size_t i = 0; i < now.size(); ++i) EXPECT_EQ(old[i], now[i]) << "aux[" << i << "]";
+  const Decoded a = DecodeFresh(old, 1, 6), b = DecodeFresh(now, 1, 6);
+  EXPECT_TRUE(Same(a.upper, b.upper));
+  EXPECT_TRUE(Same(a.inner, b.inner));
+  // Upgrading again changes nothing.
+  const StateParts once = old;
+  ASSERT_TRUE(w.Upgrade(&old, 1).ok());
+  for (size_t i = 0; i < old.size(); ++i) EXPECT_TRUE(old.SamePart(once, i)) << i;
 }
 
 // Dense windows reading their rows in the segments or in copies of their
