@@ -44,13 +44,13 @@ void StreamWindows::AppendInitial(StateParts* aux) const {
 }
 
 absl::Status StreamWindows::Validate(const StateParts& aux, int first) const {
-  StreamWindows copy(capacity_, rows_in_segments_);
+  StreamWindows copy(capacity_);
   return copy.Load(aux, first, nullptr);
 }
 
 absl::Status StreamWindows::ValidateRows(const StateParts& aux, int first,
                                          const SimpleFamily& family) const {
-  StreamWindows copy(capacity_, rows_in_segments_);
+  StreamWindows copy(capacity_);
   return copy.Load(aux, first, &family);
 }
 
@@ -140,7 +140,7 @@ absl::Status StreamWindows::Load(const StateParts& aux, int first, const SimpleF
             at, absl::StrCat("the ", kKind[k], " window holds more than its ", capacity_, " rows"));
       }
       // A dense window reads its rows in the segment parts themselves.
-      if (kind == kCsrKind || !rows_in_segments_) {
+      if (kind == kCsrKind) {
         w.rows.Append(*b, j == 0 ? skip : 0);
       } else {
         w.rows.AppendSegment(aux.Share(index), j == 0 ? skip : 0, labels, targets);
@@ -265,19 +265,15 @@ absl::Status StreamWindows::Append(StateParts* aux, int first, const StepData& d
     // range check does not read the rows a third time; unmarked (a target
     // no family checked), it is checked as before.  Its storage is a
     // recycled one of an evicted segment (StateParts::Fresh).  The rows are
-    // written once, into the segment, when a dense window reads them there
-    // (rows_in_segments_, RowWindow::AppendAsSegment).
+    // written once, into the segment, and a dense window reads them there
+    // (RowWindow::AppendAsSegment; the segment's padded header puts them on
+    // a cache line, so IR-FSCG's sampled rows and AGM-BiO's repeated passes
+    // read them as fast as an aligned copy of their own).
     const bool input = std::all_of(b.targets.data(), b.targets.data() + b.targets.size(),
                                    [](double v) { return InputNumberOk(v); });
     const size_t part = first + kFixed + slot;
-    if (rows_in_segments_) {
-      Vector& segment = aux->Fresh(part, static_cast<Eigen::Index>(w.rows.SegmentSize(b)), input);
-      w.rows.AppendAsSegment(b, &segment, aux->Share(part));
-    } else {
-      w.rows.Append(b);
-      w.rows.EncodeNewest(
-          take, &aux->Fresh(part, static_cast<Eigen::Index>(w.rows.EncodedSize(take)), input));
-    }
+    Vector& segment = aux->Fresh(part, static_cast<Eigen::Index>(w.rows.SegmentSize(b)), input);
+    w.rows.AppendAsSegment(b, &segment, aux->Share(part));
     w.slots.push_back(static_cast<int>(slot));
     w.segments.push_back(take);
     // The rows the append dropped come off the oldest segments; a segment

@@ -74,19 +74,7 @@ class StreamWindows {
   // Version 1: the widths and 2 x RowWindow::kEncodedVectors vectors.
   static constexpr int kVersion1Vectors = 1 + 2 * RowWindow::kEncodedVectors;
 
-  // `rows_in_segments`: whether dense windows read their rows in the
-  // state's segment parts (RowWindow::AppendSegment: a step writes its rows
-  // once) or in aligned copies of their own (RowWindow::Append: twice).
-  // Why a choice: a segment's rows sit 16 bytes past a 64-byte boundary (a
-  // segment starts with its 2 counts), and every vector load of such a row
-  // splits across two cache lines.  For IR-FSCG, which reads most window
-  // rows once every q steps, the copy saved outweighs that (a W = 4,096
-  // step 1.69 -> 1.43 x its gradient work); AGM-BiO reads its windows ~10
-  // times a step, and its passes over misaligned rows took 25-35% longer
-  // (bench/RESULTS.md, 2026-11-27 20:50).  A segment layout whose rows are
-  // aligned would let both read in place.
-  StreamWindows(int capacity, bool rows_in_segments)
-      : capacity_(capacity), rows_in_segments_(rows_in_segments) {}
+  explicit StreamWindows(int capacity) : capacity_(capacity) {}
 
   // Appends the encoding of two empty windows to `aux`.
   void AppendInitial(StateParts* aux) const;
@@ -127,7 +115,6 @@ class StreamWindows {
   void WriteHeader(int k, int first, StateParts* aux) const;
 
   int capacity_;
-  bool rows_in_segments_;
   int cols_[2] = {0, 0};
   Window windows_[2];
   // The state the kept windows stand for (a copy of its parts: see above);
