@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <random>
@@ -134,6 +135,44 @@ TEST_F(MultitaskE2e, StreamsTaggedBatchesAndMatchesTheCoreBitForBit) {
     ASSERT_EQ(d->x_size(), kFeatures);
     for (int j = 0; j < kFeatures; ++j) EXPECT_EQ(d->x(j), expected.state.x[j]);
   }
+}
+
+// RSVRB's decaying schedule set over the wire (rsvrb_decay, rsvrb_offset):
+// each reply reports the round's gamma_t = gamma ((c0 + 1) / (c0 + t))^q,
+// GetSession reports the options back, the server's state is the core's bit
+// for bit and not the constant schedule's, and an out-of-range q is refused
+// naming the field.
+TEST_F(MultitaskE2e, TheDecayingScheduleRunsAsInTheCoreAndReportsItsSteps) {
+  v1::SessionSpec spec = MultitaskSpec("rsvrb");
+  spec.mutable_options()->set_gamma(0.01);
+  spec.mutable_options()->set_rsvrb_decay(1.0 / 3.0);
+  spec.mutable_options()->set_rsvrb_offset(4.0);
+  const std::string id = Create("mt-decay", spec);
+  constexpr int kSteps = 25;
+  for (int64_t t = 1; t <= kSteps; ++t) {
+    const absl::StatusOr<v1::StepReply> reply = client_->Step(TaskRequest(id, t));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    const double expected = 0.01 * std::cbrt(5.0 / (4.0 + static_cast<double>(t)));
+    EXPECT_NEAR(reply->report().gamma(), expected, 1e-16) << "step " << t;
+  }
+  const absl::StatusOr<v1::SessionInfo> info = client_->GetSession(id);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->spec().options().rsvrb_decay(), 1.0 / 3.0);
+  EXPECT_EQ(info->spec().options().rsvrb_offset(), 4.0);
+  const SessionState served = ServerState(*client_, id);
+  EXPECT_TRUE(served.BitEquals(CoreReference(spec, kSteps).state));
+  v1::SessionSpec constant = spec;
+  constant.mutable_options()->set_rsvrb_decay(0.0);
+  EXPECT_FALSE(served.BitEquals(CoreReference(constant, kSteps).state));
+
+  v1::CreateSessionRequest bad;
+  bad.set_session_id("mt-decay-bad");
+  *bad.mutable_spec() = spec;
+  bad.mutable_spec()->mutable_options()->set_rsvrb_decay(1.5);
+  const absl::StatusOr<v1::SessionInfo> refused = client_->CreateSession(bad);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("options.rsvrb_decay"));
+  EXPECT_FALSE(client_->GetSession("mt-decay-bad").ok());
 }
 
 TEST_F(MultitaskE2e, ExportImportContinuesBitIdentically) {
