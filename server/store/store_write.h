@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
 #include "server/store/sqlite_stmt.h"
@@ -45,7 +46,15 @@ struct SessionStore::Write {
   std::vector<std::pair<int64_t, std::string>> aux_rows;
   std::string full_state;
   bool trim_parts = true;
-  bool complete_parts = false;                           // aux_rows holds every non-empty part
+  bool complete_parts = false;  // aux_rows holds every non-empty part
+  // kPut in parts (SessionRecord::parts): `state` is the head, aux_count
+  // the parts' count, and every non-empty part of part_source->aux is
+  // written where it is; those in side files are listed (index, file),
+  // increasing, in part_files (and their checkpoint's hard links in
+  // checkpoint_part_files).
+  std::shared_ptr<const SessionState> part_source;
+  std::vector<std::pair<int64_t, SideFile>> part_files;
+  std::vector<std::pair<int64_t, SideFile>> checkpoint_part_files;
   std::vector<std::pair<int64_t, std::string>> replies;  // kPut, kRollback
   int keep = 0;                                          // kStep: replies kept
   // kAll: writes applied in order, all in one transaction.
@@ -85,8 +94,9 @@ struct SessionStore::Write {
   // writer (a later write may release it), read by the caller.
   mutable int loaded_fd = -1;
   mutable SideFile loaded_file;
-  size_t bytes = 0;     // payload size, for the queue bound
-  bool waited = false;  // a caller waits for `status`
+  absl::Time queued_at;  // when Enqueue queued it (kSync's gathering)
+  size_t bytes = 0;      // payload size, for the queue bound
+  bool waited = false;   // a caller waits for `status`
   bool done = false;
   absl::CondVar done_cv;  // its caller (Submit): `done` set (under the store's mu_)
   absl::Status status;

@@ -10,9 +10,11 @@
 // such a session.
 #include <dirent.h>
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -340,6 +342,150 @@ TEST_F(TransferE2e, KillNineOfTheImportingServerMidStreamLeavesNothing) {
   ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
   ASSERT_TRUE(client::CopySession(*ca_, *cb_, "big").ok());
   StepBoth(2);
+}
+
+// A server asked to stop (SIGTERM) while an export is mid-stream ends it
+// UNAVAILABLE saying it is shutting down (before, CANCELLED "the client
+// stopped reading the export", as if the client had gone away).  The
+// fault-injection build holds the export after its first chunk (the
+// export_chunk_sent point); the test waits for it to be held, sends
+// SIGTERM, waits until the server refuses a new call (the shutdown has
+// begun; the export in flight holds it), and reads on.
+TEST(TransferShutdownE2e, AnExportStoppedByTheServersShutdownSaysSo) {
+  std::unique_ptr<ServerProcess> server;
+  {
+    testing::ScopedEnv hold("F2OBO_TEST_DELAY_AT", "export_chunk_sent:big@5000");
+    server = std::make_unique<ServerProcess>(Flags());
+  }
+  ASSERT_TRUE(server->started()) << server->banner();
+  client::Client c(client::ClientOptions{server->target()});
+  ASSERT_TRUE(c.CreateSession(Create("big")).ok());
+  std::vector<int> tasks;
+  for (int k = 0; k < kPerStep; ++k) tasks.push_back(k);
+  ASSERT_TRUE(c.Step(Request("big", 1, tasks)).ok());  // ~240 KB of task blocks
+  grpc::ClientContext ctx;
+  v1::ExportSessionStreamRequest req;
+  req.set_session_id("big");
+  req.set_chunk_bytes(4096);  // ~60 chunks
+  const std::unique_ptr<grpc::ClientReader<v1::SessionChunk>> reader =
+      c.stub().ExportSessionStream(&ctx, req);
+  v1::SessionChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  ASSERT_TRUE(chunk.has_begin());
+  ASSERT_EQ(server->AwaitStderr("delaying export_chunk_sent of 'big'", 1, std::chrono::seconds(30)),
+            1u);
+  ASSERT_EQ(kill(server->pid(), SIGTERM), 0);
+  ASSERT_EQ(server->AwaitStderr("SIGTERM received, shutting down", 1, std::chrono::seconds(30)),
+            1u);
+  grpc::Status refused;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (refused.ok() && std::chrono::steady_clock::now() < give_up) {
+    grpc::ClientContext list_ctx;
+    v1::ListSessionsRequest list;
+    v1::ListSessionsResponse out;
+    refused = c.stub().ListSessions(&list_ctx, list, &out);
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  ASSERT_THAT(refused.error_message(), HasSubstr("server is shutting down"));
+  int more = 0;
+  while (reader->Read(&chunk)) ++more;
+  const grpc::Status s = reader->Finish();
+  EXPECT_EQ(more, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("server is shutting down: the export of session 'big' stopped after 1 "
+                        "chunk; export again once it is back"));
+  EXPECT_EQ(server->Stop(0), 0);  // and the server is down, cleanly
+}
+
+// kill -9 inside the importing server's store write (the session's head
+// and part rows written, its transaction not committed): nothing is left,
+// and the import then succeeds.
+TEST_F(TransferE2e, KillNineInsideTheImportsStoreWriteLeavesNothing) {
+  const Export ex = ExportOf(*ca_, "big");
+  const std::string dir = b_->data_dir();
+  b_->Stop(SIGKILL);
+  {
+    testing::ScopedEnv crash("F2OBO_TEST_CRASH_AT", "put_parts_written:big");
+    RestartB(dir);
+  }
+  ASSERT_TRUE(b_->started()) << b_->banner();
+  cb_ = std::make_unique<client::Client>(client::ClientOptions{b_->target()});
+  const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(ex.chunks));
+  // (A server still alive would have answered: it died at the point.)
+  EXPECT_EQ(in.status().code(), absl::StatusCode::kUnavailable) << in.status();
+  RestartB(dir);
+  ASSERT_TRUE(b_->started()) << b_->banner();
+  cb_ = std::make_unique<client::Client>(client::ClientOptions{b_->target()});
+  ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
+  ASSERT_TRUE(client::ImportSessionChunks(*cb_, "", From(ex.chunks)).ok());
+  StepBoth(2);
+}
+
+// Forks are stored in parts (their parts shared with the source in
+// memory): of the current state, at a checkpoint in a chain's middle and
+// at the creation's (a chain's start).  After steps (the fork's own delta
+// checkpoint among them) and kill -9, every fork and checkpoint reads back
+// bit-exact, and the fork continues as its source does.
+TEST(TransferForkE2e, ForksInPartsSurviveKillNineBitExact) {
+  std::vector<std::string> flags = Flags();
+  flags.push_back("--checkpoint_every=2");
+  auto a = std::make_unique<ServerProcess>(flags);
+  ASSERT_TRUE(a->started()) << a->banner();
+  auto c = std::make_unique<client::Client>(client::ClientOptions{a->target()});
+  int64_t next_t = Grow(*c, "big");  // checkpoints at 0, 2, 4, 6, 8
+  ASSERT_EQ(next_t, 9);
+  const auto fork = [&](const std::string& id, int64_t at_t) {
+    v1::ForkSessionRequest req;
+    req.set_session_id("big");
+    req.set_new_session_id(id);
+    if (at_t >= 0) req.set_at_t(at_t);
+    const absl::StatusOr<v1::SessionInfo> f = c->ForkSession(req);
+    EXPECT_TRUE(f.ok()) << f.status();
+    return ExportOf(*c, id).state;
+  };
+  const std::string now = ExportOf(*c, "big").state;
+  EXPECT_TRUE(fork("now", -1) == now);
+  const std::string at4 = fork("at4", 4), at0 = fork("at0", 0);
+  // A fresh session of the same spec is the state at 0.
+  ASSERT_TRUE(c->CreateSession(Create("fresh")).ok());
+  EXPECT_TRUE(at0 == ExportOf(*c, "fresh").state);
+  EXPECT_FALSE(at4 == now);
+  // The source and the fork step alike (a checkpoint at 10 for both).
+  for (; next_t < 12; ++next_t) {
+    const absl::StatusOr<v1::StepReply> x = c->Step(Request("big", next_t, Later(next_t)));
+    const absl::StatusOr<v1::StepReply> y = c->Step(Request("now", next_t, Later(next_t)));
+    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << y.status();
+    EXPECT_TRUE(SameBits(x->x(), y->x())) << "t = " << next_t;
+  }
+  const std::string dir = a->data_dir();
+  a->Stop(SIGKILL);
+  ServerProcess again(flags, dir);
+  ASSERT_TRUE(again.started()) << again.banner();
+  c = std::make_unique<client::Client>(client::ClientOptions{again.target()});
+  const std::string big = ExportOf(*c, "big").state;
+  EXPECT_TRUE(ExportOf(*c, "now").state == big);
+  EXPECT_TRUE(ExportOf(*c, "at4").state == at4);
+  EXPECT_TRUE(ExportOf(*c, "at0").state == at0);
+  // The fork's checkpoint at 10 extends its first (at 8): both read back.
+  v1::ForkSessionRequest req;
+  for (const auto& [from, at_t] : std::vector<std::pair<std::string, int64_t>>{
+           {"big", 10}, {"now", 10}, {"big", 8}, {"now", 8}}) {
+    req.set_session_id(from);
+    req.set_new_session_id(from + "_at" + std::to_string(at_t));
+    req.set_at_t(at_t);
+    const absl::StatusOr<v1::SessionInfo> f = c->ForkSession(req);
+    ASSERT_TRUE(f.ok()) << from << " at " << at_t << ": " << f.status();
+  }
+  EXPECT_TRUE(ExportOf(*c, "big_at10").state == ExportOf(*c, "now_at10").state);
+  EXPECT_TRUE(ExportOf(*c, "big_at8").state == ExportOf(*c, "now_at8").state);
+  EXPECT_TRUE(ExportOf(*c, "now_at8").state == now);
+  for (int k = 0; k < 2; ++k, ++next_t) {
+    const absl::StatusOr<v1::StepReply> x = c->Step(Request("big", next_t, Later(next_t)));
+    const absl::StatusOr<v1::StepReply> y = c->Step(Request("now", next_t, Later(next_t)));
+    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << y.status();
+    EXPECT_TRUE(SameBits(x->x(), y->x())) << "t = " << next_t;
+  }
 }
 
 // Runs f2obo-cli with `args`; its exit code, stdout and stderr into `out`.
