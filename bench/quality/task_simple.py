@@ -17,12 +17,14 @@ Every run is reported twice, by two measures, as two tasks of the table:
 The runs are the same; each task's "best fixed in hindsight" is the grid
 row best by its own measure, and Optuna, which must not see test rows,
 chooses by the distance (f, g are the validation and training losses; f*
-is known) for both.  By the held-out loss only grid runs that solve the
-lower level at least as well as the class default's run compete (inner
-gap g(x) - g* no larger): a large weight on f fits the validation rows
-instead of the training rows, and on these splits that predicts the test
-rows better (IR-SCG's default, inner gap ~0.17, test loss 0.44 on seed 1),
-so an unrestricted grid would reward not solving the problem posed.
+is known) for both.  The best fixed value in hindsight is, for both
+records, the grid value that best solves the problem posed (least
+distance, an oracle: f* is known), reported by each measure: the lowest
+held-out loss of any grid value belongs to a run far from argmin g (a
+large weight on f fits the validation rows instead of the training rows,
+and on these splits that predicts the test rows better: IR-SCG's default,
+inner gap ~0.17, test loss 0.44 on seed 1), not to a solution, and is only
+noted beside it.
 
 The untuned start is the lower level alone: argmin_Z g reached from x_0 = 0
 without f (projected FISTA on the training loss, 20,000 iterations; the
@@ -81,6 +83,10 @@ def lower_level_alone(At, bt, radius, iterations=20000):
     return x
 
 
+def fmt_value(v):
+    return "%.3g" % v
+
+
 def regression(client, f2obo, args):
     At, bt, Av, bv, Ae, be = regression_data(args.seed)
     ref = exact_regression_fstar(Av, bv, At, bt, 2.0)
@@ -104,14 +110,7 @@ def regression(client, f2obo, args):
         distances.append(dist)
         return test, None
 
-    # By the held-out loss only runs that solve the lower level at least as
-    # well as the class default's run compete: on this task leaving argmin g
-    # lowers the test loss (IR-SCG's default, inner gap ~0.17, test loss
-    # 0.44 on seed 1, against ~0.87 at x*), so a fixed value may not buy a
-    # better held-out loss with a worse solution; and a default cannot gain
-    # by solving less, since that admits more competitors.
     class_default = getattr(args, "class_default", {}).get("simple_bilevel", "agm_bio")
-    g_bar = [0.0]  # the class default's inner gap, once it has run
 
     def annotate(run):
         if run.x is not None:
@@ -121,16 +120,6 @@ def regression(client, f2obo, args):
             run.extra["distance"] = dist
             run.extra["inner_gap"] = g
         return run
-
-    def candidate(run):
-        """For the grid by the held-out loss: the run, or a refused copy when
-        its inner gap is above the class default's (grid_search skips
-        errors)."""
-        if run.extra.get("inner_gap", float("inf")) <= g_bar[0]:
-            return run
-        out = copy.copy(run)
-        out.error = "inner gap above the class default's %.3g" % g_bar[0]
-        return out
 
     def session(method, algorithm, spec):
         del distances[:]
@@ -162,8 +151,6 @@ def regression(client, f2obo, args):
     distance_rows = [twin(r) for r in test_rows]
     for algorithm in sorted(("agm_bio", "ir_scg", "ir_fscg"), key=lambda a: a != class_default):
         default = session("default", algorithm, spec)
-        if algorithm == class_default:
-            g_bar[0] = max(default.extra.get("inner_gap", 0.0), 1e-12)
         test_rows.append(default)
         distance_rows.append(twin(default))
         if not args.search:
@@ -176,16 +163,25 @@ def regression(client, f2obo, args):
                 trials[value] = session("trial", algorithm, dict(spec, **{option: value}))
             return trials[value]
 
-        # The best fixed value in hindsight by each measure, from the same 12
-        # passes (the second search reuses the first's trials).
-        if any(candidate(trial(v)).error is None for v in grid):
-            by_test = grid_search(grid, lambda v: candidate(trial(v)), TASK)
-        else:  # no value of the grid solves the lower level as well
-            by_test = grid_search(grid, trial, TASK)
-            by_test.curve, by_test.error = [], "no grid value reaches the default's inner gap"
+        # The best fixed value in hindsight is the one that best solves the
+        # problem posed (least distance: an oracle, f* known); the held-out
+        # record reports that run by its test loss, and run_quality_suite's
+        # best_fixed compares trainers by the distance ("select").  The
+        # lowest held-out loss of any grid value is only noted: it belongs
+        # to a run far from argmin g (on this task leaving argmin g lowers
+        # the test loss: IR-SCG's default, inner gap ~0.17, test loss 0.44
+        # on seed 1, against ~0.87 at x*), not to a solution.
         by_distance = grid_search(grid, lambda v: twin(trial(v)), DISTANCE_TASK)
-        for r in (by_test, by_distance):
-            r.extra["note"] = "%s; %s" % (option, trials[r.extra["chosen"]].extra["note"])
+        best = trials[by_distance.extra["chosen"]]
+        by_test = copy.copy(by_distance)
+        by_test.task, by_test.curve, by_test.x = TASK, best.curve, best.x
+        by_test.extra = dict(by_distance.extra, select=by_distance.final)
+        by_test.extra.pop("table", None)
+        low_v = min(grid, key=lambda v: trial(v).final if np.isfinite(trial(v).final) else np.inf)
+        by_distance.extra["note"] = "%s; %s" % (option, best.extra["note"])
+        by_test.extra["note"] = "%s; %s; lowest test loss of the grid %.4g (%s, inner gap %.3g)" % (
+            option, best.extra["note"], trial(low_v).final, fmt_value(low_v),
+            trial(low_v).extra.get("inner_gap", float("nan")))
         # Optuna sees no test rows: it judges a trial by the distance, on the
         # data the algorithm saw (f and g are the validation and training
         # losses; f* is known); its choice is reported by both measures.
