@@ -107,7 +107,7 @@ class AgmBio final : public SimpleAlgorithm {
       : o_(ctx.options),
         z_(ctx.constraint),
         d_(ctx.x_dim),
-        windows_(ctx.options.window_rows, /*rows_in_segments=*/false),
+        windows_(ctx.options.window_rows),
         y_(d_),
         grad_f_(d_),
         grad_g_(d_),
