@@ -78,7 +78,7 @@
 //    the options mean at step 1 what they mean at constant steps (the
 //    paper's c and beta constants are folded into them).  q = 1/3 is
 //    Thm 1's exponent, q = 1/2 RE-RSVRB's envelope.  Off by default:
-//    bench/EXPERIMENTS.md section 14 ("RSVRB's variance").
+//    bench/EXPERIMENTS.md section 15 ("RSVRB's variance").
 //    alpha = options.alpha (tau_t tau), or 1/L_g1 on the task's batches
 //    when alpha_auto (a per-task constant), times s_t; gamma =
 //    options.gamma (eta_t gamma), times s_t.
@@ -91,7 +91,7 @@
 //    smaller) they add up to ~min(1/p_i, 1/b) steps of 1/L_g1 along one
 //    stale direction, and y_i overshoots; with alpha p_i they add up to
 //    about one.  For uniform sampling this is only a smaller tau, within
-//    Theorem 2's conditions; measured in bench/EXPERIMENTS.md section 14,
+//    Theorem 2's conditions; measured in bench/EXPERIMENTS.md section 15,
 //    where this, not the estimators' variance, was the wandering's main
 //    cause (issue 29).
 //  * Y_i = R^{d2} (the families' lower problems are unconstrained), so line
@@ -382,7 +382,7 @@ class Rsvrb final : public MultitaskAlgorithm {
 // ~ m / C(p), i.e. ~ p for uniform sampling: a task's estimator, updated at
 // rate p, then weighs its new derivatives as svrb's does per update
 // (b / p = 0.09 at the suite's p = 1/9).  Measured: bench/EXPERIMENTS.md
-// section 14.
+// section 15.
 void Defaults(AlgorithmOptions* o) { o->momentum = 0.99; }
 
 absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> Create(const MultitaskAlgorithmContext& ctx) {
