@@ -68,7 +68,7 @@ class IrFscg final : public SimpleAlgorithm {
         q_(SqrtOr(ctx.options.spider_period, ctx.options.window_rows)),
         batch_(SqrtOr(ctx.options.spider_batch, ctx.options.window_rows)),
         sigma_{ctx.options.reg_scale, ctx.options.reg_decay, q_},
-        windows_(ctx.options.window_rows, /*rows_in_segments=*/true),
+        windows_(ctx.options.window_rows),
         cur_(d_),
         prev_(d_),
         c_(d_),
