@@ -148,6 +148,11 @@ absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string
   const AlgorithmInfo* info = FindAlgorithm(algorithm);
   if (info == nullptr || info->problem_class != c) {
     const std::string known = absl::StrJoin(AlgorithmNames(c), ", ");
+    if (algorithm.empty()) {  // a SessionConfig built without one (the wire fills it)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "algorithm: none named; ", ProblemClassName(c), " algorithms: ", known,
+          " (the class default is ", GetProblemClass(c).default_algorithm, ")"));
+    }
     if (info != nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("algorithm: '", algorithm, "' is a ", ProblemClassName(info->problem_class),
