@@ -113,6 +113,7 @@ TEST_F(OptionsReadE2e, AGroupsSharedOptionsReachTheMembersThatReadThem) {
   *req.mutable_spec() = SpecFor(Ridge(), "", 1);
   req.mutable_spec()->mutable_options()->set_beta_scaling("fixed");
   req.mutable_spec()->mutable_options()->set_beta(0.01);
+  req.mutable_spec()->mutable_options()->set_lambda_max(100.0);  // a fixed beta needs a cap
   v1::GroupMember* a = req.add_members();
   a->set_name("a");
   a->set_algorithm("f2obo");
@@ -136,9 +137,11 @@ TEST_F(OptionsReadE2e, AGroupsSharedOptionsReachTheMembersThatReadThem) {
   const v1::AlgorithmOptions& fo = group->members(0).spec().options();
   EXPECT_EQ(fo.beta_scaling(), "fixed");
   EXPECT_EQ(fo.beta(), 0.01);
+  EXPECT_EQ(fo.lambda_max(), 100.0);
   const v1::AlgorithmOptions& so = group->members(1).spec().options();
   EXPECT_FALSE(so.has_beta_scaling());
   EXPECT_FALSE(so.has_beta());
+  EXPECT_FALSE(so.has_lambda_max());
 }
 
 // Exports written by older servers carry every option (the ones their
