@@ -23,6 +23,10 @@
 //   checkpoint_delta_written id: session  a checkpoint in parts that extends
 //                                          the previous one is written, inside
 //                                          its transaction (store/checkpoints.cc)
+//   put_parts_written        id: session  a new session's record in parts
+//                                          (create, import, fork) is written,
+//                                          inside its transaction, not committed
+//                                          (store/session_store.cc)
 //
 // Thread-safety: thread-safe; a handler is called from the threads that
 // reach its points, without any of the server's locks held.

@@ -102,9 +102,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
           absl::StrCat("the deadline passed before session '", entry->id,
                        "' was written (building it took that long); not created"));
     }
-    SessionRecord r = RecordOf(*entry, checkpoint);
-    absl::Status s = store_->PutSession(r.id, r.spec, std::move(r.state), r.t, r.replies,
-                                        r.checkpoint, deadline);
+    absl::Status s = store_->PutSession(RecordOf(*entry, checkpoint), deadline);
     if (!s.ok()) {
       Unclaim(entry->id);
       if (absl::IsDeadlineExceeded(s)) {  // withdrawn from the store's queue
@@ -114,7 +112,8 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Install(std::shared_ptr<Entry> e
       return StoreWriteFailed(s, absl::StrCat("session '", entry->id, "' not created"));
     }
   }
-  return PublishClaimed(std::move(entry), *std::move(evaluator), checkpoint);
+  return PublishClaimed(std::move(entry), *std::move(evaluator), checkpoint,
+                        /*stored=*/store_ != nullptr && !persisted);
 }
 
 absl::Status SessionManager::Claim(Entry& entry, bool generate_id, bool check_fence) {
@@ -167,21 +166,37 @@ void SessionManager::Unclaim(const std::string& id) {
 SessionRecord SessionManager::RecordOf(const Entry& e, bool checkpoint) const {
   absl::MutexLock lock(&e.mu);  // not shared yet (being installed): uncontended
   const Session& session = *e.session;
+  // In parts: the head, and the committed state's parts read by the store
+  // where they are (the snapshot is immutable), not a whole encoding of
+  // them; so the store holds the state as a step leaves it (issue 23 item 4).
+  std::string head;
+  {
+    absl::MutexLock sums(&e.sums_mu);
+    head = session.EncodeHead(session.state());
+  }
   return SessionRecord{e.id,
                        ToSessionSpec(session.config(), e.exact_every),
-                       session.Encode(session.state()),
+                       std::move(head),
                        session.state().t,
                        std::vector<v1::StepReply>(e.replies.begin(), e.replies.end()),
-                       checkpoint};
+                       checkpoint,
+                       session.snapshot()};
 }
 
 v1::SessionInfo SessionManager::PublishClaimed(std::shared_ptr<Entry> entry,
                                                std::unique_ptr<MetricsEvaluator> evaluator,
-                                               bool checkpoint) {
+                                               bool checkpoint, bool stored) {
   Session& session = *entry->session;
   v1::SessionInfo info;
   {
     absl::MutexLock lock(&entry->mu);
+    if (stored) {
+      // RecordOf wrote it in parts: a step writes the parts it changes,
+      // and the next checkpoint extends the first (a chain's start).
+      entry->store_in_parts = true;
+      entry->checkpoint_base = checkpoint ? session.state().t : 0;
+      entry->changed_since_checkpoint.clear();
+    }
     if (checkpoint) {
       KeepCheckpoint(*entry, session.state().t,
                      store_ == nullptr ? session.Encode(session.state()) : std::string());
@@ -390,7 +405,8 @@ absl::StatusOr<std::vector<v1::SessionInfo>> SessionManager::InstallAll(
   }
   std::vector<v1::SessionInfo> infos;
   for (size_t i = 0; i < entries.size(); ++i) {
-    infos.push_back(PublishClaimed(std::move(entries[i]), std::move(evaluators[i]), checkpoint));
+    infos.push_back(PublishClaimed(std::move(entries[i]), std::move(evaluators[i]), checkpoint,
+                                   /*stored=*/store_ != nullptr));
     reserved[i]->Keep();
   }
   return infos;

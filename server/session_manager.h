@@ -249,8 +249,9 @@ class SessionManager {
     std::shared_ptr<Session> session;
     std::deque<v1::StepReply> replies ABSL_GUARDED_BY(mu);  // newest last
     // Whether the store's row holds session->state() in parts (so a step
-    // writes only the parts it changed); false after a create, import, fork,
-    // load or rollback, which store the whole state.
+    // writes only the parts it changed): true after a create, import or
+    // fork (RecordOf); false after a load or rollback, which leave the
+    // whole state.
     bool store_in_parts ABSL_GUARDED_BY(mu) = false;
     // The kept checkpoints by their state's next step index; their bytes
     // are in the store, or in `memory_checkpoints` when there is none.
@@ -320,14 +321,19 @@ class SessionManager {
   // PublishClaimed opens its metrics and makes it findable.
   absl::Status Claim(Entry& entry, bool generate_id, bool check_fence);
   void Unclaim(const std::string& id);
+  // What the store writes of a new session: its head and its state's
+  // parts (SessionRecord::parts), with its first checkpoint if asked.
   SessionRecord RecordOf(const Entry& e, bool checkpoint) const;
   // What a step writes of e's pending state: its head and the aux parts the
   // round changed (all of them when the store holds the whole state);
   // `full` is the whole encoding for a due checkpoint, or empty.
   static StepState StepStateOf(const Entry& e, const SessionStore* store, std::string full)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  // `stored`: the store holds it as RecordOf wrote it (in parts, with its
+  // first checkpoint if `checkpoint`).
   v1::SessionInfo PublishClaimed(std::shared_ptr<Entry> entry,
-                                 std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint);
+                                 std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint,
+                                 bool stored);
   // Create's checks and the entry it builds (not installed, id as given,
   // possibly empty); `reserved` receives its memory reservation.
   absl::StatusOr<std::shared_ptr<Entry>> PrepareCreate(const v1::CreateSessionRequest& request,
@@ -380,6 +386,14 @@ class SessionManager {
   // (`what`): the current state when t is the last step applied, else its
   // checkpoint; FAILED_PRECONDITION naming the nearest checkpoints.
   absl::StatusOr<std::string> StateAfter(const Entry& e, int64_t t, const char* what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  // The same decoded, for a fork: the current state copied (its parts
+  // shared copy-on-write, nothing encoded), or the checkpoint decoded part
+  // by part (SessionStore::LoadCheckpointState).
+  absl::StatusOr<Checkpoint> CheckpointAfter(const Entry& e, int64_t t, const char* what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  // StateAfter's refusal of a t that is neither current nor a checkpoint.
+  static absl::Status NoCheckpointAt(const Entry& e, int64_t t, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   absl::StatusOr<v1::StepReply> Apply(Entry& e, int64_t t,
                                       const std::shared_ptr<const StepData>& data,

@@ -18,8 +18,8 @@
 #include <optional>
 #include <utility>
 
-#include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
+#include "core/aux_part_bytes.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/transfer_sum.h"
 #include "server/ids.h"
@@ -32,19 +32,6 @@ namespace {
 // Protobuf framing a slice adds to its data (tags, lengths, part number),
 // counted against a chunk's bytes so that chunk_bytes bounds the message.
 constexpr int64_t kSliceOverhead = 24;
-
-// Part `v`'s bytes as sent (EncodeAuxPart: little-endian doubles), without
-// a copy where the machine's own order is little-endian.
-absl::string_view PartBytes(const Vector& v, std::string* scratch) {
-#if defined(ABSL_IS_LITTLE_ENDIAN)
-  (void)scratch;
-  return absl::string_view(reinterpret_cast<const char*>(v.data()),
-                           8 * static_cast<size_t>(v.size()));
-#else
-  *scratch = EncodeAuxPart(v);
-  return *scratch;
-#endif
-}
 
 // Cuts an export's content into chunks of at most `limit` bytes of data
 // (slices' and replies', plus their framing) and keeps the checksum.
@@ -156,7 +143,7 @@ absl::Status SessionManager::ExportChunks(const std::string& id, int64_t chunk_b
   for (size_t i = 0; i < state->aux.size(); ++i) {
     const Vector& v = state->aux[i];
     if (v.size() == 0) continue;
-    if (!w.Part(static_cast<int64_t>(i) + 1, PartBytes(v, &scratch))) return StreamStopped();
+    if (!w.Part(static_cast<int64_t>(i) + 1, AuxPartBytes(v, &scratch))) return StreamStopped();
   }
   for (const std::string& r : replies) {
     if (!w.Reply(r)) return StreamStopped();

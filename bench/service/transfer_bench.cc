@@ -8,7 +8,9 @@
 //  * import: the same export piped into a second fresh server
 //    (client::CopySession: ExportSessionStream -> ImportSessionStream), or
 //    with --unary ExportSession then ImportSession;
-//  * fork: ForkSession of the source's current state (server-internal).
+//  * fork: ForkSession of the source's current state (server-internal);
+//  * after each of import and fork, the new session's first step (one
+//    task): what the new session's store write left for it to write.
 // For each: wall time, and the peak resident memory of the server doing it
 // above its resident memory just before (VmHWM after resetting it through
 // /proc/<pid>/clear_refs; the importing server's peak also above the
@@ -161,6 +163,16 @@ int Run(bool unary, bool raise_limit, int m, int n) {
     std::printf("         (the source meanwhile: peak +%.0f MiB)\n",
                 (Peak(source.pid()) - source_before) / 1024);
   }
+  // The first step of a new session: what its store write left to it (a
+  // whole state in the row makes it write every part).
+  const auto first_step = [&](client::Client& on, pid_t pid, const std::string& id) {
+    const double before = Rss(pid);
+    ResetPeak(std::to_string(pid));
+    const auto start = Clock::now();
+    const absl::Status s = on.Step(bench::TaskStepRequest(id, step, {0}, pool)).status();
+    Report("  step 1", s, Seconds(start), before, Peak(pid), Rss(pid));
+  };
+  first_step(t, target.pid(), "mt");
   // Fork on the source.
   {
     const double before = Rss(source.pid());
@@ -172,6 +184,7 @@ int Run(bool unary, bool raise_limit, int m, int n) {
     const absl::Status s = c.ForkSession(fork).status();
     Report("fork", s, Seconds(start), before, Peak(source.pid()), Rss(source.pid()));
   }
+  first_step(c, source.pid(), "mt.fork");
   std::printf("this client's peak RSS: %.0f MiB\n", Peak(getpid()) / 1024);
   return 0;
 }

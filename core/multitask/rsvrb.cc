@@ -16,17 +16,28 @@
 // y_i <- y_i - alpha v_i ("delay update until sampled").  Then
 //   j_t uniform in [0, m);  d <- (1-b_d)(d - z_{j,t}) + z_{j,t+1}   (lines 10-13)
 //   x_{t+1} = P_X(x_t - gamma d)                                    (line 14)
-// with 1 - b = options.momentum (svrb's), 1 - b_d = options.task_momentum.
+// with 1 - b = options.momentum (svrb's), 1 - b_d = options.task_momentum
+// at constant steps; with the decaying schedule (below) step t uses
+// 1 - b_t, 1 - b_d,t, gamma_t and alpha_t instead.
 //
-// The delayed decay, exactly and in O(1) per task: a task last updated at
-// step s holds its values after that update (time s+1).  k = t - 1 - s
-// unsampled steps later its time-t values are
-//   u, w, v, J scaled by c = (1-b)^k;
+// The delayed decay, exactly: a task last updated at step s holds its
+// values after that update (time s+1).  k = t - 1 - s unsampled steps
+// (j = s+1..t-1) later its time-t values are
+//   u, w, v, J scaled by c = prod_j (1-b_j)  (= (1-b)^k at constant steps);
 //   H = Q diag(max(c l_i, lambda)) Q^T for the eigendecomposition Q diag(l) Q^T
-//     of its (projected, so l_i >= lambda) H: S^l_lambda[(1-b) .] keeps the
-//     eigenvectors and max((1-b) max(a, lambda), lambda) = max((1-b)^2 a, lambda);
-//   y = y_{s+1} - alpha_s v_{s+1} sum_{j=1..k} (1-b)^j   (each skipped y-step
-//     uses the already decayed v; alpha_s is the task's y-step at step s).
+//     of its (projected, so l_i >= lambda) H: S^l_lambda[(1-b_j) .] keeps the
+//     eigenvectors and max(f max(a, lambda), lambda) = max(f a, lambda) for
+//     any factor f in [0, 1], so the factors multiply;
+//   y = y_{s+1} - v_{s+1} sum_j alpha_j prod_{i=s+1..j} (1-b_i)  (each
+//     skipped y-step uses the already decayed v; alpha_j = alpha_s s_j / s_s,
+//     alpha_s the task's y-step at step s; at constant steps alpha_s
+//     sum_{j=1..k} (1-b)^j, a geometric sum, O(1)).
+// At constant steps this is O(1) per task; with the decaying schedule the
+// product and the sum are a loop over the k skipped steps (a pow and a few
+// flops each; rsvrb_schedule.h), never a ratio of prefix products, which
+// underflow on long streams, and no new state: s is stored.  The loop runs
+// when a task is caught up and for j_t's two z's, so a step costs O(k) for
+// the sampled tasks' gaps plus j_t's (amortized O(m) per step at worst).
 // These are computed when the task is next touched (sampled, or drawn as
 // j_t, whose z_{j,t} and z_{j,t+1} are evaluated from the decayed values
 // without data, Alg. 2 lines 11-12).  They equal the step-by-step updates up
@@ -50,11 +61,23 @@
 //  * Online indexing as in svrb.cc: step t's round samples step t's batches
 //    and evaluates the correction at (x_{t-1}, y_{i,t-1}) on them.  y_{i,t-1}
 //    is the task's y one step before, decayed like the rest.
-//  * Constant b, b_d and step sizes (Theorem 2's eta_t = tau_t = eta and its
-//    constant betas); the experiments' decaying schedules are not offered
-//    (they would make the delayed decay a product over the skipped steps).
+//  * Step sizes.  By default constant b, b_d and step sizes (Theorem 2's
+//    eta_t = tau_t = eta, chosen for a target accuracy epsilon, and its
+//    constant betas ~ eta^2).  rsvrb_decay = q > 0 decays them (ours, not
+//    Alg. 2's theorem: the paper proves RSVRB at a constant eta and, under
+//    PL, RE-RSVRB (Alg. 3, Thm 3, its App. E.2 runs) restarts it with eta
+//    shrunk by 1/sqrt(2) per stage of doubled length, i.e. eta ~ t^-1/2,
+//    betas ~ 1/t; the per-step schedule is SVRB's, Thm 1: eta_t = tau_t =
+//    c/(c0+t)^(1/3), betas ~ eta_t^2): s_t = ((c0+1)/(c0+t))^q (c0 =
+//    rsvrb_offset), gamma_t = gamma s_t, alpha_t = alpha s_t, b_t =
+//    (1 - momentum) s_t^2, b_d,t = (1 - task_momentum) s_t^2; s_1 = 1, so
+//    the options mean at step 1 what they mean at constant steps (the
+//    paper's c and beta constants are folded into them).  q = 1/3 is
+//    Thm 1's exponent, q = 1/2 RE-RSVRB's envelope.  Why it matters here:
+//    bench/EXPERIMENTS.md, "RSVRB's variance".
 //    alpha = options.alpha (tau_t tau), or 1/L_g1 on the task's batches
-//    when alpha_auto; gamma = options.gamma (eta_t gamma).
+//    when alpha_auto (a per-task constant), times s_t; gamma =
+//    options.gamma (eta_t gamma), times s_t.
 //  * Y_i = R^{d2} (the families' lower problems are unconstrained), so line
 //    15's projection is the identity and the step is y - alpha v.
 //  * Projections as svrb (C_fx = grad_fx_clip, C_fy = grad_fy_clip, C =
@@ -76,6 +99,7 @@
 #include "core/hypergradients/row_sampler.h"
 #include "core/hypergradients/second_order.h"
 #include "core/hypergradients/svrb_estimators.h"
+#include "core/multitask/rsvrb_schedule.h"
 
 namespace f2obo {
 namespace {
@@ -90,6 +114,7 @@ class Rsvrb final : public MultitaskAlgorithm {
  public:
   explicit Rsvrb(const MultitaskAlgorithmContext& ctx)
       : o_(ctx.options),
+        schedule_(ctx.options),
         set_(ctx.constraint),
         d1_(ctx.x_dim),
         d2_(ctx.y_dim),
@@ -140,6 +165,8 @@ class Rsvrb final : public MultitaskAlgorithm {
                      SessionState* s, MultitaskReport* report) override {
     const int64_t t = s->t;
     const int k = static_cast<int>(data.tasks.size());
+    const double step = schedule_.Step(t), keep = schedule_.Keep(t);
+    const double gamma = o_.gamma * step;
     // Lines 10-11 (drawn first, see above): j_t and z_{j,t}.
     const int j = m_ > 1 ? static_cast<int>(s->rng.UniformBelow(m_)) : 0;
     int64_t j_last = 0;  // step of j's last update before this round (0: never)
@@ -149,7 +176,7 @@ class Rsvrb final : public MultitaskAlgorithm {
         z_jt_ = table.Var(*s, slot, kRsvrbZ);  // computed by line 9 at step t - 1
       } else {
         table.Load(*s, slot, &block_j_);
-        DecayedZ(block_j_, static_cast<double>(t - 1 - j_last), &z_jt_);
+        DecayedZ(block_j_, t - 1, &z_jt_);
       }
     } else {
       z_jt_.setZero();
@@ -168,14 +195,14 @@ class Rsvrb final : public MultitaskAlgorithm {
       }
       // The task's vectors, worked on in block_ and stored back at the end.
       table.Load(*s, slot, &block_);
-      if (!first) CatchUp(static_cast<double>(t - 1) - block_[kRsvrbMeta][0]);
+      if (!first) CatchUp(t);
       j_sampled = j_sampled || td.task == j;
       const Vector& x_prev = table.Global(*s, kRsvrbXPrev);
       const double scale = 1.0 / TaskProbability(td, k, m_);
       Family& f = family.Task(td.task, td.data);
       Vector& y = block_[kRsvrbY];
       Vector& y_prev = block_[kRsvrbYPrev];
-      const double alpha = InnerStepSize(o_, f, s->x, y, td.data, &scratch_);
+      const double alpha = InnerStepSize(o_, f, s->x, y, td.data, &scratch_) * step;
       sampler_.Reserve(td.data);
       const BatchView xi = sampler_.DrawUpper(td.data.upper, o_.sample_rows, &s->rng);
       const BatchView zeta = sampler_.DrawInner(td.data.inner, o_.sample_rows, &s->rng);
@@ -185,7 +212,7 @@ class Rsvrb final : public MultitaskAlgorithm {
         SvrbStart(cur_, &e);
       } else {
         rows += oracle_.Evaluate(f, x_prev, y_prev, xi, zeta, &prev_);
-        SvrbStorm(cur_, prev_, o_.momentum, scale, &e);
+        SvrbStorm(cur_, prev_, keep, scale, &e);
       }
       Vector& z = block_[kRsvrbZ];
       if (absl::Status st =
@@ -213,22 +240,22 @@ class Rsvrb final : public MultitaskAlgorithm {
       z_jt1_ = table.Var(*s, table.Find(*s, j), kRsvrbZ);
     } else if (j_last > 0) {
       table.Load(*s, table.Find(*s, j), &block_j_);
-      DecayedZ(block_j_, static_cast<double>(t - j_last), &z_jt1_);
+      DecayedZ(block_j_, t, &z_jt1_);
     } else {
       z_jt1_.setZero();
     }
     Vector& d = table.Global(s, kRsvrbD);
     d -= z_jt_;
-    d *= o_.task_momentum;
+    d *= schedule_.TaskKeep(t);
     d += z_jt1_;
     // Line 14.
     table.Global(s, kRsvrbXPrev) = s->x;
-    ProjectedStep(set_, o_.gamma, d, &s->x);
+    ProjectedStep(set_, gamma, d, &s->x);
 
     report->tasks = k;
     report->tasks_touched = table.touched(*s);
     report->d_task = j;
-    report->gamma = o_.gamma;
+    report->gamma = gamma;
     report->y_iterations = 1;
     report->residual_y = residual_sum / k;
     report->direction = d;
@@ -258,10 +285,14 @@ class Rsvrb final : public MultitaskAlgorithm {
     for (Eigen::Index i = 0; i < l.size(); ++i) raised_[i] = std::max(c * l[i], o_.hessian_floor);
   }
 
-  // z of a task (its `block`) `steps` unsampled steps after its last update
-  // (lines 9, 11, 12 on the decayed estimators), without data.
-  void DecayedZ(const std::vector<Vector>& block, double steps, Vector* out) {
-    const double c = std::pow(o_.momentum, steps);
+  // z of a task (its `block`) after the unsampled steps from its last
+  // update's next through `through` (lines 9, 11, 12 on the decayed
+  // estimators), without data.
+  void DecayedZ(const std::vector<Vector>& block, int64_t through, Vector* out) {
+    const int64_t last = static_cast<int64_t>(block[kRsvrbMeta][0]);
+    const double c = schedule_.decaying()
+                         ? schedule_.Skipped(last + 1, through).keep
+                         : std::pow(o_.momentum, static_cast<double>(through - last));
     Decompose(block[kRsvrbH]);
     DecayedEigenvalues(c);
     // H_c^{-1} (c w) = Q diag(1 / raised) Q^T (c w)
@@ -273,20 +304,35 @@ class Rsvrb final : public MultitaskAlgorithm {
     *out = c * block[kRsvrbU] - c * jh_;
   }
 
-  // Brings the sampled task in block_ from its values after step s to those
-  // at step t, k = t - 1 - s >= 0 unsampled steps later, and sets y_prev to
-  // y_{t-1} (nothing to do when k = 0: y_prev already is y_{t-1}).
-  void CatchUp(double k) {
+  // Brings the task sampled at step t in block_ from its values after its
+  // last update s to those at step t, k = t - 1 - s >= 0 unsampled steps
+  // later, and sets y_prev to y_{t-1} (nothing to do when k = 0: y_prev
+  // already is y_{t-1}).
+  void CatchUp(int64_t t) {
+    const int64_t s = static_cast<int64_t>(block_[kRsvrbMeta][0]);
+    const double k = static_cast<double>(t - 1 - s);
     if (k <= 0) return;
-    const double keep = o_.momentum;
-    const double c = std::pow(keep, k);
     const double alpha = block_[kRsvrbMeta][1];
+    double c, y_weight, y_weight_prev;
+    if (schedule_.decaying()) {
+      // alpha was alpha_s = alpha_base s_s: step j's is alpha_s s_j / s_s.
+      const RsvrbSchedule::Decay decay = schedule_.Skipped(s + 1, t - 1);
+      const double per_step = alpha / schedule_.Step(s);
+      c = decay.keep;
+      y_weight = per_step * decay.y_weight;
+      y_weight_prev = per_step * decay.y_weight_before_last;
+    } else {
+      const double keep = o_.momentum;
+      c = std::pow(keep, k);
+      y_weight = alpha * GeometricSum(keep, k);
+      y_weight_prev = alpha * GeometricSum(keep, k - 1);
+    }
     Vector& y = block_[kRsvrbY];
     Vector& v = block_[kRsvrbV];
     y_prev_ = y;
-    y_prev_.noalias() -= (alpha * GeometricSum(keep, k - 1)) * v;
+    y_prev_.noalias() -= y_weight_prev * v;
     block_[kRsvrbYPrev] = y_prev_;
-    y.noalias() -= (alpha * GeometricSum(keep, k)) * v;
+    y.noalias() -= y_weight * v;
     v *= c;
     block_[kRsvrbU] *= c;
     block_[kRsvrbW] *= c;
@@ -299,6 +345,7 @@ class Rsvrb final : public MultitaskAlgorithm {
   }
 
   AlgorithmOptions o_;
+  RsvrbSchedule schedule_;
   ConstraintSet set_;
   int d1_, d2_, m_;
   Vector y0_;
@@ -330,9 +377,10 @@ const MultitaskAlgorithmEntry& RsvrbAlgorithm() {
       {"rsvrb", ProblemClass::kMultitaskBilevel,
        "RSVRB (Guo, Hu, Zhang & Yang, Alg. 2): SVRB estimators per sampled task by "
        "randomized-coordinate STORM, lazy decay of the others, STORM estimate of grad F",
-       BaselineRoundOptions().Add({Opt::momentum, Opt::task_momentum, Opt::sample_rows,
-                                   Opt::max_explicit_dim, Opt::jacobian_clip, Opt::hessian_floor,
-                                   Opt::grad_fy_clip, Opt::grad_fx_clip}),
+       BaselineRoundOptions().Add({Opt::momentum, Opt::task_momentum, Opt::rsvrb_decay,
+                                   Opt::rsvrb_offset, Opt::sample_rows, Opt::max_explicit_dim,
+                                   Opt::jacobian_clip, Opt::hessian_floor, Opt::grad_fy_clip,
+                                   Opt::grad_fx_clip}),
        nullptr, nullptr, nullptr},
       &Create};
   return entry;

@@ -35,8 +35,10 @@
 // work is the size of N's rows, what changed, not the session's size.
 // Invariant: for every index at most one row is older than the oldest kept
 // checkpoint.  Whole encodings (parts NULL: every checkpoint before version
-// 7, a creation's first one, and those written by callers that give the
-// whole state) are read as before.
+// 7, a creation's first one before SessionRecord::parts, and those written
+// by callers that give the whole state) are read as before.  A new
+// session written in parts (create, import, fork) starts a chain with its
+// first checkpoint.
 #include <fcntl.h>
 #include <sqlite3.h>
 
@@ -118,7 +120,11 @@ absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, 
   // In parts: read here, on a connection of this thread's own (the writes
   // queued before this read are committed; the caller holds the session,
   // so none of its own can follow while this reads).
-  if (w->loaded_in_parts) return ReadCheckpointParts(id, t);
+  if (w->loaded_in_parts) {
+    absl::StatusOr<Checkpoint> joined = ReadCheckpointParts(id, t);
+    if (!joined.ok()) return joined.status();
+    return SerializeCheckpoint(*joined);
+  }
   if (w->loaded_fd < 0) return std::move(w->loaded);
   // In a side file: read here, not on the writer thread (it may be large).
   absl::StatusOr<std::string> bytes = ReadSideFileFd(w->loaded_fd, w->loaded_file.name);
@@ -127,6 +133,31 @@ absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, 
     return Damaged(id, t, "checksum mismatch: corrupt record");
   }
   return bytes;
+}
+
+absl::StatusOr<Checkpoint> SessionStore::LoadCheckpointState(const std::string& id, int64_t t) {
+  auto w = std::make_shared<Write>();
+  w->kind = Write::kLoadCheckpoint;
+  w->id = id;
+  w->t = t;
+  if (absl::Status s = Submit(w, /*wait=*/true); !s.ok()) return s;
+  // In parts: decoded part by part as it is read (LoadCheckpoint's reasons
+  // for reading here hold).  Whole: decoded from its bytes.
+  if (w->loaded_in_parts) return ReadCheckpointParts(id, t);
+  absl::StatusOr<std::string> bytes;
+  if (w->loaded_fd < 0) {
+    bytes = std::move(w->loaded);
+  } else {
+    bytes = ReadSideFileFd(w->loaded_fd, w->loaded_file.name);
+    if (!bytes.ok()) return Damaged(id, t, bytes.status().message());
+    if (RecordSum("checkpoint", id, t, *bytes) != w->loaded_file.sum) {
+      return Damaged(id, t, "checksum mismatch: corrupt record");
+    }
+  }
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<Checkpoint> decoded = DeserializeCheckpoint(*bytes);
+  if (!decoded.ok()) return Damaged(id, t, decoded.status().message());
+  return decoded;
 }
 
 void SessionStore::ReadCheckpoint(const Write& w) {
@@ -282,8 +313,8 @@ absl::Status SessionStore::DropCheckpoints(const std::string& id, int64_t after)
   return b.Text(1, id).Int(2, after).Run("dropping checkpoint parts");
 }
 
-absl::StatusOr<std::string> SessionStore::ReadCheckpointParts(const std::string& id,
-                                                              int64_t t) const {
+absl::StatusOr<Checkpoint> SessionStore::ReadCheckpointParts(const std::string& id,
+                                                             int64_t t) const {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -352,7 +383,7 @@ absl::StatusOr<std::string> SessionStore::ReadCheckpointParts(const std::string&
     }
   }
   if (step != SQLITE_DONE) return parts.Error("reading a checkpoint");
-  return SerializeCheckpoint(*joined);
+  return joined;
 }
 
 absl::Status SessionStore::ApplyRollback(const Write& w) {

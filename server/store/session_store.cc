@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/state.h"
+#include "server/fault_points.h"
 #include "server/store/record_sum.h"
 #include "server/store/sqlite_stmt.h"
 #include "server/store/store_errors.h"
@@ -92,16 +93,25 @@ absl::Status SessionStore::DeleteGroup(const std::string& id,
   return Submit(std::move(w), /*wait=*/true, deadline);
 }
 
-std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(const SessionRecord& r) {
+std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(SessionRecord r) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kPut;
-  w->id = r.id;
+  w->id = std::move(r.id);
   w->spec = r.spec.SerializeAsString();
-  w->state = r.state;
+  w->state = std::move(r.state);
   w->t = r.t;
   w->keep_checkpoints = r.checkpoint ? 1 : 0;
   for (const v1::StepReply& reply : r.replies) {
     w->replies.emplace_back(reply.t(), reply.SerializeAsString());
+  }
+  if (r.parts != nullptr) {
+    w->aux_count = static_cast<int64_t>(r.parts->aux.size());
+    w->part_source = std::move(r.parts);
+    if (w->keep_checkpoints > 0) {
+      // Its first checkpoint: in parts, a chain's start (InsertCheckpoint).
+      w->checkpoint_count = w->aux_count;
+      w->checkpoint_base = 0;
+    }
   }
   return w;
 }
@@ -110,8 +120,13 @@ absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSp
                                       std::string state, int64_t t,
                                       const std::vector<v1::StepReply>& replies, bool checkpoint,
                                       std::chrono::system_clock::time_point deadline) {
-  SessionRecord r{id, spec, std::move(state), t, replies, checkpoint};
-  return Submit(PutWrite(r), /*wait=*/true, deadline);
+  return PutSession(SessionRecord{id, spec, std::move(state), t, replies, checkpoint, nullptr},
+                    deadline);
+}
+
+absl::Status SessionStore::PutSession(SessionRecord record,
+                                      std::chrono::system_clock::time_point deadline) {
+  return Submit(PutWrite(std::move(record)), /*wait=*/true, deadline);
 }
 
 absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
@@ -122,7 +137,7 @@ absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
   all->id = id;
   std::vector<std::string> ids;
   for (const SessionRecord& r : members) {
-    all->parts.push_back(PutWrite(r));
+    all->parts.push_back(PutWrite(r));  // in parts: copies the head and a handle only
     ids.push_back(r.id);
   }
   auto group = std::make_shared<Write>();
@@ -247,13 +262,19 @@ absl::Status SessionStore::Apply(const Write& w) {
   switch (w.kind) {
     case Write::kPut: {
       Stmt s(*writer_sql_,
-             "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum, file) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?)");
+             "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum, file, "
+             "parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
       s.Text(1, w.id).Blob(2, w.spec).Int(4, w.t).Int(5, RecordSum("spec", w.id, 0, w.spec));
       BindRecord(s, 3, 6, 7, w.state, w.state_file, "state", w.id, w.t);
+      const bool in_parts = w.part_source != nullptr;
+      if (in_parts) {
+        s.Int(8, w.aux_count);
+      } else {
+        s.Null(8);
+      }
       if (absl::Status st = s.Run("saving a session"); !st.ok()) return st;
-      // The whole state is in the row (parts NULL): no part of an earlier
-      // session of this id may survive.
+      // No part of an earlier session of this id may survive (whole: the
+      // state is in the row, parts NULL).
       if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
       if (absl::Status st = ReplaceReplies(w.id, w.replies); !st.ok()) return st;
       // A new session (create, import, fork): no checkpoint of an earlier
@@ -261,8 +282,13 @@ absl::Status SessionStore::Apply(const Write& w) {
       if (absl::Status st = DropCheckpoints(w.id, std::numeric_limits<int64_t>::min()); !st.ok()) {
         return st;
       }
-      if (w.keep_checkpoints > 0) return InsertCheckpoint(w, w.state, 1);
-      return absl::OkStatus();
+      if (w.keep_checkpoints > 0) {
+        if (absl::Status st = InsertCheckpoint(w, w.state, 1); !st.ok()) return st;
+      }
+      if (!in_parts) return absl::OkStatus();
+      if (absl::Status st = SaveSourceParts(w, w.keep_checkpoints > 0); !st.ok()) return st;
+      // Tests fail or crash here, inside the transaction.
+      return FaultPoint("put_parts_written", w.id);
     }
     case Write::kAll:
       // One Write is applied inside one transaction (see WriterLoop).

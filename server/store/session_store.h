@@ -130,10 +130,19 @@ struct StepState {
 struct SessionRecord {
   std::string id;
   v1::SessionSpec spec;
-  std::string state;  // SerializeState bytes
-  int64_t t = 0;      // the state's next step index
+  // SerializeState bytes: the whole encoding, or with `parts` its head
+  // (SerializeCheckpointHead).
+  std::string state;
+  int64_t t = 0;  // the state's next step index
   std::vector<v1::StepReply> replies;
   bool checkpoint = false;  // store the state as the session's first checkpoint
+  // In parts (issue 23 item 4): the row's head is `state` and its aux parts
+  // are parts->aux, each its own row, as a step leaves them; the first
+  // checkpoint, if asked, is a checkpoint in parts starting a chain (base
+  // 0).  The writer reads each part where it is (an immutable snapshot,
+  // shared, never copied), so a new session of 1,000,000 tasks is written
+  // without a second, encoded copy of it in memory.
+  std::shared_ptr<const SessionState> parts;
 };
 
 struct StoredGroup {
@@ -211,6 +220,9 @@ class SessionStore {
                           bool checkpoint = false,
                           std::chrono::system_clock::time_point deadline =
                               std::chrono::system_clock::time_point::max());
+  // The same for a record of either form (SessionRecord::parts: in parts).
+  absl::Status PutSession(SessionRecord record, std::chrono::system_clock::time_point deadline =
+                                                    std::chrono::system_clock::time_point::max());
   absl::Status DeleteSession(const std::string& id,
                              std::chrono::system_clock::time_point deadline =
                                  std::chrono::system_clock::time_point::max());
@@ -278,6 +290,10 @@ class SessionStore {
   // own, not the writer's), checksum-verified: NOT_FOUND if there is none,
   // DATA_LOSS if it is damaged.
   absl::StatusOr<std::string> LoadCheckpoint(const std::string& id, int64_t t);
+  // The same decoded (a checkpoint in parts: each part decoded as it is
+  // read, never joined into the whole encoding): a fork's starting point.
+  // DATA_LOSS also when the bytes do not decode.
+  absl::StatusOr<Checkpoint> LoadCheckpointState(const std::string& id, int64_t t);
   // Rolls session `id` back, in one transaction: its state becomes `state`
   // (next step index `t`, the bytes of its checkpoint at t), its reply
   // cache `replies`, and its checkpoints after t are removed.
@@ -329,7 +345,10 @@ class SessionStore {
                size_t max_queued_bytes, size_t side_file_bytes);
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
-  static std::shared_ptr<Write> PutWrite(const SessionRecord& record);
+  static std::shared_ptr<Write> PutWrite(SessionRecord record);
+  // Writer thread only: a kPut's aux parts from its SessionRecord::parts,
+  // each its own row (and, with its first checkpoint, that checkpoint's).
+  absl::Status SaveSourceParts(const Write& w, bool checkpoint);
   static std::shared_ptr<Write> StepWrite(SessionStep step, int keep_replies);
   // A write's payload bytes, its parts' included (the queue bound).
   static size_t PayloadBytes(const Write& w);
@@ -377,7 +396,7 @@ class SessionStore {
   // those a kept checkpoint resolves to (`written`: the t just written).
   absl::Status TrimCheckpoints(const std::string& id, int64_t written, int keep);
   // LoadCheckpoint of a checkpoint in parts, on a connection of its own.
-  absl::StatusOr<std::string> ReadCheckpointParts(const std::string& id, int64_t t) const;
+  absl::StatusOr<Checkpoint> ReadCheckpointParts(const std::string& id, int64_t t) const;
   absl::Status ApplyRollback(const Write& w);
   // Reads every fence into `out` (fences.cc).
   absl::Status LoadFences(LoadedStore& out);
@@ -396,7 +415,7 @@ class SessionStore {
   // which lists every file made for it): each record of `w` of at least
   // side_file_bytes_ written to a side file and dropped from memory.
   absl::Status SpillLarge(Write& w, Write& owner);
-  absl::StatusOr<SideFile> WriteSideFile(const std::string& bytes, int64_t sum, Write& owner);
+  absl::StatusOr<SideFile> WriteSideFile(absl::string_view bytes, int64_t sum, Write& owner);
   absl::StatusOr<SideFile> LinkSideFile(const std::string& name, int64_t sum, Write& owner);
   absl::Status SyncSideFiles(const Write& owner);
   // After a write's outcome: done, the files its transaction released are

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/aux_part_bytes.h"
 #include "server/fault_points.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
@@ -154,7 +155,7 @@ absl::Status SessionStore::OpenSideFiles(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<SessionStore::SideFile> SessionStore::WriteSideFile(const std::string& bytes,
+absl::StatusOr<SessionStore::SideFile> SessionStore::WriteSideFile(absl::string_view bytes,
                                                                    int64_t sum, Write& owner) {
   const int64_t size = static_cast<int64_t>(bytes.size());
   if (size > max_record_bytes()) {
@@ -274,6 +275,26 @@ absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
     case Write::kPut:
     case Write::kStep: {
       const bool whole = w.kind == Write::kPut || w.aux_count < 0;
+      if (w.part_source != nullptr) {
+        // A new session's parts, read where they are: a large one to a
+        // file of its own (its first checkpoint's row: a hard link).
+        const StateParts& aux = w.part_source->aux;
+        std::string scratch;
+        for (size_t i = 0; i < aux.size(); ++i) {
+          if (8 * static_cast<size_t>(aux[i].size()) < side_file_bytes_) continue;
+          const int64_t index = static_cast<int64_t>(i);
+          const absl::string_view bytes = AuxPartBytes(aux[i], &scratch);
+          absl::StatusOr<SideFile> f =
+              WriteSideFile(bytes, RecordSum("part", w.id, index, bytes), owner);
+          if (!f.ok()) return f.status();
+          w.part_files.emplace_back(index, *f);
+          if (w.keep_checkpoints == 0) continue;
+          absl::StatusOr<SideFile> linked =
+              LinkSideFile(f->name, CheckpointPartSum(w.id, w.t, index, bytes), owner);
+          if (!linked.ok()) return linked.status();
+          w.checkpoint_part_files.emplace_back(index, *std::move(linked));
+        }
+      }
       if (w.kind == Write::kStep) {
         for (auto& [index, bytes] : w.aux_rows) {
           w.aux_files.emplace_back();

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server::store_detail {
@@ -97,6 +98,10 @@ class Stmt {
     return Bound(sqlite3_bind_text64(stmt_, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8));
   }
   Stmt& Blob(int i, const std::string& v) {
+    return Bound(sqlite3_bind_blob64(stmt_, i, v.data(), v.size(), SQLITE_STATIC));
+  }
+  // Bytes bound where they are (not copied): valid until the statement runs.
+  Stmt& BlobView(int i, absl::string_view v) {
     return Bound(sqlite3_bind_blob64(stmt_, i, v.data(), v.size(), SQLITE_STATIC));
   }
   Stmt& Int(int i, int64_t v) { return Bound(sqlite3_bind_int64(stmt_, i, v)); }

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/aux_part_bytes.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
 #include "server/store/sqlite_stmt.h"
@@ -13,6 +14,8 @@
 namespace f2obo::server {
 
 using store_detail::BindRecord;
+using store_detail::CheckpointPartSum;
+using store_detail::RecordSum;
 using store_detail::Stmt;
 
 std::shared_ptr<SessionStore::Write> SessionStore::StepWrite(SessionStep step, int keep_replies) {
@@ -79,6 +82,46 @@ absl::Status SessionStore::SaveParts(const Write& w) {
     p.Text(1, w.id).Int(2, index);
     BindRecord(p, 3, 4, 5, bytes, file, "part", w.id, index);
     if (absl::Status s = p.Run("saving a state part"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SessionStore::SaveSourceParts(const Write& w, bool checkpoint) {
+  // Each part bound where it is (the snapshot is immutable and the write
+  // holds it), into its state row and, for the first checkpoint (a chain's
+  // start: no row for an empty part), its checkpoint row.
+  static const std::string* const kEmpty = new std::string();
+  const StateParts& aux = w.part_source->aux;
+  auto file = w.part_files.begin();
+  auto checkpoint_file = w.checkpoint_part_files.begin();
+  std::string scratch;
+  for (size_t i = 0; i < aux.size(); ++i) {
+    if (aux[i].size() == 0) continue;
+    const int64_t index = static_cast<int64_t>(i);
+    const absl::string_view bytes = AuxPartBytes(aux[i], &scratch);
+    const bool in_file = file != w.part_files.end() && file->first == index;
+    Stmt p(*writer_sql_,
+           "INSERT INTO state_parts (id, idx, part, part_sum, file) VALUES (?, ?, ?, ?, ?)");
+    p.Text(1, w.id).Int(2, index);
+    if (in_file) {
+      p.Blob(3, *kEmpty).Int(4, file->second.sum).Text(5, file->second.name);
+      ++file;
+    } else {
+      p.BlobView(3, bytes).Int(4, RecordSum("part", w.id, index, bytes)).Null(5);
+    }
+    if (absl::Status s = p.Run("saving a state part"); !s.ok()) return s;
+    if (!checkpoint) continue;
+    Stmt c(*writer_sql_,
+           "INSERT INTO checkpoint_parts (id, t, idx, part, part_sum, file) "
+           "VALUES (?, ?, ?, ?, ?, ?)");
+    c.Text(1, w.id).Int(2, w.t).Int(3, index);
+    if (checkpoint_file != w.checkpoint_part_files.end() && checkpoint_file->first == index) {
+      c.Blob(4, *kEmpty).Int(5, checkpoint_file->second.sum).Text(6, checkpoint_file->second.name);
+      ++checkpoint_file;
+    } else {
+      c.BlobView(4, bytes).Int(5, CheckpointPartSum(w.id, w.t, index, bytes)).Null(6);
+    }
+    if (absl::Status s = c.Run("saving a checkpoint part"); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

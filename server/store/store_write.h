@@ -45,7 +45,15 @@ struct SessionStore::Write {
   std::vector<std::pair<int64_t, std::string>> aux_rows;
   std::string full_state;
   bool trim_parts = true;
-  bool complete_parts = false;                           // aux_rows holds every non-empty part
+  bool complete_parts = false;  // aux_rows holds every non-empty part
+  // kPut in parts (SessionRecord::parts): `state` is the head, aux_count
+  // the parts' count, and every non-empty part of part_source->aux is
+  // written where it is; those in side files are listed (index, file),
+  // increasing, in part_files (and their checkpoint's hard links in
+  // checkpoint_part_files).
+  std::shared_ptr<const SessionState> part_source;
+  std::vector<std::pair<int64_t, SideFile>> part_files;
+  std::vector<std::pair<int64_t, SideFile>> checkpoint_part_files;
   std::vector<std::pair<int64_t, std::string>> replies;  // kPut, kRollback
   int keep = 0;                                          // kStep: replies kept
   // kAll: writes applied in order, all in one transaction.

@@ -25,6 +25,7 @@ size_t SessionStore::PayloadBytes(const Write& w) {
   for (const auto& r : w.aux_rows) bytes += r.second.size();
   for (const auto& r : w.checkpoint_rows) bytes += r.second.size();
   for (const auto& p : w.parts) bytes += PayloadBytes(*p);
+  if (w.part_source != nullptr) bytes += w.part_source->aux.payload_bytes();
   return bytes;
 }
 

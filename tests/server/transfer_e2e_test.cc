@@ -342,6 +342,96 @@ TEST_F(TransferE2e, KillNineOfTheImportingServerMidStreamLeavesNothing) {
   StepBoth(2);
 }
 
+// kill -9 inside the importing server's store write (the session's head
+// and part rows written, its transaction not committed): nothing is left,
+// and the import then succeeds.
+TEST_F(TransferE2e, KillNineInsideTheImportsStoreWriteLeavesNothing) {
+  const Export ex = ExportOf(*ca_, "big");
+  const std::string dir = b_->data_dir();
+  b_->Stop(SIGKILL);
+  {
+    testing::ScopedEnv crash("F2OBO_TEST_CRASH_AT", "put_parts_written:big");
+    RestartB(dir);
+  }
+  ASSERT_TRUE(b_->started()) << b_->banner();
+  cb_ = std::make_unique<client::Client>(client::ClientOptions{b_->target()});
+  const absl::StatusOr<v1::SessionInfo> in = client::ImportSessionChunks(*cb_, "", From(ex.chunks));
+  // (A server still alive would have answered: it died at the point.)
+  EXPECT_EQ(in.status().code(), absl::StatusCode::kUnavailable) << in.status();
+  RestartB(dir);
+  ASSERT_TRUE(b_->started()) << b_->banner();
+  cb_ = std::make_unique<client::Client>(client::ClientOptions{b_->target()});
+  ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
+  ASSERT_TRUE(client::ImportSessionChunks(*cb_, "", From(ex.chunks)).ok());
+  StepBoth(2);
+}
+
+// Forks are stored in parts (their parts shared with the source in
+// memory): of the current state, at a checkpoint in a chain's middle and
+// at the creation's (a chain's start).  After steps (the fork's own delta
+// checkpoint among them) and kill -9, every fork and checkpoint reads back
+// bit-exact, and the fork continues as its source does.
+TEST(TransferForkE2e, ForksInPartsSurviveKillNineBitExact) {
+  std::vector<std::string> flags = Flags();
+  flags.push_back("--checkpoint_every=2");
+  auto a = std::make_unique<ServerProcess>(flags);
+  ASSERT_TRUE(a->started()) << a->banner();
+  auto c = std::make_unique<client::Client>(client::ClientOptions{a->target()});
+  int64_t next_t = Grow(*c, "big");  // checkpoints at 0, 2, 4, 6, 8
+  ASSERT_EQ(next_t, 9);
+  const auto fork = [&](const std::string& id, int64_t at_t) {
+    v1::ForkSessionRequest req;
+    req.set_session_id("big");
+    req.set_new_session_id(id);
+    if (at_t >= 0) req.set_at_t(at_t);
+    const absl::StatusOr<v1::SessionInfo> f = c->ForkSession(req);
+    EXPECT_TRUE(f.ok()) << f.status();
+    return ExportOf(*c, id).state;
+  };
+  const std::string now = ExportOf(*c, "big").state;
+  EXPECT_TRUE(fork("now", -1) == now);
+  const std::string at4 = fork("at4", 4), at0 = fork("at0", 0);
+  // A fresh session of the same spec is the state at 0.
+  ASSERT_TRUE(c->CreateSession(Create("fresh")).ok());
+  EXPECT_TRUE(at0 == ExportOf(*c, "fresh").state);
+  EXPECT_FALSE(at4 == now);
+  // The source and the fork step alike (a checkpoint at 10 for both).
+  for (; next_t < 12; ++next_t) {
+    const absl::StatusOr<v1::StepReply> x = c->Step(Request("big", next_t, Later(next_t)));
+    const absl::StatusOr<v1::StepReply> y = c->Step(Request("now", next_t, Later(next_t)));
+    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << y.status();
+    EXPECT_TRUE(SameBits(x->x(), y->x())) << "t = " << next_t;
+  }
+  const std::string dir = a->data_dir();
+  a->Stop(SIGKILL);
+  ServerProcess again(flags, dir);
+  ASSERT_TRUE(again.started()) << again.banner();
+  c = std::make_unique<client::Client>(client::ClientOptions{again.target()});
+  const std::string big = ExportOf(*c, "big").state;
+  EXPECT_TRUE(ExportOf(*c, "now").state == big);
+  EXPECT_TRUE(ExportOf(*c, "at4").state == at4);
+  EXPECT_TRUE(ExportOf(*c, "at0").state == at0);
+  // The fork's checkpoint at 10 extends its first (at 8): both read back.
+  v1::ForkSessionRequest req;
+  for (const auto& [from, at_t] : std::vector<std::pair<std::string, int64_t>>{
+           {"big", 10}, {"now", 10}, {"big", 8}, {"now", 8}}) {
+    req.set_session_id(from);
+    req.set_new_session_id(from + "_at" + std::to_string(at_t));
+    req.set_at_t(at_t);
+    const absl::StatusOr<v1::SessionInfo> f = c->ForkSession(req);
+    ASSERT_TRUE(f.ok()) << from << " at " << at_t << ": " << f.status();
+  }
+  EXPECT_TRUE(ExportOf(*c, "big_at10").state == ExportOf(*c, "now_at10").state);
+  EXPECT_TRUE(ExportOf(*c, "big_at8").state == ExportOf(*c, "now_at8").state);
+  EXPECT_TRUE(ExportOf(*c, "now_at8").state == now);
+  for (int k = 0; k < 2; ++k, ++next_t) {
+    const absl::StatusOr<v1::StepReply> x = c->Step(Request("big", next_t, Later(next_t)));
+    const absl::StatusOr<v1::StepReply> y = c->Step(Request("now", next_t, Later(next_t)));
+    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << y.status();
+    EXPECT_TRUE(SameBits(x->x(), y->x())) << "t = " << next_t;
+  }
+}
+
 // Runs f2obo-cli with `args`; its exit code, stdout and stderr into `out`.
 int Cli(const std::vector<std::string>& args, std::string* out) {
   std::string command = std::string("'") + F2OBO_CLI_PATH + "'";

@@ -1,14 +1,16 @@
 // RSVRB (core/multitask/rsvrb.cc): with one task it is SVRB bit for bit;
 // its lazy "delay update until sampled" decay equals running Alg. 2's
 // updates for every task at every step (an eager reference written here
-// from the paper); it drives ||grad F|| down on a static quadratic
-// multi-task stream; the explicit-size guard.
+// from the paper), at constant steps and under the decaying schedule
+// (core/multitask/rsvrb_schedule.h); it drives ||grad F|| down on a static
+// quadratic multi-task stream; the explicit-size guard.
 #include "core/multitask/rsvrb.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <Eigen/Cholesky>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -19,6 +21,7 @@
 #include "core/bilevel/bilevel_state.h"
 #include "core/hypergradients/spectral_projections.h"
 #include "core/multitask/multitask_problem.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/multitask/multitask_streams.h"
 #include "tests/core/test_streams.h"
@@ -98,7 +101,10 @@ TEST(Rsvrb, WithOneTaskIsSvrbBitForBitOnAQuadraticStream) {
 // c), grad2_xy g = -mu M^T, grad2_yy g = mu I.  The service's choices it
 // mirrors (rsvrb.cc): j_t drawn first from the session RNG, a task's
 // estimators start at its derivatives on its first round, untouched tasks
-// have z = 0.
+// have z = 0.  With rsvrb_decay = q > 0 every step t takes its own
+// s_t = ((c0 + 1) / (c0 + t))^q, computed here from the formula:
+// gamma s_t, alpha s_t, keeps 1 - (1 - momentum) s_t^2 and
+// 1 - (1 - task_momentum) s_t^2, for sampled and unsampled tasks alike.
 class EagerRsvrb {
  public:
   EagerRsvrb(const testing::QuadraticTasks& q, const AlgorithmOptions& o, uint64_t seed)
@@ -112,8 +118,15 @@ class EagerRsvrb {
   }
 
   void Step(const std::vector<int>& sampled) {
+    ++t_;
     const int m = q_.m();
-    const double keep = o_.momentum, p = static_cast<double>(sampled.size()) / m;
+    const bool decaying = o_.rsvrb_decay > 0.0;
+    const double s =
+        decaying ? std::pow((o_.rsvrb_offset + 1.0) / (o_.rsvrb_offset + t_), o_.rsvrb_decay) : 1.0;
+    const double keep = decaying ? 1.0 - (1.0 - o_.momentum) * s * s : o_.momentum;
+    const double task_keep = decaying ? 1.0 - (1.0 - o_.task_momentum) * s * s : o_.task_momentum;
+    const double alpha = o_.alpha * s, gamma = o_.gamma * s;
+    const double p = static_cast<double>(sampled.size()) / m;
     const int j = static_cast<int>(rng_.UniformBelow(m));
     const Vector z_jt = tasks_[j].z;
     const std::set<int> in(sampled.begin(), sampled.end());
@@ -148,11 +161,11 @@ class EagerRsvrb {
       }
       k.z = k.u - k.j * k.h.ldlt().solve(k.w);
       k.y_prev = k.y;
-      k.y -= o_.alpha * k.v;
+      k.y -= alpha * k.v;
     }
-    d_ = o_.task_momentum * (d_ - z_jt) + tasks_[j].z;
+    d_ = task_keep * (d_ - z_jt) + tasks_[j].z;
     x_prev_ = x_;
-    x_ -= o_.gamma * d_;
+    x_ -= gamma * d_;
   }
 
   const Vector& x() const { return x_; }
@@ -183,25 +196,55 @@ class EagerRsvrb {
   const testing::QuadraticTasks& q_;
   AlgorithmOptions o_;
   Rng rng_;
+  int64_t t_ = 0;
   Vector x_, x_prev_, d_;
   std::vector<Task> tasks_;
 };
 
-TEST(Rsvrb, LazyDecayEqualsApplyingEveryUnsampledUpdateEagerly) {
+// Steps a lazy session and the eager reference on `schedule` (tasks 0-2 of
+// four; task 3 never sampled, j_t still draws it) and compares x after
+// every step (to `tol` relative to max ||x||), then y_i and z_i of tasks
+// 0-2 after one more step of each.  Returns the largest relative x error.
+double ExpectLazyEqualsEager(AlgorithmOptions options,
+                             const std::vector<std::vector<int>>& schedule, double tol) {
   const testing::QuadraticTasks q(4, 2, 3, 21);
   SessionConfig config = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
   config.seed = 9;
-  config.options.gamma = 0.05;
-  config.options.hessian_floor = 0.5;  // active: decayed H's eigenvalues reach the floor
-  config.options.alpha = 0.1;          // the eager reference's fixed step (default: automatic)
+  config.options = options;
   std::unique_ptr<Session> lazy = *Session::Create(config);
   EagerRsvrb eager(q, config.options, config.seed);
   const TaskTable& table = *MultitaskTable(lazy->problem());
+  double scale = 0.0, worst = 0.0;
+  for (size_t t = 0; t < schedule.size(); ++t) {
+    EXPECT_TRUE(lazy->Step(q.Step(schedule[t])).ok()) << t;
+    eager.Step(schedule[t]);
+    scale = std::max(scale, eager.x().norm());
+    const double err = (lazy->state().x - eager.x()).norm() / (1.0 + scale);
+    worst = std::max(worst, err);
+    if (err >= tol) {
+      ADD_FAILURE() << "x after step " << t + 1 << ": relative error " << err;
+      return worst;
+    }
+  }
+  // The stored per-task state is that of each task's last update; bring it
+  // forward by stepping each task once more and compare y_i.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(lazy->Step(q.Step({i})).ok());
+    eager.Step({i});
+    const int slot = table.Find(lazy->state(), i);
+    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbY) - eager.y(i)).norm(), tol) << "task " << i;
+    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbZ) - eager.z(i)).norm(), 10 * tol)
+        << "task " << i;
+  }
+  EXPECT_EQ(table.touched(lazy->state()), 3);  // task 3 never holds state
+  return worst;
+}
+
+// Tasks 0-2 sampled one or two at a time, long gaps included.
+std::vector<std::vector<int>> GappySchedule(int steps) {
   std::mt19937_64 rng(3);
-  // Tasks 0-2 sampled one or two at a time, long gaps included; task 3
-  // never (j_t still draws it).
   std::vector<std::vector<int>> schedule;
-  for (int t = 0; t < 60; ++t) {
+  for (int t = 0; t < steps; ++t) {
     if (t % 7 == 6) {
       schedule.push_back({0, 2});
     } else if (t < 20) {
@@ -210,24 +253,50 @@ TEST(Rsvrb, LazyDecayEqualsApplyingEveryUnsampledUpdateEagerly) {
       schedule.push_back({static_cast<int>(rng() % 3)});
     }
   }
-  double scale = 0.0;
-  for (size_t t = 0; t < schedule.size(); ++t) {
-    ASSERT_TRUE(lazy->Step(q.Step(schedule[t])).ok()) << t;
-    eager.Step(schedule[t]);
-    scale = std::max(scale, eager.x().norm());
-    ASSERT_LT((lazy->state().x - eager.x()).norm(), 1e-10 * (1.0 + scale))
-        << "x after step " << t + 1;
+  return schedule;
+}
+
+AlgorithmOptions LazyEagerOptions() {
+  AlgorithmOptions o = DefaultAlgorithmOptions("rsvrb");
+  o.gamma = 0.05;
+  o.hessian_floor = 0.5;  // active: decayed H's eigenvalues reach the floor
+  o.alpha = 0.1;          // the eager reference's fixed step (default: automatic)
+  return o;
+}
+
+TEST(Rsvrb, LazyDecayEqualsApplyingEveryUnsampledUpdateEagerly) {
+  AlgorithmOptions o = LazyEagerOptions();
+  o.rsvrb_decay = 0.0;  // constant steps (Theorem 2)
+  ExpectLazyEqualsEager(o, GappySchedule(60), 1e-10);
+}
+
+// The decaying schedule (SVRB's Thm 1 exponent, a small c0 so that s_t
+// moves a lot over the run): the lazy catch-up's loop over the skipped
+// steps' own keeps and y-steps equals the eager updates, also across a
+// 150-step gap (task 2 unsampled from step 61 to 210).
+TEST(Rsvrb, LazyDecayEqualsTheEagerUpdatesUnderTheDecayingSchedule) {
+  AlgorithmOptions o = LazyEagerOptions();
+  o.rsvrb_decay = 1.0 / 3.0;
+  o.rsvrb_offset = 2.0;
+  o.momentum = 0.6;  // b_1 = 0.4: the keeps differ from step to step visibly
+  o.task_momentum = 0.7;
+  std::vector<std::vector<int>> schedule = GappySchedule(60);
+  std::mt19937_64 rng(5);
+  for (int t = 0; t < 150; ++t) schedule.push_back({static_cast<int>(rng() % 2)});
+  const double worst = ExpectLazyEqualsEager(o, schedule, 1e-13);
+  EXPECT_LT(worst, 1e-13);
+  // Not the constant schedule: the same run at q = 0 ends elsewhere.
+  const testing::QuadraticTasks q(4, 2, 3, 21);
+  SessionConfig a = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
+  a.options = o;
+  SessionConfig b = a;
+  b.options.rsvrb_decay = 0.0;
+  std::unique_ptr<Session> decaying = *Session::Create(a), constant = *Session::Create(b);
+  for (const std::vector<int>& tasks : schedule) {
+    ASSERT_TRUE(decaying->Step(q.Step(tasks)).ok());
+    ASSERT_TRUE(constant->Step(q.Step(tasks)).ok());
   }
-  // The stored per-task state is that of each task's last update; bring it
-  // forward by stepping each task once more and compare y_i.
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(lazy->Step(q.Step({i})).ok());
-    eager.Step({i});
-    const int slot = table.Find(lazy->state(), i);
-    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbY) - eager.y(i)).norm(), 1e-10) << "task " << i;
-    EXPECT_LT((table.Var(lazy->state(), slot, kRsvrbZ) - eager.z(i)).norm(), 1e-9) << "task " << i;
-  }
-  EXPECT_EQ(table.touched(lazy->state()), 3);  // task 3 never holds state
+  EXPECT_GT((decaying->state().x - constant->state().x).norm(), 1e-3);
 }
 
 // Mean of ||grad F(x_t)|| / ||grad F(x_1)|| over the last tenth of `steps`
