@@ -199,15 +199,17 @@ absl::Status ValidateFeatures(const Batch& b, int expected_cols, const char* wha
         b.csr.rows(), b.csr.cols(), b.csr.outerIndexPtr(), b.csr.innerIndexPtr(), b.csr.valuePtr(),
         static_cast<int64_t>(b.csr.data().size()), absl::StrCat(what, ": csr."));
     if (!st.ok()) return st;
-  } else if (!AllInputNumbers(b.dense.data(), b.dense.size())) {
-    for (Eigen::Index r = 0; r < b.dense.rows(); ++r) {
-      for (Eigen::Index j = 0; j < b.dense.cols(); ++j) {
-        if (!InputNumberOk(b.dense(r, j))) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              what, ": feature (row ", r, ", column ", j, ") ",
-              std::isfinite(b.dense(r, j)) ? "" : "is ", InputNumberProblem(b.dense(r, j))));
-        }
-      }
+  } else if (!b.row_ptrs.empty() || !AllInputNumbers(b.dense.data(), b.dense.size())) {
+    // The offender's row and column; rows held by address (a row window's
+    // view, where `dense` is empty) are checked here row by row.
+    for (int r = 0; r < b.rows(); ++r) {
+      const double* row = b.DenseRow(r);
+      if (AllInputNumbers(row, b.cols())) continue;
+      int j = 0;
+      while (InputNumberOk(row[j])) ++j;
+      return absl::InvalidArgumentError(absl::StrCat(what, ": feature (row ", r, ", column ", j,
+                                                     ") ", std::isfinite(row[j]) ? "" : "is ",
+                                                     InputNumberProblem(row[j])));
     }
   }
   return absl::OkStatus();

@@ -27,6 +27,8 @@
 //                                          (create, import, fork) is written,
 //                                          inside its transaction, not committed
 //                                          (store/session_store.cc)
+//   export_chunk_sent        id: session  ExportSessionStream wrote a chunk
+//                                          (server/service.cc)
 //
 // Thread-safety: thread-safe; a handler is called from the threads that
 // reach its points, without any of the server's locks held.

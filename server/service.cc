@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/decode_traits.h"
+#include "server/fault_points.h"
 #include "server/request_bounds.h"
 #include "server/status.h"
 
@@ -242,8 +243,22 @@ grpc::Status F2oboService::ExportSessionStream(grpc::ServerContext* ctx,
   int64_t chunk = req->chunk_bytes() > 0 ? req->chunk_bytes() : kDefaultChunk;
   chunk = std::max(kLeast, std::min(chunk, max_message_bytes_ / 4));
   return Handle("ExportSessionStream", ctx, req, [&] {
+    int64_t sent = 0;
+    // Why the stream stops early: a shutdown is told as such (UNAVAILABLE:
+    // export again once the server is back), not as the client's doing.
+    const auto stopped = [&] {
+      if (shutting_down_.load()) {
+        return absl::UnavailableError(
+            absl::StrCat("server is shutting down: the export of session '", req->session_id(),
+                         "' stopped after ", sent, sent == 1 ? " chunk" : " chunks",
+                         "; export again once it is back"));
+      }
+      return absl::CancelledError("the client stopped reading the export");
+    };
     return sessions_->ExportChunks(req->session_id(), chunk, [&](const v1::SessionChunk& c) {
-      return !shutting_down_.load() && writer->Write(c);
+      if (shutting_down_.load() || !writer->Write(c)) return stopped();
+      ++sent;
+      return FaultPoint("export_chunk_sent", req->session_id());
     });
   });
 }

@@ -208,6 +208,12 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(std::vector<Sto
     {
       absl::MutexLock lock(&entry->mu);  // not shared yet: for the analysis' sake
       for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
+      // A store written with a longer --reply_cache: the newest
+      // reply_cache answer retries from now on, as after a step (the
+      // store's rows are trimmed at the session's next step).
+      while (static_cast<int>(entry->replies.size()) > limits_.reply_cache) {
+        entry->replies.pop_front();
+      }
       entry->checkpoints.insert(stored.checkpoints.begin(), stored.checkpoints.end());
     }
     // Stored sessions load whatever the limits (they exist already); they

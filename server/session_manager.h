@@ -110,12 +110,13 @@ class SessionManager {
   // proto's ExportSessionStream and ImportSessionStream).  ExportChunks
   // hands session `id`'s export to `write` chunk by chunk, each of at most
   // about `chunk_bytes`, from a snapshot of its state taken when it starts;
-  // `write` returning false (the client went away) stops it (CANCELLED).
+  // an error from `write` (the client went away, the server is shutting
+  // down) stops it and is returned.
   // ImportChunks builds a session from the messages `read` gives (true: a
   // message; false: the stream's end; an error: the stream broke, returned
   // as is) with Import's checks, and installs it only after the end chunk
   // passed them all; on any error nothing exists and nothing is stored.
-  using ChunkSink = std::function<bool(const v1::SessionChunk&)>;
+  using ChunkSink = std::function<absl::Status(const v1::SessionChunk&)>;
   using ChunkSource = std::function<absl::StatusOr<bool>(v1::ImportSessionStreamRequest*)>;
   absl::Status ExportChunks(const std::string& id, int64_t chunk_bytes,
                             const ChunkSink& write) const;

@@ -40,22 +40,21 @@ class ChunkWriter {
   ChunkWriter(int64_t limit, const SessionManager::ChunkSink& write)
       : limit_(limit), write_(write) {}
 
-  bool Begin(const std::string& id, const std::string& spec, int64_t parts) {
+  void Begin(const std::string& id, const std::string& spec, int64_t parts) {
     v1::TransferBegin* b = chunk_.mutable_begin();
     b->set_session_id(id);
     b->set_spec(spec);
     b->set_parts(parts);
     sum_.AddSpec(spec);
     used_ = static_cast<int64_t>(spec.size()) + kSliceOverhead;
-    return true;
   }
 
-  bool Part(int64_t part, absl::string_view bytes) {
+  absl::Status Part(int64_t part, absl::string_view bytes) {
     sum_.BeginPart(part);
     while (!bytes.empty()) {
       const int64_t room = limit_ - used_ - kSliceOverhead;
       if (room <= 0) {
-        if (!Flush()) return false;
+        if (absl::Status s = Flush(); !s.ok()) return s;
         continue;
       }
       const size_t n = std::min(bytes.size(), static_cast<size_t>(room));
@@ -67,21 +66,23 @@ class ChunkWriter {
       state_bytes_ += static_cast<int64_t>(n);
       bytes.remove_prefix(n);
     }
-    return true;
+    return absl::OkStatus();
   }
 
   // A reply is not cut: one larger than the limit goes alone in a chunk.
-  bool Reply(const std::string& bytes) {
+  absl::Status Reply(const std::string& bytes) {
     const int64_t size = static_cast<int64_t>(bytes.size()) + kSliceOverhead;
-    if (used_ > 0 && used_ + size > limit_ && !Flush()) return false;
+    if (used_ > 0 && used_ + size > limit_) {
+      if (absl::Status s = Flush(); !s.ok()) return s;
+    }
     chunk_.add_replies(bytes);
     sum_.AddReply(bytes);
     used_ += size;
     ++replies_;
-    return true;
+    return absl::OkStatus();
   }
 
-  bool Finish() {
+  absl::Status Finish() {
     v1::TransferEnd* end = chunk_.mutable_end();
     end->set_crc32(sum_.value());
     end->set_state_bytes(state_bytes_);
@@ -90,11 +91,11 @@ class ChunkWriter {
   }
 
  private:
-  bool Flush() {
-    const bool ok = write_(chunk_);
+  absl::Status Flush() {
+    absl::Status s = write_(chunk_);
     chunk_.Clear();
     used_ = 0;
-    return ok;
+    return s;
   }
 
   const int64_t limit_;
@@ -105,10 +106,6 @@ class ChunkWriter {
   int64_t replies_ = 0;
   v1::TransferSum sum_;
 };
-
-absl::Status StreamStopped() {
-  return absl::CancelledError("the client stopped reading the export");
-}
 
 }  // namespace
 
@@ -137,19 +134,20 @@ absl::Status SessionManager::ExportChunks(const std::string& id, int64_t chunk_b
   }
   ChunkWriter w(chunk_bytes, write);
   w.Begin(id, spec, static_cast<int64_t>(state->aux.size()));
-  if (!w.Part(0, head)) return StreamStopped();
+  if (absl::Status s = w.Part(0, head); !s.ok()) return s;
   head = std::string();
   std::string scratch;
   for (size_t i = 0; i < state->aux.size(); ++i) {
     const Vector& v = state->aux[i];
     if (v.size() == 0) continue;
-    if (!w.Part(static_cast<int64_t>(i) + 1, AuxPartBytes(v, &scratch))) return StreamStopped();
+    if (absl::Status s = w.Part(static_cast<int64_t>(i) + 1, AuxPartBytes(v, &scratch)); !s.ok()) {
+      return s;
+    }
   }
   for (const std::string& r : replies) {
-    if (!w.Reply(r)) return StreamStopped();
+    if (absl::Status s = w.Reply(r); !s.ok()) return s;
   }
-  if (!w.Finish()) return StreamStopped();
-  return absl::OkStatus();
+  return w.Finish();
 }
 
 absl::StatusOr<v1::SessionInfo> SessionManager::ImportChunks(const ChunkSource& read,

@@ -20,6 +20,7 @@
 // e.g.   ./build/bench/transfer_bench 1000000 1000000
 // F2OBO_SERVER_BINARY runs another build's server (the A/B of before/after).
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,16 +53,34 @@ double Peak(pid_t pid) { return bench::StatusKiB(pid, "VmHWM:"); }
 // Resets VmHWM to the current VmRSS (Linux >= 4.0).
 void ResetPeak(const std::string& pid) { std::ofstream("/proc/" + pid + "/clear_refs") << "5"; }
 
+// CPU seconds (user + system) process `pid` has used: on a loaded machine
+// a server's share of the cores varies, its CPU time much less.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  // Fields after the command's closing parenthesis: state is field 3,
+  // utime 14, stime 15.
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
 void Report(const char* what, const absl::Status& s, double seconds, double before_kib,
-            double peak_kib, double after_kib) {
+            double peak_kib, double after_kib, double cpu_seconds) {
   std::printf(
-      "%-8s %-10s %9.2f s  server RSS before %8.0f MiB  peak +%7.0f MiB  after +%7.0f MiB\n", what,
-      s.ok() ? "ok" : absl::StatusCodeToString(s.code()).c_str(), seconds, before_kib / 1024,
-      (peak_kib - before_kib) / 1024, (after_kib - before_kib) / 1024);
+      "%-8s %-10s %9.2f s (server CPU %6.2f s)  server RSS before %8.0f MiB  peak +%7.0f MiB  "
+      "after +%7.0f MiB\n",
+      what, s.ok() ? "ok" : absl::StatusCodeToString(s.code()).c_str(), seconds, cpu_seconds,
+      before_kib / 1024, (peak_kib - before_kib) / 1024, (after_kib - before_kib) / 1024);
   if (!s.ok()) std::printf("         %s\n", std::string(s.message().substr(0, 300)).c_str());
   std::fflush(stdout);
 }
@@ -114,7 +134,7 @@ int Run(bool unary, bool raise_limit, int m, int n) {
   const std::string spid = std::to_string(source.pid()), tpid = std::to_string(target.pid());
   // Export to this client.
   {
-    const double before = Rss(source.pid());
+    const double before = Rss(source.pid()), cpu = CpuSeconds(source.pid());
     ResetPeak(spid);
     const auto start = Clock::now();
     absl::Status s;
@@ -134,13 +154,15 @@ int Run(bool unary, bool raise_limit, int m, int n) {
         return absl::OkStatus();
       });
     }
-    Report("export", s, Seconds(start), before, Peak(source.pid()), Rss(source.pid()));
+    Report("export", s, Seconds(start), before, Peak(source.pid()), Rss(source.pid()),
+           CpuSeconds(source.pid()) - cpu);
     std::printf("         %lld bytes in %lld message(s)\n", static_cast<long long>(bytes),
                 static_cast<long long>(chunks));
   }
   // Import into the target (export from the source, import into the target).
   {
     const double before = Rss(target.pid()), source_before = Rss(source.pid());
+    const double cpu = CpuSeconds(target.pid());
     ResetPeak(tpid);
     ResetPeak(spid);
     const auto start = Clock::now();
@@ -159,30 +181,32 @@ int Run(bool unary, bool raise_limit, int m, int n) {
     } else {
       s = client::CopySession(c, t, "mt").status();
     }
-    Report("import", s, Seconds(start), before, Peak(target.pid()), Rss(target.pid()));
+    Report("import", s, Seconds(start), before, Peak(target.pid()), Rss(target.pid()),
+           CpuSeconds(target.pid()) - cpu);
     std::printf("         (the source meanwhile: peak +%.0f MiB)\n",
                 (Peak(source.pid()) - source_before) / 1024);
   }
   // The first step of a new session: what its store write left to it (a
   // whole state in the row makes it write every part).
   const auto first_step = [&](client::Client& on, pid_t pid, const std::string& id) {
-    const double before = Rss(pid);
+    const double before = Rss(pid), cpu = CpuSeconds(pid);
     ResetPeak(std::to_string(pid));
     const auto start = Clock::now();
     const absl::Status s = on.Step(bench::TaskStepRequest(id, step, {0}, pool)).status();
-    Report("  step 1", s, Seconds(start), before, Peak(pid), Rss(pid));
+    Report("  step 1", s, Seconds(start), before, Peak(pid), Rss(pid), CpuSeconds(pid) - cpu);
   };
   first_step(t, target.pid(), "mt");
   // Fork on the source.
   {
-    const double before = Rss(source.pid());
+    const double before = Rss(source.pid()), cpu = CpuSeconds(source.pid());
     ResetPeak(spid);
     const auto start = Clock::now();
     v1::ForkSessionRequest fork;
     fork.set_session_id("mt");
     fork.set_new_session_id("mt.fork");
     const absl::Status s = c.ForkSession(fork).status();
-    Report("fork", s, Seconds(start), before, Peak(source.pid()), Rss(source.pid()));
+    Report("fork", s, Seconds(start), before, Peak(source.pid()), Rss(source.pid()),
+           CpuSeconds(source.pid()) - cpu);
   }
   first_step(c, source.pid(), "mt.fork");
   std::printf("this client's peak RSS: %.0f MiB\n", Peak(getpid()) / 1024);

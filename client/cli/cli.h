@@ -92,6 +92,8 @@ int RunCheckpoint();
 int RunRollback();
 int RunFork();
 int RunRebalance();
+int RunExport();
+int RunImport();
 
 // The values of every --member flag given, in order (main.cc collects them:
 // unlike other flags, --member may be repeated).

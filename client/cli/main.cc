@@ -114,6 +114,18 @@ const std::vector<Command>& Commands() {
        "UNAVAILABLE naming the new one), export, import (a group as a unit), drop the old "
        "copies.  Safe to rerun after a crash: it completes or undoes interrupted moves.",
        RunRebalance},
+      {"export", "Write a session (spec, state, reply cache) to a file",
+       "Streams --session from the server (ExportSessionStream) into --file, one chunk at a "
+       "time whatever the session's size: the chunks length-delimited after a magic line "
+       "(client/session_file.h), the last carrying the CRC-32 of the content.  The file "
+       "appears only once complete.",
+       RunExport},
+      {"import", "Create a session from a file written by export",
+       "Streams --file to the server (ImportSessionStream), one chunk at a time, as session "
+       "--id (empty: the exported id).  The file is checked as it is read (every chunk "
+       "parses, the end chunk comes last, its CRC-32 matches): a damaged or cut file is "
+       "refused (exit 2) and the server keeps nothing, as for any refusal of the server's.",
+       RunImport},
       {"health", "Exit 0 iff the server's health service reports SERVING", "", RunHealth},
       {"bench", "Load generator: concurrent synthetic streams, throughput and latency",
        "Creates --sessions sessions, streams --steps synthetic steps into each (one Steps "

@@ -116,14 +116,14 @@ void RowWindow::AppendDense(const Batch& b, int first_new, int take) {
 
 void RowWindow::AppendSegment(std::shared_ptr<const Vector> segment, int from, bool labels,
                               bool targets) {
-  if (capacity_ <= 0 || segment == nullptr || segment->size() < 2) return;
+  if (capacity_ <= 0 || segment == nullptr || segment->size() < kSegmentHeader) return;
   const int k = static_cast<int>((*segment)[0]);
   if (k <= from || from < 0) return;
   if (n_ == 0) Reset(/*sparse=*/false, labels, targets);
   if (buf_.sparse_features) return;  // not this window's storage
   const int take = std::min(k - from, capacity_);
   const int first = k - take;
-  const double* rows = segment->data() + 2;
+  const double* rows = segment->data() + kSegmentHeader;
   const int64_t values = static_cast<int64_t>(k) * cols_;
   const double* label = labels ? rows + values : nullptr;
   const double* target = targets ? rows + values + (labels ? k : 0) : nullptr;
@@ -155,7 +155,8 @@ int64_t RowWindow::SegmentSize(const Batch& b) const {
   if (AppendsDense(b, capacity_, cols_, n_, buf_.sparse_features)) {
     const bool labels = n_ > 0 ? labels_ : !b.labels.empty();
     const bool targets = n_ > 0 ? targets_ : b.targets.size() > 0;
-    return 2 + static_cast<int64_t>(take) * cols_ + (labels ? take : 0) + (targets ? take : 0);
+    return kSegmentHeader + static_cast<int64_t>(take) * cols_ + (labels ? take : 0) +
+           (targets ? take : 0);
   }
   if (b.rows() == 0 || capacity_ <= 0 || b.cols() != cols_) {
     return EncodedSize(take);  // nothing is appended
@@ -167,7 +168,7 @@ int64_t RowWindow::SegmentSize(const Batch& b) const {
   for (int i = b.rows() - take; i < b.rows(); ++i) {
     ForEachEntry(b, i, true, [&](int, double) { ++nnz; });
   }
-  return 2 + (take + 1) + 2 * nnz + (labels ? take : 0) + (targets ? take : 0);
+  return kSegmentHeader + (take + 1) + 2 * nnz + (labels ? take : 0) + (targets ? take : 0);
 }
 
 void RowWindow::AppendAsSegment(const Batch& b, Vector* segment,
@@ -185,9 +186,9 @@ void RowWindow::AppendAsSegment(const Batch& b, Vector* segment,
   const int first = b.rows() - take;
   double* o = segment->data();
   o[0] = take;
-  o[1] = 0.0;
+  std::fill(o + 1, o + kSegmentHeader, 0.0);  // nnz and the padding
   for (int r = 0; r < take; ++r) {
-    double* row = o + 2 + static_cast<int64_t>(r) * cols_;
+    double* row = o + kSegmentHeader + static_cast<int64_t>(r) * cols_;
     if (b.sparse_features) {
       std::fill(row, row + cols_, 0.0);
       ForEachEntry(b, first + r, false, [&](int j, double v) { row[j] = v; });
@@ -195,7 +196,7 @@ void RowWindow::AppendAsSegment(const Batch& b, Vector* segment,
       std::memcpy(row, b.DenseRow(first + r), sizeof(double) * static_cast<size_t>(cols_));
     }
   }
-  int64_t pos = 2 + static_cast<int64_t>(take) * cols_;
+  int64_t pos = kSegmentHeader + static_cast<int64_t>(take) * cols_;
   if (labels) {
     for (int r = 0; r < take; ++r) o[pos++] = b.labels.empty() ? 0 : b.labels[first + r];
   }
@@ -252,7 +253,7 @@ int64_t RowWindow::EncodedSize(int count) const {
     const int64_t nnz = count > 0 ? op[Physical(n_ - 1) + 1] - op[Physical(n_ - count)] : 0;
     body = count + 1 + 2 * nnz;
   }
-  return 2 + body + (labels_ ? count : 0) + (targets_ ? count : 0);
+  return kSegmentHeader + body + (labels_ ? count : 0) + (targets_ ? count : 0);
 }
 
 void RowWindow::EncodeNewest(int count, Vector* out) const {
@@ -267,7 +268,8 @@ void RowWindow::EncodeNewest(int count, Vector* out) const {
   double* o = out->data();
   o[0] = count;
   o[1] = static_cast<double>(nnz);
-  int64_t pos = 2;
+  std::fill(o + 2, o + kSegmentHeader, 0.0);
+  int64_t pos = kSegmentHeader;
   if (csr) {
     const int p0 = count > 0 ? Physical(from) : 0;
     for (int r = 0; r <= count; ++r) o[pos++] = op[p0 + r] - base;

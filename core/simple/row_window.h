@@ -83,11 +83,23 @@ class RowWindow {
   // Segments: the durable form of a run of rows (stream_windows.h keeps a
   // window as the segments of its appends).  One vector:
   //   [0] k, the rows (>= 1);  [1] nnz (CSR; 0 for dense);
+  //   [2, kSegmentHeader) 0: padding, so that the rows start 64 bytes into
+  //   the part, on a cache line (Eigen allocates vectors 64-byte aligned on
+  //   AVX-512 builds): a window reads its dense rows in the segment, and a
+  //   row of a multiple of 8 columns then loads without a vector straddling
+  //   two lines (with a 2-entry header every load of a 64-byte vector did:
+  //   AGM-BiO's passes took 25-35% longer, IR-FSCG's step ~7%; issue 23);
   //   dense: k x cols values, row-major;
   //   CSR: k + 1 row offsets, nnz column indices, nnz values;
   //   then k labels if the window keeps labels, then k targets if it keeps
   //   targets.
   // Integers are stored as doubles (exact below 2^53).
+  static constexpr int kSegmentHeader = 8;
+  // A segment of the layout before the padding ([0] k, [1] nnz, then the
+  // body as above: StreamWindows' layout version 2) in this one, its
+  // entries unchanged; a vector of fewer than 2 entries is returned as it
+  // is (DecodeSegment then refuses it).
+  static Vector PadUnpaddedSegment(const Vector& old);
   // EncodeNewest writes the window's `count` newest rows, oldest first.
   void EncodeNewest(int count, Vector* out) const;
   // The entries EncodeNewest(count) writes.

@@ -59,7 +59,9 @@ absl::StatusOr<CsrMatrix> CheckedCsr(int rows, int cols, std::vector<int64_t> in
 
 absl::StatusOr<Batch> RowWindow::DecodeSegment(const Vector& seg, int index, int capacity, int cols,
                                                bool sparse, bool labels, bool targets) {
-  if (seg.size() < 2) return BadSegment(index, "has fewer than 2 entries");
+  if (seg.size() < kSegmentHeader) {
+    return BadSegment(index, absl::StrCat("has fewer than ", kSegmentHeader, " entries"));
+  }
   if (!IntegerIn(seg[0], 1, std::max(capacity, 1))) {
     return BadSegment(index, absl::StrCat("rows ", seg[0], ": expected a count in [1, ",
                                           std::max(capacity, 1), "]"));
@@ -68,30 +70,33 @@ absl::StatusOr<Batch> RowWindow::DecodeSegment(const Vector& seg, int index, int
   const int64_t fields = (labels ? k : 0) + (targets ? k : 0);
   Batch b;
   b.sparse_features = sparse;
-  int64_t pos = 2;
+  for (int i = 2; i < kSegmentHeader; ++i) {
+    if (seg[i] != 0.0) return BadSegment(index, absl::StrCat("header entry ", i, " must be 0"));
+  }
+  int64_t pos = kSegmentHeader;
   if (!sparse) {
     if (seg[1] != 0.0) return BadSegment(index, "nnz of a dense segment must be 0");
     const int64_t values = static_cast<int64_t>(k) * cols;
-    if (seg.size() != 2 + values + fields) {
-      return BadSegment(
-          index, absl::StrCat("has ", seg.size(), " entries, expected ", 2 + values + fields, " (",
-                              k, " dense rows of ", cols, " columns and their fields)"));
+    if (seg.size() != kSegmentHeader + values + fields) {
+      return BadSegment(index, absl::StrCat("has ", seg.size(), " entries, expected ",
+                                            kSegmentHeader + values + fields, " (", k,
+                                            " dense rows of ", cols, " columns and their fields)"));
     }
-    if (absl::Status s =
-            CheckInputNumbers(seg.data() + 2, values, absl::StrCat("aux[", index, "]"), cols);
+    if (absl::Status s = CheckInputNumbers(seg.data() + kSegmentHeader, values,
+                                           absl::StrCat("aux[", index, "]"), cols);
         !s.ok()) {
       return s;
     }
-    b.dense = Eigen::Map<const RowMatrix>(seg.data() + 2, k, cols);
+    b.dense = Eigen::Map<const RowMatrix>(seg.data() + kSegmentHeader, k, cols);
     pos += values;
   } else {
     if (!IntegerIn(seg[1], 0, std::min(static_cast<double>(k) * cols, kMaxInt))) {
       return BadSegment(index, absl::StrCat("nnz ", seg[1], " outside [0, rows * cols]"));
     }
     const int64_t nnz = static_cast<int64_t>(seg[1]);
-    if (seg.size() != 2 + (k + 1) + 2 * nnz + fields) {
+    if (seg.size() != kSegmentHeader + (k + 1) + 2 * nnz + fields) {
       return BadSegment(index, absl::StrCat("has ", seg.size(), " entries, expected ",
-                                            2 + (k + 1) + 2 * nnz + fields, " (", k,
+                                            kSegmentHeader + (k + 1) + 2 * nnz + fields, " (", k,
                                             " CSR rows with ", nnz, " entries and their fields)"));
     }
     std::vector<int64_t> indptr(static_cast<size_t>(k) + 1);
@@ -136,6 +141,14 @@ absl::StatusOr<Batch> RowWindow::DecodeSegment(const Vector& seg, int index, int
     b.targets = seg.segment(pos, k);
   }
   return b;
+}
+
+Vector RowWindow::PadUnpaddedSegment(const Vector& old) {
+  if (old.size() < 2) return old;
+  Vector out = Vector::Zero(old.size() + kSegmentHeader - 2);
+  out.head(2) = old.head(2);
+  out.tail(old.size() - 2) = old.tail(old.size() - 2);
+  return out;
 }
 
 void RowWindow::Encode(std::vector<Vector>* out) const {

@@ -87,11 +87,25 @@ class SimpleFamily {
   // A bound on what row `i` of `b` contributes to a gradient (each entry)
   // at any x with max_j |x_j| <= x_bound (finite), and, for families of
   // residuals, on its residual: the simple problem refuses a row beyond
-  // kMaxRowGradient on arrival (SimpleProblem::ValidateData).  0: the
-  // family's gradients need no bound beyond the input bound.
+  // kMaxRowGradient on arrival (ValidateStepBatch).  0: the family's
+  // gradients need no bound beyond the input bound.
   virtual double RowGradientBound(const Batch& /*b*/, int /*i*/, double /*x_bound*/) const {
     return 0.0;
   }
+
+  // A step's batch on arrival (SimpleProblem::ValidateData): ValidateBatch,
+  // then, when x_bound (the largest |x_j| over Z) is finite, each row's
+  // RowGradientBound against kMaxRowGradient (RowBoundError otherwise), so
+  // that no accepted row can make a later round overflow (it stays in a
+  // window, and in variance-reduced estimates, for many steps; over an
+  // unbounded Z no row bound holds for every x, and only the input bound
+  // applies).  A family may override it to read each row once for both
+  // (least_squares: a dense row's largest |a_ij| is its input check and
+  // its bound's max); it must return what this returns.
+  virtual absl::Status ValidateStepBatch(const Batch& b, BatchRole role, double x_bound) const;
+  // INVALID_ARGUMENT for row `i` of the step's batch of `role`, whose
+  // RowGradientBound at x_bound is `bound` > kMaxRowGradient.
+  absl::Status RowBoundError(BatchRole role, int i, double bound, double x_bound) const;
 
   // f(x) (mean over the upper view's rows) and, if `grad` is non-null, its
   // gradient (resized to x_dim and overwritten).

@@ -44,34 +44,12 @@ class SimpleProblem final : public Problem {
           absl::StrCat("upper: family ", std::string(family_->name()),
                        " needs at least one upper row per step (they define f)"));
     }
-    if (absl::Status s = family_->ValidateBatch(data.upper, BatchRole::kUpper); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = family_->ValidateBatch(data.inner, BatchRole::kInner); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CheckRowBounds(data.upper, "upper"); !s.ok()) return s;
-    return CheckRowBounds(data.inner, "inner");
-  }
-
-  // Each row's RowGradientBound over Z against kMaxRowGradient, so that no
-  // accepted row can make a later round overflow (it stays in a window,
-  // and in variance-reduced estimates, for many steps).  Over an unbounded
-  // Z no row bound holds for every x: only the input bound applies there.
-  absl::Status CheckRowBounds(const Batch& b, const char* what) const {
     const double x_bound = config_.constraint.MaxAbsCoordinate();
-    if (!std::isfinite(x_bound)) return absl::OkStatus();
-    for (int i = 0; i < b.rows(); ++i) {
-      const double bound = family_->RowGradientBound(b, i, x_bound);
-      if (bound <= kMaxRowGradient) continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " row ", i, ": its gradient (or residual) in ", std::string(family_->name()),
-          " can reach ", bound, " at points of Z (|x_j| <= ", x_bound, "), beyond ",
-          kMaxRowGradient,
-          "; refused so that no later round can overflow while the row is kept (windows, "
-          "variance-reduced estimates): scale its features and target down"));
+    if (absl::Status s = family_->ValidateStepBatch(data.upper, BatchRole::kUpper, x_bound);
+        !s.ok()) {
+      return s;
     }
-    return absl::OkStatus();
+    return family_->ValidateStepBatch(data.inner, BatchRole::kInner, x_bound);
   }
 
   absl::Status InitState(const SessionConfig& c, SessionState* s) const override {

@@ -161,7 +161,8 @@ absl::StatusOr<Checkpoint> SessionStore::LoadCheckpointState(const std::string& 
 }
 
 void SessionStore::ReadCheckpoint(const Write& w) {
-  Stmt row(db_, "SELECT state, state_sum, file, parts FROM checkpoints WHERE id = ? AND t = ?");
+  Stmt row(*writer_sql_,
+           "SELECT state, state_sum, file, parts FROM checkpoints WHERE id = ? AND t = ?");
   if (!row.ok()) {
     w.loaded = row.Error("reading a checkpoint");
     return;
@@ -389,7 +390,7 @@ absl::StatusOr<Checkpoint> SessionStore::ReadCheckpointParts(const std::string& 
 absl::Status SessionStore::ApplyRollback(const Write& w) {
   // The whole state in the row (parts NULL), as PutSession writes it.
   Stmt a(
-      db_,
+      *writer_sql_,
       "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = NULL, file = ? WHERE id = ?");
   a.Int(2, w.t).Text(5, w.id);
   BindRecord(a, 1, 3, 4, w.state, w.state_file, "state", w.id, w.t);

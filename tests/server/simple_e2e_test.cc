@@ -13,7 +13,10 @@
 #include "client/client.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
+#include "core/state.h"
 #include "f2obo/v1/convert.h"
+#include "tests/core/simple/simple_test_util.h"
+#include "tests/server/e2e_client.h"
 #include "tests/server/server_process.h"
 
 namespace f2obo {
@@ -259,6 +262,133 @@ TEST(SimpleE2e, KillNineWithWrappingWindowsResumesTheSameTrajectory) {
       }
       EXPECT_EQ(Vec(last.x()), Vec(core->decision())) << a << " after the kill at " << stop;
     }
+  }
+}
+
+// Issue 29: agm_bio's horizon defaults to 0, a stream of unknown length
+// (epochs of K = 1000, 2000, ...; core/simple/algorithms/agm_bio.cc).  Over
+// the wire: a session created without options says so in its spec, runs
+// the K = 1000 trajectory for 1000 steps and restarts at step 1001 (the
+// epoch follows from t alone), and after a kill -9 past the restart it
+// resumes the core's trajectory; a horizon given is kept.
+TEST(SimpleE2e, AgmBioRestartsWithADoubledHorizonByDefaultAndAcrossAKill) {
+  const std::string dir = testing::MakeTempDir();
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started());
+  const std::string port = std::to_string(server->grpc_port());
+  std::vector<std::unique_ptr<Session>> core;
+  for (const int horizon : {0, 1000}) {
+    client::Client c({server->target()});
+    v1::CreateSessionRequest create;
+    create.set_session_id("k" + std::to_string(horizon));
+    *create.mutable_spec() = LeastSquaresSpec("agm_bio");
+    create.mutable_spec()->mutable_options()->set_window_rows(10);
+    if (horizon > 0) create.mutable_spec()->mutable_options()->set_agm_horizon(horizon);
+    create.mutable_spec()->mutable_metrics()->set_exact_every(0);
+    const absl::StatusOr<v1::SessionInfo> info = c.CreateSession(create);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_TRUE(info->spec().options().has_agm_horizon());
+    EXPECT_EQ(info->spec().options().agm_horizon(), horizon);
+    core.push_back(*Session::Create(*ToSessionConfig(info->spec())));
+  }
+  {
+    client::Client c({server->target()});
+    auto ctx = c.NewContext();
+    auto stream = c.stub().Steps(ctx.get());
+    for (int t = 1; t <= 1002; ++t) {
+      std::vector<double> x[2];
+      for (int i = 0; i < 2; ++i) {
+        const v1::StepRequest req = StepRequestFor(i == 0 ? "k0" : "k1000", t);
+        ASSERT_TRUE(core[i]->Step(DataOf(req)).ok());
+        v1::StepReply reply;
+        ASSERT_TRUE(stream->Write(req));
+        ASSERT_TRUE(stream->Read(&reply));
+        ASSERT_EQ(reply.t(), t) << reply.DebugString();
+        x[i] = Vec(reply.x());
+        ASSERT_EQ(x[i], Vec(core[i]->decision())) << "t = " << t;
+      }
+      if (t <= 1000) {
+        ASSERT_EQ(x[0], x[1]) << "the first epoch is the K = 1000 run; t = " << t;
+      } else {
+        EXPECT_NE(x[0], x[1]) << "no restart at t = " << t;
+      }
+    }
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  server->Stop(SIGKILL);
+  server =
+      std::make_unique<ServerProcess>(std::vector<std::string>{"--listen=127.0.0.1:" + port}, dir);
+  ASSERT_TRUE(server->started()) << server->Stderr();
+  client::Client c({server->target()});
+  for (int i = 0; i < 2; ++i) {
+    const std::string id = i == 0 ? "k0" : "k1000";
+    const absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_EQ(info->next_t(), 1003);
+    EXPECT_EQ(info->spec().options().agm_horizon(), i == 0 ? 0 : 1000);
+    for (int t = 1003; t <= 1006; ++t) {
+      const v1::StepRequest req = StepRequestFor(id, t);
+      ASSERT_TRUE(core[i]->Step(DataOf(req)).ok());
+      const absl::StatusOr<v1::StepReply> r = c.Step(req);
+      ASSERT_TRUE(r.ok()) << id << " t = " << t << ": " << r.status();
+      ASSERT_EQ(Vec(r->x()), Vec(core[i]->decision())) << id << " t = " << t;
+    }
+  }
+}
+
+// Issue 23: a session exported by a server from before the window
+// segments' padding (window layout version 2, stream_windows.h) imports
+// into this one, upgraded, and resumes bit for bit with a core session that
+// never stopped, across a kill -9 (the store must then hold the upgraded
+// state, not the old segments with the new steps' changes on top).
+TEST(SimpleE2e, ASessionExportedInWindowLayoutVersion2ResumesAcrossAKill) {
+  const std::string dir = testing::MakeTempDir();
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started());
+  const std::string port = std::to_string(server->grpc_port());
+  const std::vector<std::string> windowed = {"ir_fscg", "agm_bio"};
+  for (const std::string& a : windowed) {
+    client::Client c({server->target()});
+    v1::CreateSessionRequest create;
+    create.set_session_id("new-" + a);
+    *create.mutable_spec() = LeastSquaresSpec(a);
+    create.mutable_spec()->mutable_options()->set_window_rows(10);
+    create.mutable_spec()->mutable_metrics()->set_exact_every(0);
+    ASSERT_TRUE(c.CreateSession(create).ok());
+    for (int t = 1; t <= 12; ++t) ASSERT_TRUE(c.Step(StepRequestFor(create.session_id(), t)).ok());
+    grpc::Status exported;
+    v1::SessionExport ex = testing::ExportSession(c, create.session_id(), &exported);
+    ASSERT_TRUE(exported.ok()) << exported.error_message();
+    absl::StatusOr<Checkpoint> cp = DeserializeCheckpoint(ex.state());
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    ASSERT_TRUE(testing::ToWindowLayoutVersion2(&cp->state.aux, a == "ir_fscg" ? 5 : 4)) << a;
+    ex.set_state(SerializeCheckpoint(*cp));
+    const grpc::Status imported = testing::ImportSession(c, "old-" + a, ex);
+    ASSERT_TRUE(imported.ok()) << a << ": " << imported.error_message();
+    for (int t = 13; t <= 16; ++t) ASSERT_TRUE(c.Step(StepRequestFor("old-" + a, t)).ok());
+  }
+  server->Stop(SIGKILL);
+  server =
+      std::make_unique<ServerProcess>(std::vector<std::string>{"--listen=127.0.0.1:" + port}, dir);
+  ASSERT_TRUE(server->started()) << server->Stderr();
+  client::Client c({server->target()});
+  for (const std::string& a : windowed) {
+    const std::string id = "old-" + a;
+    const absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
+    ASSERT_TRUE(info.ok()) << a << ": " << info.status();
+    ASSERT_EQ(info->next_t(), 17) << a;
+    auto core = *Session::Create(*ToSessionConfig(info->spec()));
+    v1::StepReply last;
+    for (int t = 1; t <= 24; ++t) {
+      const v1::StepRequest req = StepRequestFor(id, t);
+      ASSERT_TRUE(core->Step(DataOf(req)).ok());
+      if (t <= 16) continue;
+      const absl::StatusOr<v1::StepReply> r = c.Step(req);
+      ASSERT_TRUE(r.ok()) << a << " step " << t << ": " << r.status();
+      last = *r;
+    }
+    EXPECT_EQ(Vec(last.x()), Vec(core->decision())) << a;
   }
 }
 

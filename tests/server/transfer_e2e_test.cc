@@ -10,9 +10,11 @@
 // such a session.
 #include <dirent.h>
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -340,6 +342,60 @@ TEST_F(TransferE2e, KillNineOfTheImportingServerMidStreamLeavesNothing) {
   ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
   ASSERT_TRUE(client::CopySession(*ca_, *cb_, "big").ok());
   StepBoth(2);
+}
+
+// A server asked to stop (SIGTERM) while an export is mid-stream ends it
+// UNAVAILABLE saying it is shutting down (before, CANCELLED "the client
+// stopped reading the export", as if the client had gone away).  The
+// fault-injection build holds the export after its first chunk (the
+// export_chunk_sent point); the test waits for it to be held, sends
+// SIGTERM, waits until the server refuses a new call (the shutdown has
+// begun; the export in flight holds it), and reads on.
+TEST(TransferShutdownE2e, AnExportStoppedByTheServersShutdownSaysSo) {
+  std::unique_ptr<ServerProcess> server;
+  {
+    testing::ScopedEnv hold("F2OBO_TEST_DELAY_AT", "export_chunk_sent:big@5000");
+    server = std::make_unique<ServerProcess>(Flags());
+  }
+  ASSERT_TRUE(server->started()) << server->banner();
+  client::Client c(client::ClientOptions{server->target()});
+  ASSERT_TRUE(c.CreateSession(Create("big")).ok());
+  std::vector<int> tasks;
+  for (int k = 0; k < kPerStep; ++k) tasks.push_back(k);
+  ASSERT_TRUE(c.Step(Request("big", 1, tasks)).ok());  // ~240 KB of task blocks
+  grpc::ClientContext ctx;
+  v1::ExportSessionStreamRequest req;
+  req.set_session_id("big");
+  req.set_chunk_bytes(4096);  // ~60 chunks
+  const std::unique_ptr<grpc::ClientReader<v1::SessionChunk>> reader =
+      c.stub().ExportSessionStream(&ctx, req);
+  v1::SessionChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  ASSERT_TRUE(chunk.has_begin());
+  ASSERT_EQ(server->AwaitStderr("delaying export_chunk_sent of 'big'", 1, std::chrono::seconds(30)),
+            1u);
+  ASSERT_EQ(kill(server->pid(), SIGTERM), 0);
+  ASSERT_EQ(server->AwaitStderr("SIGTERM received, shutting down", 1, std::chrono::seconds(30)),
+            1u);
+  grpc::Status refused;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (refused.ok() && std::chrono::steady_clock::now() < give_up) {
+    grpc::ClientContext list_ctx;
+    v1::ListSessionsRequest list;
+    v1::ListSessionsResponse out;
+    refused = c.stub().ListSessions(&list_ctx, list, &out);
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  ASSERT_THAT(refused.error_message(), HasSubstr("server is shutting down"));
+  int more = 0;
+  while (reader->Read(&chunk)) ++more;
+  const grpc::Status s = reader->Finish();
+  EXPECT_EQ(more, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("server is shutting down: the export of session 'big' stopped after 1 "
+                        "chunk; export again once it is back"));
+  EXPECT_EQ(server->Stop(0), 0);  // and the server is down, cleanly
 }
 
 // kill -9 inside the importing server's store write (the session's head

@@ -76,7 +76,7 @@ class IrFscg final : public SimpleAlgorithm {
         batch_(SqrtOr(ctx.options.spider_batch, ctx.options.window_rows)),
         reg_scale_(ctx.options.reg_scale),
         sigma_{ctx.options.reg_scale, ctx.options.reg_decay, q_},
-        windows_(ctx.options.window_rows, /*rows_in_segments=*/true),
+        windows_(ctx.options.window_rows),
         cur_(d_),
         prev_(d_),
         c_(d_),

@@ -44,13 +44,13 @@ void StreamWindows::AppendInitial(StateParts* aux) const {
 }
 
 absl::Status StreamWindows::Validate(const StateParts& aux, int first) const {
-  StreamWindows copy(capacity_, rows_in_segments_);
+  StreamWindows copy(capacity_);
   return copy.Load(aux, first, nullptr);
 }
 
 absl::Status StreamWindows::ValidateRows(const StateParts& aux, int first,
                                          const SimpleFamily& family) const {
-  StreamWindows copy(capacity_, rows_in_segments_);
+  StreamWindows copy(capacity_);
   return copy.Load(aux, first, &family);
 }
 
@@ -66,7 +66,8 @@ absl::Status StreamWindows::Load(const StateParts& aux, int first, const SimpleF
   if (widths.size() != 3 || widths[2] != kVersion) {
     return Bad(first, absl::StrCat("has ", widths.size(),
                                    " entries, expected 3 (the windows' widths and the layout "
-                                   "version, 2)"));
+                                   "version, ",
+                                   kVersion, ")"));
   }
   if (absl::Status s = ReadWidths(widths, first, cols_); !s.ok()) return s;
   const size_t slots = n - first - kFixed;
@@ -139,7 +140,7 @@ absl::Status StreamWindows::Load(const StateParts& aux, int first, const SimpleF
             at, absl::StrCat("the ", kKind[k], " window holds more than its ", capacity_, " rows"));
       }
       // A dense window reads its rows in the segment parts themselves.
-      if (kind == kCsrKind || !rows_in_segments_) {
+      if (kind == kCsrKind) {
         w.rows.Append(*b, j == 0 ? skip : 0);
       } else {
         w.rows.AppendSegment(aux.Share(index), j == 0 ? skip : 0, labels, targets);
@@ -160,7 +161,18 @@ absl::Status StreamWindows::Load(const StateParts& aux, int first, const SimpleF
 
 absl::Status StreamWindows::Upgrade(StateParts* aux, int first) const {
   const StateParts& in = *aux;
-  if (in.size() != static_cast<size_t>(first) + kVersion1Vectors || in[first].size() != 2) {
+  const size_t widths = static_cast<size_t>(first);
+  if (in.size() >= widths + kFixed && in[widths].size() == 3 && in[widths][2] == 2.0) {
+    // Version 2: every segment padded, the rest as it is.
+    for (size_t i = widths + kFixed; i < in.size(); ++i) {
+      if (in[i].size() > 0) aux->Set(i, RowWindow::PadUnpaddedSegment(in[i]));
+    }
+    Vector v = in[widths];
+    v[2] = kVersion;
+    aux->Set(widths, std::move(v));
+    return absl::OkStatus();
+  }
+  if (in.size() != widths + kVersion1Vectors || in[widths].size() != 2) {
     return absl::OkStatus();  // not version 1
   }
   int cols[2];
@@ -253,19 +265,15 @@ absl::Status StreamWindows::Append(StateParts* aux, int first, const StepData& d
     // range check does not read the rows a third time; unmarked (a target
     // no family checked), it is checked as before.  Its storage is a
     // recycled one of an evicted segment (StateParts::Fresh).  The rows are
-    // written once, into the segment, when a dense window reads them there
-    // (rows_in_segments_, RowWindow::AppendAsSegment).
+    // written once, into the segment, and a dense window reads them there
+    // (RowWindow::AppendAsSegment; the segment's padded header puts them on
+    // a cache line, so IR-FSCG's sampled rows and AGM-BiO's repeated passes
+    // read them as fast as an aligned copy of their own).
     const bool input = std::all_of(b.targets.data(), b.targets.data() + b.targets.size(),
                                    [](double v) { return InputNumberOk(v); });
     const size_t part = first + kFixed + slot;
-    if (rows_in_segments_) {
-      Vector& segment = aux->Fresh(part, static_cast<Eigen::Index>(w.rows.SegmentSize(b)), input);
-      w.rows.AppendAsSegment(b, &segment, aux->Share(part));
-    } else {
-      w.rows.Append(b);
-      w.rows.EncodeNewest(
-          take, &aux->Fresh(part, static_cast<Eigen::Index>(w.rows.EncodedSize(take)), input));
-    }
+    Vector& segment = aux->Fresh(part, static_cast<Eigen::Index>(w.rows.SegmentSize(b)), input);
+    w.rows.AppendAsSegment(b, &segment, aux->Share(part));
     w.slots.push_back(static_cast<int>(slot));
     w.segments.push_back(take);
     // The rows the append dropped come off the oldest segments; a segment

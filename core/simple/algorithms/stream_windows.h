@@ -4,17 +4,18 @@
 // checkpoint resumes them exactly, and kept decoded between rounds.
 //
 // aux layout from `first` (issue 23 item 2: a window as segment parts):
-//   [first]      {upper_cols, inner_cols, 2}: the row widths (0 until the
+//   [first]      {upper_cols, inner_cols, 3}: the row widths (0 until the
 //                first row of that kind arrives: a window learns its width
 //                from its first rows, as the family has already checked
-//                them) and the layout's version (2; version 1 below);
+//                them) and the layout's version (3; older ones below);
 //   [first + 1]  the upper window's header: {kind (0 empty, 1 dense, 2 CSR),
 //                has_labels, has_targets, skip, s_1, ..., s_m}: its rows
 //                are those of segments s_1 (oldest) to s_m, less the first
 //                `skip` rows of s_1 (0 <= skip < rows of s_1);
 //   [first + 2]  the inner window's header, likewise;
 //   [first + 3 + s]  segment slot s: the rows one step appended to one
-//                window (RowWindow::EncodeNewest), or empty when no header
+//                window (RowWindow::EncodeNewest: a header padded so that
+//                the rows start on a cache line), or empty when no header
 //                names it.  The slots end with the last one in use.
 // Why segments: a step appends its rows as one new part and drops the
 // parts of the rows it evicts, so what it writes (and the range check
@@ -37,9 +38,13 @@
 // leaves no trace: its state is discarded, and the buffers it touched no
 // longer match the state the next round starts from.
 //
-// Version 1 (states written before segments): [first] {upper_cols,
-// inner_cols}, then the two windows in RowWindow's single-part layout (5
-// vectors each).  Upgrade rewrites it into version 2, rows unchanged.
+// Older layouts, rewritten by Upgrade into version 3, rows unchanged:
+//  * version 2 (states written before the segments' padding): the same
+//    with segments of a 2-entry header ({k, nnz}), so their rows started
+//    16 bytes past a cache line;
+//  * version 1 (states written before segments): [first] {upper_cols,
+//    inner_cols}, then the two windows in RowWindow's single-part layout
+//    (5 vectors each).
 //
 // Restored windows are checked against the family once, when the state is
 // restored (ValidateRows: the labels and widths of a state from outside
@@ -65,23 +70,11 @@ class StreamWindows {
   // The parts before the segment slots.
   static constexpr int kFixed = 3;
   // The layout written (aux[first][2]).
-  static constexpr int kVersion = 2;
+  static constexpr int kVersion = 3;
   // Version 1: the widths and 2 x RowWindow::kEncodedVectors vectors.
   static constexpr int kVersion1Vectors = 1 + 2 * RowWindow::kEncodedVectors;
 
-  // `rows_in_segments`: whether dense windows read their rows in the
-  // state's segment parts (RowWindow::AppendSegment: a step writes its rows
-  // once) or in aligned copies of their own (RowWindow::Append: twice).
-  // Why a choice: a segment's rows sit 16 bytes past a 64-byte boundary (a
-  // segment starts with its 2 counts), and every vector load of such a row
-  // splits across two cache lines.  For IR-FSCG, which reads most window
-  // rows once every q steps, the copy saved outweighs that (a W = 4,096
-  // step 1.69 -> 1.43 x its gradient work); AGM-BiO reads its windows ~10
-  // times a step, and its passes over misaligned rows took 25-35% longer
-  // (bench/RESULTS.md, 2026-11-27 20:50).  A segment layout whose rows are
-  // aligned would let both read in place.
-  StreamWindows(int capacity, bool rows_in_segments)
-      : capacity_(capacity), rows_in_segments_(rows_in_segments) {}
+  explicit StreamWindows(int capacity) : capacity_(capacity) {}
 
   // Appends the encoding of two empty windows to `aux`.
   void AppendInitial(StateParts* aux) const;
@@ -91,7 +84,7 @@ class StreamWindows {
   // Whether the rows of the windows in aux (accepted by Validate) are ones
   // `family` accepts; INVALID_ARGUMENT naming the segment's aux otherwise.
   absl::Status ValidateRows(const StateParts& aux, int first, const SimpleFamily& family) const;
-  // Rewrites windows of layout version 1 at aux[first, ...) into this
+  // Rewrites windows of layout version 1 or 2 at aux[first, ...) into this
   // layout, rows unchanged; leaves any other aux as it is (Validate then
   // says what is wrong with it).  INVALID_ARGUMENT naming aux[i] when a
   // version-1 window does not decode.
@@ -122,7 +115,6 @@ class StreamWindows {
   void WriteHeader(int k, int first, StateParts* aux) const;
 
   int capacity_;
-  bool rows_in_segments_;
   int cols_[2] = {0, 0};
   Window windows_[2];
   // The state the kept windows stand for (a copy of its parts: see above);

@@ -56,7 +56,11 @@ StormPassOut StormSquaredResidual(const StormPassIn& in, Vector* estimate,
 // ||A||_F^2 / n over the view's rows (0 when empty): an upper bound on
 // lambda_max((1/n) A^T A), the Hessian of HalfMeanSquaredResidual.
 double MeanRowSquaredNorm(const BatchView& view);
-// max_j |a_ij| and sum_j |a_ij| of row i's features.
+// max_j |v_j| and sum_j |v_j| of n numbers, in one read of them (the sum
+// in a fixed order of 32 lanes, rows.cc); a NaN among them makes *max a
+// NaN (so `*max <= bound` is false), an infinity +inf.
+void AbsMaxSum(const double* v, int n, double* max, double* sum);
+// AbsMaxSum of row i's features (its stored entries for CSR rows).
 void RowAbsMaxSum(const Batch& b, int i, double* max, double* sum);
 // RowGradientBound of a half squared residual (a_i^T x - t_i)^2 / 2: its
 // residual is at most ||a_i||_1 x_bound + |t_i| and its gradient

@@ -11,10 +11,13 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/constraint.h"
 #include "core/features.h"
 #include "tests/core/simple/simple_test_util.h"
 
@@ -328,6 +331,101 @@ TEST(RowWindow, DenseRowKernelsGiveTheSameBitsWhereverTheRowSits) {
   }
 }
 
+// A dense window holds its rows by address (Batch::row_ptrs; its `dense`
+// is empty), and every simple family reads them through DenseRow: each
+// evaluation on a window's view is bit for bit the one on a contiguous copy
+// of the same rows, and the input check reads the rows too.  Code reading
+// `b.dense` instead reads an empty matrix here, and fails this test in any
+// build (it happened once, issue 23: MeanGramSpectralNorm's Gram path, for
+// few columns; 40 columns take the row passes).
+TEST(RowWindow, EveryFamilyReadsAWindowOfRowAddressesAsItsRows) {
+  std::mt19937_64 rng(8);
+  for (const int cols : {6, 40}) {
+    RowWindow w(9, cols);
+    std::vector<std::shared_ptr<Vector>> segments;
+    for (int step = 0; step < 4; ++step) {
+      Batch b = RandomRows(3, cols, false, rng);
+      for (int32_t& l : b.labels) l %= 3;
+      segments.push_back(std::make_shared<Vector>(w.SegmentSize(b)));
+      w.AppendAsSegment(b, segments.back().get(), segments.back());
+    }
+    const BatchView view = w.view();
+    ASSERT_FALSE(view.batch->row_ptrs.empty());
+    ASSERT_EQ(view.batch->dense.size(), 0);
+    const Batch copy = w.CopyRows();
+    const BatchView all = BatchView::All(copy);
+    for (const std::string name : {"least_squares", "logistic", "linear_inverse"}) {
+      const std::unique_ptr<SimpleFamily> f =
+          MakeSimpleFamily(name, cols, name == "logistic" ? 3 : 0);
+      const std::string where = name + " cols " + std::to_string(cols);
+      const Vector x = 0.1 * RandomVector(f->x_dim(), rng);
+      const Vector prev = 0.1 * RandomVector(f->x_dim(), rng);
+      Vector g1, g2;
+      EXPECT_EQ(f->G(x, view, &g1), f->G(x, all, &g2)) << where;
+      EXPECT_EQ(g1, g2) << where;
+      if (f->upper_reads_rows()) {
+        EXPECT_EQ(f->F(x, view, &g1), f->F(x, all, &g2)) << where;
+        EXPECT_EQ(g1, g2) << where;
+        EXPECT_EQ(f->SmoothnessF(view), f->SmoothnessF(all)) << where;
+        EXPECT_EQ(f->Accuracy(x, view).value_or(-1), f->Accuracy(x, all).value_or(-1)) << where;
+      }
+      EXPECT_EQ(f->SmoothnessG(view), f->SmoothnessG(all)) << where;
+      const std::optional<double> o1 = f->OuterOptimum(view, view, ConstraintSet::L1Ball(2.0));
+      const std::optional<double> o2 = f->OuterOptimum(all, all, ConstraintSet::L1Ball(2.0));
+      EXPECT_EQ(o1.value_or(-1), o2.value_or(-1)) << where;
+      for (int k = 0; k < view.rows.n; ++k) {
+        EXPECT_EQ(f->RowGradientBound(*view.batch, view.rows.row(k), 2.0),
+                  f->RowGradientBound(copy, k, 2.0))
+            << where;
+      }
+      if (f->HasStormPass()) {
+        const Vector before = RandomVector(f->x_dim(), rng);
+        StormPassIn in{BatchRole::kInner, &view, &x, &prev, &x, 0.5, &before};
+        Vector e1, e2;
+        const StormPassOut s1 = f->StormPass(in, &e1);
+        in.view = &all;
+        const StormPassOut s2 = f->StormPass(in, &e2);
+        EXPECT_EQ(e1, e2) << where;
+        EXPECT_EQ(s1.value_x, s2.value_x) << where;
+        EXPECT_EQ(s1.value_at, s2.value_at) << where;
+      }
+      EXPECT_TRUE(f->ValidateBatch(*view.batch, BatchRole::kInner).ok()) << where;
+    }
+    // The input check reads the rows where they are.
+    const double saved = *const_cast<double*>(view.batch->DenseRow(view.rows.row(4)) + 2);
+    *const_cast<double*>(view.batch->DenseRow(view.rows.row(4)) + 2) = std::nan("");
+    const std::unique_ptr<SimpleFamily> f = MakeSimpleFamily("least_squares", cols);
+    EXPECT_THAT(std::string(f->ValidateBatch(*view.batch, BatchRole::kInner).message()),
+                HasSubstr(absl::StrCat("feature (row ", view.rows.row(4), ", column 2) is not")));
+    *const_cast<double*>(view.batch->DenseRow(view.rows.row(4)) + 2) = saved;
+  }
+}
+
+// A segment's rows start on a cache line (its header takes 64 bytes and
+// Eigen allocates vectors 64-byte aligned on AVX-512 builds), so a window
+// reading rows of a multiple of 8 columns in their segments loads no
+// vector across two lines (issue 23: AGM-BiO's passes over rows 16 bytes
+// off took 25-35% longer).
+TEST(RowWindow, SegmentRowsStartOnACacheLine) {
+#if EIGEN_MAX_ALIGN_BYTES < 64
+  GTEST_SKIP() << "Eigen aligns vectors to " << EIGEN_MAX_ALIGN_BYTES << " bytes in this build";
+#endif
+  std::mt19937_64 rng(2);
+  RowWindow w(100, 16);
+  std::vector<std::shared_ptr<Vector>> segments;
+  for (int step = 0; step < 5; ++step) {
+    const Batch b = RandomRows(3, 16, false, rng);
+    segments.push_back(std::make_shared<Vector>(w.SegmentSize(b)));
+    w.AppendAsSegment(b, segments.back().get(), segments.back());
+  }
+  const BatchView v = w.view();
+  ASSERT_EQ(v.rows.n, 15);
+  for (int k = 0; k < v.rows.n; ++k) {
+    const auto at = reinterpret_cast<uintptr_t>(v.batch->DenseRow(v.rows.row(k)));
+    EXPECT_EQ(at % 64, 0u) << "row " << k;
+  }
+}
+
 // AppendAsSegment writes the segment EncodeNewest would, and a dense window
 // then reads its rows in it: the same rows as Append's window, the segment
 // kept alive by the window until its last row is dropped.
@@ -361,7 +459,8 @@ TEST(RowWindow, AppendAsSegmentReadsItsRowsInTheSegment) {
       // The newest row is read in the segment itself.
       const BatchView v = in_place.view();
       const double* newest = v.batch->DenseRow(v.rows.row(v.rows.n - 1));
-      EXPECT_EQ(newest, segment->data() + 2 + static_cast<int64_t>(take - 1) * 4);
+      EXPECT_EQ(newest,
+                segment->data() + RowWindow::kSegmentHeader + static_cast<int64_t>(take - 1) * 4);
       segments.push_back(segment);
     }
     if (first_csr) continue;

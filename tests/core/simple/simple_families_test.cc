@@ -9,6 +9,8 @@
 #include <Eigen/Dense>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -379,6 +381,67 @@ TEST(SimpleFamilies, ValidateBatchRefusesWithPreciseMessages) {
   EXPECT_EQ(li->ValidateBatch(wide, BatchRole::kInner).message(),
             "inner batch: rows have 5 features, the session expects 4");
   EXPECT_EQ(li->ValidateBatch(Batch{}, BatchRole::kInner).message(), "inner batch: empty batch");
+}
+
+// least_squares checks a step's dense batch in one read of each row
+// (ValidateStepBatch): it accepts and refuses exactly what the default
+// check (ValidateBatch, then each row's bound) does, with the same
+// message: bad features anywhere before a row beyond the bound, the first
+// bad entry named, rows beyond the bound by their first, unbounded Z.
+TEST(SimpleFamilies, LeastSquaresStepBatchCheckIsTheDefaultOne) {
+  std::mt19937_64 rng(17);
+  const std::unique_ptr<SimpleFamily> f = MakeSimpleFamily("least_squares", 11);
+  const double inf = std::numeric_limits<double>::infinity();
+  std::uniform_int_distribution<int> row(0, 5), col(0, 10), kind(0, 7);
+  int refused = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Batch b = DenseRegression(6, 11, rng);
+    for (int edits = trial % 4; edits > 0; --edits) {
+      const int i = row(rng), j = col(rng);
+      switch (kind(rng)) {
+        case 0:
+          b.dense(i, j) = std::nan("");
+          break;
+        case 1:
+          b.dense(i, j) = -inf;
+          break;
+        case 2:
+          b.dense(i, j) = 2e150;
+          break;  // beyond the input bound
+        case 3:
+          b.dense(i, j) = -1e60;
+          break;  // beyond the row bound
+        case 4:
+          b.dense(i, j) = 1e49;
+          break;  // near it
+        case 5:
+          b.targets[i] = std::nan("");
+          break;
+        case 6:
+          b.targets[i] = 1e101;
+          break;
+        default:
+          b.targets.conservativeResize(5);
+          break;  // a target missing
+      }
+    }
+    for (const double x_bound : {1.0, 1e3, inf}) {
+      for (const BatchRole role : {BatchRole::kUpper, BatchRole::kInner}) {
+        const absl::Status fused = f->ValidateStepBatch(b, role, x_bound);
+        const absl::Status plain = f->SimpleFamily::ValidateStepBatch(b, role, x_bound);
+        ASSERT_EQ(fused.code(), plain.code()) << trial << ": " << plain;
+        ASSERT_EQ(fused.message(), plain.message()) << trial;
+        refused += fused.ok() ? 0 : 1;
+      }
+    }
+  }
+  EXPECT_GT(refused, 400) << "the edits are refused often enough to test the errors";
+  // A row beyond the bound is refused naming it (the first such row).
+  Batch b = DenseRegression(4, 11, rng);
+  b.dense(2, 3) = 1e60;
+  b.dense(3, 0) = 1e60;
+  EXPECT_THAT(std::string(f->ValidateStepBatch(b, BatchRole::kInner, 1.0).message()),
+              HasSubstr("inner row 2: its gradient (or residual) in least_squares can reach"));
 }
 
 TEST(SimpleFamilyRegistry, ListsTheFamiliesAndRefusesBadConfigs) {

@@ -7,13 +7,16 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
+#include "core/simple/row_window.h"
 #include "core/simple/simple_metrics_evaluator.h"
 #include "core/simple/simple_registries.h"
 #include "core/simple/simple_state.h"
+#include "tests/core/simple/simple_test_util.h"
 
 namespace f2obo {
 namespace {
@@ -154,6 +157,46 @@ TEST_P(SimpleSession, RestoreRefusesADecisionOutsideZ) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("state.decision: outside"));
 }
 
+// A state whose windows are in layout version 2 (stream_windows.h: the
+// segments before their padding), as the stores and exports of older
+// servers hold it, restores (upgraded) and resumes bit-identically, with
+// dense and CSR windows.
+TEST(SimpleSessionWindows, StatesOfWindowLayoutVersion2ResumeBitIdentically) {
+  for (const std::string algorithm : {"ir_fscg", "agm_bio"}) {
+    for (const bool csr : {false, true}) {
+      SessionConfig config = LeastSquaresConfig(algorithm);
+      config.options.window_rows = 10;
+      auto straight = *Session::Create(config);
+      auto interrupted = *Session::Create(config);
+      std::mt19937_64 rng(5);
+      std::vector<StepData> stream;
+      for (int t = 0; t < 30; ++t) {
+        stream.push_back(Step(rng));
+        if (csr) {
+          Batch& b = stream.back().inner;
+          b.csr = b.dense.sparseView();
+          b.csr.makeCompressed();
+          b.sparse_features = true;
+          b.dense.resize(0, 0);
+        }
+      }
+      for (int t = 0; t < 30; ++t) ASSERT_TRUE(straight->Step(stream[t]).ok());
+      for (int t = 0; t < 13; ++t) ASSERT_TRUE(interrupted->Step(stream[t]).ok());
+      Checkpoint c = *DeserializeCheckpoint(interrupted->Encode(interrupted->state()));
+      const size_t first = algorithm == "ir_fscg" ? 5 : 4;
+      ASSERT_TRUE(testing::ToWindowLayoutVersion2(&c.state.aux, first)) << algorithm;
+      const std::string old_bytes = SerializeCheckpoint(c);
+      absl::StatusOr<Checkpoint> old = DeserializeCheckpoint(old_bytes);
+      ASSERT_TRUE(old.ok()) << old.status();
+      auto resumed = Session::Restore(config, *old);
+      ASSERT_TRUE(resumed.ok()) << algorithm << ": " << resumed.status();
+      EXPECT_EQ((*resumed)->state().aux[first][2], 3.0) << "upgraded";
+      for (int t = 13; t < 30; ++t) ASSERT_TRUE((*resumed)->Step(stream[t]).ok());
+      EXPECT_TRUE((*resumed)->state().BitEquals(straight->state())) << algorithm << " csr " << csr;
+    }
+  }
+}
+
 // The windows' rows of a restored state are checked by the family when the
 // state is restored (rounds then trust them; issue 23): a label the family
 // refuses is refused at Restore, naming the window.
@@ -182,7 +225,8 @@ TEST(SimpleSessionWindows, RestoreRefusesWindowRowsTheFamilyRefuses) {
     ASSERT_EQ(header.size(), 4 + 3) << algorithm << ": 3 steps, 3 segments";
     const size_t segment = first + 3 + static_cast<size_t>(header[4]);
     Vector& rows = c.state.aux[segment];
-    ASSERT_EQ(rows.size(), 2 + 4 * kFeatures + 4) << algorithm << ": 4 upper rows and labels";
+    ASSERT_EQ(rows.size(), RowWindow::kSegmentHeader + 4 * kFeatures + 4)
+        << algorithm << ": 4 upper rows and labels";
     rows[rows.size() - 2] = 7;  // a class of 3: 0, 1 or 2
     auto r = Session::Restore(config, c);
     ASSERT_FALSE(r.ok()) << algorithm;

@@ -8,11 +8,33 @@
 #include <vector>
 
 #include "core/batch.h"
+#include "core/simple/row_window.h"
 #include "core/simple/simple_family.h"
 #include "core/simple/simple_registries.h"
+#include "core/state_parts.h"
 #include "tests/core/bilevel/families/family_checks.h"
 
 namespace f2obo::testing {
+
+// The row windows at aux[first, ...) (core/simple/algorithms/
+// stream_windows.h) as servers before the segments' padding wrote them,
+// window layout version 2: the version 2, each segment's header {k, nnz}
+// without the padding (which must be zeros).  False if it is not there.
+inline bool ToWindowLayoutVersion2(StateParts* aux, size_t first) {
+  const StateParts& in = *aux;
+  if (in.size() < first + 3 || in[first].size() != 3 || in[first][2] != 3.0) return false;
+  (*aux)[first][2] = 2.0;
+  constexpr int kPad = RowWindow::kSegmentHeader - 2;
+  for (size_t i = first + 3; i < in.size(); ++i) {
+    const Vector s = in[i];
+    if (s.size() == 0) continue;
+    if (s.size() < RowWindow::kSegmentHeader || !s.segment(2, kPad).isZero(0.0)) return false;
+    Vector unpadded(s.size() - kPad);
+    unpadded << s.head(2), s.tail(s.size() - RowWindow::kSegmentHeader);
+    aux->Set(i, std::move(unpadded));
+  }
+  return true;
+}
 
 inline std::unique_ptr<SimpleFamily> MakeSimpleFamily(const std::string& name, int features,
                                                       int classes = 0) {

@@ -22,9 +22,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The tests below run on windows that read their rows in the segments;
-// BothRowStoragesWriteTheSameState checks the copying ones against them.
-constexpr bool kInPlace = true;
 using ::testing::StartsWith;
 
 // Least squares refusing targets above 100 (as a classification family
@@ -82,23 +79,23 @@ struct Decoded {
   RowMatrix upper, inner;
 };
 Decoded DecodeFresh(StateParts aux, int first, int capacity) {
-  StreamWindows w(capacity, kInPlace);
+  StreamWindows w(capacity);
   const absl::Status s = w.Append(&aux, first, StepData{});
   EXPECT_TRUE(s.ok()) << s;
   return {Gather(w.upper()), Gather(w.inner())};
 }
 
 TEST(StreamWindows, KeepTheLastWRowsOfEachKindOldestFirst) {
-  StreamWindows w(5, kInPlace);
+  StreamWindows w(5);
   StateParts aux = {Vector::Zero(1)};  // windows from aux[1]
   w.AppendInitial(&aux);
   ASSERT_EQ(static_cast<int>(aux.size()), 1 + StreamWindows::kFixed);
   ASSERT_TRUE(w.Validate(aux, 1).ok()) << w.Validate(aux, 1);
   ASSERT_TRUE(w.Append(&aux, 1, StepData{Numbered(0, 3), Batch{}}).ok());
   ASSERT_TRUE(w.Validate(aux, 1).ok()) << w.Validate(aux, 1);
-  EXPECT_EQ(aux[1][0], 3.0);         // the upper width, learned
-  EXPECT_EQ(aux[1][1], 0.0);         // no inner rows yet
-  StreamWindows again(5, kInPlace);  // decodes aux: it did not write it
+  EXPECT_EQ(aux[1][0], 3.0);  // the upper width, learned
+  EXPECT_EQ(aux[1][1], 0.0);  // no inner rows yet
+  StreamWindows again(5);     // decodes aux: it did not write it
   ASSERT_TRUE(again.Append(&aux, 1, StepData{Numbered(3, 4), Numbered(50, 2)}).ok());
   EXPECT_EQ(Vector(Gather(again.upper()).col(3)), Vector::LinSpaced(5, 2, 6));
   EXPECT_EQ(Vector(Gather(again.upper()).col(1)), Vector::LinSpaced(5, 2, 6));
@@ -112,7 +109,7 @@ TEST(StreamWindows, KeepTheLastWRowsOfEachKindOldestFirst) {
 }
 
 TEST(StreamWindows, AStepOfAnotherWidthThanTheWindowIsRefused) {
-  StreamWindows w(5, kInPlace);
+  StreamWindows w(5);
   StateParts aux;
   w.AppendInitial(&aux);
   ASSERT_TRUE(w.Append(&aux, 0, StepData{Batch{}, Numbered(0, 2)}).ok());
@@ -129,7 +126,7 @@ TEST(StreamWindows, AStepOfAnotherWidthThanTheWindowIsRefused) {
 // empties: O(rows appended x cols), whatever the window holds.
 TEST(StreamWindows, AStepWritesItsRowsNotTheWindow) {
   constexpr int kW = 400;
-  StreamWindows w(kW, kInPlace);
+  StreamWindows w(kW);
   StateParts aux;
   w.AppendInitial(&aux);
   for (int t = 0; t < 200; ++t) {
@@ -137,9 +134,11 @@ TEST(StreamWindows, AStepWritesItsRowsNotTheWindow) {
     ASSERT_TRUE(w.Append(&aux, 0, StepData{Numbered(10 * t, 7), Numbered(10 * t, 3)}).ok());
     int64_t written = 0;
     aux.ForEachChanged(before, [&](size_t i) { written += aux[i].size(); });
-    // 10 rows of 3 columns and a target, 2 header words each segment, the
-    // headers (4 words and one a segment: at most 400 / 3 + 1 segments).
-    EXPECT_LE(written, 10 * 4 + 2 * 2 + 2 * (4 + kW / 3 + 1)) << "step " << t;
+    // 10 rows of 3 columns and a target, a segment header each (its counts
+    // and padding), the headers (4 words and one a segment: at most
+    // 400 / 3 + 1 segments).
+    EXPECT_LE(written, 10 * 4 + 2 * RowWindow::kSegmentHeader + 2 * (4 + kW / 3 + 1))
+        << "step " << t;
     const Decoded fresh = DecodeFresh(aux, 0, kW);
     EXPECT_TRUE(Same(Gather(w.upper()), fresh.upper)) << "step " << t;
     EXPECT_TRUE(Same(Gather(w.inner()), fresh.inner)) << "step " << t;
@@ -159,7 +158,7 @@ TEST(StreamWindows, KeptWindowsFollowTheStateARoundStartsFrom) {
   std::mt19937_64 rng(3);
   std::uniform_int_distribution<int> size(0, 6);
   for (const int capacity : {1, 5, 16}) {
-    StreamWindows kept(capacity, kInPlace);
+    StreamWindows kept(capacity);
     StateParts committed;
     kept.AppendInitial(&committed);
     for (int t = 0; t < 120; ++t) {
@@ -174,7 +173,7 @@ TEST(StreamWindows, KeptWindowsFollowTheStateARoundStartsFrom) {
       StateParts next = committed;
       ASSERT_TRUE(kept.Append(&next, 0, data).ok());
       StateParts reference = committed;
-      StreamWindows fresh(capacity, kInPlace);
+      StreamWindows fresh(capacity);
       ASSERT_TRUE(fresh.Append(&reference, 0, data).ok());
       ASSERT_TRUE(Same(Gather(kept.upper()), Gather(fresh.upper()))) << capacity << " step " << t;
       ASSERT_TRUE(Same(Gather(kept.inner()), Gather(fresh.inner()))) << capacity << " step " << t;
@@ -192,7 +191,7 @@ TEST(StreamWindows, KeptWindowsFollowTheStateARoundStartsFrom) {
 // ValidateRestored calls), not at every step.
 TEST(StreamWindows, RowsTheFamilyRefusesAreRefusedNamingTheirSegment) {
   Picky family;
-  StreamWindows w(5, kInPlace);
+  StreamWindows w(5);
   StateParts aux;
   w.AppendInitial(&aux);
   EXPECT_TRUE(w.ValidateRows(aux, 0, family).ok()) << "empty windows";
@@ -209,7 +208,7 @@ TEST(StreamWindows, RowsTheFamilyRefusesAreRefusedNamingTheirSegment) {
 }
 
 TEST(StreamWindows, MalformedLayoutsAreRefusedNamingTheVector) {
-  StreamWindows w(5, kInPlace);
+  StreamWindows w(5);
   StateParts good;
   w.AppendInitial(&good);
   ASSERT_TRUE(w.Append(&good, 0, StepData{Numbered(0, 3), Numbered(0, 4)}).ok());
@@ -219,7 +218,7 @@ TEST(StreamWindows, MalformedLayoutsAreRefusedNamingTheVector) {
   const auto error = [&](const std::function<void(StateParts*)>& edit) {
     StateParts aux = good;
     edit(&aux);
-    const absl::Status s = StreamWindows(5, kInPlace).Validate(aux, 0);
+    const absl::Status s = StreamWindows(5).Validate(aux, 0);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     return std::string(s.message());
   };
@@ -239,9 +238,13 @@ TEST(StreamWindows, MalformedLayoutsAreRefusedNamingTheVector) {
   EXPECT_THAT(error([](StateParts* a) { (*a)[1][3] = 0; }),
               HasSubstr("aux[1]: the upper window holds more than its 5 rows"));
   EXPECT_THAT(error([](StateParts* a) { (*a)[5][0] = 4; }),
-              HasSubstr("aux[5]: row segment has 14 entries, expected 18"));
-  EXPECT_THAT(error([](StateParts* a) { (*a)[5][3] = std::nan(""); }),
+              HasSubstr("aux[5]: row segment has 20 entries, expected 24"));
+  EXPECT_THAT(error([](StateParts* a) { (*a)[5][RowWindow::kSegmentHeader + 1] = std::nan(""); }),
               HasSubstr("aux[5][1]: not finite"));
+  EXPECT_THAT(error([](StateParts* a) { (*a)[5][3] = 1; }),
+              HasSubstr("aux[5]: row segment header entry 3 must be 0"));
+  EXPECT_THAT(error([](StateParts* a) { (*a)[5].conservativeResize(7); }),
+              HasSubstr("aux[5]: row segment has fewer than 8 entries"));
 }
 
 // States written before segments (layout version 1: each window in one
@@ -258,7 +261,7 @@ TEST(StreamWindows, Version1WindowsAreUpgradedRowsUnchanged) {
     upper.Encode(&old);
     RowWindow(6, 0).Encode(&old);
     StateParts aux(old);
-    const StreamWindows w(6, kInPlace);
+    const StreamWindows w(6);
     ASSERT_TRUE(w.Upgrade(&aux, 1).ok());
     ASSERT_TRUE(w.Validate(aux, 1).ok()) << w.Validate(aux, 1);
     EXPECT_EQ(aux.size(), 1u + StreamWindows::kFixed + 1);
@@ -273,30 +276,40 @@ TEST(StreamWindows, Version1WindowsAreUpgradedRowsUnchanged) {
   }
 }
 
-// Dense windows reading their rows in the segments or in copies of their
-// own write the same state and hold the same rows, step after step and
-// after decoding a state the other wrote.
-TEST(StreamWindows, BothRowStoragesWriteTheSameState) {
-  StreamWindows in_place(5, true), copying(5, false);
-  StateParts a = {Vector::Zero(1)}, b = {Vector::Zero(1)};
-  in_place.AppendInitial(&a);
-  copying.AppendInitial(&b);
-  for (int step = 0; step < 9; ++step) {
-    const StepData data{Numbered(10 * step, 1 + step % 3), Numbered(500 + 10 * step, 2)};
-    ASSERT_TRUE(in_place.Append(&a, 1, data).ok());
-    ASSERT_TRUE(copying.Append(&b, 1, data).ok());
-    ASSERT_EQ(a.size(), b.size()) << step;
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << step << " aux[" << i << "]";
-    EXPECT_TRUE(Same(Gather(in_place.upper()), Gather(copying.upper()))) << step;
-    EXPECT_TRUE(Same(Gather(in_place.inner()), Gather(copying.inner()))) << step;
+// States written before the segments' padding (layout version 2: each
+// segment {k, nnz, body}, its rows 16 bytes past a cache line) get their
+// segments padded, rows and everything else unchanged.
+TEST(StreamWindows, Version2WindowsAreUpgradedRowsUnchanged) {
+  std::mt19937_64 rng(4);
+  StreamWindows w(6);
+  StateParts now = {Vector::Ones(2)};
+  w.AppendInitial(&now);
+  for (int t = 0; t < 5; ++t) {
+    const Batch inner = DenseRegression(2, 3, rng);
+    ASSERT_TRUE(w.Append(&now, 1, StepData{DenseRegression(3, 3, rng), AsCsr(inner)}).ok());
   }
-  // Each decodes the other's state (not the state it wrote) the same way.
-  StreamWindows x(5, true), y(5, false);
-  StateParts xa = b, ya = a;
-  ASSERT_TRUE(x.Append(&xa, 1, StepData{}).ok());
-  ASSERT_TRUE(y.Append(&ya, 1, StepData{}).ok());
-  EXPECT_TRUE(Same(Gather(x.upper()), Gather(y.upper())));
-  EXPECT_TRUE(Same(Gather(x.inner()), Gather(in_place.inner())));
+  // The same state as a version-2 server wrote it.
+  StateParts old = now;
+  ASSERT_TRUE(ToWindowLayoutVersion2(&old, 1));
+  int segments = 0;
+  for (size_t i = 1 + StreamWindows::kFixed; i < old.size(); ++i) {
+    if (old[i].size() == 0) continue;
+    ++segments;
+    EXPECT_EQ(old[i].size(), now[i].size() - RowWindow::kSegmentHeader + 2);
+  }
+  ASSERT_GE(segments, 4) << "dense and CSR segments, several of each";
+  EXPECT_FALSE(w.Validate(old, 1).ok()) << "version 2 is read only to upgrade it";
+  ASSERT_TRUE(w.Upgrade(&old, 1).ok());
+  ASSERT_TRUE(w.Validate(old, 1).ok()) << w.Validate(old, 1);
+  ASSERT_EQ(old.size(), now.size());
+  for (size_t i = 0; i < now.size(); ++i) EXPECT_EQ(old[i], now[i]) << "aux[" << i << "]";
+  const Decoded a = DecodeFresh(old, 1, 6), b = DecodeFresh(now, 1, 6);
+  EXPECT_TRUE(Same(a.upper, b.upper));
+  EXPECT_TRUE(Same(a.inner, b.inner));
+  // Upgrading again changes nothing.
+  const StateParts once = old;
+  ASSERT_TRUE(w.Upgrade(&old, 1).ok());
+  for (size_t i = 0; i < old.size(); ++i) EXPECT_TRUE(old.SamePart(once, i)) << i;
 }
 
 }  // namespace
