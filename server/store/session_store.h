@@ -398,6 +398,10 @@ class SessionStore {
   absl::Status TrimCheckpoints(const std::string& id, int64_t written, int keep);
   // LoadCheckpoint of a checkpoint in parts, on a connection of its own.
   absl::StatusOr<Checkpoint> ReadCheckpointParts(const std::string& id, int64_t t) const;
+  // LoadCheckpoint's and LoadCheckpointState's read through the writer's
+  // queue: the whole encoding, checksum-verified, or, for a checkpoint in
+  // parts, *in_parts set (and nothing read: ReadCheckpointParts reads it).
+  absl::StatusOr<std::string> LoadWholeCheckpoint(const std::string& id, int64_t t, bool* in_parts);
   absl::Status ApplyRollback(const Write& w);
   // Reads every fence into `out` (fences.cc).
   absl::Status LoadFences(LoadedStore& out);
