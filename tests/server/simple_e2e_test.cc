@@ -407,7 +407,9 @@ TEST(SimpleE2e, ARowWhoseGradientCouldOverflowLaterRoundsIsRefusedOnArrival) {
     v1::CreateSessionRequest create;
     create.set_session_id(a);
     *create.mutable_spec() = LeastSquaresSpec(a);
-    create.mutable_spec()->mutable_options()->set_window_rows(100);
+    if (FindAlgorithm(a)->reads.Has(Opt::window_rows)) {  // the windowed ones
+      create.mutable_spec()->mutable_options()->set_window_rows(100);
+    }
     ASSERT_TRUE(c.CreateSession(create).ok()) << a;
     ASSERT_TRUE(c.Step(StepRequestFor(a, 1)).ok()) << a;
     v1::StepRequest poison = StepRequestFor(a, 2);
