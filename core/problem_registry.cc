@@ -148,6 +148,11 @@ absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string
   const AlgorithmInfo* info = FindAlgorithm(algorithm);
   if (info == nullptr || info->problem_class != c) {
     const std::string known = absl::StrJoin(AlgorithmNames(c), ", ");
+    if (algorithm.empty()) {  // a SessionConfig built without one (the wire fills it)
+      return absl::InvalidArgumentError(
+          absl::StrCat("algorithm: none named; ", ProblemClassName(c), " algorithms: ", known,
+                       " (the class default is ", GetProblemClass(c).default_algorithm, ")"));
+    }
     if (info != nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("algorithm: '", algorithm, "' is a ", ProblemClassName(info->problem_class),
@@ -160,6 +165,37 @@ absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string
   }
   if (absl::Status s = ValidateAlgorithmOptions(*info, options); !s.ok()) return s;
   return info;
+}
+
+absl::Status CheckOptionsRead(ProblemClass c, absl::string_view family, absl::string_view algorithm,
+                              bool by_default, const OptionSet& set, absl::string_view field) {
+  const AlgorithmInfo* info = FindAlgorithm(algorithm);
+  if (info == nullptr || info->problem_class != c) return absl::OkStatus();
+  for (const OptionInfo& o : OptionTable()) {
+    if (!set.Has(o.id) || info->reads.Has(o.id)) continue;
+    std::vector<std::string> readers;
+    for (const AlgorithmInfo* other : GetProblemClass(c).algorithms()) {
+      if (other->reads.Has(o.id)) readers.emplace_back(other->name);
+    }
+    std::string which = absl::StrCat("algorithm '", algorithm, "'");
+    if (by_default) {
+      const bool oracle = algorithm != GetProblemClass(c).default_algorithm;
+      absl::StrAppend(&which, " (the ", ProblemClassName(c), " class default",
+                      oracle ? absl::StrCat(" for family '", family, "'") : "", ")");
+    }
+    std::string fix;
+    if (readers.empty()) {
+      fix = absl::StrCat("no ", ProblemClassName(c), " algorithm reads it; leave it unset");
+    } else if (readers.size() == 1) {
+      fix = absl::StrCat("name algorithm '", readers[0], "' or leave it unset");
+    } else {
+      fix = absl::StrCat("name an algorithm that reads it (", absl::StrJoin(readers, ", "),
+                         ") or leave it unset");
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".", o.name, ": not read by ", which, "; ", fix));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOptions& options) {

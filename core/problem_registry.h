@@ -72,6 +72,17 @@ std::vector<std::string> AlgorithmNames(ProblemClass c);
 absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string_view algorithm,
                                                     const AlgorithmOptions& options);
 
+// Options a session sets (`set`: fields present on the wire) that its
+// algorithm does not read would be dropped without a word; they are refused
+// instead (issue 29: a user who sets an option expects it to act).
+// INVALID_ARGUMENT "<field>.<name>: not read by algorithm '<a>' ..." for
+// the first one, saying which algorithms of class `c` read it; `by_default`
+// = the spec named no algorithm (the class's default for `family`).  OK for
+// an algorithm that is unknown or of another class (CheckAlgorithm says so).
+absl::Status CheckOptionsRead(ProblemClass c, absl::string_view family, absl::string_view algorithm,
+                              bool by_default, const OptionSet& set,
+                              absl::string_view field = "options");
+
 // `options` against the rules and check of `algorithm` (any class);
 // INVALID_ARGUMENT for an unknown algorithm too.
 absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOptions& options);

@@ -17,7 +17,11 @@ namespace f2obo {
 struct SessionConfig {
   ProblemClass problem_class = ProblemClass::kBilevel;
   FamilyConfig family;
-  std::string algorithm = "f2obo";
+  // Named, always: a spec naming none gets its class's default where it is
+  // converted (proto/f2obo/v1/convert.cc), from the class registry
+  // (core/problem_registry.cc, DefaultAlgorithm), the default's one home.
+  // Empty is refused as an unknown algorithm.
+  std::string algorithm;
   AlgorithmOptions options;  // start from the algorithm's DefaultOptions
   ConstraintSet constraint;
   // Initial point.  Empty x0: the family's default start projected onto X

@@ -31,6 +31,7 @@ const std::vector<std::string>& Algorithms() {
 v1::SessionSpec Spec(const testing::FamilyCase& f, const std::string& algorithm) {
   v1::SessionSpec spec = testing::SpecFor(f, algorithm, /*seed=*/7);
   spec.mutable_options()->set_max_inner_iterations(40);  // under FuzzLimits()
+  testing::KeepReadOptions(&spec);                       // (only af2obo and aobo read it)
   return spec;
 }
 

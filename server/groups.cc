@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "f2obo/v1/convert.h"
 #include "server/fault_points.h"
 #include "server/ids.h"
 #include "server/store/store_errors.h"
@@ -76,13 +77,13 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest&
                        ": shorten the group id or the name"));
     }
   }
+  // Shared options reach the members that read them (convert.h).
+  absl::StatusOr<std::vector<v1::SessionSpec>> specs = GroupMemberSpecs(req.spec(), req.members());
+  if (!specs.ok()) return specs.status();
   std::vector<v1::CreateSessionRequest> creates(ids.size());
   for (int i = 0; i < req.members_size(); ++i) {
-    const v1::GroupMember& m = req.members(i);
     creates[i].set_session_id(ids[i]);
-    *creates[i].mutable_spec() = req.spec();
-    creates[i].mutable_spec()->set_algorithm(m.algorithm());
-    creates[i].mutable_spec()->mutable_options()->MergeFrom(m.options());
+    *creates[i].mutable_spec() = std::move((*specs)[i]);
   }
   const auto name = [&](size_t i) {
     return absl::StrCat("members[", i, "] (", req.members(static_cast<int>(i)).name(), ")");

@@ -8,6 +8,7 @@
 // steps, and then block a retry of its group's creation (ALREADY_EXISTS) or
 // be replaced by a rerun of the move (losing the steps it took).
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -233,7 +234,7 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
   if (!IsSessionId(id)) {
     return absl::InvalidArgumentError(absl::StrCat("session_id: must match ", kSessionIdPattern));
   }
-  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
+  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec(), UnreadOptions::kDrop);
   if (!config.ok()) return config.status();
   absl::StatusOr<int64_t> room = Reserve(*config, ex.spec(), /*enforce_limits=*/true);
   if (!room.ok()) return room.status();
@@ -248,7 +249,20 @@ absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::PrepareIm
 absl::StatusOr<std::shared_ptr<SessionManager::Entry>> SessionManager::BuildImported(
     const std::string& id, const v1::SessionExport& ex, const SessionConfig& config,
     Checkpoint state, int64_t reserved_bytes) {
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Restore(config, std::move(state));
+  // An export whose spec names no algorithm (written by hand; servers fill
+  // it in) is its state's, which has one layout only, not whatever the
+  // class default is now.
+  std::optional<SessionConfig> own;
+  if (ex.spec().algorithm().empty() && !state.algorithm.empty() &&
+      state.algorithm != config.algorithm) {
+    v1::SessionSpec spec = ex.spec();
+    spec.set_algorithm(state.algorithm);
+    absl::StatusOr<SessionConfig> c = CheckedConfig(spec, UnreadOptions::kDrop);
+    if (!c.ok()) return c.status();
+    own = *std::move(c);
+  }
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      Session::Restore(own.has_value() ? *own : config, std::move(state));
   if (!session.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
   }

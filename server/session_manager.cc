@@ -41,11 +41,12 @@ absl::Status SessionManager::CheckNotRemoved(const Entry& e) {
   return absl::NotFoundError(absl::StrCat("session '", e.id, "' was deleted"));
 }
 
-absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(const v1::SessionSpec& spec) const {
+absl::StatusOr<SessionConfig> SessionManager::CheckedConfig(const v1::SessionSpec& spec,
+                                                            UnreadOptions unread) const {
   // Every number of the spec is an input number (the proto's conventions),
   // checked before any of it is converted or allocated.
   if (absl::Status s = CheckSpecNumbers(spec, "spec"); !s.ok()) return s;
-  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec, unread);
   if (!config.ok()) return config.status();
   // Bound the state before anything is allocated: an upper estimate of y
   // plus x (quadratic's x_dim), in 64 bits, a negative dimension counting as
@@ -191,7 +192,9 @@ absl::StatusOr<std::vector<std::string>> SessionManager::Recover(std::vector<Sto
   }
   std::vector<std::string> problems = loaded->damaged;
   for (StoredSession& stored : loaded->sessions) {
-    absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec);
+    // Stored by a server (older ones wrote every option): unread options
+    // never acted, and are dropped (convert.h).
+    absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec, UnreadOptions::kDrop);
     absl::StatusOr<std::unique_ptr<Session>> session =
         config.ok() ? Session::Restore(*config, std::move(stored.state)) : config.status();
     if (!session.ok()) {

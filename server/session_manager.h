@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/session.h"
+#include "f2obo/v1/convert.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "f2obo/v1/transfer.pb.h"
 #include "grpcpp/server_context.h"
@@ -304,8 +305,11 @@ class SessionManager {
   absl::StatusOr<int64_t> Reserve(const SessionConfig& config, const v1::SessionSpec& spec,
                                   bool enforce_limits);
   void Release(int64_t bytes);
-  // Validates `spec` against the limits and builds its session config.
-  absl::StatusOr<SessionConfig> CheckedConfig(const v1::SessionSpec& spec) const;
+  // Validates `spec` against the limits and builds its session config;
+  // `unread`: what becomes of options its algorithm does not read (refused
+  // for a spec a client writes, dropped for one a server wrote: imports).
+  absl::StatusOr<SessionConfig> CheckedConfig(const v1::SessionSpec& spec,
+                                              UnreadOptions unread = UnreadOptions::kRefuse) const;
   // Makes `entry` (session set, id possibly empty) reachable: reserves an
   // id (generated if asked), persists it (unless `persisted`), opens its
   // metrics, and only then publishes it in the map.
@@ -356,7 +360,8 @@ class SessionManager {
   // PrepareImport's second half, shared with ImportChunks: the session
   // restored from `state` and checked with the spec and reply cache of
   // `ex` (its state field is not read), as entry `id` holding
-  // `reserved_bytes`.
+  // `reserved_bytes`.  A spec naming no algorithm gets the state's, not
+  // the class default (`config` is rebuilt with it).
   absl::StatusOr<std::shared_ptr<Entry>> BuildImported(const std::string& id,
                                                        const v1::SessionExport& ex,
                                                        const SessionConfig& config,

@@ -174,7 +174,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::ImportChunks(const ChunkSource& 
   if (absl::Status s = CheckStringBounds(ex.spec()); !s.ok()) {
     return Named("chunk.begin.spec", s);
   }
-  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec());
+  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec(), UnreadOptions::kDrop);
   if (!config.ok()) return config.status();
   absl::StatusOr<int64_t> room = Reserve(*config, ex.spec(), /*enforce_limits=*/true);
   if (!room.ok()) return room.status();

@@ -26,8 +26,10 @@ gate is "finite and within 1% of the untuned start".
 
 Third, the other classes' defaults on the quality suite's tasks, shortened
 (bench/quality/task_simple.py, task_multitask.py; --simple_steps, --mt_steps):
-the simple class's default (agm_bio since issue 29) against x_0 = 0 on the
-diabetes regression ((g - g*) + |f - f*|), the multi-task class's
+the simple class's default (agm_bio since issue 29) against the lower level
+alone (argmin g from x_0 = 0) on the diabetes regression, by the held-out
+loss and by the distance to the bilevel optimum ((g - g*) + |f - f*|), the
+multi-task class's
 (mt_f2obo) against x = 0 on the 45 digits class pairs (held-out F).
 
 Exit status 1 if the class default's or f2obo's default run (--gate) ends
@@ -214,14 +216,19 @@ def main():
         for cls, task in (("simple_bilevel", task_simple.regression),
                           ("multitask_bilevel", task_multitask.multitask_hpo)):
             rows = [r.row() for r in task(client, f2obo, qargs)]
-            d = next((r for r in rows if r["method"] == "default" and
-                      r["algorithm"] == defaults[cls]), None)
-            u = next((r for r in rows if r["method"] == "untuned"), None)
-            for r in rows:
-                print("%-17s %-8s %-12s held-out loss %.4g  %.1f s%s"
-                      % (r["task"], r["method"], r["algorithm"], r["loss"], r["seconds"],
-                         "  " + r["error"] if r.get("error") else ""))
-            others.append((cls, defaults[cls], d, u))
+            # The simple task reports its runs by two measures, as two tasks
+            # (the held-out loss and the distance to the bilevel optimum):
+            # the default must beat the untuned start by each.
+            for name in dict.fromkeys(r["task"] for r in rows):
+                rs = [r for r in rows if r["task"] == name]
+                d = next((r for r in rs if r["method"] == "default" and
+                          r["algorithm"] == defaults[cls]), None)
+                u = next((r for r in rs if r["method"] == "untuned"), None)
+                for r in rs:
+                    print("%-26s %-8s %-17s loss %.4g  %.1f s%s"
+                          % (r["task"], r["method"], r["algorithm"], r["loss"], r["seconds"],
+                             "  " + r["error"] if r.get("error") else ""))
+                others.append(("%s (%s)" % (cls, name), defaults[cls], d, u))
     finally:
         server.stop()
     failed = not ok

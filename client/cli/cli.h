@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/client.h"
+#include "f2obo/v1/convert.h"
 #include "f2obo/v1/f2obo.pb.h"
 
 // Every flag but the algorithm options (client/cli/flags.def).
@@ -58,13 +59,17 @@ std::vector<std::string> CommandFlagNames(absl::string_view command);
 // --features / --classes when those are not given (e.g. from a dataset).
 // Bad values and specs the core rejects (validated locally, so the message
 // names the field, e.g. "family.name: unknown family 'x'") come back as
-// INVALID_ARGUMENT: a usage error.
-absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<int> features,
-                                                                std::optional<int> classes);
+// INVALID_ARGUMENT: a usage error.  An option flag the session's algorithm
+// does not read is one (`unread`, convert.h); create-group passes kDrop
+// for its shared spec and checks each member (GroupMemberSpecs).
+absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(
+    std::optional<int> features, std::optional<int> classes,
+    UnreadOptions unread = UnreadOptions::kRefuse);
 // The same, with --features and --classes inferred from --dataset when it
 // is given (create, create-group); an unreadable dataset is
 // INVALID_ARGUMENT "--dataset: <why>".
-absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromSpecFlags();
+absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromSpecFlags(
+    UnreadOptions unread = UnreadOptions::kRefuse);
 // The algorithm option flags given (one per AlgorithmOptions field), into
 // `o`; and their names (spec_flags.cc).
 absl::Status OptionsFromFlags(v1::AlgorithmOptions* o);

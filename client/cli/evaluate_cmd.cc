@@ -131,7 +131,7 @@ int RunEvaluate() {
   }
   std::vector<std::vector<std::string>> table = {header};
   for (const v1::SessionInfo& info : sessions) {
-    absl::StatusOr<SessionConfig> config = ToSessionConfig(info.spec());
+    absl::StatusOr<SessionConfig> config = ToSessionConfig(info.spec(), UnreadOptions::kDrop);
     if (!config.ok()) return RpcError("evaluate: session spec", config.status());
     if (config->problem_class != ProblemClass::kBilevel) {
       return UsageError(absl::StrCat(

@@ -69,7 +69,9 @@ int RunCreateGroup() {
   }
   // The shared part: family, constraint, seed, metrics policy and the
   // option flags every member starts from.
-  absl::StatusOr<v1::CreateSessionRequest> base = CreateRequestFromSpecFlags();
+  // (A shared option flag reaches the members whose algorithm reads it,
+  // checked below as the server does.)
+  absl::StatusOr<v1::CreateSessionRequest> base = CreateRequestFromSpecFlags(UnreadOptions::kDrop);
   if (!base.ok()) return UsageError(std::string(base.status().message()));
   v1::CreateGroupRequest req;
   req.set_group_id(id);
@@ -77,17 +79,18 @@ int RunCreateGroup() {
   for (const std::string& text : MemberFlagValues()) {
     absl::StatusOr<v1::GroupMember> m = ParseMember(text);
     if (!m.ok()) return UsageError(std::string(m.status().message()));
-    // Validate the member's merged spec with the core code the server runs,
-    // so a bad option is a usage error naming the member and the field.
-    v1::SessionSpec spec = req.spec();
-    spec.set_algorithm(m->algorithm());
-    spec.mutable_options()->MergeFrom(m->options());
-    absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+    *req.add_members() = *std::move(m);
+  }
+  // Validate each member's spec with the core code the server runs, so a
+  // bad option is a usage error naming the member and the field.
+  absl::StatusOr<std::vector<v1::SessionSpec>> specs = GroupMemberSpecs(req.spec(), req.members());
+  if (!specs.ok()) return UsageError(std::string(specs.status().message()));
+  for (int i = 0; i < req.members_size(); ++i) {
+    absl::StatusOr<SessionConfig> config = ToSessionConfig((*specs)[i]);
     absl::Status valid = config.ok() ? ValidateSessionConfig(*config) : config.status();
     if (!valid.ok()) {
-      return UsageError(absl::StrCat("member '", m->name(), "': ", valid.message()));
+      return UsageError(absl::StrCat("member '", req.members(i).name(), "': ", valid.message()));
     }
-    *req.add_members() = *std::move(m);
   }
   client::Client c(ClientOptionsFromFlags());
   absl::StatusOr<v1::GroupInfo> info = c.CreateGroup(req);

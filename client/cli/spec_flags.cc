@@ -172,7 +172,8 @@ std::vector<std::string> OptionFlagNames() {
 }
 
 absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<int> features,
-                                                                std::optional<int> classes) {
+                                                                std::optional<int> classes,
+                                                                UnreadOptions unread) {
   v1::CreateSessionRequest req;
   req.set_session_id(absl::GetFlag(FLAGS_id));
   v1::SessionSpec* spec = req.mutable_spec();
@@ -202,7 +203,7 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
 
   // Validate locally with the same core code the server runs, so a bad flag
   // is a usage error naming the field before anything is sent.
-  absl::StatusOr<SessionConfig> config = ToSessionConfig(*spec);
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(*spec, unread);
   absl::Status valid = config.ok() ? ValidateSessionConfig(*config) : config.status();
   if (valid.ok() && spec->metrics().has_exact_every() && spec->metrics().exact_every() < 0) {
     valid = absl::InvalidArgumentError("metrics.exact_every: must be >= 0");
@@ -213,7 +214,7 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromFlags(std::optional<in
   return req;
 }
 
-absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromSpecFlags() {
+absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromSpecFlags(UnreadOptions unread) {
   std::optional<int> features, classes;
   if (const std::string path = absl::GetFlag(FLAGS_dataset); !path.empty()) {
     absl::StatusOr<data::Dataset> ds = data::ReadDataset(path);
@@ -223,7 +224,7 @@ absl::StatusOr<v1::CreateSessionRequest> CreateRequestFromSpecFlags() {
     features = ds->features();
     if (ds->classes > 0) classes = ds->classes;
   }
-  return CreateRequestFromFlags(features, classes);
+  return CreateRequestFromFlags(features, classes, unread);
 }
 
 }  // namespace f2obo::cli

@@ -48,7 +48,7 @@ absl::StatusOr<StepData> StepOf(const data::DriftingStream& stream, int64_t t,
 // Whether the session's family reads upper rows (false only for simple
 // bilevel families whose f is fixed).
 bool ReadsUpperRows(const v1::SessionSpec& spec) {
-  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec, UnreadOptions::kDrop);
   if (!config.ok() || config->problem_class != ProblemClass::kSimpleBilevel) return true;
   absl::StatusOr<std::unique_ptr<SimpleFamily>> family = CreateSimpleFamily(config->family);
   return !family.ok() || (*family)->upper_reads_rows();
@@ -60,7 +60,7 @@ bool ReadsUpperRows(const v1::SessionSpec& spec) {
 // dropped and with them class-imbalance sampling; --label_noise, which
 // replaces labels by classes, is refused.
 absl::StatusOr<bool> FitDataToFamily(const v1::SessionSpec& spec, data::Dataset* ds) {
-  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec);
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(spec, UnreadOptions::kDrop);
   if (!config.ok()) return config.status();
   absl::StatusOr<bool> classifies = FamilyIsClassification(*config);
   if (!classifies.ok() || *classifies) return classifies;

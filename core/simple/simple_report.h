@@ -9,9 +9,12 @@
 namespace f2obo {
 
 struct SimpleReport {
-  // On the step's rows at the decision served before the step (before the
-  // round learned from them): g_t(decision) (f_t(decision) is
-  // StepReport::upper_loss_before).
+  // g_t(x_t): g on the step's inner rows at the iterate x_t the round
+  // starts from (before it learned from them), what every algorithm of the
+  // class evaluates anyway for its own step.  Not at the decision z_t:
+  // IR-SCG / IR-FSCG serve a weighted average of iterates, so the two
+  // differ there (f_t at the decision is StepReport::upper_loss_before).
+  // tests/core/simple/simple_session_test.cc pins it for every algorithm.
   double inner_loss_before = 0.0;
   // IR-SCG / IR-FSCG: the step size alpha_t = 2/(t+2), the regularization
   // weight sigma_t = s (t+1)^-p, and the Frank-Wolfe gap of the round's

@@ -192,9 +192,11 @@ def run(args):
                                   label_noise={1: args.label_noise} if args.label_noise else None,
                                   seed=args.seed)
     client = f2obo.Client(args.server, token=args.token)
+    # Step sizes: automatic, the server's default (alpha = beta = 0); an
+    # option the algorithm does not read would be refused (e.g. beta_auto
+    # for a baseline), so only gamma, which every bilevel algorithm reads.
     options = dict(family=args.task, features=d, classes=C, algorithm=args.algorithm,
-                   alpha_auto=True, beta_auto=True, gamma=args.gamma,
-                   exact_every=args.exact_every, seed=args.seed)
+                   gamma=args.gamma, exact_every=args.exact_every, seed=args.seed)
     for item in args.option:
         name, _, value = item.partition("=")
         try:

@@ -194,7 +194,9 @@ def run(args):
         hp0 = {"weight_decay": torch.full((2,), 5e-3, dtype=torch.float64),
                "class_weight": torch.ones(C, dtype=torch.float64)}
         common = dict(algorithm=args.algorithm, alpha=args.alpha, beta=args.beta,
-                      gamma=args.gamma, inner_steps=args.inner_steps, seed=args.seed)
+                      gamma=args.gamma, seed=args.seed)
+        if args.algorithm != "af2obo":  # it runs its loops to tolerances: no K to set
+            common["inner_steps"] = args.inner_steps
         tuned = f2obo.torch.Tuner(
             client, mlp(d, args.hidden, C, args.seed),
             {"weight_decay": f2obo.torch.Hyperparameter(hp0["weight_decay"], box=(0.0, 0.01)),

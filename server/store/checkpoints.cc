@@ -113,19 +113,20 @@ absl::Status Damaged(const std::string& id, int64_t t, absl::string_view what) {
 
 }  // namespace
 
-absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, int64_t t) {
+absl::StatusOr<std::string> SessionStore::LoadWholeCheckpoint(const std::string& id, int64_t t,
+                                                              bool* in_parts) {
+  *in_parts = false;
   auto w = std::make_shared<Write>();
   w->kind = Write::kLoadCheckpoint;
   w->id = id;
   w->t = t;
   if (absl::Status s = Submit(w, /*wait=*/true); !s.ok()) return s;
-  // In parts: read here, on a connection of this thread's own (the writes
-  // queued before this read are committed; the caller holds the session,
-  // so none of its own can follow while this reads).
+  // In parts: read by the caller, on a connection of this thread's own (the
+  // writes queued before this read are committed; the caller holds the
+  // session, so none of its own can follow while this reads).
   if (w->loaded_in_parts) {
-    absl::StatusOr<Checkpoint> joined = ReadCheckpointParts(id, t);
-    if (!joined.ok()) return joined.status();
-    return SerializeCheckpoint(*joined);
+    *in_parts = true;
+    return std::string();
   }
   if (w->loaded_fd < 0) return std::move(w->loaded);
   // In a side file: read here, not on the writer thread (it may be large).
@@ -137,25 +138,20 @@ absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, 
   return bytes;
 }
 
+absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, int64_t t) {
+  bool in_parts = false;
+  absl::StatusOr<std::string> bytes = LoadWholeCheckpoint(id, t, &in_parts);
+  if (!in_parts) return bytes;
+  absl::StatusOr<Checkpoint> joined = ReadCheckpointParts(id, t);
+  if (!joined.ok()) return joined.status();
+  return SerializeCheckpoint(*joined);
+}
+
 absl::StatusOr<Checkpoint> SessionStore::LoadCheckpointState(const std::string& id, int64_t t) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kLoadCheckpoint;
-  w->id = id;
-  w->t = t;
-  if (absl::Status s = Submit(w, /*wait=*/true); !s.ok()) return s;
-  // In parts: decoded part by part as it is read (LoadCheckpoint's reasons
-  // for reading here hold).  Whole: decoded from its bytes.
-  if (w->loaded_in_parts) return ReadCheckpointParts(id, t);
-  absl::StatusOr<std::string> bytes;
-  if (w->loaded_fd < 0) {
-    bytes = std::move(w->loaded);
-  } else {
-    bytes = ReadSideFileFd(w->loaded_fd, w->loaded_file.name);
-    if (!bytes.ok()) return Damaged(id, t, bytes.status().message());
-    if (RecordSum("checkpoint", id, t, *bytes) != w->loaded_file.sum) {
-      return Damaged(id, t, "checksum mismatch: corrupt record");
-    }
-  }
+  bool in_parts = false;
+  absl::StatusOr<std::string> bytes = LoadWholeCheckpoint(id, t, &in_parts);
+  // In parts: decoded part by part as it is read, never joined.
+  if (in_parts) return ReadCheckpointParts(id, t);
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<Checkpoint> decoded = DeserializeCheckpoint(*bytes);
   if (!decoded.ok()) return Damaged(id, t, decoded.status().message());

@@ -404,6 +404,10 @@ class SessionStore {
   // read transaction), once per process: "" if sound, else what SQLite
   // found.
   std::string CheckCheckpointParts(sqlite3* db) const ABSL_LOCKS_EXCLUDED(parts_check_mu_);
+  // LoadCheckpoint's and LoadCheckpointState's read through the writer's
+  // queue: the whole encoding, checksum-verified, or, for a checkpoint in
+  // parts, *in_parts set (and nothing read: ReadCheckpointParts reads it).
+  absl::StatusOr<std::string> LoadWholeCheckpoint(const std::string& id, int64_t t, bool* in_parts);
   absl::Status ApplyRollback(const Write& w);
   // Reads every fence into `out` (fences.cc).
   absl::Status LoadFences(LoadedStore& out);

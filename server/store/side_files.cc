@@ -291,7 +291,10 @@ absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
         const StateParts& aux = w.part_source->aux;
         std::string scratch;
         for (size_t i = 0; i < aux.size(); ++i) {
-          if (8 * static_cast<size_t>(aux[i].size()) < side_file_bytes_) continue;
+          // An empty part has no row (SaveSourceParts), so no file either.
+          if (aux[i].size() == 0 || 8 * static_cast<size_t>(aux[i].size()) < side_file_bytes_) {
+            continue;
+          }
           const int64_t index = static_cast<int64_t>(i);
           const absl::string_view bytes = AuxPartBytes(aux[i], &scratch);
           absl::StatusOr<SideFile> f =

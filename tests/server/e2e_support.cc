@@ -7,6 +7,7 @@
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
+#include "f2obo/v1/options_convert.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
@@ -64,6 +65,17 @@ v1::SessionSpec SpecFor(const FamilyCase& f, const std::string& algorithm, uint6
   spec.mutable_options()->set_gamma(0.01);
   if (algorithm == "af2obo") spec.mutable_options()->set_max_inner_iterations(200);
   return spec;
+}
+
+void KeepReadOptions(v1::SessionSpec* spec) {
+  absl::StatusOr<std::string> algorithm = AlgorithmOf(*spec);
+  const AlgorithmInfo* info = algorithm.ok() ? FindAlgorithm(*algorithm) : nullptr;
+  if (info == nullptr) return;
+  OptionSet unread;
+  for (const OptionInfo& o : OptionTable()) {
+    if (!info->reads.Has(o.id)) unread.Add(o.id);
+  }
+  ClearOptions(unread, spec->mutable_options());
 }
 
 StepData StepFor(const FamilyCase& f, int64_t t) {

@@ -25,6 +25,10 @@ std::vector<FamilyCase> AllFamilyCases();
 std::vector<std::string> AllAlgorithms();
 
 v1::SessionSpec SpecFor(const FamilyCase& f, const std::string& algorithm, uint64_t seed);
+// Clears the options `spec`'s algorithm does not read: a spec shared by
+// several algorithms sets what applies to each (the server refuses a set
+// option its algorithm does not read).  An unknown algorithm keeps them.
+void KeepReadOptions(v1::SessionSpec* spec);
 
 // Batches of step t for this family case, identical on every call.
 StepData StepFor(const FamilyCase& f, int64_t t);

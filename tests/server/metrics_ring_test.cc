@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "server/metrics/registry.h"
 #include "server/metrics_pipeline.h"
@@ -27,6 +28,8 @@ std::shared_ptr<SessionMetrics> OpenQuadraticChannel(MetricsPipeline& pipeline,
   config.family.name = "quadratic";
   config.family.x_dim = 2;
   config.family.y_dim = 2;
+  config.algorithm = "f2obo";
+  config.options = DefaultAlgorithmOptions("f2obo");
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(config);
   EXPECT_TRUE(session.ok()) << session.status();
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/bilevel/bilevel_state.h"
+#include "core/problem_registry.h"
 #include "core/session.h"
 #include "server/metrics_pipeline.h"
 
@@ -25,6 +26,8 @@ SessionConfig QuadraticConfig() {
   config.family.name = "quadratic";
   config.family.x_dim = 2;
   config.family.y_dim = 2;
+  config.algorithm = "f2obo";
+  config.options = DefaultAlgorithmOptions("f2obo");
   return config;
 }
 

@@ -39,7 +39,7 @@ v1::SessionSpec MultitaskSpec(const std::string& algorithm, int exact_every = 0)
   spec.mutable_family()->set_tasks(kTasks);
   spec.mutable_family()->set_max_temperature(11.0);
   spec.set_algorithm(algorithm);
-  spec.mutable_options()->set_sample_rows(8);
+  if (algorithm == "rsvrb") spec.mutable_options()->set_sample_rows(8);  // mt_f2obo: unread
   spec.mutable_constraint()->mutable_box()->add_lo(0.0);
   spec.mutable_constraint()->mutable_box()->add_hi(0.1);
   spec.set_seed(17);

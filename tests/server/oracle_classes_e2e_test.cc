@@ -107,6 +107,7 @@ TEST_F(OracleClasses, WhatTheClientCannotAnswerIsRefusedAtCreateNamingWhy) {
   };
   v1::SessionSpec spec = OracleTwin(MultitaskSpec(), mt);
   spec.set_algorithm("rsvrb");
+  testing::KeepReadOptions(&spec);  // mt_f2obo's beta and inner_steps
   refuse(spec,
          "'rsvrb' needs Hessian-vector products, which family 'multitask_oracle' does "
          "not answer; it serves mt_f2obo");

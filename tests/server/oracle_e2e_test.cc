@@ -39,6 +39,7 @@ v1::SessionSpec BuiltIn(const std::string& algorithm) {
   // Given: the default (automatic) step sizes need HVPs.
   spec.mutable_options()->set_alpha(0.1);
   spec.mutable_options()->set_beta(0.5);
+  testing::KeepReadOptions(&spec);  // beta: the F2OBO family's
   return spec;
 }
 

@@ -21,6 +21,7 @@ using testing::AllAlgorithms;
 using testing::AllFamilyCases;
 using testing::FamilyCase;
 using ::testing::HasSubstr;
+using testing::KeepReadOptions;
 using testing::RequestFor;
 using testing::ServerProcess;
 using testing::SpecFor;
@@ -121,6 +122,7 @@ TEST_F(ServiceE2e, SvrbAndPzoboMatchTheCoreBitForBitWithTheirOptionsOverTheWire)
       o->set_hessian_floor(0.05);
       o->set_pz_directions(3);
       o->set_pz_smoothing(0.003);
+      KeepReadOptions(&spec);  // each algorithm's (a server refuses the others)
       const std::vector<Vector> expected = CoreTrajectory(f, spec, kShortSteps);
       v1::CreateSessionRequest create;
       *create.mutable_spec() = spec;

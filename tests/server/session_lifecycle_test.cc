@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "core/family_registry.h"
+#include "core/problem_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/fault_points.h"
@@ -369,6 +370,8 @@ TEST(MetricsPipelineStop, DrainsQueuedJobsBeforeJoiningTheWorkers) {
   family.y_dim = 2;
   SessionConfig config;
   config.family = family;
+  config.algorithm = "f2obo";
+  config.options = DefaultAlgorithmOptions("f2obo");
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(config);
   ASSERT_TRUE(session.ok()) << session.status();
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> evaluator =

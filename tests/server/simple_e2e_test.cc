@@ -265,6 +265,78 @@ TEST(SimpleE2e, KillNineWithWrappingWindowsResumesTheSameTrajectory) {
   }
 }
 
+// Issue 29: agm_bio's horizon defaults to 0, a stream of unknown length
+// (epochs of K = 1000, 2000, ...; core/simple/algorithms/agm_bio.cc).  Over
+// the wire: a session created without options says so in its spec, runs
+// the K = 1000 trajectory for 1000 steps and restarts at step 1001 (the
+// epoch follows from t alone), and after a kill -9 past the restart it
+// resumes the core's trajectory; a horizon given is kept.
+TEST(SimpleE2e, AgmBioRestartsWithADoubledHorizonByDefaultAndAcrossAKill) {
+  const std::string dir = testing::MakeTempDir();
+  auto server = std::make_unique<ServerProcess>(std::vector<std::string>{}, dir);
+  ASSERT_TRUE(server->started());
+  const std::string port = std::to_string(server->grpc_port());
+  std::vector<std::unique_ptr<Session>> core;
+  for (const int horizon : {0, 1000}) {
+    client::Client c({server->target()});
+    v1::CreateSessionRequest create;
+    create.set_session_id("k" + std::to_string(horizon));
+    *create.mutable_spec() = LeastSquaresSpec("agm_bio");
+    create.mutable_spec()->mutable_options()->set_window_rows(10);
+    if (horizon > 0) create.mutable_spec()->mutable_options()->set_agm_horizon(horizon);
+    create.mutable_spec()->mutable_metrics()->set_exact_every(0);
+    const absl::StatusOr<v1::SessionInfo> info = c.CreateSession(create);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_TRUE(info->spec().options().has_agm_horizon());
+    EXPECT_EQ(info->spec().options().agm_horizon(), horizon);
+    core.push_back(*Session::Create(*ToSessionConfig(info->spec())));
+  }
+  {
+    client::Client c({server->target()});
+    auto ctx = c.NewContext();
+    auto stream = c.stub().Steps(ctx.get());
+    for (int t = 1; t <= 1002; ++t) {
+      std::vector<double> x[2];
+      for (int i = 0; i < 2; ++i) {
+        const v1::StepRequest req = StepRequestFor(i == 0 ? "k0" : "k1000", t);
+        ASSERT_TRUE(core[i]->Step(DataOf(req)).ok());
+        v1::StepReply reply;
+        ASSERT_TRUE(stream->Write(req));
+        ASSERT_TRUE(stream->Read(&reply));
+        ASSERT_EQ(reply.t(), t) << reply.DebugString();
+        x[i] = Vec(reply.x());
+        ASSERT_EQ(x[i], Vec(core[i]->decision())) << "t = " << t;
+      }
+      if (t <= 1000) {
+        ASSERT_EQ(x[0], x[1]) << "the first epoch is the K = 1000 run; t = " << t;
+      } else {
+        EXPECT_NE(x[0], x[1]) << "no restart at t = " << t;
+      }
+    }
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  server->Stop(SIGKILL);
+  server =
+      std::make_unique<ServerProcess>(std::vector<std::string>{"--listen=127.0.0.1:" + port}, dir);
+  ASSERT_TRUE(server->started()) << server->Stderr();
+  client::Client c({server->target()});
+  for (int i = 0; i < 2; ++i) {
+    const std::string id = i == 0 ? "k0" : "k1000";
+    const absl::StatusOr<v1::SessionInfo> info = c.GetSession(id);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_EQ(info->next_t(), 1003);
+    EXPECT_EQ(info->spec().options().agm_horizon(), i == 0 ? 0 : 1000);
+    for (int t = 1003; t <= 1006; ++t) {
+      const v1::StepRequest req = StepRequestFor(id, t);
+      ASSERT_TRUE(core[i]->Step(DataOf(req)).ok());
+      const absl::StatusOr<v1::StepReply> r = c.Step(req);
+      ASSERT_TRUE(r.ok()) << id << " t = " << t << ": " << r.status();
+      ASSERT_EQ(Vec(r->x()), Vec(core[i]->decision())) << id << " t = " << t;
+    }
+  }
+}
+
 // Issue 23: a session exported by a server from before the window
 // segments' padding (window layout version 2, stream_windows.h) imports
 // into this one, upgraded, and resumes bit for bit with a core session that
@@ -335,7 +407,9 @@ TEST(SimpleE2e, ARowWhoseGradientCouldOverflowLaterRoundsIsRefusedOnArrival) {
     v1::CreateSessionRequest create;
     create.set_session_id(a);
     *create.mutable_spec() = LeastSquaresSpec(a);
-    create.mutable_spec()->mutable_options()->set_window_rows(100);
+    if (FindAlgorithm(a)->reads.Has(Opt::window_rows)) {  // the windowed ones
+      create.mutable_spec()->mutable_options()->set_window_rows(100);
+    }
     ASSERT_TRUE(c.CreateSession(create).ok()) << a;
     ASSERT_TRUE(c.Step(StepRequestFor(a, 1)).ok()) << a;
     v1::StepRequest poison = StepRequestFor(a, 2);

@@ -138,7 +138,8 @@ struct Soak {
 // at t = 1157).  Every valid step here must stay valid for any duration.
 v1::SessionSpec SoakSpec(const FamilyCase& f, const std::string& algorithm) {
   v1::SessionSpec spec = SpecFor(f, algorithm, 7);
-  spec.mutable_options()->set_lambda_max(100.0);
+  spec.mutable_options()->set_lambda_max(100.0);  // for the algorithms with a penalty
+  KeepReadOptions(&spec);
   return spec;
 }
 

@@ -224,7 +224,9 @@ class Client:
         constraint (box=(lo, hi), ball=radius or (radius, center),
         unconstrained=True), metrics (exact_every), x0, y0, z0, seed.
         Defaults are the server's (the paper's settings);
-        `session.info().spec` shows them filled in.
+        `session.info().spec` shows them filled in.  An option the
+        session's algorithm does not read (with no `algorithm`, the class
+        default's) is refused with InvalidArgument naming both.
 
         Raises TypeError naming an unknown keyword; InvalidArgument,
         AlreadyExists, ResourceExhausted from the server.
@@ -311,7 +313,9 @@ class Client:
 
         (a sequence of mappings with a "name" key, or of GroupMember
         messages, works too).  The other keywords form the shared
-        SessionSpec as in create_session; a member's own options win.
+        SessionSpec as in create_session; a shared option reaches the
+        members whose algorithm reads it (one no member reads is refused),
+        and a member's own options, which its algorithm must read, win.
         """
         values: Dict[str, Any] = {}
         if family is not None:

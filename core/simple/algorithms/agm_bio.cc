@@ -36,9 +36,25 @@
 //    falls back to the other constant, or 1 if both are 0.
 //  * gamma: options.agm_gamma when > 0, else the paper's experiment
 //    (Theorem 4.4 with r = 2, App. D.2) 1/(2 (L_g/L_f) K^(2/3) + 2), K =
-//    options.agm_horizon (the paper's 1000), with the current L_f, L_g.
-//    Steps beyond K keep going with the same formula (there is no last
-//    iterate on a stream).
+//    options.agm_horizon when set (the paper's 1000), with the current L_f,
+//    L_g.  Steps beyond a set K keep going with the same formula (there is
+//    no last iterate on a stream).
+//  * A stream of unknown length (agm_horizon = 0, the default, with gamma
+//    from the formula): the doubling trick.  Epoch e runs outer iterations
+//    [K_0 (2^e - 1), K_0 (2^(e+1) - 1)) with horizon K_e = K_0 2^e, K_0 =
+//    1000, and each epoch is a fresh Algorithm 1 (lines 1-2) from the point
+//    reached: at its first step x_0 = z_0 = x, A_0 = 0, k counts from 0
+//    again, and the run on g restarts at x too (w_0 = v_1 = x, theta_1 =
+//    1), so that eq. 8's bound holds with the epoch's own x_0.  The
+//    guarantees are the paper's for each epoch on its own: Theorem 4.4
+//    bounds the epoch's last iterate by its horizon K_e, from a start no
+//    worse than the previous epoch's end; the first epoch is the paper's
+//    experiment step for step.  Why restart rather than let gamma shrink
+//    within one run: Theorem 4.4 (and Lemma 4.3 before it) takes a_k =
+//    gamma (k+1)/(4 L_f) with ONE gamma for k = 0..T; a gamma changed
+//    mid-run is outside its proof, a restarted run is inside it.  The
+//    epoch is a function of t alone, so the state holds nothing new.  A
+//    gamma set by the user has no horizon to double: one epoch, as before.
 //  * An empty X_k (ConstraintSet::ProjectOntoCut says FAILED_PRECONDITION;
 //    possible only by rounding, since g_k >= min_Z g): z_{k+1} = P_Z(z_k -
 //    a_k grad f(y_k)), the cut dropped for that step (the session goes on).
@@ -53,6 +69,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -66,6 +83,23 @@ namespace {
 
 enum Aux { kZ = 0, kW, kV, kScalars, kWindows };
 constexpr int kAuxMin = kWindows + StreamWindows::kFixed;
+
+// The first epoch's horizon under agm_horizon = 0: the paper's K (App. D.2).
+constexpr int64_t kFirstHorizon = 1000;
+
+// The epoch holding outer iteration k (>= 0) when the horizon doubles from
+// kFirstHorizon: its first iteration and its horizon.
+struct Epoch {
+  int64_t start, horizon;
+};
+Epoch EpochOf(int64_t k) {
+  Epoch e{0, kFirstHorizon};
+  while (k - e.start >= e.horizon) {
+    e.start += e.horizon;
+    e.horizon *= 2;
+  }
+  return e;
+}
 
 class AgmBio final : public SimpleAlgorithm {
  public:
@@ -82,7 +116,14 @@ class AgmBio final : public SimpleAlgorithm {
   absl::Status Round(const StepData& data, SimpleFamily& family, SimpleVars* s,
                      SimpleReport* report) override {
     StateParts& aux = s->aux;
-    const int64_t k = s->t - 1;
+    int64_t k = s->t - 1;
+    double horizon = static_cast<double>(o_.agm_horizon);
+    if (o_.agm_gamma == 0.0 && o_.agm_horizon == 0) {
+      const Epoch epoch = EpochOf(k);
+      if (k == epoch.start && k > 0) Restart(s->x, &aux);
+      k -= epoch.start;
+      horizon = static_cast<double>(epoch.horizon);
+    }
     if (absl::Status st = windows_.Append(&aux, kWindows, data); !st.ok()) return st;
     report->inner_loss_before = GOnView(family, s->x, BatchView::All(data.inner), nullptr);
     const BatchView upper = windows_.upper();
@@ -102,11 +143,9 @@ class AgmBio final : public SimpleAlgorithm {
     }
     if (!(l_f > 0.0)) l_f = l_g > 0.0 ? l_g : 1.0;
     if (!(l_g > 0.0)) l_g = l_f;
-    const double gamma =
-        o_.agm_gamma > 0.0
-            ? o_.agm_gamma
-            : 1.0 / (2.0 * (l_g / l_f) * std::pow(static_cast<double>(o_.agm_horizon), 2.0 / 3.0) +
-                     2.0);
+    const double gamma = o_.agm_gamma > 0.0
+                             ? o_.agm_gamma
+                             : 1.0 / (2.0 * (l_g / l_f) * std::pow(horizon, 2.0 / 3.0) + 2.0);
     const double a = gamma * (static_cast<double>(k) + 1.0) / (4.0 * l_f);
     double& big_a = aux[kScalars][0];
     const double keep = big_a / (big_a + a), move = a / (big_a + a);
@@ -179,6 +218,15 @@ class AgmBio final : public SimpleAlgorithm {
   }
 
  private:
+  // A fresh Algorithm 1 from x (the windows kept): z_0 = x, A_0 = 0 and the
+  // run on g from w_0 = v_1 = x, theta_1 = 1, as InitialAux(x) has them.
+  static void Restart(const Vector& x, StateParts* aux) {
+    (*aux)[kZ] = x;
+    (*aux)[kW] = x;
+    (*aux)[kV] = x;
+    (*aux)[kScalars] << 0.0, 1.0;
+  }
+
   // One FISTA iteration on g over the window (see the header comment);
   // returns g_k = g(w_{k+1}).
   double AdvanceRunOnG(SimpleFamily& family, const BatchView& inner, double l_g, StateParts* aux,

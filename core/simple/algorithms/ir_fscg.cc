@@ -30,12 +30,17 @@
 //    (linear_inverse) is used exactly.  A kind with no rows in the window
 //    yet leaves its estimator as it is (0 from InitialAux).
 //  * alpha_k = 2/(k+2) for k >= q as in Theorem 3 (App. D writes 2/(k+1));
-//    App. D's sigma exponent is p = 1/2, the default here; varsigma = 10.
+//    App. D's sigma exponent is p = 1/2, the default here; varsigma = 10
+//    there, automatic here (Defaults below): sqrt(L_g / L_f) from the
+//    first step's rows, kept in the state for the session (the schedule
+//    and the averaging weights must not move).
 //  * Alg. 2 defines z_k for k >= q only; before that the same formula is
 //    served, which is x_k (every weight w_i with i <= q is 0).
 // aux layout: [0] d_f (d), [1] d_g (d), [2] x_{k-1} (d), [3] the mean m of
-// the averaged iterates (d), [4] {W} their weight (1), [5, ...) the windows
-// (stream_windows.h: 3 parts and the windows' segments).
+// the averaged iterates (d), [4] {W, varsigma}: their weight and the
+// session's varsigma (0 until an automatic one is computed; {W} alone
+// before issue 29, UpgradeAux), [5, ...) the windows (stream_windows.h: 3
+// parts and the windows' segments).
 #include "core/simple/algorithms/ir_fscg.h"
 
 #include <algorithm>
@@ -54,6 +59,8 @@ namespace {
 
 enum Aux { kDf = 0, kDg, kPrevX, kMean, kWeight, kWindows };
 constexpr int kAuxMin = kWindows + StreamWindows::kFixed;
+// aux[kWeight]'s entries.
+enum WeightEntry { kW = 0, kScale, kWeightEntries };
 
 int SqrtOr(int value, int window) {
   if (value > 0) return value;
@@ -67,6 +74,7 @@ class IrFscg final : public SimpleAlgorithm {
         d_(ctx.x_dim),
         q_(SqrtOr(ctx.options.spider_period, ctx.options.window_rows)),
         batch_(SqrtOr(ctx.options.spider_batch, ctx.options.window_rows)),
+        reg_scale_(ctx.options.reg_scale),
         sigma_{ctx.options.reg_scale, ctx.options.reg_decay, q_},
         windows_(ctx.options.window_rows),
         cur_(d_),
@@ -96,13 +104,14 @@ class IrFscg final : public SimpleAlgorithm {
       if (inner.rows.n > 0) Spider(family, false, Draw(inner, &s->rng), *s, &aux);
     }
 
+    sigma_.scale = Varsigma(family, upper, inner, &aux, report);
     aux[kPrevX] = s->x;
     const double alpha =
         k < q_ ? std::log(static_cast<double>(q_)) / q_ : 2.0 / (static_cast<double>(k) + 2.0);
     const double sigma = sigma_.Sigma(k);
     report->fw_gap_estimate = ConditionalGradientStep(z_, sigma, alpha, aux[kDf], aux[kDg], &c_,
                                                       &s_, &s->x, &report->oracle_seconds);
-    UpdateAverage(sigma_, k, s->x, &aux[kMean], &aux[kWeight][0], &s->decision);
+    UpdateAverage(sigma_, k, s->x, &aux[kMean], &aux[kWeight][kW], &s->decision);
     report->alpha = alpha;
     report->sigma = sigma;
     report->window_upper_rows = upper.rows.n;
@@ -111,7 +120,9 @@ class IrFscg final : public SimpleAlgorithm {
   }
 
   StateParts InitialAux(const VecIn& x0) const override {
-    StateParts aux = {Vector::Zero(d_), Vector::Zero(d_), x0, x0, Vector::Zero(1)};
+    Vector weight = Vector::Zero(kWeightEntries);
+    weight[kScale] = reg_scale_;  // 0: computed by the first round
+    StateParts aux = {Vector::Zero(d_), Vector::Zero(d_), x0, x0, std::move(weight)};
     windows_.AppendInitial(&aux);
     return aux;
   }
@@ -123,13 +134,32 @@ class IrFscg final : public SimpleAlgorithm {
     for (int i = kDf; i <= kMean; ++i) {
       if (absl::Status st = CheckAuxSize(aux, i, d_, what[i]); !st.ok()) return st;
     }
-    if (absl::Status st = CheckAverageWeight(aux, kWeight); !st.ok()) return st;
+    if (absl::Status st =
+            CheckAuxSize(aux, kWeight, kWeightEntries, "the averaging weight W and varsigma");
+        !st.ok()) {
+      return st;
+    }
+    for (const double v : {aux[kWeight][kW], aux[kWeight][kScale]}) {
+      if (!(std::isfinite(v) && v >= 0.0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "aux[", static_cast<int>(kWeight), "]: the averaging weight W or varsigma = ", v,
+            " is not a finite number >= 0"));
+      }
+    }
     return windows_.Validate(aux, kWindows);
   }
   absl::Status ValidateAuxRows(const StateParts& aux, const SimpleFamily& family) const override {
     return windows_.ValidateRows(aux, kWindows, family);
   }
   absl::Status UpgradeAux(StateParts* aux) const override {
+    // Before issue 29 aux[kWeight] was {W}, and varsigma the option (then
+    // always > 0; a server's spec carries it).  An option of 0 here (a spec
+    // written by hand) leaves the next round to compute it.
+    if (aux->size() > kWeight && (*aux)[kWeight].size() == 1) {
+      Vector& w = (*aux)[kWeight];
+      w.conservativeResize(kWeightEntries);
+      w[kScale] = reg_scale_;
+    }
     return windows_.Upgrade(aux, kWindows);
   }
 
@@ -141,6 +171,31 @@ class IrFscg final : public SimpleAlgorithm {
       i = all.rows.row(static_cast<int>(rng->UniformBelow(static_cast<uint64_t>(all.rows.n))));
     }
     return BatchView{all.batch, RowSet{idx_.data(), batch_}};
+  }
+
+  // The session's varsigma: the option when set (> 0), else the one in the
+  // state, computed at the first round from its rows (Defaults says why):
+  // sqrt(L_g / L_f) with the family's power-iteration constants on the
+  // window (at the first round, that step's rows); 1 when either is not a
+  // positive finite number (a kind without rows yet, a family without
+  // curvature in f), the balance for f and g on like rows.
+  double Varsigma(SimpleFamily& family, const BatchView& upper, const BatchView& inner,
+                  StateParts* aux, SimpleReport* report) {
+    const double stored = static_cast<const StateParts&>(*aux)[kWeight][kScale];
+    const double wanted = reg_scale_ > 0.0 ? reg_scale_ : stored;
+    if (wanted > 0.0) {
+      if (wanted != stored) (*aux)[kWeight][kScale] = wanted;
+      return wanted;
+    }
+    const double l_f = family.SmoothnessF(upper);
+    const double l_g = inner.rows.n > 0 ? family.SmoothnessG(inner) : 0.0;
+    const bool usable = std::isfinite(l_f) && std::isfinite(l_g) && l_f > 0.0 && l_g > 0.0;
+    const double scale = usable ? std::sqrt(l_g / l_f) : 1.0;
+    report->l_f = l_f;
+    report->l_g = l_g;
+    report->smoothness_source = SmoothnessSource::kPowerIteration;
+    (*aux)[kWeight][kScale] = scale;
+    return scale;
   }
 
   // d += grad h_S(x_k) - grad h_S(x_{k-1}) for h = f (upper) or g.
@@ -161,9 +216,10 @@ class IrFscg final : public SimpleAlgorithm {
 
   const ConstraintSet z_;
   const int d_;
-  const int q_;      // full pass every q_ steps
-  const int batch_;  // S
-  const RegSchedule sigma_;
+  const int q_;             // full pass every q_ steps
+  const int batch_;         // S
+  const double reg_scale_;  // options.reg_scale: 0 = automatic
+  RegSchedule sigma_;       // its scale: the session's varsigma
   StreamWindows windows_;
   Vector cur_, prev_, c_, s_;  // scratch, sized once
   std::vector<int> idx_;       // the drawn rows
@@ -175,20 +231,24 @@ absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> Create(const SimpleAlgorithmCon
 }
 
 // Theorem 3's default: p = 1/2 (S = q = floor(sqrt(n)) from window_rows),
-// and varsigma = 1 (issue 29), not App. D's 10.  Why: the constants of the
+// and varsigma automatic (reg_scale = 0, issue 29): sqrt(L_g / L_f) from the
+// first step's rows, not App. D's 10.  Why: the constants of the
 // IR-SCG paper's proof of Thm. 1 (Thm. 3 states the same rates) put
 // varsigma into the inner gap's leading term as varsigma (...) t^-p and
 // 1/varsigma into the outer gap's as 2 (L_f + L_g / varsigma) D^2 t^-(1-p);
 // at p = 1/2 both decay like t^-1/2, so the balance is horizon-free,
-// varsigma* = sqrt(L_g / L_f), and 1 when f and g are the same loss on two
-// samples of the same rows (validation and training), the common case.
+// varsigma* = sqrt(L_g / L_f), about 1 when f and g are the same loss on
+// two samples of the same rows (validation and training), the common case.
 // On the quality suite's diabetes regression (sqrt(L_g / L_f) = 0.87-1.26
-// over five seeds) varsigma = 1 ends 1.5-6.9x closer to the bilevel optimum
-// than 10 in 5 of 5 seeds (bench/EXPERIMENTS.md, "Defaults that work on
-// real streams", section 11).  A value set is used as given; the paper preset keeps 10.
+// over five seeds) varsigma = 1 ended 1.5-6.9x closer to the bilevel
+// optimum than 10 in 5 of 5 seeds (bench/EXPERIMENTS.md, "Defaults that
+// work on real streams", section 11); computing it from the data (from the
+// first step's rows: the schedule must not move) keeps that balance when f
+// and g differ in scale.  A value set is used as given; the paper preset
+// keeps 10.
 void Defaults(AlgorithmOptions* o) {
   o->reg_decay = 0.5;
-  o->reg_scale = 1.0;
+  o->reg_scale = 0.0;
 }
 
 absl::Status Check(const AlgorithmOptions& o) {

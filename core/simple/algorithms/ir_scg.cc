@@ -178,6 +178,14 @@ absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> Create(const SimpleAlgorithmCon
 }
 
 absl::Status Check(const AlgorithmOptions& o) {
+  // 0 is IR-FSCG's automatic varsigma = sqrt(L_g / L_f) (options.def): the
+  // balance it strikes is horizon-free at p = 1/2 only, and IR-SCG's p is
+  // below 1/2; its oracle family has no rows to estimate L_f, L_g from.
+  if (!(o.reg_scale > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.reg_scale: ", o.reg_scale,
+                     " must be > 0 for ir_scg (0, automatic, is ir_fscg's; App. D: 10)"));
+  }
   if (!(o.reg_decay < 0.5)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.reg_decay: ", o.reg_decay,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/family_registry.h"
 #include "core/problem_registry.h"
 #include "f2obo/v1/class_wire.h"
@@ -79,7 +80,7 @@ void FromDense(const RowMatrix& m, v1::DenseMatrix* out) {
 
 }  // namespace
 
-absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
+absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec, UnreadOptions unread) {
   SessionConfig c;
   const v1::FamilySpec& f = spec.family();
   c.family.name = f.name();
@@ -101,6 +102,13 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
   c.problem_class = *cls;
   c.algorithm = spec.algorithm().empty() ? std::string(DefaultAlgorithm(c.problem_class, f.name()))
                                          : spec.algorithm();
+  if (unread == UnreadOptions::kRefuse) {
+    if (absl::Status s = CheckOptionsRead(c.problem_class, f.name(), c.algorithm,
+                                          spec.algorithm().empty(), SetOptions(spec.options()));
+        !s.ok()) {
+      return s;
+    }
+  }
   c.options = DefaultAlgorithmOptions(c.algorithm);
   if (absl::Status s = ApplyOptions(spec.options(), &c.options); !s.ok()) return s;
   absl::StatusOr<ConstraintSet> set = ToConstraint(spec.constraint(), f.name());
@@ -111,6 +119,55 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec) {
   c.z0 = ToVector(spec.z0());
   c.seed = spec.seed();
   return c;
+}
+
+absl::StatusOr<std::string> AlgorithmOf(const v1::SessionSpec& spec) {
+  if (!spec.algorithm().empty()) return spec.algorithm();
+  absl::StatusOr<ProblemClass> cls = !spec.problem_class().empty()
+                                         ? ParseProblemClass(spec.problem_class())
+                                         : ClassOfFamily(spec.family().name());
+  if (!cls.ok()) return cls.status();
+  return std::string(DefaultAlgorithm(*cls, spec.family().name()));
+}
+
+absl::StatusOr<std::vector<v1::SessionSpec>> GroupMemberSpecs(
+    const v1::SessionSpec& shared,
+    const google::protobuf::RepeatedPtrField<v1::GroupMember>& members) {
+  const OptionSet shared_set = SetOptions(shared.options());
+  OptionSet read_by_some;
+  std::vector<std::string> algorithms;
+  std::vector<v1::SessionSpec> specs;
+  for (const v1::GroupMember& m : members) {
+    v1::SessionSpec spec = shared;
+    if (!m.algorithm().empty()) spec.set_algorithm(m.algorithm());
+    absl::StatusOr<std::string> algorithm = AlgorithmOf(spec);
+    if (!algorithm.ok()) return algorithm.status();
+    algorithms.push_back(absl::StrCat(m.name(), ": ", *algorithm));
+    // An unknown algorithm keeps every shared option: its create says why
+    // it is refused.
+    const AlgorithmInfo* info = FindAlgorithm(*algorithm);
+    OptionSet unread;
+    for (const OptionInfo& o : OptionTable()) {
+      if (!shared_set.Has(o.id)) continue;
+      if (info == nullptr || info->reads.Has(o.id)) {
+        read_by_some.Add(o.id);
+      } else {
+        unread.Add(o.id);
+      }
+    }
+    ClearOptions(unread, spec.mutable_options());
+    spec.mutable_options()->MergeFrom(m.options());
+    specs.push_back(std::move(spec));
+  }
+  for (const OptionInfo& o : OptionTable()) {
+    if (shared_set.Has(o.id) && !read_by_some.Has(o.id)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.options.", o.name, ": read by no member's algorithm (",
+                       absl::StrJoin(algorithms, ", "),
+                       "); set it on a member whose algorithm reads it, or leave it unset"));
+    }
+  }
+  return specs;
 }
 
 v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {

@@ -5,6 +5,7 @@
 #define F2OBO_PROTO_F2OBO_V1_CONVERT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/class_metrics.h"
@@ -13,9 +14,29 @@
 
 namespace f2obo {
 
+// What becomes of an option the spec sets and its algorithm does not read.
+// kRefuse: INVALID_ARGUMENT naming it (CheckOptionsRead), for a spec a user
+// writes (create, fork, a client's own check).  kDrop: ignored, for a spec
+// a server wrote (stored sessions, exports): servers before 2026-11-23
+// wrote every option, and the ones the algorithm did not read never acted.
+enum class UnreadOptions { kRefuse, kDrop };
+
 // Spec -> config: the class (given, or the family's), the algorithm (given,
 // or the class's default) and its defaults for absent options.
-absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec);
+absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec,
+                                              UnreadOptions unread = UnreadOptions::kRefuse);
+// The algorithm a spec's session runs: the one named, else the class's
+// default for its family; INVALID_ARGUMENT for an unknown class or family.
+absl::StatusOr<std::string> AlgorithmOf(const v1::SessionSpec& spec);
+// Each member's spec in a group (CreateGroupRequest): the shared spec with
+// the member's algorithm (empty: the shared spec's, else the class default)
+// and its options over the shared ones.  A shared option reaches the
+// members whose algorithm reads it and must be read by one at least; a
+// member's own options must be read by its algorithm (INVALID_ARGUMENT
+// "spec.options.<name>: ..." or "members[i] (<name>): options.<name>: ...").
+absl::StatusOr<std::vector<v1::SessionSpec>> GroupMemberSpecs(
+    const v1::SessionSpec& shared,
+    const google::protobuf::RepeatedPtrField<v1::GroupMember>& members);
 // Config -> spec with the class and every option the algorithm reads filled
 // in.
 v1::SessionSpec ToSessionSpec(const SessionConfig& config, int exact_every);

@@ -47,6 +47,24 @@ absl::Status ApplyOptions(const v1::AlgorithmOptions& p, AlgorithmOptions* o) {
   return absl::OkStatus();
 }
 
+OptionSet SetOptions(const v1::AlgorithmOptions& p) {
+  const google::protobuf::Reflection* r = p.GetReflection();
+  OptionSet set;
+  for (const OptionInfo& info : OptionTable()) {
+    const FieldDescriptor* f = FieldOf(info.name);
+    if (f != nullptr && r->HasField(p, f)) set.Add(info.id);
+  }
+  return set;
+}
+
+void ClearOptions(const OptionSet& which, v1::AlgorithmOptions* p) {
+  const google::protobuf::Reflection* r = p->GetReflection();
+  for (const OptionInfo& info : OptionTable()) {
+    const FieldDescriptor* f = FieldOf(info.name);
+    if (f != nullptr && which.Has(info.id)) r->ClearField(p, f);
+  }
+}
+
 void FillOptions(const AlgorithmOptions& o, const OptionSet& which, v1::AlgorithmOptions* p) {
   const google::protobuf::Reflection* r = p->GetReflection();
   for (const OptionInfo& info : OptionTable()) {

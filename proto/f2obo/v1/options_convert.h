@@ -16,6 +16,9 @@ namespace f2obo {
 // "options.<name>: ..." for a value of the wrong kind (an unknown choice, a
 // non-integral count).  Rules are checked later (the algorithm's entry).
 absl::Status ApplyOptions(const v1::AlgorithmOptions& p, AlgorithmOptions* o);
+// The options `p` sets (its fields present), and clearing those in `which`.
+OptionSet SetOptions(const v1::AlgorithmOptions& p);
+void ClearOptions(const OptionSet& which, v1::AlgorithmOptions* p);
 // Writes the options in `which` (an infinite "none" value stays absent).
 void FillOptions(const AlgorithmOptions& o, const OptionSet& which, v1::AlgorithmOptions* p);
 // Sets field `name` of `p` from text ("0.1", "5", "true", "scaled"), as the

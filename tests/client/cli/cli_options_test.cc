@@ -166,6 +166,32 @@ TEST(CliOptions, AnInvalidOptionIsAUsageErrorNamingTheField) {
   EXPECT_THAT(wrong_class.err, HasSubstr("problem_class: unknown class 'nope'"));
 }
 
+// Issue 29: an option flag the session's algorithm does not read is a
+// usage error naming it and the algorithm, before anything is sent: with
+// no --algorithm, the class default's (sf2obo has no beta_scaling).  A
+// group's shared option flag must be read by one member at least.
+TEST(CliOptions, AnOptionTheAlgorithmDoesNotReadIsAUsageErrorNamingBoth) {
+  const Result by_default =
+      RunCli({"create", "--dry_run", "--family=ridge_hpo", "--features=5", "--beta_scaling=fixed"});
+  EXPECT_EQ(by_default.code, 2);
+  EXPECT_THAT(by_default.err,
+              HasSubstr("options.beta_scaling: not read by algorithm 'sf2obo' (the bilevel class "
+                        "default); name an algorithm that reads it (f2obo, f2obo_sl, af2obo) or "
+                        "leave it unset"));
+  const Result named = RunCli({"create", "--dry_run", "--family=ridge_hpo", "--features=5",
+                               "--algorithm=f2obo", "--beta_scaling=fixed"});
+  EXPECT_EQ(named.code, 0) << named.err;
+  const Result group = RunCli({"create-group", "--group=g", "--family=ridge_hpo", "--features=5",
+                               "--delta=0.5", "--member=a:f2obo", "--member=b:sobow"});
+  EXPECT_EQ(group.code, 2);
+  EXPECT_THAT(group.err,
+              HasSubstr("spec.options.delta: read by no member's algorithm (a: f2obo, b: sobow)"));
+  const Result member = RunCli({"create-group", "--group=g", "--family=ridge_hpo", "--features=5",
+                                "--member=a:f2obo", "--member=b:sobow:beta=0.5"});
+  EXPECT_EQ(member.code, 2);
+  EXPECT_THAT(member.err, HasSubstr("member 'b': options.beta: not read by algorithm 'sobow'"));
+}
+
 // --token_file: the token alone, or the server's own '<role> <token>' file
 // (its write token), is sent; a token file that cannot be read is a usage
 // error before any call.

@@ -145,6 +145,23 @@ TEST_F(SessionPartsPutTest, ALargePartGoesToASideFileItsCheckpointsALink) {
   EXPECT_EQ(FilesIn(dir_ + "/records"), 0);
 }
 
+// Every part at or over the threshold (here all, threshold 0) to a file of
+// its own, an empty part to none (it has no row): the files pair with the
+// rows in index order past the empty part too.
+TEST_F(SessionPartsPutTest, EveryNonEmptyPartToAFileWhenAllAreLarge) {
+  Open(/*side_file_bytes=*/0);
+  const SessionState s = Initial(2);
+  ASSERT_TRUE(store_->PutSession(Record("a", s, /*checkpoint=*/true)).ok());
+  EXPECT_EQ(Count(dir_, "SELECT count(*) FROM state_parts WHERE file IS NOT NULL"), kParts - 1);
+  EXPECT_EQ(Count(dir_, "SELECT count(*) FROM checkpoint_parts WHERE file IS NOT NULL"),
+            kParts - 1);
+  Open(0);
+  ASSERT_NO_FATAL_FAILURE(ExpectLoads(s));
+  absl::StatusOr<Checkpoint> first = store_->LoadCheckpointState("a", 2);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->BitEquals(Of(s)));
+}
+
 TEST_F(SessionPartsPutTest, AFailureInsideItsTransactionLeavesNothing) {
   Open(/*side_file_bytes=*/1024);
   SessionState s = Initial(1);

@@ -101,7 +101,7 @@ TEST(AgmBio, OptionsNameTheirRules) {
   ASSERT_NE(e, nullptr);
   AlgorithmOptions o = DefaultOptions(e->info);
   EXPECT_EQ(o.agm_gamma, 0.0);  // the paper's formula
-  EXPECT_EQ(o.agm_horizon, 1000);
+  EXPECT_EQ(o.agm_horizon, 0);  // a stream of unknown length: doubling epochs
   o.agm_gamma = 1.5;
   EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
               ::testing::HasSubstr("options.agm_gamma: 1.5 must be in [0, 1]"));
@@ -110,9 +110,10 @@ TEST(AgmBio, OptionsNameTheirRules) {
   EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
               ::testing::HasSubstr("options.smoothness_g: -1 must be >= 0 and finite"));
   o.smoothness_g = 0.0;
-  o.agm_horizon = 0;
+  EXPECT_TRUE(ValidateAlgorithmOptions(e->info, o).ok());
+  o.agm_horizon = -1;
   EXPECT_THAT(std::string(ValidateAlgorithmOptions(e->info, o).message()),
-              ::testing::HasSubstr("options.agm_horizon: 0 must be >= 1"));
+              ::testing::HasSubstr("options.agm_horizon: -1 must be >= 0"));
 }
 
 struct Rates {
@@ -208,6 +209,118 @@ TEST(AgmBio, ExactSmoothnessConstantsShrinkTheGapsAgainstTheFrobeniusBound) {
   EXPECT_LE(exact.l_g, top * kPowerSafety * (1.0 + 1e-12));
   EXPECT_LT(exact.inner, 0.5 * frobenius.inner);
   EXPECT_LT(exact.outer, frobenius.outer);
+}
+
+// Issue 29: agm_horizon = 0 (the default) is a stream of unknown length,
+// epochs of K = 1000, 2000, 4000, ... outer iterations.  The first epoch is
+// the run with K = 1000 bit for bit; each later epoch is, bit for bit, a
+// fresh AGM-BiO with the doubled horizon started from the point reached
+// (InitialAux(x): z_0 = w_0 = v_1 = x, A_0 = 0, theta_1 = 1; the windows as
+// they are), its k counting from 0 again: epoch 2 over all of its 2,000
+// steps, epoch 3 over its first 20.  A K set by the user never restarts.
+void Window20(AlgorithmOptions* o) { o->window_rows = 20; }
+void Window20K1000(AlgorithmOptions* o) {
+  o->window_rows = 20;
+  o->agm_horizon = 1000;
+}
+void Window20K2000(AlgorithmOptions* o) {
+  o->window_rows = 20;
+  o->agm_horizon = 2000;
+}
+void Window20K4000(AlgorithmOptions* o) {
+  o->window_rows = 20;
+  o->agm_horizon = 4000;
+}
+
+// x, decision and every aux part equal to the bit (t may differ).
+bool SameIterates(const SimpleRun& a, const SimpleRun& b) {
+  SimpleRun same_t = b;
+  same_t.t = a.t;
+  return a.BitEquals(same_t);
+}
+
+// A fresh run of `algorithm` from `from`'s point, holding its windows.
+SimpleRun FreshFrom(const SimpleAlgorithm& algorithm, const SimpleRun& from) {
+  SimpleRun fresh(algorithm, from.x, 1);
+  const StateParts init = algorithm.InitialAux(from.x);
+  fresh.aux = from.aux;
+  for (int i = 0; i < 4; ++i) fresh.aux[i] = init[i];  // z, w, v, {A, theta}
+  fresh.rng = from.rng;
+  return fresh;
+}
+
+TEST(AgmBio, UnknownHorizonRestartsAsAFreshRunWithTheDoubledHorizon) {
+  const OverParameterizedRegression p(8, 4, 12, 0.1, 31);
+  RegisteredFamily family("least_squares", 8);
+  const ConstraintSet ball = ConstraintSet::L1Ball(10.0);
+  std::unique_ptr<SimpleAlgorithm> doubling = MakeAlgorithm("agm_bio", ball, 8, &Window20);
+  std::unique_ptr<SimpleAlgorithm> k1000 = MakeAlgorithm("agm_bio", ball, 8, &Window20K1000);
+  std::unique_ptr<SimpleAlgorithm> k2000 = MakeAlgorithm("agm_bio", ball, 8, &Window20K2000);
+  std::unique_ptr<SimpleAlgorithm> k4000 = MakeAlgorithm("agm_bio", ball, 8, &Window20K4000);
+  ASSERT_TRUE(doubling && k1000 && k2000 && k4000);
+  SimpleRun run(*doubling, Vector::Zero(8), 1), fixed(*k1000, Vector::Zero(8), 1);
+  Rng rng(7);
+  SimpleReport r, rf;
+  for (int k = 0; k < 1000; ++k) {
+    const StepData data = p.DrawStep(3, &rng);
+    ASSERT_TRUE(run.Step(*doubling, family, data, &r).ok());
+    ASSERT_TRUE(fixed.Step(*k1000, family, data, &rf).ok());
+  }
+  ASSERT_TRUE(run.BitEquals(fixed)) << "the first epoch is the paper's K = 1000 run";
+
+  SimpleRun second = FreshFrom(*k2000, run);
+  SimpleReport r2;
+  for (int k = 1000; k < 3000; ++k) {
+    const StepData data = p.DrawStep(3, &rng);
+    ASSERT_TRUE(run.Step(*doubling, family, data, &r).ok());
+    ASSERT_TRUE(second.Step(*k2000, family, data, &r2).ok());
+    ASSERT_TRUE(fixed.Step(*k1000, family, data, &rf).ok());
+    ASSERT_TRUE(SameIterates(run, second)) << "outer iteration " << k;
+    ASSERT_EQ(r.alpha, r2.alpha) << "outer iteration " << k;
+  }
+  // The restart reset A and k: epoch 2's last step is a = gamma_2000 *
+  // 2000 / (4 L_f), the K = 1000 run's gamma_1000 * 3000 / (4 L_f).
+  EXPECT_FALSE(SameIterates(run, fixed));
+  EXPECT_LT(r.alpha, rf.alpha);
+
+  SimpleRun third = FreshFrom(*k4000, run);
+  SimpleReport r3;
+  for (int k = 3000; k < 3020; ++k) {
+    const StepData data = p.DrawStep(3, &rng);
+    ASSERT_TRUE(run.Step(*doubling, family, data, &r).ok());
+    ASSERT_TRUE(third.Step(*k4000, family, data, &r3).ok());
+    ASSERT_TRUE(second.Step(*k2000, family, data, &r2).ok());
+    ASSERT_TRUE(SameIterates(run, third)) << "outer iteration " << k;
+  }
+  EXPECT_FALSE(SameIterates(run, second)) << "epoch 3 starts at outer iteration 3000";
+}
+
+// A gamma set by the user has no horizon to double: the default horizon
+// (0) runs it as one epoch, the same run as with any K.
+TEST(AgmBio, AGivenGammaNeverRestarts) {
+  const OverParameterizedRegression p(6, 3, 9, 0.1, 37);
+  RegisteredFamily family("least_squares", 6);
+  const ConstraintSet ball = ConstraintSet::L1Ball(10.0);
+  std::unique_ptr<SimpleAlgorithm> unset =
+      MakeAlgorithm("agm_bio", ball, 6, [](AlgorithmOptions* o) {
+        o->window_rows = 10;
+        o->agm_gamma = 0.01;
+      });
+  std::unique_ptr<SimpleAlgorithm> k1000 =
+      MakeAlgorithm("agm_bio", ball, 6, [](AlgorithmOptions* o) {
+        o->window_rows = 10;
+        o->agm_gamma = 0.01;
+        o->agm_horizon = 1000;
+      });
+  ASSERT_TRUE(unset && k1000);
+  SimpleRun a(*unset, Vector::Zero(6), 1), b(*k1000, Vector::Zero(6), 1);
+  Rng rng(5);
+  for (int k = 0; k < 1010; ++k) {
+    const StepData data = p.DrawStep(2, &rng);
+    ASSERT_TRUE(a.Step(*unset, family, data).ok());
+    ASSERT_TRUE(b.Step(*k1000, family, data).ok());
+  }
+  EXPECT_TRUE(a.BitEquals(b));
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ TEST(IrFscg, DefaultsAreTheoremThreesAndSpiderSizesFitTheWindow) {
   ASSERT_NE(e, nullptr);
   AlgorithmOptions o = DefaultOptions(e->info);
   EXPECT_EQ(o.reg_decay, 0.5);
-  EXPECT_EQ(o.reg_scale, 1.0);  // issue 29: sqrt(L_g / L_f) for f, g alike (App. D: 10)
+  EXPECT_EQ(o.reg_scale, 0.0);  // issue 29: automatic, sqrt(L_g / L_f) (App. D: 10)
   EXPECT_EQ(o.spider_period, 0);
   EXPECT_EQ(o.spider_batch, 0);
   o.window_rows = 50;
@@ -115,6 +115,70 @@ TEST(IrFscg, FullPassThenSpiderStepsFollowAlgorithm2) {
     EXPECT_EQ(r.full_pass, k == 4) << k;
     EXPECT_EQ(r.window_upper_rows, std::min(16, 3 * (k + 1)));
   }
+}
+
+// reg_scale = 0 (the default): varsigma = sqrt(L_g / L_f), the family's
+// power-iteration constants on the first step's rows, computed once and
+// kept in aux[4] = {W, varsigma}: later steps with other rows use it as is.
+TEST(IrFscg, AutomaticVarsigmaIsSqrtOfTheFirstStepsSmoothnessRatioKeptForTheSession) {
+  OverParameterizedRegression p(6, 4, 10, 0.1, 21);
+  RegisteredFamily family("least_squares", 6);
+  std::unique_ptr<SimpleAlgorithm> a = MakeAlgorithm(
+      "ir_fscg", ConstraintSet::L1Ball(1.5), 6, [](AlgorithmOptions* o) { o->window_rows = 16; });
+  ASSERT_NE(a, nullptr);
+  SimpleRun run(*a, Vector::Zero(6), 3);
+  ASSERT_EQ(run.aux[4].size(), 2);
+  EXPECT_EQ(run.aux[4][1], 0.0);  // not computed yet
+  // Upper rows scaled by 3: L_f 9x that of like rows.
+  StepData s1 = p.CyclicStep(0, 3, 2);
+  s1.upper.dense *= 3.0;
+  const double l_f = family.SmoothnessF(BatchView::All(s1.upper));
+  const double l_g = family.SmoothnessG(BatchView::All(s1.inner));
+  const double varsigma = std::sqrt(l_g / l_f);
+  SimpleReport r1;
+  ASSERT_TRUE(run.Step(*a, family, s1, &r1).ok());
+  EXPECT_EQ(run.aux[4][1], varsigma);
+  EXPECT_EQ(r1.l_f, l_f);
+  EXPECT_EQ(r1.l_g, l_g);
+  EXPECT_EQ(r1.smoothness_source, SmoothnessSource::kPowerIteration);
+  EXPECT_DOUBLE_EQ(r1.sigma, varsigma * std::pow(5.0, -0.5));  // q = 4
+  for (int k = 1; k < 8; ++k) {
+    SimpleReport r;
+    ASSERT_TRUE(run.Step(*a, family, p.CyclicStep(k, 3, 2), &r).ok());
+    EXPECT_EQ(run.aux[4][1], varsigma) << k;
+    EXPECT_DOUBLE_EQ(r.sigma, varsigma * std::pow(std::max(k, 4) + 1.0, -0.5)) << k;
+  }
+}
+
+// A state written before issue 29 held aux[4] = {W}: UpgradeAux adds the
+// option's varsigma, and the session goes on bit for bit as one that never
+// left the new layout.
+TEST(IrFscg, AnOldLayoutStateIsUpgradedWithTheOptionsVarsigmaAndGoesOnIdentically) {
+  OverParameterizedRegression p(6, 4, 10, 0.1, 21);
+  RegisteredFamily family("least_squares", 6);
+  const auto make = [] {
+    return MakeAlgorithm("ir_fscg", ConstraintSet::L1Ball(1.5), 6, [](AlgorithmOptions* o) {
+      o->window_rows = 16;
+      o->reg_scale = 10.0;
+    });
+  };
+  std::unique_ptr<SimpleAlgorithm> a = make(), b = make();
+  SimpleRun run(*a, Vector::Zero(6), 3);
+  for (int k = 0; k < 6; ++k) ASSERT_TRUE(run.Step(*a, family, p.CyclicStep(k, 3, 2)).ok());
+  SimpleRun old = run;
+  Vector w(1);
+  w[0] = run.aux[4][0];
+  old.aux.Set(4, w);
+  EXPECT_FALSE(b->ValidateAux(old.aux).ok());
+  ASSERT_TRUE(b->UpgradeAux(&old.aux).ok());
+  ASSERT_TRUE(b->ValidateAux(old.aux).ok());
+  EXPECT_EQ(old.aux[4][1], 10.0);
+  EXPECT_TRUE(old.BitEquals(run));
+  for (int k = 6; k < 12; ++k) {
+    ASSERT_TRUE(run.Step(*a, family, p.CyclicStep(k, 3, 2)).ok());
+    ASSERT_TRUE(old.Step(*b, family, p.CyclicStep(k, 3, 2)).ok());
+  }
+  EXPECT_TRUE(old.BitEquals(run));
 }
 
 // 40 features, 20 consistent inner rows (g* = 0), 100 noisy upper rows

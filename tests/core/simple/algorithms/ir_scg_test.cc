@@ -76,6 +76,18 @@ TEST(IrScg, RefusesASetWithoutALinearMinimizationOracle) {
   }
 }
 
+// reg_scale = 0 is IR-FSCG's automatic varsigma, which IR-SCG does not have.
+TEST(IrScg, RefusesTheAutomaticRegScale) {
+  const SimpleAlgorithmEntry* e = FindSimpleAlgorithm("ir_scg");
+  ASSERT_NE(e, nullptr);
+  AlgorithmOptions o = DefaultOptions(e->info);
+  o.reg_scale = 0.0;
+  const absl::Status st = ValidateAlgorithmOptions(e->info, o);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("options.reg_scale: 0 must be > 0 for ir_scg (0, automatic, is ir_fscg's"));
+}
+
 TEST(IrScg, RefusesADecayOutsideTheoremOnesRange) {
   const SimpleAlgorithmEntry* e = FindSimpleAlgorithm("ir_scg");
   ASSERT_NE(e, nullptr);

@@ -118,5 +118,67 @@ TEST(CheckInputNumbers, NamesTheFirstOffenderAndItsRowAndColumn) {
   EXPECT_TRUE(CheckInputNumbers(nullptr, 0, "c").ok());
 }
 
+// Issue 29: a set option the algorithm does not read is refused by
+// default and dropped for a spec a server wrote; the oracle family's
+// default is named as such.
+TEST(ToSessionConfig, ASetOptionTheAlgorithmDoesNotReadIsRefusedOrDropped) {
+  v1::SessionSpec spec;
+  spec.mutable_family()->set_name("simple_oracle");
+  spec.mutable_family()->set_x_dim(3);
+  spec.mutable_options()->set_window_rows(10);
+  absl::StatusOr<SessionConfig> refused = ToSessionConfig(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "options.window_rows: not read by algorithm 'ir_scg' (the simple_bilevel class "
+            "default for family 'simple_oracle'); name an algorithm that reads it (ir_fscg, "
+            "agm_bio) or leave it unset");
+  absl::StatusOr<SessionConfig> dropped = ToSessionConfig(spec, UnreadOptions::kDrop);
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ(dropped->algorithm, "ir_scg");
+  // Read: used.
+  spec.clear_options();
+  spec.mutable_options()->set_reg_decay(0.3);
+  absl::StatusOr<SessionConfig> read = ToSessionConfig(spec);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->options.reg_decay, 0.3);
+  // An unknown algorithm is CheckAlgorithm's to name, not this check's.
+  spec.set_algorithm("nope");
+  spec.mutable_options()->set_window_rows(10);
+  EXPECT_TRUE(ToSessionConfig(spec).ok());
+}
+
+// A group's shared options go to the members that read them; the member's
+// own win; an empty member algorithm is the shared spec's.
+TEST(GroupMemberSpecs, SharedOptionsReachTheMembersThatReadThem) {
+  v1::SessionSpec shared;
+  shared.mutable_family()->set_name("quadratic");
+  shared.set_algorithm("af2obo");
+  shared.mutable_options()->set_beta(0.1);
+  shared.mutable_options()->set_window(4);
+  google::protobuf::RepeatedPtrField<v1::GroupMember> members;
+  v1::GroupMember* a = members.Add();
+  a->set_name("a");  // af2obo, the shared spec's
+  v1::GroupMember* b = members.Add();
+  b->set_name("b");
+  b->set_algorithm("sobow");
+  b->mutable_options()->set_window(7);
+  absl::StatusOr<std::vector<v1::SessionSpec>> specs = GroupMemberSpecs(shared, members);
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 2u);
+  EXPECT_EQ((*specs)[0].algorithm(), "af2obo");
+  EXPECT_EQ((*specs)[0].options().beta(), 0.1);
+  EXPECT_FALSE((*specs)[0].options().has_window());
+  EXPECT_EQ((*specs)[1].algorithm(), "sobow");
+  EXPECT_FALSE((*specs)[1].options().has_beta());
+  EXPECT_EQ((*specs)[1].options().window(), 7);
+  shared.mutable_options()->set_pz_directions(3);
+  specs = GroupMemberSpecs(shared, members);
+  ASSERT_FALSE(specs.ok());
+  EXPECT_THAT(std::string(specs.status().message()),
+              HasSubstr("spec.options.pz_directions: read by no member's algorithm (a: af2obo, "
+                        "b: sobow)"));
+}
+
 }  // namespace
 }  // namespace f2obo
