@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -51,6 +52,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/state.h"
 #include "server/fault_points.h"
 #include "server/store/record_sum.h"
@@ -347,6 +349,11 @@ absl::StatusOr<Checkpoint> SessionStore::ReadCheckpointParts(const std::string& 
   if (RecordSum("checkpoint", id, t, head) != row.ColumnInt(1)) {
     return Damaged(id, t, "checksum mismatch: corrupt record");
   }
+  // A row lost from a damaged b-tree would go unnoticed below (the part
+  // would resolve to an older row of its chain): the rows' structure first.
+  if (std::string problem = CheckCheckpointParts(db); !problem.empty()) {
+    return Damaged(id, t, problem);
+  }
   const int64_t count = row.ColumnInt(3), since = row.ColumnInt(4);
   if (count < 0 || count > (int64_t{1} << 40)) return Damaged(id, t, "not a part count");
   absl::StatusOr<Checkpoint> joined = DeserializeCheckpointHead(head, static_cast<size_t>(count));
@@ -379,8 +386,38 @@ absl::StatusOr<Checkpoint> SessionStore::ReadCheckpointParts(const std::string& 
       return Damaged(id, t, s.message());
     }
   }
+  if ((step & 0xff) == SQLITE_CORRUPT) {
+    return Damaged(id, t, absl::StrCat("its part rows: ", sqlite3_errmsg(db)));
+  }
   if (step != SQLITE_DONE) return parts.Error("reading a checkpoint");
   return joined;
+}
+
+std::string SessionStore::CheckCheckpointParts(sqlite3* db) const {
+  absl::MutexLock lock(&parts_check_mu_);
+  if (parts_check_.has_value()) return *parts_check_;
+  std::vector<std::string> problems;
+  Stmt check(db, "PRAGMA quick_check('checkpoint_parts')");
+  int rc = check.ok() ? SQLITE_ROW : SQLITE_ERROR;
+  while (check.ok() && problems.size() < 5 && (rc = check.Step()) == SQLITE_ROW) {
+    std::string line = check.Column(0);
+    if (line != "ok") problems.push_back(std::move(line));
+  }
+  if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB) {
+    problems.push_back(sqlite3_errmsg(db));  // a b-tree the check cannot walk
+  } else if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    // Not a verdict (e.g. the file unreadable now): not remembered.
+    return absl::StrCat("the store's checkpoint part rows could not be checked: ",
+                        sqlite3_errmsg(db));
+  }
+  parts_check_ = problems.empty() ? std::string()
+                                  : absl::StrCat("the store's checkpoint part rows are damaged: ",
+                                                 absl::StrJoin(problems, "; "));
+  if (!parts_check_->empty()) {
+    std::fprintf(stderr, "f2obo-server: store %s: %s; no checkpoint in parts can be read\n",
+                 path_.c_str(), parts_check_->c_str());
+  }
+  return *parts_check_;
 }
 
 absl::Status SessionStore::ApplyRollback(const Write& w) {

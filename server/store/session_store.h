@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -397,7 +398,12 @@ class SessionStore {
   // those a kept checkpoint resolves to (`written`: the t just written).
   absl::Status TrimCheckpoints(const std::string& id, int64_t written, int keep);
   // LoadCheckpoint of a checkpoint in parts, on a connection of its own.
-  absl::StatusOr<Checkpoint> ReadCheckpointParts(const std::string& id, int64_t t) const;
+  absl::StatusOr<Checkpoint> ReadCheckpointParts(const std::string& id, int64_t t) const
+      ABSL_LOCKS_EXCLUDED(parts_check_mu_);
+  // ReadCheckpointParts' structural check of the part rows on `db` (its
+  // read transaction), once per process: "" if sound, else what SQLite
+  // found.
+  std::string CheckCheckpointParts(sqlite3* db) const ABSL_LOCKS_EXCLUDED(parts_check_mu_);
   // LoadCheckpoint's and LoadCheckpointState's read through the writer's
   // queue: the whole encoding, checksum-verified, or, for a checkpoint in
   // parts, *in_parts set (and nothing read: ReadCheckpointParts reads it).
@@ -473,6 +479,11 @@ class SessionStore {
   // Writer thread only: kSync's commit gathering (sync_gather.h).
   store_detail::SyncGather gather_;
   std::atomic<int> fail_writes_rc_{0};  // FailWritesForTesting
+  // The checkpoints' part rows are left out of the check at start
+  // (CheckFile) and checked at the first read of a checkpoint in parts:
+  // unset until then, then "" (sound) or the problems found.
+  mutable absl::Mutex parts_check_mu_;
+  mutable std::optional<std::string> parts_check_ ABSL_GUARDED_BY(parts_check_mu_);
   std::atomic<int64_t> superseded_states_{0};
   std::thread writer_;
 };

@@ -121,7 +121,17 @@ absl::Status SessionStore::OpenSideFiles(const std::string& dir) {
                      " BEGIN SELECT f2obo_file_released(OLD.file); END;");
     if (absl::Status s = Exec(sql.c_str()); !s.ok()) return s;
   }
-  // The files the rows name; every other file is an orphan.
+  // The files the rows name; every other file is an orphan.  Each table's
+  // rows with a file have a partial index, so that listing them reads that
+  // index, not the table (a scan of every state and checkpoint part row,
+  // most of the file, took a third of the start-up at 200,000 tasks).  An
+  // index, not a schema change: a server of the same schema version that
+  // does not know it keeps it up to date all the same.
+  for (const char* table : kFileTables) {
+    const std::string sql = absl::StrCat("CREATE INDEX IF NOT EXISTS ", table, "_files ON ", table,
+                                         " (file) WHERE file IS NOT NULL");
+    if (absl::Status s = Exec(sql.c_str()); !s.ok()) return s;
+  }
   std::set<std::string> named;
   for (const char* table : kFileTables) {
     const std::string sql = absl::StrCat("SELECT file FROM ", table, " WHERE file IS NOT NULL");

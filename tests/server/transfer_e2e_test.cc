@@ -6,9 +6,8 @@
 // and continues bit for bit on the other server; an import that breaks,
 // is cancelled, is damaged or carries a bad field leaves nothing (no
 // session, no store record, also after kill -9 and a restart), as does a
-// kill -9 of the importing server mid-stream; `f2obo-cli rebalance` moves
-// such a session.
-#include <dirent.h>
+// kill -9 of the importing server mid-stream.  Forks and rebalance:
+// transfer_fork_e2e_test.cc.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -22,142 +21,29 @@
 
 #include "client/client.h"
 #include "client/session_transfer.h"
-#include "f2obo/v1/convert.h"
-#include "f2obo/v1/transfer_sum.h"
-#include "tests/core/multitask/multitask_streams.h"
-#include "tests/server/proxy_process.h"
 #include "tests/server/server_process.h"
+#include "tests/server/transfer_e2e_support.h"
 
 namespace f2obo {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::ProxyProcess;
 using testing::ServerProcess;
 
-constexpr int kDim = 4;
-constexpr int kTasks = 10000;
-constexpr int kTouched = 4000;  // ~1.9 MB of task blocks (472 bytes each)
-constexpr int kPerStep = 500;
-constexpr int kPool = 32;
-constexpr int64_t kMaxMessage = 1 << 20;
-
-const testing::QuadraticTasks& Pool() {
-  static const auto* pool = new testing::QuadraticTasks(kPool, kDim, kDim, 7);
-  return *pool;
-}
-
-std::vector<std::string> Flags(const std::string& name = "") {
-  std::vector<std::string> flags = {"--max_message_bytes=" + std::to_string(kMaxMessage),
-                                    "--max_tasks=" + std::to_string(kTasks)};
-  if (!name.empty()) flags.push_back("--replica_name=" + name);
-  return flags;
-}
-
-v1::CreateSessionRequest Create(const std::string& id) {
-  v1::CreateSessionRequest req;
-  req.set_session_id(id);
-  v1::SessionSpec& spec = *req.mutable_spec();
-  spec.set_problem_class("multitask_bilevel");
-  spec.mutable_family()->set_name("multitask_quadratic");
-  spec.mutable_family()->set_x_dim(kDim);
-  spec.mutable_family()->set_y_dim(kDim);
-  spec.mutable_family()->set_tasks(kTasks);
-  spec.set_algorithm("rsvrb");
-  spec.set_seed(5);
-  spec.mutable_metrics()->set_exact_every(0);
-  return req;
-}
-
-v1::StepRequest Request(const std::string& id, int64_t t, const std::vector<int>& tasks) {
-  v1::StepRequest req;
-  req.set_session_id(id);
-  req.set_t(t);
-  for (int task : tasks) {
-    TaskData d = Pool().Task(task % kPool);
-    d.task = task;
-    ToProto(d, req.add_tasks());
-  }
-  return req;
-}
-
-// Creates session `id` on `c` and touches kTouched tasks; returns next_t.
-int64_t Grow(client::Client& c, const std::string& id) {
-  EXPECT_TRUE(c.CreateSession(Create(id)).ok());
-  int64_t t = 1;
-  for (int first = 0; first < kTouched; first += kPerStep) {
-    std::vector<int> tasks;
-    for (int k = first; k < first + kPerStep; ++k) tasks.push_back(k * (kTasks / kTouched));
-    const absl::StatusOr<v1::StepReply> r = c.Step(Request(id, t++, tasks));
-    EXPECT_TRUE(r.ok()) << r.status();
-  }
-  return t;
-}
-
-// Step t after the growth: tasks touched before and one new.
-std::vector<int> Later(int64_t t) {
-  return {static_cast<int>(t * 37 % kTasks), static_cast<int>(t * 101 % kTasks), 1 + 2 * (int)t};
-}
-
-bool SameBits(const google::protobuf::RepeatedField<double>& a,
-              const google::protobuf::RepeatedField<double>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0);
-}
-
-struct Export {
-  std::vector<v1::SessionChunk> chunks;
-  std::string state;   // every slice's data, in order
-  size_t largest = 0;  // the largest chunk's encoding
-};
-
-Export ExportOf(client::Client& c, const std::string& id) {
-  Export out;
-  const absl::Status s = client::ExportSessionChunks(c, id, [&](const v1::SessionChunk& chunk) {
-    out.chunks.push_back(chunk);
-    out.largest = std::max(out.largest, chunk.ByteSizeLong());
-    for (const v1::StateSlice& slice : chunk.slices()) out.state += slice.data();
-    return absl::OkStatus();
-  });
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
-}
-
-// A source giving `chunks` in order.
-client::ChunkSource From(const std::vector<v1::SessionChunk>& chunks) {
-  auto next = std::make_shared<size_t>(0);
-  return [&chunks, next](v1::SessionChunk* chunk) -> absl::StatusOr<bool> {
-    if (*next == chunks.size()) return false;
-    *chunk = chunks[(*next)++];
-    return true;
-  };
-}
-
-// Recomputes the end chunk's checksum after a change of content (so that a
-// test reaches the checks behind it).
-void Reseal(std::vector<v1::SessionChunk>& chunks) {
-  v1::TransferSum sum;
-  sum.AddSpec(chunks.front().begin().spec());
-  int64_t part = -1;
-  for (const v1::SessionChunk& c : chunks) {
-    for (const v1::StateSlice& s : c.slices()) {
-      if (s.part() != part) sum.BeginPart(part = s.part());
-      sum.AddSlice(s.data());
-    }
-    for (const std::string& r : c.replies()) sum.AddReply(r);
-  }
-  chunks.back().mutable_end()->set_crc32(sum.value());
-}
-
-int FilesIn(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d))
-    n += std::string(e->d_name) != "." && e->d_name != std::string("..");
-  closedir(d);
-  return n;
-}
+using transfer_e2e::Create;
+using transfer_e2e::Export;
+using transfer_e2e::ExportOf;
+using transfer_e2e::FilesIn;
+using transfer_e2e::Flags;
+using transfer_e2e::From;
+using transfer_e2e::Grow;
+using transfer_e2e::kMaxMessage;
+using transfer_e2e::kPerStep;
+using transfer_e2e::kTouched;
+using transfer_e2e::Later;
+using transfer_e2e::Request;
+using transfer_e2e::Reseal;
+using transfer_e2e::SameBits;
 
 class TransferE2e : public ::testing::Test {
  protected:
@@ -420,122 +306,6 @@ TEST_F(TransferE2e, KillNineInsideTheImportsStoreWriteLeavesNothing) {
   ASSERT_NO_FATAL_FAILURE(ExpectBEmptyAfterRestart());
   ASSERT_TRUE(client::ImportSessionChunks(*cb_, "", From(ex.chunks)).ok());
   StepBoth(2);
-}
-
-// Forks are stored in parts (their parts shared with the source in
-// memory): of the current state, at a checkpoint in a chain's middle and
-// at the creation's (a chain's start).  After steps (the fork's own delta
-// checkpoint among them) and kill -9, every fork and checkpoint reads back
-// bit-exact, and the fork continues as its source does.
-TEST(TransferForkE2e, ForksInPartsSurviveKillNineBitExact) {
-  std::vector<std::string> flags = Flags();
-  flags.push_back("--checkpoint_every=2");
-  auto a = std::make_unique<ServerProcess>(flags);
-  ASSERT_TRUE(a->started()) << a->banner();
-  auto c = std::make_unique<client::Client>(client::ClientOptions{a->target()});
-  int64_t next_t = Grow(*c, "big");  // checkpoints at 0, 2, 4, 6, 8
-  ASSERT_EQ(next_t, 9);
-  const auto fork = [&](const std::string& id, int64_t at_t) {
-    v1::ForkSessionRequest req;
-    req.set_session_id("big");
-    req.set_new_session_id(id);
-    if (at_t >= 0) req.set_at_t(at_t);
-    const absl::StatusOr<v1::SessionInfo> f = c->ForkSession(req);
-    EXPECT_TRUE(f.ok()) << f.status();
-    return ExportOf(*c, id).state;
-  };
-  const std::string now = ExportOf(*c, "big").state;
-  EXPECT_TRUE(fork("now", -1) == now);
-  const std::string at4 = fork("at4", 4), at0 = fork("at0", 0);
-  // A fresh session of the same spec is the state at 0.
-  ASSERT_TRUE(c->CreateSession(Create("fresh")).ok());
-  EXPECT_TRUE(at0 == ExportOf(*c, "fresh").state);
-  EXPECT_FALSE(at4 == now);
-  // The source and the fork step alike (a checkpoint at 10 for both).
-  for (; next_t < 12; ++next_t) {
-    const absl::StatusOr<v1::StepReply> x = c->Step(Request("big", next_t, Later(next_t)));
-    const absl::StatusOr<v1::StepReply> y = c->Step(Request("now", next_t, Later(next_t)));
-    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << y.status();
-    EXPECT_TRUE(SameBits(x->x(), y->x())) << "t = " << next_t;
-  }
-  const std::string dir = a->data_dir();
-  a->Stop(SIGKILL);
-  ServerProcess again(flags, dir);
-  ASSERT_TRUE(again.started()) << again.banner();
-  c = std::make_unique<client::Client>(client::ClientOptions{again.target()});
-  const std::string big = ExportOf(*c, "big").state;
-  EXPECT_TRUE(ExportOf(*c, "now").state == big);
-  EXPECT_TRUE(ExportOf(*c, "at4").state == at4);
-  EXPECT_TRUE(ExportOf(*c, "at0").state == at0);
-  // The fork's checkpoint at 10 extends its first (at 8): both read back.
-  v1::ForkSessionRequest req;
-  for (const auto& [from, at_t] : std::vector<std::pair<std::string, int64_t>>{
-           {"big", 10}, {"now", 10}, {"big", 8}, {"now", 8}}) {
-    req.set_session_id(from);
-    req.set_new_session_id(from + "_at" + std::to_string(at_t));
-    req.set_at_t(at_t);
-    const absl::StatusOr<v1::SessionInfo> f = c->ForkSession(req);
-    ASSERT_TRUE(f.ok()) << from << " at " << at_t << ": " << f.status();
-  }
-  EXPECT_TRUE(ExportOf(*c, "big_at10").state == ExportOf(*c, "now_at10").state);
-  EXPECT_TRUE(ExportOf(*c, "big_at8").state == ExportOf(*c, "now_at8").state);
-  EXPECT_TRUE(ExportOf(*c, "now_at8").state == now);
-  for (int k = 0; k < 2; ++k, ++next_t) {
-    const absl::StatusOr<v1::StepReply> x = c->Step(Request("big", next_t, Later(next_t)));
-    const absl::StatusOr<v1::StepReply> y = c->Step(Request("now", next_t, Later(next_t)));
-    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << y.status();
-    EXPECT_TRUE(SameBits(x->x(), y->x())) << "t = " << next_t;
-  }
-}
-
-// Runs f2obo-cli with `args`; its exit code, stdout and stderr into `out`.
-int Cli(const std::vector<std::string>& args, std::string* out) {
-  std::string command = std::string("'") + F2OBO_CLI_PATH + "'";
-  for (const std::string& a : args) command += " '" + a + "'";
-  command += " 2>&1";
-  FILE* p = popen(command.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-TEST(TransferRebalanceE2e, RebalanceMovesASessionLargerThanAMessage) {
-  ServerProcess r0(Flags("r0")), r1(Flags("r1"));
-  ASSERT_TRUE(r0.started()) << r0.banner();
-  ASSERT_TRUE(r1.started()) << r1.banner();
-  ProxyProcess staging({{"r0", r0.target()}, {"r1", r1.target()}});
-  ASSERT_EQ(staging.Start(), "");
-  // A key the two-replica ring maps to r1.
-  client::Client via(client::ClientOptions{staging.target()});
-  std::string id;
-  for (int i = 0; i < 64 && id.empty(); ++i) {
-    v1::GetServerInfoRequest req;
-    req.set_routing_key("big" + std::to_string(i));
-    v1::ServerInfo info;
-    auto ctx = via.NewContext();
-    ASSERT_TRUE(via.stub().GetServerInfo(ctx.get(), req, &info).ok());
-    if (info.replica_name() == "r1") id = req.routing_key();
-  }
-  ASSERT_FALSE(id.empty());
-  client::Client c0(client::ClientOptions{r0.target()}), c1(client::ClientOptions{r1.target()});
-  const int64_t next_t = Grow(c0, id);
-  const Export before = ExportOf(c0, id);
-  ASSERT_GT(before.state.size(), static_cast<size_t>(kMaxMessage));
-  std::string out;
-  ASSERT_EQ(Cli({"rebalance", "--proxy=" + staging.target(),
-                 "--replicas=r0=" + r0.target() + ",r1=" + r1.target()},
-                &out),
-            0)
-      << out;
-  EXPECT_THAT(out, HasSubstr("moved 1,"));
-  EXPECT_EQ(c0.ListSessions()->sessions_size(), 0);  // (its fence stays, a tombstone)
-  const absl::StatusOr<v1::SessionInfo> moved = c1.GetSession(id);
-  ASSERT_TRUE(moved.ok()) << moved.status();
-  EXPECT_EQ(moved->next_t(), next_t);
-  EXPECT_TRUE(ExportOf(c1, id).state == before.state);
-  EXPECT_TRUE(c1.Step(Request(id, next_t, Later(next_t))).ok());
 }
 
 }  // namespace

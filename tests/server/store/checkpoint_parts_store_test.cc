@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -311,6 +312,77 @@ TEST_F(CheckpointPartsTest, ADamagedPartIsDataLossNamingIt) {
   EXPECT_THAT(bad.status().message(), HasSubstr("checkpoint of session 'a' at t = 10"));
   EXPECT_THAT(bad.status().message(), HasSubstr("part "));
   EXPECT_TRUE(store_->LoadCheckpoint("a", 6).ok());
+}
+
+// Overwrites `bytes` at `offset` of the file at `path`.
+void Scribble(const std::string& path, int64_t offset, const std::string& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fseek(f, static_cast<long>(offset), SEEK_SET), 0);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  std::fclose(f);
+}
+
+// The first page of table `name`'s b-tree, as a file offset.
+int64_t RootOffset(const std::string& db, const std::string& name) {
+  const int64_t root = Count(db, "SELECT rootpage FROM sqlite_schema WHERE name = '" + name + "'");
+  return (root - 1) * Count(db, "PRAGMA page_size");
+}
+
+// The check at open leaves the checkpoints' part rows out (they are most of
+// a large store, and nothing reads them at start): a b-tree of them that
+// does not hold together lets the store open and every session load, and
+// reading any checkpoint in parts is DATA_LOSS naming the checkpoint and
+// what SQLite found; a whole checkpoint still reads.
+TEST_F(CheckpointPartsTest, DamagedPartRowsAreFoundWhenACheckpointIsReadNotAtOpen) {
+  Open();
+  const std::map<int64_t, std::string> at = Run(/*steps=*/40, /*every=*/5, /*keep=*/10);
+  store_.reset();  // closing the last connection checkpoints the WAL into the file
+  ASSERT_FALSE(std::filesystem::exists(DbPath() + "-wal"));
+  Scribble(DbPath(), RootOffset(DbPath(), "checkpoint_parts"), std::string(16, '\xff'));
+  Open();
+  absl::StatusOr<LoadedStore> loaded = store_->LoadAll();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_THAT(loaded->damaged, ::testing::IsEmpty());
+  ASSERT_EQ(loaded->sessions.size(), 1u);
+  EXPECT_EQ(SerializeCheckpoint(loaded->sessions[0].state), Whole(last_));
+  EXPECT_EQ(*store_->LoadCheckpoint("a", 1), at.at(1));  // whole: no part rows
+  for (int64_t t : {36, 41, 36}) {                       // the verdict stays
+    const absl::StatusOr<std::string> bad = store_->LoadCheckpoint("a", t);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss) << bad.status();
+    EXPECT_THAT(bad.status().message(),
+                HasSubstr("checkpoint of session 'a' at t = " + std::to_string(t - 1)));
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("checkpoint part rows are damaged"));
+  }
+}
+
+// What the check at open still covers: every table loaded at start (here
+// the state's part rows) and the free list, which hands pages to new rows
+// of every table.
+TEST_F(CheckpointPartsTest, DamagedStatePartRowsOrFreeListStillRefuseTheOpen) {
+  Open();
+  Run(/*steps=*/40, /*every=*/5, /*keep=*/10);
+  store_.reset();
+  const std::string copy = dir_ + "/intact";
+  std::filesystem::copy_file(DbPath(), copy);
+  Scribble(DbPath(), RootOffset(DbPath(), "state_parts"), std::string(16, '\xff'));
+  absl::StatusOr<std::unique_ptr<SessionStore>> parts = SessionStore::Open(dir_, Durability::kSync);
+  ASSERT_FALSE(parts.ok());
+  EXPECT_THAT(parts.status().message(), HasSubstr(DbPath() + " is damaged"));
+  EXPECT_THAT(parts.status().message(), HasSubstr("refusing to start"));
+  // The free list's first trunk page (file header bytes 32-35) made a page
+  // in use, with one page on the list (36-39).
+  std::filesystem::copy_file(copy, DbPath(), std::filesystem::copy_options::overwrite_existing);
+  const int64_t root =
+      Count(DbPath(), "SELECT rootpage FROM sqlite_schema WHERE name = 'state_parts'");
+  const std::string header = {
+      0, 0, static_cast<char>(root >> 8), static_cast<char>(root & 0xff), 0, 0, 0, 1};
+  Scribble(DbPath(), 32, header);
+  absl::StatusOr<std::unique_ptr<SessionStore>> free_list =
+      SessionStore::Open(dir_, Durability::kSync);
+  ASSERT_FALSE(free_list.ok());
+  EXPECT_THAT(free_list.status().message(), HasSubstr(DbPath() + " is damaged"));
+  EXPECT_THAT(free_list.status().message(), HasSubstr("reelist"));
 }
 
 // A version-6 store (every checkpoint a whole encoding) opens as version
