@@ -65,12 +65,17 @@ def parse_args():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", action="store_true",
                     help="write the table into bench/EXPERIMENTS.md")
+    ap.add_argument("--rsvrb_options", default="",
+                    help="KEY=VALUE[,KEY=VALUE...]: options of the multi-task task's rsvrb "
+                         "run over its defaults (e.g. rsvrb_decay=0: constant steps)")
+    ap.add_argument("--mt_steps", type=int, default=None,
+                    help="steps of the multi-task stream (default 300, 75 with --quick)")
     args = ap.parse_args()
     args.seed_list = [int(v) for v in (args.seeds or str(args.seed)).split(",")]
     scale = 4 if args.quick else 1
     args.steps = 1000 // scale
     args.simple_steps = 4096 // scale
-    args.mt_steps = 300 // scale
+    args.mt_steps = args.mt_steps or 300 // scale
     return args
 
 

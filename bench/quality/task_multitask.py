@@ -68,6 +68,16 @@ class Scores:
         return float(np.mean(losses)), correct / total
 
 
+def parse_options(text):
+    """"KEY=VALUE,KEY=VALUE" -> {KEY: VALUE}: true/false as booleans, else numbers."""
+    out = {}
+    for item in filter(None, (t.strip() for t in (text or "").split(","))):
+        key, value = (v.strip() for v in item.split("=", 1))
+        words = {"true": True, "false": False}
+        out[key] = words[value.lower()] if value.lower() in words else float(value)
+    return out
+
+
 def multitask_hpo(client, f2obo, args):
     task = "multitask_hpo"
     tasks, tests = make_tasks(args.seed)
@@ -83,10 +93,12 @@ def multitask_hpo(client, f2obo, args):
                 max_temperature=MAX_TEMPERATURE, seed=args.seed)
     marks = set(checkpoints(steps))
     runs = []
+    rsvrb_options = parse_options(getattr(args, "rsvrb_options", ""))
     for algorithm in ("mt_f2obo", "rsvrb"):
         run = Run(task, "default", algorithm)
+        options = rsvrb_options if algorithm == "rsvrb" else {}
         session = client.create_session("multitask_logistic_hpo", algorithm, exact_every=0,
-                                        **spec)
+                                        **spec, **options)
         cpu0 = server_cpu()
         try:
             for t, req in enumerate(requests):
@@ -105,6 +117,11 @@ def multitask_hpo(client, f2obo, args):
         if run.x is not None:
             run.extra["note"] = "mean x: pixels %.3g, noise %.3g" % (run.x[:PIXELS].mean(),
                                                                      run.x[PIXELS:].mean())
+            # F at every checkpoint: whether the run settles or wanders.
+            run.extra["note"] += "; F over the run %s" % " ".join(
+                "%.2f" % c[1] for c in run.curve)
+            if options:
+                run.extra["note"] += "; " + ",".join("%s=%s" % kv for kv in options.items())
         runs.append(run)
 
     def fixed(c, rows="test"):

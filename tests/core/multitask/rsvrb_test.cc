@@ -43,6 +43,8 @@ void ExpectRsvrbIsSvrb(const FamilyConfig& single, const FamilyConfig& multi,
   SessionConfig mc = testing::MultitaskConfig("rsvrb", multi, set);
   sc.seed = mc.seed = 77;
   sc.options.sample_rows = mc.options.sample_rows = 16;
+  mc.options.rsvrb_decay = 0.0;  // svrb's constant steps (p = 1: the scaled y-step is alpha)
+  mc.options.momentum = sc.options.momentum;  // svrb's default 0.9 (rsvrb's: 0.99)
   std::unique_ptr<Session> svrb = *Session::Create(sc);
   std::unique_ptr<Session> rsvrb = *Session::Create(mc);
   const TaskTable& table = *MultitaskTable(rsvrb->problem());
@@ -103,8 +105,10 @@ TEST(Rsvrb, WithOneTaskIsSvrbBitForBitOnAQuadraticStream) {
 // estimators start at its derivatives on its first round, untouched tasks
 // have z = 0.  With rsvrb_decay = q > 0 every step t takes its own
 // s_t = ((c0 + 1) / (c0 + t))^q, computed here from the formula:
-// gamma s_t, alpha s_t, keeps 1 - (1 - momentum) s_t^2 and
-// 1 - (1 - task_momentum) s_t^2, for sampled and unsampled tasks alike.
+// gamma s_t, keeps 1 - (1 - momentum) s_t^2 and 1 - (1 - task_momentum)
+// s_t^2, for sampled and unsampled tasks alike; task i's y-step is
+// a_i s_t with a_i = alpha p (rsvrb_scaled_alpha; alpha without it), p the
+// sampling probability of its last sampled step.
 class EagerRsvrb {
  public:
   EagerRsvrb(const testing::QuadraticTasks& q, const AlgorithmOptions& o, uint64_t seed)
@@ -125,7 +129,7 @@ class EagerRsvrb {
         decaying ? std::pow((o_.rsvrb_offset + 1.0) / (o_.rsvrb_offset + t_), o_.rsvrb_decay) : 1.0;
     const double keep = decaying ? 1.0 - (1.0 - o_.momentum) * s * s : o_.momentum;
     const double task_keep = decaying ? 1.0 - (1.0 - o_.task_momentum) * s * s : o_.task_momentum;
-    const double alpha = o_.alpha * s, gamma = o_.gamma * s;
+    const double gamma = o_.gamma * s;
     const double p = static_cast<double>(sampled.size()) / m;
     const int j = static_cast<int>(rng_.UniformBelow(m));
     const Vector z_jt = tasks_[j].z;
@@ -148,6 +152,7 @@ class EagerRsvrb {
           k.j = keep * (k.j - prev.jxy / p) + cur.jxy / p;
           k.h = keep * (k.h - prev.hyy / p) + cur.hyy / p;
         }
+        k.alpha = o_.rsvrb_scaled_alpha ? o_.alpha * p : o_.alpha;
         k.j = ClipSingularValues(k.j, o_.jacobian_clip);
         k.h = RaiseEigenvalues(k.h, o_.hessian_floor);
       } else if (k.touched) {
@@ -161,7 +166,7 @@ class EagerRsvrb {
       }
       k.z = k.u - k.j * k.h.ldlt().solve(k.w);
       k.y_prev = k.y;
-      k.y -= alpha * k.v;
+      k.y -= (k.alpha * s) * k.v;
     }
     d_ = task_keep * (d_ - z_jt) + tasks_[j].z;
     x_prev_ = x_;
@@ -175,6 +180,7 @@ class EagerRsvrb {
  private:
   struct Task {
     bool touched = false;
+    double alpha = 0.0;  // y-step before the schedule's factor
     Vector y, y_prev, u, w, v, z;
     Matrix j, h;
   };
@@ -266,14 +272,17 @@ AlgorithmOptions LazyEagerOptions() {
 
 TEST(Rsvrb, LazyDecayEqualsApplyingEveryUnsampledUpdateEagerly) {
   AlgorithmOptions o = LazyEagerOptions();
-  o.rsvrb_decay = 0.0;  // constant steps (Theorem 2)
+  o.rsvrb_decay = 0.0;  // constant steps (Theorem 2), Alg. 2's y-step alpha
+  o.rsvrb_scaled_alpha = false;
+  o.momentum = 0.9;  // as recorded before rsvrb's default became 0.99
   ExpectLazyEqualsEager(o, GappySchedule(60), 1e-10);
 }
 
-// The decaying schedule (SVRB's Thm 1 exponent, a small c0 so that s_t
-// moves a lot over the run): the lazy catch-up's loop over the skipped
-// steps' own keeps and y-steps equals the eager updates, also across a
-// 150-step gap (task 2 unsampled from step 61 to 210).
+// The decaying schedule with the default y-step alpha p (p = 1/4 or 2/4
+// by step), with a small c0 so that s_t moves a lot over the run: the
+// lazy catch-up's loop over the skipped steps' own keeps and y-steps equals
+// the eager updates, also across a 150-step gap (task 2 unsampled from step
+// 61 to 210).
 TEST(Rsvrb, LazyDecayEqualsTheEagerUpdatesUnderTheDecayingSchedule) {
   AlgorithmOptions o = LazyEagerOptions();
   o.rsvrb_decay = 1.0 / 3.0;
@@ -299,6 +308,16 @@ TEST(Rsvrb, LazyDecayEqualsTheEagerUpdatesUnderTheDecayingSchedule) {
   EXPECT_GT((decaying->state().x - constant->state().x).norm(), 1e-3);
 }
 
+// rsvrb's defaults (constant steps, y-step alpha p, momentum 0.99): lazy
+// equals eager too.
+TEST(Rsvrb, LazyDecayEqualsTheEagerUpdatesWithTheScaledYStep) {
+  AlgorithmOptions o = LazyEagerOptions();
+  ASSERT_EQ(o.rsvrb_decay, 0.0);      // the defaults: constant steps,
+  ASSERT_TRUE(o.rsvrb_scaled_alpha);  // the scaled y-step,
+  ASSERT_EQ(o.momentum, 0.99);        // rsvrb's momentum
+  EXPECT_LT(ExpectLazyEqualsEager(o, GappySchedule(60), 1e-10), 1e-10);
+}
+
 // Mean of ||grad F(x_t)|| / ||grad F(x_1)|| over the last tenth of `steps`
 // one-task steps (tasks uniform, the client's draws) of a static quadratic
 // stream with m = 5.
@@ -310,6 +329,8 @@ double TailGradient(double momentum, double task_momentum, int steps) {
   config.options.alpha = 0.05;
   config.options.momentum = momentum;
   config.options.task_momentum = task_momentum;
+  config.options.rsvrb_decay = 0.0;  // Theorem 2's constant steps, Alg. 2's y-step
+  config.options.rsvrb_scaled_alpha = false;
   std::unique_ptr<Session> s = *Session::Create(config);
   const double start = q.GradF(s->state().x).norm();
   std::mt19937_64 rng(8);
