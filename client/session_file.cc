@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -22,14 +24,28 @@ absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::FailedPreconditionError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
+uint64_t RandomSuffix() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mu);
+  return rng();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SessionFileWriter>> SessionFileWriter::Create(
     const std::string& path) {
-  const std::string partial = path + ".partial";
-  const int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("cannot create", partial);
-  std::unique_ptr<SessionFileWriter> w(new SessionFileWriter(path, fd));
+  // A name of its own: two exports to the same path must not write into
+  // one file (the last to commit gives `path` its content).  O_EXCL with
+  // the process id and a random suffix; 0644 under the umask, as any file.
+  std::string partial;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    partial = absl::StrCat(path, ".partial.", getpid(), ".", absl::Hex(RandomSuffix()));
+    fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno != EEXIST || attempt == 16)) return Errno("cannot create", partial);
+  }
+  std::unique_ptr<SessionFileWriter> w(new SessionFileWriter(path, std::move(partial), fd));
   void* data;
   int size;
   if (!w->out_->Next(&data, &size) || size < static_cast<int>(kMagicBytes)) {
@@ -40,9 +56,9 @@ absl::StatusOr<std::unique_ptr<SessionFileWriter>> SessionFileWriter::Create(
   return w;
 }
 
-SessionFileWriter::SessionFileWriter(std::string path, int fd)
+SessionFileWriter::SessionFileWriter(std::string path, std::string partial, int fd)
     : path_(std::move(path)),
-      partial_(path_ + ".partial"),
+      partial_(std::move(partial)),
       fd_(fd),
       out_(std::make_unique<google::protobuf::io::FileOutputStream>(fd)) {}
 
@@ -80,6 +96,17 @@ absl::Status SessionFileWriter::Commit() {
   fd_ = -1;
   if (rename(partial_.c_str(), path_.c_str()) != 0) return Errno("cannot rename to", path_);
   committed_ = true;
+  // The rename is durable once the directory is: without this a power loss
+  // could leave no file at all (never a partial one) after a reported success.
+  const std::string::size_type slash = path_.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path_.substr(0, slash);
+  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return Errno("cannot open the directory", dir);
+  const bool synced = fsync(dir_fd) == 0;
+  close(dir_fd);
+  if (!synced) return Errno("cannot sync the directory", dir);
   return absl::OkStatus();
 }
 

@@ -28,9 +28,11 @@ namespace f2obo::client {
 
 inline constexpr char kSessionFileMagic[] = "f2obo.session.1\n";
 
-// Writes `path` all or nothing: the chunks go to "<path>.partial", which
-// Commit (after the end chunk) syncs and renames to `path`; destroyed
-// before that, the writer removes it.
+// Writes `path` all or nothing: the chunks go to a file of the writer's own,
+// "<path>.partial.XXXXXX", which Commit (after the end chunk) syncs and
+// renames to `path`, then syncs the directory; destroyed before that, the
+// writer removes it.  Writers to one path do not share a file: the last to
+// commit gives `path` its content.
 class SessionFileWriter {
  public:
   static absl::StatusOr<std::unique_ptr<SessionFileWriter>> Create(const std::string& path);
@@ -41,7 +43,7 @@ class SessionFileWriter {
   int64_t bytes() const { return bytes_; }
 
  private:
-  SessionFileWriter(std::string path, int fd);
+  SessionFileWriter(std::string path, std::string partial, int fd);
   const std::string path_, partial_;
   int fd_;
   std::unique_ptr<google::protobuf::io::FileOutputStream> out_;

@@ -26,7 +26,6 @@ set(F2OBO_SESSION_SOURCES
   store/state_parts_rows.cc
   store/session_store_open.cc
   store/side_files.cc
-  store/sync_gather.cc
   store/writer_thread.cc
   store/store_errors.cc
 )

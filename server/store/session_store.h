@@ -61,7 +61,6 @@
 #include "absl/synchronization/mutex.h"
 #include "core/state.h"
 #include "f2obo/v1/f2obo.pb.h"
-#include "server/store/sync_gather.h"
 
 struct sqlite3;
 
@@ -469,15 +468,10 @@ class SessionStore {
   std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int queued_waited_ ABSL_GUARDED_BY(mu_) = 0;  // writes in queue_ a caller waits for
-  // While the writer gathers kSync's steps: the waited writes it waits for
-  // (Enqueue wakes it when they are queued, not at each one).
-  int gathering_ ABSL_GUARDED_BY(mu_) = 0;
   size_t max_queued_bytes_seen_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t unwaited_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Writer thread only: kSync's commit gathering (sync_gather.h).
-  store_detail::SyncGather gather_;
   std::atomic<int> fail_writes_rc_{0};  // FailWritesForTesting
   // The checkpoints' part rows are left out of the check at start
   // (CheckFile) and checked at the first read of a checkpoint in parts:

@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "server/store/record_sum.h"
 #include "server/store/session_store.h"
 #include "server/store/sqlite_stmt.h"
@@ -94,9 +93,8 @@ struct SessionStore::Write {
   // writer (a later write may release it), read by the caller.
   mutable int loaded_fd = -1;
   mutable SideFile loaded_file;
-  absl::Time queued_at;  // when Enqueue queued it (kSync's gathering)
-  size_t bytes = 0;      // payload size, for the queue bound
-  bool waited = false;   // a caller waits for `status`
+  size_t bytes = 0;     // payload size, for the queue bound
+  bool waited = false;  // a caller waits for `status`
   bool done = false;
   absl::CondVar done_cv;  // its caller (Submit): `done` set (under the store's mu_)
   absl::Status status;

@@ -1,6 +1,5 @@
 // The store's writer thread (session_store.h): the queue of writes, group
-// commit, kSync's gathering of steps (sync_gather.h) and kNone's gathering
-// of writes, split from session_store.cc.
+// commit, and kNone's gathering of writes, split from session_store.cc.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -17,7 +16,6 @@
 #include "server/fault_points.h"
 #include "server/store/session_store.h"
 #include "server/store/store_write.h"
-#include "server/store/sync_gather.h"
 
 namespace f2obo::server {
 
@@ -69,12 +67,7 @@ absl::Status SessionStore::Enqueue(const std::shared_ptr<Write>& w, bool wait,
   // Wake the writer when it has something new to decide on: a first write
   // (it sleeps on an empty queue), one a caller waits for, or a queue over
   // its gathering threshold (see WriterLoop).  Not for every write gathered.
-  // While it gathers kSync's steps, only once they are all there.
-  w->queued_at = absl::Now();
-  if (was_empty || (wait && queued_waited_ >= gathering_) ||
-      2 * queued_bytes_ >= max_queued_bytes_) {
-    writer_cv_.Signal();
-  }
+  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.Signal();
   if (!wait) return absl::OkStatus();
   if (deadline != std::chrono::system_clock::time_point::max()) {
     const absl::Time until = absl::FromChrono(deadline);
@@ -139,8 +132,6 @@ void SessionStore::NoteStepOutcome(const Write& w) {
 void SessionStore::WriterLoop() {
   for (;;) {
     std::deque<std::shared_ptr<Write>> batch;
-    store_detail::SyncGather::Plan plan;
-    int queued = 0, gathered = 0;
     {
       absl::MutexLock lock(&mu_);
       while (!stopping_ && queue_.empty()) writer_cv_.Wait(&mu_);
@@ -152,19 +143,6 @@ void SessionStore::WriterLoop() {
         while (!stopping_ && queued_waited_ == 0 && 2 * queued_bytes_ < max_queued_bytes_ &&
                !writer_cv_.WaitWithDeadline(&mu_, until)) {
         }
-      }
-      if (durability_ == Durability::kSync) {
-        // Each caller waits for its commit: let the streams the last
-        // commits served come back first, so that one fdatasync serves
-        // them all (sync_gather.h).  Not past the queue's bound.
-        plan = gather_.Next();
-        queued = queued_waited_;
-        gathering_ = plan.want;
-        while (!stopping_ && queued_waited_ < plan.want && 2 * queued_bytes_ < max_queued_bytes_ &&
-               !writer_cv_.WaitWithDeadline(&mu_, plan.until)) {
-        }
-        gathering_ = 0;
-        gathered = queued_waited_;
       }
       batch.swap(queue_);
       queued_bytes_ = 0;
@@ -205,13 +183,6 @@ void SessionStore::WriterLoop() {
         w->status = s;
         NoteStepOutcome(*w);
       }
-    }
-    if (durability_ == Durability::kSync) {
-      std::vector<std::pair<std::string, absl::Time>> waited;
-      for (const auto& w : batch) {
-        if (w->waited) waited.emplace_back(w->id, w->queued_at);
-      }
-      gather_.Committed(waited, absl::Now(), plan, queued, gathered);
     }
     // The side files of writes nobody waits for (a waiting caller settles
     // its own, off this thread).
