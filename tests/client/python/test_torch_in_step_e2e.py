@@ -108,7 +108,8 @@ def test_resuming_with_another_model_is_refused_naming_the_parameter_also_after_
                               train_loss, val_loss, session_id=sid, resume=True)
         assert client.session(sid).info().next_t == 3  # refusals changed nothing
         # a session created without a fingerprint: its sizes are still checked
-        plain = client.create_session(family="oracle", x_dim=5, y_dim=40, algorithm="f2obo")
+        plain = client.create_session(family="oracle", x_dim=5, y_dim=40, algorithm="f2obo",
+                                       alpha=0.1, beta=0.1)
         with pytest.raises(ValueError, match=r"y_dim \(parameters\) = 40, this model 39"):
             f2obo.torch.Tuner(client, mlp(), hp(), train_loss, val_loss, session_id=plain.id,
                               resume=True)
@@ -144,7 +145,7 @@ def test_create_or_resume_creates_then_resumes_and_next_t_follows(start_server):
             np.testing.assert_array_equal(second.hparams["wd"].numpy(), after.x[:2])
             assert second.step(as_torch(STEPS[2][0]), as_torch(STEPS[2][1])).t == 3
             assert second.session.next_t == 4
-        assert [s.id for s in client.list_sessions()] == ["run"]
+        assert [s.session_id for s in client.list_sessions()] == ["run"]
 
 
 def test_import_f2obo_gives_f2obo_torch_and_loads_torch_only_then():
