@@ -45,18 +45,11 @@ grpc::Status F2oboService::DropFencedSessions(grpc::ServerContext* ctx,
           "' is not fenced: only the copies of a key moved elsewhere "
           "are dropped");
     }
-    // The group (its id is the key) goes as a whole, then lone sessions.
-    absl::StatusOr<std::vector<std::string>> members = groups_->Delete(key);
-    if (!members.ok() && members.status().code() != absl::StatusCode::kNotFound) {
-      return members.status();
-    }
-    std::vector<std::string> deleted = members.ok() ? *members : std::vector<std::string>{};
-    for (const std::string& id : sessions_->SessionsOfKey(key)) {
-      absl::Status s = groups_->DeleteSession(id);
-      if (!s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
-      if (s.ok()) deleted.push_back(id);
-    }
-    for (const std::string& id : deleted) {
+    // The group (its id is the key) and the lone sessions, in one store
+    // transaction: a crash drops all of them or none.
+    absl::StatusOr<std::vector<std::string>> deleted = groups_->DeleteKey(key, ctx->deadline());
+    if (!deleted.ok()) return deleted.status();
+    for (const std::string& id : *deleted) {
       if (observer_ != nullptr) observer_->OnSessionDeleted(id);
       out->add_session_ids(id);
     }

@@ -331,7 +331,9 @@ absl::Status SessionStore::Apply(const Write& w) {
         if (absl::Status s = DeleteSessionRows(std::string(m)); !s.ok()) return s;
       }
       Stmt g(*writer_sql_, "DELETE FROM groups WHERE id = ?");
-      return g.Text(1, w.id).Run("deleting a group");
+      if (absl::Status s = g.Text(1, w.id).Run("deleting a group"); !s.ok()) return s;
+      // Tests crash here, inside the transaction.
+      return FaultPoint("delete_group_written", w.id);
     }
     case Write::kStep: {
       const bool in_parts = w.aux_count >= 0;
