@@ -73,6 +73,7 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
       sessions_->SessionStop(open.session_id());
   if (!stop.ok()) return stop.status();
   StreamOracle::Shape shape{info->x_dim(), info->y_dim(), open.t()};
+  shape.max_message_bytes = max_message_bytes_;
   // The oracle sees the session's stop flag without owning its entry: the
   // session's family keeps the step's oracle after the step (to tell a
   // new step's apart, core/oracle.h OracleCalls), and an owning pointer
@@ -142,7 +143,7 @@ grpc::Status F2oboService::OracleSteps(grpc::ServerContext* ctx, OracleStream* s
     const InFlight round(this);
     if (!round.admitted()) return Refuse("OracleSteps");
     v1::OracleServerMessage out;
-    const grpc::Status status = Serve("OracleSteps", ctx, &in, [&]() -> absl::Status {
+    const grpc::Status status = Serve("OracleSteps", ctx, &in, &out, [&]() -> absl::Status {
       if (!in.has_open()) {
         return absl::InvalidArgumentError(
             "answers: no request is waiting for them (a step begins with open)");
