@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages f2obo builds and runs with (needs root).
 #   deps.sh          build + run dependencies
 #   deps.sh --test   also the tools the test suite drives (promtool, the Python
-#                    client's packages, headless Chromium)
+#                    client's packages, headless Chromium, PostgreSQL)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -12,6 +12,8 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # civetweb's CMake package refers to the civetweb binary, so both.
   libcivetweb-dev civetweb libsqlite3-dev
+  # The PostgreSQL store's client library (libpq, its C API).
+  libpq-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )
@@ -19,6 +21,9 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(prometheus python3-grpcio python3-protobuf openssl python3-yaml)
   # The scale-out tests run the replicas behind a real nginx (deploy/nginx).
   packages+=(nginx)
+  # The PostgreSQL store's tests start their own PostgreSQL (initdb, pg_ctl,
+  # pg_basebackup of the server package; tests/server/store/postgres).
+  packages+=(postgresql-15)
   # The Python package (client/python) is pip-installed offline from the
   # build and tested with pytest; its online-HPO example trains a PyTorch
   # model on scikit-learn's digits and plots with matplotlib.

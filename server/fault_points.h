@@ -26,11 +26,12 @@
 //   put_parts_written        id: session  a new session's record in parts
 //                                          (create, import, fork) is written,
 //                                          inside its transaction, not committed
-//                                          (store/session_store.cc)
+//                                          (store/sqlite_session_store.cc)
 //   delete_group_written     id: group    a group's (or a dropped routing
 //                                          key's) sessions and group record
 //                                          are deleted, inside the transaction,
-//                                          not committed (store/session_store.cc)
+//                                          not committed
+//                                          (store/sqlite_session_store.cc)
 //   drop_key_after_commit    id: key      DropFencedSessions' deletion is
 //                                          durable, not yet applied in memory
 //                                          (server/groups.cc)

@@ -217,13 +217,10 @@ absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, s
   const std::string asked = absl::StrCat("queries ", first, "..", first + count - 1);
   v1::OracleClientMessage in;
   watchdog_->Arm(&control_);
-  v1::ClearDecodeFailure();
-  const bool read = stream_->Read(&in);
+  const absl::StatusOr<bool> read = v1::ReadMessage(stream_, &in);
   if (absl::Status fired = watchdog_->Disarm(); !fired.ok()) return fired;
-  if (!read) {
-    if (std::optional<grpc::Status> bad = v1::TakeDecodeFailure()) {
-      return absl::InvalidArgumentError(bad->error_message());
-    }
+  if (!read.ok()) return read.status();  // a message that could not be decoded
+  if (!*read) {
     if (ctx_->IsCancelled()) {
       return absl::CancelledError(absl::StrCat("step ", shape_.t,
                                                ": the client cancelled the call while the round "
