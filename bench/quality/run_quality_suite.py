@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The quality suite (issue 29): is a user's model better with the online
+"""The quality suite: is a user's model better with the online
 tuner's defaults than with the hyperparameters they would have picked, and
 at what cost?  One command, every problem class, offline data:
 
@@ -184,13 +184,13 @@ def verdict(rows, class_defaults):
     parts = ["%s, %s: %s (%.4g vs untuned %.4g, best fixed %.4g of %d passes)"
              % (task, a, "met" if ok else "NOT met", d["loss"], u["loss"], g["loss"], g["passes"])
              for task, a, ok, d, u, g in gate(rows, class_defaults)]
-    return ("Issue 29's bar for the class defaults (%s) and f2obo: " % ", ".join(
+    return ("The bar for the class defaults (%s) and f2obo: " % ", ".join(
         "%s %s" % (c, a) for c, a in class_defaults.items())
         + ("; ".join(parts) or "no task with a search run") + ".")
 
 
 def done_when_table(all_rows, seeds, class_defaults):
-    """Issue 29's "done when", over the seeds: per task, the class default
+    """The class defaults' bar over the seeds: per task, the class default
     (and f2obo on the bilevel tasks) against its untuned start, the best
     fixed hyperparameter in hindsight and Optuna at equal compute, with
     the compute of each (passes, server CPU seconds)."""
@@ -234,7 +234,7 @@ def done_when_table(all_rows, seeds, class_defaults):
                          "yes" if all(ok for ok, *_ in es) else
                          "%d of %d seeds" % (sum(ok for ok, *_ in es), n)))
     lines.append("")
-    lines.append("simple_regression: the held-out (test) loss, the issue's measure; "
+    lines.append("simple_regression: the held-out (test) loss, the bar's measure; "
                  "simple_regression_distance: the same runs' distance to the bilevel optimum in "
                  "value, (g - g*) + |f - f*|, a far stricter measure (a distance to 0); the "
                  "simple class's untuned start is the lower level alone (argmin g from x_0 = 0, "

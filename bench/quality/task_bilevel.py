@@ -1,4 +1,4 @@
-"""The bilevel class's suite tasks (issue 29): per-feature L2 HPO on digits
+"""The bilevel class's suite tasks: per-feature L2 HPO on digits
 (the F2OBO paper's Sec. 6.2) and loss tuning under a class-imbalance drift
 (Sec. 6.1), each: every bilevel first-order algorithm at its defaults, the
 untuned start, the best fixed hyperparameter in hindsight (a grid of full
@@ -9,7 +9,7 @@ The fixed-hyperparameter runs (untuned, grid, Optuna trials) are sessions
 of a *trainer* with x held by the box [c, c]: the same trainer for y as
 the default run it is compared with, so the comparison isolates the effect
 of moving x.  The trainers are the class default (`args.class_default`,
-read from the server: sf2obo since issue 29) and f2obo, each with its own
+read from the server: sf2obo) and f2obo, each with its own
 untuned start, grid and Optuna search (Optuna's budget: the CPU time of
 that algorithm's default pass).  AF2OBO trains y differently (its loops run
 to tolerances), so it also gets its own untuned start (af2obo with x held
