@@ -111,7 +111,10 @@ class StreamOracle final : public Oracle {
     int x_dim = 0;
     int y_dim = 0;
     int64_t t = 0;  // for messages
-    int64_t max_message_bytes = int64_t{64} << 20;  // the server's --max_message_bytes
+    // The server's --max_message_bytes: a round's queries are split into
+    // requests that fit it (Evaluate); a single query beyond it is refused
+    // (the round discarded) rather than failing in the transport.
+    int64_t max_message_bytes = INT64_MAX;
   };
   // All pointers must outlive the step (until Detach); `session_stop` is
   // the session's own stop request (its Delete stops the wait too).
