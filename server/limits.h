@@ -24,6 +24,9 @@ struct Limits {
   // (DeriveMemoryLimits, machine_memory.h).
   int64_t max_y_dim = 50000000;
   int64_t max_total_state_bytes = 0;
+  // The server's --max_message_bytes (0: not checked): an oracle session
+  // whose vectors cannot each fit one message is refused at create.
+  int64_t max_message_bytes = 0;
 };
 
 // A call's deadline (grpc::ServerContext::deadline()); max(): none.

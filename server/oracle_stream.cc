@@ -1,5 +1,6 @@
 #include "server/oracle_stream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -139,6 +140,21 @@ uint64_t OraclePoints::Held(absl::Span<const double> values) const {
   return 0;
 }
 
+absl::Status CheckOracleMessages(const FamilyConfig& family, int64_t max_message_bytes) {
+  const int64_t dim = std::max<int64_t>({family.x_dim, family.y_dim, 0});
+  const int64_t bytes = 8 * dim + kOracleMessageSlack;
+  if (max_message_bytes <= 0 || bytes <= max_message_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "spec.family: an oracle session sends each vector of ", dim,
+      " float64 (its points and gradients) in one message of about ", bytes,
+      " bytes, beyond the server's message limit of ", max_message_bytes,
+      " bytes (--max_message_bytes; raise it on the server and on its clients)"));
+}
+
+bool StreamOracle::InRequest(uint64_t id) const {
+  return std::find(in_request_.begin(), in_request_.end(), id) != in_request_.end();
+}
+
 uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
   const size_t bytes = values.size() * sizeof(double);
   auto& held = points_->held;
@@ -147,13 +163,13 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
     if (it->second.size() == values.size() &&
         std::memcmp(it->second.data(), values.data(), bytes) == 0) {
       const uint64_t id = it->first;
-      // Most recently used last: a point of this request is never evicted
-      // by it (kCapacity exceeds the points one request can name).
+      // Most recently used last.
       if (std::next(it) != held.end()) {
         std::pair<uint64_t, std::vector<double>> moved = std::move(*it);
         held.erase(it);
         held.push_back(std::move(moved));
       }
+      if (!InRequest(id)) in_request_.push_back(id);
       return id;
     }
   }
@@ -162,8 +178,18 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
   p->set_id(id);
   p->set_values(values.data(), bytes);
   held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
-  if (held.size() > OraclePoints::kCapacity) {
+  points_->held_bytes += bytes;
+  in_request_.push_back(id);
+  // Two points of y's size besides the small ones: the round's y and z
+  // (an F2OBO request asks at y_k and z_k; the hypergradient and `done`
+  // name the last of them), never one this request names.
+  const size_t budget =
+      2 * sizeof(double) * static_cast<size_t>(std::max(shape_.x_dim, shape_.y_dim)) +
+      (size_t{1} << 20);
+  while ((held.size() > OraclePoints::kCapacity || points_->held_bytes > budget) &&
+         !InRequest(held.front().first)) {
     request->add_forget(held.front().first);
+    points_->held_bytes -= held.front().second.size() * sizeof(double);
     held.pop_front();
   }
   return id;
@@ -172,6 +198,61 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
 absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
   if (stream_ == nullptr) {
     return absl::FailedPreconditionError("the oracle was asked after its step ended");
+  }
+  // Groups of queries whose request (new points, rows) and answers each
+  // fit a message: usually all of them.
+  const int64_t budget = shape_.max_message_bytes - kOracleMessageSlack;
+  const auto vector_bytes = [](size_t n) { return static_cast<int64_t>(8 * n + 16); };
+  size_t begin = 0;
+  std::vector<const double*> fresh;  // new points of the group (by address)
+  while (begin < queries.size()) {
+    int64_t request_bytes = 0, answer_bytes = 0;
+    fresh.clear();
+    size_t end = begin;
+    for (; end < queries.size(); ++end) {
+      const OracleQuery& q = queries[end];
+      int64_t request = 64 + 10 * static_cast<int64_t>(q.rows.idx == nullptr ? 0 : q.rows.n);
+      size_t added = 0;
+      for (const absl::Span<const double> p : {q.x, q.y}) {
+        if (p.empty() || std::find(fresh.begin(), fresh.end(), p.data()) != fresh.end() ||
+            points_->Held(p) != 0) {
+          continue;
+        }
+        fresh.push_back(p.data());
+        ++added;
+        request += vector_bytes(p.size());
+      }
+      const int64_t answer = 32 + (q.grad_x != nullptr ? vector_bytes(shape_.x_dim) : 0) +
+                             (q.grad_y != nullptr ? vector_bytes(shape_.y_dim) : 0);
+      if (end > begin && (request_bytes + request > budget || answer_bytes + answer > budget)) {
+        fresh.resize(fresh.size() - added);
+        break;
+      }
+      request_bytes += request;
+      answer_bytes += answer;
+    }
+    if (std::max(request_bytes, answer_bytes) > budget) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a query needs a message of about ", std::max(request_bytes, answer_bytes),
+          " bytes, beyond the server's message limit of ", shape_.max_message_bytes,
+          " bytes (--max_message_bytes; raise it on the server and on its clients)"));
+    }
+    if (absl::Status s = Ask(queries.subspan(begin, end - begin)); !s.ok()) return s;
+    begin = end;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries) {
+  in_request_.clear();
+  // The held points this request names first, so that adding its new
+  // points evicts none of them.
+  for (const OracleQuery& q : queries) {
+    for (const absl::Span<const double> p : {q.x, q.y}) {
+      if (const uint64_t id = p.empty() ? 0 : points_->Held(p); id != 0 && !InRequest(id)) {
+        in_request_.push_back(id);
+      }
+    }
   }
   v1::OracleServerMessage out;
   v1::OracleRequest* request = out.mutable_request();
@@ -195,6 +276,15 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
     } else {
       m->mutable_rows()->Add(q.rows.idx, q.rows.idx + q.rows.n);
     }
+  }
+  if (const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+      bytes > shape_.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a request for the client's values and derivatives is ", bytes,
+        " bytes (its points x, y), beyond this server's --max_message_bytes = ",
+        shape_.max_message_bytes,
+        "; round discarded, session unchanged: raise --max_message_bytes on the server and the "
+        "client's max_message_bytes to at least that"));
   }
   if (!stream_->Write(out)) {
     return absl::UnavailableError("the client went away (a request could not be written)");

@@ -13,9 +13,19 @@
 // the round budget or its deadline, and never holds a shutdown.
 //
 // Points: each distinct x or y asked at is sent once per stream and named
-// by id afterwards; the kCapacity most recently used points are remembered
-// (a point asked again while remembered costs its id), the least recently
+// by id afterwards; the most recently used points are remembered (a point
+// asked again while remembered costs its id), at most kCapacity of them and
+// at most two of y's size besides small ones (a copy of each is kept to
+// recognize it: at 10^7 parameters each costs 80 MB), the least recently
 // used one is forgotten in the request that evicts it.
+//
+// Messages: one Evaluate is one request when its points and its answers
+// fit a message (--max_message_bytes) each; else its queries are asked in
+// several requests, each as large as fits (a model of 5 x 10^6 parameters:
+// 40 MB per vector, an F2OBO inner iteration's three gradients in two).
+// A single query that cannot fit is refused with RESOURCE_EXHAUSTED naming
+// the flag (sessions are refused at create before that:
+// CheckOracleMessages).
 //
 // Thread-safety: Evaluate and Detach on the handler thread only; the
 // watchdog writes only while the handler thread is blocked in Read (gRPC
@@ -33,6 +43,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "core/family_config.h"
 #include "core/oracle.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/call_round_control.h"
@@ -81,9 +92,18 @@ struct OraclePoints {
   static constexpr size_t kCapacity = 8;  // >= the 6 new points one request can hold
   uint64_t next_id = 1;                   // points' and queries' ids
   std::deque<std::pair<uint64_t, std::vector<double>>> held;
+  size_t held_bytes = 0;  // of the values in `held`
   // The id of a held point with exactly these values, or 0.
   uint64_t Held(absl::Span<const double> values) const;
 };
+
+// The bytes a message may take beyond its vectors (ids, flags, framing).
+inline constexpr int64_t kOracleMessageSlack = 64 << 10;
+
+// OK if an oracle session of this family can send each of its vectors (x
+// or y: a point, a gradient) in a message of `max_message_bytes`; else
+// RESOURCE_EXHAUSTED naming y_dim, the limit and its flag.
+absl::Status CheckOracleMessages(const FamilyConfig& family, int64_t max_message_bytes);
 
 class StreamOracle final : public Oracle {
  public:
@@ -91,6 +111,10 @@ class StreamOracle final : public Oracle {
     int x_dim = 0;
     int y_dim = 0;
     int64_t t = 0;  // for messages
+    // The server's --max_message_bytes: a round's queries are split into
+    // requests that fit it (Evaluate); a single query beyond it is refused
+    // (the round discarded) rather than failing in the transport.
+    int64_t max_message_bytes = INT64_MAX;
   };
   // All pointers must outlive the step (until Detach); `session_stop` is
   // the session's own stop request (its Delete stops the wait too).
@@ -104,9 +128,14 @@ class StreamOracle final : public Oracle {
   void Detach() { stream_ = nullptr; }
 
  private:
+  // Asks `queries` in one request.
+  absl::Status Ask(absl::Span<OracleQuery> queries);
   // The id of the point with these values: a remembered one, or a new one
-  // added to `request` (evicting the oldest into its `forget`).
+  // added to `request` (evicting the least recently used ones this request
+  // does not name into its `forget`).
   uint64_t PointId(absl::Span<const double> values, v1::OracleRequest* request);
+  // Whether `id` is named by the request being built.
+  bool InRequest(uint64_t id) const;
   absl::Status Receive(v1::OracleAnswers* answers, uint64_t first_query, size_t count);
   absl::Status Fill(const v1::OracleAnswers& answers, uint64_t first_query,
                     absl::Span<OracleQuery> queries) const;
@@ -118,6 +147,7 @@ class StreamOracle final : public Oracle {
   CallRoundControl control_;
   const Shape shape_;
   OraclePoints* const points_;
+  std::vector<uint64_t> in_request_;  // held points the request being built names
 };
 
 }  // namespace f2obo::server

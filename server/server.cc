@@ -106,8 +106,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       options.metrics_threads, options.max_pending_metrics,
       [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); },
       ExactSampling{options.min_exact_probability, options.exact_sample_probability});
-  s->sessions_ =
-      std::make_unique<SessionManager>(options.limits, s->pipeline_.get(), s->store_.get());
+  Limits limits = options.limits;
+  limits.max_message_bytes = options.max_message_bytes;
+  s->sessions_ = std::make_unique<SessionManager>(limits, s->pipeline_.get(), s->store_.get());
   std::vector<StoredGroup> stored_groups;
   absl::StatusOr<std::vector<std::string>> problems = s->sessions_->Recover(&stored_groups);
   if (!problems.ok()) {

@@ -35,6 +35,9 @@ SessionFootprint EstimateFootprint(const FamilyConfig& family);
 // memory_bytes per entry of y for a session whose x is small: what a
 // memory budget divided by this says about the largest y it holds.
 inline constexpr int64_t kMemoryBytesPerYEntry = 8 * (3 * 2 + 1);
+// Vectors of y's size an oracle session holds beyond those (see
+// EstimateFootprint).
+inline constexpr int64_t kOracleExtraYCopies = 9;
 
 }  // namespace f2obo::server
 

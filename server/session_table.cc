@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/oracle.h"
+#include "server/oracle_stream.h"
 #include "server/session_footprint.h"
 #include "server/store/store_errors.h"
 
@@ -28,6 +30,11 @@ size_t SessionTable::size() const {
 absl::StatusOr<int64_t> SessionTable::Reserve(const SessionConfig& config,
                                               const v1::SessionSpec& spec, bool enforce_limits) {
   const SessionFootprint f = EstimateFootprint(config.family);
+  if (enforce_limits && IsOracleFamily(config.family.name)) {
+    if (absl::Status s = CheckOracleMessages(config.family, limits_.max_message_bytes); !s.ok()) {
+      return s;
+    }
+  }
   if (store_ != nullptr && enforce_limits) {
     const int64_t max_record = store_->max_record_bytes();
     if (f.record_bytes > max_record) {
@@ -56,8 +63,9 @@ absl::StatusOr<int64_t> SessionTable::Reserve(const SessionConfig& config,
         "spec.family: a session of about ", memory, " bytes of memory (x of about ", f.x,
         " entries, y and z of ", f.y, " each, with the copies a round and a commit make",
         store_ == nullptr ? " and its in-memory checkpoints" : "",
+        IsOracleFamily(config.family.name) ? " and what an oracle session's stream holds" : "",
         ") does not fit the memory limit max_total_state_bytes = ", limits_.max_total_state_bytes,
-        " (sessions hold ", reserved_bytes_, ")"));
+        " (--max_total_state_bytes; sessions hold ", reserved_bytes_, ")"));
   }
   reserved_bytes_ += memory;
   return memory;
