@@ -120,7 +120,7 @@ TEST_F(CliE2e, CreateStreamDecisionSessionsMetricsDelete) {
 // in `metrics`; linear_inverse's f reads no rows, so the stream sends no
 // upper rows (the family refuses them).
 TEST_F(CliE2e, SimpleBilevelSessionsStreamFromCsvAndReportTheirGaps) {
-  for (const std::string& family : {"least_squares", "linear_inverse"}) {
+  for (const std::string family : {"least_squares", "linear_inverse"}) {
     const std::string id = "simple-" + family;
     const Result created =
         Cli({"create", "--id=" + id, "--family=" + family, "--features=4", "--algorithm=ir_scg",
