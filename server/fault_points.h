@@ -1,4 +1,4 @@
-// Fault injection for tests, one mechanism (issue 24 item 4): named points
+// Fault injection for tests, one mechanism: named points
 // on the write paths where a test may block, fail or kill the server.
 //
 // The production server registers no handler, so a point costs one atomic

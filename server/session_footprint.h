@@ -1,7 +1,7 @@
 // What a session will cost, estimated from its configuration alone before
 // anything is allocated, so that a session too large for the machine or
 // the store is refused at once with RESOURCE_EXHAUSTED naming the limit,
-// not after minutes of allocation and a failed write (issue 14: a ridge_hpo
+// not after minutes of allocation and a failed write (a ridge_hpo
 // session of 49,999,999 features failed after 37 s with a 3.5 GB peak).
 //
 // Upper estimates: the dimensions are bounded over every family (a field
@@ -9,7 +9,7 @@
 // in CheckedConfig's max_y_dim guard, install_checks.h).  Memory an algorithm keeps beyond
 // x, y and z (windows of hypergradients, iterate buffers, explicit
 // matrices) is not counted: only the algorithm's registry entry knows it,
-// and that arrives with the problem-class restructuring (issue 12).
+// and that arrives with the problem-class restructuring.
 #ifndef F2OBO_SERVER_SESSION_FOOTPRINT_H_
 #define F2OBO_SERVER_SESSION_FOOTPRINT_H_
 

@@ -215,7 +215,7 @@ void AbsMaxSum(const double* v, int n, double* max, double* sum) {
   // independent chains of vector additions.  Written with vector types
   // (GCC and Clang; split into narrower registers without AVX-512) because
   // GCC vectorizes a loop over an array of lanes across j instead and adds
-  // the sums one by one (issue 23).  The max is taken on the bit patterns
+  // the sums one by one.  The max is taken on the bit patterns
   // without the sign: for non-negative doubles their order is the numbers'
   // order, and a NaN's pattern lies above +inf's, so a NaN shows as a max
   // that is not <= any bound (the input check's test).
@@ -261,7 +261,7 @@ void RowAbsMaxSum(const Batch& b, int i, double* max, double* sum) {
   *sum = 0.0;
   if (b.sparse_features) {
     // One vectorized walk, as for dense rows (a scalar sum was a chain of
-    // dependent additions: ~6% of an IR-SCG step on CSR rows, issue 28).
+    // dependent additions: ~6% of an IR-SCG step on CSR rows).
     const int begin = b.csr.outerIndexPtr()[i], end = b.csr.outerIndexPtr()[i + 1];
     if (end > begin) AbsMaxSum(b.csr.valuePtr() + begin, end - begin, max, sum);
   } else if (b.cols() > 0) {
@@ -288,7 +288,7 @@ double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* 
   // Few columns: the Gram matrix once (n d^2), then each iteration d^2
   // instead of a pass over the rows (2 n d): AGM-BiO estimates both
   // constants on its windows every step, up to 100 passes each (90% of its
-  // small step, issue 28 item 3).  The same iteration; only each product's
+  // small step).  The same iteration; only each product's
   // summation order differs (w = (G v) / n with G = sum_i a_i a_i^T, rows
   // in order, instead of sum_i a_i (a_i . v) / n), so the estimate moves
   // at rounding level.

@@ -223,7 +223,7 @@ TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
   EXPECT_EQ((*store)->unwaited_failures(), 1);
 }
 
-// Issue 25 item 3: a step write whose caller's deadline passes while it
+// A step write whose caller's deadline passes while it
 // still waits in the queue (the writer busy with an earlier batch, held
 // here at its fault point) is withdrawn and never applied; the write the
 // writer had already taken completes.

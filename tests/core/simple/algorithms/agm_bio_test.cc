@@ -200,7 +200,7 @@ TEST(AgmBio, LinearInverseProblemFollowsTheoremFourFourRates) {
 // and gamma = 1/(2 (L_g/L_f) K^(2/3) + 2): a bound loose by the rank makes
 // every step that much shorter.  Same stream, same options, once with the
 // families' default constants (lambda_max by power iteration) and once with
-// the Frobenius bounds ||A||_F^2 / rows they replaced (issue 29; measured
+// the Frobenius bounds ||A||_F^2 / rows they replaced (measured
 // from outside there: l2 ball, T = 200, inner gap 1.3e-3 vs 2.1e-4).
 double g_frobenius_f = 0.0, g_frobenius_g = 0.0;
 
@@ -247,7 +247,7 @@ TEST(AgmBio, ExactSmoothnessConstantsShrinkTheGapsAgainstTheFrobeniusBound) {
   EXPECT_LT(exact.outer, frobenius.outer);
 }
 
-// Issue 29: agm_horizon = 0 (the default) is a stream of unknown length,
+// agm_horizon = 0 (the default) is a stream of unknown length,
 // epochs of K = 1000, 2000, 4000, ... outer iterations.  The first epoch is
 // the run with K = 1000 bit for bit; each later epoch is, bit for bit, a
 // fresh AGM-BiO with the doubled horizon started from the point reached
