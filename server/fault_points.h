@@ -26,7 +26,7 @@
 //   put_parts_written        id: session  a new session's record in parts
 //                                          (create, import, fork) is written,
 //                                          inside its transaction, not committed
-//                                          (store/session_store.cc)
+//                                          (store/sqlite_session_store.cc)
 //   export_chunk_sent        id: session  ExportSessionStream wrote a chunk
 //                                          (server/service.cc)
 //

@@ -15,6 +15,7 @@
 #include "server/dashboard/dashboard.h"
 #include "server/flag_rules.h"
 #include "server/request_bounds.h"
+#include "server/store/store_factory.h"
 
 namespace f2obo::server {
 namespace {
@@ -81,14 +82,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     if (!auth.ok()) return auth.status();
     s->auth_ = *std::move(auth);
   }
-  if (!options.data_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<SessionStore>> store = SessionStore::Open(
-        options.data_dir, options.durability == "none" ? Durability::kNone : Durability::kSync);
+  {
+    absl::StatusOr<std::unique_ptr<SessionStore>> store =
+        OpenSessionStore({options.store, options.data_dir,
+                          options.durability == "none" ? Durability::kNone : Durability::kSync,
+                          options.max_store_bytes});
     if (!store.ok()) return store.status();
     s->store_ = *std::move(store);
-    if (absl::Status limited = s->store_->LimitSize(options.max_store_bytes); !limited.ok()) {
-      return absl::Status(limited.code(), absl::StrCat("--max_store_bytes: ", limited.message()));
-    }
   }
   s->service_metrics_ = std::make_unique<ServiceMetrics>(&s->registry_, options.per_session_labels);
   ServiceMetrics* sm = s->service_metrics_.get();

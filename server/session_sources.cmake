@@ -21,11 +21,12 @@ set(F2OBO_SESSION_SOURCES
   store/checkpoints.cc
   store/fences.cc
   store/record_sum.cc
-  store/session_store.cc
-  store/session_store_load.cc
-  store/state_parts_rows.cc
-  store/session_store_open.cc
   store/side_files.cc
+  store/sqlite_session_store.cc
+  store/sqlite_store_load.cc
+  store/sqlite_store_open.cc
+  store/state_parts_rows.cc
+  store/store_factory.cc
   store/writer_thread.cc
   store/store_errors.cc
 )

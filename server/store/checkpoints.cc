@@ -56,7 +56,7 @@
 #include "core/state.h"
 #include "server/fault_points.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
 #include "server/store/store_errors.h"
 #include "server/store/store_write.h"
@@ -68,8 +68,8 @@ using store_detail::CheckpointPartSum;
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
-absl::Status SessionStore::PutCheckpoint(const std::string& id, int64_t t, std::string state,
-                                         int keep) {
+absl::Status SqliteSessionStore::PutCheckpoint(const std::string& id, int64_t t, std::string state,
+                                               int keep) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kCheckpoint;
   w->id = id;
@@ -79,8 +79,8 @@ absl::Status SessionStore::PutCheckpoint(const std::string& id, int64_t t, std::
   return Submit(std::move(w), /*wait=*/true);
 }
 
-absl::Status SessionStore::PutCheckpoint(const std::string& id, int64_t t, CheckpointParts parts,
-                                         int keep) {
+absl::Status SqliteSessionStore::PutCheckpoint(const std::string& id, int64_t t,
+                                               CheckpointParts parts, int keep) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kCheckpoint;
   w->id = id;
@@ -93,8 +93,10 @@ absl::Status SessionStore::PutCheckpoint(const std::string& id, int64_t t, Check
   return Submit(std::move(w), /*wait=*/true);
 }
 
-absl::Status SessionStore::RollbackSession(const std::string& id, int64_t t, std::string state,
-                                           const std::vector<v1::StepReply>& replies) {
+absl::Status SqliteSessionStore::RollbackSession(const std::string& id, int64_t t,
+                                                 std::string state,
+                                                 const std::vector<v1::StepReply>& replies,
+                                                 int64_t /*from_t: not compared*/) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kRollback;
   w->id = id;
@@ -113,8 +115,8 @@ absl::Status Damaged(const std::string& id, int64_t t, absl::string_view what) {
 
 }  // namespace
 
-absl::StatusOr<std::string> SessionStore::LoadWholeCheckpoint(const std::string& id, int64_t t,
-                                                              bool* in_parts) {
+absl::StatusOr<std::string> SqliteSessionStore::LoadWholeCheckpoint(const std::string& id,
+                                                                    int64_t t, bool* in_parts) {
   *in_parts = false;
   auto w = std::make_shared<Write>();
   w->kind = Write::kLoadCheckpoint;
@@ -138,7 +140,7 @@ absl::StatusOr<std::string> SessionStore::LoadWholeCheckpoint(const std::string&
   return bytes;
 }
 
-absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, int64_t t) {
+absl::StatusOr<std::string> SqliteSessionStore::LoadCheckpoint(const std::string& id, int64_t t) {
   bool in_parts = false;
   absl::StatusOr<std::string> bytes = LoadWholeCheckpoint(id, t, &in_parts);
   if (!in_parts) return bytes;
@@ -147,7 +149,8 @@ absl::StatusOr<std::string> SessionStore::LoadCheckpoint(const std::string& id, 
   return SerializeCheckpoint(*joined);
 }
 
-absl::StatusOr<Checkpoint> SessionStore::LoadCheckpointState(const std::string& id, int64_t t) {
+absl::StatusOr<Checkpoint> SqliteSessionStore::LoadCheckpointState(const std::string& id,
+                                                                   int64_t t) {
   bool in_parts = false;
   absl::StatusOr<std::string> bytes = LoadWholeCheckpoint(id, t, &in_parts);
   // In parts: decoded part by part as it is read, never joined.
@@ -158,7 +161,7 @@ absl::StatusOr<Checkpoint> SessionStore::LoadCheckpointState(const std::string& 
   return decoded;
 }
 
-void SessionStore::ReadCheckpoint(const Write& w) {
+void SqliteSessionStore::ReadCheckpoint(const Write& w) {
   Stmt row(*writer_sql_,
            "SELECT state, state_sum, file, parts FROM checkpoints WHERE id = ? AND t = ?");
   if (!row.ok()) {
@@ -203,7 +206,8 @@ void SessionStore::ReadCheckpoint(const Write& w) {
   w.loaded = std::move(state);
 }
 
-absl::Status SessionStore::InsertCheckpoint(const Write& w, const std::string& head, int keep) {
+absl::Status SqliteSessionStore::InsertCheckpoint(const Write& w, const std::string& head,
+                                                  int keep) {
   const bool in_parts = w.checkpoint_count >= 0;
   int64_t since = w.t;  // a chain starts here, unless it extends one
   if (in_parts && w.checkpoint_base > 0) {
@@ -261,7 +265,7 @@ absl::Status SessionStore::InsertCheckpoint(const Write& w, const std::string& h
   return absl::OkStatus();
 }
 
-absl::Status SessionStore::TrimCheckpoints(const std::string& id, int64_t written, int keep) {
+absl::Status SqliteSessionStore::TrimCheckpoints(const std::string& id, int64_t written, int keep) {
   struct Kept {
     int64_t t;
     bool starts_chain;  // a whole encoding, or the first of a chain in parts
@@ -305,15 +309,15 @@ absl::Status SessionStore::TrimCheckpoints(const std::string& id, int64_t writte
   return absl::OkStatus();
 }
 
-absl::Status SessionStore::DropCheckpoints(const std::string& id, int64_t after) {
+absl::Status SqliteSessionStore::DropCheckpoints(const std::string& id, int64_t after) {
   Stmt a(*writer_sql_, "DELETE FROM checkpoints WHERE id = ? AND t > ?");
   if (absl::Status s = a.Text(1, id).Int(2, after).Run("dropping checkpoints"); !s.ok()) return s;
   Stmt b(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t > ?");
   return b.Text(1, id).Int(2, after).Run("dropping checkpoint parts");
 }
 
-absl::StatusOr<Checkpoint> SessionStore::ReadCheckpointParts(const std::string& id,
-                                                             int64_t t) const {
+absl::StatusOr<Checkpoint> SqliteSessionStore::ReadCheckpointParts(const std::string& id,
+                                                                   int64_t t) const {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -393,7 +397,7 @@ absl::StatusOr<Checkpoint> SessionStore::ReadCheckpointParts(const std::string& 
   return joined;
 }
 
-std::string SessionStore::CheckCheckpointParts(sqlite3* db) const {
+std::string SqliteSessionStore::CheckCheckpointParts(sqlite3* db) const {
   absl::MutexLock lock(&parts_check_mu_);
   if (parts_check_.has_value()) return *parts_check_;
   std::vector<std::string> problems;
@@ -420,7 +424,7 @@ std::string SessionStore::CheckCheckpointParts(sqlite3* db) const {
   return *parts_check_;
 }
 
-absl::Status SessionStore::ApplyRollback(const Write& w) {
+absl::Status SqliteSessionStore::ApplyRollback(const Write& w) {
   // The whole state in the row (parts NULL), as PutSession writes it.
   Stmt a(
       *writer_sql_,

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
 #include "server/store/store_write.h"
 
@@ -16,7 +16,7 @@ namespace f2obo::server {
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
-absl::Status SessionStore::PutFence(const std::string& key, const std::string& target) {
+absl::Status SqliteSessionStore::PutFence(const std::string& key, const std::string& target) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kFence;
   w->id = key;
@@ -24,7 +24,7 @@ absl::Status SessionStore::PutFence(const std::string& key, const std::string& t
   return Submit(std::move(w), /*wait=*/true);
 }
 
-absl::Status SessionStore::LoadFences(LoadedStore& out) {
+absl::Status SqliteSessionStore::LoadFences(LoadedStore& out) {
   Stmt fences(db_, "SELECT key, target, target_sum FROM fences ORDER BY key");
   if (!fences.ok()) return fences.Error("listing fences");
   int rc;

@@ -1,82 +1,68 @@
-// Durable storage of sessions in an embedded SQLite database.
+// The session store: what a server keeps of its sessions across restarts,
+// as an interface, so that the session manager does not know where they are
+// kept.  Implementations:
+//  * SqliteSessionStore (sqlite_session_store.h): an embedded SQLite file in
+//    --data_dir, one server per directory; the default.
+//  * a shared database (--store=postgresql://...), which several servers
+//    use at once (store_factory.h chooses).
 //
 // What is stored: each session's spec (as given, defaults filled in), its
-// state after the last acknowledged step (core/state.h encoding, with its
-// own checksum), its last replies (to answer a retry after a restart) and
-// a bounded number of checkpoints: earlier states of the session, kept for
-// RollbackSession and ForkSession (table checkpoints, keyed by the state's
-// next step index like the session row).  Not stored: the previous step's
-// batches; after a restart the first step's drift metrics say so instead.
+// state after the last acknowledged step (core/state.h encoding; whole, or
+// a head and its aux parts), its last replies (to answer a retry after a
+// restart), a bounded number of checkpoints (earlier states, for
+// RollbackSession and ForkSession, keyed by the state's next step index),
+// groups (member lists) and fences (routing keys moving to another replica).
+// Not stored: the previous step's batches; after a restart the first step's
+// drift metrics say so instead.
 //
-// Integrity: SQLite does not checksum its pages, so every stored blob
-// (spec, state, each cached reply, each checkpoint, each group's member
-// list) carries a
-// 64-bit checksum of its bytes, its session or group id and its step
-// index, written with it and verified by LoadAll() (a checkpoint: by
-// LoadCheckpoint(), when it is used); a record failing it is reported and
-// not loaded, the others load.  The file as a whole is
-// checked at Open (PRAGMA quick_check): a damaged file is refused, so the
-// server never starts empty over it, nor writes into it.  Schema versions
-// are in PRAGMA user_version; Open migrates older files in place.
+// The contract every implementation keeps (tests/server/store/
+// store_contract_test.cc runs it against each):
+//  * Each call is one transaction: all of it is stored or none, also under
+//    kill -9 (a group's steps, a group with its sessions, a rollback, a
+//    deletion with its replies and checkpoints).
+//  * Durability::kSync: a write returns only once durable.  kNone: steps
+//    (CommitStep, CommitSteps) may return before they are durable (a crash
+//    may lose recent steps); every other write is durable on return.
+//  * `deadline`: if it passes while the write still waits for the store
+//    (queued behind other writes), the write is withdrawn, never applied,
+//    and DEADLINE_EXCEEDED returned; once it is being written it is waited
+//    for.
+//  * Every record carries a checksum binding its bytes to its session and
+//    step index; a record failing it is reported (LoadAll's `damaged`,
+//    DATA_LOSS from LoadCheckpoint) and not used, the others load.
+//  * A full store (or its --max_store_bytes cap) refuses writes with
+//    RESOURCE_EXHAUSTED (store_errors.h) and changes nothing; deletions
+//    still succeed.
+//  * Schema versions: a store written by a newer server is refused at open.
 //
-// Exclusive: Open takes a non-blocking flock on <dir>/LOCK for the store's
-// lifetime, so a second server on the same directory fails to start.
+// Compare-and-set.  Each write carries the step index the caller's copy of
+// the session is at: a step commits session `id` from next step index
+// t - 1 to t; RollbackSession and PutCheckpoint say theirs.  A store shared
+// by several servers commits a write only if the stored session is still
+// at that index, in the same transaction, and otherwise returns ABORTED
+// (nothing written; the caller reloads the session and answers from what is
+// stored).  The embedded store is its sessions' only writer, so its copy is
+// the stored one and it does not check.
 //
-// Large records (side_files.cc): a record of at least side_file_bytes
-// (16 MiB by default) is written by the caller's thread to a file of its own
-// under <dir>/records before its write is queued, and its row names the
-// file; so one session's big write (a create, import, fork, rollback or
-// step of a session of tens of millions of variables) or delete never holds
-// the writer, and with it the other sessions' steps, for longer than a
-// small write.  Still all or nothing: a file is named only by the
-// transaction that commits its write; Open removes the files no row names.
-//
-// Durability policies:
-//  * kSync: CommitStep returns only once the write is durable (WAL,
-//    synchronous=FULL).  A single writer thread batches the writes pending
-//    from all sessions into one transaction (group commit), so concurrent
-//    streams share fsyncs instead of queueing for one each.
-//  * kNone: the same writes, without fsync and without waiting for them
-//    (benchmarks; a crash may lose recent steps).  The queue of writes not
-//    yet applied is bounded (kMaxQueuedBytes): past it, CommitStep waits.
-//
-// Thread-safety: thread-safe.
+// Thread-safety: implementations are thread-safe.
 #ifndef F2OBO_SERVER_STORE_SESSION_STORE_H_
 #define F2OBO_SERVER_STORE_SESSION_STORE_H_
 
-#include <atomic>
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "core/state.h"
 #include "f2obo/v1/f2obo.pb.h"
-
-struct sqlite3;
 
 namespace f2obo::server {
 
 enum class Durability { kSync, kNone };
-
-namespace store_detail {
-// A record in a side file (side_files.cc): its name under <dir>/records,
-// and the RecordSum of its bytes (computed by the caller's thread).
-struct SideFile {
-  std::string name;  // empty: the record is in its row
-  int64_t sum = 0;
-};
-class StmtCache;  // sqlite_stmt.h
-}  // namespace store_detail
 
 struct StoredSession {
   std::string id;
@@ -88,13 +74,13 @@ struct StoredSession {
   std::vector<int64_t> checkpoints;
 };
 
-// A checkpoint in parts (schema version 7): its head (SerializeCheckpointHead)
-// and the aux parts that changed since checkpoint `base` (a next step index)
-// of the same session, which must be the newest the store holds before
-// this one and itself in parts; base 0: every non-empty part (a chain of
-// checkpoints starts here).  A part that became empty is given with empty
-// bytes.  So a checkpoint costs what changed since the previous one, not
-// the session's size (issue 23).
+// A checkpoint in parts: its head (SerializeCheckpointHead) and the aux
+// parts that changed since checkpoint `base` (a next step index) of the
+// same session, which must be the newest the store holds before this one
+// and itself in parts; base 0: every non-empty part (a chain of checkpoints
+// starts here).  A part that became empty is given with empty bytes.  So a
+// checkpoint costs what changed since the previous one, not the session's
+// size.
 struct CheckpointParts {
   std::string head;   // in a StepState: empty, the step's head is the checkpoint's
   int64_t count = 0;  // the state's aux vectors
@@ -105,13 +91,13 @@ struct CheckpointParts {
 
 // A session's state after a step, in parts (core/state.h's
 // SerializeCheckpointHead and EncodeAuxPart): what a step writes is the head
-// and the aux vectors it changed, not the whole state (issue 23).  LoadAll
-// joins a row's head and parts back into the whole encoding.
+// and the aux vectors it changed, not the whole state.  LoadAll joins the
+// head and parts back into the whole state.
 struct StepState {
   std::string head;
   int64_t aux_count = 0;  // the state's aux vectors
   // (index, EncodeAuxPart bytes) of each changed aux vector, increasing;
-  // empty bytes for a vector that is now empty (no row is kept for it).
+  // empty bytes for a vector that is now empty (no part is kept for it).
   std::vector<std::pair<int64_t, std::string>> aux_rows;
   // The whole encoding, when the step's state is also stored as a
   // checkpoint (else empty).
@@ -127,7 +113,8 @@ struct StepState {
 };
 
 // One session as PutSession writes it (PutGroupWithSessions: several in
-// one transaction).
+// one transaction): a new session (create, import, fork, transfer), which
+// replaces every record of an earlier session of the same id.
 struct SessionRecord {
   std::string id;
   v1::SessionSpec spec;
@@ -137,12 +124,11 @@ struct SessionRecord {
   int64_t t = 0;  // the state's next step index
   std::vector<v1::StepReply> replies;
   bool checkpoint = false;  // store the state as the session's first checkpoint
-  // In parts (issue 23 item 4): the row's head is `state` and its aux parts
-  // are parts->aux, each its own row, as a step leaves them; the first
-  // checkpoint, if asked, is a checkpoint in parts starting a chain (base
-  // 0).  The writer reads each part where it is (an immutable snapshot,
-  // shared, never copied), so a new session of 1,000,000 tasks is written
-  // without a second, encoded copy of it in memory.
+  // In parts: the head is `state` and the aux parts are parts->aux, stored
+  // as a step leaves them; the first checkpoint, if asked, is a checkpoint
+  // in parts starting a chain (base 0).  The store reads each part where it
+  // is (an immutable snapshot, shared, never copied), so a new session of
+  // 1,000,000 tasks is written without a second, encoded copy in memory.
   std::shared_ptr<const SessionState> parts;
 };
 
@@ -164,322 +150,118 @@ struct LoadedStore {
   // A fence record failing its checksum is loaded with target "" (still a
   // fence: its sessions must not step) and reported in `damaged`.
   std::vector<StoredFence> fences;
-  std::vector<std::string> damaged;  // one message per session not loaded
+  std::vector<std::string> damaged;  // one message per record not loaded
 };
 
 class SessionStore {
  public:
-  // The schema version this code writes (PRAGMA user_version).
-  //  0: no checksums (files written before version 1).
-  //  1: a checksum column per blob.
-  //  2: the checkpoints table.
-  //  3: the fences table (scale-out moves, server/store/fences.cc).
-  //  4: checksums from WordHash instead of FNV-1a (store/record_sum.h).
-  //  5: a session's state in parts (column sessions.parts, table
-  //     state_parts): a step writes the aux vectors it changed.
-  //  6: large records in side files (column `file` of sessions,
-  //     checkpoints and state_parts; server/store/side_files.cc).
-  //  7: checkpoints in parts (columns checkpoints.parts and .since, table
-  //     checkpoint_parts): a checkpoint writes the parts changed since the
-  //     previous one (server/store/checkpoints.cc).
-  static constexpr int kSchemaVersion = 7;
-  // Under kNone, CommitStep does not wait for its write; it waits only when
-  // this many bytes are already queued, so a slow disk bounds the memory.
-  // (Under kSync every caller waits anyway.)
-  static constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
-  // Under kNone, how long the writer gathers writes nobody waits for.
-  static constexpr int kNoneBatchWindowMicros = 5000;
-  // Records of at least this many bytes go to side files (side_files.cc):
-  // one such record through SQLite holds the single writer ~0.1 s.
-  static constexpr size_t kSideFileBytes = size_t{16} << 20;
+  using Deadline = std::chrono::system_clock::time_point;
+  static constexpr Deadline kNoDeadline = Deadline::max();
+  // A step index a write does not compare (see "Compare-and-set" above).
+  static constexpr int64_t kAnyT = -1;
 
-  // Opens (creating if needed) <dir>/f2obo.sqlite3 and <dir>/records;
-  // creates `dir`.  Fails (FailedPrecondition, naming the path) if another
-  // process holds the directory, if the file is damaged, or if a newer
-  // server wrote it.  Removes the side files no row names (a write a crash
-  // cut short).
-  static absl::StatusOr<std::unique_ptr<SessionStore>> Open(
-      const std::string& dir, Durability durability, size_t max_queued_bytes = kMaxQueuedBytes,
-      size_t side_file_bytes = kSideFileBytes);
-  ~SessionStore();
+  virtual ~SessionStore() = default;
 
-  // Every session in the store.  A session any of whose records (spec,
-  // state, cached replies) is unreadable or fails its checksum, and a group
-  // whose member list does, is listed in `damaged` (one message naming it
-  // and what is wrong), not loaded.
-  absl::StatusOr<LoadedStore> LoadAll();
+  // Every stored session (checksum-verified; damaged ones are reported in
+  // `damaged`, not returned), group and fence.
+  virtual absl::StatusOr<LoadedStore> LoadAll() = 0;
 
-  // Durable (whatever the policy) before returning.  `t` is the state's
-  // next step index (1 for a new session, more for an import or a fork).
-  // Checkpoints left under `id` are removed; `checkpoint` stores the state
-  // as the session's first one, in the same transaction.
-  // `deadline` (PutSession, DeleteSession): as CommitStep's, if it passes
-  // while the write still waits in the queue, the write is withdrawn, never
-  // applied, and DEADLINE_EXCEEDED returned (issue 25 item 3).
+  // Stores a new session (SessionRecord says what it replaces).
+  virtual absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) = 0;
+  // The same from its fields (the state whole).
   absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec, std::string state,
                           int64_t t, const std::vector<v1::StepReply>& replies = {},
-                          bool checkpoint = false,
-                          std::chrono::system_clock::time_point deadline =
-                              std::chrono::system_clock::time_point::max());
-  // The same for a record of either form (SessionRecord::parts: in parts).
-  absl::Status PutSession(SessionRecord record, std::chrono::system_clock::time_point deadline =
-                                                    std::chrono::system_clock::time_point::max());
-  absl::Status DeleteSession(const std::string& id,
-                             std::chrono::system_clock::time_point deadline =
-                                 std::chrono::system_clock::time_point::max());
-  // Side-by-side groups: the member list of group `id` (durable).
-  absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members);
-  // Group `id` (member list: the records' ids, in order) and its member
-  // sessions, in one transaction, durable before returning (ImportGroup, a
-  // group moving between replicas): a crash leaves all of them or none,
-  // never members without their group, which would step on their own.
-  // `deadline` (and DeleteGroup's): as PutSession's (issue 25 item 3).
-  absl::Status PutGroupWithSessions(const std::string& id,
-                                    const std::vector<SessionRecord>& members,
-                                    std::chrono::system_clock::time_point deadline =
-                                        std::chrono::system_clock::time_point::max());
-  // Group `id` and its member sessions (with their replies), in one
-  // transaction: a crash leaves either all of them or none.
-  absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members,
-                           std::chrono::system_clock::time_point deadline =
-                               std::chrono::system_clock::time_point::max());
+                          bool checkpoint = false, Deadline deadline = kNoDeadline) {
+    return PutSession(SessionRecord{id, spec, std::move(state), t, replies, checkpoint, nullptr},
+                      deadline);
+  }
+  // Removes session `id` with its replies and checkpoints.
+  virtual absl::Status DeleteSession(const std::string& id, Deadline deadline = kNoDeadline) = 0;
 
-  // Records an acknowledged step: the session's state after it and its
-  // reply; keeps the newest `keep_replies` replies.  With `keep_checkpoints`
-  // > 0 the state is also stored as a checkpoint (same transaction) and the
-  // newest `keep_checkpoints` are kept.  Under kSync, returns once durable.
-  // `deadline` (kSync): if it passes while the write still waits in the
-  // queue (the writer busy with earlier writes), the write is withdrawn,
-  // never applied, and DEADLINE_EXCEEDED returned; once the writer has
-  // taken it into a transaction it is waited for.
-  absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
-                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
-                          std::chrono::system_clock::time_point deadline =
-                              std::chrono::system_clock::time_point::max());
+  // Groups: `members` are session ids, in member order.
+  virtual absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members) = 0;
+  // Stores `members` (each as PutSession) and the group `id` of them, in one
+  // transaction: a crash leaves either all of them or none.
+  virtual absl::Status PutGroupWithSessions(const std::string& id,
+                                            const std::vector<SessionRecord>& members,
+                                            Deadline deadline = kNoDeadline) = 0;
+  // Removes group `id` and its member sessions (with their replies and
+  // checkpoints), in one transaction.
+  virtual absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members,
+                                   Deadline deadline = kNoDeadline) = 0;
+
+  // Records an acknowledged step, from next step index t - 1 to t: the
+  // session's state after it and its reply; keeps the newest `keep_replies`
+  // replies.  With `keep_checkpoints` > 0 the state is also stored as a
+  // checkpoint (same transaction) and the newest `keep_checkpoints` are
+  // kept.  NOT_FOUND, nothing written, if the session is not stored.
+  // `state` is the whole encoding.
+  virtual absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
+                                  const v1::StepReply& reply, int keep_replies,
+                                  int keep_checkpoints = 0, Deadline deadline = kNoDeadline) = 0;
   // The same with the state in parts (StepState): the head replaces the
-  // row's state, the changed aux parts replace theirs, parts at or beyond
-  // aux_count are removed.  `state.full` is stored as the checkpoint.
-  absl::Status CommitStep(const std::string& id, int64_t t, StepState state,
-                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
-                          std::chrono::system_clock::time_point deadline =
-                              std::chrono::system_clock::time_point::max());
+  // stored one, the changed aux parts replace theirs, parts at or beyond
+  // aux_count are removed (state.trim).  FAILED_PRECONDITION, nothing
+  // written, for a partial state while NeedsCompleteState(id).
+  virtual absl::Status CommitStep(const std::string& id, int64_t t, StepState state,
+                                  const v1::StepReply& reply, int keep_replies,
+                                  int keep_checkpoints = 0, Deadline deadline = kNoDeadline) = 0;
   // Several sessions' steps (a group step, each as CommitStep with a
-  // StepState) in one transaction: all are stored or none.  Under kSync,
-  // returns once durable; `deadline` as for CommitStep, for all of them.
+  // StepState) in one transaction: all are stored or none.
   struct SessionStep {
     std::string id;
-    int64_t t = 0;
+    int64_t t = 0;  // from t - 1 to t, as CommitStep
     StepState state;
     v1::StepReply reply;
     int keep_checkpoints = 0;
   };
-  absl::Status CommitSteps(std::vector<SessionStep> steps, int keep_replies,
-                           std::chrono::system_clock::time_point deadline =
-                               std::chrono::system_clock::time_point::max());
-
-  // Checkpoints (server/store/checkpoints.cc).  Each is durable (whatever
-  // the policy) before returning.
-  // Stores `state` (next step index `t`) as a checkpoint of session `id`,
-  // replacing one at the same t; keeps the newest `keep` (>= 1).
-  absl::Status PutCheckpoint(const std::string& id, int64_t t, std::string state, int keep);
-  // The same in parts (CheckpointParts: the head and the parts changed
-  // since checkpoint `parts.base`).  FAILED_PRECONDITION, nothing written,
-  // if that is not the newest checkpoint before t or not in parts.
-  absl::Status PutCheckpoint(const std::string& id, int64_t t, CheckpointParts parts, int keep);
-  // The bytes of checkpoint `t` of session `id` (a checkpoint in parts:
-  // joined into the whole encoding, read on a connection of the caller's
-  // own, not the writer's), checksum-verified: NOT_FOUND if there is none,
-  // DATA_LOSS if it is damaged.
-  absl::StatusOr<std::string> LoadCheckpoint(const std::string& id, int64_t t);
-  // The same decoded (a checkpoint in parts: each part decoded as it is
-  // read, never joined into the whole encoding): a fork's starting point.
-  // DATA_LOSS also when the bytes do not decode.
-  absl::StatusOr<Checkpoint> LoadCheckpointState(const std::string& id, int64_t t);
-  // Rolls session `id` back, in one transaction: its state becomes `state`
-  // (next step index `t`, the bytes of its checkpoint at t), its reply
-  // cache `replies`, and its checkpoints after t are removed.
-  absl::Status RollbackSession(const std::string& id, int64_t t, std::string state,
-                               const std::vector<v1::StepReply>& replies);
-
-  // Fences (server/store/fences.cc), durable before returning: sets the
-  // fence of routing key `key` to `target`, or removes it when `target`
-  // is empty.
-  absl::Status PutFence(const std::string& key, const std::string& target);
-
-  // Caps the database file at about `max_bytes` (0: no cap) through
-  // PRAGMA max_page_count: a write that would grow it further fails like a
-  // full disk (RESOURCE_EXHAUSTED, store_errors.h), while deletions, which
-  // free pages, still succeed.  Its write-ahead log is not counted; side
-  // files are: one that would take the file and them past `max_bytes` is
-  // refused the same way.
-  absl::Status LimitSize(int64_t max_bytes);
-  // The largest record (a state, a spec, a reply) the store can hold:
-  // SQLite's SQLITE_LIMIT_LENGTH (1,000,000,000 bytes by default).
-  int64_t max_record_bytes() const;
-  // Tests: every write (not LoadCheckpoint) from now on fails with SQLite
-  // result code `rc`, as if SQLite had returned it (SQLITE_OK: no more
-  // failures).
-  void FailWritesForTesting(int rc) { fail_writes_rc_ = rc; }
-  // Tests: lowers the maximum record size (the default is 1 GB).
-  void LimitRecordBytesForTesting(int bytes);
-
-  Durability durability() const { return durability_; }
-  // Writes that failed with no caller waiting for them (kNone's steps);
-  // each is also reported on stderr (rate-limited).
-  int64_t unwaited_failures() const ABSL_LOCKS_EXCLUDED(mu_);
-  // The most bytes ever queued at once (tests: the kNone bound holds).
-  size_t max_queued_bytes_seen() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Step writes whose state a later step of the same batch replaced (kNone).
-  int64_t superseded_states() const { return superseded_states_.load(); }
+  virtual absl::Status CommitSteps(std::vector<SessionStep> steps, int keep_replies,
+                                   Deadline deadline = kNoDeadline) = 0;
   // Whether session `id`'s next step must write its state complete (every
   // part): a step write of it failed, so the parts stored may lack that
   // step's changes.  Until one complete write succeeds, the store refuses
   // the session's partial step writes (FAILED_PRECONDITION), so that no
   // later step is stored over the missing changes.
-  bool NeedsCompleteState(const std::string& id) const ABSL_LOCKS_EXCLUDED(mu_);
-  const std::string& path() const { return path_; }
+  virtual bool NeedsCompleteState(const std::string& id) const = 0;
 
- private:
-  struct Write;  // store_write.h
-  using SideFile = store_detail::SideFile;
-  SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
-               size_t max_queued_bytes, size_t side_file_bytes);
-  absl::Status CheckFile(const std::string& dir);
-  absl::Status Migrate();
-  static std::shared_ptr<Write> PutWrite(SessionRecord record);
-  // Writer thread only: a kPut's aux parts from its SessionRecord::parts,
-  // each its own row (and, with its first checkpoint, that checkpoint's).
-  absl::Status SaveSourceParts(const Write& w, bool checkpoint);
-  static std::shared_ptr<Write> StepWrite(SessionStep step, int keep_replies);
-  // A write's payload bytes, its parts' included (the queue bound).
-  static size_t PayloadBytes(const Write& w);
-  void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Submit(std::shared_ptr<Write> w, bool wait,
-                      std::chrono::system_clock::time_point deadline =
-                          std::chrono::system_clock::time_point::max()) ABSL_LOCKS_EXCLUDED(mu_);
-  // Submit's second half, once `w`'s large records are in side files:
-  // queues it and, if `wait`, waits for it (or withdraws it at `deadline`).
-  absl::Status Enqueue(const std::shared_ptr<Write>& w, bool wait,
-                       std::chrono::system_clock::time_point deadline) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Apply(const Write& w);
-  // Writer thread only: a kStep's reply row, and the trim of older ones.
-  absl::Status SaveReply(const Write& w);
-  // Writer thread only: session `id`'s reply cache becomes `replies`
-  // ((step, StepReply bytes), oldest first), each row keyed as SaveReply
-  // keys it, by the step after it, so that the steps' trimming keeps
-  // exactly the newest keep_replies from there on (kPut, kRollback).
-  absl::Status ReplaceReplies(const std::string& id,
-                              const std::vector<std::pair<int64_t, std::string>>& replies);
-  // Writer thread only: a kStep's changed state parts; the parts of `id` at
-  // or beyond `from` removed.
-  absl::Status SaveParts(const Write& w);
-  absl::Status DropParts(const std::string& id, int64_t from);
-  // Writer thread: after a step write was applied (or failed), whether the
-  // session's next step must write its state complete.
-  void NoteStepOutcome(const Write& w) ABSL_LOCKS_EXCLUDED(mu_);
-  // LoadAll: session `id`'s state from its head and its `count` parts,
-  // every part checksum-verified (DATA_LOSS naming the part), each decoded
-  // into the state as it is read.
-  absl::StatusOr<Checkpoint> JoinParts(const std::string& id, const std::string& head,
-                                       int64_t count);
-  // Writer thread only: sets Write::state_superseded across `batch`.
-  void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
-  absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
-  // Writer thread only (checkpoints.cc): inserts checkpoint (w.id, w.t) and
-  // drops all but the newest `keep`; applies a kRollback write.
-  // A kPut's, kStep's or kCheckpoint's checkpoint: in parts (w.checkpoint_count >=
-  // 0; head `head` or w.checkpoint_file), or whole (`head` the encoding).
-  absl::Status InsertCheckpoint(const Write& w, const std::string& head, int keep);
-  // Drops session id's checkpoints after `after` (all: INT64_MIN), with
-  // their parts.
-  absl::Status DropCheckpoints(const std::string& id, int64_t after);
-  // Keeps the newest `keep` checkpoints of `id`, and of the parts only
-  // those a kept checkpoint resolves to (`written`: the t just written).
-  absl::Status TrimCheckpoints(const std::string& id, int64_t written, int keep);
-  // LoadCheckpoint of a checkpoint in parts, on a connection of its own.
-  absl::StatusOr<Checkpoint> ReadCheckpointParts(const std::string& id, int64_t t) const
-      ABSL_LOCKS_EXCLUDED(parts_check_mu_);
-  // ReadCheckpointParts' structural check of the part rows on `db` (its
-  // read transaction), once per process: "" if sound, else what SQLite
-  // found.
-  std::string CheckCheckpointParts(sqlite3* db) const ABSL_LOCKS_EXCLUDED(parts_check_mu_);
-  // LoadCheckpoint's and LoadCheckpointState's read through the writer's
-  // queue: the whole encoding, checksum-verified, or, for a checkpoint in
-  // parts, *in_parts set (and nothing read: ReadCheckpointParts reads it).
-  absl::StatusOr<std::string> LoadWholeCheckpoint(const std::string& id, int64_t t, bool* in_parts);
-  absl::Status ApplyRollback(const Write& w);
-  // Reads every fence into `out` (fences.cc).
-  absl::Status LoadFences(LoadedStore& out);
-  // Writer thread (a kLoadCheckpoint write): checkpoint (w.id, w.t) into
-  // w.loaded, or, when it is in a side file, that file opened into
-  // w.loaded_fd (read by the caller, off the writer thread).
-  void ReadCheckpoint(const Write& w);
-  absl::Status Exec(const char* sql);
-  // Writer thread only: `sql` (no result rows) through writer_sql_.
-  absl::Status ExecCached(const char* sql);
+  // Checkpoints, each durable (whatever the policy) before returning.
+  // Stores `state` (next step index `t`, the session's own: a checkpoint of
+  // the session as it is) as a checkpoint of session `id`, replacing one at
+  // the same t; keeps the newest `keep` (>= 1).
+  virtual absl::Status PutCheckpoint(const std::string& id, int64_t t, std::string state,
+                                     int keep) = 0;
+  // The same in parts (CheckpointParts).  FAILED_PRECONDITION, nothing
+  // written, if `parts.base` is not the newest checkpoint before t or not
+  // in parts.
+  virtual absl::Status PutCheckpoint(const std::string& id, int64_t t, CheckpointParts parts,
+                                     int keep) = 0;
+  // The whole encoding of checkpoint `t` of session `id`, checksum-verified:
+  // NOT_FOUND if there is none, DATA_LOSS if it is damaged.
+  virtual absl::StatusOr<std::string> LoadCheckpoint(const std::string& id, int64_t t) = 0;
+  // The same decoded (a checkpoint in parts: each part decoded as it is
+  // read, never joined into the whole encoding): a fork's starting point.
+  // DATA_LOSS also when the bytes do not decode.
+  virtual absl::StatusOr<Checkpoint> LoadCheckpointState(const std::string& id, int64_t t) = 0;
+  // Rolls session `id` back from next step index `from_t` (kAnyT: not
+  // compared), in one transaction: its state becomes `state` (next step
+  // index `t`, the bytes of its checkpoint at t), its reply cache
+  // `replies`, and its checkpoints after t are removed.  NOT_FOUND if the
+  // session is not stored.
+  virtual absl::Status RollbackSession(const std::string& id, int64_t t, std::string state,
+                                       const std::vector<v1::StepReply>& replies,
+                                       int64_t from_t = kAnyT) = 0;
 
-  // Side files (side_files.cc).  Open: <dir>/records, the triggers that
-  // report a released file, the removal of orphans.
-  absl::Status OpenSideFiles(const std::string& dir);
-  // The caller's thread, before queueing `w` (`owner`: the write queued,
-  // which lists every file made for it): each record of `w` of at least
-  // side_file_bytes_ written to a side file and dropped from memory.
-  absl::Status SpillLarge(Write& w, Write& owner);
-  absl::StatusOr<SideFile> WriteSideFile(absl::string_view bytes, int64_t sum, Write& owner);
-  absl::StatusOr<SideFile> LinkSideFile(const std::string& name, int64_t sum, Write& owner);
-  absl::Status SyncSideFiles(const Write& owner);
-  // After a write's outcome: done, the files its transaction released are
-  // removed; failed, the files made for it.
-  void SettleSideFiles(const Write& w);
-  void RemoveSideFiles(const std::vector<std::string>& names);
-  // Writer thread: the files released since the last call.
-  std::vector<std::string> TakeReleasedFiles();
-  absl::StatusOr<std::string> ReadSideFile(const std::string& name) const;
-  static absl::StatusOr<std::string> ReadSideFileFd(int fd, const std::string& name);
+  // Fences, durable before returning: sets the fence of routing key `key`
+  // to `target`, or removes it when `target` is empty.
+  virtual absl::Status PutFence(const std::string& key, const std::string& target) = 0;
 
-  sqlite3* db_;
-  // The writer thread's prepared statements (its writes' and transactions'
-  // SQL): prepared once, not per write.
-  std::unique_ptr<store_detail::StmtCache> writer_sql_;
-  const int lock_fd_;  // holds the flock on <dir>/LOCK
-  const std::string path_;
-  const Durability durability_;
-  const size_t max_queued_bytes_;
-  const size_t side_file_bytes_;
-  int records_fd_ = -1;      // <dir>/records
-  std::string name_prefix_;  // random per Open: new side files' names
-  std::atomic<uint64_t> next_file_{0};
-  std::atomic<int64_t> side_bytes_{0};       // the side files' size
-  std::atomic<int64_t> max_store_bytes_{0};  // LimitSize
-  // Writer thread only: side files released by the statements run since
-  // the last TakeReleasedFiles (the triggers' callback appends).
-  std::vector<std::string> released_;
-  // Guards the queue and what the writer reports; never held across a
-  // transaction (the writer takes a batch, then writes it unlocked).  A
-  // Write's `done` and, until then, its place in queue_ are under it too.
-  mutable absl::Mutex mu_;
-  // Conditions on mu_, each with its own waiters, so that a commit wakes
-  // the callers it finished and not every stream (each waits on its own
-  // Write's done_cv: with one condition for all, a commit woke every
-  // waiting stream, those whose writes wait for the next commit too; issue
-  // 23), and the writer is woken by new writes only.
-  absl::CondVar writer_cv_;  // the writer: queue_ not empty, or stopping_
-  absl::CondVar room_cv_;    // Submit: room under max_queued_bytes_
-  std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);
-  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int queued_waited_ ABSL_GUARDED_BY(mu_) = 0;  // writes in queue_ a caller waits for
-  size_t max_queued_bytes_seen_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t unwaited_failures_ ABSL_GUARDED_BY(mu_) = 0;
-  std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<int> fail_writes_rc_{0};  // FailWritesForTesting
-  // The checkpoints' part rows are left out of the check at start
-  // (CheckFile) and checked at the first read of a checkpoint in parts:
-  // unset until then, then "" (sound) or the problems found.
-  mutable absl::Mutex parts_check_mu_;
-  mutable std::optional<std::string> parts_check_ ABSL_GUARDED_BY(parts_check_mu_);
-  std::atomic<int64_t> superseded_states_{0};
-  std::thread writer_;
+  // Caps the store at about `max_bytes` (0: no cap, --max_store_bytes): a
+  // write that would grow it further fails like a full disk
+  // (RESOURCE_EXHAUSTED), while deletions still succeed.
+  virtual absl::Status LimitSize(int64_t max_bytes) = 0;
+  // The largest record (a state, a spec, a reply) the store can hold.
+  virtual int64_t max_record_bytes() const = 0;
+  virtual Durability durability() const = 0;
 };
 
 }  // namespace f2obo::server

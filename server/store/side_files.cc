@@ -58,7 +58,7 @@
 #include "core/aux_part_bytes.h"
 #include "server/fault_points.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
 #include "server/store/store_errors.h"
 #include "server/store/store_write.h"
@@ -93,7 +93,7 @@ void FileReleased(sqlite3_context* ctx, int, sqlite3_value** argv) {
 
 }  // namespace
 
-absl::Status SessionStore::OpenSideFiles(const std::string& dir) {
+absl::Status SqliteSessionStore::OpenSideFiles(const std::string& dir) {
   const std::string records = dir + "/records";
   if (mkdir(records.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
@@ -165,8 +165,8 @@ absl::Status SessionStore::OpenSideFiles(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<SessionStore::SideFile> SessionStore::WriteSideFile(absl::string_view bytes,
-                                                                   int64_t sum, Write& owner) {
+absl::StatusOr<SqliteSessionStore::SideFile> SqliteSessionStore::WriteSideFile(
+    absl::string_view bytes, int64_t sum, Write& owner) {
   const int64_t size = static_cast<int64_t>(bytes.size());
   if (size > max_record_bytes()) {
     return StoreError(SQLITE_TOOBIG, "saving a record",
@@ -225,8 +225,8 @@ absl::StatusOr<SessionStore::SideFile> SessionStore::WriteSideFile(absl::string_
   return file;
 }
 
-absl::StatusOr<SessionStore::SideFile> SessionStore::LinkSideFile(const std::string& name,
-                                                                  int64_t sum, Write& owner) {
+absl::StatusOr<SqliteSessionStore::SideFile> SqliteSessionStore::LinkSideFile(
+    const std::string& name, int64_t sum, Write& owner) {
   SideFile file;
   file.sum = sum;
   for (;;) {
@@ -238,7 +238,7 @@ absl::StatusOr<SessionStore::SideFile> SessionStore::LinkSideFile(const std::str
   return file;
 }
 
-absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
+absl::Status SqliteSessionStore::SpillLarge(Write& w, Write& owner) {
   const auto big = [&](const std::string& bytes) { return bytes.size() >= side_file_bytes_; };
   // Writes `bytes` to a side file (its checksum as record `kind` at `key`)
   // and empties it.
@@ -346,14 +346,14 @@ absl::Status SessionStore::SpillLarge(Write& w, Write& owner) {
   }
 }
 
-absl::Status SessionStore::SyncSideFiles(const Write& owner) {
+absl::Status SqliteSessionStore::SyncSideFiles(const Write& owner) {
   if (owner.new_files.empty() || durability_ != Durability::kSync) return absl::OkStatus();
   // The files' names, before any row names them.
   if (fsync(records_fd_) != 0) return FileError(errno, "syncing the side files' directory", "");
   return absl::OkStatus();
 }
 
-void SessionStore::RemoveSideFiles(const std::vector<std::string>& names) {
+void SqliteSessionStore::RemoveSideFiles(const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     struct stat st;
     // A hard link's blocks are freed with its last name only.
@@ -364,7 +364,7 @@ void SessionStore::RemoveSideFiles(const std::vector<std::string>& names) {
   }
 }
 
-void SessionStore::SettleSideFiles(const Write& w) {
+void SqliteSessionStore::SettleSideFiles(const Write& w) {
   // Failed or withdrawn: the files made for it are named by no row.
   if (!w.status.ok()) {
     RemoveSideFiles(w.new_files);
@@ -376,13 +376,13 @@ void SessionStore::SettleSideFiles(const Write& w) {
   RemoveSideFiles(w.dead_files);
 }
 
-std::vector<std::string> SessionStore::TakeReleasedFiles() {
+std::vector<std::string> SqliteSessionStore::TakeReleasedFiles() {
   std::vector<std::string> out;
   out.swap(released_);
   return out;
 }
 
-absl::StatusOr<std::string> SessionStore::ReadSideFile(const std::string& name) const {
+absl::StatusOr<std::string> SqliteSessionStore::ReadSideFile(const std::string& name) const {
   const int fd = openat(records_fd_, name.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::DataLossError(
@@ -391,7 +391,7 @@ absl::StatusOr<std::string> SessionStore::ReadSideFile(const std::string& name) 
   return ReadSideFileFd(fd, name);
 }
 
-absl::StatusOr<std::string> SessionStore::ReadSideFileFd(int fd, const std::string& name) {
+absl::StatusOr<std::string> SqliteSessionStore::ReadSideFileFd(int fd, const std::string& name) {
   struct stat st;
   std::string bytes;
   if (fstat(fd, &st) == 0) bytes.resize(static_cast<size_t>(st.st_size));

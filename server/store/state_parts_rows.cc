@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/aux_part_bytes.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
 #include "server/store/store_write.h"
 
@@ -18,7 +18,8 @@ using store_detail::CheckpointPartSum;
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
-std::shared_ptr<SessionStore::Write> SessionStore::StepWrite(SessionStep step, int keep_replies) {
+std::shared_ptr<SqliteSessionStore::Write> SqliteSessionStore::StepWrite(SessionStep step,
+                                                                         int keep_replies) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kStep;
   w->id = std::move(step.id);
@@ -41,16 +42,16 @@ std::shared_ptr<SessionStore::Write> SessionStore::StepWrite(SessionStep step, i
   return w;
 }
 
-absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, StepState state,
-                                      const v1::StepReply& reply, int keep_replies,
-                                      int keep_checkpoints,
-                                      std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::CommitStep(const std::string& id, int64_t t, StepState state,
+                                            const v1::StepReply& reply, int keep_replies,
+                                            int keep_checkpoints,
+                                            std::chrono::system_clock::time_point deadline) {
   return Submit(StepWrite({id, t, std::move(state), reply, keep_checkpoints}, keep_replies),
                 /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
-absl::Status SessionStore::CommitSteps(std::vector<SessionStep> steps, int keep_replies,
-                                       std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::CommitSteps(std::vector<SessionStep> steps, int keep_replies,
+                                             std::chrono::system_clock::time_point deadline) {
   // One Write is applied inside one transaction (WriterLoop), also when a
   // failure in its batch makes the writer retry the writes one by one.
   auto all = std::make_shared<Write>();
@@ -59,12 +60,12 @@ absl::Status SessionStore::CommitSteps(std::vector<SessionStep> steps, int keep_
   return Submit(std::move(all), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
-bool SessionStore::NeedsCompleteState(const std::string& id) const {
+bool SqliteSessionStore::NeedsCompleteState(const std::string& id) const {
   absl::MutexLock lock(&mu_);
   return needs_complete_.count(id) > 0;
 }
 
-absl::Status SessionStore::SaveParts(const Write& w) {
+absl::Status SqliteSessionStore::SaveParts(const Write& w) {
   static const SideFile kInRow;
   for (size_t i = 0; i < w.aux_rows.size(); ++i) {
     const auto& [index, bytes] = w.aux_rows[i];
@@ -86,7 +87,7 @@ absl::Status SessionStore::SaveParts(const Write& w) {
   return absl::OkStatus();
 }
 
-absl::Status SessionStore::SaveSourceParts(const Write& w, bool checkpoint) {
+absl::Status SqliteSessionStore::SaveSourceParts(const Write& w, bool checkpoint) {
   // Each part bound where it is (the snapshot is immutable and the write
   // holds it), into its state row and, for the first checkpoint (a chain's
   // start: no row for an empty part), its checkpoint row.
@@ -126,7 +127,7 @@ absl::Status SessionStore::SaveSourceParts(const Write& w, bool checkpoint) {
   return absl::OkStatus();
 }
 
-absl::Status SessionStore::DropParts(const std::string& id, int64_t from) {
+absl::Status SqliteSessionStore::DropParts(const std::string& id, int64_t from) {
   Stmt d(*writer_sql_, "DELETE FROM state_parts WHERE id = ? AND idx >= ?");
   return d.Text(1, id).Int(2, from).Run("dropping state parts");
 }

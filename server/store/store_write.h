@@ -15,12 +15,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
 
 namespace f2obo::server {
 
-struct SessionStore::Write {
+struct SqliteSessionStore::Write {
   enum Kind {
     kPut,
     kDelete,

@@ -14,12 +14,12 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/fault_points.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/store_write.h"
 
 namespace f2obo::server {
 
-size_t SessionStore::PayloadBytes(const Write& w) {
+size_t SqliteSessionStore::PayloadBytes(const Write& w) {
   size_t bytes = w.spec.size() + w.state.size() + w.reply.size() + w.full_state.size();
   for (const auto& r : w.replies) bytes += r.second.size();
   for (const auto& r : w.aux_rows) bytes += r.second.size();
@@ -29,8 +29,8 @@ size_t SessionStore::PayloadBytes(const Write& w) {
   return bytes;
 }
 
-absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
-                                  std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::Submit(std::shared_ptr<Write> w, bool wait,
+                                        std::chrono::system_clock::time_point deadline) {
   // Large records to their side files first, on this thread: the writer's
   // transaction then only names them (side_files.cc).
   absl::Status s = SpillLarge(*w, *w);
@@ -47,8 +47,8 @@ absl::Status SessionStore::Submit(std::shared_ptr<Write> w, bool wait,
   return s;
 }
 
-absl::Status SessionStore::Enqueue(const std::shared_ptr<Write>& w, bool wait,
-                                   std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::Enqueue(const std::shared_ptr<Write>& w, bool wait,
+                                         std::chrono::system_clock::time_point deadline) {
   absl::MutexLock lock(&mu_);
   // Bounded queue: a writer that falls behind (kNone does not wait for its
   // writes) holds back new ones instead of growing memory.  The writer takes
@@ -93,7 +93,7 @@ absl::Status SessionStore::Enqueue(const std::shared_ptr<Write>& w, bool wait,
   return w->status;
 }
 
-void SessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch) {
+void SqliteSessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch) {
   // Walk backwards, remembering the kind of each session's next write.
   std::unordered_map<std::string_view, Write::Kind> next_kind;
   for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
@@ -109,7 +109,7 @@ void SessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>
   }
 }
 
-void SessionStore::NoteStepOutcome(const Write& w) {
+void SqliteSessionStore::NoteStepOutcome(const Write& w) {
   if (w.kind == Write::kAll) {
     // Its parts' outcome is the whole write's (one transaction).
     for (const auto& part : w.parts) {
@@ -129,7 +129,7 @@ void SessionStore::NoteStepOutcome(const Write& w) {
   }
 }
 
-void SessionStore::WriterLoop() {
+void SqliteSessionStore::WriterLoop() {
   for (;;) {
     std::deque<std::shared_ptr<Write>> batch;
     {

@@ -279,12 +279,12 @@ TEST_F(AuthE2e, EveryRpcWithoutATokenOrWithAWrongOneIsUnauthenticated) {
   EXPECT_EQ(writer.ListSessions()->sessions_size(), 0);
 }
 
-// Issue 25 item 7: the README's table of who may call what says exactly
-// what the server does: its list of the RPCs a read token may call is the
-// read role of Rpcs() (GetServerInfo was missing), and it says that the
-// health service and reflection answer without a token, which they do.
-TEST_F(AuthE2e, TheReadmesTokenTableIsWhatTheServerDoes) {
-  std::ifstream in(F2OBO_README_PATH);
+// The operations guide's list of who may call what says exactly what the
+// server does: its list of the RPCs a read token may call is the read role
+// of Rpcs(), and it says that the health service and reflection answer
+// without a token, which they do.
+TEST_F(AuthE2e, TheDocsTokenListIsWhatTheServerDoes) {
+  std::ifstream in(F2OBO_SECURITY_DOC_PATH);
   std::stringstream text;
   text << in.rdbuf();
   std::string readme = text.str();
@@ -293,7 +293,7 @@ TEST_F(AuthE2e, TheReadmesTokenTableIsWhatTheServerDoes) {
   }
   const std::string start = "read tokens may call ";
   const size_t from = readme.find(start);
-  ASSERT_NE(from, std::string::npos) << "README.md has no '" << start << "'";
+  ASSERT_NE(from, std::string::npos) << F2OBO_SECURITY_DOC_PATH << " has no '" << start << "'";
   const size_t to = readme.find(';', from);
   std::set<std::string> listed;
   std::string word;

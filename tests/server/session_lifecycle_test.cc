@@ -31,7 +31,7 @@
 #include "server/service.h"
 #include "server/service_metrics.h"
 #include "server/session_manager.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/e2e_support.h"
 
 namespace f2obo::server {
@@ -71,8 +71,8 @@ class SessionLifecycleTest : public ::testing::Test {
   void OpenManager() {
     mgr_.reset();
     store_.reset();
-    absl::StatusOr<std::unique_ptr<SessionStore>> store =
-        SessionStore::Open(dir_, Durability::kSync);
+    absl::StatusOr<std::unique_ptr<SqliteSessionStore>> store =
+        SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     mgr_ = std::make_unique<SessionManager>(Limits{}, &pipeline_, store_.get());
@@ -93,7 +93,7 @@ class SessionLifecycleTest : public ::testing::Test {
   const FamilyCase quadratic_ = AllFamilyCases()[0];
   std::string dir_;
   MetricsPipeline pipeline_{1, 4, nullptr};
-  std::unique_ptr<SessionStore> store_;
+  std::unique_ptr<SqliteSessionStore> store_;
   std::unique_ptr<SessionManager> mgr_;
 };
 

@@ -1,11 +1,13 @@
-"""The README's Python install and quick start, run as written.
+"""The README's Python install and example (f2obo.torch on the user's own
+network), run as written.
 
 Both are taken from README.md between their markers, so the README cannot
 drift from what works: the install block runs in a copy of client/python
 and proto/ with HOME set to a temporary directory (it makes a virtual
 environment under ~ and pip installs the package into it, generating the
 stubs), then the quick start runs with that environment's python against a
-real server, its one address replaced by the server's.
+real server, its one address replaced by the server's (the venv sees
+Debian's torch through --system-site-packages).
 """
 import os
 import re
@@ -48,12 +50,14 @@ def test_quick_start_runs_as_written(source_dir, server, venv_python):
     python, env = venv_python
     code = block(source_dir, "python-quickstart")
     assert code.count(ADDRESS) == 1
-    assert len(code.strip().splitlines()) <= 12, "the quick start should stay short"
+    assert len(code.strip().splitlines()) <= 25, "the README's example should stay short"
     r = subprocess.run([python, "-c", code.replace(ADDRESS, server.address)], env=env,
                        capture_output=True, text=True, timeout=120, cwd="/")
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
-    assert [int(l.split()[0]) for l in lines] == [25, 50, 75, 100]
+    assert [int(l.split()[0]) for l in lines] == [10, 20, 30]
+    # The tuned weight decay stays in its box [0, 0.1].
+    assert all(0.0 <= float(l.split()[1]) <= 0.1 for l in lines), r.stdout
 
 
 def test_the_installed_package_has_stubs_from_this_proto(source_dir, venv_python):

@@ -19,7 +19,7 @@
 
 #include "core/state.h"
 #include "server/fault_points.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/store/store_fixture.h"
 
 namespace f2obo::server {
@@ -96,9 +96,10 @@ int64_t Count(const std::string& db_path, const std::string& sql) {
 class CheckpointPartsTest : public StoreTest {
  protected:
   void Open(Durability d = Durability::kSync,
-            size_t side_file_bytes = SessionStore::kSideFileBytes) {
+            size_t side_file_bytes = SqliteSessionStore::kSideFileBytes) {
     store_.reset();
-    auto s = SessionStore::Open(dir_, d, SessionStore::kMaxQueuedBytes, side_file_bytes);
+    auto s =
+        SqliteSessionStore::Open(dir_, d, SqliteSessionStore::kMaxQueuedBytes, side_file_bytes);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = *std::move(s);
   }
@@ -138,7 +139,7 @@ class CheckpointPartsTest : public StoreTest {
   }
   std::string DbPath() const { return dir_ + "/f2obo.sqlite3"; }
 
-  std::unique_ptr<SessionStore> store_;
+  std::unique_ptr<SqliteSessionStore> store_;
   SessionState last_;
   int64_t last_base_ = 0;
   std::vector<int64_t> last_since_;
@@ -366,7 +367,8 @@ TEST_F(CheckpointPartsTest, DamagedStatePartRowsOrFreeListStillRefuseTheOpen) {
   const std::string copy = dir_ + "/intact";
   std::filesystem::copy_file(DbPath(), copy);
   Scribble(DbPath(), RootOffset(DbPath(), "state_parts"), std::string(16, '\xff'));
-  absl::StatusOr<std::unique_ptr<SessionStore>> parts = SessionStore::Open(dir_, Durability::kSync);
+  absl::StatusOr<std::unique_ptr<SqliteSessionStore>> parts =
+      SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_FALSE(parts.ok());
   EXPECT_THAT(parts.status().message(), HasSubstr(DbPath() + " is damaged"));
   EXPECT_THAT(parts.status().message(), HasSubstr("refusing to start"));
@@ -378,8 +380,8 @@ TEST_F(CheckpointPartsTest, DamagedStatePartRowsOrFreeListStillRefuseTheOpen) {
   const std::string header = {
       0, 0, static_cast<char>(root >> 8), static_cast<char>(root & 0xff), 0, 0, 0, 1};
   Scribble(DbPath(), 32, header);
-  absl::StatusOr<std::unique_ptr<SessionStore>> free_list =
-      SessionStore::Open(dir_, Durability::kSync);
+  absl::StatusOr<std::unique_ptr<SqliteSessionStore>> free_list =
+      SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_FALSE(free_list.ok());
   EXPECT_THAT(free_list.status().message(), HasSubstr(DbPath() + " is damaged"));
   EXPECT_THAT(free_list.status().message(), HasSubstr("reelist"));
@@ -402,7 +404,7 @@ TEST_F(CheckpointPartsTest, WholeCheckpointsOfAVersionSixStoreStillReadAfterTheM
       "DROP TABLE checkpoint_parts; ALTER TABLE checkpoints DROP COLUMN parts; "
       "ALTER TABLE checkpoints DROP COLUMN since; PRAGMA user_version = 6");
   Open();
-  EXPECT_EQ(Count(DbPath(), "PRAGMA user_version"), SessionStore::kSchemaVersion);
+  EXPECT_EQ(Count(DbPath(), "PRAGMA user_version"), SqliteSessionStore::kSchemaVersion);
   for (const auto& [t, bytes] : at) EXPECT_EQ(*store_->LoadCheckpoint("a", t), bytes) << t;
   // The next checkpoint starts a chain in parts (it cannot extend a whole one).
   const std::vector<int64_t> changed = Advance(s);

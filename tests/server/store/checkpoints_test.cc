@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/state.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/server_process.h"
 #include "tests/server/store/legacy_store.h"
 #include "tests/server/store/store_fixture.h"  // Sql
@@ -59,7 +59,7 @@ class CheckpointStoreTest : public ::testing::Test {
   }
   void Open(Durability d = Durability::kSync) {
     store_.reset();
-    auto s = SessionStore::Open(dir_, d);
+    auto s = SqliteSessionStore::Open(dir_, d);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = *std::move(s);
   }
@@ -89,7 +89,7 @@ class CheckpointStoreTest : public ::testing::Test {
   std::string DbPath() const { return dir_ + "/f2obo.sqlite3"; }
 
   const std::string dir_ = testing::MakeTempDir();
-  std::unique_ptr<SessionStore> store_;
+  std::unique_ptr<SqliteSessionStore> store_;
 };
 
 TEST_F(CheckpointStoreTest, StepsKeepTheNewestCheckpointsWhichLoadBitExactAfterAReopen) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "server/session_manager.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/server_process.h"
 
 namespace f2obo::server {
@@ -47,15 +47,15 @@ class FenceStoreTest : public ::testing::Test {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
-  std::unique_ptr<SessionStore> Open() {
-    absl::StatusOr<std::unique_ptr<SessionStore>> store =
-        SessionStore::Open(dir_, Durability::kSync);
+  std::unique_ptr<SqliteSessionStore> Open() {
+    absl::StatusOr<std::unique_ptr<SqliteSessionStore>> store =
+        SqliteSessionStore::Open(dir_, Durability::kSync);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? *std::move(store) : nullptr;
   }
   // Fences "alpha" -> r1 and "beta" -> r2, then closes the store.
   void WriteTwo() {
-    std::unique_ptr<SessionStore> store = Open();
+    std::unique_ptr<SqliteSessionStore> store = Open();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->PutFence("alpha", "r1").ok());
     ASSERT_TRUE(store->PutFence("beta", "r2").ok());
@@ -64,7 +64,7 @@ class FenceStoreTest : public ::testing::Test {
 };
 
 TEST_F(FenceStoreTest, SetReplaceAndLiftAreListedByLoadAll) {
-  std::unique_ptr<SessionStore> store = Open();
+  std::unique_ptr<SqliteSessionStore> store = Open();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->PutFence("alpha", "r1").ok());
   ASSERT_TRUE(store->PutFence("beta", "r2").ok());
@@ -85,14 +85,14 @@ TEST_F(FenceStoreTest, SetReplaceAndLiftAreListedByLoadAll) {
 TEST_F(FenceStoreTest, FencesAndLiftsSurviveAReopen) {
   WriteTwo();
   {
-    std::unique_ptr<SessionStore> store = Open();
+    std::unique_ptr<SqliteSessionStore> store = Open();
     ASSERT_NE(store, nullptr);
     absl::StatusOr<LoadedStore> loaded = store->LoadAll();
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     EXPECT_THAT(FencesOf(*loaded), ElementsAre(Pair("alpha", "r1"), Pair("beta", "r2")));
     ASSERT_TRUE(store->PutFence("alpha", "").ok());
   }
-  std::unique_ptr<SessionStore> store = Open();
+  std::unique_ptr<SqliteSessionStore> store = Open();
   ASSERT_NE(store, nullptr);
   absl::StatusOr<LoadedStore> loaded = store->LoadAll();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -104,7 +104,7 @@ TEST_F(FenceStoreTest, ADamagedTargetIsReportedAndTheKeyStaysFencedWithAnUnknown
   WriteTwo();
   // One byte of the target changed behind the store's back ('r1' -> 'r7').
   Sql(dir_, "UPDATE fences SET target = 'r7' WHERE key = 'alpha'");
-  std::unique_ptr<SessionStore> store = Open();
+  std::unique_ptr<SqliteSessionStore> store = Open();
   ASSERT_NE(store, nullptr);
   absl::StatusOr<LoadedStore> loaded = store->LoadAll();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -118,7 +118,7 @@ TEST_F(FenceStoreTest, ADamagedTargetIsReportedAndTheKeyStaysFencedWithAnUnknown
 TEST_F(FenceStoreTest, AMissingChecksumIsReportedNotTrusted) {
   WriteTwo();
   Sql(dir_, "UPDATE fences SET target_sum = NULL WHERE key = 'beta'");
-  std::unique_ptr<SessionStore> store = Open();
+  std::unique_ptr<SqliteSessionStore> store = Open();
   ASSERT_NE(store, nullptr);
   absl::StatusOr<LoadedStore> loaded = store->LoadAll();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -132,7 +132,7 @@ TEST_F(FenceStoreTest, ADamagedKeyIsReportedWithTheWarningThatTheRealKeyMayBeUnf
   // The key itself garbled: the row no longer names the key it fenced, so
   // the report must say so instead of passing for a harmless target loss.
   Sql(dir_, "UPDATE fences SET key = 'alphb' WHERE key = 'alpha'");
-  std::unique_ptr<SessionStore> store = Open();
+  std::unique_ptr<SqliteSessionStore> store = Open();
   ASSERT_NE(store, nullptr);
   absl::StatusOr<LoadedStore> loaded = store->LoadAll();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -146,7 +146,7 @@ TEST_F(FenceStoreTest, ADamagedKeyIsReportedWithTheWarningThatTheRealKeyMayBeUnf
 TEST_F(FenceStoreTest, ARecoveredDamagedFenceStillRefusesStepsToItsSessions) {
   WriteTwo();
   Sql(dir_, "UPDATE fences SET target = 'r7' WHERE key = 'alpha'");
-  std::unique_ptr<SessionStore> store = Open();
+  std::unique_ptr<SqliteSessionStore> store = Open();
   ASSERT_NE(store, nullptr);
   SessionManager sessions(Limits{}, /*pipeline=*/nullptr, store.get());
   absl::StatusOr<std::vector<std::string>> problems = sessions.Recover();

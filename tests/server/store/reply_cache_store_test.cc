@@ -1,4 +1,4 @@
-// The store's reply cache (SessionStore::SaveReply, ReplaceReplies): after
+// The store's reply cache (SqliteSessionStore::SaveReply, ReplaceReplies): after
 // any sequence of steps, imports, rollbacks and changes of keep_replies it
 // holds exactly the newest keep replies, as the server's own cache does;
 // the steady state's single statement (the oldest row becomes the new
@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/store/store_fixture.h"
 
 namespace f2obo::server {
@@ -37,13 +37,13 @@ std::vector<int64_t> ReplySteps(const LoadedStore& loaded, const std::string& id
 
 class ReplyCacheTest : public StoreTest {
  protected:
-  std::unique_ptr<SessionStore> Open() {
-    auto store = SessionStore::Open(dir_, Durability::kSync);
+  std::unique_ptr<SqliteSessionStore> Open() {
+    auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? *std::move(store) : nullptr;
   }
   // Steps `from`..`to` of session `id` (state t = from before), keeping `keep`.
-  void Steps(SessionStore& store, const std::string& id, int64_t from, int64_t to, int keep) {
+  void Steps(SqliteSessionStore& store, const std::string& id, int64_t from, int64_t to, int keep) {
     for (int64_t t = from; t <= to; ++t) {
       ASSERT_TRUE(store.CommitStep(id, t + 1, StateBytes(t + 1, 1), ReplyFor(id, t), keep).ok())
           << t;

@@ -18,7 +18,7 @@
 
 #include "core/state.h"
 #include "server/fault_points.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/store/store_fixture.h"
 
 namespace f2obo::server {
@@ -64,10 +64,10 @@ int FilesIn(const std::string& dir) {
 
 class SessionPartsPutTest : public StoreTest {
  protected:
-  void Open(size_t side_file_bytes = SessionStore::kSideFileBytes) {
+  void Open(size_t side_file_bytes = SqliteSessionStore::kSideFileBytes) {
     store_.reset();
-    auto s =
-        SessionStore::Open(dir_, Durability::kSync, SessionStore::kMaxQueuedBytes, side_file_bytes);
+    auto s = SqliteSessionStore::Open(dir_, Durability::kSync, SqliteSessionStore::kMaxQueuedBytes,
+                                      side_file_bytes);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = *std::move(s);
   }
@@ -77,7 +77,7 @@ class SessionPartsPutTest : public StoreTest {
     ASSERT_EQ(loaded->sessions.size(), 1u) << ::testing::PrintToString(loaded->damaged);
     EXPECT_TRUE(loaded->sessions[0].state.BitEquals(Of(s)));
   }
-  std::unique_ptr<SessionStore> store_;
+  std::unique_ptr<SqliteSessionStore> store_;
 };
 
 TEST_F(SessionPartsPutTest, ReadsBackBitExactAndStepsAndCheckpointsExtendIt) {

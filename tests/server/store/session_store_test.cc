@@ -2,8 +2,6 @@
 // checked on load, a damaged record is reported and skipped while the
 // others load bit-exact, a damaged file is refused, older files migrate,
 // and one directory has one owner (older files: store_migration_test.cc).
-#include "server/store/session_store.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -20,6 +18,7 @@
 
 #include "core/state.h"
 #include "server/fault_points.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/store/legacy_store.h"
 #include "tests/server/store/store_fixture.h"
 
@@ -100,7 +99,7 @@ TEST_F(StoreTest, ADamagedGroupMemberListIsReportedAndItsSessionsStillLoad) {
 
 TEST_F(StoreTest, AFileTruncatedToHalfIsRefusedNamingThePath) {
   {
-    auto store = SessionStore::Open(dir_, Durability::kSync);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     // Enough sessions to span many pages, so half the file cuts b-trees.
     for (int i = 0; i < 40; ++i) {
@@ -111,7 +110,7 @@ TEST_F(StoreTest, AFileTruncatedToHalfIsRefusedNamingThePath) {
   ASSERT_FALSE(std::filesystem::exists(DbPath(dir_) + "-wal"));
   const auto size = std::filesystem::file_size(DbPath(dir_));
   ASSERT_EQ(truncate(DbPath(dir_).c_str(), static_cast<off_t>(size / 2)), 0);
-  const auto store = SessionStore::Open(dir_, Durability::kSync);
+  const auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_FALSE(store.ok()) << "a truncated store must not load as if intact";
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr(DbPath(dir_) + " is damaged"));
@@ -123,21 +122,21 @@ TEST_F(StoreTest, AFileThatIsNotADatabaseIsRefusedNamingThePath) {
   ASSERT_NE(f, nullptr);
   for (int i = 0; i < 4096; ++i) std::fputc(i * 7 % 251, f);
   std::fclose(f);
-  const auto store = SessionStore::Open(dir_, Durability::kSync);
+  const auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_FALSE(store.ok());
   EXPECT_THAT(store.status().message(), HasSubstr(DbPath(dir_) + " is damaged"));
 }
 
 TEST_F(StoreTest, ASecondOpenOfTheSameDirectoryFailsUntilTheFirstCloses) {
-  auto first = SessionStore::Open(dir_, Durability::kSync);
+  auto first = SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_TRUE(first.ok()) << first.status();
-  const auto second = SessionStore::Open(dir_, Durability::kSync);
+  const auto second = SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(second.status().message(), HasSubstr(dir_ + " is already in use"));
   EXPECT_THAT(second.status().message(), HasSubstr("pid " + std::to_string(getpid())));
   first->reset();
-  EXPECT_TRUE(SessionStore::Open(dir_, Durability::kSync).ok());
+  EXPECT_TRUE(SqliteSessionStore::Open(dir_, Durability::kSync).ok());
 }
 
 TEST_F(StoreTest, TheNoneWriteBehindQueueStaysBoundedAndLosesNothingOnClose) {
@@ -148,7 +147,7 @@ TEST_F(StoreTest, TheNoneWriteBehindQueueStaysBoundedAndLosesNothingOnClose) {
   for (int64_t t = 1; t <= kCommits; ++t) states.push_back(StateBytes(t + 1, 0, 8000));
   const std::string last = states.back();
   {
-    auto store = SessionStore::Open(dir_, Durability::kNone, kBound);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kNone, kBound);
     ASSERT_TRUE(store.ok()) << store.status();
     ASSERT_TRUE((*store)->PutSession("n", SpecFor("n"), state_of_1, 1).ok());
     // Unbounded, these non-waiting writes (~19 MiB, each a copy) would pile
@@ -170,7 +169,7 @@ TEST_F(StoreTest, TheNoneWriteBehindQueueStaysBoundedAndLosesNothingOnClose) {
 TEST_F(StoreTest, NoneBatchesWriteEachSessionsNewestStateButEveryReplyAndCheckpoint) {
   constexpr int kCommits = 40, kEvery = 5;
   {
-    auto store = SessionStore::Open(dir_, Durability::kNone);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kNone);
     ASSERT_TRUE(store.ok()) << store.status();
     for (const std::string id : {"p", "q"}) {
       ASSERT_TRUE((*store)->PutSession(id, SpecFor(id), StateBytes(1, 3), 1).ok());
@@ -214,7 +213,7 @@ TEST_F(StoreTest, NoneBatchesWriteEachSessionsNewestStateButEveryReplyAndCheckpo
 }
 
 TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
-  auto store = SessionStore::Open(dir_, Durability::kNone);
+  auto store = SqliteSessionStore::Open(dir_, Durability::kNone);
   ASSERT_TRUE(store.ok()) << store.status();
   // Under kNone a step's write is not waited for: its failure (here, a
   // session the store does not hold) cannot reach the caller.
@@ -230,7 +229,7 @@ TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
 // writer had already taken completes.
 TEST_F(StoreTest, AStepWhoseDeadlinePassesInTheQueueIsWithdrawnNotApplied) {
   {
-    auto store = SessionStore::Open(dir_, Durability::kSync);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     for (const char* id : {"a", "b"}) {
       ASSERT_TRUE((*store)->PutSession(id, SpecFor(id), StateBytes(1, 0), 1).ok());
@@ -259,7 +258,7 @@ TEST_F(StoreTest, AStepWhoseDeadlinePassesInTheQueueIsWithdrawnNotApplied) {
     a.join();
     SetFaultHandlerForTesting({});  // its callback refers to this test
   }
-  auto store = SessionStore::Open(dir_, Durability::kSync);
+  auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_TRUE(store.ok()) << store.status();
   absl::StatusOr<LoadedStore> loaded = (*store)->LoadAll();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
@@ -272,7 +271,7 @@ TEST_F(StoreTest, AStepWhoseDeadlinePassesInTheQueueIsWithdrawnNotApplied) {
 // ImportGroup's write: members and group record in one transaction.
 TEST_F(StoreTest, AGroupWithItsSessionsIsStoredWhole) {
   {
-    auto store = SessionStore::Open(dir_, Durability::kSync);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     std::vector<SessionRecord> members = {
         {"g.a", SpecFor("g.a"), StateBytes(4, 1), 4, {ReplyFor("g.a", 3)}, true},
@@ -294,7 +293,7 @@ TEST_F(StoreTest, AGroupWithItsSessionsIsStoredWhole) {
 
 TEST_F(StoreTest, AGroupWhoseLastMemberCannotBeStoredLeavesNoMemberBehind) {
   {
-    auto store = SessionStore::Open(dir_, Durability::kSync);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     (*store)->LimitRecordBytesForTesting(4096);
     // The first member fits; the second's state does not.

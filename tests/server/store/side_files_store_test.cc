@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/state.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/store/store_fixture.h"
 
 namespace f2obo::server {
@@ -27,9 +27,10 @@ using ::testing::HasSubstr;
 
 constexpr size_t kThreshold = 256;  // StateBytes(t, seed) is ~600 bytes
 
-std::unique_ptr<SessionStore> OpenSmall(const std::string& dir,
-                                        Durability durability = Durability::kSync) {
-  auto store = SessionStore::Open(dir, durability, SessionStore::kMaxQueuedBytes, kThreshold);
+std::unique_ptr<SqliteSessionStore> OpenSmall(const std::string& dir,
+                                              Durability durability = Durability::kSync) {
+  auto store =
+      SqliteSessionStore::Open(dir, durability, SqliteSessionStore::kMaxQueuedBytes, kThreshold);
   EXPECT_TRUE(store.ok()) << store.status();
   return store.ok() ? *std::move(store) : nullptr;
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/state.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/store/store_fixture.h"
 
 namespace f2obo::server {
@@ -64,7 +64,7 @@ std::vector<int> All(const SessionState& s) {
 TEST_F(StoreTest, AStepInPartsWritesOnlyItsChangesAndReloadsWhole) {
   SessionState s = StateAt(1, 2.0, 6);
   {
-    auto store = *SessionStore::Open(dir_, Durability::kSync);
+    auto store = *SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
     // The first step after a put writes every part.
     s = StateAt(2, 2.0, 6);
@@ -86,7 +86,7 @@ TEST_F(StoreTest, AStepInPartsWritesOnlyItsChangesAndReloadsWhole) {
 TEST_F(StoreTest, ShrinkingAStateDropsThePartsBeyondIt) {
   SessionState s = StateAt(1, 1.0, 5);
   {
-    auto store = *SessionStore::Open(dir_, Durability::kSync);
+    auto store = *SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
     s.t = 2;
     ASSERT_TRUE(store->CommitStep("a", 2, Delta(s, All(s)), ReplyFor("a", 1), kKeep).ok());
@@ -105,7 +105,7 @@ TEST_F(StoreTest, BatchedStepsOfOneSessionKeepEveryStepsParts) {
   // the last writes its head; the earlier steps' parts must still land.
   SessionState s = StateAt(1, 3.0, 8);
   {
-    auto store = *SessionStore::Open(dir_, Durability::kNone);
+    auto store = *SqliteSessionStore::Open(dir_, Durability::kNone);
     ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
     s.t = 2;
     ASSERT_TRUE(store->CommitStep("a", 2, Delta(s, All(s)), ReplyFor("a", 1), kKeep).ok());
@@ -124,7 +124,7 @@ TEST_F(StoreTest, BatchedStepsOfOneSessionKeepEveryStepsParts) {
 TEST_F(StoreTest, ADamagedPartKeepsItsSessionFromLoading) {
   SessionState s = StateAt(1, 4.0, 3);
   {
-    auto store = *SessionStore::Open(dir_, Durability::kSync);
+    auto store = *SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
     ASSERT_TRUE(store->PutSession("b", SpecFor("b"), Whole(s), 1).ok());
     s.t = 2;
@@ -143,7 +143,7 @@ TEST_F(StoreTest, APutAfterPartsStoresTheWholeStateAgain) {
   SessionState s = StateAt(1, 5.0, 4);
   SessionState other = StateAt(9, 6.0, 2);
   {
-    auto store = *SessionStore::Open(dir_, Durability::kSync);
+    auto store = *SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
     s.t = 2;
     ASSERT_TRUE(store->CommitStep("a", 2, Delta(s, All(s)), ReplyFor("a", 1), kKeep).ok());
@@ -158,7 +158,7 @@ TEST_F(StoreTest, APutAfterPartsStoresTheWholeStateAgain) {
 
 TEST_F(StoreTest, AfterAFailedStepOnlyACompleteStateIsStored) {
   SessionState s = StateAt(1, 7.0, 4);
-  auto store = *SessionStore::Open(dir_, Durability::kSync);
+  auto store = *SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
   s.t = 2;
   ASSERT_TRUE(store->CommitStep("a", 2, Delta(s, All(s)), ReplyFor("a", 1), kKeep).ok());
@@ -193,18 +193,18 @@ TEST_F(StoreTest, AfterAFailedStepOnlyACompleteStateIsStored) {
 TEST_F(StoreTest, SeveralSessionsStepsAreStoredAllOrNone) {
   SessionState a = StateAt(1, 1.0, 2), b = StateAt(1, 2.0, 2);
   {
-    auto store = *SessionStore::Open(dir_, Durability::kSync);
+    auto store = *SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store->PutSession("g.a", SpecFor("g.a"), Whole(a), 1).ok());
     ASSERT_TRUE(store->PutSession("g.b", SpecFor("g.b"), Whole(b), 1).ok());
     const SessionState a2 = StateAt(2, 1.0, 2), b2 = StateAt(2, 2.0, 2);
-    std::vector<SessionStore::SessionStep> both;
+    std::vector<SqliteSessionStore::SessionStep> both;
     both.push_back({"g.a", 2, Delta(a2, All(a2)), ReplyFor("g.a", 1), 0});
     both.push_back({"g.b", 2, Delta(b2, All(b2)), ReplyFor("g.b", 1), 0});
     ASSERT_TRUE(store->CommitSteps(both, kKeep).ok());
     a = a2;
     b = b2;
     const SessionState a3 = StateAt(3, 1.0, 2), c3 = StateAt(3, 3.0, 2);
-    std::vector<SessionStore::SessionStep> broken;
+    std::vector<SqliteSessionStore::SessionStep> broken;
     broken.push_back({"g.a", 3, Delta(a3, All(a3)), ReplyFor("g.a", 2), 0});
     broken.push_back({"g.missing", 3, Delta(c3, All(c3)), ReplyFor("g.missing", 2), 0});
     const absl::Status s = store->CommitSteps(broken, kKeep);

@@ -16,7 +16,7 @@
 #include "server/groups.h"
 #include "server/metrics_pipeline.h"
 #include "server/session_manager.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/e2e_support.h"
 
 namespace f2obo::server {
@@ -40,8 +40,8 @@ class StoreErrorsTest : public ::testing::TestWithParam<Fault> {
     std::string templ = ::testing::TempDir() + "f2obo-store-errors-XXXXXX";
     ASSERT_NE(mkdtemp(templ.data()), nullptr);
     dir_ = templ;
-    absl::StatusOr<std::unique_ptr<SessionStore>> store =
-        SessionStore::Open(dir_, Durability::kSync);
+    absl::StatusOr<std::unique_ptr<SqliteSessionStore>> store =
+        SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     sessions_ = std::make_unique<SessionManager>(Limits{}, &pipeline_, store_.get());
@@ -88,7 +88,7 @@ class StoreErrorsTest : public ::testing::TestWithParam<Fault> {
   const FamilyCase f_ = AllFamilyCases()[0];
   std::string dir_;
   MetricsPipeline pipeline_{1, 4, nullptr};
-  std::unique_ptr<SessionStore> store_;
+  std::unique_ptr<SqliteSessionStore> store_;
   std::unique_ptr<SessionManager> sessions_;
   std::unique_ptr<GroupManager> groups_;
 };
@@ -165,8 +165,8 @@ TEST(StoreRecordSize, ARecordBeyondTheMaximumIsResourceExhaustedNamingTheLimit) 
   std::string templ = ::testing::TempDir() + "f2obo-store-record-XXXXXX";
   ASSERT_NE(mkdtemp(templ.data()), nullptr);
   {
-    absl::StatusOr<std::unique_ptr<SessionStore>> store =
-        SessionStore::Open(templ, Durability::kSync);
+    absl::StatusOr<std::unique_ptr<SqliteSessionStore>> store =
+        SqliteSessionStore::Open(templ, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     (*store)->LimitRecordBytesForTesting(4096);
     EXPECT_EQ((*store)->max_record_bytes(), 4096);

@@ -36,7 +36,7 @@ v1::StepReply ReplyFor(const std::string& id, int64_t t) {
 // a group of all three.
 std::map<std::string, Expected> WriteThree(const std::string& dir, Durability durability) {
   std::map<std::string, Expected> expected;
-  auto store = SessionStore::Open(dir, durability);
+  auto store = SqliteSessionStore::Open(dir, durability);
   EXPECT_TRUE(store.ok()) << store.status();
   if (!store.ok()) return expected;
   double seed = 1;
@@ -56,7 +56,7 @@ std::map<std::string, Expected> WriteThree(const std::string& dir, Durability du
 }
 
 LoadedStore Reload(const std::string& dir) {
-  auto store = SessionStore::Open(dir, Durability::kSync);
+  auto store = SqliteSessionStore::Open(dir, Durability::kSync);
   EXPECT_TRUE(store.ok()) << store.status();
   if (!store.ok()) return {};
   auto loaded = (*store)->LoadAll();

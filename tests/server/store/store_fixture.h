@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/server_process.h"
 
 namespace f2obo::server {

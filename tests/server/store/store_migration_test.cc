@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "tests/server/store/legacy_store.h"
 #include "tests/server/store/store_fixture.h"
 
@@ -75,7 +75,7 @@ TEST_F(StoreTest, AVersionZeroFileMigratesLoadsBitExactAndIsCheckedFromThenOn) {
   ASSERT_EQ(UserVersion(DbPath(dir_)), 0);
   {
     const LoadedStore loaded = Reload(dir_);
-    EXPECT_EQ(UserVersion(DbPath(dir_)), SessionStore::kSchemaVersion);
+    EXPECT_EQ(UserVersion(DbPath(dir_)), SqliteSessionStore::kSchemaVersion);
     ASSERT_THAT(loaded.sessions, SizeIs(1));
     EXPECT_EQ(loaded.sessions[0].id, "old1");
     EXPECT_EQ(SerializeCheckpoint(loaded.sessions[0].state), good);
@@ -100,7 +100,7 @@ TEST_F(StoreTest, AVersionZeroFileMigratesLoadsBitExactAndIsCheckedFromThenOn) {
 TEST_F(StoreTest, AVersionThreeFileIsReSummedRowByRowAndItsDamagedRowsStayDamaged) {
   const auto expected = WriteThree(dir_);
   {
-    auto store = SessionStore::Open(dir_, Durability::kSync);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     ASSERT_TRUE((*store)->PutCheckpoint("a", 3, StateBytes(3, 1), 4).ok());
     ASSERT_TRUE((*store)->PutFence("key-1", "replica-2").ok());
@@ -110,14 +110,14 @@ TEST_F(StoreTest, AVersionThreeFileIsReSummedRowByRowAndItsDamagedRowsStayDamage
   FlipByte(DbPath(dir_), "replies", "reply", "id = 'b' AND t = 5", 2);
   {
     const LoadedStore loaded = Reload(dir_);
-    EXPECT_EQ(UserVersion(DbPath(dir_)), SessionStore::kSchemaVersion);
+    EXPECT_EQ(UserVersion(DbPath(dir_)), SqliteSessionStore::kSchemaVersion);
     EXPECT_THAT(CheckLoadedExactly(loaded, expected), ElementsAre("a", "c"));
     ASSERT_THAT(loaded.damaged, SizeIs(1));
     EXPECT_THAT(loaded.damaged[0], HasSubstr("session 'b': cached reply at t=5: checksum"));
     ASSERT_THAT(loaded.groups, SizeIs(1));
     ASSERT_THAT(loaded.fences, SizeIs(1));
     EXPECT_EQ(loaded.fences[0].target, "replica-2");  // verified, not loaded as damaged
-    auto store = SessionStore::Open(dir_, Durability::kSync);
+    auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     const auto checkpoint = (*store)->LoadCheckpoint("a", 3);
     ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
@@ -133,7 +133,7 @@ TEST_F(StoreTest, AVersionThreeFileIsReSummedRowByRowAndItsDamagedRowsStayDamage
 TEST_F(StoreTest, AFileFromANewerServerIsRefused) {
   WriteThree(dir_);
   Sql(DbPath(dir_), "PRAGMA user_version = 99");
-  const auto store = SessionStore::Open(dir_, Durability::kSync);
+  const auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
   ASSERT_FALSE(store.ok());
   EXPECT_THAT(store.status().message(), HasSubstr(DbPath(dir_)));
   EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));

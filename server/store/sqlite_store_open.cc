@@ -1,4 +1,4 @@
-// SessionStore::Open and what it checks before the first load: the
+// SqliteSessionStore::Open and what it checks before the first load: the
 // data-directory lock, the file's integrity and the schema version (with
 // the migration of older files).
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
 
 namespace f2obo::server {
@@ -26,10 +26,9 @@ using store_detail::SqlRecordSum;
 using store_detail::SqlRecordSumFnv;
 using store_detail::Stmt;
 
-absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::string& dir,
-                                                                 Durability durability,
-                                                                 size_t max_queued_bytes,
-                                                                 size_t side_file_bytes) {
+absl::StatusOr<std::unique_ptr<SqliteSessionStore>> SqliteSessionStore::Open(
+    const std::string& dir, Durability durability, size_t max_queued_bytes,
+    size_t side_file_bytes) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
         absl::StrCat("--data_dir: cannot create ", dir, ": ", std::strerror(errno)));
@@ -75,8 +74,8 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
     return absl::FailedPreconditionError(absl::StrCat("store: cannot open ", path, ": ", msg));
   }
   // From here the store owns `db` and `lock_fd`.
-  std::unique_ptr<SessionStore> store(
-      new SessionStore(db, lock_fd, path, durability, max_queued_bytes, side_file_bytes));
+  std::unique_ptr<SqliteSessionStore> store(
+      new SqliteSessionStore(db, lock_fd, path, durability, max_queued_bytes, side_file_bytes));
   // Only outside readers (a backup, the sqlite3 shell) can hold the file
   // now; wait for them rather than fail a step.
   sqlite3_busy_timeout(db, 5000);
@@ -108,7 +107,7 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Open(const std::stri
   return store;
 }
 
-absl::Status SessionStore::CheckFile(const std::string& dir) {
+absl::Status SqliteSessionStore::CheckFile(const std::string& dir) {
   // Pages SQLite cannot read, or b-trees that do not hold together: starting
   // empty over them would hide every session, and writing into them may
   // spread the damage.  Refuse, and say what to do.
@@ -156,7 +155,7 @@ absl::Status SessionStore::CheckFile(const std::string& dir) {
       "sessions (their checksums are verified when loaded)"));
 }
 
-absl::Status SessionStore::Migrate() {
+absl::Status SqliteSessionStore::Migrate() {
   int version = -1;
   {
     Stmt v(db_, "PRAGMA user_version");

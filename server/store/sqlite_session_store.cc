@@ -1,4 +1,4 @@
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -25,8 +25,9 @@ using store_detail::BindRecord;
 using store_detail::RecordSum;
 using store_detail::Stmt;
 
-SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
-                           size_t max_queued_bytes, size_t side_file_bytes)
+SqliteSessionStore::SqliteSessionStore(sqlite3* db, int lock_fd, std::string path,
+                                       Durability durability, size_t max_queued_bytes,
+                                       size_t side_file_bytes)
     : db_(db),
       writer_sql_(std::make_unique<store_detail::StmtCache>(db)),
       lock_fd_(lock_fd),
@@ -35,7 +36,7 @@ SessionStore::SessionStore(sqlite3* db, int lock_fd, std::string path, Durabilit
       max_queued_bytes_(max_queued_bytes),
       side_file_bytes_(side_file_bytes) {}
 
-SessionStore::~SessionStore() {
+SqliteSessionStore::~SqliteSessionStore() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -49,17 +50,17 @@ SessionStore::~SessionStore() {
   close(lock_fd_);  // last: the directory is free once the file is closed
 }
 
-int64_t SessionStore::unwaited_failures() const {
+int64_t SqliteSessionStore::unwaited_failures() const {
   absl::MutexLock lock(&mu_);
   return unwaited_failures_;
 }
 
-size_t SessionStore::max_queued_bytes_seen() const {
+size_t SqliteSessionStore::max_queued_bytes_seen() const {
   absl::MutexLock lock(&mu_);
   return max_queued_bytes_seen_;
 }
 
-absl::Status SessionStore::Exec(const char* sql) {
+absl::Status SqliteSessionStore::Exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     absl::Status s = StoreError(sqlite3_extended_errcode(db_), sql, err ? err : "?");
@@ -69,13 +70,13 @@ absl::Status SessionStore::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
-absl::Status SessionStore::ExecCached(const char* sql) {
+absl::Status SqliteSessionStore::ExecCached(const char* sql) {
   Stmt s(*writer_sql_, sql);
   return s.Run(sql);
 }
 
-absl::Status SessionStore::PutGroup(const std::string& id,
-                                    const std::vector<std::string>& members) {
+absl::Status SqliteSessionStore::PutGroup(const std::string& id,
+                                          const std::vector<std::string>& members) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kGroup;
   w->id = id;
@@ -83,9 +84,9 @@ absl::Status SessionStore::PutGroup(const std::string& id,
   return Submit(std::move(w), /*wait=*/true);
 }
 
-absl::Status SessionStore::DeleteGroup(const std::string& id,
-                                       const std::vector<std::string>& members,
-                                       std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::DeleteGroup(const std::string& id,
+                                             const std::vector<std::string>& members,
+                                             std::chrono::system_clock::time_point deadline) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kDeleteGroup;
   w->id = id;
@@ -93,7 +94,7 @@ absl::Status SessionStore::DeleteGroup(const std::string& id,
   return Submit(std::move(w), /*wait=*/true, deadline);
 }
 
-std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(SessionRecord r) {
+std::shared_ptr<SqliteSessionStore::Write> SqliteSessionStore::PutWrite(SessionRecord r) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kPut;
   w->id = std::move(r.id);
@@ -116,22 +117,14 @@ std::shared_ptr<SessionStore::Write> SessionStore::PutWrite(SessionRecord r) {
   return w;
 }
 
-absl::Status SessionStore::PutSession(const std::string& id, const v1::SessionSpec& spec,
-                                      std::string state, int64_t t,
-                                      const std::vector<v1::StepReply>& replies, bool checkpoint,
-                                      std::chrono::system_clock::time_point deadline) {
-  return PutSession(SessionRecord{id, spec, std::move(state), t, replies, checkpoint, nullptr},
-                    deadline);
-}
-
-absl::Status SessionStore::PutSession(SessionRecord record,
-                                      std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::PutSession(SessionRecord record,
+                                            std::chrono::system_clock::time_point deadline) {
   return Submit(PutWrite(std::move(record)), /*wait=*/true, deadline);
 }
 
-absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
-                                                const std::vector<SessionRecord>& members,
-                                                std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::PutGroupWithSessions(
+    const std::string& id, const std::vector<SessionRecord>& members,
+    std::chrono::system_clock::time_point deadline) {
   auto all = std::make_shared<Write>();
   all->kind = Write::kAll;
   all->id = id;
@@ -148,18 +141,18 @@ absl::Status SessionStore::PutGroupWithSessions(const std::string& id,
   return Submit(std::move(all), /*wait=*/true, deadline);
 }
 
-absl::Status SessionStore::DeleteSession(const std::string& id,
-                                         std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::DeleteSession(const std::string& id,
+                                               std::chrono::system_clock::time_point deadline) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kDelete;
   w->id = id;
   return Submit(std::move(w), /*wait=*/true, deadline);
 }
 
-absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::string state,
-                                      const v1::StepReply& reply, int keep_replies,
-                                      int keep_checkpoints,
-                                      std::chrono::system_clock::time_point deadline) {
+absl::Status SqliteSessionStore::CommitStep(const std::string& id, int64_t t, std::string state,
+                                            const v1::StepReply& reply, int keep_replies,
+                                            int keep_checkpoints,
+                                            std::chrono::system_clock::time_point deadline) {
   auto w = std::make_shared<Write>();
   w->kind = Write::kStep;
   w->id = id;
@@ -171,7 +164,7 @@ absl::Status SessionStore::CommitStep(const std::string& id, int64_t t, std::str
   return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
-absl::Status SessionStore::SaveReply(const Write& w) {
+absl::Status SqliteSessionStore::SaveReply(const Write& w) {
   // The cache keeps the rows keyed in (w.t - keep, w.t].  When it is full
   // and holds nothing older (the steady state), the oldest row becomes
   // this reply's: one statement, where an insert and a trim were two
@@ -204,7 +197,7 @@ absl::Status SessionStore::SaveReply(const Write& w) {
   return c.Text(1, w.id).Int(2, oldest).Run("trimming replies");
 }
 
-absl::Status SessionStore::ReplaceReplies(
+absl::Status SqliteSessionStore::ReplaceReplies(
     const std::string& id, const std::vector<std::pair<int64_t, std::string>>& replies) {
   Stmt clear(*writer_sql_, "DELETE FROM replies WHERE id = ?");
   if (absl::Status s = clear.Text(1, id).Run("clearing replies"); !s.ok()) return s;
@@ -223,7 +216,7 @@ absl::Status SessionStore::ReplaceReplies(
   return absl::OkStatus();
 }
 
-absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
+absl::Status SqliteSessionStore::DeleteSessionRows(const std::string& id) {
   Stmt a(*writer_sql_, "DELETE FROM sessions WHERE id = ?");
   if (absl::Status s = a.Text(1, id).Run("deleting a session"); !s.ok()) return s;
   Stmt b(*writer_sql_, "DELETE FROM replies WHERE id = ?");
@@ -234,7 +227,7 @@ absl::Status SessionStore::DeleteSessionRows(const std::string& id) {
   return DropParts(id, 0);
 }
 
-absl::Status SessionStore::LimitSize(int64_t max_bytes) {
+absl::Status SqliteSessionStore::LimitSize(int64_t max_bytes) {
   max_store_bytes_ = std::max<int64_t>(max_bytes, 0);  // side files (side_files.cc)
   if (max_bytes <= 0) return absl::OkStatus();
   Stmt page(db_, "PRAGMA page_size");
@@ -247,15 +240,15 @@ absl::Status SessionStore::LimitSize(int64_t max_bytes) {
   return limit.Run("limiting the store's size");
 }
 
-int64_t SessionStore::max_record_bytes() const {
+int64_t SqliteSessionStore::max_record_bytes() const {
   return sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1);
 }
 
-void SessionStore::LimitRecordBytesForTesting(int bytes) {
+void SqliteSessionStore::LimitRecordBytesForTesting(int bytes) {
   sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, bytes);
 }
 
-absl::Status SessionStore::Apply(const Write& w) {
+absl::Status SqliteSessionStore::Apply(const Write& w) {
   if (const int rc = fail_writes_rc_.load(); rc != SQLITE_OK && w.kind != Write::kLoadCheckpoint) {
     return StoreError(rc, "a write failed for a test", sqlite3_errstr(rc));
   }

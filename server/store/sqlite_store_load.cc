@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "core/state.h"
 #include "server/store/record_sum.h"
-#include "server/store/session_store.h"
+#include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
 #include "server/store/store_errors.h"
 #include "server/store/store_write.h"
@@ -36,8 +36,8 @@ std::string SumProblem(const Stmt& row, int col, int64_t computed) {
 
 }  // namespace
 
-absl::StatusOr<Checkpoint> SessionStore::JoinParts(const std::string& id, const std::string& head,
-                                                   int64_t count) {
+absl::StatusOr<Checkpoint> SqliteSessionStore::JoinParts(const std::string& id,
+                                                         const std::string& head, int64_t count) {
   if (count < 0 || count > (int64_t{1} << 40)) {
     return absl::DataLossError(absl::StrCat("state: ", count, " parts is not a part count"));
   }
@@ -75,7 +75,7 @@ absl::StatusOr<Checkpoint> SessionStore::JoinParts(const std::string& id, const 
   return joined;
 }
 
-absl::StatusOr<LoadedStore> SessionStore::LoadAll() {
+absl::StatusOr<LoadedStore> SqliteSessionStore::LoadAll() {
   LoadedStore out;
   std::vector<std::string> ids;
   {

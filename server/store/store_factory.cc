@@ -1,0 +1,36 @@
+#include "server/store/store_factory.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/store/sqlite_session_store.h"
+
+namespace f2obo::server {
+
+absl::StatusOr<std::unique_ptr<SessionStore>> OpenSessionStore(const StoreConfig& config) {
+  std::unique_ptr<SessionStore> store;
+  if (!config.uri.empty()) {
+    // The URI is not repeated: it may carry a password.
+    if (!absl::StartsWith(config.uri, "postgresql://") &&
+        !absl::StartsWith(config.uri, "postgres://")) {
+      return absl::InvalidArgumentError(
+          "--store: not a PostgreSQL URI (postgresql://USER@HOST:PORT/DB); leave it unset for "
+          "the embedded store in --data_dir");
+    }
+    return absl::UnimplementedError(
+        "--store: PostgreSQL store not built yet; leave --store unset for the embedded store "
+        "in --data_dir");
+  }
+  if (config.data_dir.empty()) return store;
+  absl::StatusOr<std::unique_ptr<SqliteSessionStore>> opened =
+      SqliteSessionStore::Open(config.data_dir, config.durability);
+  if (!opened.ok()) return opened.status();
+  store = *std::move(opened);
+  if (absl::Status limited = store->LimitSize(config.max_store_bytes); !limited.ok()) {
+    return absl::Status(limited.code(), absl::StrCat("--max_store_bytes: ", limited.message()));
+  }
+  return store;
+}
+
+}  // namespace f2obo::server
