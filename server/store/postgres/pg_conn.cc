@@ -47,6 +47,44 @@ absl::StatusCode CodeOfSqlState(absl::string_view s) {
   return absl::StatusCode::kInternal;
 }
 
+namespace {
+
+// `text` with every password `uri` holds replaced by "****": libpq's
+// messages do not repeat a password, except where it echoes a piece of a
+// malformed URI.
+std::string Scrubbed(std::string text, const std::string& uri) {
+  std::vector<std::string> secrets;
+  if (size_t scheme = uri.find("://"); scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = uri.find_first_of("/?", start);
+    const std::string authority = uri.substr(start, end == std::string::npos ? end : end - start);
+    const size_t at = authority.rfind('@');
+    const size_t colon = authority.find(':');
+    if (at != std::string::npos && colon != std::string::npos && colon < at) {
+      secrets.push_back(authority.substr(colon + 1, at - colon - 1));
+    }
+  }
+  char* err = nullptr;
+  if (PQconninfoOption* opts = PQconninfoParse(uri.c_str(), &err); opts != nullptr) {
+    for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+      if (std::strcmp(o->keyword, "password") == 0 && o->val != nullptr) {
+        secrets.emplace_back(o->val);
+      }
+    }
+    PQconninfoFree(opts);
+  }
+  if (err != nullptr) PQfreemem(err);
+  for (const std::string& secret : secrets) {
+    if (secret.empty()) continue;
+    for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
+      text.replace(at, secret.size(), "****");
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Conn>> Conn::Connect(const std::string& uri) {
   // Defaults first: the URI's own settings override them (expand_dbname).
   const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
@@ -54,7 +92,8 @@ absl::StatusOr<std::unique_ptr<Conn>> Conn::Connect(const std::string& uri) {
   PGconn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (c == nullptr) return absl::UnavailableError("PostgreSQL: out of memory connecting");
   if (PQstatus(c) != CONNECTION_OK) {
-    const std::string why(absl::StripTrailingAsciiWhitespace(PQerrorMessage(c)));
+    const std::string why =
+        Scrubbed(std::string(absl::StripTrailingAsciiWhitespace(PQerrorMessage(c))), uri);
     PQfinish(c);
     return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ", why));
   }

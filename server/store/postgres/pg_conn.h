@@ -43,7 +43,7 @@ class Result {
 // A statement parameter: text (ids, numbers as decimal), binary (bytea) or
 // NULL.
 struct Param {
-  Param(absl::string_view text) : bytes(text) {}  // NOLINT: implicit by design
+  Param(absl::string_view text) : bytes(text) {}   // NOLINT: implicit by design
   Param(const std::string& text) : bytes(text) {}  // NOLINT
   Param(const char* text) : bytes(text) {}         // NOLINT
   static Param Blob(absl::string_view b) {

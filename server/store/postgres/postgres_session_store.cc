@@ -75,20 +75,19 @@ absl::Status PostgresSessionStore::CreateSchema(pg::Conn& c) {
       return fail(r.status());
     }
   }
-  absl::StatusOr<pg::Result> exists =
-      c.Run("reading the schema version",
-            "SELECT (to_regclass('f2obo_schema') IS NOT NULL)::int::int8");
+  absl::StatusOr<pg::Result> exists = c.Run(
+      "reading the schema version", "SELECT (to_regclass('f2obo_schema') IS NOT NULL)::int::int8");
   if (!exists.ok()) return fail(exists.status());
   if (exists->Int(0, 0) == 1) {
-    absl::StatusOr<pg::Result> v = c.Run("reading the schema version",
-                                          "SELECT max(version)::bigint FROM f2obo_schema");
+    absl::StatusOr<pg::Result> v =
+        c.Run("reading the schema version", "SELECT max(version)::bigint FROM f2obo_schema");
     if (!v.ok()) return fail(v.status());
     const int64_t version = v->rows() > 0 && !v->IsNull(0, 0) ? v->Int(0, 0) : 0;
     if (version > kSchemaVersion) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          "the PostgreSQL store (", c.server(), ") holds schema version ", version,
-          ", written by a newer f2obo-server; this one reads up to version ", kSchemaVersion,
-          ": upgrade the server (nothing was written)")));
+      return fail(absl::FailedPreconditionError(
+          absl::StrCat("the PostgreSQL store (", c.server(), ") holds schema version ", version,
+                       ", written by a newer f2obo-server; this one reads up to version ",
+                       kSchemaVersion, ": upgrade the server (nothing was written)")));
     }
     if (version < 1) {
       return fail(absl::FailedPreconditionError(absl::StrCat(
@@ -133,8 +132,7 @@ absl::StatusOr<std::unique_ptr<pg::Conn>> PostgresSessionStore::Acquire(Deadline
   absl::MutexLock lock(&pool_mu_);
   if (!made.ok()) {
     --lent_;
-    return absl::UnavailableError(
-        absl::StrCat(made.status().message(), " (not written: retry)"));
+    return absl::UnavailableError(absl::StrCat(made.status().message(), " (not written: retry)"));
   }
   if (c != nullptr) ++broken_;
   if (broken_ > 0) {  // this one replaces a broken one
@@ -161,12 +159,21 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   if (std::chrono::system_clock::now() >= deadline) {
     return absl::DeadlineExceededError(absl::StrCat("deadline passed before ", what));
   }
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(deadline);
-  if (!acquired.ok()) return acquired.status();
-  std::unique_ptr<pg::Conn> c = *std::move(acquired);
+  std::unique_ptr<pg::Conn> c;
   absl::Status s;
-  if (grows) s = CheckSize(*c);
-  if (s.ok()) s = c->Exec(what, "BEGIN").status();
+  // A pooled connection that died with its server (a restart, a failover)
+  // is only found dead when used: if BEGIN finds it so, nothing was sent,
+  // and the transaction starts again on a new one.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(deadline);
+    if (!acquired.ok()) return acquired.status();
+    c = *std::move(acquired);
+    s = c->Exec(what, "BEGIN").status();
+    if (s.ok() || !c->broken()) break;
+    Release(std::move(c));
+  }
+  if (c == nullptr) return s;
+  if (s.ok() && grows) s = CheckSize(*c);
   if (s.ok() && !sync) s = c->Exec(what, "SET LOCAL synchronous_commit = off").status();
   if (s.ok()) s = body(*c);
   if (!s.ok()) {
@@ -189,9 +196,11 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
       again.ok() ? read_back(**again) : absl::StatusOr<bool>(again.status());
   if (again.ok()) Release(*std::move(again));
   if (!stored.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "PostgreSQL store, ", what, ": the connection broke during COMMIT and the outcome could "
-        "not be read back (", stored.status().message(), "); retry"));
+    return absl::UnavailableError(
+        absl::StrCat("PostgreSQL store, ", what,
+                     ": the connection broke during COMMIT and the outcome could "
+                     "not be read back (",
+                     stored.status().message(), "); retry"));
   }
   if (*stored) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat("PostgreSQL store, ", what,
@@ -219,17 +228,16 @@ absl::Status PostgresSessionStore::CheckSize(pg::Conn& c) {
                         : absl::OkStatus();
     }
   }
-  absl::StatusOr<pg::Result> r = c.Run(
-      "reading the store's size", "SELECT pg_database_size(current_database())::bigint");
+  absl::StatusOr<pg::Result> r =
+      c.Run("reading the store's size", "SELECT pg_database_size(current_database())::bigint");
   if (!r.ok()) return r.status();
   const int64_t size = r->Int(0, 0);
   absl::MutexLock lock(&mu_);
   size_checked_ms_ = NowMs();
   over_size_ = size >= cap;
   if (over_size_) {
-    return absl::ResourceExhaustedError(absl::StrCat("the PostgreSQL store holds ", size,
-                                                     " bytes, at its cap (--max_store_bytes ",
-                                                     cap, ")"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the PostgreSQL store holds ", size, " bytes, at its cap (--max_store_bytes ", cap, ")"));
   }
   return absl::OkStatus();
 }

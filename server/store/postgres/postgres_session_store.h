@@ -64,7 +64,7 @@ class PostgresSessionStore : public SessionStore {
   // host, port, user, never the password); FAILED_PRECONDITION if it holds
   // a newer schema (nothing written).
   static absl::StatusOr<std::unique_ptr<PostgresSessionStore>> Open(const std::string& uri,
-                                                                   Durability durability);
+                                                                    Durability durability);
   ~PostgresSessionStore() override;
 
   absl::StatusOr<LoadedStore> LoadAll() override;

@@ -19,8 +19,8 @@ namespace {
 std::string Dec(int64_t v) { return std::to_string(v); }
 }  // namespace
 
-absl::StatusOr<bool> PostgresSessionStore::StoredAt(pg::Conn& c, const std::string& id,
-                                                    int64_t t, const std::string* reply) {
+absl::StatusOr<bool> PostgresSessionStore::StoredAt(pg::Conn& c, const std::string& id, int64_t t,
+                                                    const std::string* reply) {
   absl::StatusOr<pg::Result> r =
       c.Run("reading a session back", "SELECT next_t FROM f2obo_sessions WHERE id = $1::text",
             {Param(id)});
@@ -62,8 +62,7 @@ absl::Status PostgresSessionStore::PutSession(SessionRecord record, Deadline dea
   const std::string id = record.id;
   const int64_t t = record.t;
   return Transact(
-      "storing a session", deadline, true,
-      [&](pg::Conn& c) { return InsertSession(c, record); },
+      "storing a session", deadline, true, [&](pg::Conn& c) { return InsertSession(c, record); },
       [&](pg::Conn& c) { return StoredAt(c, id, t, nullptr); });
 }
 
@@ -97,8 +96,9 @@ absl::Status PostgresSessionStore::PutGroup(const std::string& id,
         .status();
   };
   const auto read_back = [&](pg::Conn& c) -> absl::StatusOr<bool> {
-    absl::StatusOr<pg::Result> r = c.Run(
-        "reading a group back", "SELECT members FROM f2obo_groups WHERE id = $1::text", {Param(id)});
+    absl::StatusOr<pg::Result> r =
+        c.Run("reading a group back", "SELECT members FROM f2obo_groups WHERE id = $1::text",
+              {Param(id)});
     if (!r.ok()) return r.status();
     return r->rows() == 1 && r->Bytes(0, 0) == list;
   };
@@ -124,8 +124,9 @@ absl::Status PostgresSessionStore::PutGroupWithSessions(const std::string& id,
         .status();
   };
   const auto read_back = [&](pg::Conn& c) -> absl::StatusOr<bool> {
-    absl::StatusOr<pg::Result> r = c.Run(
-        "reading a group back", "SELECT members FROM f2obo_groups WHERE id = $1::text", {Param(id)});
+    absl::StatusOr<pg::Result> r =
+        c.Run("reading a group back", "SELECT members FROM f2obo_groups WHERE id = $1::text",
+              {Param(id)});
     if (!r.ok()) return r.status();
     return r->rows() == 1 && r->Bytes(0, 0) == list;
   };
@@ -184,8 +185,9 @@ absl::Status PostgresSessionStore::CommitSteps(std::vector<SessionStep> steps, i
   for (const SessionStep& s : steps) {
     if (!s.state.complete && NeedsCompleteState(s.id)) {
       return absl::FailedPreconditionError(
-          absl::StrCat("session '", s.id, "': an earlier step write failed, so this step must "
-                                          "write its state complete (not written)"));
+          absl::StrCat("session '", s.id,
+                       "': an earlier step write failed, so this step must "
+                       "write its state complete (not written)"));
     }
     ids.push_back(s.id);
   }
@@ -196,9 +198,9 @@ absl::Status PostgresSessionStore::CommitSteps(std::vector<SessionStep> steps, i
   std::vector<std::string> replies;
   for (const SessionStep& s : steps) replies.push_back(s.reply.SerializeAsString());
   const absl::Status s = Transact(
-      steps.size() == 1 ? absl::StrCat("storing step ", steps[0].t - 1, " of session '",
-                                       steps[0].id, "'")
-                        : absl::StrCat("storing a group step of ", steps.size(), " sessions"),
+      steps.size() == 1
+          ? absl::StrCat("storing step ", steps[0].t - 1, " of session '", steps[0].id, "'")
+          : absl::StrCat("storing a group step of ", steps.size(), " sessions"),
       deadline, durability_ == Durability::kSync,
       [&](pg::Conn& c) {
         for (size_t i = 0; i < steps.size(); ++i) {
@@ -226,10 +228,10 @@ absl::Status PostgresSessionStore::PutCheckpoint(const std::string& id, int64_t 
         return s.ok() ? TrimCheckpoints(c, id, std::max(keep, 1)) : s;
       },
       [&](pg::Conn& c) -> absl::StatusOr<bool> {
-        absl::StatusOr<pg::Result> r = c.Run(
-            "reading a checkpoint back",
-            "SELECT 1 FROM f2obo_checkpoints WHERE id = $1::text AND t = $2::bigint",
-            {Param(id), Param(Dec(t))});
+        absl::StatusOr<pg::Result> r =
+            c.Run("reading a checkpoint back",
+                  "SELECT 1 FROM f2obo_checkpoints WHERE id = $1::text AND t = $2::bigint",
+                  {Param(id), Param(Dec(t))});
         if (!r.ok()) return r.status();
         return r->rows() == 1;
       });
@@ -244,10 +246,10 @@ absl::Status PostgresSessionStore::PutCheckpoint(const std::string& id, int64_t 
         return s.ok() ? TrimCheckpoints(c, id, std::max(keep, 1)) : s;
       },
       [&](pg::Conn& c) -> absl::StatusOr<bool> {
-        absl::StatusOr<pg::Result> r = c.Run(
-            "reading a checkpoint back",
-            "SELECT 1 FROM f2obo_checkpoints WHERE id = $1::text AND t = $2::bigint",
-            {Param(id), Param(Dec(t))});
+        absl::StatusOr<pg::Result> r =
+            c.Run("reading a checkpoint back",
+                  "SELECT 1 FROM f2obo_checkpoints WHERE id = $1::text AND t = $2::bigint",
+                  {Param(id), Param(Dec(t))});
         if (!r.ok()) return r.status();
         return r->rows() == 1;
       });
@@ -258,12 +260,12 @@ absl::Status PostgresSessionStore::RollbackSession(const std::string& id, int64_
                                                    const std::vector<v1::StepReply>& replies,
                                                    int64_t from_t) {
   const auto body = [&](pg::Conn& c) -> absl::Status {
-    absl::StatusOr<pg::Result> moved = c.Run(
-        "rolling a session back",
-        "UPDATE f2obo_sessions SET state = $3::bytea, state_sum = $4::bigint, parts = NULL, "
-        "next_t = $2::bigint WHERE id = $1::text AND ($5::bigint < 0 OR next_t = $5::bigint)",
-        {Param(id), Param(Dec(t)), Param::Blob(state),
-         Param(Dec(RecordSum("state", id, t, state))), Param(Dec(from_t))});
+    absl::StatusOr<pg::Result> moved =
+        c.Run("rolling a session back",
+              "UPDATE f2obo_sessions SET state = $3::bytea, state_sum = $4::bigint, parts = NULL, "
+              "next_t = $2::bigint WHERE id = $1::text AND ($5::bigint < 0 OR next_t = $5::bigint)",
+              {Param(id), Param(Dec(t)), Param::Blob(state),
+               Param(Dec(RecordSum("state", id, t, state))), Param(Dec(from_t))});
     if (!moved.ok()) return moved.status();
     if (moved->affected() != 1) {
       absl::StatusOr<bool> there = StoredAt(c, id, kAnyT, nullptr);
@@ -276,7 +278,8 @@ absl::Status PostgresSessionStore::RollbackSession(const std::string& id, int64_
          {"DELETE FROM f2obo_state_parts WHERE id = $1::text AND $2::bigint >= 0",
           "DELETE FROM f2obo_checkpoint_parts WHERE id = $1::text AND t > $2::bigint",
           "DELETE FROM f2obo_checkpoints WHERE id = $1::text AND t > $2::bigint"}) {
-      if (absl::Status s = c.Run("rolling a session back", sql, {Param(id), Param(Dec(t))}).status();
+      if (absl::Status s =
+              c.Run("rolling a session back", sql, {Param(id), Param(Dec(t))}).status();
           !s.ok()) {
         return s;
       }
@@ -284,12 +287,11 @@ absl::Status PostgresSessionStore::RollbackSession(const std::string& id, int64_
     return ReplaceReplies(c, id, replies);
   };
   absl::Status s = Transact(
-      "rolling a session back", kNoDeadline, true, body,
-      [&](pg::Conn& c) -> absl::StatusOr<bool> {
-        absl::StatusOr<pg::Result> r = c.Run(
-            "reading a session back",
-            "SELECT state FROM f2obo_sessions WHERE id = $1::text AND next_t = $2::bigint",
-            {Param(id), Param(Dec(t))});
+      "rolling a session back", kNoDeadline, true, body, [&](pg::Conn& c) -> absl::StatusOr<bool> {
+        absl::StatusOr<pg::Result> r =
+            c.Run("reading a session back",
+                  "SELECT state FROM f2obo_sessions WHERE id = $1::text AND next_t = $2::bigint",
+                  {Param(id), Param(Dec(t))});
         if (!r.ok()) return r.status();
         return r->rows() == 1 && r->Bytes(0, 0) == state;
       });
@@ -312,8 +314,9 @@ absl::Status PostgresSessionStore::PutFence(const std::string& key, const std::s
         .status();
   };
   const auto read_back = [&](pg::Conn& c) -> absl::StatusOr<bool> {
-    absl::StatusOr<pg::Result> r = c.Run(
-        "reading a fence back", "SELECT target FROM f2obo_fences WHERE key = $1::text", {Param(key)});
+    absl::StatusOr<pg::Result> r =
+        c.Run("reading a fence back", "SELECT target FROM f2obo_fences WHERE key = $1::text",
+              {Param(key)});
     if (!r.ok()) return r.status();
     return target.empty() ? r->rows() == 0 : r->rows() == 1 && r->Bytes(0, 0) == target;
   };

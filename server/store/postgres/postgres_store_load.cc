@@ -35,9 +35,8 @@ std::string SumProblem(const pg::Result& r, int row, int col, absl::string_view 
 // Joins `head` with the part rows `sql` returns (idx, part, part_sum) for
 // (id, t): each verified (tag `tag`, bound to id and idx) and decoded into
 // the state as it is read.
-absl::StatusOr<Checkpoint> JoinRows(pg::Conn& c, const char* sql, const std::string& id,
-                                    int64_t t, const std::string& head, int64_t count,
-                                    absl::string_view tag) {
+absl::StatusOr<Checkpoint> JoinRows(pg::Conn& c, const char* sql, const std::string& id, int64_t t,
+                                    const std::string& head, int64_t count, absl::string_view tag) {
   if (count < 0 || count > (int64_t{1} << 40)) {
     return absl::DataLossError(absl::StrCat("state: ", count, " parts is not a part count"));
   }
@@ -128,10 +127,10 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() {
       continue;
     }
     st.state = *std::move(decoded);
-    absl::StatusOr<pg::Result> replies = c.Run(
-        "reading replies",
-        "SELECT t, reply, reply_sum FROM f2obo_replies WHERE id = $1::text ORDER BY t",
-        {Param(id)});
+    absl::StatusOr<pg::Result> replies =
+        c.Run("reading replies",
+              "SELECT t, reply, reply_sum FROM f2obo_replies WHERE id = $1::text ORDER BY t",
+              {Param(id)});
     if (!replies.ok()) {
       s = replies.status();
       break;
@@ -165,8 +164,8 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() {
     out.sessions.push_back(std::move(st));
   }
   if (s.ok()) {
-    absl::StatusOr<pg::Result> groups = c.Run(
-        "listing groups", "SELECT id, members, members_sum FROM f2obo_groups ORDER BY id");
+    absl::StatusOr<pg::Result> groups =
+        c.Run("listing groups", "SELECT id, members, members_sum FROM f2obo_groups ORDER BY id");
     s = groups.status();
     for (int i = 0; s.ok() && i < groups->rows(); ++i) {
       StoredGroup g;
@@ -213,11 +212,11 @@ absl::StatusOr<Checkpoint> PostgresSessionStore::ReadCheckpoint(const std::strin
         !s.ok()) {
       return s;
     }
-    absl::StatusOr<pg::Result> row = c.Run(
-        "reading a checkpoint",
-        "SELECT state, state_sum, parts FROM f2obo_checkpoints WHERE id = $1::text AND t = "
-        "$2::bigint",
-        {Param(id), Param(Dec(t))});
+    absl::StatusOr<pg::Result> row =
+        c.Run("reading a checkpoint",
+              "SELECT state, state_sum, parts FROM f2obo_checkpoints WHERE id = $1::text AND t = "
+              "$2::bigint",
+              {Param(id), Param(Dec(t))});
     if (!row.ok()) return row.status();
     if (row->rows() == 0) {
       return absl::NotFoundError(
@@ -238,8 +237,8 @@ absl::StatusOr<Checkpoint> PostgresSessionStore::ReadCheckpoint(const std::strin
                                      "WHERE id = $1::text AND t = $2::bigint ORDER BY idx",
                                      id, t, head, row->Int(0, 2), "checkpoint part");
     if (!decoded.ok()) {
-      return absl::DataLossError(absl::StrCat("checkpoint ", t, " of session '", id,
-                                              "': ", decoded.status().message()));
+      return absl::DataLossError(
+          absl::StrCat("checkpoint ", t, " of session '", id, "': ", decoded.status().message()));
     }
     return decoded;
   }();
@@ -248,8 +247,7 @@ absl::StatusOr<Checkpoint> PostgresSessionStore::ReadCheckpoint(const std::strin
   return out;
 }
 
-absl::StatusOr<std::string> PostgresSessionStore::LoadCheckpoint(const std::string& id,
-                                                                 int64_t t) {
+absl::StatusOr<std::string> PostgresSessionStore::LoadCheckpoint(const std::string& id, int64_t t) {
   std::string whole;
   absl::StatusOr<Checkpoint> c = ReadCheckpoint(id, t, &whole);
   if (!c.ok()) return c.status();

@@ -27,9 +27,9 @@ std::string Sum(absl::string_view tag, absl::string_view id, int64_t t, absl::st
 // stored (NOT_FOUND) or is at another step index (ABORTED: another server
 // committed; the caller reloads it and answers from what is stored).
 absl::Status Missed(pg::Conn& c, const std::string& id, int64_t from) {
-  absl::StatusOr<pg::Result> r = c.Run("reading a session's step index",
-                                       "SELECT next_t FROM f2obo_sessions WHERE id = $1::text",
-                                       {Param(id)});
+  absl::StatusOr<pg::Result> r =
+      c.Run("reading a session's step index",
+            "SELECT next_t FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) {
     return absl::NotFoundError(absl::StrCat("session '", id, "' is not in the store"));
@@ -56,8 +56,8 @@ absl::Status PostgresSessionStore::DeleteSessionRows(pg::Conn& c, const std::str
 
 absl::Status PostgresSessionStore::ReplaceReplies(pg::Conn& c, const std::string& id,
                                                   const std::vector<v1::StepReply>& replies) {
-  if (absl::Status s = Ok(c.Run("replacing replies",
-                                "DELETE FROM f2obo_replies WHERE id = $1::text", {Param(id)}));
+  if (absl::Status s = Ok(
+          c.Run("replacing replies", "DELETE FROM f2obo_replies WHERE id = $1::text", {Param(id)}));
       !s.ok()) {
     return s;
   }
@@ -81,15 +81,15 @@ absl::Status PostgresSessionStore::InsertSession(pg::Conn& c, const SessionRecor
   if (absl::Status s = DeleteSessionRows(c, r.id); !s.ok()) return s;
   const std::string spec = r.spec.SerializeAsString();
   const bool in_parts = r.parts != nullptr;
-  if (absl::Status s = Ok(c.Run(
-          "storing a session",
-          "INSERT INTO f2obo_sessions (id, spec, spec_sum, state, state_sum, parts, next_t) "
-          "VALUES ($1::text, $2::bytea, $3::bigint, $4::bytea, $5::bigint, $6::bigint, "
-          "$7::bigint)",
-          {Param(r.id), Param::Blob(spec), Param(Sum("spec", r.id, 0, spec)),
-           Param::Blob(r.state), Param(Sum("state", r.id, r.t, r.state)),
-           in_parts ? Param(Dec(static_cast<int64_t>(r.parts->aux.size()))) : Param::Null(),
-           Param(Dec(r.t))}));
+  if (absl::Status s = Ok(
+          c.Run("storing a session",
+                "INSERT INTO f2obo_sessions (id, spec, spec_sum, state, state_sum, parts, next_t) "
+                "VALUES ($1::text, $2::bytea, $3::bigint, $4::bytea, $5::bigint, $6::bigint, "
+                "$7::bigint)",
+                {Param(r.id), Param::Blob(spec), Param(Sum("spec", r.id, 0, spec)),
+                 Param::Blob(r.state), Param(Sum("state", r.id, r.t, r.state)),
+                 in_parts ? Param(Dec(static_cast<int64_t>(r.parts->aux.size()))) : Param::Null(),
+                 Param(Dec(r.t))}));
       !s.ok()) {
     return s;
   }
@@ -157,11 +157,12 @@ absl::Status PostgresSessionStore::InsertCheckpointParts(pg::Conn& c, const std:
   }
   for (const auto& [idx, bytes] : parts.rows) {
     if (bytes.empty() || idx >= parts.count) continue;
-    if (absl::Status s = Ok(c.Run("storing a checkpoint part",
-                                  "INSERT INTO f2obo_checkpoint_parts (id, t, idx, part, part_sum) "
-                                  "VALUES ($1::text, $2::bigint, $3::bigint, $4::bytea, $5::bigint)",
-                                  {Param(id), Param(Dec(t)), Param(Dec(idx)), Param::Blob(bytes),
-                                   Param(Sum("checkpoint part", id, idx, bytes))}));
+    if (absl::Status s =
+            Ok(c.Run("storing a checkpoint part",
+                     "INSERT INTO f2obo_checkpoint_parts (id, t, idx, part, part_sum) "
+                     "VALUES ($1::text, $2::bigint, $3::bigint, $4::bytea, $5::bigint)",
+                     {Param(id), Param(Dec(t)), Param(Dec(idx)), Param::Blob(bytes),
+                      Param(Sum("checkpoint part", id, idx, bytes))}));
         !s.ok()) {
       return s;
     }
@@ -172,13 +173,13 @@ absl::Status PostgresSessionStore::InsertCheckpointParts(pg::Conn& c, const std:
   // empty are not copied: they are empty now.)
   std::string given;
   for (const auto& row : parts.rows) absl::StrAppend(&given, given.empty() ? "" : ",", row.first);
-  return Ok(c.Run("copying unchanged checkpoint parts",
-                  "INSERT INTO f2obo_checkpoint_parts (id, t, idx, part, part_sum) "
-                  "SELECT id, $2::bigint, idx, part, part_sum FROM f2obo_checkpoint_parts "
-                  "WHERE id = $1::text AND t = $3::bigint AND idx < $4::bigint "
-                  "AND NOT (idx = ANY (('{' || $5::text || '}')::bigint[]))",
-                  {Param(id), Param(Dec(t)), Param(Dec(parts.base)), Param(Dec(parts.count)),
-                   Param(given)}));
+  return Ok(c.Run(
+      "copying unchanged checkpoint parts",
+      "INSERT INTO f2obo_checkpoint_parts (id, t, idx, part, part_sum) "
+      "SELECT id, $2::bigint, idx, part, part_sum FROM f2obo_checkpoint_parts "
+      "WHERE id = $1::text AND t = $3::bigint AND idx < $4::bigint "
+      "AND NOT (idx = ANY (('{' || $5::text || '}')::bigint[]))",
+      {Param(id), Param(Dec(t)), Param(Dec(parts.base)), Param(Dec(parts.count)), Param(given)}));
 }
 
 absl::Status PostgresSessionStore::TrimCheckpoints(pg::Conn& c, const std::string& id, int keep) {
@@ -209,16 +210,16 @@ absl::Status PostgresSessionStore::StepRows(pg::Conn& c, const std::string& id, 
   if (!moved.ok()) return moved.status();
   if (moved->affected() != 1) return Missed(c, id, t - 1);
   if (parts == nullptr || parts->complete) {
-    if (absl::Status s = Ok(c.Run("storing a step",
-                                  "DELETE FROM f2obo_state_parts WHERE id = $1::text", {Param(id)}));
+    if (absl::Status s = Ok(c.Run(
+            "storing a step", "DELETE FROM f2obo_state_parts WHERE id = $1::text", {Param(id)}));
         !s.ok()) {
       return s;
     }
   } else if (parts->trim) {
-    if (absl::Status s = Ok(c.Run(
-            "storing a step",
-            "DELETE FROM f2obo_state_parts WHERE id = $1::text AND idx >= $2::bigint",
-            {Param(id), Param(Dec(parts->aux_count))}));
+    if (absl::Status s =
+            Ok(c.Run("storing a step",
+                     "DELETE FROM f2obo_state_parts WHERE id = $1::text AND idx >= $2::bigint",
+                     {Param(id), Param(Dec(parts->aux_count))}));
         !s.ok()) {
       return s;
     }
@@ -240,12 +241,12 @@ absl::Status PostgresSessionStore::StepRows(pg::Conn& c, const std::string& id, 
     }
   }
   // The reply, keyed by t; the cache keeps the keys in (t - keep, t].
-  if (absl::Status s = Ok(c.Run(
-          "storing a step's reply",
-          "INSERT INTO f2obo_replies (id, t, reply, reply_sum) VALUES ($1::text, $2::bigint, "
-          "$3::bytea, $4::bigint) ON CONFLICT (id, t) DO UPDATE SET reply = EXCLUDED.reply, "
-          "reply_sum = EXCLUDED.reply_sum",
-          {Param(id), Param(Dec(t)), Param::Blob(reply), Param(Sum("reply", id, t, reply))}));
+  if (absl::Status s = Ok(
+          c.Run("storing a step's reply",
+                "INSERT INTO f2obo_replies (id, t, reply, reply_sum) VALUES ($1::text, $2::bigint, "
+                "$3::bytea, $4::bigint) ON CONFLICT (id, t) DO UPDATE SET reply = EXCLUDED.reply, "
+                "reply_sum = EXCLUDED.reply_sum",
+                {Param(id), Param(Dec(t)), Param::Blob(reply), Param(Sum("reply", id, t, reply))}));
       !s.ok()) {
     return s;
   }

@@ -371,8 +371,11 @@ absl::StatusOr<std::string> PgCluster::Query(const PgServer& s, const std::strin
   // database may not exist yet (sql "": create it).
   const bool create = sql.empty();
   const std::string conninfo =
-      absl::StrCat("host=", dir_, " port=", s.port(), " user=", user_,
-                   " dbname=", create ? "postgres" : db.empty() ? database_ : db, " connect_timeout=10");
+      absl::StrCat("host=", dir_, " port=", s.port(), " user=", user_, " dbname=",
+                   create       ? "postgres"
+                   : db.empty() ? database_
+                                : db,
+                   " connect_timeout=10");
   PGconn* conn = PQconnectdb(conninfo.c_str());
   std::string out;
   absl::Status status;

@@ -3,8 +3,6 @@
 // what it adds to the store contract — compare-and-set between servers,
 // schema refusal, connection failures, commit-unknown resolved by reading
 // back, and kill -9 of the database mid-stream losing no acknowledged step.
-#include "server/store/postgres/postgres_session_store.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +11,7 @@
 #include <thread>
 
 #include "core/state.h"
+#include "server/store/postgres/postgres_session_store.h"
 #include "tests/server/store/postgres/pg_cluster.h"
 
 namespace f2obo::server {
@@ -169,8 +168,7 @@ TEST_F(PostgresStoreTest, TwoServersNeverBothCommitOneStep) {
 TEST_F(PostgresStoreTest, NewerSchemaIsRefusedAndNothingWritten) {
   { ASSERT_NE(Open(), nullptr); }
   Sql("UPDATE f2obo_schema SET version = 99");
-  const std::string tables =
-      Sql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'");
+  const std::string tables = Sql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'");
   absl::StatusOr<std::unique_ptr<PostgresSessionStore>> s =
       PostgresSessionStore::Open(uri_, Durability::kSync);
   ASSERT_FALSE(s.ok());
@@ -182,8 +180,9 @@ TEST_F(PostgresStoreTest, NewerSchemaIsRefusedAndNothingWritten) {
 }
 
 TEST_F(PostgresStoreTest, WrongPasswordAndNoServerAreRefusedWithoutThePassword) {
-  const std::string wrong = "postgresql://" + pg_->user() + ":sekret-wrong-pw@127.0.0.1:" +
-                            std::to_string(pg_->primary().port()) + "/" + db_;
+  const std::string wrong = "postgresql://" + pg_->user() +
+                            ":sekret-wrong-pw@127.0.0.1:" + std::to_string(pg_->primary().port()) +
+                            "/" + db_;
   absl::StatusOr<std::unique_ptr<PostgresSessionStore>> s =
       PostgresSessionStore::Open(wrong, Durability::kSync);
   ASSERT_FALSE(s.ok());
@@ -266,8 +265,10 @@ TEST_F(PostgresStoreTest, CommitWhoseOutcomeIsUnknownIsReadBack) {
   ASSERT_TRUE(pg_->standby().Kill().ok());  // commits now wait for it
   absl::Status step;
   std::thread t([&] { step = store->CommitStep("s", 2, StateBytes(2, 1), ReplyFor("s", 1), 4); });
-  const std::string waiting = "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' "
-                              "AND datname = '" + db_ + "'";
+  const std::string waiting =
+      "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' "
+      "AND datname = '" +
+      db_ + "'";
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   std::string pid;
   while (pid.empty() && std::chrono::steady_clock::now() < limit) {
