@@ -4,7 +4,7 @@
 # that its runtime packages provide every library the binaries load.)
 FROM debian:12 AS build
 # The image runs on CPUs other than the build's, so it is compiled for a
-# documented baseline instead of -march=native (README, "Build"); the binaries
+# documented baseline instead of -march=native (docs/operations.md, "Build"); the binaries
 # refuse to start, naming the missing features, on a CPU below it.
 # `docker build --build-arg F2OBO_ARCH=native .` builds for the build host.
 ARG F2OBO_ARCH=x86-64-v3

@@ -3,6 +3,7 @@
 #ifndef F2OBO_CORE_SESSION_CONFIG_H_
 #define F2OBO_CORE_SESSION_CONFIG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -13,6 +14,8 @@
 #include "core/types.h"
 
 namespace f2obo {
+
+inline constexpr size_t kMaxClientMetadataBytes = 65536;
 
 struct SessionConfig {
   ProblemClass problem_class = ProblemClass::kBilevel;
@@ -29,6 +32,10 @@ struct SessionConfig {
   // empty z0 is y0.  A given x0 must lie in X.
   Vector x0, y0, z0;
   uint64_t seed = 0;
+  // Opaque to the service: what the client keeps with the session (e.g.
+  // the fingerprint of the model y flattens); bounded by
+  // kMaxClientMetadataBytes.
+  std::string client_metadata;
 };
 
 }  // namespace f2obo

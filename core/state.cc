@@ -160,7 +160,6 @@ class Reader {
   absl::string_view in_;
 };
 
-bool BitEqual(double a, double b) { return std::memcmp(&a, &b, 8) == 0; }
 bool BitEqual(const Vector& a, const Vector& b) {
   // An empty Eigen vector's data() is null, which memcmp may not be given
   // even with a zero length (UBSan, the fuzzer: empty algorithm vectors).

@@ -59,6 +59,10 @@ def clang_args(entry):
             skip = False
         elif a in ("-o", "-c"):
             skip = True
+        elif a == "-Werror":
+            # The build's -Werror (F2OBO_WERROR) is for the build's compiler;
+            # here only the analysis decides (FLAGS), not clang's other warnings.
+            continue
         elif a != "ccache" and not a.endswith("/ccache"):
             out.append(a)
     return out

@@ -17,9 +17,11 @@ constexpr auto kPoll = std::chrono::milliseconds(10);
 constexpr auto kGrace = std::chrono::seconds(1);
 
 // Copies `bytes` (little-endian float64, the x86 and aarch64 layout) into
-// `out`, which has `n` entries; INVALID_ARGUMENT naming `field` unless
-// there are exactly n of them, all finite.
-absl::Status CopyVector(const std::string& bytes, int n, const std::string& field, Vector* out) {
+// `out`, which has `n` entries; INVALID_ARGUMENT naming `field` (and, for
+// a number that is not finite, `what` it is) unless there are exactly n of
+// them, all finite.
+absl::Status CopyVector(const std::string& bytes, int n, const std::string& field,
+                        const std::string& what, Vector* out) {
   const size_t want = static_cast<size_t>(n) * sizeof(double);
   if (bytes.size() != want) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", bytes.size(), " bytes, expected ",
@@ -29,7 +31,7 @@ absl::Status CopyVector(const std::string& bytes, int n, const std::string& fiel
   for (int i = 0; i < n; ++i) {
     if (!std::isfinite((*out)[i])) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, "[", i, "]: ", (*out)[i], " is not finite"));
+          absl::StrCat(field, "[", i, "]: ", (*out)[i], " is not finite (", what, ")"));
     }
   }
   return absl::OkStatus();
@@ -195,9 +197,7 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
     }
   }
   if (!stream_->Write(out)) {
-    return absl::UnavailableError(absl::StrCat("step ", shape_.t,
-                                               ": the client went away (a request could not be "
-                                               "written); round discarded, session unchanged"));
+    return absl::UnavailableError("the client went away (a request could not be written)");
   }
   v1::OracleAnswers answers;
   if (absl::Status s = Receive(&answers, first, queries.size()); !s.ok()) return s;
@@ -208,28 +208,20 @@ absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, s
   const std::string asked = absl::StrCat("queries ", first, "..", first + count - 1);
   v1::OracleClientMessage in;
   watchdog_->Arm(&control_);
-  v1::ClearDecodeFailure();
-  const bool read = stream_->Read(&in);
+  const absl::StatusOr<bool> read = v1::ReadMessage(stream_, &in);
   if (absl::Status fired = watchdog_->Disarm(); !fired.ok()) return fired;
-  if (!read) {
-    if (std::optional<grpc::Status> bad = v1::TakeDecodeFailure()) {
-      return absl::InvalidArgumentError(bad->error_message());
-    }
+  if (!read.ok()) return read.status();  // a message that could not be decoded
+  if (!*read) {
     if (ctx_->IsCancelled()) {
-      return absl::CancelledError(absl::StrCat("step ", shape_.t,
-                                               ": the client cancelled the call while the round "
-                                               "waited for its answers to ",
-                                               asked, "; round discarded, session unchanged"));
+      return absl::CancelledError(absl::StrCat(
+          "the client cancelled the call while the round waited for its answers to ", asked));
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("step ", shape_.t,
-                     ": the client closed the stream while the round waited "
-                     "for its answers to ",
-                     asked, "; round discarded, session unchanged"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the client closed the stream while the round waited for its answers to ", asked));
   }
   if (!in.has_answers()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("step ", shape_.t, ": expected the answers to ", asked,
+        absl::StrCat("expected the answers to ", asked,
                      ", got another message (open: a step is already running on this stream)"));
   }
   *answers = std::move(*in.mutable_answers());
@@ -239,7 +231,8 @@ absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, s
 absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first,
                                 absl::Span<OracleQuery> queries) const {
   const size_t n = queries.size();
-  const std::string prefix = absl::StrCat("step ", shape_.t, ": answers");
+  // (Session::Prepare says which step.)
+  const std::string prefix = "answers";
   if (static_cast<size_t>(answers.answers_size()) != n) {
     return absl::InvalidArgumentError(
         absl::StrCat(prefix, ": ", answers.answers_size(), " answers to a request of ", n,
@@ -261,10 +254,15 @@ absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first
     }
     seen[k] = true;
     OracleQuery& q = queries[k];
+    // What the client was asked, for its errors: "g's gradient in y (query 7)".
+    const char* fn = q.function == OracleQuery::Function::kF ? "f" : "g";
+    const auto what = [&](const char* of) {
+      return absl::StrCat(fn, "'s ", of, " (query ", a.query(), ")");
+    };
     if (q.value != nullptr) {
       if (!std::isfinite(a.value())) {
         return absl::InvalidArgumentError(
-            absl::StrCat(field, ".value: ", a.value(), " is not finite"));
+            absl::StrCat(field, ".value: ", a.value(), " is not finite (", what("value"), ")"));
       }
       *q.value = a.value();
     }
@@ -272,6 +270,7 @@ absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first
                                                              {q.grad_y, &a.grad_y()}};
     const int dims[2] = {shape_.x_dim, shape_.y_dim};
     const char* names[2] = {".grad_x", ".grad_y"};
+    const char* ofs[2] = {"gradient in x", "gradient in y"};
     for (int j = 0; j < 2; ++j) {
       if (grads[j].first == nullptr) {
         if (!grads[j].second->empty()) {
@@ -281,7 +280,8 @@ absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first
         continue;
       }
       if (absl::Status s =
-              CopyVector(*grads[j].second, dims[j], absl::StrCat(field, names[j]), grads[j].first);
+              CopyVector(*grads[j].second, dims[j], absl::StrCat(field, names[j]), what(ofs[j]),
+                         grads[j].first);
           !s.ok()) {
         return s;
       }

@@ -20,14 +20,6 @@ absl::Status Assign(absl::StatusOr<T> result, T* out) {
   return absl::OkStatus();
 }
 
-// The next message of a stream (see StreamEnd): a decode failure left on
-// this thread by an earlier call is cleared first.
-template <typename Stream, typename Request>
-bool ReadRequest(Stream* stream, Request* request) {
-  v1::ClearDecodeFailure();
-  return stream->Read(request);
-}
-
 }  // namespace
 
 F2oboService::InFlight::InFlight(F2oboService* service) : service_(service) {
@@ -57,13 +49,10 @@ bool F2oboService::WaitIdle(std::chrono::steady_clock::time_point deadline) {
   return idle_mu_.AwaitWithTimeout(absl::Condition(&idle), left);
 }
 
-grpc::Status F2oboService::StreamEnd(const char* method) {
-  // Read() returns false both at the client's end of the stream and on a
-  // message that could not be decoded; only the latter is an error.
-  std::optional<grpc::Status> undecodable = v1::TakeDecodeFailure();
-  if (!undecodable.has_value()) return grpc::Status::OK;
-  if (observer_ != nullptr) observer_->OnRpc(method, undecodable->error_code(), 0.0);
-  return *undecodable;
+grpc::Status F2oboService::Undecodable(const char* method, const absl::Status& refused) {
+  const grpc::Status status = ToGrpcStatus(refused);
+  if (observer_ != nullptr) observer_->OnRpc(method, status.error_code(), 0.0);
+  return status;
 }
 
 grpc::Status F2oboService::Refuse(const char* method) {
@@ -160,26 +149,10 @@ grpc::Status F2oboService::Step(grpc::ServerContext* ctx, const v1::StepRequest*
 
 grpc::Status F2oboService::Steps(grpc::ServerContext* ctx,
                                  grpc::ServerReaderWriter<v1::StepReply, v1::StepRequest>* stream) {
-  // Authorize the stream itself, even one that never sends a message.
-  const grpc::Status allowed = OpenStream("Steps", "StepsOpen", ctx);
-  if (!allowed.ok()) return allowed;
-  v1::StepRequest req;
-  while (ReadRequest(stream, &req)) {
-    // The round and its reply are one unit for a graceful shutdown: a
-    // step applied (and persisted) is also answered.
-    const InFlight round(this);
-    if (!round.admitted()) return Refuse("Steps");
-    v1::StepReply reply;
-    const grpc::Status status =
-        Serve("Steps", ctx, &req, [&] { return Assign(sessions_->Step(req, ctx), &reply); });
-    if (!status.ok()) return status;
-    // No lock is held here: a slow reader only slows its own stream.  (A
-    // cancelled stream ends at its next Read; ctx->IsCancelled() is not
-    // asked here, as in the sync API it polls the call's queue, a cost
-    // comparable to a tiny step's: call_round_control.h.)
-    if (!stream->Write(reply)) break;
-  }
-  return StreamEnd("Steps");
+  return ServeStream("Steps", "StepsOpen", ctx, stream,
+                     [&](const v1::StepRequest& req, v1::StepReply* reply) {
+                       return Assign(sessions_->Step(req, ctx), reply);
+                     });
 }
 
 grpc::Status F2oboService::GetDecision(grpc::ServerContext* ctx, const v1::GetDecisionRequest* req,
@@ -270,12 +243,11 @@ grpc::Status F2oboService::ImportSessionStream(
   if (!in_flight.admitted()) return Refuse("ImportSessionStream");
   return Serve("ImportSessionStream", ctx, nullptr, [&] {
     const auto read = [&](v1::ImportSessionStreamRequest* m) -> absl::StatusOr<bool> {
-      if (ReadRequest(reader, m)) {
+      const absl::StatusOr<bool> got = v1::ReadMessage(reader, m);
+      if (!got.ok()) return got.status();  // a message that could not be decoded
+      if (*got) {
         if (absl::Status s = CheckStringBounds(*m); !s.ok()) return s;
         return true;
-      }
-      if (std::optional<grpc::Status> bad = v1::TakeDecodeFailure(); bad.has_value()) {
-        return absl::Status(static_cast<absl::StatusCode>(bad->error_code()), bad->error_message());
       }
       if (ctx->IsCancelled()) {
         return absl::CancelledError("the import was cancelled by its client; nothing imported");
@@ -368,13 +340,16 @@ grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroup
 
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
                                      v1::GroupStepReply* out) {
-  return Handle("StepGroup", ctx, req, [&] {
-    // A fenced group is refused as a whole (its members also check).
-    if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
-    absl::Status s = Assign(groups_->Step(*req, ctx), out);
-    if (s.ok()) ReportMembers(*out);
-    return s;
-  });
+  return Handle("StepGroup", ctx, req, [&] { return GroupStep(*req, ctx, out); });
+}
+
+absl::Status F2oboService::GroupStep(const v1::GroupStepRequest& req, grpc::ServerContext* ctx,
+                                     v1::GroupStepReply* out) {
+  // A fenced group is refused as a whole (its members also check).
+  if (absl::Status s = sessions_->CheckFence(req.group_id()); !s.ok()) return s;
+  absl::Status s = Assign(groups_->Step(req, ctx), out);
+  if (s.ok()) ReportMembers(*out);
+  return s;
 }
 
 grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx, const v1::DeleteGroupRequest* req,
@@ -395,23 +370,10 @@ grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx, const v1::Delet
 grpc::Status F2oboService::StepsGroup(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::GroupStepReply, v1::GroupStepRequest>* stream) {
-  const grpc::Status allowed = OpenStream("StepsGroup", "StepsGroupOpen", ctx);  // as in Steps
-  if (!allowed.ok()) return allowed;
-  v1::GroupStepRequest req;
-  while (ReadRequest(stream, &req)) {
-    const InFlight round(this);  // as in Steps
-    if (!round.admitted()) return Refuse("StepsGroup");
-    v1::GroupStepReply reply;
-    const grpc::Status status = Serve("StepsGroup", ctx, &req, [&] {
-      if (absl::Status s = sessions_->CheckFence(req.group_id()); !s.ok()) return s;
-      absl::Status s = Assign(groups_->Step(req, ctx), &reply);
-      if (s.ok()) ReportMembers(reply);
-      return s;
-    });
-    if (!status.ok()) return status;
-    if (!stream->Write(reply)) break;  // (as in Steps)
-  }
-  return StreamEnd("StepsGroup");
+  return ServeStream("StepsGroup", "StepsGroupOpen", ctx, stream,
+                     [&](const v1::GroupStepRequest& req, v1::GroupStepReply* reply) {
+                       return GroupStep(req, ctx, reply);
+                     });
 }
 
 }  // namespace f2obo::server

@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "f2obo/v1/decode_traits.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/auth.h"
 #include "server/groups.h"
@@ -167,9 +168,26 @@ class F2oboService final : public v1::F2obo::Service {
       grpc::ServerReaderWriter<v1::OracleServerMessage, v1::OracleClientMessage>* stream,
       const v1::OracleStepOpen& open, OracleWatchdog* watchdog, OraclePoints* points,
       v1::OracleServerMessage* out);
-  // A stream's status once Read() returned false: OK at the client's end,
-  // INVALID_ARGUMENT (reported) when a message could not be decoded.
-  grpc::Status StreamEnd(const char* method);
+  // The one loop of the step streams (Steps, StepsGroup, OracleSteps):
+  // authorizes the stream when it opens (reported as `open_label`), then
+  // for each message admits the round and its reply as one unit of work
+  // (a step applied, and persisted, is also answered before a graceful
+  // shutdown ends), serves it (Serve: `step(request, &reply)`) and writes
+  // the reply.  The stream ends at the client's end (OK), when a reply
+  // cannot be written (the client went away: OK), with the first message
+  // that fails (its status), or on a message that could not be decoded
+  // (INVALID_ARGUMENT, reported as `method`); with `stop_when_cancelled`,
+  // also at a cancellation seen after a reply.
+  template <typename Request, typename Reply, typename StepFn>
+  grpc::Status ServeStream(const char* method, const char* open_label, grpc::ServerContext* ctx,
+                           grpc::ServerReaderWriter<Reply, Request>* stream, const StepFn& step,
+                           bool stop_when_cancelled = false);
+  // The refusal of a stream message that could not be decoded, reported.
+  grpc::Status Undecodable(const char* method, const absl::Status& refused);
+  // StepGroup's and StepsGroup's step: the group's fence, the step, its
+  // members' outcomes reported.
+  absl::Status GroupStep(const v1::GroupStepRequest& request, grpc::ServerContext* ctx,
+                         v1::GroupStepReply* out);
 
   SessionManager* const sessions_;
   GroupManager* const groups_;
@@ -181,6 +199,34 @@ class F2oboService final : public v1::F2obo::Service {
   absl::Mutex idle_mu_;
   int in_flight_ ABSL_GUARDED_BY(idle_mu_) = 0;  // admitted work running
 };
+
+template <typename Request, typename Reply, typename StepFn>
+grpc::Status F2oboService::ServeStream(const char* method, const char* open_label,
+                                       grpc::ServerContext* ctx,
+                                       grpc::ServerReaderWriter<Reply, Request>* stream,
+                                       const StepFn& step, bool stop_when_cancelled) {
+  // Authorize the stream itself, even one that never sends a message.
+  const grpc::Status allowed = OpenStream(method, open_label, ctx);
+  if (!allowed.ok()) return allowed;
+  Request request;
+  for (;;) {
+    const absl::StatusOr<bool> got = v1::ReadMessage(stream, &request);
+    if (!got.ok()) return Undecodable(method, got.status());
+    if (!*got) return grpc::Status::OK;  // the client's end of the stream
+    const InFlight round(this);
+    if (!round.admitted()) return Refuse(method);
+    Reply reply;
+    const grpc::Status status =
+        Serve(method, ctx, &request, [&]() -> absl::Status { return step(request, &reply); });
+    if (!status.ok()) return status;
+    // No lock is held here: a slow reader only slows its own stream.  (A
+    // cancelled stream ends at its next Read; ctx->IsCancelled() is asked
+    // only where asked for, as in the sync API it polls the call's queue, a
+    // cost comparable to a tiny step's: call_round_control.h.)
+    if (!stream->Write(reply)) return grpc::Status::OK;
+    if (stop_when_cancelled && ctx->IsCancelled()) return grpc::Status::OK;
+  }
+}
 
 }  // namespace f2obo::server
 

@@ -1,13 +1,13 @@
 // OracleSteps: steps of oracle-family sessions (core/oracle.h), whose f
 // and g the client computes (proto: OracleClientMessage;
 // server/oracle_stream.h).
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/oracle.h"
 #include "core/session.h"
-#include "f2obo/v1/decode_traits.h"
 #include "server/oracle_stream.h"
 #include "server/service.h"
 
@@ -130,30 +130,22 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
 }
 
 grpc::Status F2oboService::OracleSteps(grpc::ServerContext* ctx, OracleStream* stream) {
-  const grpc::Status allowed = OpenStream("OracleSteps", "OracleStepsOpen", ctx);
-  if (!allowed.ok()) return allowed;
-  OracleWatchdog watchdog(ctx, stream);
+  // What the stream's steps share: the watchdog that bounds their waits
+  // for the client (started with the first step), and the points the
+  // client holds.
+  std::optional<OracleWatchdog> watchdog;
   OraclePoints points;
-  v1::OracleClientMessage in;
-  for (;;) {
-    v1::ClearDecodeFailure();
-    if (!stream->Read(&in)) break;
-    // The round and its reply are one unit for a graceful shutdown.
-    const InFlight round(this);
-    if (!round.admitted()) return Refuse("OracleSteps");
-    v1::OracleServerMessage out;
-    const grpc::Status status = Serve("OracleSteps", ctx, &in, [&]() -> absl::Status {
-      if (!in.has_open()) {
-        return absl::InvalidArgumentError(
-            "answers: no request is waiting for them (a step begins with open)");
-      }
-      return OracleStep(ctx, stream, in.open(), &watchdog, &points, &out);
-    });
-    if (!status.ok()) return status;
-    if (!stream->Write(out)) break;
-    if (ctx->IsCancelled()) break;
-  }
-  return StreamEnd("OracleSteps");
+  return ServeStream(
+      "OracleSteps", "OracleStepsOpen", ctx, stream,
+      [&](const v1::OracleClientMessage& in, v1::OracleServerMessage* out) -> absl::Status {
+        if (!in.has_open()) {
+          return absl::InvalidArgumentError(
+              "answers: no request is waiting for them (a step begins with open)");
+        }
+        if (!watchdog.has_value()) watchdog.emplace(ctx, stream);
+        return OracleStep(ctx, stream, in.open(), &*watchdog, &points, out);
+      },
+      /*stop_when_cancelled=*/true);
 }
 
 }  // namespace f2obo::server

@@ -6,14 +6,14 @@
 // the only copy that can accept steps.
 #include "absl/strings/str_cat.h"
 #include "server/ids.h"
-#include "server/session_manager.h"
+#include "server/session_table.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
 
-std::string SessionManager::RoutingKey(const std::string& id) { return id.substr(0, id.find('.')); }
+std::string SessionTable::RoutingKey(const std::string& id) { return id.substr(0, id.find('.')); }
 
-absl::Status SessionManager::CheckFence(const std::string& id) const {
+absl::Status SessionTable::CheckFence(const std::string& id) const {
   const std::string key = RoutingKey(id);
   absl::MutexLock lock(&fence_mu_);
   const auto it = fences_.find(key);
@@ -27,7 +27,7 @@ absl::Status SessionManager::CheckFence(const std::string& id) const {
                    "' (routing key '", key, "' is fenced on this replica); retry"));
 }
 
-absl::Status SessionManager::SetFence(const std::string& key, const std::string& target) {
+absl::Status SessionTable::SetFence(const std::string& key, const std::string& target) {
   if (key.empty() || key.find('.') != std::string::npos || !IsSessionId(key)) {
     return absl::InvalidArgumentError("routing_key: must match [A-Za-z0-9_-]{1,64}");
   }
@@ -37,7 +37,7 @@ absl::Status SessionManager::SetFence(const std::string& key, const std::string&
       return StoreWriteFailed(s, absl::StrCat("routing key '", key, "' not fenced"));
     }
   }
-  std::vector<std::shared_ptr<Entry>> fenced;
+  std::vector<std::shared_ptr<SessionEntry>> fenced;
   {
     absl::MutexLock lock(&mu_);
     {
@@ -63,7 +63,7 @@ absl::Status SessionManager::SetFence(const std::string& key, const std::string&
   return absl::OkStatus();
 }
 
-absl::Status SessionManager::LiftFence(const std::string& key) {
+absl::Status SessionTable::LiftFence(const std::string& key) {
   {
     absl::MutexLock lock(&fence_mu_);
     if (fences_.count(key) == 0) {
@@ -80,14 +80,19 @@ absl::Status SessionManager::LiftFence(const std::string& key) {
   return absl::OkStatus();
 }
 
-std::vector<StoredFence> SessionManager::Fences() const {
+void SessionTable::LoadFences(const std::vector<StoredFence>& fences) {
+  absl::MutexLock lock(&fence_mu_);
+  for (const StoredFence& f : fences) fences_[f.key] = f.target;
+}
+
+std::vector<StoredFence> SessionTable::Fences() const {
   absl::MutexLock lock(&fence_mu_);
   std::vector<StoredFence> out;
   for (const auto& [key, target] : fences_) out.push_back({key, target});
   return out;
 }
 
-std::vector<std::string> SessionManager::SessionsOfKey(const std::string& key) const {
+std::vector<std::string> SessionTable::SessionsOfKey(const std::string& key) const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [id, e] : sessions_) {

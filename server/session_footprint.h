@@ -6,7 +6,7 @@
 //
 // Upper estimates: the dimensions are bounded over every family (a field
 // the family ignores still counts, so that no field can hide another, as
-// in SessionManager's max_y_dim guard).  Memory an algorithm keeps beyond
+// in CheckedConfig's max_y_dim guard, install_checks.h).  Memory an algorithm keeps beyond
 // x, y and z (windows of hypergradients, iterate buffers, explicit
 // matrices) is not counted: only the algorithm's registry entry knows it,
 // and that arrives with the problem-class restructuring (issue 12).

@@ -1,4 +1,5 @@
-# The sources of SessionManager and everything it needs (sessions, the
+# The sources of SessionManager (its table, step runner, checkpoints and
+# installs) and everything they need (sessions, the
 # store, the metrics pipeline), listed once: the server library
 # (server/CMakeLists.txt) and the fuzz harness (fuzz/fuzz.cmake) both
 # compile them, and a file split out of session_manager.cc used to leave
@@ -9,15 +10,17 @@ set(F2OBO_SESSION_SOURCES
   ids.cc
   metrics_pipeline.cc
   request_bounds.cc
-  session_checkpoints.cc
+  checkpoints.cc
+  install_checks.cc
+  installs.cc
+  installs_transfer.cc
+  session_entry.cc
   session_fences.cc
   session_footprint.cc
-  session_group_step.cc
-  session_install.cc
-  session_manager.cc
-  session_steps.cc
-  session_transfer.cc
+  session_table.cc
   session_views.cc
+  step_runner.cc
+  step_runner_group.cc
   store/checkpoints.cc
   store/fences.cc
   store/record_sum.cc

@@ -7,6 +7,7 @@
 #include "core/algorithm_registry.h"
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
+#include "core/hypergradients/upper_step.h"
 #include "core/initial_point.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/oracle.h"
@@ -18,6 +19,8 @@ namespace {
 // Exact metrics on a family instance of its own (the worker's), each
 // step's solves warm-started from the last evaluated step's (issue 26
 // item 5: ExactWarmStart).
+constexpr double kFormerDefaultGamma = 0.001;
+
 class BilevelMetricsEvaluator final : public MetricsEvaluator {
  public:
   BilevelMetricsEvaluator(std::unique_ptr<Family> family, ConstraintSet set, double gamma)
@@ -32,8 +35,10 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
     in.x = before.x;
     in.y = BilevelView(before).y;
     in.h = r.hypergradient;
-    // The regret term's gradient mapping uses the round's own upper step.
-    in.gamma = r.gamma > 0.0 ? r.gamma : gamma_;
+    // The regret term's gradient mapping uses the round's own upper step
+    // (the automatic step's largest coordinate step); before any automatic
+    // step has seen a non-zero direction, the fixed step's former default.
+    in.gamma = r.gamma > 0.0 ? r.gamma : gamma_ > 0.0 ? gamma_ : kFormerDefaultGamma;
     absl::StatusOr<ExactMetrics> m =
         ComputeExactMetrics(*family_, set_, in, current, previous, {}, &warm_);
     if (!m.ok()) return m.status();
@@ -103,6 +108,32 @@ class BilevelProblem final : public Problem {
           absl::StrCat("state.aux: ", s.aux.size(), " algorithm vectors that are not ",
                        entry_.info.name, "'s layout (a state written by another algorithm?)"));
     }
+    // The automatic upper step's part (core/hypergradients/upper_step.h):
+    // [G | r | x_1], sums of squares >= 0 and distances > 0.
+    if (GammaIsAuto(config_.options) && !s.aux.empty()) {
+      const Vector& part = s.aux[layout.size() - 1];
+      const int d1 = family_->x_dim();
+      for (int i = 0; i < d1; ++i) {
+        if (!(part[i] >= 0.0) || !(part[d1 + i] > 0.0)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "state.aux[", layout.size() - 1, "]: the automatic upper step's sum of squares (",
+              part[i], ") or distance (", part[d1 + i], ") of coordinate ", i,
+              " is not >= 0 and > 0"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A state written before the automatic upper step had its own aux part
+  // holds the algorithm's parts only: the step's part starts fresh (from the
+  // restored x, as at step 1), the rest continues as stored.
+  absl::Status UpgradeRestored(SessionState* s) const override {
+    if (!GammaIsAuto(config_.options) || s->aux.empty()) return absl::OkStatus();
+    const std::vector<int> layout = algorithm_->AuxLayout();
+    if (s->aux.size() + 1 != layout.size()) return absl::OkStatus();
+    UpperStep(config_.options, config_.constraint, family_->x_dim(), layout.size() - 1)
+        .EnsurePart(s->x, &s->aux);
     return absl::OkStatus();
   }
 

@@ -27,7 +27,26 @@ OptionSet PenaltyRoundOptions() {
   return {Opt::lambda1, Opt::tau, Opt::lambda_max, Opt::gamma, Opt::gamma_schedule};
 }
 
+absl::Status CheckUpperStepOptions(const AlgorithmOptions& o) {
+  if (o.gamma == 0.0 && o.gamma_schedule == GammaSchedule::kTheory) {
+    return absl::InvalidArgumentError(
+        "options.gamma_schedule: theory scales a gamma set (gamma_t = gamma t^-tau); with gamma "
+        "= 0 (automatic) the steps adapt on their own: set gamma > 0 or use constant");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFixedUpperStep(const AlgorithmOptions& o) {
+  if (!(o.gamma > 0.0)) {
+    return absl::InvalidArgumentError(
+        "options.gamma: 0 (the automatic upper step) is the bilevel class's; the multi-task "
+        "rounds need gamma > 0 (default 0.001)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckPenaltyOptions(const AlgorithmOptions& o) {
+  if (absl::Status s = CheckUpperStepOptions(o); !s.ok()) return s;
   if (!(o.lambda_max >= o.lambda1)) {
     return absl::InvalidArgumentError(absl::StrCat("options.lambda_max: ", o.lambda_max,
                                                    " must be >= lambda1 = ", o.lambda1,

@@ -71,6 +71,13 @@ OptionSet PenaltyRoundOptions();
 // t^tau grow without bound (Theorem 3.1 needs beta_t <= 1/(2 lambda_t L_g1)).
 absl::Status CheckPenaltyOptions(const AlgorithmOptions& o);
 
+// gamma_schedule = theory needs a gamma set: the automatic step (gamma = 0,
+// core/hypergradients/upper_step.h) has no gamma to scale.
+absl::Status CheckUpperStepOptions(const AlgorithmOptions& o);
+// The multi-task rounds keep the fixed step: gamma > 0.
+inline constexpr double kMultitaskDefaultGamma = 0.001;
+absl::Status CheckFixedUpperStep(const AlgorithmOptions& o);
+
 // Records the round's multiplier, step sizes and smoothness estimates.
 void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lambda,
                      const StepSizes& steps, BilevelReport* report);

@@ -69,7 +69,9 @@ absl::StatusOr<int64_t> ItdHypergradient(Family& family, const VecIn& x,
 
 bool EnsureAux(const std::vector<int>& sizes, BilevelVars* state) {
   StateParts& aux = state->aux;
-  bool fits = aux.size() == sizes.size();
+  // Parts after `sizes` (the upper step's, upper_step.h) are not the
+  // caller's to check.
+  bool fits = aux.size() >= sizes.size();
   for (size_t i = 0; fits && i < sizes.size(); ++i) fits = aux[i].size() == sizes[i];
   if (fits) return false;
   aux.clear();

@@ -87,9 +87,11 @@ absl::StatusOr<int64_t> ItdHypergradient(Family& family, const VecIn& x,
                                          const BatchView& inner, SecondOrderWorkspace* ws,
                                          RoundControl* control);
 
-// Makes state->aux hold vectors of exactly `sizes`; if it does not (a fresh
-// session, or a state written by another algorithm), resets it to zeros and
-// returns true.  Allocates only when it resets.
+// Makes state->aux's first parts hold vectors of exactly `sizes`; if they do
+// not (a fresh session, or a state written by another algorithm), resets
+// aux to those parts, zeros, and returns true.  Parts after them (the
+// automatic upper step's, core/hypergradients/upper_step.h) are kept when
+// the first fit.  Allocates only when it resets.
 bool EnsureAux(const std::vector<int>& sizes, BilevelVars* state);
 
 // A window of the last w hypergradient estimates in aux slots

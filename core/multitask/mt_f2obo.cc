@@ -157,7 +157,16 @@ absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> Create(const MultitaskAlgori
 }
 
 // Default rho = 1 (see above); the rest are f2obo's.
-void Defaults(AlgorithmOptions* o) { o->task_momentum = 1.0; }
+// gamma: the fixed 0.001 (the automatic step is the bilevel class's).
+void Defaults(AlgorithmOptions* o) {
+  o->task_momentum = 1.0;
+  o->gamma = kMultitaskDefaultGamma;
+}
+
+absl::Status Check(const AlgorithmOptions& o) {
+  if (absl::Status s = CheckFixedUpperStep(o); !s.ok()) return s;
+  return CheckPenaltyOptions(o);
+}
 
 }  // namespace
 
@@ -168,7 +177,7 @@ const MultitaskAlgorithmEntry& MtF2oboAlgorithm() {
        "x on the weighted average of every touched task's latest estimate",
        PenaltyRoundOptions().Add({Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto,
                                   Opt::beta_scaling, Opt::inner_steps, Opt::task_momentum}),
-       &Defaults, &CheckPenaltyOptions, nullptr, /*first_order=*/true},
+       &Defaults, &Check, nullptr, /*first_order=*/true},
       &Create};
   return entry;
 }

@@ -383,7 +383,11 @@ class Rsvrb final : public MultitaskAlgorithm {
 // rate p, then weighs its new derivatives as svrb's does per update
 // (b / p = 0.09 at the suite's p = 1/9).  Measured: bench/EXPERIMENTS.md
 // section 15.
-void Defaults(AlgorithmOptions* o) { o->momentum = 0.99; }
+// gamma: the fixed 0.001 (the automatic step is the bilevel class's).
+void Defaults(AlgorithmOptions* o) {
+  o->momentum = 0.99;
+  o->gamma = kMultitaskDefaultGamma;
+}
 
 absl::StatusOr<std::unique_ptr<MultitaskAlgorithm>> Create(const MultitaskAlgorithmContext& ctx) {
   if (absl::Status s = CheckExplicitDims("rsvrb", ctx.options.max_explicit_dim, ctx.x_dim,
@@ -405,7 +409,7 @@ const MultitaskAlgorithmEntry& RsvrbAlgorithm() {
                                    Opt::rsvrb_offset, Opt::rsvrb_scaled_alpha, Opt::sample_rows,
                                    Opt::max_explicit_dim, Opt::jacobian_clip, Opt::hessian_floor,
                                    Opt::grad_fy_clip, Opt::grad_fx_clip}),
-       &Defaults, nullptr, nullptr},
+       &Defaults, &CheckFixedUpperStep, nullptr},
       &Create};
   return entry;
 }

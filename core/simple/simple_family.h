@@ -17,6 +17,8 @@
 #include <optional>
 #include <string_view>
 
+#include "absl/types/span.h"
+
 #include "absl/status/status.h"
 #include "core/batch.h"
 #include "core/constraint.h"
@@ -52,6 +54,9 @@ struct StormPassIn {
   const Vector* at = nullptr;
   double keep = 0.0;
   const Vector* before = nullptr;  // read only when prev != null
+  // Whether the caller reads value_x: a family that pays for each value it
+  // is asked (simple_oracle's client) may leave it unset (NaN) when not.
+  bool value_x_read = true;
 };
 struct StormPassOut {
   double value_x = 0.0;
@@ -138,6 +143,14 @@ class SimpleFamily {
   // calls F and G at x and prev otherwise.
   virtual bool HasStormPass() const { return false; }
   virtual StormPassOut StormPass(const StormPassIn& /*in*/, Vector* /*estimate*/) { return {}; }
+  // The StormPasses of one iteration (f's and g's) together: out[i] and
+  // *estimates[i] as StormPass(ins[i], estimates[i]).  A family whose
+  // evaluations are remote (simple_oracle) asks them in one round trip;
+  // the others walk their rows once per pass.
+  virtual void StormPasses(absl::Span<const StormPassIn> ins, absl::Span<Vector* const> estimates,
+                           absl::Span<StormPassOut> out) {
+    for (size_t i = 0; i < ins.size(); ++i) out[i] = StormPass(ins[i], estimates[i]);
+  }
   // The family's default initial point (before projection onto Z): 0.
   virtual Vector DefaultX() const { return Vector::Zero(x_dim()); }
 };

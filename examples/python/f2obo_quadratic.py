@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Drive f2obo from Python: create a session, stream steps, read the decision.
 
-Install the package first (README, "From Python": a venv at ~/.venvs/f2obo, made
-from /usr/bin/python3 so it sees Debian's numpy and grpc), start a server, then:
+Install the package first (README, "Your own model, from Python": a venv
+at ~/.venvs/f2obo, made from /usr/bin/python3 so it sees Debian's numpy
+and grpc), start a server, then:
 
     ~/.venvs/f2obo/bin/python examples/python/f2obo_quadratic.py --server=127.0.0.1:50051
 

@@ -9,7 +9,7 @@
 // keeps its newest `keep` checkpoints; a rollback removes those after its
 // target (a branch of history abandoned), a deletion all of them.
 //
-// Checkpoints in parts (schema version 7, issue 23).  A multi-task
+// Checkpoints in parts (schema version 7).  A multi-task
 // session's state is mostly its tasks' blocks, and few of them change
 // between two checkpoints; writing each checkpoint whole made the kept
 // checkpoints most of the store (528 of 648 MB at 200,000 tasks) and a
@@ -49,6 +49,7 @@
 #include <limits>
 #include <memory>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -64,46 +65,48 @@
 namespace f2obo::server {
 
 using store_detail::BindRecord;
+using store_detail::CheckpointPartsRecord;
 using store_detail::CheckpointPartSum;
+using store_detail::CheckpointRead;
+using store_detail::CheckpointWrite;
 using store_detail::RecordSum;
+using store_detail::RollbackWrite;
 using store_detail::Stmt;
 
 absl::Status SqliteSessionStore::PutCheckpoint(const std::string& id, int64_t t, std::string state,
                                                int keep) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kCheckpoint;
-  w->id = id;
-  w->t = t;
-  w->state = std::move(state);
-  w->keep_checkpoints = std::max(keep, 1);
-  return Submit(std::move(w), /*wait=*/true);
+  CheckpointWrite w;
+  w.id = id;
+  w.t = t;
+  w.state = std::move(state);
+  w.keep = std::max(keep, 1);
+  return Submit(Queued(std::move(w)), /*wait=*/true);
 }
 
 absl::Status SqliteSessionStore::PutCheckpoint(const std::string& id, int64_t t,
                                                CheckpointParts parts, int keep) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kCheckpoint;
-  w->id = id;
-  w->t = t;
-  w->state = std::move(parts.head);
-  w->checkpoint_count = parts.count;
-  w->checkpoint_base = parts.base;
-  w->checkpoint_rows = std::move(parts.rows);
-  w->keep_checkpoints = std::max(keep, 1);
-  return Submit(std::move(w), /*wait=*/true);
+  CheckpointWrite w;
+  w.id = id;
+  w.t = t;
+  w.state = std::move(parts.head);
+  w.parts.count = parts.count;
+  w.parts.base = parts.base;
+  w.parts.rows = std::move(parts.rows);
+  w.keep = std::max(keep, 1);
+  return Submit(Queued(std::move(w)), /*wait=*/true);
 }
 
 absl::Status SqliteSessionStore::RollbackSession(const std::string& id, int64_t t,
                                                  std::string state,
                                                  const std::vector<v1::StepReply>& replies,
-                                                 int64_t /*from_t: not compared*/) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kRollback;
-  w->id = id;
-  w->t = t;
-  w->state = std::move(state);
-  for (const v1::StepReply& r : replies) w->replies.emplace_back(r.t(), r.SerializeAsString());
-  return Submit(std::move(w), /*wait=*/true);
+                                                 int64_t from_t) {
+  RollbackWrite w;
+  w.id = id;
+  w.t = t;
+  w.from_t = from_t;
+  w.state = std::move(state);
+  for (const v1::StepReply& r : replies) w.replies.emplace_back(r.t(), r.SerializeAsString());
+  return Submit(Queued(std::move(w)), /*wait=*/true);
 }
 
 namespace {
@@ -118,23 +121,21 @@ absl::Status Damaged(const std::string& id, int64_t t, absl::string_view what) {
 absl::StatusOr<std::string> SqliteSessionStore::LoadWholeCheckpoint(const std::string& id,
                                                                     int64_t t, bool* in_parts) {
   *in_parts = false;
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kLoadCheckpoint;
-  w->id = id;
-  w->t = t;
-  if (absl::Status s = Submit(w, /*wait=*/true); !s.ok()) return s;
+  auto queued = Queued(CheckpointRead{id, t, std::string(), false, -1, {}});
+  if (absl::Status s = Submit(queued, /*wait=*/true); !s.ok()) return s;
+  CheckpointRead& read = std::get<CheckpointRead>(queued->op);
   // In parts: read by the caller, on a connection of this thread's own (the
   // writes queued before this read are committed; the caller holds the
   // session, so none of its own can follow while this reads).
-  if (w->loaded_in_parts) {
+  if (read.in_parts) {
     *in_parts = true;
     return std::string();
   }
-  if (w->loaded_fd < 0) return std::move(w->loaded);
+  if (read.fd < 0) return std::move(read.loaded);
   // In a side file: read here, not on the writer thread (it may be large).
-  absl::StatusOr<std::string> bytes = ReadSideFileFd(w->loaded_fd, w->loaded_file.name);
+  absl::StatusOr<std::string> bytes = ReadSideFileFd(read.fd, read.file.name);
   if (!bytes.ok()) return Damaged(id, t, bytes.status().message());
-  if (RecordSum("checkpoint", id, t, *bytes) != w->loaded_file.sum) {
+  if (RecordSum("checkpoint", id, t, *bytes) != read.file.sum) {
     return Damaged(id, t, "checksum mismatch: corrupt record");
   }
   return bytes;
@@ -161,107 +162,114 @@ absl::StatusOr<Checkpoint> SqliteSessionStore::LoadCheckpointState(const std::st
   return decoded;
 }
 
-void SqliteSessionStore::ReadCheckpoint(const Write& w) {
+absl::Status SqliteSessionStore::ApplyOp(CheckpointRead& w) {
+  // Its own failure is in w.loaded, never the write's: always OK.
   Stmt row(*writer_sql_,
            "SELECT state, state_sum, file, parts FROM checkpoints WHERE id = ? AND t = ?");
   if (!row.ok()) {
     w.loaded = row.Error("reading a checkpoint");
-    return;
+    return absl::OkStatus();
   }
   const int rc = row.Text(1, w.id).Int(2, w.t).Step();
   if (rc == SQLITE_DONE) {
     w.loaded = absl::NotFoundError(
         absl::StrCat("session '", w.id, "' has no checkpoint at next step index ", w.t));
-    return;
+    return absl::OkStatus();
   }
   if (rc != SQLITE_ROW) {
     w.loaded = row.Error("reading a checkpoint");
-    return;
+    return absl::OkStatus();
   }
   if (!row.IsNull(3)) {
-    w.loaded_in_parts = true;
-    return;
+    w.in_parts = true;
+    return absl::OkStatus();
   }
   if (row.IsNull(1)) {
     w.loaded = Damaged(w.id, w.t, "checksum missing: corrupt record");
-    return;
+    return absl::OkStatus();
   }
   if (!row.IsNull(2)) {
     // Opened now, so that a later write releasing the file cannot take it
     // from the caller, who reads it.
-    w.loaded_file = {row.Column(2), row.ColumnInt(1)};
-    w.loaded_fd = openat(records_fd_, w.loaded_file.name.c_str(), O_RDONLY | O_CLOEXEC);
-    if (w.loaded_fd < 0) {
-      w.loaded = Damaged(w.id, w.t,
-                         absl::StrCat("side file records/", w.loaded_file.name,
-                                      " unreadable: ", std::strerror(errno)));
+    w.file = {row.Column(2), row.ColumnInt(1)};
+    w.fd = openat(records_fd_, w.file.name.c_str(), O_RDONLY | O_CLOEXEC);
+    if (w.fd < 0) {
+      w.loaded = Damaged(
+          w.id, w.t,
+          absl::StrCat("side file records/", w.file.name, " unreadable: ", std::strerror(errno)));
     }
-    return;
+    return absl::OkStatus();
   }
   std::string state = row.Column(0);
   if (row.ColumnInt(1) != RecordSum("checkpoint", w.id, w.t, state)) {
     w.loaded = Damaged(w.id, w.t, "checksum mismatch: corrupt record");
-    return;
+    return absl::OkStatus();
   }
   w.loaded = std::move(state);
+  return absl::OkStatus();
 }
 
-absl::Status SqliteSessionStore::InsertCheckpoint(const Write& w, const std::string& head,
-                                                  int keep) {
-  const bool in_parts = w.checkpoint_count >= 0;
-  int64_t since = w.t;  // a chain starts here, unless it extends one
-  if (in_parts && w.checkpoint_base > 0) {
+absl::Status SqliteSessionStore::ApplyOp(const CheckpointWrite& w) {
+  return InsertCheckpoint(w.id, w.t, w.state, w.file, w.parts, w.keep);
+}
+
+absl::Status SqliteSessionStore::InsertCheckpoint(const std::string& id, int64_t t,
+                                                  const std::string& head,
+                                                  const SideFile& head_file,
+                                                  const CheckpointPartsRecord& parts, int keep) {
+  const bool in_parts = parts.count >= 0;
+  int64_t since = t;  // a chain starts here, unless it extends one
+  if (in_parts && parts.base > 0) {
     Stmt prev(*writer_sql_,
               "SELECT t, parts, since FROM checkpoints WHERE id = ? AND t < ? "
               "ORDER BY t DESC LIMIT 1");
-    const int rc = prev.Text(1, w.id).Int(2, w.t).Step();
+    const int rc = prev.Text(1, id).Int(2, t).Step();
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return prev.Error("reading checkpoints");
-    if (rc != SQLITE_ROW || prev.ColumnInt(0) != w.checkpoint_base || prev.IsNull(1) ||
-        prev.IsNull(2)) {
+    if (rc != SQLITE_ROW || prev.ColumnInt(0) != parts.base || prev.IsNull(1) || prev.IsNull(2)) {
       return absl::FailedPreconditionError(
-          absl::StrCat("store: the checkpoint of session '", w.id, "' at t = ", w.t - 1,
-                       " extends the one at t = ", w.checkpoint_base - 1,
+          absl::StrCat("store: the checkpoint of session '", id, "' at t = ", t - 1,
+                       " extends the one at t = ", parts.base - 1,
                        ", which is not its newest in parts; the next checkpoint is written whole"));
     }
     since = prev.ColumnInt(2);
   }
   // One replaced at the same t takes its parts with it.
   Stmt clear(*writer_sql_, "DELETE FROM checkpoint_parts WHERE id = ? AND t = ?");
-  if (absl::Status s = clear.Text(1, w.id).Int(2, w.t).Run("replacing a checkpoint"); !s.ok()) {
+  if (absl::Status s = clear.Text(1, id).Int(2, t).Run("replacing a checkpoint"); !s.ok()) {
     return s;
   }
   Stmt put(*writer_sql_,
            "INSERT OR REPLACE INTO checkpoints (id, t, state, state_sum, file, parts, since) "
            "VALUES (?, ?, ?, ?, ?, ?, ?)");
-  put.Text(1, w.id).Int(2, w.t);
-  BindRecord(put, 3, 4, 5, head, w.checkpoint_file, "checkpoint", w.id, w.t);
+  put.Text(1, id).Int(2, t);
+  BindRecord(put, 3, 4, 5, head, head_file, "checkpoint", id, t);
   if (in_parts) {
-    put.Int(6, w.checkpoint_count).Int(7, since);
+    put.Int(6, parts.count).Int(7, since);
   } else {
     put.Null(6).Null(7);
   }
   if (absl::Status s = put.Run("saving a checkpoint"); !s.ok()) return s;
   static const SideFile kInRow;
   static const std::string* const kEmpty = new std::string();
-  for (size_t i = 0; in_parts && i < w.checkpoint_rows.size(); ++i) {
-    const auto& [index, bytes] = w.checkpoint_rows[i];
-    const SideFile& file = i < w.checkpoint_row_files.size() ? w.checkpoint_row_files[i] : kInRow;
+  for (size_t i = 0; in_parts && i < parts.rows.size(); ++i) {
+    const auto& [index, bytes] = parts.rows[i];
+    const SideFile& file = i < parts.row_files.size() ? parts.row_files[i] : kInRow;
     // A chain's first checkpoint needs no row for an empty part.
-    if (since == w.t && bytes.empty() && file.name.empty()) continue;
+    if (since == t && bytes.empty() && file.name.empty()) continue;
     Stmt p(*writer_sql_,
            "INSERT INTO checkpoint_parts (id, t, idx, part, part_sum, file) "
            "VALUES (?, ?, ?, ?, ?, ?)");
-    p.Text(1, w.id).Int(2, w.t).Int(3, index);
+    p.Text(1, id).Int(2, t).Int(3, index);
     if (file.name.empty()) {
-      p.Blob(4, bytes).Int(5, CheckpointPartSum(w.id, w.t, index, bytes)).Null(6);
+      p.Blob(4, bytes).Int(5, CheckpointPartSum(id, t, index, bytes)).Null(6);
     } else {
       p.Blob(4, *kEmpty).Int(5, file.sum).Text(6, file.name);
     }
     if (absl::Status s = p.Run("saving a checkpoint part"); !s.ok()) return s;
   }
-  if (absl::Status s = TrimCheckpoints(w.id, w.t, keep); !s.ok()) return s;
+  if (absl::Status s = TrimCheckpoints(id, t, keep); !s.ok()) return s;
   // Tests fail or crash here, inside the transaction.
-  if (in_parts && w.checkpoint_base > 0) return FaultPoint("checkpoint_delta_written", w.id);
+  if (in_parts && parts.base > 0) return FaultPoint("checkpoint_delta_written", id);
   return absl::OkStatus();
 }
 
@@ -424,7 +432,7 @@ std::string SqliteSessionStore::CheckCheckpointParts(sqlite3* db) const {
   return *parts_check_;
 }
 
-absl::Status SqliteSessionStore::ApplyRollback(const Write& w) {
+absl::Status SqliteSessionStore::ApplyOp(const RollbackWrite& w) {
   // The whole state in the row (parts NULL), as PutSession writes it.
   Stmt a(
       *writer_sql_,

@@ -17,11 +17,7 @@ using store_detail::RecordSum;
 using store_detail::Stmt;
 
 absl::Status SqliteSessionStore::PutFence(const std::string& key, const std::string& target) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kFence;
-  w->id = key;
-  w->spec = target;
-  return Submit(std::move(w), /*wait=*/true);
+  return Submit(Queued(store_detail::FenceWrite{key, target}), /*wait=*/true);
 }
 
 absl::Status SqliteSessionStore::LoadFences(LoadedStore& out) {

@@ -1,4 +1,4 @@
-// Checksums of the store's records (server/store/session_store.cc): what
+// Checksums of the store's records (server/store/sqlite_session_store.cc): what
 // each stored blob is verified against when it is loaded.
 #ifndef F2OBO_SERVER_STORE_RECORD_SUM_H_
 #define F2OBO_SERVER_STORE_RECORD_SUM_H_

@@ -1,4 +1,4 @@
-// Large records in side files (issue 25 item 3): one session's big write
+// Large records in side files: one session's big write
 // must not hold up the others'.
 //
 // The store has one SQLite connection and one writer thread (group commit,
@@ -52,6 +52,8 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -65,8 +67,15 @@
 
 namespace f2obo::server {
 
+using store_detail::CheckpointPartsRecord;
 using store_detail::CheckpointPartSum;
+using store_detail::CheckpointWrite;
+using store_detail::GroupStepWrite;
+using store_detail::PutGroupWrite;
+using store_detail::PutSessionWrite;
 using store_detail::RecordSum;
+using store_detail::RollbackWrite;
+using store_detail::StepWrite;
 using store_detail::Stmt;
 
 namespace {
@@ -238,112 +247,136 @@ absl::StatusOr<SqliteSessionStore::SideFile> SqliteSessionStore::LinkSideFile(
   return file;
 }
 
-absl::Status SqliteSessionStore::SpillLarge(Write& w, Write& owner) {
-  const auto big = [&](const std::string& bytes) { return bytes.size() >= side_file_bytes_; };
-  // Writes `bytes` to a side file (its checksum as record `kind` at `key`)
-  // and empties it.
-  const auto spill = [&](std::string& bytes, const char* kind,
-                         int64_t key) -> absl::StatusOr<SideFile> {
-    absl::StatusOr<SideFile> f = WriteSideFile(bytes, RecordSum(kind, w.id, key, bytes), owner);
-    if (f.ok()) std::string().swap(bytes);
-    return f;
-  };
-  // A checkpoint's parts (checkpoint_rows), each bound to its index.
-  const auto spill_rows = [&]() -> absl::Status {
-    for (auto& [index, bytes] : w.checkpoint_rows) {
-      w.checkpoint_row_files.emplace_back();
-      if (!big(bytes)) continue;
-      absl::StatusOr<SideFile> f =
-          WriteSideFile(bytes, CheckpointPartSum(w.id, w.t, index, bytes), owner);
-      if (!f.ok()) return f.status();
-      std::string().swap(bytes);
-      w.checkpoint_row_files.back() = *std::move(f);
-    }
-    return absl::OkStatus();
-  };
-  switch (w.kind) {
-    case Write::kAll:
-      for (const auto& part : w.parts) {
-        if (absl::Status s = SpillLarge(*part, owner); !s.ok()) return s;
-      }
-      return absl::OkStatus();
-    case Write::kCheckpoint: {
-      if (absl::Status s = spill_rows(); !s.ok()) return s;
-      if (!big(w.state)) return absl::OkStatus();
-      absl::StatusOr<SideFile> f = spill(w.state, "checkpoint", w.t);
-      if (!f.ok()) return f.status();
-      w.checkpoint_file = *std::move(f);
-      return absl::OkStatus();
-    }
-    case Write::kRollback: {
-      if (!big(w.state)) return absl::OkStatus();
-      absl::StatusOr<SideFile> f = spill(w.state, "state", w.t);
-      if (!f.ok()) return f.status();
-      w.state_file = *std::move(f);
-      return absl::OkStatus();
-    }
-    case Write::kPut:
-    case Write::kStep: {
-      const bool whole = w.kind == Write::kPut || w.aux_count < 0;
-      if (w.part_source != nullptr) {
-        // A new session's parts, read where they are: a large one to a
-        // file of its own (its first checkpoint's row: a hard link).
-        const StateParts& aux = w.part_source->aux;
-        std::string scratch;
-        for (size_t i = 0; i < aux.size(); ++i) {
-          // An empty part has no row (SaveSourceParts), so no file either.
-          if (aux[i].size() == 0 || 8 * static_cast<size_t>(aux[i].size()) < side_file_bytes_) {
-            continue;
+absl::Status SqliteSessionStore::SpillLarge(Write& owner) {
+  return std::visit(
+      [&](auto& w) -> absl::Status {
+        using W = std::decay_t<decltype(w)>;
+        if constexpr (std::is_same_v<W, GroupStepWrite>) {
+          for (StepWrite& step : w.steps) {
+            if (absl::Status s = Spill(step, owner); !s.ok()) return s;
           }
-          const int64_t index = static_cast<int64_t>(i);
-          const absl::string_view bytes = AuxPartBytes(aux[i], &scratch);
-          absl::StatusOr<SideFile> f =
-              WriteSideFile(bytes, RecordSum("part", w.id, index, bytes), owner);
-          if (!f.ok()) return f.status();
-          w.part_files.emplace_back(index, *f);
-          if (w.keep_checkpoints == 0) continue;
-          absl::StatusOr<SideFile> linked =
-              LinkSideFile(f->name, CheckpointPartSum(w.id, w.t, index, bytes), owner);
-          if (!linked.ok()) return linked.status();
-          w.checkpoint_part_files.emplace_back(index, *std::move(linked));
+          return absl::OkStatus();
+        } else if constexpr (std::is_same_v<W, PutGroupWrite>) {
+          for (PutSessionWrite& session : w.sessions) {
+            if (absl::Status s = Spill(session, owner); !s.ok()) return s;
+          }
+          return absl::OkStatus();
+        } else if constexpr (std::is_same_v<W, PutSessionWrite> || std::is_same_v<W, StepWrite> ||
+                             std::is_same_v<W, CheckpointWrite> ||
+                             std::is_same_v<W, RollbackWrite>) {
+          return Spill(w, owner);
+        } else {
+          return absl::OkStatus();  // no record of its own
         }
-      }
-      if (w.kind == Write::kStep) {
-        for (auto& [index, bytes] : w.aux_rows) {
-          w.aux_files.emplace_back();
-          if (!big(bytes)) continue;
-          absl::StatusOr<SideFile> f = spill(bytes, "part", index);
-          if (!f.ok()) return f.status();
-          w.aux_files.back() = *std::move(f);
-        }
-        if (w.keep_checkpoints > 0) {
-          if (absl::Status s = spill_rows(); !s.ok()) return s;
-        }
-        if (!whole && w.keep_checkpoints > 0 && big(w.full_state)) {
-          absl::StatusOr<SideFile> f = spill(w.full_state, "checkpoint", w.t);
-          if (!f.ok()) return f.status();
-          w.checkpoint_file = *std::move(f);
-        }
-      }
-      if (!big(w.state)) return absl::OkStatus();
-      // A whole state that is also the checkpoint (or a head that is also
-      // the checkpoint's, in parts): the checkpoint's checksum first (the
-      // bytes are dropped once written), its file a hard link.
-      const bool link = (whole || w.checkpoint_count >= 0) && w.keep_checkpoints > 0;
-      const int64_t checkpoint_sum = link ? RecordSum("checkpoint", w.id, w.t, w.state) : 0;
-      absl::StatusOr<SideFile> f = spill(w.state, "state", w.t);
-      if (!f.ok()) return f.status();
-      w.state_file = *std::move(f);
-      if (link) {
-        absl::StatusOr<SideFile> linked = LinkSideFile(w.state_file.name, checkpoint_sum, owner);
-        if (!linked.ok()) return linked.status();
-        w.checkpoint_file = *std::move(linked);
-      }
-      return absl::OkStatus();
-    }
-    default:
-      return absl::OkStatus();
+      },
+      owner.op);
+}
+
+absl::Status SqliteSessionStore::SpillRecord(std::string& bytes, const char* kind,
+                                             const std::string& id, int64_t key, Write& owner,
+                                             SideFile* file) {
+  if (bytes.size() < side_file_bytes_) return absl::OkStatus();
+  absl::StatusOr<SideFile> f = WriteSideFile(bytes, RecordSum(kind, id, key, bytes), owner);
+  if (!f.ok()) return f.status();
+  std::string().swap(bytes);
+  *file = *std::move(f);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteSessionStore::SpillCheckpointRows(const std::string& id, int64_t t,
+                                                     CheckpointPartsRecord& parts, Write& owner) {
+  // Each part bound to its index.
+  for (auto& [index, bytes] : parts.rows) {
+    parts.row_files.emplace_back();
+    if (bytes.size() < side_file_bytes_) continue;
+    absl::StatusOr<SideFile> f =
+        WriteSideFile(bytes, CheckpointPartSum(id, t, index, bytes), owner);
+    if (!f.ok()) return f.status();
+    std::string().swap(bytes);
+    parts.row_files.back() = *std::move(f);
   }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteSessionStore::SpillState(const std::string& id, int64_t t, std::string& state,
+                                            SideFile& state_file, SideFile* checkpoint_file,
+                                            Write& owner) {
+  if (state.size() < side_file_bytes_) return absl::OkStatus();
+  // A state that is also the checkpoint (or a head that is also the
+  // checkpoint's, in parts): the checkpoint's checksum first (the bytes
+  // are dropped once written), its file a hard link.
+  const int64_t checkpoint_sum =
+      checkpoint_file != nullptr ? RecordSum("checkpoint", id, t, state) : 0;
+  if (absl::Status s = SpillRecord(state, "state", id, t, owner, &state_file); !s.ok()) return s;
+  if (checkpoint_file == nullptr) return absl::OkStatus();
+  absl::StatusOr<SideFile> linked = LinkSideFile(state_file.name, checkpoint_sum, owner);
+  if (!linked.ok()) return linked.status();
+  *checkpoint_file = *std::move(linked);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteSessionStore::Spill(PutSessionWrite& w, Write& owner) {
+  if (w.part_source != nullptr) {
+    // A new session's parts, read where they are: a large one to a file of
+    // its own (its first checkpoint's row: a hard link).
+    const StateParts& aux = w.part_source->aux;
+    std::string scratch;
+    for (size_t i = 0; i < aux.size(); ++i) {
+      // An empty part has no row (SaveSourceParts), so no file either.
+      if (aux[i].size() == 0 || 8 * static_cast<size_t>(aux[i].size()) < side_file_bytes_) {
+        continue;
+      }
+      const int64_t index = static_cast<int64_t>(i);
+      const absl::string_view bytes = AuxPartBytes(aux[i], &scratch);
+      absl::StatusOr<SideFile> f =
+          WriteSideFile(bytes, RecordSum("part", w.id, index, bytes), owner);
+      if (!f.ok()) return f.status();
+      w.part_files.emplace_back(index, *f);
+      if (!w.checkpoint) continue;
+      absl::StatusOr<SideFile> linked =
+          LinkSideFile(f->name, CheckpointPartSum(w.id, w.t, index, bytes), owner);
+      if (!linked.ok()) return linked.status();
+      w.checkpoint_part_files.emplace_back(index, *std::move(linked));
+    }
+  }
+  // Its first checkpoint's record is the state's (whole, or the head).
+  return SpillState(w.id, w.t, w.state, w.state_file, w.checkpoint ? &w.checkpoint_file : nullptr,
+                    owner);
+}
+
+absl::Status SqliteSessionStore::Spill(StepWrite& w, Write& owner) {
+  const bool whole = w.aux_count < 0;
+  for (auto& [index, bytes] : w.aux_rows) {
+    w.aux_files.emplace_back();
+    if (absl::Status s = SpillRecord(bytes, "part", w.id, index, owner, &w.aux_files.back());
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (w.keep_checkpoints > 0) {
+    if (absl::Status s = SpillCheckpointRows(w.id, w.t, w.checkpoint_parts, owner); !s.ok()) {
+      return s;
+    }
+  }
+  if (!whole && w.keep_checkpoints > 0) {
+    if (absl::Status s =
+            SpillRecord(w.full_state, "checkpoint", w.id, w.t, owner, &w.checkpoint_file);
+        !s.ok()) {
+      return s;
+    }
+  }
+  // The checkpoint's record is the state's when whole or in parts (its head).
+  const bool link = (whole || w.checkpoint_parts.count >= 0) && w.keep_checkpoints > 0;
+  return SpillState(w.id, w.t, w.state, w.state_file, link ? &w.checkpoint_file : nullptr, owner);
+}
+
+absl::Status SqliteSessionStore::Spill(CheckpointWrite& w, Write& owner) {
+  if (absl::Status s = SpillCheckpointRows(w.id, w.t, w.parts, owner); !s.ok()) return s;
+  return SpillRecord(w.state, "checkpoint", w.id, w.t, owner, &w.file);
+}
+
+absl::Status SqliteSessionStore::Spill(RollbackWrite& w, Write& owner) {
+  return SpillRecord(w.state, "state", w.id, w.t, owner, &w.state_file);
 }
 
 absl::Status SqliteSessionStore::SyncSideFiles(const Write& owner) {
@@ -372,7 +405,8 @@ void SqliteSessionStore::SettleSideFiles(const Write& w) {
   }
   // Done: the files its transaction released are named by no durable row.
   if (w.dead_files.empty()) return;
-  FaultPoint("side_files_released", w.id).IgnoreError();  // tests crash here
+  FaultPoint("side_files_released", std::string(store_detail::KeyOf(w.op)))
+      .IgnoreError();  // tests crash here
   RemoveSideFiles(w.dead_files);
 }
 

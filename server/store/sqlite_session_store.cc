@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "core/state.h"
 #include "server/fault_points.h"
 #include "server/store/record_sum.h"
@@ -22,7 +22,16 @@
 namespace f2obo::server {
 
 using store_detail::BindRecord;
+using store_detail::CheckpointPartsRecord;
+using store_detail::CheckpointRead;
+using store_detail::DeleteGroupWrite;
+using store_detail::DeleteSessionWrite;
+using store_detail::FenceWrite;
+using store_detail::GroupStepWrite;
+using store_detail::PutGroupWrite;
+using store_detail::PutSessionWrite;
 using store_detail::RecordSum;
+using store_detail::StepWrite;
 using store_detail::Stmt;
 
 SqliteSessionStore::SqliteSessionStore(sqlite3* db, int lock_fd, std::string path,
@@ -77,100 +86,71 @@ absl::Status SqliteSessionStore::ExecCached(const char* sql) {
 
 absl::Status SqliteSessionStore::PutGroup(const std::string& id,
                                           const std::vector<std::string>& members) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kGroup;
-  w->id = id;
-  w->spec = absl::StrJoin(members, "\n");
-  return Submit(std::move(w), /*wait=*/true);
+  return Submit(Queued(PutGroupWrite{id, absl::StrJoin(members, "\n"), {}}), /*wait=*/true);
 }
 
 absl::Status SqliteSessionStore::DeleteGroup(const std::string& id,
                                              const std::vector<std::string>& members,
-                                             std::chrono::system_clock::time_point deadline) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kDeleteGroup;
-  w->id = id;
-  w->spec = absl::StrJoin(members, "\n");
-  return Submit(std::move(w), /*wait=*/true, deadline);
+                                             Deadline deadline) {
+  return Submit(Queued(DeleteGroupWrite{id, members}), /*wait=*/true, deadline);
 }
 
-std::shared_ptr<SqliteSessionStore::Write> SqliteSessionStore::PutWrite(SessionRecord r) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kPut;
-  w->id = std::move(r.id);
-  w->spec = r.spec.SerializeAsString();
-  w->state = std::move(r.state);
-  w->t = r.t;
-  w->keep_checkpoints = r.checkpoint ? 1 : 0;
+PutSessionWrite SqliteSessionStore::MakePutWrite(SessionRecord r) {
+  PutSessionWrite w;
+  w.id = std::move(r.id);
+  w.spec = r.spec.SerializeAsString();
+  w.state = std::move(r.state);
+  w.t = r.t;
+  w.checkpoint = r.checkpoint;
   for (const v1::StepReply& reply : r.replies) {
-    w->replies.emplace_back(reply.t(), reply.SerializeAsString());
+    w.replies.emplace_back(reply.t(), reply.SerializeAsString());
   }
-  if (r.parts != nullptr) {
-    w->aux_count = static_cast<int64_t>(r.parts->aux.size());
-    w->part_source = std::move(r.parts);
-    if (w->keep_checkpoints > 0) {
-      // Its first checkpoint: in parts, a chain's start (InsertCheckpoint).
-      w->checkpoint_count = w->aux_count;
-      w->checkpoint_base = 0;
-    }
-  }
+  w.part_source = std::move(r.parts);
   return w;
 }
 
-absl::Status SqliteSessionStore::PutSession(SessionRecord record,
-                                            std::chrono::system_clock::time_point deadline) {
-  return Submit(PutWrite(std::move(record)), /*wait=*/true, deadline);
+absl::Status SqliteSessionStore::PutSession(SessionRecord record, Deadline deadline) {
+  return Submit(Queued(MakePutWrite(std::move(record))), /*wait=*/true, deadline);
 }
 
-absl::Status SqliteSessionStore::PutGroupWithSessions(
-    const std::string& id, const std::vector<SessionRecord>& members,
-    std::chrono::system_clock::time_point deadline) {
-  auto all = std::make_shared<Write>();
-  all->kind = Write::kAll;
-  all->id = id;
+absl::Status SqliteSessionStore::PutGroupWithSessions(const std::string& id,
+                                                      const std::vector<SessionRecord>& members,
+                                                      Deadline deadline) {
+  PutGroupWrite group{id, "", {}};
   std::vector<std::string> ids;
   for (const SessionRecord& r : members) {
-    all->parts.push_back(PutWrite(r));  // in parts: copies the head and a handle only
+    group.sessions.push_back(MakePutWrite(r));  // in parts: copies the head and a handle only
     ids.push_back(r.id);
   }
-  auto group = std::make_shared<Write>();
-  group->kind = Write::kGroup;
-  group->id = id;
-  group->spec = absl::StrJoin(ids, "\n");
-  all->parts.push_back(std::move(group));
-  return Submit(std::move(all), /*wait=*/true, deadline);
+  group.members = absl::StrJoin(ids, "\n");
+  return Submit(Queued(std::move(group)), /*wait=*/true, deadline);
 }
 
-absl::Status SqliteSessionStore::DeleteSession(const std::string& id,
-                                               std::chrono::system_clock::time_point deadline) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kDelete;
-  w->id = id;
-  return Submit(std::move(w), /*wait=*/true, deadline);
+absl::Status SqliteSessionStore::DeleteSession(const std::string& id, Deadline deadline) {
+  return Submit(Queued(DeleteSessionWrite{id}), /*wait=*/true, deadline);
 }
 
 absl::Status SqliteSessionStore::CommitStep(const std::string& id, int64_t t, std::string state,
                                             const v1::StepReply& reply, int keep_replies,
-                                            int keep_checkpoints,
-                                            std::chrono::system_clock::time_point deadline) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kStep;
-  w->id = id;
-  w->t = t;
-  w->state = std::move(state);
-  w->reply = reply.SerializeAsString();
-  w->keep = keep_replies;
-  w->keep_checkpoints = keep_checkpoints;
-  return Submit(std::move(w), /*wait=*/durability_ == Durability::kSync, deadline);
+                                            int keep_checkpoints, Deadline deadline) {
+  StepWrite w;
+  w.id = id;
+  w.t = t;
+  w.from_t = t - 1;
+  w.state = std::move(state);
+  w.reply = reply.SerializeAsString();
+  w.keep_replies = keep_replies;
+  w.keep_checkpoints = keep_checkpoints;
+  return Submit(Queued(std::move(w)), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
-absl::Status SqliteSessionStore::SaveReply(const Write& w) {
-  // The cache keeps the rows keyed in (w.t - keep, w.t].  When it is full
+absl::Status SqliteSessionStore::SaveReply(const StepWrite& w) {
+  // The cache keeps the rows keyed in (w.t - keep_replies, w.t].  When it is full
   // and holds nothing older (the steady state), the oldest row becomes
-  // this reply's: one statement, where an insert and a trim were two
-  // (issue 23).  Otherwise (a new session, keep changed, a rollback's
-  // shorter cache) the insert and the trim.
-  const int64_t oldest = w.t - w.keep;
+  // this reply's: one statement, where an insert and a trim were two.
+  // Otherwise (a new session, keep changed, a rollback's shorter cache)
+  // the insert and the trim.
+  const int64_t oldest = w.t - w.keep_replies;
   const int64_t sum = RecordSum("reply", w.id, w.t, w.reply);
   Stmt move(*writer_sql_,
             "UPDATE OR REPLACE replies SET t = ?3, reply = ?4, reply_sum = ?5 "
@@ -248,137 +228,144 @@ void SqliteSessionStore::LimitRecordBytesForTesting(int bytes) {
   sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, bytes);
 }
 
-absl::Status SqliteSessionStore::Apply(const Write& w) {
-  if (const int rc = fail_writes_rc_.load(); rc != SQLITE_OK && w.kind != Write::kLoadCheckpoint) {
+absl::Status SqliteSessionStore::Apply(Write& w) {
+  if (const int rc = fail_writes_rc_.load();
+      rc != SQLITE_OK && !std::holds_alternative<CheckpointRead>(w.op)) {
     return StoreError(rc, "a write failed for a test", sqlite3_errstr(rc));
   }
-  switch (w.kind) {
-    case Write::kPut: {
-      Stmt s(*writer_sql_,
-             "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum, file, "
-             "parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-      s.Text(1, w.id).Blob(2, w.spec).Int(4, w.t).Int(5, RecordSum("spec", w.id, 0, w.spec));
-      BindRecord(s, 3, 6, 7, w.state, w.state_file, "state", w.id, w.t);
-      const bool in_parts = w.part_source != nullptr;
-      if (in_parts) {
-        s.Int(8, w.aux_count);
-      } else {
-        s.Null(8);
-      }
-      if (absl::Status st = s.Run("saving a session"); !st.ok()) return st;
-      // No part of an earlier session of this id may survive (whole: the
-      // state is in the row, parts NULL).
-      if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
-      if (absl::Status st = ReplaceReplies(w.id, w.replies); !st.ok()) return st;
-      // A new session (create, import, fork): no checkpoint of an earlier
-      // session of this id may survive, and its starting point is its first.
-      if (absl::Status st = DropCheckpoints(w.id, std::numeric_limits<int64_t>::min()); !st.ok()) {
-        return st;
-      }
-      if (w.keep_checkpoints > 0) {
-        if (absl::Status st = InsertCheckpoint(w, w.state, 1); !st.ok()) return st;
-      }
-      if (!in_parts) return absl::OkStatus();
-      if (absl::Status st = SaveSourceParts(w, w.keep_checkpoints > 0); !st.ok()) return st;
-      // Tests fail or crash here, inside the transaction.
-      return FaultPoint("put_parts_written", w.id);
-    }
-    case Write::kAll:
-      // One Write is applied inside one transaction (see WriterLoop).
-      for (const auto& part : w.parts) {
-        if (absl::Status s = Apply(*part); !s.ok()) return s;
-      }
-      return absl::OkStatus();
-    case Write::kCheckpoint:
-      return InsertCheckpoint(w, w.state, w.keep_checkpoints);
-    case Write::kRollback:
-      return ApplyRollback(w);
-    case Write::kLoadCheckpoint:
-      ReadCheckpoint(w);
-      return absl::OkStatus();
-    case Write::kGroup: {
-      Stmt g(*writer_sql_,
-             "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
-      return g.Text(1, w.id)
-          .Text(2, w.spec)
-          .Int(3, RecordSum("group", w.id, 0, w.spec))
-          .Run("saving a group");
-    }
-    case Write::kDelete:
-      return DeleteSessionRows(w.id);
-    case Write::kFence: {
-      if (w.spec.empty()) {
-        Stmt f(*writer_sql_, "DELETE FROM fences WHERE key = ?");
-        return f.Text(1, w.id).Run("lifting a fence");
-      }
-      Stmt f(*writer_sql_,
-             "INSERT OR REPLACE INTO fences (key, target, target_sum) VALUES (?, ?, ?)");
-      return f.Text(1, w.id)
-          .Text(2, w.spec)
-          .Int(3, RecordSum("fence", w.id, 0, w.spec))
-          .Run("saving a fence");
-    }
-    case Write::kDeleteGroup: {
-      // One Write is applied inside one transaction (see WriterLoop).
-      for (absl::string_view m : absl::StrSplit(w.spec, '\n', absl::SkipEmpty())) {
-        if (absl::Status s = DeleteSessionRows(std::string(m)); !s.ok()) return s;
-      }
-      Stmt g(*writer_sql_, "DELETE FROM groups WHERE id = ?");
-      return g.Text(1, w.id).Run("deleting a group");
-    }
-    case Write::kStep: {
-      const bool in_parts = w.aux_count >= 0;
-      // The checkpoint's record: the whole state, or in parts the head.
-      const std::string& full = in_parts && w.checkpoint_count < 0 ? w.full_state : w.state;
-      if (in_parts && !w.complete_parts && NeedsCompleteState(w.id)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "store: an earlier step of session '", w.id,
-            "' was not saved, so its parts are behind; its next step writes them all"));
-      }
-      // Parts first, in step order: a later step of the same session in
-      // this transaction overwrites the parts both changed.
-      if (in_parts) {
-        if (absl::Status s = SaveParts(w); !s.ok()) return s;
-        if (w.trim_parts) {
-          if (absl::Status s = DropParts(w.id, w.aux_count); !s.ok()) return s;
-        }
-      }
-      if (w.state_superseded) {
-        // The same session's next step, later in this transaction, writes
-        // its newer head (and checks the row exists); this head's side
-        // file, if any, is named by no row.
-        if (!w.state_file.name.empty()) released_.push_back(w.state_file.name);
-        if (absl::Status s = SaveReply(w); !s.ok()) return s;
-        if (w.keep_checkpoints > 0) {
-          return InsertCheckpoint(w, full, w.keep_checkpoints);
-        }
-        return absl::OkStatus();
-      }
-      Stmt a(
-          *writer_sql_,
-          "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = ?, file = ? WHERE id = ?");
-      a.Int(2, w.t);
-      BindRecord(a, 1, 3, 5, w.state, w.state_file, "state", w.id, w.t);
-      if (in_parts) {
-        a.Int(4, w.aux_count);
-      } else {
-        a.Null(4);
-      }
-      if (absl::Status s = a.Text(6, w.id).Run("saving a step"); !s.ok()) return s;
-      if (sqlite3_changes(db_) != 1) {
-        return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
-      }
-      if (!in_parts) {
-        if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
-      }
-      if (absl::Status s = SaveReply(w); !s.ok()) return s;
-      if (w.keep_checkpoints > 0) {
-        return InsertCheckpoint(w, full, w.keep_checkpoints);
-      }
-      return absl::OkStatus();
+  return std::visit([this](auto& op) { return ApplyOp(op); }, w.op);
+}
+
+absl::Status SqliteSessionStore::ApplyOp(const PutSessionWrite& w) {
+  const int64_t aux_count = w.aux_count();
+  const bool in_parts = aux_count >= 0;
+  Stmt s(*writer_sql_,
+         "INSERT OR REPLACE INTO sessions (id, spec, state, t, spec_sum, state_sum, file, "
+         "parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  s.Text(1, w.id).Blob(2, w.spec).Int(4, w.t).Int(5, RecordSum("spec", w.id, 0, w.spec));
+  BindRecord(s, 3, 6, 7, w.state, w.state_file, "state", w.id, w.t);
+  if (in_parts) {
+    s.Int(8, aux_count);
+  } else {
+    s.Null(8);
+  }
+  if (absl::Status st = s.Run("saving a session"); !st.ok()) return st;
+  // No part of an earlier session of this id may survive (whole: the
+  // state is in the row, parts NULL).
+  if (absl::Status st = DropParts(w.id, 0); !st.ok()) return st;
+  if (absl::Status st = ReplaceReplies(w.id, w.replies); !st.ok()) return st;
+  // A new session (create, import, fork): no checkpoint of an earlier
+  // session of this id may survive, and its starting point is its first.
+  if (absl::Status st = DropCheckpoints(w.id, std::numeric_limits<int64_t>::min()); !st.ok()) {
+    return st;
+  }
+  if (w.checkpoint) {
+    // In parts: a chain's start, its part rows written by SaveSourceParts.
+    const CheckpointPartsRecord first{in_parts ? aux_count : -1, 0, {}, {}};
+    if (absl::Status st = InsertCheckpoint(w.id, w.t, w.state, w.checkpoint_file, first, 1);
+        !st.ok()) {
+      return st;
     }
   }
-  return absl::InternalError("store: unknown write");
+  if (!in_parts) return absl::OkStatus();
+  if (absl::Status st = SaveSourceParts(w); !st.ok()) return st;
+  // Tests fail or crash here, inside the transaction.
+  return FaultPoint("put_parts_written", w.id);
+}
+
+absl::Status SqliteSessionStore::ApplyOp(const StepWrite& w) {
+  const bool in_parts = w.aux_count >= 0;
+  // The checkpoint's record: the whole state, or in parts the head.
+  const std::string& full = in_parts && w.checkpoint_parts.count < 0 ? w.full_state : w.state;
+  const auto checkpoint = [&] {
+    return InsertCheckpoint(w.id, w.t, full, w.checkpoint_file, w.checkpoint_parts,
+                            w.keep_checkpoints);
+  };
+  if (in_parts && !w.complete_parts && NeedsCompleteState(w.id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("store: an earlier step of session '", w.id,
+                     "' was not saved, so its parts are behind; its next step writes them all"));
+  }
+  // Parts first, in step order: a later step of the same session in this
+  // transaction overwrites the parts both changed.
+  if (in_parts) {
+    if (absl::Status s = SaveParts(w); !s.ok()) return s;
+    if (w.trim_parts) {
+      if (absl::Status s = DropParts(w.id, w.aux_count); !s.ok()) return s;
+    }
+  }
+  if (w.state_superseded) {
+    // The same session's next step, later in this transaction, writes its
+    // newer head (and checks the row exists); this head's side file, if
+    // any, is named by no row.
+    if (!w.state_file.name.empty()) released_.push_back(w.state_file.name);
+    if (absl::Status s = SaveReply(w); !s.ok()) return s;
+    return w.keep_checkpoints > 0 ? checkpoint() : absl::OkStatus();
+  }
+  Stmt a(*writer_sql_,
+         "UPDATE sessions SET state = ?, t = ?, state_sum = ?, parts = ?, file = ? WHERE id = ?");
+  a.Int(2, w.t);
+  BindRecord(a, 1, 3, 5, w.state, w.state_file, "state", w.id, w.t);
+  if (in_parts) {
+    a.Int(4, w.aux_count);
+  } else {
+    a.Null(4);
+  }
+  if (absl::Status s = a.Text(6, w.id).Run("saving a step"); !s.ok()) return s;
+  if (sqlite3_changes(db_) != 1) {
+    return absl::NotFoundError(absl::StrCat("store: session '", w.id, "' not stored"));
+  }
+  if (!in_parts) {
+    if (absl::Status s = DropParts(w.id, 0); !s.ok()) return s;
+  }
+  if (absl::Status s = SaveReply(w); !s.ok()) return s;
+  return w.keep_checkpoints > 0 ? checkpoint() : absl::OkStatus();
+}
+
+absl::Status SqliteSessionStore::ApplyOp(const GroupStepWrite& w) {
+  // One Write is applied inside one transaction (see WriterLoop).
+  for (const StepWrite& step : w.steps) {
+    if (absl::Status s = ApplyOp(step); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteSessionStore::ApplyOp(const PutGroupWrite& w) {
+  // The sessions first, then the group naming them, in one transaction.
+  for (const PutSessionWrite& session : w.sessions) {
+    if (absl::Status s = ApplyOp(session); !s.ok()) return s;
+  }
+  Stmt g(*writer_sql_, "INSERT OR REPLACE INTO groups (id, members, members_sum) VALUES (?, ?, ?)");
+  return g.Text(1, w.id)
+      .Text(2, w.members)
+      .Int(3, RecordSum("group", w.id, 0, w.members))
+      .Run("saving a group");
+}
+
+absl::Status SqliteSessionStore::ApplyOp(const DeleteSessionWrite& w) {
+  return DeleteSessionRows(w.id);
+}
+
+absl::Status SqliteSessionStore::ApplyOp(const DeleteGroupWrite& w) {
+  // One Write is applied inside one transaction (see WriterLoop).
+  for (const std::string& member : w.members) {
+    if (member.empty()) continue;
+    if (absl::Status s = DeleteSessionRows(member); !s.ok()) return s;
+  }
+  Stmt g(*writer_sql_, "DELETE FROM groups WHERE id = ?");
+  return g.Text(1, w.id).Run("deleting a group");
+}
+
+absl::Status SqliteSessionStore::ApplyOp(const FenceWrite& w) {
+  if (w.target.empty()) {
+    Stmt f(*writer_sql_, "DELETE FROM fences WHERE key = ?");
+    return f.Text(1, w.key).Run("lifting a fence");
+  }
+  Stmt f(*writer_sql_, "INSERT OR REPLACE INTO fences (key, target, target_sum) VALUES (?, ?, ?)");
+  return f.Text(1, w.key)
+      .Text(2, w.target)
+      .Int(3, RecordSum("fence", w.key, 0, w.target))
+      .Run("saving a fence");
 }
 
 }  // namespace f2obo::server

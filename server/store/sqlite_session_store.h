@@ -47,6 +47,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -68,6 +69,21 @@ struct SideFile {
   int64_t sum = 0;
 };
 class StmtCache;  // sqlite_stmt.h
+// The typed writes (store_write.h).
+struct CheckpointPartsRecord;
+struct PutSessionWrite;
+struct StepWrite;
+struct GroupStepWrite;
+struct PutGroupWrite;
+struct DeleteSessionWrite;
+struct DeleteGroupWrite;
+struct CheckpointWrite;
+struct RollbackWrite;
+struct FenceWrite;
+struct CheckpointRead;
+using WriteOp =
+    std::variant<PutSessionWrite, StepWrite, GroupStepWrite, PutGroupWrite, DeleteSessionWrite,
+                 DeleteGroupWrite, CheckpointWrite, RollbackWrite, FenceWrite, CheckpointRead>;
 }  // namespace store_detail
 
 class SqliteSessionStore final : public SessionStore {
@@ -176,54 +192,76 @@ class SqliteSessionStore final : public SessionStore {
  private:
   struct Write;  // store_write.h
   using SideFile = store_detail::SideFile;
+  using PutSessionWrite = store_detail::PutSessionWrite;
+  using StepWrite = store_detail::StepWrite;
+  using CheckpointPartsRecord = store_detail::CheckpointPartsRecord;
   SqliteSessionStore(sqlite3* db, int lock_fd, std::string path, Durability durability,
                      size_t max_queued_bytes, size_t side_file_bytes);
   absl::Status CheckFile(const std::string& dir);
   absl::Status Migrate();
-  static std::shared_ptr<Write> PutWrite(SessionRecord record);
-  // Writer thread only: a kPut's aux parts from its SessionRecord::parts,
-  // each its own row (and, with its first checkpoint, that checkpoint's).
-  absl::Status SaveSourceParts(const Write& w, bool checkpoint);
-  static std::shared_ptr<Write> StepWrite(SessionStep step, int keep_replies);
+  static PutSessionWrite MakePutWrite(SessionRecord record);
+  static StepWrite MakeStepWrite(SessionStep step, int keep_replies);
+  static std::shared_ptr<Write> Queued(store_detail::WriteOp op);
   // A write's payload bytes, its parts' included (the queue bound).
   static size_t PayloadBytes(const Write& w);
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Submit(std::shared_ptr<Write> w, bool wait,
-                      std::chrono::system_clock::time_point deadline =
-                          std::chrono::system_clock::time_point::max()) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Submit(std::shared_ptr<Write> w, bool wait, Deadline deadline = kNoDeadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Submit's second half, once `w`'s large records are in side files:
   // queues it and, if `wait`, waits for it (or withdraws it at `deadline`).
-  absl::Status Enqueue(const std::shared_ptr<Write>& w, bool wait,
-                       std::chrono::system_clock::time_point deadline) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Apply(const Write& w);
-  // Writer thread only: a kStep's reply row, and the trim of older ones.
-  absl::Status SaveReply(const Write& w);
-  // Writer thread only: session `id`'s reply cache becomes `replies`
-  // ((step, StepReply bytes), oldest first), each row keyed as SaveReply
-  // keys it, by the step after it, so that the steps' trimming keeps
-  // exactly the newest keep_replies from there on (kPut, kRollback).
+  absl::Status Enqueue(const std::shared_ptr<Write>& w, bool wait, Deadline deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The writer thread's side: Apply visits the write's op, one ApplyOp per
+  // kind (sqlite_session_store.cc; checkpoints and rollback in
+  // checkpoints.cc), all inside the batch's transaction.
+  absl::Status Apply(Write& w);
+  absl::Status ApplyOp(const PutSessionWrite& w);
+  absl::Status ApplyOp(const StepWrite& w);
+  absl::Status ApplyOp(const store_detail::GroupStepWrite& w);
+  absl::Status ApplyOp(const store_detail::PutGroupWrite& w);
+  absl::Status ApplyOp(const store_detail::DeleteSessionWrite& w);
+  absl::Status ApplyOp(const store_detail::DeleteGroupWrite& w);
+  absl::Status ApplyOp(const store_detail::CheckpointWrite& w);
+  absl::Status ApplyOp(const store_detail::RollbackWrite& w);
+  absl::Status ApplyOp(const store_detail::FenceWrite& w);
+  // Checkpoint (w.id, w.t) into w.loaded, or, when it is in a side file,
+  // that file opened into w.fd (read by the caller, off the writer thread).
+  absl::Status ApplyOp(store_detail::CheckpointRead& w);
+  // A step's reply row, and the trim of older ones.
+  absl::Status SaveReply(const StepWrite& w);
+  // Session `id`'s reply cache becomes `replies` ((step, StepReply bytes),
+  // oldest first), each row keyed as SaveReply keys it, by the step after
+  // it, so that the steps' trimming keeps exactly the newest keep_replies
+  // from there on (a put, a rollback).
   absl::Status ReplaceReplies(const std::string& id,
                               const std::vector<std::pair<int64_t, std::string>>& replies);
-  // Writer thread only: a kStep's changed state parts; the parts of `id` at
-  // or beyond `from` removed.
-  absl::Status SaveParts(const Write& w);
+  // A step's changed state parts; the parts of `id` at or beyond `from`
+  // removed.
+  absl::Status SaveParts(const StepWrite& w);
   absl::Status DropParts(const std::string& id, int64_t from);
-  // Writer thread: after a step write was applied (or failed), whether the
-  // session's next step must write its state complete.
+  // A put's aux parts from its part_source, each its own row (and, with its
+  // first checkpoint, that checkpoint's).
+  absl::Status SaveSourceParts(const PutSessionWrite& w);
+  // After a write was applied (or failed), whether its sessions' next step
+  // must write their state complete.
   void NoteStepOutcome(const Write& w) ABSL_LOCKS_EXCLUDED(mu_);
+  void NoteStepOutcome(const StepWrite& w, const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
   // LoadAll: session `id`'s state from its head and its `count` parts,
   // every part checksum-verified (DATA_LOSS naming the part), each decoded
   // into the state as it is read.
   absl::StatusOr<Checkpoint> JoinParts(const std::string& id, const std::string& head,
                                        int64_t count);
-  // Writer thread only: sets Write::state_superseded across `batch`.
+  // Sets StepWrite::state_superseded across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
-  absl::Status DeleteSessionRows(const std::string& id);  // writer thread only
-  // Writer thread only (checkpoints.cc): inserts checkpoint (w.id, w.t) and
-  // drops all but the newest `keep`; applies a kRollback write.
-  // A kPut's, kStep's or kCheckpoint's checkpoint: in parts (w.checkpoint_count >=
-  // 0; head `head` or w.checkpoint_file), or whole (`head` the encoding).
-  absl::Status InsertCheckpoint(const Write& w, const std::string& head, int keep);
+  absl::Status DeleteSessionRows(const std::string& id);
+  // Checkpoints (checkpoints.cc).  Inserts checkpoint (id, t) and drops all
+  // but the newest `keep`: in parts (parts.count >= 0: `head` the head), or
+  // whole (`head` the encoding); the head in side file `head_file` when
+  // named.
+  absl::Status InsertCheckpoint(const std::string& id, int64_t t, const std::string& head,
+                                const SideFile& head_file, const CheckpointPartsRecord& parts,
+                                int keep);
   // Drops session id's checkpoints after `after` (all: INT64_MIN), with
   // their parts.
   absl::Status DropCheckpoints(const std::string& id, int64_t after);
@@ -241,13 +279,8 @@ class SqliteSessionStore final : public SessionStore {
   // queue: the whole encoding, checksum-verified, or, for a checkpoint in
   // parts, *in_parts set (and nothing read: ReadCheckpointParts reads it).
   absl::StatusOr<std::string> LoadWholeCheckpoint(const std::string& id, int64_t t, bool* in_parts);
-  absl::Status ApplyRollback(const Write& w);
   // Reads every fence into `out` (fences.cc).
   absl::Status LoadFences(LoadedStore& out);
-  // Writer thread (a kLoadCheckpoint write): checkpoint (w.id, w.t) into
-  // w.loaded, or, when it is in a side file, that file opened into
-  // w.loaded_fd (read by the caller, off the writer thread).
-  void ReadCheckpoint(const Write& w);
   absl::Status Exec(const char* sql);
   // Writer thread only: `sql` (no result rows) through writer_sql_.
   absl::Status ExecCached(const char* sql);
@@ -255,10 +288,24 @@ class SqliteSessionStore final : public SessionStore {
   // Side files (side_files.cc).  Open: <dir>/records, the triggers that
   // report a released file, the removal of orphans.
   absl::Status OpenSideFiles(const std::string& dir);
-  // The caller's thread, before queueing `w` (`owner`: the write queued,
-  // which lists every file made for it): each record of `w` of at least
-  // side_file_bytes_ written to a side file and dropped from memory.
-  absl::Status SpillLarge(Write& w, Write& owner);
+  // The caller's thread, before queueing `owner`: each record of its write
+  // of at least side_file_bytes_ written to a side file and dropped from
+  // memory, every file made listed in owner.new_files.  Spill: one kind of
+  // write's records; SpillRecord: one record (`bytes`, as record `kind` of
+  // `id` at `key`) into *file; SpillCheckpointRows: a checkpoint's parts;
+  // SpillState: a session's state, also the checkpoint's record (a hard
+  // link) when `checkpoint_file` is given.
+  absl::Status SpillLarge(Write& owner);
+  absl::Status Spill(PutSessionWrite& w, Write& owner);
+  absl::Status Spill(StepWrite& w, Write& owner);
+  absl::Status Spill(store_detail::CheckpointWrite& w, Write& owner);
+  absl::Status Spill(store_detail::RollbackWrite& w, Write& owner);
+  absl::Status SpillRecord(std::string& bytes, const char* kind, const std::string& id, int64_t key,
+                           Write& owner, SideFile* file);
+  absl::Status SpillCheckpointRows(const std::string& id, int64_t t, CheckpointPartsRecord& parts,
+                                   Write& owner);
+  absl::Status SpillState(const std::string& id, int64_t t, std::string& state,
+                          SideFile& state_file, SideFile* checkpoint_file, Write& owner);
   absl::StatusOr<SideFile> WriteSideFile(absl::string_view bytes, int64_t sum, Write& owner);
   absl::StatusOr<SideFile> LinkSideFile(const std::string& name, int64_t sum, Write& owner);
   absl::Status SyncSideFiles(const Write& owner);
@@ -295,8 +342,8 @@ class SqliteSessionStore final : public SessionStore {
   // Conditions on mu_, each with its own waiters, so that a commit wakes
   // the callers it finished and not every stream (each waits on its own
   // Write's done_cv: with one condition for all, a commit woke every
-  // waiting stream, those whose writes wait for the next commit too; issue
-  // 23), and the writer is woken by new writes only.
+  // waiting stream, those whose writes wait for the next commit too), and
+  // the writer is woken by new writes only.
   absl::CondVar writer_cv_;  // the writer: queue_ not empty, or stopping_
   absl::CondVar room_cv_;    // Submit: room under max_queued_bytes_
   std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);

@@ -18,7 +18,7 @@ namespace f2obo::server::store_detail {
 // Statements prepared once per connection and reused, reset and rebound
 // (Stmt's second constructor): preparing one (parsing, planning, code
 // generation, the side-file triggers compiled in) cost the store's writer
-// more CPU than running it, three or four times a step (issue 23).  Keyed
+// more CPU than running it, three or four times a step.  Keyed
 // by the SQL's address, its text compared on every hit, so a string that
 // reuses a freed one's address is never given the wrong statement; meant
 // for string literals (a few dozen, each prepared once).  Not thread-safe:

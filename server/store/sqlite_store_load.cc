@@ -1,7 +1,7 @@
-// SessionStore's reading side: every session, reply and group at start
+// SqliteSessionStore's reading side: every session, reply and group at start
 // (LoadAll) and a state stored as a head plus part rows joined back
 // (JoinParts), each record's checksum verified (the writing side:
-// session_store.cc).
+// sqlite_session_store.cc).
 #include <sqlite3.h>
 
 #include <string>

@@ -1,7 +1,7 @@
-// The store's side of a session's state in parts (issue 23): a step's
+// The embedded store's side of a session's state in parts: a step's
 // head and changed aux parts (CommitStep with a StepState), the rows of
 // table state_parts, and the rule that after a failed step write only a
-// complete state is stored.  LoadAll joins the parts (session_store.cc).
+// complete state is stored.  LoadAll joins the parts (sqlite_store_load.cc).
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
@@ -15,49 +15,51 @@ namespace f2obo::server {
 
 using store_detail::BindRecord;
 using store_detail::CheckpointPartSum;
+using store_detail::GroupStepWrite;
+using store_detail::PutSessionWrite;
 using store_detail::RecordSum;
+using store_detail::StepWrite;
 using store_detail::Stmt;
 
-std::shared_ptr<SqliteSessionStore::Write> SqliteSessionStore::StepWrite(SessionStep step,
-                                                                         int keep_replies) {
-  auto w = std::make_shared<Write>();
-  w->kind = Write::kStep;
-  w->id = std::move(step.id);
-  w->t = step.t;
-  w->state = std::move(step.state.head);
-  w->aux_count = step.state.aux_count;
-  w->aux_rows = std::move(step.state.aux_rows);
-  w->full_state = std::move(step.state.full);
-  w->trim_parts = step.state.trim;
-  w->complete_parts = step.state.complete;
-  w->reply = step.reply.SerializeAsString();
-  w->keep = keep_replies;
-  w->keep_checkpoints = step.keep_checkpoints;
+StepWrite SqliteSessionStore::MakeStepWrite(SessionStep step, int keep_replies) {
+  StepWrite w;
+  w.id = std::move(step.id);
+  w.t = step.t;
+  w.from_t = step.t - 1;
+  w.state = std::move(step.state.head);
+  w.aux_count = step.state.aux_count;
+  w.aux_rows = std::move(step.state.aux_rows);
+  w.full_state = std::move(step.state.full);
+  w.trim_parts = step.state.trim;
+  w.complete_parts = step.state.complete;
+  w.reply = step.reply.SerializeAsString();
+  w.keep_replies = keep_replies;
+  w.keep_checkpoints = step.keep_checkpoints;
   if (step.state.checkpoint_in_parts && step.keep_checkpoints > 0) {
-    // Its head is the step's (w->state).
-    w->checkpoint_count = step.state.checkpoint.count;
-    w->checkpoint_base = step.state.checkpoint.base;
-    w->checkpoint_rows = std::move(step.state.checkpoint.rows);
+    // Its head is the step's (w.state).
+    w.checkpoint_parts.count = step.state.checkpoint.count;
+    w.checkpoint_parts.base = step.state.checkpoint.base;
+    w.checkpoint_parts.rows = std::move(step.state.checkpoint.rows);
   }
   return w;
 }
 
 absl::Status SqliteSessionStore::CommitStep(const std::string& id, int64_t t, StepState state,
                                             const v1::StepReply& reply, int keep_replies,
-                                            int keep_checkpoints,
-                                            std::chrono::system_clock::time_point deadline) {
-  return Submit(StepWrite({id, t, std::move(state), reply, keep_checkpoints}, keep_replies),
-                /*wait=*/durability_ == Durability::kSync, deadline);
+                                            int keep_checkpoints, Deadline deadline) {
+  return Submit(
+      Queued(MakeStepWrite({id, t, std::move(state), reply, keep_checkpoints}, keep_replies)),
+      /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
 absl::Status SqliteSessionStore::CommitSteps(std::vector<SessionStep> steps, int keep_replies,
-                                             std::chrono::system_clock::time_point deadline) {
+                                             Deadline deadline) {
   // One Write is applied inside one transaction (WriterLoop), also when a
   // failure in its batch makes the writer retry the writes one by one.
-  auto all = std::make_shared<Write>();
-  all->kind = Write::kAll;
-  for (SessionStep& step : steps) all->parts.push_back(StepWrite(std::move(step), keep_replies));
-  return Submit(std::move(all), /*wait=*/durability_ == Durability::kSync, deadline);
+  GroupStepWrite group;
+  for (SessionStep& step : steps)
+    group.steps.push_back(MakeStepWrite(std::move(step), keep_replies));
+  return Submit(Queued(std::move(group)), /*wait=*/durability_ == Durability::kSync, deadline);
 }
 
 bool SqliteSessionStore::NeedsCompleteState(const std::string& id) const {
@@ -65,7 +67,7 @@ bool SqliteSessionStore::NeedsCompleteState(const std::string& id) const {
   return needs_complete_.count(id) > 0;
 }
 
-absl::Status SqliteSessionStore::SaveParts(const Write& w) {
+absl::Status SqliteSessionStore::SaveParts(const StepWrite& w) {
   static const SideFile kInRow;
   for (size_t i = 0; i < w.aux_rows.size(); ++i) {
     const auto& [index, bytes] = w.aux_rows[i];
@@ -87,7 +89,7 @@ absl::Status SqliteSessionStore::SaveParts(const Write& w) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteSessionStore::SaveSourceParts(const Write& w, bool checkpoint) {
+absl::Status SqliteSessionStore::SaveSourceParts(const PutSessionWrite& w) {
   // Each part bound where it is (the snapshot is immutable and the write
   // holds it), into its state row and, for the first checkpoint (a chain's
   // start: no row for an empty part), its checkpoint row.
@@ -111,7 +113,7 @@ absl::Status SqliteSessionStore::SaveSourceParts(const Write& w, bool checkpoint
       p.BlobView(3, bytes).Int(4, RecordSum("part", w.id, index, bytes)).Null(5);
     }
     if (absl::Status s = p.Run("saving a state part"); !s.ok()) return s;
-    if (!checkpoint) continue;
+    if (!w.checkpoint) continue;
     Stmt c(*writer_sql_,
            "INSERT INTO checkpoint_parts (id, t, idx, part, part_sum, file) "
            "VALUES (?, ?, ?, ?, ?, ?)");

@@ -1,5 +1,5 @@
 // The store's writer thread (session_store.h): the queue of writes, group
-// commit, and kNone's gathering of writes, split from session_store.cc.
+// commit, and kNone's gathering of writes, split from sqlite_session_store.cc.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -19,21 +21,89 @@
 
 namespace f2obo::server {
 
-size_t SqliteSessionStore::PayloadBytes(const Write& w) {
-  size_t bytes = w.spec.size() + w.state.size() + w.reply.size() + w.full_state.size();
-  for (const auto& r : w.replies) bytes += r.second.size();
-  for (const auto& r : w.aux_rows) bytes += r.second.size();
-  for (const auto& r : w.checkpoint_rows) bytes += r.second.size();
-  for (const auto& p : w.parts) bytes += PayloadBytes(*p);
-  if (w.part_source != nullptr) bytes += w.part_source->aux.payload_bytes();
+using store_detail::CheckpointRead;
+using store_detail::CheckpointWrite;
+using store_detail::DeleteGroupWrite;
+using store_detail::DeleteSessionWrite;
+using store_detail::FenceWrite;
+using store_detail::GroupStepWrite;
+using store_detail::IndexedBytes;
+using store_detail::KeyOf;
+using store_detail::PutGroupWrite;
+using store_detail::PutSessionWrite;
+using store_detail::RollbackWrite;
+using store_detail::StepWrite;
+using store_detail::WriteOp;
+
+std::string_view store_detail::KeyOf(const WriteOp& op) {
+  struct Key {
+    std::string_view operator()(const GroupStepWrite&) const { return ""; }
+    std::string_view operator()(const FenceWrite& w) const { return w.key; }
+    std::string_view operator()(const PutSessionWrite& w) const { return w.id; }
+    std::string_view operator()(const StepWrite& w) const { return w.id; }
+    std::string_view operator()(const PutGroupWrite& w) const { return w.id; }
+    std::string_view operator()(const DeleteSessionWrite& w) const { return w.id; }
+    std::string_view operator()(const DeleteGroupWrite& w) const { return w.id; }
+    std::string_view operator()(const CheckpointWrite& w) const { return w.id; }
+    std::string_view operator()(const RollbackWrite& w) const { return w.id; }
+    std::string_view operator()(const CheckpointRead& w) const { return w.id; }
+  };
+  return std::visit(Key{}, op);
+}
+
+std::shared_ptr<SqliteSessionStore::Write> SqliteSessionStore::Queued(WriteOp op) {
+  return std::make_shared<Write>(std::move(op));
+}
+
+namespace {
+
+size_t Bytes(const IndexedBytes& rows) {
+  size_t bytes = 0;
+  for (const auto& r : rows) bytes += r.second.size();
   return bytes;
 }
+
+// A write's payload bytes (the queue bound): what it holds in memory.
+struct Payload {
+  size_t operator()(const PutSessionWrite& w) const {
+    return w.spec.size() + w.state.size() + Bytes(w.replies) +
+           (w.part_source != nullptr ? w.part_source->aux.payload_bytes() : 0);
+  }
+  size_t operator()(const StepWrite& w) const {
+    return w.state.size() + w.reply.size() + w.full_state.size() + Bytes(w.aux_rows) +
+           Bytes(w.checkpoint_parts.rows);
+  }
+  size_t operator()(const GroupStepWrite& w) const {
+    size_t bytes = 0;
+    for (const StepWrite& step : w.steps) bytes += (*this)(step);
+    return bytes;
+  }
+  size_t operator()(const PutGroupWrite& w) const {
+    size_t bytes = w.members.size();
+    for (const PutSessionWrite& session : w.sessions) bytes += (*this)(session);
+    return bytes;
+  }
+  size_t operator()(const DeleteSessionWrite&) const { return 0; }
+  size_t operator()(const DeleteGroupWrite& w) const {
+    size_t bytes = 0;  // as one record, one id a line
+    for (const std::string& m : w.members) bytes += m.size() + (bytes > 0 ? 1 : 0);
+    return bytes;
+  }
+  size_t operator()(const CheckpointWrite& w) const { return w.state.size() + Bytes(w.parts.rows); }
+  size_t operator()(const RollbackWrite& w) const { return w.state.size() + Bytes(w.replies); }
+  size_t operator()(const FenceWrite& w) const { return w.target.size(); }
+  size_t operator()(const CheckpointRead&) const { return 0; }
+};
+
+}  // namespace
+
+size_t SqliteSessionStore::PayloadBytes(const Write& w) { return std::visit(Payload{}, w.op); }
 
 absl::Status SqliteSessionStore::Submit(std::shared_ptr<Write> w, bool wait,
                                         std::chrono::system_clock::time_point deadline) {
   // Large records to their side files first, on this thread: the writer's
   // transaction then only names them (side_files.cc).
-  absl::Status s = SpillLarge(*w, *w);
+  absl::Status s = SpillLarge(*w);
   if (s.ok()) s = SyncSideFiles(*w);
   if (s.ok()) {
     w->bytes = PayloadBytes(*w);
@@ -94,32 +164,34 @@ absl::Status SqliteSessionStore::Enqueue(const std::shared_ptr<Write>& w, bool w
 }
 
 void SqliteSessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch) {
-  // Walk backwards, remembering the kind of each session's next write.
-  std::unordered_map<std::string_view, Write::Kind> next_kind;
+  // Walk backwards, remembering whether each key's next write is a step.
+  std::unordered_map<std::string_view, bool> next_is_step;
   for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
-    Write& w = **it;
-    if (w.kind == Write::kStep) {
-      const auto next = next_kind.find(w.id);
-      w.state_superseded = next != next_kind.end() && next->second == Write::kStep;
+    WriteOp& op = (*it)->op;
+    const std::string_view key = KeyOf(op);
+    StepWrite* step = std::get_if<StepWrite>(&op);
+    if (step != nullptr) {
+      const auto next = next_is_step.find(key);
+      step->state_superseded = next != next_is_step.end() && next->second;
     }
-    // Group writes name a group id, not their members': a member's step
-    // before a group delete is never superseded (its next write is not a
-    // step of the same id), which is always safe.
-    next_kind[w.id] = w.kind;
+    // Group writes name a group id (a group's steps: none), not their
+    // members': a member's step before a group write is never superseded
+    // (its next write is not a step of the same id), which is always safe.
+    next_is_step[key] = step != nullptr;
   }
 }
 
 void SqliteSessionStore::NoteStepOutcome(const Write& w) {
-  if (w.kind == Write::kAll) {
-    // Its parts' outcome is the whole write's (one transaction).
-    for (const auto& part : w.parts) {
-      part->status = w.status;
-      NoteStepOutcome(*part);
-    }
-    return;
+  // A group's steps: their outcome is the whole write's (one transaction).
+  if (const auto* group = std::get_if<GroupStepWrite>(&w.op)) {
+    for (const StepWrite& step : group->steps) NoteStepOutcome(step, w.status);
+  } else if (const auto* step = std::get_if<StepWrite>(&w.op)) {
+    NoteStepOutcome(*step, w.status);
   }
-  if (w.kind != Write::kStep) return;
-  const bool failed = !w.status.ok();
+}
+
+void SqliteSessionStore::NoteStepOutcome(const StepWrite& w, const absl::Status& status) {
+  const bool failed = !status.ok();
   if (!failed && !w.complete_parts) return;
   absl::MutexLock lock(&mu_);
   if (failed) {
@@ -149,7 +221,9 @@ void SqliteSessionStore::WriterLoop() {
       queued_waited_ = 0;
     }
     // Tests make the writer slow here (a large write holding it).
-    for (const auto& w : batch) FaultPoint("store_write", w->id).IgnoreError();
+    for (const auto& w : batch) {
+      FaultPoint("store_write", std::string(KeyOf(w->op))).IgnoreError();
+    }
     MarkSupersededStates(batch);
     room_cv_.SignalAll();  // room for writers held back by the bound
     // Group commit: one transaction (one fsync) for everything pending.
@@ -163,7 +237,8 @@ void SqliteSessionStore::WriterLoop() {
     if (batch_ok) batch_ok = ExecCached("COMMIT").ok();
     if (batch_ok) {
       for (const auto& w : batch) {
-        superseded_states_ += w->state_superseded ? 1 : 0;
+        const StepWrite* step = std::get_if<StepWrite>(&w->op);
+        superseded_states_ += step != nullptr && step->state_superseded ? 1 : 0;
         NoteStepOutcome(*w);
       }
     }
@@ -173,7 +248,9 @@ void SqliteSessionStore::WriterLoop() {
       // may not rely on a later step that fails).
       ExecCached("ROLLBACK").IgnoreError();
       TakeReleasedFiles();  // (released by nothing durable)
-      for (const auto& w : batch) w->state_superseded = false;
+      for (const auto& w : batch) {
+        if (StepWrite* step = std::get_if<StepWrite>(&w->op)) step->state_superseded = false;
+      }
       for (const auto& w : batch) {
         absl::Status s = ExecCached("BEGIN IMMEDIATE");
         if (s.ok()) s = Apply(*w);
@@ -203,7 +280,7 @@ void SqliteSessionStore::WriterLoop() {
         std::fprintf(stderr,
                      "f2obo-server: store: a step of session '%s' was not saved (%s); %lld "
                      "unsaved so far: a restart resumes from older steps\n",
-                     w->id.c_str(), std::string(w->status.message()).c_str(),
+                     std::string(KeyOf(w->op)).c_str(), std::string(w->status.message()).c_str(),
                      static_cast<long long>(n));
       }
     }

@@ -85,6 +85,8 @@ TEST_F(OracleClasses, IrScgFollowsTheBuiltInSimpleFamily) {
     EXPECT_NEAR(a.fw_gap_estimate(), b.fw_gap_estimate(), 1e-12);
     EXPECT_EQ(out.reply->report().rows_processed(), ref.report().rows_processed());
     EXPECT_EQ(out.done->y_size(), 0);  // x alone in this class
+    // f and g at x_k, x_{k-1} and the decision: one request
+    EXPECT_EQ(out.requests, 1) << "t = " << t;
   }
   EXPECT_TRUE(client.Close().ok());
   const v1::Decision a = Decision("orc"), b = Decision("ref");

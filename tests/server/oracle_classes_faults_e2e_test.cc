@@ -127,7 +127,8 @@ TEST_F(OracleClasses, BadAnswersMidRoundOfEitherClassChangeNothing) {
   steps("good", 3, 4);
   EXPECT_TRUE(State("orc").BitEquals(State("good")));
 
-  // The simple class: a NaN in ir_scg's STORM correction at x_{k-1}.
+  // The simple class: a NaN in ir_scg's STORM correction at x_{k-1} (the
+  // step's one request; its second query is f's gradient there).
   const v1::SessionInfo s_ref = Create("s-ref", SimpleSpec());
   Create("s-orc", OracleTwin(SimpleSpec(), s_ref));
   Create("s-good", OracleTwin(SimpleSpec(), s_ref));
@@ -139,15 +140,16 @@ TEST_F(OracleClasses, BadAnswersMidRoundOfEitherClassChangeNothing) {
   {
     OracleClient client(stub_.get());
     const OracleOutcome out = client.Step("s-orc", 3, &simple, [](int index, v1::OracleAnswers* a) {
-      if (index == 3) {
+      if (index == 0) {
         const double nan = std::numeric_limits<double>::quiet_NaN();
-        std::memcpy(a->mutable_answers(0)->mutable_grad_x()->data() + 8 * 4, &nan, 8);
+        std::memcpy(a->mutable_answers(1)->mutable_grad_x()->data() + 8 * 4, &nan, 8);
       }
       return true;
     });
     EXPECT_FALSE(out.reply.has_value());
     EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    EXPECT_THAT(out.status.error_message(), HasSubstr("answers[0].grad_x[4]: nan is not finite"));
+    EXPECT_THAT(out.status.error_message(),
+                HasSubstr("answers[1].grad_x[4]: nan is not finite (f's gradient in x"));
   }
   EXPECT_TRUE(State("s-orc").BitEquals(State("s-good")));
   for (const char* id : {"s-orc", "s-good"}) {

@@ -16,8 +16,13 @@ scipy.sparse -> wire batches), views (result objects), errors (one
 exception class per gRPC status code), drift (DriftingStream: the CLI's
 drifting stream over a numpy dataset), fields and spec (keyword arguments
 -> proto fields by name).  The generated protobuf modules are
-`f2obo.pb` (messages) and `f2obo.pb_grpc` (the stub).
+`f2obo.pb` (messages) and `f2obo.pb_grpc` (the stub).  `f2obo.torch`
+(Tuner: tune a torch.nn.Module's hyperparameters) is imported on first
+use, so `import f2obo` alone does not import torch.
 """
+import importlib as _importlib
+from typing import Any as _Any
+
 from ._stubs import pb, pb_grpc
 from .batch import batch, to_batch
 from .client import TLS, Client
@@ -42,3 +47,11 @@ __all__ = [
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted",
     "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    # PEP 562: `f2obo.torch` after a plain `import f2obo`, torch loaded
+    # only then (a user of the numpy client needs no torch).
+    if name == "torch":
+        return _importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'f2obo' has no attribute %r" % name)

@@ -47,7 +47,13 @@ changing them.
 (value, grad_x, grad_y) per query, in order.
 
 Exactly-once: step t is applied once; a retried t answers from the
-server's reply cache without asking anything.  If this process dies
+server's reply cache without asking anything.  A step whose stream
+breaks with UNAVAILABLE (a dropped connection, a server restart) is
+retried with the same t on a new stream, waiting for the server as the
+client's `retries` and `reconnect_timeout` allow (the "moved" status of
+a rebalance up to its `moved_retry_seconds`): the server discarded the
+broken round, or applied it and answers the retry from its cache
+(`replayed`).  If this process dies
 mid-round the round is discarded and the session is unchanged: a new
 process resumes from the server's iterates (`Session.decision()`, which
 carries x, y and t).  Errors: a wrong size, a non-finite number, an answer
@@ -65,6 +71,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
@@ -167,7 +174,9 @@ class OracleStream:
         with `evaluate` (or `evaluate_many`); returns its StepResult.
         `tasks` (multi-task sessions): (task, upper_rows, inner_rows[,
         probability]) per task of the step, instead of upper_rows and
-        inner_rows."""
+        inner_rows.  Retried on UNAVAILABLE with the same t (module doc).
+        FailedPrecondition (t is not the session's next index): the next
+        step asks the server for its index again."""
         if (evaluate is None) == (evaluate_many is None):
             raise ValueError("step: give exactly one of evaluate, evaluate_many")
         open_tasks = [pb.OracleTask(task=int(k[0]), upper_rows=int(k[1]), inner_rows=int(k[2]),
@@ -176,6 +185,27 @@ class OracleStream:
         if evaluate_many is None:
             evaluate_many = lambda qs: [evaluate(q) for q in qs]  # noqa: E731
         t = self.next_t if t is None else t
+        attempt, backoff = 0, 0.1
+        moved_deadline = time.monotonic() + self.client.moved_retry_seconds
+        while True:
+            try:
+                return self._step_once(evaluate_many, upper_rows, inner_rows, t, open_tasks)
+            except errors.FailedPrecondition:
+                self._next_t = None
+                raise
+            except errors.Unavailable as error:
+                moved = errors.is_moved(error) and time.monotonic() + backoff < moved_deadline
+                if not moved and attempt >= self.client.retries:
+                    raise
+                time.sleep(backoff)  # backoff before the retry
+                backoff = min(2 * backoff, 1.0 if moved else 2.0)
+                if not moved:
+                    attempt += 1
+                self.client._wait_ready(self.client.reconnect_timeout, error)
+
+    def _step_once(self, evaluate_many: Callable[[List[OracleQuery]], Sequence[Answer]],
+                   upper_rows: int, inner_rows: int, t: int,
+                   open_tasks: List[Any]) -> StepResult:
         self._open_tasks = open_tasks
         self.y = None
         if self._call is None:

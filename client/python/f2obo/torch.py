@@ -47,6 +47,26 @@ Constraint set of x: every Hyperparameter has a box (lo, hi), a scalar or
 per-entry (the default: unbounded); the session's box is theirs side by
 side.  A simplex (`simplex=total`) must be the only hyperparameter, since
 the server projects x onto one set.
+
+Staying in step with the session:
+  * the session is stored with a fingerprint of the model (the names and
+    shapes of its parameters and of the hyperparameters, f2obo._fingerprint);
+    resuming it with another model is refused (ValueError naming the first
+    difference), as is one whose sizes differ from the session's;
+  * `Tuner.create_or_resume(..., session_id=...)` resumes the session if it
+    exists, else creates it (a restarted script runs the same line);
+  * a rollback (`tuner.session.rollback(to_t)`, or `tuner.rollback`), a
+    fork assigned to `tuner.session`, or steps applied by another client
+    are noticed before the next step: the module and the hyperparameters
+    are reloaded from the session's decision and the step carries the
+    session's index.  A step index the server refuses (the session was
+    moved by a handle this tuner does not see) reloads them too and, when
+    `t` was not given, is run again once at the session's index;
+  * a step whose connection breaks (UNAVAILABLE: a server restart) is
+    retried with the same index (OracleStream.step), applied exactly once;
+  * a non-finite value or gradient of your loss is refused here, naming
+    the function (f: val_loss, g: train_loss) and the hyperparameter or
+    parameter entry, before anything is sent.
 """
 from __future__ import annotations
 
@@ -56,6 +76,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from . import _fingerprint, errors
 from .oracle import OracleQuery, OracleStream
 from .session import Session
 from .views import StepResult
@@ -102,8 +123,9 @@ def _num_rows(batch: Batch) -> int:
 class Tuner:
     """Tunes `hparams` of `model` online on an f2obo server (see module doc).
 
-    `session_id` of an existing oracle session resumes it (its x and y are
-    loaded into the hyperparameters and the module); else a new session is
+    `resume=True`: `session_id` names an existing oracle session, which is
+    resumed (its x and y are loaded into the hyperparameters and the
+    module) if the model's fingerprint matches it; else a new session is
     created with `create` keywords (algorithm, alpha, beta, gamma, seed,
     ...; create_session's), x0 = the hyperparameters' values, y0 = the
     module's parameters.  `dtype`: the precision of the autograd work (the
@@ -130,17 +152,87 @@ class Tuner:
         self._y_layout = self._layout([(n, p.shape) for n, p in self._params])
         self.x_dim = self._x_layout[-1][2] if self._x_layout else 0
         self.y_dim = self._y_layout[-1][2]
-        if resume:
-            self.session = Session(client, session_id)
-        else:
-            self.session = client.create_session(
-                family="oracle", x_dim=self.x_dim, y_dim=self.y_dim, session_id=session_id,
-                x0=self._flat_x(), y0=self._flat_y(), **self._constraint(), **create)
-        self._stream = OracleStream(client, self.session.id)
+        self._fingerprint = _fingerprint.fingerprint(
+            [(n, p.shape) for n, p in self._params],
+            [(k, h.value.shape) for k, h in self._hp.items()])
         self._x = torch.from_numpy(self._flat_x())
         self._steps = 0
+        self._stream: Optional[OracleStream] = None
         if resume:
-            self.sync()
+            self.session = Session(client, session_id)  # checks, then loads x_t and y_t
+        else:
+            created = client.create_session(
+                family="oracle", x_dim=self.x_dim, y_dim=self.y_dim, session_id=session_id,
+                x0=self._flat_x(), y0=self._flat_y(),
+                client_metadata=_fingerprint.metadata(self._fingerprint),
+                **self._constraint(), **create)
+            self._use(created)
+            self._at_t = created.next_t  # the module holds y_1 = y0 already
+
+    @classmethod
+    def create_or_resume(cls, client: Any, model: torch.nn.Module,
+                         hparams: Mapping[str, Union[Hyperparameter, torch.Tensor]],
+                         train_loss: Loss, val_loss: Loss, *, session_id: str,
+                         sync_every: int = 1, dtype: Optional[torch.dtype] = None,
+                         **create: Any) -> "Tuner":
+        """Resumes session `session_id` if it exists (`create` is then not
+        used), else creates it with `create`: the same line serves the
+        first run of a script and its restarts."""
+        if not session_id:
+            raise ValueError("Tuner.create_or_resume: give the session_id to resume or create")
+        kw = dict(session_id=session_id, sync_every=sync_every, dtype=dtype)
+        try:
+            client.get_session(session_id)
+        except errors.NotFound:
+            try:
+                return cls(client, model, hparams, train_loss, val_loss, **kw, **create)
+            except errors.AlreadyExists:
+                pass  # another process created it meanwhile: resume it
+        return cls(client, model, hparams, train_loss, val_loss, resume=True, **kw)
+
+    # ---- the session -----------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        """The session (f2obo.Session).  Assigning another one (a fork, an
+        import of this one) checks it fits the model and loads its x_t and
+        y_t; the next steps go to it."""
+        return self._session
+
+    @session.setter
+    def session(self, session: Session) -> None:
+        self._check_fits(session)
+        self._use(session)
+        self.sync()
+
+    def _use(self, session: Session) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        self._session = session
+        self._stream = OracleStream(self.client, session.id)
+
+    def _check_fits(self, session: Session) -> None:
+        """Refuses a session made for another model (ValueError)."""
+        spec = session.info().spec
+        what = "Tuner: session %r" % session.id
+        if spec.family.name != "oracle":
+            raise ValueError("%s is of family %r; a Tuner steps 'oracle' sessions"
+                             % (what, spec.family.name))
+        fp = _fingerprint.stored(spec.client_metadata)
+        if fp is not None:
+            diff = _fingerprint.difference(fp, self._fingerprint)
+            if diff is not None:
+                raise ValueError("%s was created for another model: %s; resume it with the "
+                                 "model and hyperparameters it was created with" % (what, diff))
+        for name, ours, theirs in (("y_dim (parameters)", self.y_dim, spec.family.y_dim),
+                                   ("x_dim (hyperparameters)", self.x_dim, spec.family.x_dim)):
+            if ours != theirs:
+                raise ValueError("%s has %s = %d, this model %d; resume it with the model it "
+                                 "was created with" % (what, name, theirs, ours))
+
+    def rollback(self, to_t: int) -> None:
+        """Session.rollback(to_t), then loads x and y of t = to_t + 1."""
+        self._session.rollback(to_t)
+        self.sync()
 
     # ---- layouts: name -> slice of the flat vector -------------------------
     @staticmethod
@@ -192,9 +284,11 @@ class Tuner:
     def sync(self) -> None:
         """Loads the session's decision (x_t, y_t) into the hyperparameters
         and the module's parameters."""
-        d = self.session.decision()
+        d = self._session.decision()
         self._x = torch.from_numpy(np.array(d.x, dtype=np.float64))
         self._load_y(np.asarray(d.y, dtype=np.float64))
+        self._at_t = int(d.t)
+        self._session._next_t = self._at_t
 
     def _load_y(self, flat: np.ndarray) -> None:
         y = torch.from_numpy(flat)
@@ -203,7 +297,8 @@ class Tuner:
                 p.copy_(y[a:b].view(shape))
 
     def close(self) -> None:
-        self._stream.close()
+        if self._stream is not None:
+            self._stream.close()
 
     def __enter__(self) -> "Tuner":
         return self
@@ -215,21 +310,34 @@ class Tuner:
     def step(self, val_batch: Batch, train_batch: Batch, *, t: Optional[int] = None
              ) -> StepResult:
         """Runs one step: f on `val_batch` (the upper batch), g on
-        `train_batch` (the inner one).  Returns the server's StepResult."""
-        def evaluate(q: OracleQuery):
-            return self._answer(q, val_batch if q.function == "f" else train_batch)
-        result = self._stream.step(evaluate, upper_rows=_num_rows(val_batch),
-                                   inner_rows=_num_rows(train_batch), t=t)
+        `train_batch` (the inner one).  Returns the server's StepResult.
+        `t` (default: the session's next index) names the step."""
+        for attempt in (0, 1):
+            if t is None and self._session.next_t != self._at_t:
+                self.sync()  # rolled back, forked or stepped by another handle
+            step_t = self._at_t if t is None else t
+
+            def evaluate(q: OracleQuery, step_t: int = step_t):
+                return self._answer(q, val_batch if q.function == "f" else train_batch, step_t)
+            try:
+                result = self._stream.step(evaluate, upper_rows=_num_rows(val_batch),
+                                           inner_rows=_num_rows(train_batch), t=step_t)
+                break
+            except errors.FailedPrecondition:
+                self.sync()  # where the session really is
+                if t is not None or attempt == 1 or self._at_t == step_t:
+                    raise
         self._x = torch.from_numpy(np.array(result.x, dtype=np.float64))
         self._steps += 1
-        if self.sync_every and self._steps % self.sync_every == 0:
-            if self._stream.y:  # y_{t+1}, sent with the reply
-                self._load_y(self._stream.y[0])
-            else:  # a replayed step: the server sent no y
-                self.sync()
+        if result.replayed or self._stream.y is None:
+            self.sync()  # a replayed step: the server sent no y, and may be further on
+        else:
+            self._at_t = self._session._next_t = int(result.t) + 1
+            if self.sync_every and self._steps % self.sync_every == 0:
+                self._load_y(self._stream.y[0])  # y_{t+1}, sent with the reply
         return result
 
-    def _answer(self, q: OracleQuery, batch: Batch):
+    def _answer(self, q: OracleQuery, batch: Batch, t: int):
         x = torch.tensor(q.x, dtype=self.dtype).requires_grad_(q.want_grad_x)
         y = torch.tensor(q.y, dtype=self.dtype).requires_grad_(q.want_grad_y)
         loss_fn = self.val_loss if q.function == "f" else self.train_loss
@@ -238,14 +346,34 @@ class Tuner:
                            self._split(x, self._x_layout), _rows(batch, q.rows))
             wanted = [v for v, w in ((x, q.want_grad_x), (y, q.want_grad_y)) if w]
             grads = list(torch.autograd.grad(loss, wanted, allow_unused=True)) if wanted else []
+        value = float(loss.detach())
+        if q.want_value and not np.isfinite(value):
+            raise self._not_finite(q, t, "its value is %r" % value)
         out = []
-        for v, w in ((x, q.want_grad_x), (y, q.want_grad_y)):
+        for v, w, layout, noun in ((x, q.want_grad_x, self._x_layout, "hyperparameter"),
+                                   (y, q.want_grad_y, self._y_layout, "parameter")):
             if not w:
                 out.append(None)
                 continue
             g = grads.pop(0)
-            out.append(np.zeros(v.numel()) if g is None else g.detach().to(torch.float64).numpy())
-        return float(loss.detach()), out[0], out[1]
+            if g is None:
+                out.append(np.zeros(v.numel()))
+                continue
+            g = g.detach()
+            if not bool(torch.isfinite(g).all()):
+                i = int(torch.nonzero(~torch.isfinite(g))[0, 0])
+                name, a, _, shape = next(e for e in layout if e[1] <= i < e[2])
+                entry = [int(k) for k in np.unravel_index(i - a, tuple(shape))] if len(shape) else []
+                raise self._not_finite(q, t, "its gradient with respect to %s %r%s is %r" % (
+                    noun, name, entry if entry else "", float(g[i])))
+            out.append(g.to(torch.float64).numpy())
+        return value, out[0], out[1]
+
+    def _not_finite(self, q: OracleQuery, t: int, what: str) -> errors.InvalidArgument:
+        fn = "f (val_loss)" if q.function == "f" else "g (train_loss)"
+        return errors.InvalidArgument("step %d: %s at the server's point of query %d: %s; "
+                                      "the round is discarded, the session unchanged"
+                                      % (t, fn, q.id, what))
 
 
 class _ModelAt(torch.nn.Module):

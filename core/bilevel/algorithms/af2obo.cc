@@ -42,6 +42,7 @@
 
 #include "core/bilevel/algorithms/appendix_a.h"
 #include "core/hypergradients/first_order.h"
+#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 namespace {
@@ -60,13 +61,21 @@ double ZTolerance(const AlgorithmOptions& o, double lambda) {
 class Af2obo final : public BilevelAlgorithm {
  public:
   explicit Af2obo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim) {}
+      : o_(ctx.options),
+        ws_(ctx.x_dim, ctx.y_dim),
+        upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0) {}
+
+  std::vector<int> AuxLayout() const override {
+    std::vector<int> sizes;
+    upper_step_.AppendLayout(&sizes);
+    return sizes;
+  }
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
-    const StepSizes steps = DeterministicStepSizes(o_, sm, lambda, s->t);
+    StepSizes steps = DeterministicStepSizes(o_, sm, lambda, s->t);
     const double alpha = steps.alpha, beta = steps.beta;
     const BatchView upper = BatchView::All(data.upper);
     const BatchView inner = BatchView::All(data.inner);
@@ -115,7 +124,7 @@ class Af2obo final : public BilevelAlgorithm {
       }
     }
     rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
-    ProjectedStep(set_, steps.gamma, report->hypergradient, &s->x);
+    steps.gamma = upper_step_.Step(report->hypergradient, s->t, &s->aux, &s->x);
     s->lambda = NextLambda(o_, s->t, lambda);
 
     RecordStepSizes(o_, sm, lambda, steps, report);
@@ -129,8 +138,8 @@ class Af2obo final : public BilevelAlgorithm {
 
  private:
   AlgorithmOptions o_;
-  ConstraintSet set_;
   FirstOrderWorkspace ws_;
+  UpperStep upper_step_;
 };
 
 absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {

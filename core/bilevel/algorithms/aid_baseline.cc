@@ -5,8 +5,17 @@
 namespace f2obo {
 
 AidBaseline::AidBaseline(const AlgorithmContext& ctx, const std::vector<int>& extra_aux)
-    : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim), aux_layout_{ctx.y_dim} {
+    : o_(ctx.options),
+      ws_(ctx.x_dim, ctx.y_dim),
+      aux_layout_{ctx.y_dim},
+      upper_step_(ctx.options, ctx.constraint, ctx.x_dim, 1 + extra_aux.size()) {
   aux_layout_.insert(aux_layout_.end(), extra_aux.begin(), extra_aux.end());
+}
+
+std::vector<int> AidBaseline::AuxLayout() const {
+  std::vector<int> sizes = aux_layout_;
+  upper_step_.AppendLayout(&sizes);
+  return sizes;
 }
 
 absl::Status AidBaseline::Hypergradient(Family& family, BilevelVars* s, const BatchView& upper,
@@ -24,7 +33,7 @@ absl::Status AidBaseline::Hypergradient(Family& family, BilevelVars* s, const Ba
 
 void AidBaseline::StepAndReport(const Vector& direction, int y_iterations, int64_t rows,
                                 BilevelVars* s, BilevelReport* report) {
-  ProjectedStep(set_, o_.gamma, direction, &s->x);
+  report->gamma = upper_step_.Step(direction, s->t, &s->aux, &s->x);
   report->hypergradient = ws_.h;
   report->y_iterations = y_iterations;
   report->rows_processed = rows;

@@ -17,12 +17,13 @@
 #include "core/algorithm.h"
 #include "core/algorithm_registry.h"
 #include "core/hypergradients/second_order.h"
+#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 
 class AidBaseline : public BilevelAlgorithm {
  public:
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
+  std::vector<int> AuxLayout() const override;
 
  protected:
   // aux layout: [0] v (d2), then `extra_aux` (each subclass's own slots).
@@ -41,9 +42,9 @@ class AidBaseline : public BilevelAlgorithm {
                      BilevelReport* report);
 
   AlgorithmOptions o_;
-  ConstraintSet set_;
   SecondOrderWorkspace ws_;
-  std::vector<int> aux_layout_;
+  std::vector<int> aux_layout_;  // the algorithm's own parts
+  UpperStep upper_step_;         // its part after them
 };
 
 }  // namespace f2obo

@@ -57,6 +57,7 @@
 
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/second_order.h"
+#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 
@@ -106,7 +107,7 @@ class Pzobo final : public BilevelAlgorithm {
  public:
   explicit Pzobo(const AlgorithmContext& ctx)
       : o_(ctx.options),
-        set_(ctx.constraint),
+        upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0),
         stochastic_(ctx.name == "pzobo_s"),
         paths_(ctx.x_dim, ctx.y_dim),
         y0_(ctx.y_dim),
@@ -118,6 +119,12 @@ class Pzobo final : public BilevelAlgorithm {
         h_(ctx.x_dim),
         views_(o_.inner_steps),
         inner_idx_(stochastic_ ? o_.inner_steps : 0) {}
+
+  std::vector<int> AuxLayout() const override {
+    std::vector<int> sizes;
+    upper_step_.AppendLayout(&sizes);
+    return sizes;
+  }
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
@@ -150,7 +157,7 @@ class Pzobo final : public BilevelAlgorithm {
     const BatchView& last = views_[n - 1];
     family.G(s->x, s->y, last, nullptr, &gy_g_);
     report->residual_y = gy_g_.norm();
-    ProjectedStep(set_, o_.gamma, h_, &s->x);
+    report->gamma = upper_step_.Step(h_, s->t, &s->aux, &s->x);
 
     int64_t path_rows = 0;
     for (const BatchView& v : views_) path_rows += v.rows.n;
@@ -191,7 +198,7 @@ class Pzobo final : public BilevelAlgorithm {
   }
 
   AlgorithmOptions o_;
-  ConstraintSet set_;
+  UpperStep upper_step_;
   bool stochastic_;
   InnerPaths paths_;
   Vector y0_, gx_f_, gy_f_, gy_g_, u_, delta_, h_;

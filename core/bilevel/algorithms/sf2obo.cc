@@ -23,6 +23,7 @@
 #include "core/bilevel/algorithms/appendix_a.h"
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/row_sampler.h"
+#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 namespace {
@@ -30,7 +31,15 @@ namespace {
 class Sf2obo final : public BilevelAlgorithm {
  public:
   explicit Sf2obo(const AlgorithmContext& ctx)
-      : o_(ctx.options), set_(ctx.constraint), ws_(ctx.x_dim, ctx.y_dim) {}
+      : o_(ctx.options),
+        ws_(ctx.x_dim, ctx.y_dim),
+        upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0) {}
+
+  std::vector<int> AuxLayout() const override {
+    std::vector<int> sizes;
+    upper_step_.AppendLayout(&sizes);
+    return sizes;
+  }
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
@@ -67,8 +76,7 @@ class Sf2obo final : public BilevelAlgorithm {
     const BatchView xi_t = sampler_.DrawUpper(data.upper, bh_up, &s->rng);
     const BatchView zeta_t = sampler_.DrawInner(data.inner, bh_in, &s->rng);
     rows += Hypergradient(family, s->x, s->y, s->z, lambda, xi_t, zeta_t, &ws_, report);
-    const double gamma = UpperStepSize(o_, t);
-    ProjectedStep(set_, gamma, report->hypergradient, &s->x);
+    const double gamma = upper_step_.Step(report->hypergradient, t, &s->aux, &s->x);
     s->lambda = NextLambda(o_, t, lambda);
 
     RecordStepSizes(o_, sm, lambda, StepSizes{alpha, beta, gamma}, report);
@@ -81,8 +89,8 @@ class Sf2obo final : public BilevelAlgorithm {
 
  private:
   AlgorithmOptions o_;
-  ConstraintSet set_;
   FirstOrderWorkspace ws_;
+  UpperStep upper_step_;
   RowSampler sampler_;
 };
 
@@ -119,6 +127,7 @@ void Defaults(AlgorithmOptions* o) { o->tau = 1.0 / 6.0; }
 // when tau > b, and the y-loop then diverges within a few hundred steps
 // (Theorem 5.1 bounds beta_t lambda_t); a lambda_max cap stops the growth.
 absl::Status Check(const AlgorithmOptions& o) {
+  if (absl::Status s = CheckUpperStepOptions(o); !s.ok()) return s;
   if (!(o.lambda_max >= o.lambda1)) {
     return absl::InvalidArgumentError(absl::StrCat("options.lambda_max: ", o.lambda_max,
                                                    " must be >= lambda1 = ", o.lambda1,

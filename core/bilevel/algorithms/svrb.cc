@@ -61,6 +61,7 @@
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/second_order.h"
 #include "core/hypergradients/svrb_estimators.h"
+#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 
@@ -70,7 +71,6 @@ class Svrb final : public BilevelAlgorithm {
  public:
   explicit Svrb(const AlgorithmContext& ctx)
       : o_(ctx.options),
-        set_(ctx.constraint),
         d1_(ctx.x_dim),
         d2_(ctx.y_dim),
         cur_(d1_, d2_),
@@ -79,9 +79,14 @@ class Svrb final : public BilevelAlgorithm {
         combine_(d1_, d2_),
         h_(d1_),
         gy_res_(d2_),
-        aux_layout_{d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, d2_} {}
+        aux_layout_{d1_, d2_, d2_, d1_ * d2_, d2_ * d2_, d1_, d2_},
+        upper_step_(ctx.options, ctx.constraint, ctx.x_dim, aux_layout_.size()) {}
 
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
+  std::vector<int> AuxLayout() const override {
+    std::vector<int> sizes = aux_layout_;
+    upper_step_.AppendLayout(&sizes);
+    return sizes;
+  }
 
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override {
@@ -112,7 +117,7 @@ class Svrb final : public BilevelAlgorithm {
     aux[5] = s->x;
     aux[6] = s->y;
     s->y.noalias() -= alpha * e.v;
-    ProjectedStep(set_, o_.gamma, h_, &s->x);
+    report->gamma = upper_step_.Step(h_, s->t, &s->aux, &s->x);
     family.G(aux[5], s->y, zeta, nullptr, &gy_res_);
     report->residual_y = gy_res_.norm();
     rows += zeta.rows.n;
@@ -127,13 +132,13 @@ class Svrb final : public BilevelAlgorithm {
 
  private:
   AlgorithmOptions o_;
-  ConstraintSet set_;
   int d1_, d2_;
   SvrbDerivatives cur_, prev_;
   SvrbOracle oracle_;
   SvrbCombineWorkspace combine_;
   Vector h_, gy_res_;
   std::vector<int> aux_layout_;
+  UpperStep upper_step_;
   RowSampler sampler_;
 };
 

@@ -5,11 +5,18 @@ namespace f2obo {
 UnrolledItdRound::UnrolledItdRound(const AlgorithmContext& ctx, Rows rows)
     : rows_(rows),
       o_(ctx.options),
-      set_(ctx.constraint),
       ws_(ctx.x_dim, ctx.y_dim),
       iterates_(o_.inner_steps + 1, Vector(ctx.y_dim)),
-      window_(0, o_.window, ctx.x_dim) {
+      window_(0, o_.window, ctx.x_dim),
+      // The window's slots, then the upper step's.
+      upper_step_(ctx.options, ctx.constraint, ctx.x_dim, static_cast<size_t>(o_.window) + 1) {
   window_.AppendLayout(&aux_layout_);
+}
+
+std::vector<int> UnrolledItdRound::AuxLayout() const {
+  std::vector<int> sizes = aux_layout_;
+  upper_step_.AppendLayout(&sizes);
+  return sizes;
 }
 
 BatchView UnrolledItdRound::Inner(const Batch& inner, Rng* rng) {
@@ -48,7 +55,7 @@ absl::Status UnrolledItdRound::Round(const StepData& data, Family& family, Bilev
   s->y = iterates_[k_steps];
   EnsureAux(aux_layout_, s);
   window_.PushAndAverage(ws_.h, &s->aux, &ws_.d);
-  ProjectedStep(set_, o_.gamma, ws_.d, &s->x);
+  report->gamma = upper_step_.Step(ws_.d, s->t, &s->aux, &s->x);
 
   report->hypergradient = ws_.h;
   report->y_iterations = k_steps;

@@ -14,6 +14,7 @@
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/row_sampler.h"
 #include "core/hypergradients/second_order.h"
+#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 
@@ -23,7 +24,7 @@ class UnrolledItdRound final : public BilevelAlgorithm {
 
   UnrolledItdRound(const AlgorithmContext& ctx, Rows rows);
 
-  std::vector<int> AuxLayout() const override { return aux_layout_; }
+  std::vector<int> AuxLayout() const override;
   absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
                      BilevelReport* report) override;
 
@@ -35,11 +36,11 @@ class UnrolledItdRound final : public BilevelAlgorithm {
 
   const Rows rows_;
   AlgorithmOptions o_;
-  ConstraintSet set_;
   SecondOrderWorkspace ws_;
   std::vector<Vector> iterates_;  // y^0..y^K of the current round
   HypergradientWindow window_;
   std::vector<int> aux_layout_;
+  UpperStep upper_step_;
   RowSampler sampler_;
 };
 

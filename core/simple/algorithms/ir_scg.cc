@@ -97,31 +97,36 @@ class IrScg final : public SimpleAlgorithm {
     // storage, no copy of the old contents, issue 28).
     const StateParts before = aux;
     if (family.HasStormPass()) {
-      StormPassIn in;
-      in.x = &s->x;
-      in.prev = k == 0 ? nullptr : &before[kPrevX];
-      in.at = prequential != nullptr ? &s->decision : nullptr;
-      in.keep = keep;
-      if (upper.rows.n > 0) {
-        in.role = BatchRole::kUpper;
-        in.view = &upper;
-        in.before = &before[kDf];
-        const StormPassOut out = family.StormPass(in, &aux.Fresh(kDf, d_, false));
-        if (prequential != nullptr) prequential->f = out.value_at;
-      } else if (prequential != nullptr) {
-        prequential->f = 0.0;  // f over no rows (FOnView)
+      // f's pass and g's together (one round trip for an oracle family).
+      StormPassIn in[2];
+      Vector* estimates[2];
+      StormPassOut out[2];
+      int passes = 0;
+      int f_pass = -1, g_pass = -1;
+      const auto add = [&](BatchRole role, const BatchView& view, int part) {
+        StormPassIn& p = in[passes];
+        p.x = &s->x;
+        p.prev = k == 0 ? nullptr : &before[kPrevX];
+        p.at = prequential != nullptr ? &s->decision : nullptr;
+        p.keep = keep;
+        p.role = role;
+        p.view = &view;
+        p.before = &before[part];
+        p.value_x_read = role == BatchRole::kInner;  // the report's inner loss
+        estimates[passes] = &aux.Fresh(part, d_, false);
+        return passes++;
+      };
+      if (upper.rows.n > 0) f_pass = add(BatchRole::kUpper, upper, kDf);
+      if (inner.rows.n > 0) g_pass = add(BatchRole::kInner, inner, kDg);
+      family.StormPasses(absl::MakeConstSpan(in, static_cast<size_t>(passes)),
+                         absl::MakeConstSpan(estimates, static_cast<size_t>(passes)),
+                         absl::MakeSpan(out, static_cast<size_t>(passes)));
+      // f (g) over no rows is 0 (FOnView).
+      if (prequential != nullptr) {
+        prequential->f = f_pass >= 0 ? out[f_pass].value_at : 0.0;
+        prequential->g = g_pass >= 0 ? out[g_pass].value_at : 0.0;
       }
-      report->inner_loss_before = 0.0;
-      if (inner.rows.n > 0) {
-        in.role = BatchRole::kInner;
-        in.view = &inner;
-        in.before = &before[kDg];
-        const StormPassOut out = family.StormPass(in, &aux.Fresh(kDg, d_, false));
-        report->inner_loss_before = out.value_x;
-        if (prequential != nullptr) prequential->g = out.value_at;
-      } else if (prequential != nullptr) {
-        prequential->g = 0.0;
-      }
+      report->inner_loss_before = g_pass >= 0 ? out[g_pass].value_x : 0.0;
     } else {
       if (!family.upper_reads_rows() || upper.rows.n > 0) {
         FOnView(family, s->x, upper, &cur_);

@@ -118,6 +118,12 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec, Unrea
   c.y0 = ToVector(spec.y0());
   c.z0 = ToVector(spec.z0());
   c.seed = spec.seed();
+  if (spec.client_metadata().size() > kMaxClientMetadataBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.client_metadata: ", spec.client_metadata().size(),
+                     " bytes exceed the limit of ", kMaxClientMetadataBytes));
+  }
+  c.client_metadata = spec.client_metadata();
   return c;
 }
 
@@ -220,6 +226,7 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   ToRepeated(c.z0, s.mutable_z0());
   s.set_seed(c.seed);
   s.mutable_metrics()->set_exact_every(exact_every);
+  s.set_client_metadata(c.client_metadata);
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -13,7 +14,7 @@ namespace {
 
 // Where libprotobuf's log lines go while this thread decodes a request.
 thread_local std::string* capture = nullptr;
-thread_local std::optional<grpc::Status> last_failure;
+thread_local absl::Status last_failure;
 std::atomic<int64_t> undecodable{0};
 std::atomic<google::protobuf::LogHandler*> previous_handler{nullptr};
 std::mutex observer_mu;
@@ -32,14 +33,14 @@ void Handler(google::protobuf::LogLevel level, const char* file, int line,
 
 }  // namespace
 
-grpc::Status DecodeRequest(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* msg) {
+absl::Status DecodeRequest(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* msg) {
   std::string said;
   std::string* const outer = capture;
   capture = &said;
   const grpc::Status parsed =
       grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::MessageLite>(buffer, msg);
   capture = outer;
-  if (parsed.ok()) return parsed;
+  if (parsed.ok()) return absl::OkStatus();
   undecodable.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(observer_mu);
@@ -52,8 +53,7 @@ grpc::Status DecodeRequest(grpc::ByteBuffer* buffer, google::protobuf::MessageLi
                               ? parsed.error_message()
                               : "not a valid protobuf encoding (truncated, or a "
                                 "malformed tag, length or wire type)";
-  grpc::Status refused(
-      grpc::StatusCode::INVALID_ARGUMENT,
+  absl::Status refused = absl::InvalidArgumentError(
       absl::StrCat("could not decode the ", msg->GetTypeName(), " message: ", why));
   last_failure = refused;
   return refused;
@@ -71,12 +71,12 @@ void SetDecodeFailureObserver(std::function<void()> f) {
   observer = std::move(f);
 }
 
-std::optional<grpc::Status> TakeDecodeFailure() {
-  std::optional<grpc::Status> out = std::move(last_failure);
-  last_failure.reset();
-  return out;
-}
+namespace decode_internal {
 
-void ClearDecodeFailure() { last_failure.reset(); }
+absl::Status TakeFailure() { return std::exchange(last_failure, absl::OkStatus()); }
+
+void ClearFailure() { last_failure = absl::OkStatus(); }
+
+}  // namespace decode_internal
 
 }  // namespace f2obo::v1

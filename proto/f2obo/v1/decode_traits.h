@@ -21,15 +21,16 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "f2obo/v1/f2obo.pb.h"
 
 namespace f2obo::v1 {
 
 // Parses `buffer` into `msg`; INVALID_ARGUMENT with the reason if it cannot
 // ("could not decode the f2obo.v1.StepRequest message: ...").
-grpc::Status DecodeRequest(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* msg);
+absl::Status DecodeRequest(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* msg);
 
 // Installs (once, process-wide) a libprotobuf log handler that turns what
 // libprotobuf logs while DecodeRequest runs into the refusal's message;
@@ -42,12 +43,26 @@ int64_t UndecodableRequests();
 // removes the observer.  The server counts them in Prometheus.
 void SetDecodeFailureObserver(std::function<void()> observer);
 
-// For stream handlers, whose Read() only returns false: the refusal of the
-// last message this thread failed to decode, if any; clears it.  Call
-// ClearDecodeFailure() before each Read() so that a failure left by an
-// earlier call on the same thread is not taken for the stream's.
-std::optional<grpc::Status> TakeDecodeFailure();
-void ClearDecodeFailure();
+namespace decode_internal {
+// The refusal of the last message this thread failed to decode (OK: none),
+// cleared by taking it; for ReadMessage only.
+absl::Status TakeFailure();
+void ClearFailure();
+}  // namespace decode_internal
+
+// The next message of a stream (`stream` a grpc::ServerReaderWriter or
+// grpc::ServerReader): true with the message in `msg`, false at the
+// client's end of the stream, or DecodeRequest's refusal of a message that
+// could not be decoded.  (gRPC's Read() says only false for both: the
+// refusal, made on this thread while Read() decoded, is kept for it here;
+// one left by an earlier call on the same thread is cleared first.)
+template <typename Stream, typename Message>
+absl::StatusOr<bool> ReadMessage(Stream* stream, Message* msg) {
+  decode_internal::ClearFailure();
+  if (stream->Read(msg)) return true;
+  if (absl::Status refused = decode_internal::TakeFailure(); !refused.ok()) return refused;
+  return false;
+}
 
 }  // namespace f2obo::v1
 
@@ -66,7 +81,10 @@ void ClearDecodeFailure();
       return GenericSerialize<ProtoBufferWriter, Message>(msg, bb, own_buffer);                   \
     }                                                                                             \
     static Status Deserialize(ByteBuffer* buffer, protobuf::MessageLite* msg) {                   \
-      return f2obo::v1::DecodeRequest(buffer, msg);                                               \
+      /* gRPC's contract: a grpc::Status, whose code a unary caller gets. */                      \
+      const absl::Status decoded = f2obo::v1::DecodeRequest(buffer, msg);                         \
+      if (decoded.ok()) return Status::OK;                                                        \
+      return Status(StatusCode::INVALID_ARGUMENT, std::string(decoded.message()));                \
     }                                                                                             \
   };                                                                                              \
   }

@@ -88,3 +88,33 @@ def test_simple_oracle_follows_the_built_in_session(start_server):
                 assert stream.y == []  # x alone in this class
         a, b = oracle.decision(), ref.decision()
         np.testing.assert_allclose(a.iterate, b.iterate, rtol=0, atol=1e-12)
+
+
+def test_ir_scg_asks_a_step_in_one_request_and_only_what_it_reads(start_server):
+    # Giang-Tran et al. Alg. 1: f and g at x_k and x_{k-1} (STORM) and at
+    # the decision (the prequential losses) are independent: one request.
+    server = start_server()
+    with f2obo.Client(server.address) as client:
+        oracle = client.create_session(family="simple_oracle", x_dim=F, **SIMPLE_COMMON)
+        with f2obo.OracleStream(client, oracle.id) as stream:
+            for k, (upper, inner) in enumerate(SIMPLE_STEPS[:3]):
+                requests = []
+
+                def evaluate_many(qs, upper=upper, inner=inner):
+                    requests.append(sorted((q.function, q.want_value, q.want_grad_x)
+                                           for q in qs))
+                    out = []
+                    for q in qs:
+                        A, b = upper if q.function == "f" else inner
+                        value, gx = least_squares(q.x, A, b, q.want_grad_x)
+                        out.append((value if q.want_value else None, gx, None))
+                    return out
+                stream.step(evaluate_many=evaluate_many, upper_rows=len(upper[1]),
+                            inner_rows=len(inner[1]))
+                # (function, value, gradient): f's gradient at x_k (and x_{k-1}),
+                # f at the decision; g's value and gradient at x_k (its value is
+                # the report's inner loss), gradient at x_{k-1}, value at the decision
+                at_x = [("f", False, True), ("f", True, False), ("g", True, False),
+                        ("g", True, True)]
+                at_prev = [("f", False, True), ("g", False, True)] if k > 0 else []
+                assert requests == [sorted(at_x + at_prev)], k

@@ -126,3 +126,25 @@ def test_wrong_size_answer_is_invalid_argument_naming_the_field(start_server):
                 stream.step(short, upper_rows=32, inner_rows=32)
             got = stream.step(evaluator(STEPS[0]), upper_rows=32, inner_rows=32)
         assert got.t == 1
+
+
+def test_a_nan_answer_is_reported_once_naming_the_step_the_function_and_the_entry(
+        start_server):
+    server = start_server()
+    with f2obo.Client(server.address) as client:
+        _, oracle = create_pair(client, "f2obo")
+
+        def nan_in_g(q):
+            value, gx, gy = evaluator(STEPS[0])(q)
+            if gy is not None and q.function == "g":
+                gy = gy.copy()
+                gy[3] = np.nan
+            return value, gx, gy
+        with f2obo.OracleStream(client, oracle.id) as stream:
+            with pytest.raises(f2obo.InvalidArgument) as e:
+                stream.step(nan_in_g, upper_rows=32, inner_rows=32)
+            message = str(e.value)
+            assert message.startswith("step 1: answers[") and message.count("step 1") == 1, \
+                message
+            assert "].grad_y[3]: nan is not finite (g's gradient in y (query " in message
+            assert oracle.info().next_t == 1

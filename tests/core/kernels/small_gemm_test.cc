@@ -269,7 +269,9 @@ TEST(SoftmaxResiduals, BitEqualToTheUnfusedPasses) {
                   << "c=" << c << " n=" << n << " i=" << i << ": " << ce[i] << " vs " << want_ce[i];
             }
           }
-          if (n > 2) EXPECT_TRUE(std::isnan(fused(1, m * c)));
+          if (n > 2) {
+            EXPECT_TRUE(std::isnan(fused(1, m * c)));
+          }
         }
       }
     }

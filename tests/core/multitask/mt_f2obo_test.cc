@@ -26,10 +26,12 @@ TEST(MtF2obo, WithOneTaskIsF2oboUpToRounding) {
   FamilyConfig single = q.Family();
   single.name = "quadratic";
   single.tasks = 0;
-  std::unique_ptr<Session> f2obo =
-      *Session::Create(testing::ConfigFor("f2obo", single, ConstraintSet::Box(-1.0, 1.0)));
-  std::unique_ptr<Session> mt = *Session::Create(
-      testing::MultitaskConfig("mt_f2obo", q.Family(), ConstraintSet::Box(-1.0, 1.0)));
+  SessionConfig single_config = testing::ConfigFor("f2obo", single, ConstraintSet::Box(-1.0, 1.0));
+  const SessionConfig mt_config =
+      testing::MultitaskConfig("mt_f2obo", q.Family(), ConstraintSet::Box(-1.0, 1.0));
+  single_config.options.gamma = mt_config.options.gamma;  // mt_f2obo's fixed step
+  std::unique_ptr<Session> f2obo = *Session::Create(single_config);
+  std::unique_ptr<Session> mt = *Session::Create(mt_config);
   const TaskTable& table = *MultitaskTable(mt->problem());
   for (int t = 0; t < 40; ++t) {
     ASSERT_TRUE(f2obo->Step(q.Task(0).data).ok());

@@ -45,6 +45,7 @@ void ExpectRsvrbIsSvrb(const FamilyConfig& single, const FamilyConfig& multi,
   sc.options.sample_rows = mc.options.sample_rows = 16;
   mc.options.rsvrb_decay = 0.0;  // svrb's constant steps (p = 1: the scaled y-step is alpha)
   mc.options.momentum = sc.options.momentum;  // svrb's default 0.9 (rsvrb's: 0.99)
+  sc.options.gamma = mc.options.gamma;        // rsvrb's fixed step (svrb's default: automatic)
   std::unique_ptr<Session> svrb = *Session::Create(sc);
   std::unique_ptr<Session> rsvrb = *Session::Create(mc);
   const TaskTable& table = *MultitaskTable(rsvrb->problem());

@@ -217,7 +217,9 @@ TEST(SimpleFamilies, LeastSquaresStormPassByColumnTilesIsBitEqual) {
       EXPECT_TRUE(SameBits(out.value_x, fx));
       EXPECT_TRUE(SameBits(out.value_at, fa));
       EXPECT_TRUE(SameBits(tiled, rows)) << (with_prev ? "with prev" : "k = 0");
-      if (!with_prev) EXPECT_TRUE(SameBits(tiled, gx));
+      if (!with_prev) {
+        EXPECT_TRUE(SameBits(tiled, gx));
+      }
     }
   }
 }

@@ -381,7 +381,7 @@ TEST(PzoboOptions, EachInvalidOptionNamesItsField) {
   };
   const Case cases[] = {
       {"pzobo", "options.alpha", [](AlgorithmOptions* o) { o->alpha = -1; }},
-      {"pzobo", "options.gamma", [](AlgorithmOptions* o) { o->gamma = 0; }},
+      {"pzobo", "options.gamma", [](AlgorithmOptions* o) { o->gamma = -1; }},
       {"pzobo", "options.inner_steps", [](AlgorithmOptions* o) { o->inner_steps = 0; }},
       {"pzobo", "options.pz_directions", [](AlgorithmOptions* o) { o->pz_directions = 0; }},
       {"pzobo_s", "options.pz_directions", [](AlgorithmOptions* o) { o->pz_directions = 10001; }},

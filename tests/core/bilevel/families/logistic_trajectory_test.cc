@@ -77,6 +77,13 @@ Batch Rows(const Shape& s, const RowMatrix& means, std::mt19937_64& rng) {
   return b;
 }
 
+// The trajectories were recorded with the fixed upper step gamma = 0.001,
+// the default before the automatic one (core/hypergradients/upper_step.h):
+// a gamma set must still give them bit for bit.
+void PinRecordedGamma(AlgorithmOptions* o) {
+  if (o->gamma == 0.0) o->gamma = 0.001;
+}
+
 uint64_t Trajectory(const std::string& algorithm, const Shape& shape, bool auto_steps) {
   SessionConfig config;
   config.family.name = "logistic_hpo";
@@ -85,6 +92,7 @@ uint64_t Trajectory(const std::string& algorithm, const Shape& shape, bool auto_
   config.family.mu0 = 1e-3;
   config.algorithm = algorithm;
   config.options = DefaultAlgorithmOptions(algorithm);
+  PinRecordedGamma(&config.options);
   if (config.options.inner_steps > 1) config.options.inner_steps = 5;
   if (!auto_steps) {
     config.options.alpha = config.options.beta = 0.05;
@@ -378,6 +386,7 @@ uint64_t QuadraticTrajectory(const std::string& algorithm, bool auto_steps) {
   config.family.y_dim = 20;
   config.algorithm = algorithm;
   config.options = DefaultAlgorithmOptions(algorithm);
+  PinRecordedGamma(&config.options);
   if (config.options.inner_steps > 1) config.options.inner_steps = 5;
   if (!auto_steps) {
     config.options.alpha = config.options.beta = 0.05;

@@ -131,7 +131,9 @@ TEST(StepAndAverage, BitEqualToConditionalGradientStepThenUpdateAverage) {
           EXPECT_TRUE(BitEqual(decision, decision2)) << where;
           EXPECT_EQ(std::memcmp(&weight, &weight2, 8), 0) << where;
           EXPECT_EQ(AverageIncrement(schedule, k) > 0.0, k + 1 > floor) << where;
-          if (k + 1 > floor) EXPECT_TRUE(BitEqual(mean, mean2)) << where;
+          if (k + 1 > floor) {
+            EXPECT_TRUE(BitEqual(mean, mean2)) << where;
+          }
         }
       }
     }

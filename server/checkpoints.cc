@@ -1,5 +1,5 @@
-// SessionManager's checkpoints, rollback and fork (issue 14: undo a
-// poisoned stretch of data; branch a live session into a challenger).
+// Checkpoints, rollback, and the state a fork starts from (undo a poisoned
+// stretch of data; branch a live session into a challenger: Installs::Fork).
 //
 // Choices:
 //  * A rollback or fork restores a kept checkpoint exactly, or the current
@@ -20,38 +20,37 @@
 //    source's up to the fork point); the old
 //    channel's watchers end (ABORTED, see the service), and a metrics job of
 //    an abandoned step still in the pipeline does not add to the restored
-//    running sums (Entry::generation).  Later checkpoints are dropped: they
+//    running sums (SessionEntry::generation).  Later checkpoints are dropped: they
 //    belong to the abandoned branch, whose step indices will be reused.
 //  * A fork of the current state starts from that state as it is (a copy
 //    whose aux parts are shared copy-on-write with its source: nothing is
 //    encoded or decoded), a fork at a checkpoint from the checkpoint
 //    decoded part by part; either is then stored in parts like any new
-//    session (RecordOf).  At 1,000,000 tasks an encode and a decode of
-//    the whole state cost ~3 s and ~2 GB (issue 23 item 4).
+//    session (Installs::RecordOf).  At 1,000,000 tasks an encode and a decode of
+//    the whole state cost ~3 s and ~2 GB.
 //  * A fork with another algorithm takes the state as that algorithm's own
 //    when Session::Restore accepts it under the new config (same class,
 //    the class's checks, the algorithm-owned vectors of its layout or none);
 //    the writer's name in the checkpoint, which guards imports against a
 //    silent change of algorithm, is replaced because this change is asked.
+#include "server/checkpoints.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/problem_registry.h"
 #include "f2obo/v1/convert.h"
-#include "server/ids.h"
-#include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
 
-bool SessionManager::CheckpointDue(int64_t step) const {
+bool Checkpoints::Due(int64_t step) const {
   return limits_.max_checkpoints > 0 && limits_.checkpoint_every > 0 &&
          step % limits_.checkpoint_every == 0;
 }
 
-void SessionManager::KeepCheckpoint(Entry& e, int64_t next_t, std::string bytes) const {
+void Checkpoints::Keep(SessionEntry& e, int64_t next_t, std::string bytes) const {
   e.checkpoints.insert(next_t);
   if (store_ == nullptr) e.memory_checkpoints[next_t] = std::move(bytes);
   while (static_cast<int>(e.checkpoints.size()) > std::max(limits_.max_checkpoints, 1)) {
@@ -60,7 +59,44 @@ void SessionManager::KeepCheckpoint(Entry& e, int64_t next_t, std::string bytes)
   }
 }
 
-absl::StatusOr<std::string> SessionManager::CheckpointBytes(const Entry& e, int64_t next_t) const {
+CheckpointParts Checkpoints::PartsOf(const SessionEntry& e, const SessionState& s,
+                                     const std::vector<int64_t>* step) {
+  CheckpointParts c;
+  c.count = static_cast<int64_t>(s.aux.size());
+  c.base = step == nullptr ? 0 : e.checkpoint_base;
+  if (c.base == 0) {
+    for (size_t i = 0; i < s.aux.size(); ++i) {
+      if (s.aux[i].size() > 0)
+        c.rows.emplace_back(static_cast<int64_t>(i), EncodeAuxPart(s.aux[i]));
+    }
+    return c;
+  }
+  std::set<int64_t> changed = e.changed_since_checkpoint;
+  changed.insert(step->begin(), step->end());
+  for (int64_t i : changed) {
+    // (A part that became empty is written empty: it must not resolve to
+    // an older row.)
+    if (i < c.count) c.rows.emplace_back(i, EncodeAuxPart(s.aux[static_cast<size_t>(i)]));
+  }
+  return c;
+}
+
+void Checkpoints::NoteStepStored(SessionEntry& e, int64_t next_t, bool checkpoint, bool complete,
+                                 const std::vector<int64_t>& changed) {
+  if (checkpoint) {
+    e.checkpoint_base = next_t;
+    e.changed_since_checkpoint.clear();
+  } else if (complete) {
+    // Every part rewritten (after a failed write, the store's checkpoints
+    // may lack one this process counted on): the next starts a chain.
+    e.checkpoint_base = 0;
+    e.changed_since_checkpoint.clear();
+  } else if (e.checkpoint_base > 0) {
+    e.changed_since_checkpoint.insert(changed.begin(), changed.end());
+  }
+}
+
+absl::StatusOr<std::string> Checkpoints::Bytes(const SessionEntry& e, int64_t next_t) const {
   if (store_ != nullptr) return store_->LoadCheckpoint(e.id, next_t);
   const auto it = e.memory_checkpoints.find(next_t);
   if (it == e.memory_checkpoints.end()) {
@@ -70,17 +106,17 @@ absl::StatusOr<std::string> SessionManager::CheckpointBytes(const Entry& e, int6
   return it->second;
 }
 
-absl::StatusOr<std::string> SessionManager::StateAfter(const Entry& e, int64_t t,
-                                                       const char* what) const {
+absl::StatusOr<std::string> Checkpoints::StateAfter(const SessionEntry& e, int64_t t,
+                                                    const char* what) const {
   const int64_t next = e.session->state().t;
   if (t >= next) return NoCheckpointAt(e, t, what);
-  if (t == next - 1) return Encode(e, e.session->state());
-  if (e.checkpoints.count(t + 1) > 0) return CheckpointBytes(e, t + 1);
+  if (t == next - 1) return e.Encode(e.session->state());
+  if (e.checkpoints.count(t + 1) > 0) return Bytes(e, t + 1);
   return NoCheckpointAt(e, t, what);
 }
 
-absl::StatusOr<Checkpoint> SessionManager::CheckpointAfter(const Entry& e, int64_t t,
-                                                           const char* what) const {
+absl::StatusOr<Checkpoint> Checkpoints::After(const SessionEntry& e, int64_t t,
+                                              const char* what) const {
   const int64_t next = e.session->state().t;
   if (t == next - 1) {
     // What Encode would write, without encoding it: a copy of the state
@@ -97,7 +133,7 @@ absl::StatusOr<Checkpoint> SessionManager::CheckpointAfter(const Entry& e, int64
   }
   if (t >= next || e.checkpoints.count(t + 1) == 0) return NoCheckpointAt(e, t, what);
   if (store_ != nullptr) return store_->LoadCheckpointState(e.id, t + 1);
-  absl::StatusOr<std::string> bytes = CheckpointBytes(e, t + 1);
+  absl::StatusOr<std::string> bytes = Bytes(e, t + 1);
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<Checkpoint> decoded = DeserializeCheckpoint(*bytes);
   if (!decoded.ok()) {
@@ -107,7 +143,7 @@ absl::StatusOr<Checkpoint> SessionManager::CheckpointAfter(const Entry& e, int64
   return decoded;
 }
 
-absl::Status SessionManager::NoCheckpointAt(const Entry& e, int64_t t, const char* what) {
+absl::Status Checkpoints::NoCheckpointAt(const SessionEntry& e, int64_t t, const char* what) {
   const int64_t next = e.session->state().t;
   if (t >= next) {
     return absl::FailedPreconditionError(absl::StrCat(what, " t = ", t, " refused: session '", e.id,
@@ -131,23 +167,23 @@ absl::Status SessionManager::NoCheckpointAt(const Entry& e, int64_t t, const cha
       "; kept: ", kept.empty() ? "none" : absl::StrJoin(kept, ", ")));
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string& id) {
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+absl::StatusOr<v1::SessionInfo> Checkpoints::Take(const std::string& id) {
+  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
   if (!found.ok()) return found.status();
-  Entry& e = **found;
+  SessionEntry& e = **found;
   absl::MutexLock lock(&e.mu);
-  if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
+  if (absl::Status s = e.CheckNotRemoved(); !s.ok()) return s;
   if (limits_.max_checkpoints <= 0) {
     return absl::FailedPreconditionError(
         "checkpoints are off on this server (--max_checkpoints=0)");
   }
   const int64_t next = e.session->state().t;
-  if (e.checkpoints.count(next) > 0) return Info(e);
+  if (e.checkpoints.count(next) > 0) return e.Info();
   std::string bytes;
   if (store_ != nullptr) {
     // In parts: those changed since the last checkpoint (checkpoints.cc).
     static const std::vector<int64_t> kNoStep;
-    CheckpointParts parts = CheckpointPartsOf(e, e.session->state(), &kNoStep);
+    CheckpointParts parts = PartsOf(e, e.session->state(), &kNoStep);
     {
       absl::MutexLock sums(&e.sums_mu);
       parts.head = e.session->EncodeHead(e.session->state());
@@ -161,28 +197,28 @@ absl::StatusOr<v1::SessionInfo> SessionManager::TakeCheckpoint(const std::string
     e.checkpoint_base = next;
     e.changed_since_checkpoint.clear();
   } else {
-    bytes = Encode(e, e.session->state());
+    bytes = e.Encode(e.session->state());
   }
-  KeepCheckpoint(e, next, std::move(bytes));  // bytes unused with a store
-  Publish(e);
-  return Info(e);
+  Keep(e, next, std::move(bytes));  // bytes unused with a store
+  e.Publish();
+  return e.Info();
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, int64_t to_t,
-                                                         bool* rolled_back) {
+absl::StatusOr<v1::SessionInfo> Checkpoints::Rollback(const std::string& id, int64_t to_t,
+                                                      bool* rolled_back) {
   if (to_t < 0) {
     return absl::InvalidArgumentError(absl::StrCat("to_t: ", to_t, " is not a step (>= 0)"));
   }
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
   if (!found.ok()) return found.status();
-  Entry& e = **found;
+  SessionEntry& e = **found;
   std::shared_ptr<SessionMetrics> abandoned;
   v1::SessionInfo info;
   {
     absl::MutexLock lock(&e.mu);
-    if (absl::Status s = CheckNotRemoved(e); !s.ok()) return s;
-    if (absl::Status s = CheckFence(id); !s.ok()) return s;  // its state is being moved
-    if (to_t + 1 == e.session->state().t) return Info(e);    // already there
+    if (absl::Status s = e.CheckNotRemoved(); !s.ok()) return s;
+    if (absl::Status s = table_->CheckFence(id); !s.ok()) return s;  // its state is being moved
+    if (to_t + 1 == e.session->state().t) return e.Info();           // already there
     absl::StatusOr<std::string> bytes = StateAfter(e, to_t, "rollback to");
     if (!bytes.ok()) return bytes.status();
     absl::StatusOr<Checkpoint> checkpoint = DeserializeCheckpoint(*bytes);
@@ -228,85 +264,17 @@ absl::StatusOr<v1::SessionInfo> SessionManager::Rollback(const std::string& id, 
     for (v1::StepMetrics& m : e.metrics->Snapshot(0)) {
       if (m.t() <= to_t) kept.push_back(std::move(m));
     }
-    std::shared_ptr<SessionMetrics> channel =
-        OpenMetrics(*found, *std::move(evaluator), e.generation, std::move(kept));
+    std::shared_ptr<SessionMetrics> channel = SessionEntry::OpenMetrics(
+        *found, pipeline_, *std::move(evaluator), e.generation, std::move(kept));
     {
       absl::MutexLock metrics_lock(&e.metrics_mu);
       abandoned = std::exchange(e.metrics, std::move(channel));
     }
-    Publish(e);
-    info = Info(e);
+    e.Publish();
+    info = e.Info();
   }
   abandoned->Close();
   if (rolled_back != nullptr) *rolled_back = true;
-  return info;
-}
-
-absl::StatusOr<v1::SessionInfo> SessionManager::Fork(const v1::ForkSessionRequest& req,
-                                                     Deadline deadline) {
-  if (!req.new_session_id().empty() && !IsSessionId(req.new_session_id())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("new_session_id: must match ", kSessionIdPattern, " (or be empty)"));
-  }
-  if (req.has_at_t() && req.at_t() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("at_t: ", req.at_t(), " is not a step (>= 0)"));
-  }
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
-  if (!found.ok()) return found.status();
-  v1::SessionSpec spec;
-  absl::StatusOr<Checkpoint> checkpoint;
-  int64_t at_t = 0;
-  std::vector<v1::StepMetrics> history;
-  {
-    // Only what the fork starts from is taken under the source's lock.
-    const Entry& source = **found;
-    absl::MutexLock lock(&source.mu);
-    if (absl::Status s = CheckNotRemoved(source); !s.ok()) return s;
-    spec = ToSessionSpec(source.session->config(), source.exact_every);
-    at_t = req.has_at_t() ? req.at_t() : source.session->state().t - 1;
-    checkpoint = CheckpointAfter(source, at_t, "fork at");
-    // The fork's metrics start with its source's up to the fork point.
-    for (v1::StepMetrics& m : source.metrics->Snapshot(0)) {
-      if (m.t() <= at_t) history.push_back(std::move(m));
-    }
-  }
-  if (!checkpoint.ok()) return checkpoint.status();
-  const std::string source_algorithm = spec.algorithm();
-  const bool other_algorithm = !req.algorithm().empty() && req.algorithm() != source_algorithm;
-  if (other_algorithm) {
-    spec.set_algorithm(req.algorithm());
-    *spec.mutable_options() = req.options();  // over the new algorithm's defaults
-  } else {
-    spec.mutable_options()->MergeFrom(req.options());
-  }
-  absl::StatusOr<SessionConfig> config = CheckedConfig(spec);
-  if (!config.ok()) return config.status();
-  if (other_algorithm) {
-    // Its class and options, named as such, before the state is tried.
-    absl::StatusOr<std::unique_ptr<Problem>> problem = CreateProblem(*config);
-    if (!problem.ok()) return problem.status();
-  }
-  absl::StatusOr<int64_t> room = Reserve(*config, spec, /*enforce_limits=*/true);
-  if (!room.ok()) return room.status();
-  Reservation reserved(this, *room);
-  checkpoint->algorithm = config->algorithm;
-  absl::StatusOr<std::unique_ptr<Session>> session =
-      Session::Restore(*config, *std::move(checkpoint));
-  if (!session.ok()) {
-    if (!other_algorithm) return session.status();
-    return absl::InvalidArgumentError(
-        absl::StrCat("algorithm: '", config->algorithm, "' cannot continue the state of '",
-                     source_algorithm, "' at t = ", at_t, ": ", session.status().message()));
-  }
-  auto entry = std::make_shared<Entry>();
-  entry->id = req.new_session_id();
-  entry->exact_every = spec.metrics().exact_every();
-  entry->session = *std::move(session);
-  entry->reserved_bytes = reserved.bytes();
-  entry->inherited_metrics = std::move(history);
-  absl::StatusOr<v1::SessionInfo> info =
-      Install(std::move(entry), req.new_session_id().empty(), /*persisted=*/false, deadline);
-  if (info.ok()) reserved.Keep();
   return info;
 }
 

@@ -1,28 +1,28 @@
-// A group step, all members or none (issue 25 item 5): every member's
-// round is prepared, then their states are stored in one transaction, then
-// all become current.  Before, each member was applied on its own, so a
-// round one member refused (or a store write that failed for it) left the
-// others a step ahead, and the group could not step again.
+// A group step, all members or none: every member's round is prepared,
+// then their states are stored in one transaction, then all become
+// current.  Applied member by member, a round one member refused (or a
+// store write that failed for it) would leave the others a step ahead, and
+// the group could not step again.
 #include <algorithm>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "server/fault_points.h"
-#include "server/session_manager.h"
+#include "server/step_runner.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
 
-absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::ApplyAll(
+absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> StepRunner::ApplyAll(
     const std::string& group_id, const std::vector<std::string>& ids, int64_t t,
     const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call) {
   const auto failed = [&](const std::string& id, const absl::Status& s) {
     return absl::Status(s.code(), absl::StrCat("session '", id, "': ", s.message(), "; step ", t,
                                                " applied to no member"));
   };
-  std::vector<std::shared_ptr<Entry>> entries;
+  std::vector<std::shared_ptr<SessionEntry>> entries;
   for (const std::string& id : ids) {
-    absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+    absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
     if (!found.ok()) return failed(id, found.status());
     entries.push_back(*std::move(found));
   }
@@ -38,14 +38,14 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::Apply
   std::vector<absl::StatusOr<v1::StepReply>> out(entries.size(), absl::UnknownError("not stepped"));
   std::vector<size_t> due;  // the members at t
   for (size_t i = 0; i < entries.size(); ++i) {
-    Entry& e = *entries[i];
+    SessionEntry& e = *entries[i];
     e.mu.AssertHeld();  // locked above (a set the analysis cannot follow)
-    if (absl::Status s = CheckNotRemoved(e); !s.ok()) return failed(e.id, s);
+    if (absl::Status s = e.CheckNotRemoved(); !s.ok()) return failed(e.id, s);
     if (t != e.session->state().t) {
-      out[i] = CachedOrRefused(e, t);
+      out[i] = e.CachedOrRefused(t);
       continue;
     }
-    if (absl::Status fenced = CheckFence(e.id); !fenced.ok()) return failed(e.id, fenced);
+    if (absl::Status fenced = table_->CheckFence(e.id); !fenced.ok()) return failed(e.id, fenced);
     due.push_back(i);
   }
   std::vector<PreparedStep> prepared;
@@ -53,7 +53,7 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> SessionManager::Apply
     for (PreparedStep& p : prepared) p.e->session->Abort();
   };
   for (size_t i : due) {
-    Entry& e = *entries[i];
+    SessionEntry& e = *entries[i];
     e.mu.AssertHeld();
     absl::StatusOr<PreparedStep> p = PrepareStep(e, t, *data, call);
     if (p.ok()) prepared.push_back(*std::move(p));

@@ -1,5 +1,5 @@
-// Sessions larger than a message (issue 23 item 4; proto/f2obo/v1/
-// transfer.proto): ExportChunks streams a session from an immutable
+// Exports, and sessions larger than a message (proto/f2obo/v1/
+// transfer.proto): Export answers one message; ExportChunks streams a session from an immutable
 // snapshot of its state, part by part, in chunks of bounded size;
 // ImportChunks assembles one from such a stream, part by part, with the
 // unary import's checks, and installs it only once the whole stream has
@@ -23,8 +23,9 @@
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/transfer_sum.h"
 #include "server/ids.h"
+#include "server/install_checks.h"
+#include "server/installs.h"
 #include "server/request_bounds.h"
-#include "server/session_manager.h"
 
 namespace f2obo::server {
 namespace {
@@ -37,8 +38,7 @@ constexpr int64_t kSliceOverhead = 24;
 // (slices' and replies', plus their framing) and keeps the checksum.
 class ChunkWriter {
  public:
-  ChunkWriter(int64_t limit, const SessionManager::ChunkSink& write)
-      : limit_(limit), write_(write) {}
+  ChunkWriter(int64_t limit, const Installs::ChunkSink& write) : limit_(limit), write_(write) {}
 
   void Begin(const std::string& id, const std::string& spec, int64_t parts) {
     v1::TransferBegin* b = chunk_.mutable_begin();
@@ -99,7 +99,7 @@ class ChunkWriter {
   }
 
   const int64_t limit_;
-  const SessionManager::ChunkSink& write_;
+  const Installs::ChunkSink& write_;
   v1::SessionChunk chunk_;
   int64_t used_ = 0;
   int64_t state_bytes_ = 0;
@@ -109,9 +109,38 @@ class ChunkWriter {
 
 }  // namespace
 
-absl::Status SessionManager::ExportChunks(const std::string& id, int64_t chunk_bytes,
-                                          const ChunkSink& write) const {
-  absl::StatusOr<std::shared_ptr<Entry>> e = Find(id);
+absl::StatusOr<v1::SessionExport> Installs::Export(const std::string& id, int64_t max_bytes) const {
+  absl::StatusOr<std::shared_ptr<SessionEntry>> e = table_->Find(id);
+  if (!e.ok()) return e.status();
+  absl::MutexLock lock(&(*e)->mu);
+  if (absl::Status s = (*e)->CheckNotRemoved(); !s.ok()) return s;
+  const auto too_large = [&](int64_t bytes, const char* how) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "session '", id, "': its export is ", how, bytes, " bytes, beyond this server's ",
+        "--max_message_bytes = ", max_bytes,
+        "; ExportSessionStream sends it in chunks (and ImportSessionStream takes them)"));
+  };
+  // The state's encoding is at least its numbers (8 bytes each, and a
+  // length per vector): known without encoding it, which at 1,000,000
+  // tasks would take ~0.5 GB only to be refused.
+  const SessionState& state = (*e)->session->state();
+  int64_t numbers = state.x.size() + static_cast<int64_t>(state.aux.size());
+  for (const Vector& v : state.vectors) numbers += v.size();
+  const int64_t least = 8 * numbers + static_cast<int64_t>(state.aux.payload_bytes());
+  if (least > max_bytes) return too_large(least, "at least ");
+  v1::SessionExport out;
+  out.set_session_id(id);
+  *out.mutable_spec() = ToSessionSpec((*e)->session->config(), (*e)->exact_every);
+  out.set_state((*e)->Encode(state));
+  for (const v1::StepReply& r : (*e)->replies) *out.add_replies() = r;
+  const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+  if (bytes > max_bytes) return too_large(bytes, "");
+  return out;
+}
+
+absl::Status Installs::ExportChunks(const std::string& id, int64_t chunk_bytes,
+                                    const ChunkSink& write) const {
+  absl::StatusOr<std::shared_ptr<SessionEntry>> e = table_->Find(id);
   if (!e.ok()) return e.status();
   std::string spec;
   std::shared_ptr<const SessionState> state;
@@ -122,7 +151,7 @@ absl::Status SessionManager::ExportChunks(const std::string& id, int64_t chunk_b
     // head with the running sums of that moment, and the reply cache; the
     // parts are read after the lock is released.
     absl::MutexLock lock(&(*e)->mu);
-    if (absl::Status s = CheckNotRemoved(**e); !s.ok()) return s;
+    if (absl::Status s = (*e)->CheckNotRemoved(); !s.ok()) return s;
     const Session& session = *(*e)->session;
     spec = ToSessionSpec(session.config(), (*e)->exact_every).SerializeAsString();
     state = session.snapshot();
@@ -150,8 +179,7 @@ absl::Status SessionManager::ExportChunks(const std::string& id, int64_t chunk_b
   return w.Finish();
 }
 
-absl::StatusOr<v1::SessionInfo> SessionManager::ImportChunks(const ChunkSource& read,
-                                                             Deadline deadline) {
+absl::StatusOr<v1::SessionInfo> Installs::ImportChunks(const ChunkSource& read, Deadline deadline) {
   v1::ImportSessionStreamRequest msg;
   absl::StatusOr<bool> got = read(&msg);
   if (!got.ok()) return got.status();
@@ -174,11 +202,11 @@ absl::StatusOr<v1::SessionInfo> SessionManager::ImportChunks(const ChunkSource& 
   if (absl::Status s = CheckStringBounds(ex.spec()); !s.ok()) {
     return Named("chunk.begin.spec", s);
   }
-  absl::StatusOr<SessionConfig> config = CheckedConfig(ex.spec(), UnreadOptions::kDrop);
+  absl::StatusOr<SessionConfig> config = CheckedConfig(limits_, ex.spec(), UnreadOptions::kDrop);
   if (!config.ok()) return config.status();
-  absl::StatusOr<int64_t> room = Reserve(*config, ex.spec(), /*enforce_limits=*/true);
+  absl::StatusOr<int64_t> room = table_->Reserve(*config, ex.spec(), /*enforce_limits=*/true);
   if (!room.ok()) return room.status();
-  Reservation reserved(this, *room);
+  Reservation reserved(table_, *room);
 
   // What the stream may bring: at most the memory the server gives all
   // sessions (the state is built in memory as it arrives; an empty part
@@ -292,7 +320,7 @@ absl::StatusOr<v1::SessionInfo> SessionManager::ImportChunks(const ChunkSource& 
                        " bytes of state) without its end chunk; nothing imported"));
     }
   }
-  absl::StatusOr<std::shared_ptr<Entry>> entry =
+  absl::StatusOr<std::shared_ptr<SessionEntry>> entry =
       BuildImported(id, ex, *config, *std::move(state), reserved.bytes());
   if (!entry.ok()) return entry.status();
   absl::StatusOr<v1::SessionInfo> info =

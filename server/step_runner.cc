@@ -1,20 +1,17 @@
-// SessionManager's step path: a step's batches checked against the limits
-// and decoded, the reply cache asked first, the round prepared on a copy of
-// the state, its changed parts (and a due checkpoint's) written to the
-// store, and the result committed (the rest of SessionManager:
-// session_manager.cc).
+// The step path (step_runner.h): a step's batches checked against the
+// limits and decoded, the reply cache asked first, the round prepared on a
+// copy of the state, its changed parts (and a due checkpoint's) written to
+// the store, and the result committed.
+#include "server/step_runner.h"
+
 #include "absl/strings/str_cat.h"
-#include "core/problem_registry.h"
 #include "f2obo/v1/convert.h"
-#include "f2obo/v1/number_checks.h"
 #include "server/fault_points.h"
-#include "server/session_footprint.h"
-#include "server/session_manager.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
 
-absl::Status SessionManager::CheckLimits(const v1::Batch& b, const std::string& what) const {
+absl::Status StepRunner::CheckLimits(const v1::Batch& b, const std::string& what) const {
   int64_t rows = 0, cols = 0, nnz = 0;
   if (b.has_dense()) {
     rows = b.dense().rows();
@@ -40,21 +37,7 @@ absl::Status SessionManager::CheckLimits(const v1::Batch& b, const std::string& 
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::CachedOrRefused(const Entry& e, int64_t t) {
-  for (const v1::StepReply& r : e.replies) {
-    if (r.t() == t) {
-      v1::StepReply copy = r;
-      copy.set_replayed(true);
-      return copy;
-    }
-  }
-  const int64_t next = e.session->state().t;
-  return absl::FailedPreconditionError(
-      absl::StrCat("step index t = ", t, " refused: session '", e.id, "' expects t = ", next,
-                   t < next ? " (that step was applied and is no longer in the reply cache)" : ""));
-}
-
-absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
+absl::StatusOr<std::shared_ptr<const StepData>> StepRunner::Decode(
     const v1::Batch& upper, const v1::Batch& inner,
     const google::protobuf::RepeatedPtrField<v1::TaskBatch>& tasks) const {
   if (absl::Status s = CheckLimits(upper, "upper"); !s.ok()) return s;
@@ -86,17 +69,17 @@ absl::StatusOr<std::shared_ptr<const StepData>> SessionManager::Decode(
   return std::shared_ptr<const StepData>(std::move(data));
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
-                                                   const grpc::ServerContext* call) {
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(req.session_id());
+absl::StatusOr<v1::StepReply> StepRunner::Step(const v1::StepRequest& req,
+                                               const grpc::ServerContext* call) {
+  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(req.session_id());
   if (!found.ok()) return found.status();
   if (absl::Status s = FaultPoint("step_after_find", req.session_id()); !s.ok()) return s;
   {
     // A retry of an applied step is answered from the cache before any
     // decoding, so it costs nothing and cannot fail differently.
     absl::MutexLock lock(&(*found)->mu);
-    if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
-    if (req.t() != (*found)->session->state().t) return CachedOrRefused(**found, req.t());
+    if (absl::Status s = (*found)->CheckNotRemoved(); !s.ok()) return s;
+    if (req.t() != (*found)->session->state().t) return (*found)->CachedOrRefused(req.t());
   }
   absl::StatusOr<std::shared_ptr<const StepData>> data =
       Decode(req.upper(), req.inner(), req.tasks());
@@ -104,41 +87,41 @@ absl::StatusOr<v1::StepReply> SessionManager::Step(const v1::StepRequest& req,
   return Apply(**found, req.t(), *data, call);
 }
 
-absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> SessionManager::SessionStop(
+absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> StepRunner::SessionStop(
     const std::string& id) const {
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
   if (!found.ok()) return found.status();
   return std::shared_ptr<const std::atomic<bool>>(*found, &(*found)->stop_rounds);
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::ApplyDecoded(
+absl::StatusOr<v1::StepReply> StepRunner::ApplyDecoded(
     const std::string& id, int64_t t, const std::shared_ptr<const StepData>& data,
     const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
   if (!found.ok()) return found.status();
   return Apply(**found, t, data, call, applied);
 }
 
-absl::Status SessionManager::ValidateBatches(const std::string& id, const StepData& data) const {
-  absl::StatusOr<std::shared_ptr<Entry>> found = Find(id);
+absl::Status StepRunner::ValidateBatches(const std::string& id, const StepData& data) const {
+  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
   if (!found.ok()) return found.status();
   absl::MutexLock lock(&(*found)->mu);
-  if (absl::Status s = CheckNotRemoved(**found); !s.ok()) return s;
+  if (absl::Status s = (*found)->CheckNotRemoved(); !s.ok()) return s;
   return (*found)->session->problem().ValidateData(data);
 }
 
-absl::StatusOr<v1::StepReply> SessionManager::Apply(
-    Entry& e, int64_t t, const std::shared_ptr<const StepData>& data,
+absl::StatusOr<v1::StepReply> StepRunner::Apply(
+    SessionEntry& e, int64_t t, const std::shared_ptr<const StepData>& data,
     const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
   absl::MutexLock lock(&e.mu);
   // Deleted while this request decoded (or waited for the lock): nothing
   // may be applied or written for it any more.
-  if (absl::Status removed = CheckNotRemoved(e); !removed.ok()) return removed;
+  if (absl::Status removed = e.CheckNotRemoved(); !removed.ok()) return removed;
   // Another request for this index may have won the race while we decoded.
-  if (t != e.session->state().t) return CachedOrRefused(e, t);
+  if (t != e.session->state().t) return e.CachedOrRefused(t);
   // Checked under e.mu: SetFence waits for this lock, so no step is
   // applied after a fence's SetFence returned.
-  if (absl::Status fenced = CheckFence(e.id); !fenced.ok()) return fenced;
+  if (absl::Status fenced = table_->CheckFence(e.id); !fenced.ok()) return fenced;
   absl::StatusOr<PreparedStep> p = PrepareStep(e, t, *data, call);
   if (!p.ok()) return p.status();
   // Acknowledged only once durable: the new state becomes current after
@@ -169,8 +152,9 @@ absl::StatusOr<v1::StepReply> SessionManager::Apply(
   return reply;
 }
 
-absl::StatusOr<SessionManager::PreparedStep> SessionManager::PrepareStep(
-    Entry& e, int64_t t, const StepData& data, const grpc::ServerContext* call) {
+absl::StatusOr<StepRunner::PreparedStep> StepRunner::PrepareStep(SessionEntry& e, int64_t t,
+                                                                 const StepData& data,
+                                                                 const grpc::ServerContext* call) {
   Session& s = *e.session;
   PreparedStep p;
   p.e = &e;
@@ -194,18 +178,18 @@ absl::StatusOr<SessionManager::PreparedStep> SessionManager::PrepareStep(
   if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
     *p.reply.mutable_latest_exact() = *std::move(latest);
   }
-  p.checkpoint = CheckpointDue(t);
+  p.checkpoint = checkpoints_->Due(t);
   // (With a store the checkpoint is written in parts: StoredStateOf.)
-  if (p.checkpoint && store_ == nullptr) p.encoded = Encode(e, s.pending_state());
+  if (p.checkpoint && store_ == nullptr) p.encoded = e.Encode(s.pending_state());
   p.job.report = *std::move(report);
   return p;
 }
 
-StepState SessionManager::StoredStateOf(PreparedStep& p) const {
+StepState StepRunner::StoredStateOf(PreparedStep& p) const {
   // Without a store the checkpoint's bytes are kept in memory
   // (CommitPrepared); with one it is written in parts with the step: its
   // head is the step's, its parts those changed since the last checkpoint.
-  const Entry& e = *p.e;
+  const SessionEntry& e = *p.e;
   e.mu.AssertHeld();  // the round's caller holds it from PrepareStep on
   StepState out = StepStateOf(e, store_, std::string());
   p.complete = out.complete;
@@ -214,54 +198,22 @@ StepState SessionManager::StoredStateOf(PreparedStep& p) const {
   if (p.checkpoint) {
     out.checkpoint_in_parts = true;
     out.checkpoint =
-        CheckpointPartsOf(e, e.session->pending_state(), out.complete ? nullptr : &p.changed);
+        Checkpoints::PartsOf(e, e.session->pending_state(), out.complete ? nullptr : &p.changed);
   }
   return out;
 }
 
-CheckpointParts SessionManager::CheckpointPartsOf(const Entry& e, const SessionState& s,
-                                                  const std::vector<int64_t>* step) {
-  CheckpointParts c;
-  c.count = static_cast<int64_t>(s.aux.size());
-  c.base = step == nullptr ? 0 : e.checkpoint_base;
-  if (c.base == 0) {
-    for (size_t i = 0; i < s.aux.size(); ++i) {
-      if (s.aux[i].size() > 0)
-        c.rows.emplace_back(static_cast<int64_t>(i), EncodeAuxPart(s.aux[i]));
-    }
-    return c;
-  }
-  std::set<int64_t> changed = e.changed_since_checkpoint;
-  changed.insert(step->begin(), step->end());
-  for (int64_t i : changed) {
-    // (A part that became empty is written empty: it must not resolve to
-    // an older row.)
-    if (i < c.count) c.rows.emplace_back(i, EncodeAuxPart(s.aux[static_cast<size_t>(i)]));
-  }
-  return c;
+void StepRunner::NoteStored(SessionEntry& e, const PreparedStep& p) {
+  Checkpoints::NoteStepStored(e, p.t + 1, p.checkpoint, p.complete, p.changed);
 }
 
-void SessionManager::NoteStored(Entry& e, const PreparedStep& p) {
-  if (p.checkpoint) {
-    e.checkpoint_base = p.t + 1;
-    e.changed_since_checkpoint.clear();
-  } else if (p.complete) {
-    // Every part rewritten (after a failed write, the store's checkpoints
-    // may lack one this process counted on): the next starts a chain.
-    e.checkpoint_base = 0;
-    e.changed_since_checkpoint.clear();
-  } else if (e.checkpoint_base > 0) {
-    e.changed_since_checkpoint.insert(p.changed.begin(), p.changed.end());
-  }
-}
-
-v1::StepReply SessionManager::CommitPrepared(PreparedStep& p,
-                                             const std::shared_ptr<const StepData>& data) {
-  Entry& e = *p.e;
+v1::StepReply StepRunner::CommitPrepared(PreparedStep& p,
+                                         const std::shared_ptr<const StepData>& data) {
+  SessionEntry& e = *p.e;
   e.mu.AssertHeld();  // the round's caller holds it from PrepareStep on
   e.session->Commit();
-  if (p.checkpoint) KeepCheckpoint(e, p.t + 1, std::move(p.encoded));  // bytes unused with a store
-  Publish(e);
+  if (p.checkpoint) checkpoints_->Keep(e, p.t + 1, std::move(p.encoded));  // unused with a store
+  e.Publish();
   e.replies.push_back(p.reply);
   while (static_cast<int>(e.replies.size()) > limits_.reply_cache) e.replies.pop_front();
   p.job.data = data;
@@ -270,7 +222,8 @@ v1::StepReply SessionManager::CommitPrepared(PreparedStep& p,
   return p.reply;
 }
 
-StepState SessionManager::StepStateOf(const Entry& e, const SessionStore* store, std::string full) {
+StepState StepRunner::StepStateOf(const SessionEntry& e, const SessionStore* store,
+                                  std::string full) {
   const Session& s = *e.session;
   const SessionState& next = s.pending_state();
   StepState out;
