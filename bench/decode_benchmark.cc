@@ -1,4 +1,4 @@
-// What the input-bound check (issue 14: every number of every batch field
+// What the input-bound check (every number of every batch field
 // finite with |v| <= 1e150, core/batch.h) adds to decoding a step: the
 // check alone, all of ToBatch (shape checks, the check, the copy into core
 // types) and a plain copy of the same values, on the paper's Sec. 6.2

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 28's table in one command: every round beside its roof.
+"""Every round beside its roof, and beside PyTorch, in one command.
 
   /usr/bin/python3 bench/issue28_table.py [build_dir]
 
@@ -10,7 +10,7 @@ runs, in this order and in one process tree:
                           and BM_SpmmRoof (its 38 sparse-times-dense products);
   simple_step_benchmark:  GradientPass/csr100k, SimpleStep/ir_scg/csr100k,
                           CutProjection/l1/d100000 (AGM-BiO's projection);
-  item 3, small shapes of the other classes: round_benchmark's
+  small shapes of the other classes: round_benchmark's
                           BM_Multitask/* (mt_f2obo, 4 tasks a step) with
                           BM_MultitaskQuadraticRoof, simple_step_benchmark's
                           SimpleStep/*/small with GradientPass/small and

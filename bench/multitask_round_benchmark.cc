@@ -1,4 +1,4 @@
-// Multi-task rounds beside their roofs (issue 28 item 3), in the
+// Multi-task rounds beside their roofs, in the
 // round_benchmark executable (./bench/round_benchmark
 // --benchmark_filter=Multitask; bench/issue28_table.py prints them).
 #include <benchmark/benchmark.h>
@@ -22,7 +22,7 @@ using bench::kSmall;
 using bench::Shape;
 
 // ---------------------------------------------------------------------------
-// Multi-task rounds at small shapes (issue 28 item 3): mt_f2obo (K = 5,
+// Multi-task rounds at small shapes: mt_f2obo (K = 5,
 // fixed alpha = beta = 0.1 as BM_Shape's) with kTasksPerStep = 4 of m = 16
 // tasks a step, each task with its own 8 + 8 rows:
 //   logistic_small:   multitask_logistic_hpo, d = 20, C = 3 (BM_Shape/small

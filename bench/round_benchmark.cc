@@ -308,7 +308,7 @@ void BM_ExactMetrics_QuadraticSmall(benchmark::State& state) {
 BENCHMARK(BM_ExactMetrics_QuadraticSmall)->Unit(benchmark::kMicrosecond);
 
 // ---------------------------------------------------------------------------
-// Side by side with the machine's roof and with PyTorch (issue 15).
+// Side by side with the machine's roof and with PyTorch.
 //
 // BM_Shape: one F2OBO round (K = 5, logistic_hpo, mu_0 = 1e-3, X = [0, 0.1]^d)
 // at a given d, C and rows per batch, with fixed or auto step sizes:
@@ -344,9 +344,9 @@ void BM_Shape(benchmark::State& state, Shape shape, bool auto_steps) {
   const std::vector<StepData> ring = ShapeRing(shape);
   SessionConfig config = RoundConfig("f2obo", shape.d, 0);
   config.family.classes = shape.classes;
-  // Fixed: bench/torch_round.py's alpha = 0.1, beta_t = 0.1 / lambda_t (since
-  // issue 29 the registry's default alpha = beta = 0 means automatic, which
-  // made "fixed" auto too).
+  // Fixed: bench/torch_round.py's alpha = 0.1, beta_t = 0.1 / lambda_t (the
+  // registry's default alpha = beta = 0 means automatic, so "fixed" must set
+  // them).
   config.options.alpha = auto_steps ? 0.0 : 0.1;
   config.options.beta = auto_steps ? 0.0 : 0.1;
   config.options.alpha_auto = config.options.beta_auto = auto_steps;
@@ -421,7 +421,7 @@ BENCHMARK_CAPTURE(BM_GemmRoof, medium, kMedium)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_GemmRoof, paper, kPaper)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemmRoof, paper64, (Shape{784, 10, 64}))->Unit(benchmark::kMillisecond);
 
-// The CSR round's roof (issue 28): the same 38 products as BM_GemmRoof for
+// The CSR round's roof: the same 38 products as BM_GemmRoof for
 // f2obo_csr100k's shapes (256 rows of d = 100,000 with 1,000 non-zeros, C =
 // 10), as Eigen sparse-times-dense products on the ring's first step: Z =
 // A W (n x C or n x 2C) and G = A^T R (d x C or d x 2C, a dense d-sized

@@ -18,8 +18,8 @@
 // its step does not grow with the length of the stream.
 //
 // RoundGradients/<algorithm>/<shape>/W<W> (ir_fscg, agm_bio): the gradient
-// work of the same rounds, side by side (issue 23's reference for the
-// windowed steps): the family calls a round makes, replayed alone on a
+// work of the same rounds, side by side (the reference for the windowed
+// steps): the family calls a round makes, replayed alone on a
 // window of the same rows (a RowWindow filled from the same ring, as the
 // session's), with no session, state or window maintenance around them:
 //  * every algorithm: the prequential f and g at the decision on the
@@ -31,7 +31,7 @@
 //  * agm_bio: L_f and L_g by power iteration over the windows, grad g at
 //    v, g at w, grad g at y (the cut) and grad f at y.
 // SimpleStep over RoundGradients is what the session adds to the round's
-// gradient work (issue 23's goal: <= 1.3 at W = 4,096, d = 1,000).
+// gradient work (the goal: <= 1.3 at W = 4,096, d = 1,000).
 //
 // Counters: items_per_second = steps/s; oracle_share = the fraction of the
 // step spent in the LMO or projections (SimpleReport::oracle_seconds over
@@ -271,7 +271,7 @@ void BM_GradientPass(benchmark::State& state, bool sparse) {
   state.SetItemsProcessed(state.iterations());
 }
 
-// Small shape (issue 28 item 3): least_squares with d = 20 dense features,
+// Small shape: least_squares with d = 20 dense features,
 // 8 + 8 rows a step (the bilevel BM_Shape/small's rows and features), each
 // algorithm at its defaults (windowed ones at W = 100), against two
 // references from the same ring: GradientPass/small (grad f and grad g

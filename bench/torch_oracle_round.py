@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A K = 5 F2OBO round of a ~100,000-parameter MLP: through the service
 (an oracle session answered by f2obo.torch) vs hand-written in PyTorch in
-one process (issue 27's speed goal: service <= 1.5 x hand).
+one process (the speed goal: service <= 1.5 x hand).
 
 Model: MLP 784-128-10 (tanh), 101,770 parameters (y), float64; x = one
 weight decay per layer (2 entries, box [0, 0.01]).  Batches: 64 rows

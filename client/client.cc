@@ -25,6 +25,19 @@ absl::Status FromGrpc(const grpc::Status& s) {
     return absl::UnavailableError(absl::StrCat(
         "the proxy reset the call (its upstream replica went away): ", s.error_message()));
   }
+  // gRPC's own size check ("Received/Sent message larger than max (N vs.
+  // M)"), on either side, says nothing of what to do.  The server refuses
+  // a reply beyond its --max_message_bytes itself, naming its size; what
+  // reaches here is this client's limit, or a request beyond the server's.
+  if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      absl::StrContains(s.error_message(), "message larger than max")) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        s.error_message(),
+        ": a message beyond gRPC's limit, this client's max_message_bytes "
+        "(ClientOptions::max_message_bytes) or the server's --max_message_bytes: raise the "
+        "smaller above the first size (ExportSessionStream and ImportSessionStream move a "
+        "session of any size)"));
+  }
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 

@@ -58,7 +58,10 @@ struct ClientOptions {
 // replica behind it is killed: gRPC's INTERNAL "Received RST_STREAM with
 // error code 2") becomes UNAVAILABLE: the transport broke, the server said
 // nothing, and steps are idempotent by index, so it is retried and resumed
-// like a dropped connection (issue 26).  Every other status is as received.
+// like a dropped connection.  gRPC's bare RESOURCE_EXHAUSTED
+// "... message larger than max (N vs. M)" gains what to do (raise this
+// client's max_message_bytes or the server's --max_message_bytes).  Every
+// other status is as received.
 absl::Status FromGrpc(const grpc::Status& status);
 // Whether `status` is such a reset (what FromGrpc turns into UNAVAILABLE).
 bool IsProxyReset(const grpc::Status& status);

@@ -1,5 +1,5 @@
-// Sessions larger than a message, on the client's side (issue 23 item 4;
-// proto/f2obo/v1/transfer.proto): a session's export received chunk by
+// Sessions larger than a message, on the client's side
+// (proto/f2obo/v1/transfer.proto): a session's export received chunk by
 // chunk (ExportSessionStream), an import sent chunk by chunk
 // (ImportSessionStream), and the two joined, so that a session moves from
 // one server to another holding one chunk at a time (f2obo-cli rebalance).

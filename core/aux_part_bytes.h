@@ -1,7 +1,7 @@
 // An aux part's bytes as the store and the streamed transfer carry them
 // (EncodeAuxPart, core/state.h: its numbers as little-endian doubles),
 // without a copy where the machine's own order is little-endian: a writer
-// of a 1,000,000-task state (issue 23 item 4) then reads every part where
+// of a 1,000,000-task state then reads every part where
 // it is instead of holding a second, encoded copy of the session.
 #ifndef F2OBO_CORE_AUX_PART_BYTES_H_
 #define F2OBO_CORE_AUX_PART_BYTES_H_

@@ -99,7 +99,7 @@ absl::Status CheckCsrStructure(int64_t rows, int64_t cols, const OuterT* outer, 
   // first and last bound them all) and every value an input number.  Only
   // on the way to an error does the entry-by-entry search below run, for
   // the precise message (it checked each entry with three branches, ~6% of
-  // an IR-SCG step on CSR rows, issue 28).
+  // an IR-SCG step on CSR rows).
   bool well_formed = AllInputNumbers(val + outer[0], static_cast<int64_t>(outer[rows]) - outer[0]);
   for (int64_t r = 0; r < rows && well_formed; ++r) {
     const int64_t begin = outer[r], end = outer[r + 1];

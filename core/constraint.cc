@@ -89,7 +89,7 @@ Eigen::Index ArgBest(const VecIn& c, bool signed_min) {
     // The first largest |c_i| in two passes the compiler vectorizes (the
     // largest bits, then the first entry that has them): the same index as
     // the scalar search below whenever c holds no NaN (an l1-ball LMO at
-    // d = 100,000 was ~6% of an IR-SCG step, issue 28).
+    // d = 100,000 was ~6% of an IR-SCG step).
     const double* v = c.data();
     const Eigen::Index n = c.size();
     uint64_t top = 0;

@@ -92,7 +92,7 @@ class Problem {
   virtual const Vector& Decision(const SessionState& s) const = 0;
   // The lower-level variables at `s` after a step on `data`, which a client
   // computing f and g itself (an oracle session's) keeps in step with the
-  // session without asking for them (issue 27): bilevel y (of the
+  // session without asking for them: bilevel y (of the
   // penalized problem); multi-task y_i of each task `data` carried, in its
   // order; none in the simple class (x alone).
   virtual std::vector<Vector> InnerVariables(const SessionState& s, const StepData& data) const {

@@ -37,7 +37,7 @@ const std::vector<ProblemClassEntry>& ProblemClasses() {
        "regression, 4,096 steps, (g - g*) + |f - f*|: 0.037 mean over 5 seeds vs ir_fscg 0.19 "
        "and ir_scg 0.70, which loses to x_0 = 0 in 2 of 5) at 0.6 ms of server CPU a step "
        "against 0.1-0.15 ms (d = 65, W = 1,000 rows of each kind; a step now writes only its "
-       "rows of the window, issue 23). Its window keeps rows in the session, so the oracle "
+       "rows of the window). Its window keeps rows in the session, so the oracle "
        "family (rows on the client) defaults to ir_scg, the one algorithm without a window "
        "(bench/EXPERIMENTS.md sections 9 and 13)",
        /*oracle_default_algorithm=*/"ir_scg", &SimpleFamilyNames, &SimpleAlgorithmInfos,

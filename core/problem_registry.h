@@ -74,7 +74,7 @@ absl::StatusOr<const AlgorithmInfo*> CheckAlgorithm(ProblemClass c, absl::string
 
 // Options a session sets (`set`: fields present on the wire) that its
 // algorithm does not read would be dropped without a word; they are refused
-// instead (issue 29: a user who sets an option expects it to act).
+// instead (a user who sets an option expects it to act).
 // INVALID_ARGUMENT "<field>.<name>: not read by algorithm '<a>' ..." for
 // the first one, saying which algorithms of class `c` read it; `by_default`
 // = the spec named no algorithm (the class's default for `family`).  OK for

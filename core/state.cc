@@ -173,7 +173,7 @@ bool BitEqual(const Vector& a, const Vector& b) {
 // at most those of the bound (non-negative doubles order as their bit
 // patterns; infinities and NaNs lie above every finite one).  The loop
 // that stopped at the first offender was not vectorized (a round's check
-// read ~5% of an IR-FSCG step at d = 1,000, issue 23).
+// read ~5% of an IR-FSCG step at d = 1,000).
 std::string OutOfRange(const Vector& v, const std::string& name, double bound) {
   uint64_t limit;
   std::memcpy(&limit, &bound, sizeof(limit));
@@ -205,8 +205,8 @@ std::string SessionState::FirstOutOfRange(const StateLayout& layout, double boun
   std::string found;
   // A part marked IsInput holds only input numbers (|v| <= kMaxInputMagnitude,
   // finite): within any bound at least that large, so reading it again could
-  // not find anything.  These are the row windows' new segments (issue 23:
-  // the check re-read each step's rows, ~5% of an IR-FSCG step at
+  // not find anything.  These are the row windows' new segments (the
+  // check re-read each step's rows, ~5% of an IR-FSCG step at
   // d = 1,000); the rows were checked as inputs before the round
   // (Problem::ValidateData), and marking is in-process only (a restored part
   // is never marked, so ValidateState still reads every number).

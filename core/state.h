@@ -94,7 +94,7 @@ std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 absl::StatusOr<Checkpoint> DeserializeCheckpoint(absl::string_view bytes);
 
 // The same state in parts, as the store keeps a session's current state so
-// that a step writes what it changed (issue 23): the head is the encoding
+// that a step writes what it changed: the head is the encoding
 // above with no aux vectors; each aux vector is a part of its own, encoded
 // as its numbers (little-endian doubles, no length: the part's size says
 // it).  JoinCheckpoint puts them back together (parts[i] = aux[i]; empty

@@ -24,7 +24,7 @@ T& Unshared(std::shared_ptr<T>& p) {
   return *p;
 }
 
-// The vectors of large parts, recycled (issue 28).  A round that writes a
+// The vectors of large parts, recycled.  A round that writes a
 // part of a large state (an estimate of d = 100,000 entries is 800 KB)
 // gets its copy-on-write copy here, and a part no state holds any more
 // comes back here instead of going to the allocator: freed, such blocks

@@ -1,6 +1,6 @@
 // A session's algorithm-owned vectors (SessionState::aux) as separately
 // owned parts, so that copying a state costs what a round changes, not what
-// the session holds (issue 23).
+// the session holds.
 //
 // Copy-on-write: a copy shares every part with its source; writing part i
 // through the non-const accessor first gives the writer its own copy of that
@@ -58,7 +58,7 @@ class StateParts {
   // Replaces part i with a vector of n entries whose contents are
   // unspecified (the caller writes every entry), its storage recycled from
   // freed parts of the same size when there are any (VectorPool,
-  // state_parts.cc): a row window's new segment each step (issue 23) reuses
+  // state_parts.cc): a row window's new segment each step reuses
   // the pages of a segment it evicted instead of faulting in fresh ones.
   // `input`: the caller writes only input numbers (finite, magnitude <=
   // kMaxInputMagnitude, core/batch.h) it has checked or copied from checked

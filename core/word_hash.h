@@ -3,8 +3,8 @@
 //
 // Why not FNV-1a, which these records used before: FNV-1a takes one byte
 // per multiply-latency (~4 cycles a byte), so checksumming a 100 KB state
-// twice per step cost ~0.3 ms, more than many rounds (bench/RESULTS.md,
-// issue 15's profile).  WordHash reads 8-byte little-endian words into four
+// twice per step cost ~0.3 ms, more than many rounds (a profile of the
+// service path; bench/RESULTS.md's history).  WordHash reads 8-byte little-endian words into four
 // independent lanes (~5 cycles per 32 bytes) and keeps FNV-1a's guarantee:
 //
 //   Every change confined to one 8-byte word of the input (so every

@@ -29,6 +29,9 @@ if [ "${1:-}" = "--test" ]; then
   # model on scikit-learn's digits and plots with matplotlib.
   packages+=(python3-numpy python3-scipy python3-pip python3-setuptools python3-wheel
              python3-venv python3-pytest python3-torch python3-sklearn python3-matplotlib)
+  # The quality suite's search at equal compute (bench/quality/suite_common.py)
+  # is Optuna's TPE.
+  packages+=(python3-optuna)
   # The dashboard test drives the page in headless Chromium.
   packages+=(chromium chromium-driver)
   # fuzz/run_fuzz.sh: clang with libFuzzer/ASan/UBSan runtimes, llvm-symbolizer.

@@ -15,7 +15,7 @@
 // completion queue (a pollset pass: epoll and lock hand-offs), which cost
 // ~10-50 us each on the 2-core VM, more than a tiny step's whole round;
 // looked at every 50 us it was most of a tiny step's server CPU beyond a
-// raw gRPC echo (issue 23, bench/RESULTS.md).  So a client that cancels
+// raw gRPC echo (bench/RESULTS.md).  So a client that cancels
 // during a round shorter than kCancelLookEvery finds its step applied, as
 // if it had cancelled just after the reply (a retry of that t is answered
 // from the reply cache); longer rounds stop within kCancelLookEvery of a

@@ -27,6 +27,14 @@
 //                                          (create, import, fork) is written,
 //                                          inside its transaction, not committed
 //                                          (store/sqlite_session_store.cc)
+//   delete_group_written     id: group    a group's (or a dropped routing
+//                                          key's) sessions and group record
+//                                          are deleted, inside the transaction,
+//                                          not committed
+//                                          (store/sqlite_session_store.cc)
+//   drop_key_after_commit    id: key      DropFencedSessions' deletion is
+//                                          durable, not yet applied in memory
+//                                          (server/groups.cc)
 //   export_chunk_sent        id: session  ExportSessionStream wrote a chunk
 //                                          (server/service.cc)
 //

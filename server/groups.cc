@@ -1,6 +1,7 @@
 #include "server/groups.h"
 
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -232,6 +233,65 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string&
   }
   absl::MutexLock lock(&mu_);
   busy_.erase(id);
+  return deleted;
+}
+
+absl::StatusOr<std::vector<std::string>> GroupManager::DeleteKey(const std::string& key,
+                                                                 Deadline deadline) {
+  std::optional<Group> group;
+  std::vector<std::string> ids;  // the group's members, then the lone sessions
+  {
+    absl::MutexLock lock(&mu_);
+    if (busy_.count(key) > 0) {
+      return absl::AbortedError(
+          absl::StrCat("group '", key, "' is being created or deleted; retry DropFencedSessions"));
+    }
+    if (const auto it = groups_.find(key); it != groups_.end()) {
+      group = it->second;
+      ids = group->members;
+      // Claimed as Delete claims it (no group of that id, no group step).
+      busy_[key] = group->members;
+      groups_.erase(it);
+    }
+    for (const std::string& id : sessions_->SessionsOfKey(key)) {
+      if (OwnerOf(id).empty()) {
+        ids.push_back(id);
+        deleting_sessions_.insert(id);
+      }
+    }
+  }
+  const size_t members = group.has_value() ? group->members.size() : 0;
+  const auto release = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (size_t i = members; i < ids.size(); ++i) {
+      deleting_sessions_.erase(deleting_sessions_.find(ids[i]));
+    }
+    if (!group.has_value()) return;
+    busy_.erase(key);
+  };
+  // One transaction for the group's record and every session's rows (the
+  // store's DeleteGroup; with no group of that id it removes none).
+  if (store_ != nullptr && !ids.empty()) {
+    if (absl::Status s = store_->DeleteGroup(key, ids, deadline); !s.ok()) {
+      absl::MutexLock lock(&mu_);
+      release();
+      if (group.has_value()) groups_[key] = *std::move(group);
+      if (absl::IsDeadlineExceeded(s)) {  // withdrawn from the store's queue
+        return absl::DeadlineExceededError(
+            absl::StrCat("routing key '", key, "': ", s.message(), "; nothing dropped"));
+      }
+      return StoreWriteFailed(s, absl::StrCat("routing key '", key, "': nothing dropped"));
+    }
+  }
+  // Durable: a fault here is a crash test's (every session is gone).
+  FaultPoint("drop_key_after_commit", key).IgnoreError();
+  std::vector<std::string> deleted;
+  for (const std::string& id : ids) {
+    // Only NOT_FOUND is possible here (a member missing since start-up, or
+    // a session another delete took meanwhile).
+    if (sessions_->Delete(id, /*from_store=*/false).ok()) deleted.push_back(id);
+  }
+  absl::MutexLock lock(&mu_);
+  release();
   return deleted;
 }
 

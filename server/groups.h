@@ -65,6 +65,13 @@ class GroupManager {
   // returns the member sessions deleted.
   absl::StatusOr<std::vector<std::string>> Delete(const std::string& id,
                                                   Deadline deadline = Deadline::max());
+  // Deletes every session of routing key `key` (group `key` with its
+  // members, and the lone sessions of the key) in one store transaction, so
+  // that a crash leaves all of them or none (DropFencedSessions); returns
+  // the sessions deleted, the group's members first.  For a fenced key
+  // only: no step can be admitted meanwhile (the caller checks the fence).
+  absl::StatusOr<std::vector<std::string>> DeleteKey(const std::string& key,
+                                                     Deadline deadline = Deadline::max());
   // Deletes a session that belongs to no group; a member of a group (live,
   // being created or being deleted) is refused with FAILED_PRECONDITION.
   absl::Status DeleteSession(const std::string& session_id, Deadline deadline = Deadline::max());

@@ -8,7 +8,7 @@
 // could then be read by one of them and handed to the stream's handler
 // thread: an extra wake-up and context switch per message, which on a
 // 2-core machine was most of a tiny step's cost beyond a raw gRPC echo
-// (issue 23, bench/RESULTS.md).  This one is a sync service like the rest.
+// (bench/RESULTS.md).  This one is a sync service like the rest.
 //
 // The overall status (service "") is the only one known: SERVING from the
 // start, NOT_SERVING from Shutdown() on.  As gRPC's: Check of another

@@ -25,10 +25,10 @@
 // up, and memory stays bounded.
 //
 // Which due steps get exact metrics when the worker is behind: a random
-// sample with known probabilities (core/metrics/sampling.h, issue 26 item
-// 5), never "the ones it happened to reach" -- skipped steps made BLReg,
-// a sum over evaluated steps, go flat, which read as convergence.  A due
-// step's probability p_t is fixed when its job is taken for processing
+// sample with known probabilities (core/metrics/sampling.h), never "the
+// ones it happened to reach" -- skipped steps made BLReg, a sum over
+// evaluated steps, go flat, which read as convergence.  A due step's
+// probability p_t is fixed when its job is taken for processing
 // (InclusionProbability of the jobs queued behind it: 1 while the worker
 // keeps up, down to ExactSampling::floor), or when it is enqueued behind
 // max_pending_jobs others (p_t = floor; an unsampled job then drops its
@@ -43,7 +43,7 @@
 //
 // Wake-ups: a worker woken from idle first gathers for kGatherWindow, so
 // that one wake-up serves the steps of that window (a wake-up per step was
-// the largest cost of tiny steps after the round itself, issue 15); steps
+// the largest cost of tiny steps after the round itself); steps
 // only wake a worker that is idle.  Metrics are published at most that
 // much later.
 //
@@ -193,7 +193,7 @@ class MetricsPipeline {
   // later steps all publish here); `history`: earlier steps' messages it
   // starts with (those with t <= start_t, relabelled with session_id), so
   // that a rollback keeps the steps it did not undo and a fork inherits
-  // its source's (issue 26 item 4).
+  // its source's.
   std::shared_ptr<SessionMetrics> Open(std::string session_id,
                                        std::unique_ptr<MetricsEvaluator> evaluator,
                                        MetricsAccumulator accumulate, int64_t start_t = 0,

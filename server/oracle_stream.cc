@@ -196,6 +196,15 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
       m->mutable_rows()->Add(q.rows.idx, q.rows.idx + q.rows.n);
     }
   }
+  if (const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+      bytes > shape_.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "step ", shape_.t, ": a request for the client's values and derivatives is ", bytes,
+        " bytes (its points x, y), beyond this server's --max_message_bytes = ",
+        shape_.max_message_bytes,
+        "; round discarded, session unchanged: raise --max_message_bytes on the server and the "
+        "client's max_message_bytes to at least that"));
+  }
   if (!stream_->Write(out)) {
     return absl::UnavailableError("the client went away (a request could not be written)");
   }

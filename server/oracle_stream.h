@@ -91,6 +91,9 @@ class StreamOracle final : public Oracle {
     int x_dim = 0;
     int y_dim = 0;
     int64_t t = 0;  // for messages
+    // The server's --max_message_bytes: a request beyond it is refused
+    // (the round discarded) rather than failing in the transport.
+    int64_t max_message_bytes = INT64_MAX;
   };
   // All pointers must outlive the step (until Detach); `session_stop` is
   // the session's own stop request (its Delete stops the wait too).

@@ -32,7 +32,7 @@ inline int ArenaLimit() {
 // instead of glibc's 8 per core.  Each gRPC thread otherwise settles in an
 // arena of its own whose free space no other thread reuses, and resident
 // memory follows the history of peaks rather than the heap in use
-// (bench/RESULTS.md, "Soak memory").  MALLOC_ARENA_MAX in the environment
+// (bench/RESULTS.md, "Memory": the soak).  MALLOC_ARENA_MAX in the environment
 // wins.  (A fixed mmap threshold of 128 KiB was tried too: it halved the
 // 8 x 784 steps/s, every ~130 KB state copy becoming an mmap.)
 void TuneAllocator();

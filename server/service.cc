@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/decode_traits.h"
@@ -63,10 +65,41 @@ grpc::Status F2oboService::Refuse(const char* method) {
 
 grpc::Status F2oboService::Handle(const char* method, const grpc::ServerContext* ctx,
                                   const google::protobuf::Message* request,
+                                  const google::protobuf::Message* reply,
                                   const std::function<absl::Status()>& body) {
   const InFlight in_flight(this);
   if (!in_flight.admitted()) return Refuse(method);
-  return Serve(method, ctx, request, body);
+  return Serve(method, ctx, request, reply, body);
+}
+
+absl::Status F2oboService::ReplyFits(const char* method,
+                                     const google::protobuf::Message& reply) const {
+  const int64_t bytes = static_cast<int64_t>(reply.ByteSizeLong());
+  if (bytes <= max_message_bytes_) return absl::OkStatus();
+  const std::string m = method;
+  const std::string raise = absl::StrCat(
+      "raise --max_message_bytes on the server and max_message_bytes on the client to at least ",
+      bytes);
+  std::string what;
+  if (m == "GetDecision") {
+    what = absl::StrCat(raise,
+                        " (ExportSessionStream streams the session's whole state, its decision "
+                        "included, at any size)");
+  } else if (m == "Step" || m == "Steps" || m == "StepGroup" || m == "StepsGroup" ||
+             m == "OracleSteps") {
+    what = absl::StrCat("the step WAS applied; ", raise,
+                        ", then send it again with the same t: it is answered from the reply "
+                        "cache");
+  } else if (m == "GetSession" || m == "ListSessions" || m == "GetGroup" || m == "GetServerInfo" ||
+             m == "ExportSession" || m == "WatchMetrics") {
+    what = raise;
+  } else {
+    what = absl::StrCat("the call took effect; ", raise, " to read its result");
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(method, ": the reply is ", bytes,
+                                                   " bytes, beyond this server's "
+                                                   "--max_message_bytes = ",
+                                                   max_message_bytes_, ": ", what));
 }
 
 grpc::Status F2oboService::OpenStream(const char* method, const char* label,
@@ -74,11 +107,12 @@ grpc::Status F2oboService::OpenStream(const char* method, const char* label,
   const InFlight in_flight(this);
   if (!in_flight.admitted()) return Refuse(label);
   const std::function<absl::Status()> nothing = [] { return absl::OkStatus(); };
-  return Serve(method, ctx, nullptr, nothing, label);
+  return Serve(method, ctx, nullptr, nullptr, nothing, label);
 }
 
 grpc::Status F2oboService::Serve(const char* method, const grpc::ServerContext* ctx,
                                  const google::protobuf::Message* request,
+                                 const google::protobuf::Message* reply,
                                  const std::function<absl::Status()>& body, const char* label) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status result = absl::OkStatus();
@@ -89,6 +123,7 @@ grpc::Status F2oboService::Serve(const char* method, const grpc::ServerContext* 
   // Before anything looks the request's ids up (request_bounds.h).
   if (result.ok() && request != nullptr) result = CheckStringBounds(*request);
   if (result.ok()) result = body();
+  if (result.ok() && reply != nullptr) result = ReplyFits(method, *reply);
   const grpc::Status status = ToGrpcStatus(result);
   if (observer_ != nullptr) {
     observer_->OnRpc(
@@ -108,7 +143,7 @@ void F2oboService::ReportMembers(const v1::GroupStepReply& reply) {
 grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
                                          const v1::CreateSessionRequest* req,
                                          v1::SessionInfo* out) {
-  return Handle("CreateSession", ctx, req, [&] {
+  return Handle("CreateSession", ctx, req, out, [&] {
     absl::Status s = Assign(sessions_->Create(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
     return s;
@@ -117,14 +152,14 @@ grpc::Status F2oboService::CreateSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::GetSession(grpc::ServerContext* ctx, const v1::GetSessionRequest* req,
                                       v1::SessionInfo* out) {
-  return Handle("GetSession", ctx, req,
+  return Handle("GetSession", ctx, req, out,
                 [&] { return Assign(sessions_->Get(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::ListSessions(grpc::ServerContext* ctx,
                                         const v1::ListSessionsRequest* req,
                                         v1::ListSessionsResponse* out) {
-  return Handle("ListSessions", ctx, req, [&] {
+  return Handle("ListSessions", ctx, req, out, [&] {
     for (v1::SessionInfo& info : sessions_->List()) *out->add_sessions() = std::move(info);
     return absl::OkStatus();
   });
@@ -133,7 +168,7 @@ grpc::Status F2oboService::ListSessions(grpc::ServerContext* ctx,
 grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
                                          const v1::DeleteSessionRequest* req,
                                          v1::DeleteSessionResponse*) {
-  return Handle("DeleteSession", ctx, req, [&] {
+  return Handle("DeleteSession", ctx, req, nullptr, [&] {
     if (absl::Status s = sessions_->CheckFence(req->session_id()); !s.ok()) return s;
     // refuses group members
     absl::Status s = groups_->DeleteSession(req->session_id(), ctx->deadline());
@@ -144,7 +179,7 @@ grpc::Status F2oboService::DeleteSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::Step(grpc::ServerContext* ctx, const v1::StepRequest* req,
                                 v1::StepReply* out) {
-  return Handle("Step", ctx, req, [&] { return Assign(sessions_->Step(*req, ctx), out); });
+  return Handle("Step", ctx, req, out, [&] { return Assign(sessions_->Step(*req, ctx), out); });
 }
 
 grpc::Status F2oboService::Steps(grpc::ServerContext* ctx,
@@ -157,14 +192,14 @@ grpc::Status F2oboService::Steps(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::GetDecision(grpc::ServerContext* ctx, const v1::GetDecisionRequest* req,
                                        v1::Decision* out) {
-  return Handle("GetDecision", ctx, req,
+  return Handle("GetDecision", ctx, req, out,
                 [&] { return Assign(sessions_->GetDecision(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
                                         const v1::WatchMetricsRequest* req,
                                         grpc::ServerWriter<v1::StepMetrics>* writer) {
-  return Handle("WatchMetrics", ctx, req, [&]() -> absl::Status {
+  return Handle("WatchMetrics", ctx, req, nullptr, [&]() -> absl::Status {
     absl::StatusOr<std::shared_ptr<SessionMetrics>> channel = sessions_->Metrics(req->session_id());
     if (!channel.ok()) return channel.status();
     int64_t after = req->after_t();
@@ -175,6 +210,7 @@ grpc::Status F2oboService::WatchMetrics(grpc::ServerContext* ctx,
           (*channel)->NextAfter(after, cancelled, req->until_t(), &ended);
       if (!next.has_value()) break;
       after = next->t();
+      if (absl::Status s = ReplyFits("WatchMetrics", *next); !s.ok()) return s;
       if (!writer->Write(*next)) return absl::OkStatus();  // client went away
     }
     if (ended) return absl::OkStatus();
@@ -201,7 +237,7 @@ grpc::Status F2oboService::ExportSession(grpc::ServerContext* ctx,
                                          const v1::ExportSessionRequest* req,
                                          v1::SessionExport* out) {
   // The export holds the complete state: it needs a write token.
-  return Handle("ExportSession", ctx, req, [&] {
+  return Handle("ExportSession", ctx, req, out, [&] {
     return Assign(sessions_->Export(req->session_id(), max_message_bytes_), out);
   });
 }
@@ -215,7 +251,7 @@ grpc::Status F2oboService::ExportSessionStream(grpc::ServerContext* ctx,
   constexpr int64_t kDefaultChunk = int64_t{1} << 20, kLeast = int64_t{4} << 10;
   int64_t chunk = req->chunk_bytes() > 0 ? req->chunk_bytes() : kDefaultChunk;
   chunk = std::max(kLeast, std::min(chunk, max_message_bytes_ / 4));
-  return Handle("ExportSessionStream", ctx, req, [&] {
+  return Handle("ExportSessionStream", ctx, req, nullptr, [&] {
     int64_t sent = 0;
     // Why the stream stops early: a shutdown is told as such (UNAVAILABLE:
     // export again once the server is back), not as the client's doing.
@@ -241,7 +277,7 @@ grpc::Status F2oboService::ImportSessionStream(
     v1::SessionInfo* out) {
   const InFlight in_flight(this);
   if (!in_flight.admitted()) return Refuse("ImportSessionStream");
-  return Serve("ImportSessionStream", ctx, nullptr, [&] {
+  return Serve("ImportSessionStream", ctx, nullptr, out, [&] {
     const auto read = [&](v1::ImportSessionStreamRequest* m) -> absl::StatusOr<bool> {
       const absl::StatusOr<bool> got = v1::ReadMessage(reader, m);
       if (!got.ok()) return got.status();  // a message that could not be decoded
@@ -263,7 +299,7 @@ grpc::Status F2oboService::ImportSessionStream(
 grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
                                          const v1::ImportSessionRequest* req,
                                          v1::SessionInfo* out) {
-  return Handle("ImportSession", ctx, req, [&] {
+  return Handle("ImportSession", ctx, req, out, [&] {
     absl::Status s = Assign(sessions_->Import(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) observer_->OnSessionCreated(out->session_id());
     return s;
@@ -273,14 +309,14 @@ grpc::Status F2oboService::ImportSession(grpc::ServerContext* ctx,
 grpc::Status F2oboService::CheckpointSession(grpc::ServerContext* ctx,
                                              const v1::CheckpointSessionRequest* req,
                                              v1::SessionInfo* out) {
-  return Handle("CheckpointSession", ctx, req,
+  return Handle("CheckpointSession", ctx, req, out,
                 [&] { return Assign(sessions_->TakeCheckpoint(req->session_id()), out); });
 }
 
 grpc::Status F2oboService::RollbackSession(grpc::ServerContext* ctx,
                                            const v1::RollbackSessionRequest* req,
                                            v1::SessionInfo* out) {
-  return Handle("RollbackSession", ctx, req, [&] {
+  return Handle("RollbackSession", ctx, req, out, [&] {
     bool rolled_back = false;
     absl::Status s =
         Assign(groups_->RollbackSession(req->session_id(), req->to_t(), &rolled_back), out);
@@ -294,7 +330,7 @@ grpc::Status F2oboService::RollbackSession(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx, const v1::ForkSessionRequest* req,
                                        v1::SessionInfo* out) {
-  return Handle("ForkSession", ctx, req, [&] {
+  return Handle("ForkSession", ctx, req, out, [&] {
     absl::Status s = Assign(sessions_->Fork(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) {
       observer_->OnSessionCreated(out->session_id());
@@ -306,7 +342,7 @@ grpc::Status F2oboService::ForkSession(grpc::ServerContext* ctx, const v1::ForkS
 
 grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx, const v1::CreateGroupRequest* req,
                                        v1::GroupInfo* out) {
-  return Handle("CreateGroup", ctx, req, [&] {
+  return Handle("CreateGroup", ctx, req, out, [&] {
     absl::Status s = Assign(groups_->Create(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) {
       for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
@@ -317,7 +353,7 @@ grpc::Status F2oboService::CreateGroup(grpc::ServerContext* ctx, const v1::Creat
 
 grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx, const v1::ImportGroupRequest* req,
                                        v1::GroupInfo* out) {
-  return Handle("ImportGroup", ctx, req, [&] {
+  return Handle("ImportGroup", ctx, req, out, [&] {
     absl::Status s = Assign(groups_->Import(*req, ctx->deadline()), out);
     if (s.ok() && observer_ != nullptr) {
       for (const v1::SessionInfo& m : out->members()) observer_->OnSessionCreated(m.session_id());
@@ -328,7 +364,7 @@ grpc::Status F2oboService::ImportGroup(grpc::ServerContext* ctx, const v1::Impor
 
 grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroupRequest* req,
                                     v1::GroupInfo* out) {
-  return Handle("GetGroup", ctx, req, [&] {
+  return Handle("GetGroup", ctx, req, out, [&] {
     absl::Status s = Assign(groups_->Get(req->group_id()), out);
     // A group moved away: retry (as for its sessions, see SessionManager).
     if (absl::IsNotFound(s) && !sessions_->CheckFence(req->group_id()).ok()) {
@@ -340,7 +376,7 @@ grpc::Status F2oboService::GetGroup(grpc::ServerContext* ctx, const v1::GetGroup
 
 grpc::Status F2oboService::StepGroup(grpc::ServerContext* ctx, const v1::GroupStepRequest* req,
                                      v1::GroupStepReply* out) {
-  return Handle("StepGroup", ctx, req, [&] { return GroupStep(*req, ctx, out); });
+  return Handle("StepGroup", ctx, req, out, [&] { return GroupStep(*req, ctx, out); });
 }
 
 absl::Status F2oboService::GroupStep(const v1::GroupStepRequest& req, grpc::ServerContext* ctx,
@@ -354,7 +390,7 @@ absl::Status F2oboService::GroupStep(const v1::GroupStepRequest& req, grpc::Serv
 
 grpc::Status F2oboService::DeleteGroup(grpc::ServerContext* ctx, const v1::DeleteGroupRequest* req,
                                        v1::DeleteGroupResponse* out) {
-  return Handle("DeleteGroup", ctx, req, [&]() -> absl::Status {
+  return Handle("DeleteGroup", ctx, req, out, [&]() -> absl::Status {
     if (absl::Status s = sessions_->CheckFence(req->group_id()); !s.ok()) return s;
     absl::StatusOr<std::vector<std::string>> deleted =
         groups_->Delete(req->group_id(), ctx->deadline());

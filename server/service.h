@@ -143,8 +143,11 @@ class F2oboService final : public v1::F2obo::Service {
   // Admits (see InFlight), then Serve()s; UNAVAILABLE once shutting down.
   // `method` is the RPC's name: the role a token needs is its declared one
   // (its option (f2obo.v1.policy); RequiredAccess in auth.h).
+  // `reply` (may be null): the message the body fills, held to the
+  // message limit (ReplyFits).
   grpc::Status Handle(const char* method, const grpc::ServerContext* ctx,
                       const google::protobuf::Message* request,
+                      const google::protobuf::Message* reply,
                       const std::function<absl::Status()>& body);
   // Authorizes a stream of RPC `method` when it opens, before any message,
   // reported to the observer as `label` (counted as `method` it would add a
@@ -153,12 +156,19 @@ class F2oboService final : public v1::F2obo::Service {
   // Tells the observer each member's outcome of an applied group step.
   void ReportMembers(const v1::GroupStepReply& reply);
   // Authorizes, checks the bounds of `request`'s strings (if not null;
-  // request_bounds.h), times `body`, maps its status, reports to the
-  // observer.
+  // request_bounds.h), times `body`, holds `reply` (if not null) to the
+  // message limit, maps its status, reports to the observer.
   // `label` (default: `method`) names the call to the observer.
   grpc::Status Serve(const char* method, const grpc::ServerContext* ctx,
                      const google::protobuf::Message* request,
+                     const google::protobuf::Message* reply,
                      const std::function<absl::Status()>& body, const char* label = nullptr);
+  // OK if `reply` fits one message (--max_message_bytes); otherwise
+  // RESOURCE_EXHAUSTED saying its size and what to do, where gRPC's
+  // transport would fail the call with a bare "Sent message larger than
+  // max".  What the call did (a step applied, a session created) stays
+  // done, and the message says so.
+  absl::Status ReplyFits(const char* method, const google::protobuf::Message& reply) const;
   // The refusal of work arriving during shutdown (reported to the observer).
   grpc::Status Refuse(const char* method);
   // One oracle step opened on `stream` (service_oracle.cc): its `done`
@@ -216,8 +226,8 @@ grpc::Status F2oboService::ServeStream(const char* method, const char* open_labe
     const InFlight round(this);
     if (!round.admitted()) return Refuse(method);
     Reply reply;
-    const grpc::Status status =
-        Serve(method, ctx, &request, [&]() -> absl::Status { return step(request, &reply); });
+    const grpc::Status status = Serve(method, ctx, &request, &reply,
+                                      [&]() -> absl::Status { return step(request, &reply); });
     if (!status.ok()) return status;
     // No lock is held here: a slow reader only slows its own stream.  (A
     // cancelled stream ends at its next Read; ctx->IsCancelled() is asked

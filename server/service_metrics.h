@@ -73,7 +73,7 @@ class ServiceMetrics final : public ServiceObserver {
   // (in presentation::Presentations() order).
   metrics::GaugeFamily* t_;
   metrics::GaugeFamily* upper_loss_;
-  // Coverage of the exact metrics (issue 26 item 5): due steps with and
+  // Coverage of the exact metrics: due steps with and
   // without them, and the probability the last due step was sampled with.
   metrics::GaugeFamily* exact_evaluated_;
   metrics::GaugeFamily* exact_skipped_steps_;

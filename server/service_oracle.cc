@@ -73,6 +73,7 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
       sessions_->SessionStop(open.session_id());
   if (!stop.ok()) return stop.status();
   StreamOracle::Shape shape{info->x_dim(), info->y_dim(), open.t()};
+  shape.max_message_bytes = max_message_bytes_;
   // The oracle sees the session's stop flag without owning its entry: the
   // session's family keeps the step's oracle after the step (to tell a
   // new step's apart, core/oracle.h OracleCalls), and an owning pointer

@@ -6,7 +6,7 @@ namespace f2obo::server {
 
 grpc::Status F2oboService::GetServerInfo(grpc::ServerContext* ctx,
                                          const v1::GetServerInfoRequest* req, v1::ServerInfo* out) {
-  return Handle("GetServerInfo", ctx, req, [&] {
+  return Handle("GetServerInfo", ctx, req, out, [&] {
     out->set_replica_name(replica_name_);
     for (const StoredFence& f : sessions_->Fences()) {
       v1::Fence* fence = out->add_fences();
@@ -19,7 +19,7 @@ grpc::Status F2oboService::GetServerInfo(grpc::ServerContext* ctx,
 
 grpc::Status F2oboService::SetFence(grpc::ServerContext* ctx, const v1::SetFenceRequest* req,
                                     v1::Fence* out) {
-  return Handle("SetFence", ctx, req, [&] {
+  return Handle("SetFence", ctx, req, out, [&] {
     absl::Status s = sessions_->SetFence(req->routing_key(), req->target());
     if (s.ok()) {
       out->set_routing_key(req->routing_key());
@@ -31,13 +31,14 @@ grpc::Status F2oboService::SetFence(grpc::ServerContext* ctx, const v1::SetFence
 
 grpc::Status F2oboService::LiftFence(grpc::ServerContext* ctx, const v1::LiftFenceRequest* req,
                                      v1::LiftFenceResponse*) {
-  return Handle("LiftFence", ctx, req, [&] { return sessions_->LiftFence(req->routing_key()); });
+  return Handle("LiftFence", ctx, req, nullptr,
+                [&] { return sessions_->LiftFence(req->routing_key()); });
 }
 
 grpc::Status F2oboService::DropFencedSessions(grpc::ServerContext* ctx,
                                               const v1::DropFencedSessionsRequest* req,
                                               v1::DropFencedSessionsResponse* out) {
-  return Handle("DropFencedSessions", ctx, req, [&]() -> absl::Status {
+  return Handle("DropFencedSessions", ctx, req, out, [&]() -> absl::Status {
     const std::string& key = req->routing_key();
     if (sessions_->CheckFence(key).ok()) {
       return absl::FailedPreconditionError(
@@ -45,18 +46,11 @@ grpc::Status F2oboService::DropFencedSessions(grpc::ServerContext* ctx,
           "' is not fenced: only the copies of a key moved elsewhere "
           "are dropped");
     }
-    // The group (its id is the key) goes as a whole, then lone sessions.
-    absl::StatusOr<std::vector<std::string>> members = groups_->Delete(key);
-    if (!members.ok() && members.status().code() != absl::StatusCode::kNotFound) {
-      return members.status();
-    }
-    std::vector<std::string> deleted = members.ok() ? *members : std::vector<std::string>{};
-    for (const std::string& id : sessions_->SessionsOfKey(key)) {
-      absl::Status s = groups_->DeleteSession(id);
-      if (!s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
-      if (s.ok()) deleted.push_back(id);
-    }
-    for (const std::string& id : deleted) {
+    // The group (its id is the key) and the lone sessions, in one store
+    // transaction: a crash drops all of them or none.
+    absl::StatusOr<std::vector<std::string>> deleted = groups_->DeleteKey(key, ctx->deadline());
+    if (!deleted.ok()) return deleted.status();
+    for (const std::string& id : *deleted) {
       if (observer_ != nullptr) observer_->OnSessionDeleted(id);
       out->add_session_ids(id);
     }

@@ -2,7 +2,7 @@
 (core/hypergradients/first_order.cc, core/bilevel/algorithms/af2obo.cc,
 with the automatic steps and the family's curvature bound) on the quality
 suite's digits_l2 stream, to try AF2OBO's tolerance schedules without a
-rebuild (issue 29; bench/EXPERIMENTS.md, "Defaults that work on real
+rebuild (bench/EXPERIMENTS.md, "Defaults that work on real
 streams", section 10).  It reproduces the server's f2obo run (held-out CE
 1.000, accuracy 0.767 after 300 steps, seed 1).
 

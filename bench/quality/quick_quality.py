@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Quick quality check (issue 29): does a default run beat the untuned start?
+"""Quick quality check: does a default run beat the untuned start?
 
 Per-feature L2 tuning (family logistic_hpo, the F2OBO paper's Sec. 6.2) on
 scikit-learn's bundled digits: the 64 pixel features (scaled to [0, 1]) plus
@@ -8,7 +8,7 @@ replaced by a random class, a small training set (--train rows, cycled: the
 model can overfit it) against clean validation rows.  Each step sends 32
 training (inner) and 32 validation (upper) rows.  For every algorithm named
 in --algorithms ("default": a session created without one, i.e. the
-class's default algorithm, sf2obo since issue 29), two sessions see the
+class's default algorithm, sf2obo), two sessions see the
 same stream with every option at the server's default: the tuned one on X = [0, 0.1]^128 (the CLI's default box
 for logistic_hpo) and the untuned start, the same algorithm with x held at
 x_1 = 0 (X = [0, 0]).  Both are scored by the held-out cross-entropy of the
@@ -19,8 +19,9 @@ Second task, the default a new user meets first (`f2obo-cli stream
 Fashion-MNIST (Debian's dataset-fashion-mnist; skipped with a note when it
 is not installed), 784 pixel features in [0, 1], labels as targets, 64 + 64
 fresh rows per step, X = [0, 1]^784 (the CLI's box), held-out squared
-loss on 2,000 test rows.  With the fixed step sizes of before issue 29
-(`--option alpha=0.1 --option beta=0.1`) this run diverges within 30 steps.
+loss on 2,000 test rows.  With fixed step sizes (`--option alpha=0.1
+--option beta=0.1`, the defaults before automatic step sizes) this run
+diverges within 30 steps.
 There a fixed L2 penalty cannot help (no overfitting on fresh rows), so the
 gate is "finite and within 2% of the untuned start" (1% while the upper
 step was a fixed 0.001, which moved x by ~0.001 in 100 steps; the
@@ -31,7 +32,7 @@ cost ~70 s here; digits gates it).
 
 Third, the other classes' defaults on the quality suite's tasks, shortened
 (bench/quality/task_simple.py, task_multitask.py; --simple_steps, --mt_steps):
-the simple class's default (agm_bio since issue 29) against the lower level
+the simple class's default (agm_bio) against the lower level
 alone (argmin g from x_0 = 0) on the diabetes regression, by the held-out
 loss and by the distance to the bilevel optimum ((g - g*) + |f - f*|), the
 multi-task class's
@@ -78,8 +79,8 @@ def parse_args():
     ap.add_argument("--gate", default="default,f2obo,af2obo",
                     help="the algorithms that must beat their untuned start (of --algorithms)")
     ap.add_argument("--option", action="append", default=[],
-                    help="name=value, an option for every session (e.g. alpha=0.1: what the "
-                         "defaults were before issue 29)")
+                    help="name=value, an option for every session (e.g. alpha=0.1: the fixed "
+                         "step size that diverges on real data)")
     return ap.parse_args()
 
 

@@ -1,5 +1,5 @@
 """IR-FSCG / IR-SCG's regularization scale varsigma over seeds on the
-quality suite's simple task (issue 29; bench/EXPERIMENTS.md, "Defaults that
+quality suite's simple task (bench/EXPERIMENTS.md, "Defaults that
 work on real streams", section 11): per seed and scale, the distance
 (g - g*) + |f - f*| to the bilevel optimum after --steps steps, and
 sqrt(L_g / L_f), the scale Theorem 3's two terms balance at.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The quality suite (issue 29): is a user's model better with the online
+"""The quality suite: is a user's model better with the online
 tuner's defaults than with the hyperparameters they would have picked, and
 at what cost?  One command, every problem class, offline data:
 
@@ -52,11 +52,15 @@ sys.path.insert(0, HERE)
 import suite_common  # noqa: E402
 
 
+# "_wide": the bilevel tasks' boxes widened 100x around the same optimum.
+ALL_TASKS = "digits_l2,digits_l2_wide,loss_tuning,loss_tuning_wide,simple,multitask"
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true", help="short streams (a smoke run)")
-    ap.add_argument("--tasks", default="digits_l2,loss_tuning,simple,multitask")
+    ap.add_argument("--tasks", default=ALL_TASKS)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--seeds", default=None,
                     help="comma-separated seeds (default: --seed only); adds a mean/spread table")
@@ -121,8 +125,12 @@ def table(rows, searcher, class_defaults):
     return "\n".join(lines)
 
 
+# The bilevel algorithms run at their defaults on the bilevel tasks.
+BILEVEL = ["f2obo", "sf2obo", "af2obo"]
+
 # The problem class of each task (its class default is compared there).
 TASK_CLASS = {"digits_l2": "bilevel", "loss_tuning_drift": "bilevel",
+              "digits_l2_wide": "bilevel", "loss_tuning_drift_wide": "bilevel",
               "simple_regression": "simple_bilevel",
               "simple_regression_distance": "simple_bilevel",
               "multitask_hpo": "multitask_bilevel"}
@@ -146,25 +154,28 @@ def best_fixed(rs):
 
 
 def gate(rows, class_defaults):
-    """Issue 29's "done when" per task and seed: the class default's run
-    (and f2obo's on the bilevel tasks) beats its untuned start and ends
-    within 2% of the best fixed hyperparameter in hindsight (or better)
-    with at most 1/10 of the grid's passes.  Each entry: (task, algorithm,
+    """The "done when" per task and seed: the class default's run beats its
+    untuned start and ends within 2% of the best fixed hyperparameter in
+    hindsight (or better) with at most 1/10 of the grid's passes; on the
+    bilevel tasks every one of BILEVEL (f2obo, sf2obo, af2obo) at its
+    defaults beats its own untuned start.  Each entry: (task, algorithm,
     ok, default row, untuned row, grid row)."""
     out = []
     for task in sorted({r["task"] for r in rows}):
         rs = [r for r in rows if r["task"] == task]
-        algorithms = [class_defaults.get(TASK_CLASS.get(task))]
+        default = class_defaults.get(TASK_CLASS.get(task))
+        algorithms = [default]
         if TASK_CLASS.get(task) == "bilevel":
-            algorithms.append("f2obo")
+            algorithms += BILEVEL
         for algorithm in dict.fromkeys(a for a in algorithms if a):
             d = next((r for r in rs if r["method"] == "default" and r["algorithm"] == algorithm),
                      None)
             u, g = untuned_of(rs, algorithm), best_fixed(rs)
             if d is None or u is None or g is None:
                 continue
-            ok = bool(d["loss"] < u["loss"] and d["loss"] <= 1.02 * g["loss"]
-                      and d["passes"] <= g["passes"] / 10.0)
+            ok = bool(d["loss"] < u["loss"])
+            if algorithm == default:
+                ok = ok and d["loss"] <= 1.02 * g["loss"] and d["passes"] <= g["passes"] / 10.0
             out.append((task, algorithm, ok, d, u, g))
     return out
 
@@ -173,13 +184,13 @@ def verdict(rows, class_defaults):
     parts = ["%s, %s: %s (%.4g vs untuned %.4g, best fixed %.4g of %d passes)"
              % (task, a, "met" if ok else "NOT met", d["loss"], u["loss"], g["loss"], g["passes"])
              for task, a, ok, d, u, g in gate(rows, class_defaults)]
-    return ("Issue 29's bar for the class defaults (%s) and f2obo: " % ", ".join(
+    return ("The bar for the class defaults (%s) and f2obo: " % ", ".join(
         "%s %s" % (c, a) for c, a in class_defaults.items())
         + ("; ".join(parts) or "no task with a search run") + ".")
 
 
 def done_when_table(all_rows, seeds, class_defaults):
-    """Issue 29's "done when", over the seeds: per task, the class default
+    """The class defaults' bar over the seeds: per task, the class default
     (and f2obo on the bilevel tasks) against its untuned start, the best
     fixed hyperparameter in hindsight and Optuna at equal compute, with
     the compute of each (passes, server CPU seconds)."""
@@ -223,7 +234,7 @@ def done_when_table(all_rows, seeds, class_defaults):
                          "yes" if all(ok for ok, *_ in es) else
                          "%d of %d seeds" % (sum(ok for ok, *_ in es), n)))
     lines.append("")
-    lines.append("simple_regression: the held-out (test) loss, the issue's measure; "
+    lines.append("simple_regression: the held-out (test) loss, the bar's measure; "
                  "simple_regression_distance: the same runs' distance to the bilevel optimum in "
                  "value, (g - g*) + |f - f*|, a far stricter measure (a distance to 0); the "
                  "simple class's untuned start is the lower level alone (argmin g from x_0 = 0, "
@@ -367,14 +378,14 @@ def main():
             seed_runs = []
             for name in args.tasks.split(","):
                 t0 = time.time()
-                if name == "digits_l2":
+                if name in ("digits_l2", "digits_l2_wide"):
                     import task_bilevel
-                    seed_runs += task_bilevel.digits_l2(client, f2obo, args,
-                                                        ["f2obo", "sf2obo", "af2obo"])
-                elif name == "loss_tuning":
+                    seed_runs += task_bilevel.digits_l2(client, f2obo, args, BILEVEL,
+                                                        wide=name.endswith("_wide"))
+                elif name in ("loss_tuning", "loss_tuning_wide"):
                     import task_bilevel
-                    seed_runs += task_bilevel.loss_tuning(client, f2obo, args,
-                                                          ["f2obo", "sf2obo", "af2obo"])
+                    seed_runs += task_bilevel.loss_tuning(client, f2obo, args, BILEVEL,
+                                                          wide=name.endswith("_wide"))
                 elif name == "simple":
                     import task_simple
                     seed_runs += task_simple.regression(client, f2obo, args)
@@ -410,7 +421,7 @@ def main():
                                      (" --seed %d" % first, len(args.seed_list) == 1 and first != 1),
                                      (" --no-search", not args.search),
                                      (" --tasks " + args.tasks,
-                                      args.tasks != "digits_l2,loss_tuning,simple,multitask"))
+                                      args.tasks != ALL_TASKS))
                     if on)
     meta = ("Command: `/usr/bin/python3 bench/quality/run_quality_suite.py --build build%s`; "
             "%s; commit %s; %s; whole suite %.0f s wall." % (flags, when, commit, mach, total))

@@ -1,4 +1,4 @@
-"""What every task of the quality suite shares (issue 29): the server, the
+"""What every task of the quality suite shares: the server, the
 runs of one session over a stream with held-out checkpoints, the search
 baselines (a grid, Optuna at equal compute) and the result records.
 

@@ -1,4 +1,4 @@
-"""The multi-task class's suite task (issue 29): per-feature L2 HPO over the
+"""The multi-task class's suite task: per-feature L2 HPO over the
 45 digits class pairs (the RSVRB paper's App. E.2 setting as reproduced in
 EXPERIMENTS.md "Multi-task HPO": 4x4 pooled pixels + 16 N(0, 1) noise
 columns, 20 training and 100 validation rows per task, temperatures in

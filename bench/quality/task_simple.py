@@ -1,11 +1,11 @@
-"""The simple class's suite task (issue 29): the over-parameterized diabetes
+"""The simple class's suite task: the over-parameterized diabetes
 regression on an l1 ball (EXPERIMENTS.md section R): the best validation
 loss among the training-loss minimizers, min f s.t. x in argmin_Z g, with
 g* = 0 and f* certified by a KKT solve.
 
 Every run is reported twice, by two measures, as two tasks of the table:
   simple_regression           the held-out loss, 0.5 mean (A_e x - b_e)^2 on
-                              the 282 test rows no run sees: the issue's
+                              the 282 test rows no run sees: the bar's
                               measure ("final held-out loss"), as on the
                               other tasks;
   simple_regression_distance  the distance to the bilevel optimum in value,

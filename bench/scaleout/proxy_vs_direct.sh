@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Throughput through the nginx routing proxy against direct connections
-# (issue 17; a benchmark, not a test).  Three runs of `f2obo-cli bench`
+# (a benchmark, not a test).  Three runs of `f2obo-cli bench`
 # (one Steps stream per session, sessions named so that the proxy routes
 # them by key), each on fresh servers with --durability=none, so that the
 # proxy's cost is not hidden behind fsyncs:

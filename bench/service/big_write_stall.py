@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 25 item 3: does one session's big write hold up other sessions' steps?
+"""Does one session's big write hold up other sessions' steps?
 
 Starts the real server (--server, a fresh --data_dir), creates a small
 session "small" and steps it in a loop, each step with a 2 s deadline, while

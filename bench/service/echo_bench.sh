@@ -2,10 +2,11 @@
 # The service path against its floor: the same `f2obo-cli bench` streams
 # against f2obo-server and against f2obo-echo-server (bench/service/
 # echo_server.cc: same API and messages, nothing behind it), side by side,
-# for the shapes of issue 15's table.  Prints both lines, the ratio of
-# steps/s (server / echo) and the server's step p50 over the echo's p50 plus
-# the server's round p50 (issue 23's goals: tiny >= 0.7 of the echo's
-# steps/s, 8 x 784 p50 <= 1.25 x (echo p50 + round), 8 sync streams >= 0.5).
+# for three shapes: tiny steps, 8 x 784 steps and 8 sync streams.  Prints
+# both lines, the ratio of steps/s (server / echo) and the server's step
+# p50 over the echo's p50 plus the server's round p50 (the goals: tiny >=
+# 0.7 of the echo's steps/s, 8 x 784 p50 <= 1.25 x (echo p50 + round), 8
+# sync streams >= 0.5; bench/RESULTS.md has the current figures).
 # Usage: bench/service/echo_bench.sh [BUILD_DIR]   (needs the targets
 # f2obo-server, f2obo-cli and f2obo-echo-server)
 set -euo pipefail
@@ -31,7 +32,7 @@ compare() {  # durability streams label bench-args...
   echo "echo    $b"
   awk -v a="$(rate_of "$a")" -v b="$(rate_of "$b")" \
     'BEGIN { printf "        server / echo steps/s = %.2f\n", a / b }'
-  # Issue 23's measure for steps whose round is not negligible: the step's
+  # The measure for steps whose round is not negligible: the step's
   # p50 against the echo's p50 plus the server's round p50.
   awk -v s="$(p50_of "$a")" -v e="$(p50_of "$b")" -v r="$(round_of "$a")" \
     'BEGIN { printf "        server p50 / (echo p50 + round p50) = %.3f / (%.3f + %.3f) = %.2f\n",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# How many steps of a loaded server get exact metrics (issue 26 item 5).
-# Three `f2obo-cli stream` sessions at once against one f2obo-server (the
-# issue's "three streams on 2 cores"): logistic_hpo on Fashion-MNIST (784
+# How many steps of a loaded server get exact metrics.
+# Three `f2obo-cli stream` sessions at once against one f2obo-server (three
+# streams on 2 cores): logistic_hpo on Fashion-MNIST (784
 # features, 10 classes: y has 7,850 entries, one exact evaluation costs
 # about 14 rounds), exact metrics due on every step.  After the streams the
 # script waits for the metrics queue to drain, then prints per session the

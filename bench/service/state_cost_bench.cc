@@ -1,9 +1,9 @@
-// What one step costs as a multi-task session grows (issue 23), over real
+// What one step costs as a multi-task session grows, over real
 // gRPC: a fresh f2obo-server (default store, --durability=sync) on
 // loopback, an rsvrb session on multitask_quadratic (d1 = d2 = 4, m tasks),
 // N tasks touched (steps of up to 500 tasks), then S one-task steps on
 // tasks already touched, timed at the client.  Each N is printed beside the
-// first (N = 100) of the same run: the ratio the issue's goal bounds
+// first (N = 100) of the same run: the ratio the goal bounds
 // (<= 1.5: a step's price follows the step, not the session).  Also the
 // server's resident memory per touched task against the task's serialized
 // bytes (the goal: <= 2x; also as the slope over the second half of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23's 8-stream `sync` row, A/B in CPU time: two f2obo-server builds
+# The 8-stream `sync` row of echo_bench.sh, A/B in CPU time: two f2obo-server builds
 # run in turn (A B A B ...) under the same `f2obo-cli bench` (ridge_hpo
 # 8 x 16, 8 sessions on 8 threads, --durability=sync, fresh data directory
 # each), and each run prints steps/s, the server process's CPU per step

@@ -1,4 +1,4 @@
-// What moving a large multi-task session costs (issue 23 item 4), over real
+// What moving a large multi-task session costs, over real
 // gRPC on loopback: a fresh f2obo-server (source) holding an rsvrb session
 // on multitask_quadratic (d1 = d2 = 4, m tasks) with N tasks touched; then
 //  * export: ExportSessionStream read to the end by this client (chunks
@@ -90,7 +90,7 @@ int Run(bool unary, bool raise_limit, int m, int n) {
   const std::string max_tasks = "--max_tasks=" + std::to_string(m);
   // The servers' defaults but for the task limit and (for --unary) a
   // message limit the whole export fits in; the source keeps no rollback
-  // checkpoints (a whole encoding each, issue 23 item 3's business).
+  // checkpoints (measured by state_cost_bench, not here).
   std::vector<std::string> flags = {max_tasks};
   if (unary && raise_limit) flags.push_back("--max_message_bytes=2000000000");
   std::vector<std::string> source_flags = flags;

@@ -242,7 +242,7 @@ int RunLoadgen() {
       1e3 * Percentile(lat, 0.50), 1e3 * Percentile(lat, 0.95), 1e3 * Percentile(lat, 0.99),
       lat.empty() ? 0.0 : 1e3 * lat.back());
   // The server's own time in the round (RoundReport.round_seconds): the
-  // "round alone" that a step's latency is compared with (issue 23).
+  // "round alone" that a step's latency is compared with.
   std::printf("server round (report.round_seconds): p50 %.3f ms  p95 %.3f ms\n",
               1e3 * Percentile(rounds, 0.50), 1e3 * Percentile(rounds, 0.95));
   std::printf("errors: %zu\n", errors.size());

@@ -32,10 +32,10 @@ std::string CsvQuote(const std::string& s) {
   return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
 }
 
-// Coverage and the Horvitz-Thompson estimate (RunningMetrics, issue 26
-// item 5): the session's running sums after this step, carried by the exact
-// metrics when computed and by the step itself on a due step without them;
-// empty on a step whose exact metrics were not due.
+// Coverage and the Horvitz-Thompson estimate (RunningMetrics): the
+// session's running sums after this step, carried by the exact metrics when
+// computed and by the step itself on a due step without them; empty on a
+// step whose exact metrics were not due.
 std::string CoverageColumns(const v1::StepMetrics& m) {
   const v1::RunningMetrics* running = m.has_exact()     ? &m.exact().running()
                                       : m.has_running() ? &m.running()

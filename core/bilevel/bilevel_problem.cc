@@ -16,11 +16,13 @@
 namespace f2obo {
 namespace {
 
-// Exact metrics on a family instance of its own (the worker's), each
-// step's solves warm-started from the last evaluated step's (issue 26
-// item 5: ExactWarmStart).
+// The upper step the regret term's gradient mapping uses before an
+// automatic step has moved (the fixed step's former default).
 constexpr double kFormerDefaultGamma = 0.001;
 
+// Exact metrics on a family instance of its own (the worker's), each
+// step's solves warm-started from the last evaluated step's
+// (ExactWarmStart).
 class BilevelMetricsEvaluator final : public MetricsEvaluator {
  public:
   BilevelMetricsEvaluator(std::unique_ptr<Family> family, ConstraintSet set, double gamma)

@@ -45,7 +45,7 @@ Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const Vec
 // hypergradient.  With alpha = 1/L_g1 instead, z ran twice as fast as y,
 // and the hypergradient carried lambda_t times that lag (on a stream the
 // loops never converge): it grew with lambda_t and pushed the penalties of
-// ridge_hpo / logistic_hpo up whatever the data (issue 29, bench/
+// ridge_hpo / logistic_hpo up whatever the data (bench/
 // EXPERIMENTS.md).  With a fixed y-step: 1/L_g1.
 double MatchedAlpha(const AlgorithmOptions& o, const Smoothness& sm, double lambda, double beta);
 

@@ -1,8 +1,8 @@
-// Products over a batch for small shapes (issue 28): a few rows, tens of
+// Products over a batch for small shapes: a few rows, tens of
 // features, a handful of classes.  There Eigen's GEMM spends as much time
 // packing its operands and choosing blocks as multiplying (a perf profile of
 // the d = 20, C = 3, 8 + 8 row round: gebp_kernel 15.6%, gemm_pack_lhs/rhs
-// 11.6%; bench/RESULTS.md, issue 15); these loops read the operands in place,
+// 11.6%; bench/RESULTS.md); these loops read the operands in place,
 // with the column count a compile-time constant for the common widths so that
 // the accumulators live in registers.
 //
@@ -16,7 +16,7 @@
 // source, not by what the compiler chose to contract or vectorize.  Four
 // rows (features) are accumulated side by side for instruction-level
 // parallelism; that does not change any entry's order.  The vectorized
-// variants (issue 28: rows side by side from A's transpose, features side by
+// variants (rows side by side from A's transpose, features side by
 // side for A^T R, a pair of models at once) keep every entry's order too,
 // so they are bit-equal to the loops above.  The bias row of a gradient
 // (the column sums of R) is likewise the sequential sum from row 0; it
@@ -37,7 +37,7 @@ namespace f2obo {
 
 // Whether a product of an n x d batch with a d x c model counts as small:
 // the shapes where the loops below beat Eigen's blocked GEMM (measured with
-// bench/round_benchmark's BM_Shape and BM_GemmRoof, issue 28).  Since the
+// bench/round_benchmark's BM_Shape and BM_GemmRoof).  Since the
 // vectorized variants, that includes the medium round (32 x 100 x 10, its
 // pair 2C = 20): 107 -> 46 us a round, below the 49 us of its 38 products
 // as Eigen GEMMs (Eigen packs its operands for every product).

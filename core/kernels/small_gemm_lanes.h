@@ -1,4 +1,4 @@
-// The lanes of small_gemm.h's products (issue 28): MulAdd, the one
+// The lanes of small_gemm.h's products: MulAdd, the one
 // rounding every entry's sum takes per step; Lanes<W>, W such sums side by
 // side in vector registers; and, on AVX-512, the in-register 8 x 8
 // transpose that stores a block of lanes as rows of the result.  Split
@@ -91,7 +91,7 @@ struct Lanes<8> {
 
 #if defined(__AVX512F__) && defined(__FMA__)
 #define F2OBO_SMALL_GEMM_AVX512 1
-// Rows of 8 lanes at once (issue 28): the products below keep their lanes
+// Rows of 8 lanes at once: the products below keep their lanes
 // across rows (A W) or features (A^T R), while their results are stored
 // row-major with the classes contiguous, so each lane belongs to another
 // row of the result.  Storing them entry by entry was ~45% of the medium

@@ -1,5 +1,5 @@
 // Logits, softmax and cross-entropy residual of a small dense block in one
-// pass (issue 28): the residuals R = (softmax(A W + 1 b^T) - E) / n that
+// pass: the residuals R = (softmax(A W + 1 b^T) - E) / n that
 // a gradient A^T R needs, computed from the logits while they are still in
 // the product's accumulators (8 rows per vector, one vector per class)
 // instead of storing Z, reading it back row by row for the softmax

@@ -1,5 +1,5 @@
 // Softmax of a block of rows at once, for the small dense shapes
-// (small_gemm.h, issue 28): with C = 3 classes a row has too few entries to
+// (small_gemm.h): with C = 3 classes a row has too few entries to
 // vectorize, and libm's scalar exp was 16% of the small round.  Here the
 // exponentials of the whole n x C block are one loop over an inline,
 // branch-free exp that the compiler vectorizes; the numerics are those of

@@ -86,7 +86,7 @@ TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const
                                            const VecIn& warm, const ExactMetricsOptions& o);
 
 // The solutions of the last evaluated step, kept by a metrics evaluator as
-// warm starts for the next one (issue 26 item 5): consecutive steps'
+// warm starts for the next one: consecutive steps'
 // systems differ by one round's move of x and one batch's drift, so the
 // previous y* and hypergradient system solution w are close to the new
 // ones.  Empty vectors: none yet.

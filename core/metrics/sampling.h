@@ -1,6 +1,5 @@
 // Which steps get exact metrics when the metrics worker cannot evaluate
-// them all, and the honest estimate of a regret sum from those that do
-// (issue 26 item 5).
+// them all, and the honest estimate of a regret sum from those that do.
 //
 // Exact metrics cost more than a round (bench/RESULTS.md), so under load a
 // session's worker falls behind.  Skipping the steps it cannot afford made

@@ -83,7 +83,7 @@ const MultitaskAlgorithmEntry* FindMultitaskAlgorithm(absl::string_view name);
 // client's, or k / m for k tasks in the step (uniform sampling).
 double TaskProbability(const TaskData& task, int tasks_in_step, int m);
 
-// The smallest sampling probability a step may give a task (issue 25):
+// The smallest sampling probability a step may give a task:
 // RSVRB weights the task's estimators by 1/p, so a tiny p (5e-324 gives an
 // infinite weight) made rsvrb refuse a round that mt_f2obo, in the same
 // group, applied.  1/p <= 1e12 keeps an estimate of input-sized gradients

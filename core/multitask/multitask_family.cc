@@ -10,7 +10,7 @@
 //    (core/multitask/tempered_family.h), the paper's App. E.2 experiment.
 //  * multitask_oracle: every task is `oracle` (core/bilevel/families/
 //    oracle_family.h): f_i and g_i are the client's, its queries name the
-//    task (issue 27); x_dim and y_dim from the spec.
+//    task; x_dim and y_dim from the spec.
 // One bilevel family instance serves every task (the data differ, not the
 // functions), or one per temperature in use: nothing is stored per task.
 #include "core/multitask/multitask_family.h"
@@ -70,7 +70,7 @@ class SharedFamilyTasks : public MultitaskFamily {
 // own temperature, so the families of the last few temperatures are kept
 // (up to kCachedTemperatures, least recently used replaced; one for big
 // models, whose dense buffers reach megabytes): rebuilding one per switch
-// was ~7% of a 4-task small round, in malloc and free (issue 28 item 3).
+// was ~7% of a 4-task small round, in malloc and free.
 // Which instance serves a task does not change a bit of its results: each
 // is prepared for the step's data before use, and none keeps values
 // between calls.

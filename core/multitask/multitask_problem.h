@@ -1,4 +1,4 @@
-// The multi-task bilevel problem class (SPEC section 9.3; issue 13): m
+// The multi-task bilevel problem class (SPEC section 9.3): m
 // lower-level problems sharing x.  Families of core/multitask/
 // multitask_family.cc, algorithms of core/multitask/multitask_algorithms.cc,
 // state x, lambda and the per-task state of core/multitask/task_table.h,

@@ -93,7 +93,7 @@
 //    about one.  For uniform sampling this is only a smaller tau, within
 //    Theorem 2's conditions; measured in bench/EXPERIMENTS.md section 15,
 //    where this, not the estimators' variance, was the wandering's main
-//    cause (issue 29).
+//    cause.
 //  * Y_i = R^{d2} (the families' lower problems are unconstrained), so line
 //    15's projection is the identity and the step is y - alpha v.
 //  * Projections as svrb (C_fx = grad_fx_clip, C_fy = grad_fy_clip, C =

@@ -1,4 +1,4 @@
-// RSVRB's step-size schedule (issue 29 item 3): constant, as Theorem 2 of
+// RSVRB's step-size schedule: constant, as Theorem 2 of
 // Guo, Hu, Zhang & Yang (eta_t = tau_t = eta, betas ~ eta^2), or decaying
 // as their Theorem 1 (SVRB: eta_t = tau_t = c / (c0 + t)^(1/3), betas ~
 // eta_t^2), in our normalization: the step factor

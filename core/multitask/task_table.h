@@ -23,7 +23,7 @@
 // so a round that touches one task copies and writes that task's block, its
 // page and the globals only.
 //
-// One part per task, not one per vector (issue 23, memory): a part costs
+// One part per task, not one per vector (for memory): a part costs
 // ~130 bytes besides its numbers (its shared handle, its table slot, the
 // heap block's alignment and header), so rsvrb's 9 vectors of d = 4 as 9
 // parts held 3.5-4.7x their serialized bytes; as one part ~1.15x.  A round

@@ -44,7 +44,7 @@ class TemperedFamily final : public Family {
   // The rounds' gradients through the base family's own (logistic_hpo
   // computes them without the values nobody reads): the defaults' F, G and
   // GradYGPair calls above give the same bits, at the cost of a CE log per
-  // row and the regularizer's norms (issue 28 item 3).
+  // row and the regularizer's norms.
   void InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y, const BatchView& upper,
                            const BatchView& inner, Vector* gz, Vector* gy_g, Vector* gy_f) override;
   void HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z, const BatchView& upper,

@@ -1,11 +1,11 @@
 // The last `capacity` rows of one kind (upper or inner) a session has seen:
 // the finite sum IR-FSCG's SPIDER estimators and AGM-BiO's outer iterations
-// work on when the data is a stream (issue 12), and what the class's metrics
+// work on when the data is a stream, and what the class's metrics
 // are evaluated on.  Rows keep the representation they came in (dense or
 // CSR; a window holds one kind: the first batch appended fixes it), with
 // their labels or targets.
 //
-// Storage (issue 23 item 2): the window is kept between steps and appending
+// Storage: the window is kept between steps and appending
 // costs what is appended, O(rows appended x cols), never O(window):
 //  * dense rows are held by address (Batch::row_ptrs, a ring of `capacity`
 //    row addresses, grown up to it while the window fills), in blocks the
@@ -88,7 +88,7 @@ class RowWindow {
   //   AVX-512 builds): a window reads its dense rows in the segment, and a
   //   row of a multiple of 8 columns then loads without a vector straddling
   //   two lines (with a 2-entry header every load of a 64-byte vector did:
-  //   AGM-BiO's passes took 25-35% longer, IR-FSCG's step ~7%; issue 23);
+  //   AGM-BiO's passes took 25-35% longer, IR-FSCG's step ~7%);
   //   dense: k x cols values, row-major;
   //   CSR: k + 1 row offsets, nnz column indices, nnz values;
   //   then k labels if the window keeps labels, then k targets if it keeps

@@ -50,7 +50,7 @@ class SimpleAlgorithm : public StoppableRound {
   // Whether RoundWithPrequential can take the prequential losses from the
   // round's own reads of the step's rows (IR-SCG with a family's
   // StormPass: the decision's margins from the same walk over the rows as
-  // the gradients', issue 28).  SimpleProblem evaluates them before the
+  // the gradients').  SimpleProblem evaluates them before the
   // round otherwise.
   virtual bool EvaluatesPrequential(const SimpleFamily& /*family*/) const { return false; }
   // Round, and the prequential losses at s->decision as it was before the
@@ -73,8 +73,8 @@ class SimpleAlgorithm : public StoppableRound {
     return absl::OkStatus();
   }
   // Brings aux written by an earlier server into this layout, before
-  // ValidateAux (IR-FSCG's and AGM-BiO's windows in one part each before
-  // issue 23); INVALID_ARGUMENT naming aux[i] when it fits neither.
+  // ValidateAux (IR-FSCG's and AGM-BiO's windows in one part each, before
+  // segment parts); INVALID_ARGUMENT naming aux[i] when it fits neither.
   // Nothing to do by default.
   virtual absl::Status UpgradeAux(StateParts*) const { return absl::OkStatus(); }
 };

@@ -17,9 +17,8 @@
 #include <optional>
 #include <string_view>
 
-#include "absl/types/span.h"
-
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/batch.h"
 #include "core/constraint.h"
 #include "core/family.h"  // BatchRole
@@ -32,8 +31,8 @@ namespace f2obo {
 // such gradients in its variance-reduced estimates, and AGM-BiO forms
 // products of gradients with points of Z (|x_j| <= 1e150): 1e100 keeps all
 // of them far from the state bound (kMaxStateMagnitude, 1e150) and from
-// overflow, so an accepted row cannot make a later round fail (issue 25:
-// one least_squares row of 1e80 made every later ir_fscg step fail until
+// overflow, so an accepted row cannot make a later round fail (without
+// it, one least_squares row of 1e80 made every later ir_fscg step fail until
 // it left the window).
 inline constexpr double kMaxRowGradient = 1e100;
 
@@ -139,7 +138,7 @@ class SimpleFamily {
   // Whether StormPass is available: a family whose f and g read rows may
   // evaluate the STORM update above in one walk over the view's rows
   // (least_squares: each row's margins at x, prev and at from one read of
-  // the row, one scatter of the combined residual; issue 28).  IR-SCG
+  // the row, one scatter of the combined residual).  IR-SCG
   // calls F and G at x and prev otherwise.
   virtual bool HasStormPass() const { return false; }
   virtual StormPassOut StormPass(const StormPassIn& /*in*/, Vector* /*estimate*/) { return {}; }

@@ -1,4 +1,4 @@
-// The simple bilevel problem class (SPEC section 9; issue 12): families of
+// The simple bilevel problem class (SPEC section 9): families of
 // core/simple/simple_family_registry.cc, algorithms of
 // core/simple/simple_algorithm_registry.cc, state x plus the decision
 // (core/simple/simple_state.h), the report of core/simple/simple_report.h

@@ -81,7 +81,7 @@ const v1::RunningMetrics* RunningOf(const v1::StepMetrics& m);
 // .estimate_standard_error; core/metrics/sampling.h) as the gauges
 // `<sum>_estimate` and `<sum>_standard_error` beside the sum's own gauge
 // `<sum>`, so that a sum over few evaluated steps cannot pass for
-// convergence (issue 26 item 5).
+// convergence.
 class EstimateSeries {
  public:
   // `sum`: the sum's gauge name; `what`: the sum, for the help text.

@@ -186,7 +186,9 @@ class SessionStore {
                                             const std::vector<SessionRecord>& members,
                                             Deadline deadline = kNoDeadline) = 0;
   // Removes group `id` and its member sessions (with their replies and
-  // checkpoints), in one transaction.
+  // checkpoints), in one transaction.  `members` may also name sessions of
+  // no group, and `id` a group that does not exist: DropFencedSessions
+  // removes a routing key's group and lone sessions so, all or none.
   virtual absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members,
                                    Deadline deadline = kNoDeadline) = 0;
 

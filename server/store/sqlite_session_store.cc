@@ -353,7 +353,9 @@ absl::Status SqliteSessionStore::ApplyOp(const DeleteGroupWrite& w) {
     if (absl::Status s = DeleteSessionRows(member); !s.ok()) return s;
   }
   Stmt g(*writer_sql_, "DELETE FROM groups WHERE id = ?");
-  return g.Text(1, w.id).Run("deleting a group");
+  if (absl::Status s = g.Text(1, w.id).Run("deleting a group"); !s.ok()) return s;
+  // Tests crash here, inside the transaction.
+  return FaultPoint("delete_group_written", w.id);
 }
 
 absl::Status SqliteSessionStore::ApplyOp(const FenceWrite& w) {

@@ -1,6 +1,7 @@
 // The option table (core/options.def) and the registry entries' own checks:
 // every rule refuses what it should, naming the field; each algorithm
-// checks exactly the options it reads; the divergence guards of issue 11.
+// checks exactly the options it reads; the guards against schedules that
+// diverge by construction.
 #include "core/options.h"
 
 #include <gmock/gmock.h>
@@ -112,7 +113,7 @@ TEST(AlgorithmOptions, EveryOptionIsReadBySomeAlgorithm) {
 
 TEST(AlgorithmOptions, AutoStepSizesNeedNoValue) {
   AlgorithmOptions o = DefaultAlgorithmOptions("f2obo");
-  // 0, the default, is "automatic" (issue 29): valid, and auto.
+  // 0, the default, is "automatic": valid, and auto.
   EXPECT_EQ(o.alpha, 0.0);
   EXPECT_EQ(o.beta, 0.0);
   EXPECT_TRUE(AlphaIsAuto(o) && BetaIsAuto(o));
@@ -137,7 +138,7 @@ void ExpectRefused(const std::string& algorithm, const AlgorithmOptions& o,
   EXPECT_THAT(std::string(s.message()), HasSubstr(reason)) << algorithm;
 }
 
-// Issue 11 item 3: schedules that diverge by construction are refused.
+// Schedules that diverge by construction are refused.
 TEST(AlgorithmOptions, Sf2oboRefusesTauAboveBWithoutACap) {
   AlgorithmOptions o = DefaultAlgorithmOptions("sf2obo");
   EXPECT_TRUE(ValidateOptionsFor("sf2obo", o).ok());  // Corollary 5.2: tau = b = 1/6

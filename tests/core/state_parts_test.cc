@@ -106,7 +106,7 @@ TEST(StateParts, ConvertsFromAVectorOfVectors) {
   EXPECT_EQ(p[2].size(), 4);
 }
 
-// Fresh parts (issue 23: a window's segment each step): the right size, the
+// Fresh parts (a window's segment each step): the right size, the
 // IsInput mark only as asked, shared by copies, and gone once the part is
 // written through Mutable or Set (then it holds what its writer computed).
 TEST(StateParts, FreshPartsCarryTheInputMarkUntilWritten) {

@@ -1,4 +1,4 @@
-// Issue 11 item 5: every option is declared once (core/options.def) and
+// Every option is declared once (core/options.def) and
 // reaches the wire from that declaration.  These tests fail when the proto's
 // AlgorithmOptions and the declaration disagree (a field without an option,
 // an option without a field, a type mismatch), and check that every option

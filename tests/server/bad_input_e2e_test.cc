@@ -197,7 +197,7 @@ TEST_F(BadInputE2e, SessionLimitAndDuplicateIdsAreRefused) {
   EXPECT_THAT(std::string(over.status().message()), HasSubstr("max_sessions = 3"));
 }
 
-// Issue 25 item 7: every option counting iterations of a round (core/
+// Every option counting iterations of a round (core/
 // options.def's IterationCount) is held to the server's
 // --max_inner_iterations, linear_system_steps and pz_directions included
 // (linear_system_steps had no upper bound at all); at the cap it is

@@ -1,4 +1,4 @@
-// Issue 25 item 3, over real gRPC with a real server process: one
+// Over real gRPC with a real server process: one
 // session's big write does not hold up the others.  While a session of
 // kBigY variables is created (its state and first checkpoint, ~2 x 160 MB)
 // or deleted, another session steps with a short deadline and every step
@@ -34,8 +34,9 @@ using testing::ScopedEnv;
 using testing::ServerProcess;
 using testing::SpecFor;
 
-// y and z of 10^7 doubles: a create took the writer ~4 s before (bench/
-// RESULTS.md, "One session's big write"), ~1 s of its caller's now.
+// y and z of 10^7 doubles: a create through the writer would hold it ~4 s;
+// with side files it takes ~1 s of its caller's (bench/RESULTS.md, "The
+// service by workload").
 constexpr int kBigY = 10'000'000;
 // The small session's steps: far above a step's own time, far below the
 // stall the big write caused.
@@ -174,7 +175,7 @@ TEST(BigWrite, OtherSessionsStepWithinAShortDeadlineWhileABigSessionIsCreatedAnd
   EXPECT_EQ(c.GetSession("big").status().code(), absl::StatusCode::kNotFound);
 }
 
-// Restarts on `dir` and checks what the issue asks after a kill -9 during
+// Restarts on `dir` and checks what must hold after a kill -9 during
 // the big write: the small session holds every acknowledged step, and the
 // big session is whole or absent (no side file left either way).
 void CheckAfterRestart(const std::string& dir, int64_t acknowledged, bool* big_exists) {

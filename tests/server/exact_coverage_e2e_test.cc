@@ -1,4 +1,4 @@
-// Coverage of the exact metrics over real gRPC and HTTP (issue 26 item 5):
+// Coverage of the exact metrics over real gRPC and HTTP:
 // a real f2obo-server evaluating a random half of the due steps
 // (--exact_sample_probability=0.5) publishes on every step the probability
 // it was sampled with and, on the skipped ones, the running sums; the

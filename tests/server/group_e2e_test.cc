@@ -193,7 +193,7 @@ grpc::Status ImportGroup(client::Client& c, const std::vector<v1::SessionExport>
   return c.stub().ImportGroup(ctx.get(), req, &info);
 }
 
-// Issue 25 item 4: ImportGroup refuses members of different families or
+// ImportGroup refuses members of different families or
 // problem classes, as CreateGroup cannot make them (its members share one
 // spec): such a group's steps would apply to one member and be refused by
 // the other.  Nothing is imported; members alike in both import.

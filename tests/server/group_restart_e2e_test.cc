@@ -57,7 +57,7 @@ TEST(Groups, SurviveARestart) {
   for (const v1::SessionInfo& m : info.members()) EXPECT_EQ(m.next_t(), 2);
 }
 
-// Issue 25 item 1: CreateGroup is one store transaction (members and group
+// CreateGroup is one store transaction (members and group
 // record), like ImportGroup.  The server is killed (F2OBO_TEST_CRASH_AT, a
 // SIGKILL at a fixed point of the server's code, no timing) after every
 // member was built and before that transaction commits: after a restart

@@ -1,4 +1,4 @@
-// Issue 25 item 5: a group step is all members or none.  Every member's
+// A group step is all members or none.  Every member's
 // round is prepared, then one store transaction holds them all, then they
 // all become current.  Faults are injected at the server's fault points
 // (server/fault_points.h; the fault-injection build, picked by
@@ -252,7 +252,7 @@ TEST(GroupStep, AMemberStoppedByTheDeadlineLeavesTheFinishedMemberUnchanged) {
             std::vector<double>(before->x().begin(), before->x().end()));
 }
 
-// Issue 24 item 4: the production server contains no fault injection; the
+// The production server contains no fault injection; the
 // variables that drive the test build mean nothing to it (nor are they
 // named anywhere in its binary), while the test build does read them.
 TEST(GroupStep, TheProductionServerHoldsNoFaultInjection) {

@@ -1,5 +1,5 @@
-// Input that could brick a session or be served back broken (issue 14,
-// items 2, 4 and 5), against the real server: every number of every field
+// Input that could brick a session or be served back broken, against the
+// real server: every number of every field
 // is an input number (finite, |v| <= 1e150) whether the family reads it or
 // not, and an import's reply cache is checked like the server's own.
 #include <gmock/gmock.h>
@@ -77,9 +77,9 @@ class HostileInputE2e : public ::testing::Test {
   client::Client client_{client::ClientOptions{server_.target()}};
 };
 
-// The issue's quadratic step: inner c = [1e300, 0] on a 2-entry y.  Accepted
-// before, it left y ~ 9e299, and every later valid step was refused as
-// non-finite, forever.
+// A quadratic step with inner c = [1e300, 0] on a 2-entry y.  Were it
+// accepted, it would leave y ~ 9e299, and every later valid step would be
+// refused as non-finite, forever.
 v1::StepRequest QuadraticStep(int64_t t, double c0) {
   v1::StepRequest r;
   r.set_session_id("quad");
@@ -114,7 +114,7 @@ TEST_F(HostileInputE2e, QuadraticInnerCOf1e300IsRefusedAndTheSessionStaysSteppab
   for (int64_t t = 4; t <= 6; ++t) ASSERT_TRUE(client_.Step(QuadraticStep(t, 0.3)).ok());
 }
 
-// The issue's loss_tuning step: class_weights = 1e308 on the upper batch.
+// A loss_tuning step with class_weights = 1e308 on the upper batch.
 TEST_F(HostileInputE2e, LossTuningClassWeightsOf1e308AreRefusedAndTheSessionStaysSteppable) {
   const FamilyCase f = AllFamilyCases()[4];  // loss_tuning, 6 features, 3 classes
   ASSERT_EQ(f.name, "loss_tuning");
@@ -127,8 +127,8 @@ TEST_F(HostileInputE2e, LossTuningClassWeightsOf1e308AreRefusedAndTheSessionStay
   for (int64_t t = 3; t <= 5; ++t) ASSERT_TRUE(client_.Step(RequestFor(f, "tuned", t)).ok());
 }
 
-// Fields the family does not read are checked all the same (the issue's
-// targets on loss_tuning, d, M, c, class_weights on logistic_hpo), each
+// Fields the family does not read are checked all the same (targets on
+// loss_tuning, d, M, c, class_weights on logistic_hpo), each
 // refused naming the field and the index.
 TEST_F(HostileInputE2e, EveryNumberOfEveryBatchFieldIsCheckedWhetherTheFamilyReadsItOrNot) {
   struct Case {
@@ -233,8 +233,8 @@ TEST_F(HostileInputE2e, EveryNumberOfTheSpecIsAnInputNumber) {
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
-// The issue's import: a NaN in a cached reply's x was accepted and later
-// served as a replayed reply.  Each entry is now checked: x's size, every
+// An import with a NaN in a cached reply's x would be served back as a
+// replayed reply.  So each entry is checked: x's size, every
 // number, t in [1, next_t) and increasing.
 TEST_F(HostileInputE2e, ImportChecksEveryReplyCacheEntryAndNamesTheField) {
   const FamilyCase f = AllFamilyCases()[2];  // logistic_hpo: x has 6 entries
@@ -282,8 +282,8 @@ TEST_F(HostileInputE2e, ImportChecksEveryReplyCacheEntryAndNamesTheField) {
   EXPECT_THAT(replay->x(), ElementsAreArray(ex.replies(3).x()));
 }
 
-// The issue's second import case: an f2obo export imported under another
-// algorithm was stepped on with that algorithm's state silently zeroed.
+// An f2obo export imported under another algorithm would be stepped on
+// with that algorithm's state silently zeroed.
 // The state records the algorithm that wrote it (core/state.h, Checkpoint).
 TEST_F(HostileInputE2e, ImportRefusesAStateWhoseLayoutDoesNotMatchTheSpecsAlgorithm) {
   const FamilyCase f = AllFamilyCases()[2];
@@ -305,7 +305,7 @@ TEST_F(HostileInputE2e, ImportRefusesAStateWhoseLayoutDoesNotMatchTheSpecsAlgori
   }
 }
 
-// Issue 25 item 6: every string of a request is bounded (256 bytes).  A
+// Every string of a request is bounded (256 bytes).  A
 // 10,000-byte id was looked up and echoed back, or (SetFence's target)
 // stored and echoed in every later UNAVAILABLE of its key, beyond gRPC's
 // metadata limit: the client got RESOURCE_EXHAUSTED "received initial

@@ -1,4 +1,4 @@
-// A round that would run for minutes (issue 14, item 1), against the real
+// A round that would run for minutes, against the real
 // server: PZOBO with K = 100,000 inner steps and Q = 10,000 directions on a
 // small quadratic, one valid ~100-byte request.  The round stops when the
 // client's deadline passes, when the session is deleted, when the server's

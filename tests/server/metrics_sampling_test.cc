@@ -1,4 +1,4 @@
-// The metrics pipeline's sampling design (issue 26 item 5): with its worker
+// The metrics pipeline's sampling design: with its worker
 // held, a session's due steps are evaluated as a random sample with known
 // probabilities -- recorded on each published step, never 0, helped steps
 // included -- and the running sums carry the coverage and the

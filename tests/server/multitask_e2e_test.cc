@@ -1,4 +1,4 @@
-// Multi-task sessions over real gRPC (issue 13): create, stream tagged
+// Multi-task sessions over real gRPC: create, stream tagged
 // per-task batches (Steps), GetSession / GetDecision, export / import,
 // kill -9 and resume mid-stream, groups comparing rsvrb with mt_f2obo, the
 // per-task metrics, and bad input refused naming the field.
@@ -107,7 +107,7 @@ TEST_F(MultitaskE2e, ExportImportContinuesBitIdentically) {
   EXPECT_TRUE(ServerState(*client_, id).BitEquals(ServerState(*client_, "mt-imported")));
 }
 
-// Issue 25 item 7: an import whose constraint excludes its state's x is
+// An import whose constraint excludes its state's x is
 // refused, as the simple class refuses it (every round projects x onto X,
 // so such a state was not made by this spec), and nothing is created.
 TEST_F(MultitaskE2e, AnImportWhoseConstraintExcludesItsXIsRefused) {
@@ -126,7 +126,7 @@ TEST_F(MultitaskE2e, AnImportWhoseConstraintExcludesItsXIsRefused) {
   }
 }
 
-// Issue 23's write path: a step stores its head and the parts it changed,
+// The write path of state in parts: a step stores its head and the parts it changed,
 // the first step after a restart stores every part; kill -9 between them
 // must lose nothing acknowledged, for both algorithms of the class.
 TEST_F(MultitaskE2e, KillNineMidStreamResumesWhereTheLastAcknowledgedStepLeftIt) {
@@ -165,7 +165,7 @@ TEST_F(MultitaskE2e, KillNineMidStreamResumesWhereTheLastAcknowledgedStepLeftIt)
   }
 }
 
-// Checkpoints in parts (issue 23: each writes what changed since the
+// Checkpoints in parts (each writes what changed since the
 // previous one): a kill -9 inside the transaction of one that extends its
 // predecessor loses only its unacknowledged step, and every checkpoint kept
 // before and after the crash and a restart restores bit for bit.
@@ -229,7 +229,7 @@ TEST(MultitaskCheckpointsE2e, KillNineInsideACheckpointWriteLeavesEveryCheckpoin
   EXPECT_EQ(checkpoints(*c.GetSession("mt")), (std::vector<int64_t>{3, 6, 9, 12}));
 }
 
-// Issue 25 item 5: a task probability whose weight 1/p is infinite was
+// A task probability whose weight 1/p is infinite was
 // accepted; rsvrb refused the round and mt_f2obo applied it, so the
 // group's members drifted apart.  It is refused up front, for both.
 TEST_F(MultitaskE2e, AGroupStepWithAnUnusableProbabilityChangesNoMember) {

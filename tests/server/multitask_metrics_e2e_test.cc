@@ -1,4 +1,4 @@
-// Multi-task sessions' metrics over real gRPC (issue 13): the per-task
+// Multi-task sessions' metrics over real gRPC: the per-task
 // series published over the tasks seen, and Prometheus' F and first tasks.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

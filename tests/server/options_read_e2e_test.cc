@@ -1,4 +1,4 @@
-// Issue 29: an option a user sets acts, or is refused.  A set option the
+// An option a user sets acts, or is refused.  A set option the
 // session's algorithm does not read is INVALID_ARGUMENT naming the option
 // and the algorithm, and nothing is created (a spec naming no algorithm
 // gets the class default, which may not read what the previous default

@@ -1,4 +1,4 @@
-// Bad oracle clients (issue 27 item 4), over real gRPC: each gets a precise
+// Bad oracle clients, over real gRPC: each gets a precise
 // error, its round is discarded, the session is unchanged, and a new
 // stream (as a new client process would open) resumes from the server's
 // iterates to the same trajectory as a client that never failed.

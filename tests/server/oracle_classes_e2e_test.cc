@@ -1,5 +1,5 @@
-// Oracle families of the other problem classes over real gRPC (issue 27
-// item 2): a multitask_oracle session (mt_f2obo) whose client answers each
+// Oracle families of the other problem classes over real gRPC: a
+// multitask_oracle session (mt_f2obo) whose client answers each
 // task with multitask_logistic_hpo's own math, and a simple_oracle session
 // (ir_scg) answered with least_squares', follow the built-in sessions to
 // 1e-12; what cannot work is refused naming why.  Bad opens, bad answers
@@ -140,7 +140,7 @@ TEST_F(OracleClasses, WhatTheClientCannotAnswerIsRefusedAtCreateNamingWhy) {
   refuse(spec, "linear minimization oracle");
 }
 
-// Issue 29: the simple class's default (agm_bio) keeps a window of rows,
+// The simple class's default (agm_bio) keeps a window of rows,
 // which an oracle session's server never holds; a spec that names no
 // algorithm gets the class's oracle default there, and the class default
 // for its built-in family.

@@ -1,5 +1,5 @@
-// Oracle families of the other problem classes over real gRPC (issue 27
-// item 2), their faults: bad opens and bad answers of either class change
+// Oracle families of the other problem classes over real gRPC, their
+// faults: bad opens and bad answers of either class change
 // nothing; kill -9 loses no acknowledged step.  The fixture and data:
 // oracle_classes_support.h.
 #include <gmock/gmock.h>

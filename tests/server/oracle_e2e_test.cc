@@ -1,4 +1,4 @@
-// Oracle families over real gRPC (issue 27): a session of family "oracle"
+// Oracle families over real gRPC: a session of family "oracle"
 // whose client answers with logistic_hpo's own math follows the built-in
 // logistic_hpo session, and bad clients change nothing.
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// Streams through nginx survive a replica's restart (issue 26, item 1): two
+// Streams through nginx survive a replica's restart: two
 // f2obo-server replicas behind a real nginx (config from
 // deploy/proxy/gen_proxy_config.py), a real f2obo-cli streaming through it,
 // and the replica holding the session killed with -9 mid-stream and

@@ -1,4 +1,4 @@
-// Rebalancing (issue 17): `f2obo-cli rebalance` moves the sessions whose
+// Rebalancing: `f2obo-cli rebalance` moves the sessions whose
 // routing key a new ring maps elsewhere, under a durable fence, with
 // streams running and across kill -9 of the source or the target in the
 // middle of a move.  Real replicas, real nginx, real CLI, all on loopback.
@@ -367,7 +367,7 @@ TEST_F(RebalanceTest, ARerunMovesBackAMoveStoppedAfterItsImportWhenTheRingMapsTh
   ExpectUndone();
 }
 
-// Issue 17's crash window in a group move: the target killed in the middle
+// The crash window of a group move: the target killed in the middle
 // of ImportGroup, after its members were built and before the group record
 // (the server's F2OBO_TEST_CRASH_AT point).  The members and the record are
 // one store transaction, so the restarted target holds no member that a

@@ -1,4 +1,4 @@
-// The durable reply cache under kill -9 (issue 23: a step's reply row is
+// The durable reply cache under kill -9 (a step's reply row is
 // now written by moving the session's oldest row, not by an insert and a
 // trim).  Several sessions step concurrently (their writes share group
 // commits) while the server is killed at random moments and restarted,

@@ -427,7 +427,7 @@ std::vector<int64_t> Steps(const std::vector<v1::StepMetrics>& ms) {
   return out;
 }
 
-// Issue 26 item 4: a rollback keeps the metrics of the steps it keeps (it
+// A rollback keeps the metrics of the steps it keeps (it
 // erased them all), a fork starts with its source's up to the fork point
 // (it had none), and a watch up to a step ends there, also when the
 // server holds no message of it (after a restart: it waited forever).

@@ -1,4 +1,4 @@
-// Scale-out behind a real consistent-hash proxy (issue 17): three
+// Scale-out behind a real consistent-hash proxy: three
 // f2obo-server replicas behind nginx (its config from
 // deploy/proxy/gen_proxy_config.py), every process started here on
 // loopback.  Sessions spread over the replicas by their routing key, every
@@ -169,7 +169,7 @@ double StepRefusals(const ServerProcess& server) {
   return 0;
 }
 
-// Issue 25 item 7: on a fenced key, a create, import or fork into an id the
+// On a fenced key, a create, import or fork into an id the
 // frozen copy still holds answers UNAVAILABLE (retry at the new owner), as
 // the proto says, not ALREADY_EXISTS (which clients do not retry); nothing
 // is created.

@@ -297,7 +297,7 @@ TEST_F(SessionLifecycleTest, InFlightGaugeCountsTheRunningHandler) {
 // A graceful shutdown drains the metrics pipeline: jobs of acknowledged
 // steps still queued when Stop() begins are processed and published (the
 // workers used to return at once, dropping them).
-// Issue 25 item 3: CreateSession and DeleteSession honour the call's
+// CreateSession and DeleteSession honour the call's
 // deadline in the store's queue.  The store's writer is held (as by another
 // session's large write) at the store_write fault point while "held"'s step
 // is written; a create and a delete whose deadlines pass meanwhile are

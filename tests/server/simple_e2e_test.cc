@@ -215,7 +215,7 @@ TEST(SimpleE2e, KillNineMidStreamResumesTheSameTrajectory) {
   }
 }
 
-// Issue 23 item 2: the windows of ir_fscg and agm_bio are kept as segment
+// The windows of ir_fscg and agm_bio are kept as segment
 // parts, and a step writes its rows' segments, empties the ones it evicts
 // and trims the slots after the last one in use.  With windows of 10 rows
 // (4 upper and 3 inner rows a step) every step from the third evicts, the
@@ -265,7 +265,7 @@ TEST(SimpleE2e, KillNineWithWrappingWindowsResumesTheSameTrajectory) {
   }
 }
 
-// Issue 29: agm_bio's horizon defaults to 0, a stream of unknown length
+// agm_bio's horizon defaults to 0, a stream of unknown length
 // (epochs of K = 1000, 2000, ...; core/simple/algorithms/agm_bio.cc).  Over
 // the wire: a session created without options says so in its spec, runs
 // the K = 1000 trajectory for 1000 steps and restarts at step 1001 (the
@@ -337,7 +337,7 @@ TEST(SimpleE2e, AgmBioRestartsWithADoubledHorizonByDefaultAndAcrossAKill) {
   }
 }
 
-// Issue 23: a session exported by a server from before the window
+// A session exported by a server from before the window
 // segments' padding (window layout version 2, stream_windows.h) imports
 // into this one, upgraded, and resumes bit for bit with a core session that
 // never stopped, across a kill -9 (the store must then hold the upgraded
@@ -392,7 +392,7 @@ TEST(SimpleE2e, ASessionExportedInWindowLayoutVersion2ResumesAcrossAKill) {
   }
 }
 
-// Issue 25 item 2: one accepted row must not make a session stuck.  A
+// One accepted row must not make a session stuck.  A
 // least_squares row of value and target 1e80 (inside the input bound) was
 // accepted by ir_fscg at t = 2, stayed in its window of 100 rows, and from
 // t = 3 every ordinary step was refused ("non-finite aux[1]") until a

@@ -105,7 +105,7 @@ TEST(StoreFullE2e, EveryRpcThatNeedsRoomAnswersResourceExhaustedAndADeletionMake
   group_step.set_group_id("g");
   group_step.set_t(1);
   FillQuadraticStep(kX, 4, group_step.mutable_upper(), group_step.mutable_inner());
-  // All members or none (issue 25 item 5): the group step fails whole.
+  // All members or none: the group step fails whole.
   ExpectFull(c.StepGroup(group_step).status(), "StepGroup");
 
   // Deleting frees pages without needing new ones: it goes through, and

@@ -1,4 +1,4 @@
-// Sessions larger than a message (issue 23 item 4), over real gRPC on
+// Sessions larger than a message, over real gRPC on
 // loopback with real server processes: a multi-task session whose state is
 // a few MB, on servers whose --max_message_bytes is 1 MiB, is refused by
 // the unary ExportSession (naming ExportSessionStream), moves through

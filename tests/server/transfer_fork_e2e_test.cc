@@ -1,4 +1,4 @@
-// Sessions larger than a message (issue 23 item 4), continued from
+// Sessions larger than a message, continued from
 // transfer_e2e_test.cc: forks stored in parts across kill -9, and
 // `f2obo-cli rebalance` moving such a session between replicas.
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// Issue 25 item 3, over real gRPC: CreateSession, CreateGroup and
+// Over real gRPC: CreateSession, CreateGroup and
 // DeleteGroup honour the call's deadline in the store's queue.  The store's writer is held by a
 // fault (F2OBO_TEST_DELAY_AT, the fault-injection build: a large write, no timing luck needed); the
 // server says on stderr when it holds it.

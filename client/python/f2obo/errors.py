@@ -142,6 +142,13 @@ def from_rpc_error(e: grpc.RpcError) -> Error:
     if is_proxy_reset(code, details):
         return Unavailable("the proxy reset the call (its upstream replica went away): "
                            + details, grpc.StatusCode.UNAVAILABLE)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "message larger than max" in details:
+        # gRPC's own size check says nothing of what to do (the server
+        # refuses a reply beyond its --max_message_bytes itself, naming it).
+        details += (": a message beyond gRPC's limit, this client's max_message_bytes "
+                    "(Client(max_message_bytes=...)) or the server's --max_message_bytes: "
+                    "raise the smaller above the first size (Session.export_chunks and "
+                    "Client.import_chunks move a session of any size)")
     return from_code(code, details)
 
 

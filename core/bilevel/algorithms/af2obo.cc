@@ -5,7 +5,7 @@
 //   h_t, x_{t+1}, lambda_{t+1} as in Algorithm 1                                (lines 10-12)
 // Theory (Theorem 4.1): delta_y = 1/sqrt(T), delta_z = 1/sqrt(T^(1+2 tau)).
 //
-// The tolerances by default (delta_y = delta_z = 0; issue 29):
+// The tolerances by default (delta_y = delta_z = 0):
 //   delta_y,t = 0.1 lambda_t,  delta_z,t = delta_y,t / lambda_t (= 0.1),
 // i.e. the loops stop at one accuracy on the scale of grad_y g:
 // ||grad_y g(z)|| <= 0.1 and ||grad_y g(y) + grad_y f(y) / lambda_t|| <= 0.1

@@ -19,8 +19,8 @@ inline void AppendixAFirstOrder(AlgorithmOptions* o) {
   AppendixACommon(o);
   o->lambda1 = 5.0;
   o->tau = 1.0;
-  // beta is not stated; 0.1, the generic default until issue 29 made the
-  // generic default automatic.
+  // beta is not stated; 0.1, the generic fixed step of the paper's time (the
+  // generic default is now automatic).
   o->beta = 0.1;
 }
 

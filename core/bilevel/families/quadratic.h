@@ -52,7 +52,7 @@ class QuadraticFamily final : public Family {
   // M x + c of the last Residual, for that batch's M and c and that x: a
   // round evaluates g at one x a dozen times (K inner iterations, the
   // hypergradient), and recomputing the same product gives the same bits,
-  // so it is computed once (issue 28 item 3).  Prepare forgets it (the
+  // so it is computed once.  Prepare forgets it (the
   // family contract: batches reach G through Prepare, so a batch changed in
   // place at the same address is prepared again).
   Vector mxc_, mxc_x_;

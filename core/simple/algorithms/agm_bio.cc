@@ -59,6 +59,13 @@
 //    possible only by rounding, since g_k >= min_Z g): z_{k+1} = P_Z(z_k -
 //    a_k grad f(y_k)), the cut dropped for that step (the session goes on).
 //    A step before any inner row has arrived also has no cut.
+//  * A cut whose terms overflow (rows near the input bound, 1e150, on an
+//    unbounded Z, where no row bound applies: g reaches ~1e300) is formed
+//    divided by ||grad g(y_k)||_inf, the same halfspace.  If it still has
+//    no finite form the step goes on without it, as for an empty X_k:
+//    g_k = +inf makes X_k = Z (exact), and a g(y_k) or gradient that
+//    overflowed leaves no linearization to cut with.  So rows the session
+//    accepted never make its later steps fail at the cut.
 //  * The run on g and the cut use the window as it is at the step, so on a
 //    drifting stream both follow the drift; the paper's guarantees are for
 //    a fixed data set (a window at least as large as the data).
@@ -153,18 +160,20 @@ class AgmBio final : public SimpleAlgorithm {
 
     // The cut <grad g(y_k), z> <= g_k - g(y_k) + <grad g(y_k), y_k>.
     double level = 0.0, rhs = 0.0;
+    bool has_cut = has_inner;
     if (has_inner) {
       level = AdvanceRunOnG(family, inner, l_g, &aux, &report->oracle_seconds);
       const double g_y = family.G(y_, inner, &grad_g_);
       rhs = level - g_y + grad_g_.dot(y_);
+      if (!std::isfinite(rhs)) has_cut = ScaleCut(level, g_y, &rhs);
     }
     FOnView(family, y_, upper, &grad_f_);
     Vector& z = aux[kZ];
     z -= a * grad_f_;
     w_next_ = z;  // the point to project, kept for the fallback
     const auto start = std::chrono::steady_clock::now();
-    absl::Status cut = has_inner ? z_.ProjectOntoCut(grad_g_, rhs, &z)
-                                 : absl::FailedPreconditionError("no inner rows yet");
+    absl::Status cut = has_cut ? z_.ProjectOntoCut(grad_g_, rhs, &z)
+                               : absl::FailedPreconditionError("no cut at this step");
     if (cut.code() == absl::StatusCode::kFailedPrecondition) {
       z = w_next_;
       z_.Project(&z);
@@ -225,6 +234,20 @@ class AgmBio final : public SimpleAlgorithm {
     (*aux)[kW] = x;
     (*aux)[kV] = x;
     (*aux)[kScalars] << 0.0, 1.0;
+  }
+
+  // The cut's terms overflowed (rows near the input bound on an unbounded
+  // Z: g ~ 1e300): the same halfspace divided by s = ||grad g(y_k)||_inf,
+  // <grad/s, z> <= g_k/s - g(y_k)/s + <grad/s, y_k>, in grad_g_ and *rhs.
+  // False when no finite form exists (see the header comment): g_k = +inf
+  // (X_k = Z), or g(y_k) or its gradient not finite.
+  bool ScaleCut(double level, double g_y, double* rhs) {
+    if (!(std::isfinite(level) && std::isfinite(g_y) && grad_g_.allFinite())) return false;
+    const double s = grad_g_.lpNorm<Eigen::Infinity>();
+    if (!(s > 1.0)) return false;
+    grad_g_ /= s;
+    *rhs = level / s - g_y / s + grad_g_.dot(y_);
+    return std::isfinite(*rhs);
   }
 
   // One FISTA iteration on g over the window (see the header comment);

@@ -62,7 +62,7 @@ double ConditionalGradientStep(const ConstraintSet& z, double sigma, double alph
                                Vector* x, double* oracle_seconds);
 
 // ConditionalGradientStep and UpdateAverage at step k with x_k kept, in as
-// few passes over the d-vectors as they allow (issue 28): c, s = LMO(c) and
+// few passes over the d-vectors as they allow: c, s = LMO(c) and
 // the gap as ConditionalGradientStep, then one pass writing x_k into
 // *prev, x_{k+1} into *x, the average's new mean into *mean_after (only
 // when the weight grows, w_{k+1} > 0) and z_{k+1} into *decision, entry by

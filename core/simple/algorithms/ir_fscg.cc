@@ -39,7 +39,7 @@
 // aux layout: [0] d_f (d), [1] d_g (d), [2] x_{k-1} (d), [3] the mean m of
 // the averaged iterates (d), [4] {W, varsigma}: their weight and the
 // session's varsigma (0 until an automatic one is computed; {W} alone
-// before issue 29, UpgradeAux), [5, ...) the windows (stream_windows.h: 3
+// in states from before automatic varsigma, UpgradeAux), [5, ...) the windows (stream_windows.h: 3
 // parts and the windows' segments).
 #include "core/simple/algorithms/ir_fscg.h"
 
@@ -152,7 +152,7 @@ class IrFscg final : public SimpleAlgorithm {
     return windows_.ValidateRows(aux, kWindows, family);
   }
   absl::Status UpgradeAux(StateParts* aux) const override {
-    // Before issue 29 aux[kWeight] was {W}, and varsigma the option (then
+    // Before automatic varsigma aux[kWeight] was {W}, and varsigma the option (then
     // always > 0; a server's spec carries it).  An option of 0 here (a spec
     // written by hand) leaves the next round to compute it.
     if (aux->size() > kWeight && (*aux)[kWeight].size() == 1) {
@@ -231,7 +231,7 @@ absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> Create(const SimpleAlgorithmCon
 }
 
 // Theorem 3's default: p = 1/2 (S = q = floor(sqrt(n)) from window_rows),
-// and varsigma automatic (reg_scale = 0, issue 29): sqrt(L_g / L_f) from the
+// and varsigma automatic (reg_scale = 0): sqrt(L_g / L_f) from the
 // first step's rows, not App. D's 10.  Why: the constants of the
 // IR-SCG paper's proof of Thm. 1 (Thm. 3 states the same rates) put
 // varsigma into the inner gap's leading term as varsigma (...) t^-p and

@@ -94,7 +94,7 @@ class IrScg final : public SimpleAlgorithm {
     // The parts as the round found them (x_{k-1}, the estimates, the mean):
     // this copy shares them, so they stay readable while the round gives
     // aux new parts for what it writes (StateParts::Fresh: recycled
-    // storage, no copy of the old contents, issue 28).
+    // storage, no copy of the old contents).
     const StateParts before = aux;
     if (family.HasStormPass()) {
       // f's pass and g's together (one round trip for an oracle family).

@@ -3,7 +3,7 @@
 // (core/simple/row_window.h), held in SessionState::aux so that a
 // checkpoint resumes them exactly, and kept decoded between rounds.
 //
-// aux layout from `first` (issue 23 item 2: a window as segment parts):
+// aux layout from `first` (a window as segment parts):
 //   [first]      {upper_cols, inner_cols, 3}: the row widths (0 until the
 //                first row of that kind arrives: a window learns its width
 //                from its first rows, as the family has already checked

@@ -7,8 +7,8 @@
 // x in R^d (FamilyConfig.features = d); rows dense or CSR with `targets`.
 // grad f = (1/m) A_u^T (A_u x - b_u), likewise for g; the Hessians are
 // (1/m) A_u^T A_u and (1/n) A_i^T A_i, whose norms SmoothnessF / G compute
-// by power iteration (MeanGramSpectralNorm; before issue 29 the looser
-// ||A||_F^2 / rows).
+// by power iteration (MeanGramSpectralNorm, tighter than the Frobenius
+// bound ||A||_F^2 / rows).
 //
 // OuterOptimum (f* = min f over argmin_Z g, on the given rows):
 //  * Z = R^d: argmin g = {x : A_i x = A_i x_mn}, x_mn = A_i^+ b_i.  With a
@@ -73,7 +73,7 @@ class LeastSquaresFamily final : public SimpleFamily {
   double RowGradientBound(const Batch& b, int i, double x_bound) const override {
     return SquaredResidualRowBound(b, i, x_bound);
   }
-  // Dense rows are read once (issue 23: the input check over the batch,
+  // Dense rows are read once (the input check over the batch,
   // then each row's bound, were two reads of every row, ~12% of an IR-FSCG
   // step at d = 1,000): each row's AbsMaxSum is its input check (max <=
   // kMaxInputMagnitude, which no NaN passes) and its bound's max and sum.

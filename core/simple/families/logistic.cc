@@ -15,7 +15,8 @@
 // logit space diag(p) - p p^T has eigenvalues <= 1/2 (Böhning 1992), so the
 // Hessian in x, (1/rows) sum (a_i a_i^T) ⊗ (diag(p_i) - p_i p_i^T), is
 // bounded by lambda_max(A^T A / rows) / 2 (power iteration,
-// MeanGramSpectralNorm; before issue 29 the looser ||A||_F^2 / (2 rows)).
+// MeanGramSpectralNorm; tighter than the Frobenius bound ||A||_F^2 /
+// (2 rows)).
 //
 // OuterOptimum: nullopt.  On separable training rows argmin g is empty (the
 // infimum 0 is approached only as ||W|| -> inf), and otherwise the outer

@@ -1,5 +1,5 @@
 // `simple_oracle`: a simple bilevel family whose f and g the client
-// computes (issue 27), f on its upper rows, g on its inner rows, both
+// computes, f on its upper rows, g on its inner rows, both
 // means over the rows a query names; the rows never reach the server.
 // Queries carry x only (no y in this class).  x in R^d, d =
 // FamilyConfig.x_dim.  f and g must be convex and smooth, as for any

@@ -330,7 +330,13 @@ double MeanGramSpectralNorm(const BatchView& view, int cols, Vector* v, Vector* 
       }
     }
     const double next = v->dot(*w);  // Rayleigh quotient, ||v|| = 1
-    const double norm = w->norm();
+    // The squares of (1/n) G v overflow for rows near the input bound
+    // (lambda_max ~ 1e300): norm() is then inf, v would become 0 and the
+    // first quotient be kept, ~half of lambda_max, which made AGM-BiO's run
+    // on g diverge (step 1/L_g past 2/lambda_max).  stableNorm only then,
+    // so that every other estimate keeps its bits.
+    double norm = w->norm();
+    if (std::isinf(norm)) norm = w->stableNorm();
     if (!(norm > 0.0)) break;  // v in the null space: keep the Frobenius bound
     *v = *w / norm;
     const bool settled = std::abs(next - quotient) <= kPowerTolerance * next;

@@ -42,7 +42,7 @@ double HalfMeanSquaredResidual(const VecIn& x, const BatchView& view, Vector* gr
 // into *estimate, which starts at keep * before (or 0 without prev).
 // This is Alg. 1's order, (1 - a) d + grad(x) - (1 - a) grad(prev) with
 // the two gradients combined per row, instead of forming both gradients
-// and then d + (1 - a)(d - grad(prev)) entry by entry (issue 28: one
+// and then d + (1 - a)(d - grad(prev)) entry by entry (one
 // scatter and no zeroed scratch vectors instead of two of each): the same
 // sum, rounded differently (see ir_scg.cc).
 // On CSR rows with `scratch` (the caller's, reused: no allocation once
@@ -77,7 +77,7 @@ double SquaredResidualRowBound(const Batch& b, int i, double x_bound);
 // rises to lambda_max from below, so it is scaled by kPowerSafety
 // (covering the stopping error unless the top two eigenvalues are within
 // 1e-4 of each other, where it is ~1e-6 / gap) and capped at the Frobenius
-// bound ||A||_F^2 / n, which it thus never exceeds (issue 29: AGM-BiO's
+// bound ||A||_F^2 / n, which it thus never exceeds (AGM-BiO's
 // gaps were 6-50x larger with the Frobenius bound, loose by up to the
 // rank).  `v`, `w`: scratch of x's size (no allocation once sized).
 inline constexpr int kPowerIterations = 100;

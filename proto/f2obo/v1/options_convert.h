@@ -1,6 +1,6 @@
 // Algorithm options between the wire (v1::AlgorithmOptions) and core, by
 // field name: core/options.def lists the options, and each has the proto
-// field of its name (tests/core/option_coverage_test.cc checks they agree).
+// field of its name (tests/proto/options_convert_test.cc checks they agree).
 // No option is written out here, so a new option needs no edit.
 #ifndef F2OBO_PROTO_F2OBO_V1_OPTIONS_CONVERT_H_
 #define F2OBO_PROTO_F2OBO_V1_OPTIONS_CONVERT_H_

@@ -13,7 +13,7 @@
 // (<path class="line">) data-session, data-points, data-last-t and
 // data-gaps.  <body> counts completed polls in data-polls.
 //
-// Gaps are gaps (issue 26 item 5): a step whose exact metrics were due but
+// Gaps are gaps: a step whose exact metrics were due but
 // not computed (the metrics worker was behind and the step was not in its
 // sample: exact_skipped) breaks the line of every exact metric there,
 // rather than a straight line across it.  Beside BLReg the page shows its

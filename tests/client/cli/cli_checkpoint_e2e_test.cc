@@ -85,7 +85,7 @@ std::vector<int> Range(int first, int last) {
   return out;
 }
 
-// Issue 26 item 4: after a rollback `metrics` (no --follow) printed nothing
+// After a rollback `metrics` (no --follow) printed nothing
 // and never exited, the history was gone, and a fork started with none.
 // Now the history up to the rollback point stays, a fork inherits its
 // source's up to the fork point, and the command ends.

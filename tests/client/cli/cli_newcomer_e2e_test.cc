@@ -1,4 +1,4 @@
-// End to end: the README's commands as a newcomer runs them (issue 26), the
+// End to end: the documented commands as a newcomer runs them, the
 // real f2obo-cli against the real server on loopback (cli_e2e_fixture.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -43,7 +43,7 @@ std::string WriteDiabetesLike(const std::string& dir) {
   return path;
 }
 
-// Issue 26, item 2: the README's simple-bilevel command on a regression CSV
+// docs/api.md's simple-bilevel command on a regression CSV
 // with integer targets.  It used to spin for ever (the targets read as 347
 // classes, the default --imbalance keeping class i w.p. 0.6^i); a
 // regression family draws rows uniformly, so it finishes.
@@ -86,7 +86,7 @@ TEST_F(CliE2e, ASamplerThatCannotKeepRowsSaysWhyAndCreatesNothing) {
   EXPECT_THAT(noise.err, HasSubstr("--label_noise: family least_squares is a regression family"));
 }
 
-// Issue 26, item 6: with no --box/--constraint the CLI sends none and the
+// With no --box/--constraint the CLI sends none and the
 // server fills in the family's default, the one a Python client gets too.
 TEST_F(CliE2e, TheFamilysDefaultConstraintIsTheServersForEveryClient) {
   const Result created =
@@ -121,7 +121,7 @@ TEST_F(CliE2e, TheFamilysDefaultConstraintIsTheServersForEveryClient) {
   EXPECT_THAT(none.err, HasSubstr("ridge_hpo needs a box"));
 }
 
-// Issue 26, item 6: the multi-task class's default algorithm works on data
+// The multi-task class's default algorithm works on data
 // the size of the README's (sklearn's digits: 64 features, 10 classes, so
 // y_dim = 650, which rsvrb's explicit matrices refuse above 256).
 TEST_F(CliE2e, TheMultitaskDefaultAlgorithmTakesDigitsSizedData) {
@@ -144,7 +144,7 @@ TEST_F(CliE2e, TheMultitaskDefaultAlgorithmTakesDigitsSizedData) {
   EXPECT_THAT(list.out, HasSubstr("mt_f2obo"));
 }
 
-// Issue 26, item 8: the small things a newcomer trips over.
+// The small things a newcomer trips over.
 TEST_F(CliE2e, SmallThingsANewcomerTripsOver) {
   const Result typo = Cli({"create", "--id=typo", "--gama=0.01"});
   EXPECT_EQ(typo.code, 2);

@@ -1,4 +1,4 @@
-// Issue 11 item 5: every algorithm option of the proto can be set from the
+// Every algorithm option of the proto can be set from the
 // CLI, from its one declaration (core/options.def): for each field of
 // AlgorithmOptions, `f2obo-cli create --dry_run --<field>=<value>` (the real
 // binary, no server) puts exactly that value into the request, and
@@ -134,7 +134,7 @@ TEST(CliOptions, HelpDocumentsEveryOptionFlag) {
   for (const std::string& a : AlgorithmNames(ProblemClass::kBilevel)) {
     EXPECT_THAT(algorithms.out, HasSubstr("  " + a + " (bilevel)")) << a;
   }
-  // Each class names its default algorithm and says why (issue 29).
+  // Each class names its default algorithm and says why.
   for (const ProblemClassEntry& c : ProblemClasses()) {
     EXPECT_THAT(algorithms.out, HasSubstr(std::string("  default algorithm: ") +
                                           c.default_algorithm + "\n    why: " + c.default_why))
@@ -142,7 +142,7 @@ TEST(CliOptions, HelpDocumentsEveryOptionFlag) {
     EXPECT_GT(std::string(c.default_why).size(), 20u) << c.name;
   }
   // --algorithm's help leaves the defaults to the server and `algorithms`
-  // (it said "f2obo for bilevel families" after issue 29 made it sf2obo).
+  // (a default named in help text goes stale when the registry changes it).
   for (const ProblemClassEntry& c : ProblemClasses()) {
     for (const AlgorithmInfo* a : c.algorithms()) {
       EXPECT_THAT(Squeezed(create.out),
@@ -166,7 +166,7 @@ TEST(CliOptions, AnInvalidOptionIsAUsageErrorNamingTheField) {
   EXPECT_THAT(wrong_class.err, HasSubstr("problem_class: unknown class 'nope'"));
 }
 
-// Issue 29: an option flag the session's algorithm does not read is a
+// An option flag the session's algorithm does not read is a
 // usage error naming it and the algorithm, before anything is sent: with
 // no --algorithm, the class default's (sf2obo has no beta_scaling).  A
 // group's shared option flag must be read by one member at least.

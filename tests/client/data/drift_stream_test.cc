@@ -88,7 +88,7 @@ TEST(DriftingStream, LabelNoiseCorruptsTrainingLabelsFromItsStepOn) {
 
 // Regression targets read as hundreds of classes: rho^i keeps almost no
 // row.  The sampler gives up after a bounded number of draws and says why,
-// instead of spinning (issue 26, item 2).
+// instead of spinning.
 TEST(DriftingStream, ImbalanceThatKeepsNoRowsFailsInsteadOfSpinning) {
   Dataset d;
   d.dense = RowMatrix::Ones(400, 2);

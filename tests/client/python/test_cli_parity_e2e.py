@@ -89,7 +89,7 @@ def test_python_and_cli_sessions_are_identical(server, client, cli_binary, tmp_p
     assert np.any(a.x != 0)  # the decision moved
 
 
-# Issue 26, item 6: a family's defaults (its feasible set above all) live in
+# A family's defaults (its feasible set above all) live in
 # one place, the server's, so a session created from Python with only the
 # family, the algorithm and the dimensions works and is the CLI's session.
 @pytest.mark.parametrize("family,dims,box", [

@@ -149,3 +149,20 @@ def test_deadline_exceeded(server):
 def test_watch_timeout_is_deadline_exceeded(client):
     s = client.create_session(**HPO)
     raises(f2obo.DeadlineExceeded, lambda: list(s.metrics(timeout=0.2)))
+
+
+def test_a_reply_beyond_the_message_limit_says_what_to_do(start_server):
+    """A decision larger than one message (y of 10,000 entries, 80 KB, over
+    64 KiB): the server refuses it naming its size, its --max_message_bytes
+    and what to do; a client whose own limit is the smaller says what to do
+    too, where gRPC alone says only "Received message larger than max"."""
+    small = start_server("--max_message_bytes=65536")
+    with f2obo.Client(small.address) as c:
+        s = c.create_session(family="quadratic", algorithm="f2obo", x_dim=2, y_dim=10000)
+        raises(f2obo.ResourceExhausted, s.decision, "GetDecision: the reply is",
+               "--max_message_bytes = 65536", "raise")
+    default = start_server()
+    with f2obo.Client(default.address, max_message_bytes=65536) as c:
+        s = c.create_session(family="quadratic", algorithm="f2obo", x_dim=2, y_dim=10000)
+        raises(f2obo.ResourceExhausted, s.decision, "larger than max",
+               "Client(max_message_bytes=...)", "--max_message_bytes")

@@ -61,7 +61,7 @@ def test_group_sequence_members_and_delete(client):
 def test_a_member_that_fails_fails_the_whole_step_naming_it(client):
     # lambda_1 = 1e150 (the largest option accepted) makes lambda_2 =
     # 2 lambda_1 leave the safe magnitude for one member only: its round is
-    # refused, so the step is applied to no member (issue 25 item 5: all
+    # refused, so the step is applied to no member (all
     # members or none; before, the other applied it and the two drifted).
     group = client.create_group("fail", members={"ok": "f2obo",
                                                  "big": {"algorithm": "f2obo",

@@ -1,5 +1,5 @@
-"""Oracle sessions of the multi-task and simple bilevel classes from Python
-(issue 27): a multitask_oracle session (mt_f2obo) whose per-task
+"""Oracle sessions of the multi-task and simple bilevel classes from Python:
+a multitask_oracle session (mt_f2obo) whose per-task
 derivatives this test computes in numpy follows the built-in
 multitask_logistic_hpo session, and a simple_oracle session (ir_scg)
 answered with least squares in numpy follows the built-in least_squares

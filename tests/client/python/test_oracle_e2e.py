@@ -1,4 +1,4 @@
-"""Oracle sessions from Python (issue 27): a session of family "oracle"
+"""Oracle sessions from Python: a session of family "oracle"
 whose derivatives this test computes in numpy (logistic_hpo's math, as a
 user's own model would) follows the built-in logistic_hpo session on the
 same stream to 1e-12, for every algorithm an oracle family serves; a

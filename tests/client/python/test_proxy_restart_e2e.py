@@ -1,5 +1,5 @@
 """A Python stream through a real nginx rides out a kill -9 of the replica
-holding its session (issue 26, item 1).
+holding its session.
 
 Two f2obo-server replicas behind nginx (its config from
 deploy/proxy/gen_proxy_config.py, as deploy/ uses).  Mid-stream the holder

@@ -1,4 +1,4 @@
-"""f2obo.torch (issue 27 item 3) over real gRPC: the Tuner's trajectory
+"""f2obo.torch over real gRPC: the Tuner's trajectory
 equals that of an oracle session whose client computes the same network's
 derivatives by hand in numpy (to 1e-10, float64), for f2obo and sf2obo
 (the server's mini-batch rows); the module follows the session's y; the

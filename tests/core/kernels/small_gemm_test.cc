@@ -73,7 +73,7 @@ TEST(SmallGemm, ProductsSumInTheDocumentedOrderAndAgreeWithEigen) {
   }
 }
 
-// The vectorized variants (issue 28): products from A's transpose across
+// The vectorized variants: products from A's transpose across
 // rows, one or two models at once; the gradient products with the bias row
 // and the ridge epilogue.  Each bit for bit against the documented order.
 TEST(SmallGemm, TransposedAndPairedProductsKeepTheDocumentedOrder) {

@@ -1,4 +1,4 @@
-// Warm starts of the exact metrics' solves (issue 26 item 5): from the last
+// Warm starts of the exact metrics' solves: from the last
 // evaluated step's solutions the answers are the same to the solvers'
 // tolerances, in fewer iterations on a slowly drifting stream.
 #include <gtest/gtest.h>

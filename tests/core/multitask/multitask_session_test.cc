@@ -256,7 +256,7 @@ TEST(MultitaskSession, RefusesBadInputNamingTheFieldAndChangesNothing) {
     StepData p = testing::LogisticTasksStep({3}, kFeatures, kClasses, 12, rng);
     p.tasks[0].probability = 1.5;
     ExpectRefusedUnchanged(*s, p, "tasks[0].probability");
-    // Issue 25: a probability whose weight 1/p is infinite (or beyond 1e12)
+    // A probability whose weight 1/p is infinite (or beyond 1e12)
     // is refused before any round, by every algorithm of the class alike.
     p.tasks[0].probability = 5e-324;
     ExpectRefusedUnchanged(*s, p, "tasks[0].probability: 4.94066e-324 is below 1e-12");
@@ -278,7 +278,7 @@ TEST(MultitaskSession, SingleTaskClassesRefuseTaggedBatches) {
   ExpectRefusedUnchanged(*s, step, "tasks: a bilevel session reads the top-level");
 }
 
-// Issue 23: a round writes the parts of the tasks it touches (their blocks,
+// A round writes the parts of the tasks it touches (their blocks,
 // the globals, and on a first touch the index page and the head), never the
 // other touched tasks' parts, which stay shared with the committed state.
 TEST(MultitaskSession, ExactMetricsAreTheGradientOfFOverTheTasksSeen) {

@@ -75,7 +75,7 @@ TEST(MultitaskSession, AStepChangesOnlyThePartsOfItsOwnTasks) {
   }
 }
 
-// A state saved by a server before issue 23 (touched tasks listed in
+// A state saved by a server before state in parts (touched tasks listed in
 // increasing order in aux[0], their blocks in that order, no index pages),
 // or by one with index pages and a part per vector ({-1, touched} in
 // aux[0]), resumes: the same numbers, in this layout.
@@ -150,7 +150,7 @@ TEST(MultitaskSession, AStateOfTheEarlierLayoutsResumesWithTheSameNumbers) {
     }
 }
 
-// Memory per touched task (issue 23): a task is one aux part, its vectors
+// Memory per touched task: a task is one aux part, its vectors
 // end to end, whatever the algorithm's count of vectors (a part costs ~130
 // bytes besides its numbers: 9 parts a task held 3.5-4.7x the task's
 // serialized bytes).  Nothing else grows with the tasks but the index

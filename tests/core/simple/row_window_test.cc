@@ -336,7 +336,7 @@ TEST(RowWindow, DenseRowKernelsGiveTheSameBitsWhereverTheRowSits) {
 // evaluation on a window's view is bit for bit the one on a contiguous copy
 // of the same rows, and the input check reads the rows too.  Code reading
 // `b.dense` instead reads an empty matrix here, and fails this test in any
-// build (it happened once, issue 23: MeanGramSpectralNorm's Gram path, for
+// build (it happened once: MeanGramSpectralNorm's Gram path, for
 // few columns; 40 columns take the row passes).
 TEST(RowWindow, EveryFamilyReadsAWindowOfRowAddressesAsItsRows) {
   std::mt19937_64 rng(8);
@@ -404,7 +404,7 @@ TEST(RowWindow, EveryFamilyReadsAWindowOfRowAddressesAsItsRows) {
 // A segment's rows start on a cache line (its header takes 64 bytes and
 // Eigen allocates vectors 64-byte aligned on AVX-512 builds), so a window
 // reading rows of a multiple of 8 columns in their segments loads no
-// vector across two lines (issue 23: AGM-BiO's passes over rows 16 bytes
+// vector across two lines (AGM-BiO's passes over rows 16 bytes
 // off took 25-35% longer).
 TEST(RowWindow, SegmentRowsStartOnACacheLine) {
 #if EIGEN_MAX_ALIGN_BYTES < 64

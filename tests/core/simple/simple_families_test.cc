@@ -316,6 +316,25 @@ TEST(SimpleFamilies, PowerIterationFindsAKnownSpectralNorm) {
   EXPECT_GT(b.dense.squaredNorm() / 60.0, 5.0 * lg);
 }
 
+// Rows at the input bound: the same spectrum scaled by 1e300 (entries
+// times 1e150), where the iterates' squared norms overflow.  The estimate
+// is the scaled one, not the first Rayleigh quotient (about half of it
+// here, which made AGM-BiO's run on g diverge), on both of the iteration's
+// paths (the Gram matrix for few columns, passes over the rows for many).
+TEST(SimpleFamilies, PowerIterationKeepsLambdaMaxOfRowsAtTheInputBound) {
+  for (const int cols : {20, 40}) {
+    std::mt19937_64 rng(29);
+    Batch b;
+    b.dense = WellConditioned(60, cols, 1.0, 5.0, rng) * 1e150;
+    b.targets = Vector::Zero(60);
+    const double exact = 25.0 / 60.0 * 1e300;
+    auto family = MakeSimpleFamily("least_squares", cols);
+    const double lg = family->SmoothnessG(BatchView::All(b));
+    EXPECT_GE(lg, exact * (1.0 - 1e-12)) << cols;
+    EXPECT_LE(lg, exact * kPowerSafety * (1.0 + 1e-12)) << cols;
+  }
+}
+
 TEST(SimpleFamilies, LinearInverseUpperIsHalfTheSquaredNormAndReadsNoRows) {
   auto family = MakeSimpleFamily("linear_inverse", 3);
   EXPECT_FALSE(family->upper_reads_rows());

@@ -198,7 +198,7 @@ TEST(SimpleSessionWindows, StatesOfWindowLayoutVersion2ResumeBitIdentically) {
 }
 
 // The windows' rows of a restored state are checked by the family when the
-// state is restored (rounds then trust them; issue 23): a label the family
+// state is restored (rounds then trust them): a label the family
 // refuses is refused at Restore, naming the window.
 TEST(SimpleSessionWindows, RestoreRefusesWindowRowsTheFamilyRefuses) {
   for (const std::string algorithm : {"ir_fscg", "agm_bio"}) {

@@ -1,7 +1,7 @@
 // The windowed simple bilevel algorithms (IR-FSCG, AGM-BiO) compute the same
 // numbers, bit for bit, however their windows are stored: the trajectories
 // below were recorded on main before the windows were kept decoded between
-// rounds (issue 23 item 2; commit 852b139) and must not move.  The streams
+// rounds (commit 852b139) and must not move.  The streams
 // wrap the windows many times (steps of 1 to 9 rows into windows of 7 and
 // 30), mix dense and CSR rows, carry labels (logistic) or targets
 // (least_squares), and interleave what changes how a window is reached:
@@ -75,8 +75,8 @@ uint64_t Trajectory(const Case& c) {
   config.algorithm = c.algorithm;
   config.options = DefaultAlgorithmOptions(c.algorithm);
   if (c.window > 0) config.options.window_rows = c.window;
-  // The recorded trajectories' varsigma: ir_fscg's default before issue 29
-  // made it 1.
+  // The recorded trajectories' varsigma: 10, App. D's value (ir_fscg's
+  // default is now automatic).
   config.options.reg_scale = 10.0;
   config.constraint = ConstraintSet::L1Ball(3.0);
   config.seed = 11;
@@ -122,7 +122,7 @@ TEST(WindowTrajectory, BitEqualToTheRecordedOnes) {
       {"ir_fscg", "logistic", 30, false, 0x1ea9fcdf61ebc6b0ULL},
       {"ir_fscg", "logistic", 7, true, 0x14bc12f22d56d572ULL},
       // agm_bio's L_f and L_g by power iteration on the d x d Gram matrix
-      // for few columns (issue 28 item 3): the same iteration with each
+      // for few columns: the same iteration with each
       // product summed in another order; after 80 steps the decisions
       // differ from the ones recorded before (0x4d60781b3b113a69,
       // 0x2c40035dded3a529, 0x8a7d902a99f25d09, 0x75af977d6e2f67e5,
@@ -134,8 +134,8 @@ TEST(WindowTrajectory, BitEqualToTheRecordedOnes) {
       {"agm_bio", "least_squares", 30, true, 0xd72f53b17f38c671ULL},
       {"agm_bio", "logistic", 30, false, 0xb0a0cbab4fcc48bdULL},
       {"agm_bio", "logistic", 7, true, 0x9a42fa426a7cc839ULL},
-      // IR-SCG keeps no window: its aux is rewritten without copying first
-      // (issue 28), the same numbers.
+      // IR-SCG keeps no window: its aux is rewritten without copying first,
+      // the same numbers.
       {"ir_scg", "least_squares", 0, false, 0xd2a0d5fe2636d9d1ULL},
       {"ir_scg", "least_squares", 0, true, 0x9009c6fabc26616ULL},
       {"ir_scg", "logistic", 0, false, 0x66c2cc51f3073065ULL},

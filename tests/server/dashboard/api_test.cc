@@ -231,7 +231,7 @@ TEST_F(DashboardApiTest, BadRequestsGetJsonErrorsWithTheRightStatus) {
 
 // ---------------------------------------------------------------- WriteStep
 
-// Issue 26 item 5: a skipped due step carries its sampling probability and
+// A skipped due step carries its sampling probability and
 // the session's coverage and estimate (from StepMetrics.running), a
 // computed one the same from exact.running; a step not due carries none.
 TEST(WriteStep, DueStepsCarryTheirProbabilityCoverageAndEstimate) {

@@ -276,7 +276,7 @@ TEST(DashboardBrowser, MultitaskSessionsGetTheirCharts) {
   page.SaveScreenshot("dashboard_multitask.png");
 }
 
-// Issue 26, item 5: a step whose exact metrics were skipped breaks the
+// A step whose exact metrics were skipped breaks the
 // lines of the exact metrics (no straight line across it), BLReg's chart
 // says its coverage, and the estimate over every due step has a point on
 // every step.  The server samples half the due steps
@@ -354,7 +354,7 @@ TEST(DashboardBrowser, SkippedStepsAreGapsAndBLRegShowsItsCoverage) {
   page.SaveScreenshot("dashboard_gaps.png");
 }
 
-// Issue 26, item 8: the session list shows a simple bilevel session's own
+// The session list shows a simple bilevel session's own
 // headline (its mean inner gap), not a lambda and a BLReg it does not have.
 TEST(DashboardBrowser, SimpleBilevelSessionsListTheirOwnHeadline) {
   ServerProcess server;

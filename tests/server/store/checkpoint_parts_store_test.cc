@@ -1,4 +1,4 @@
-// Checkpoints in parts (issue 23, server/store/checkpoints.cc): a
+// Checkpoints in parts (server/store/checkpoints.cc): a
 // checkpoint writes its head and the parts changed since the previous
 // one; every kept checkpoint reads back bit-exact, old parts are collected
 // as checkpoints are dropped, a checkpoint that does not extend the newest

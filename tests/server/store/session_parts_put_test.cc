@@ -1,4 +1,4 @@
-// A new session's record in parts (issue 23 item 4; SessionRecord::parts):
+// A new session's record in parts (SessionRecord::parts):
 // create, import and fork write the head and one row per non-empty aux
 // part, read where they are (no whole encoding), with the first checkpoint
 // in parts starting a chain.  It reads back bit-exact, a later step writes

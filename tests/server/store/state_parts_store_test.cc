@@ -1,4 +1,4 @@
-// The store keeps a session's state in parts (issue 23): a step writes its
+// The store keeps a session's state in parts: a step writes its
 // head and the aux vectors it changed; LoadAll joins them back.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -187,7 +187,7 @@ TEST_F(StoreTest, AfterAFailedStepOnlyACompleteStateIsStored) {
   EXPECT_EQ(SerializeCheckpoint(loaded.sessions[0].state), Whole(s));
 }
 
-// A group step's write (issue 25 item 5): several sessions' steps in one
+// A group step's write: several sessions' steps in one
 // transaction.  When one of them cannot be stored (here: its session has no
 // row), none is, and each session reloads at its previous step.
 TEST_F(StoreTest, SeveralSessionsStepsAreStoredAllOrNone) {

@@ -116,7 +116,7 @@ TEST_P(StoreErrorsTest, EveryWritingRpcAnswersTheSameCodeAndChangesNothing) {
   ExpectFailure(sessions_->TakeCheckpoint("s").status(), "CheckpointSession");
   ExpectFailure(groups_->RollbackSession("s", 0).status(), "RollbackSession");
   ExpectFailure(sessions_->Fork(fork).status(), "ForkSession");
-  // All members or none (issue 25 item 5): the step fails as a whole.
+  // All members or none: the step fails as a whole.
   ExpectFailure(groups_->Step(GroupStep("g", 1)).status(), "StepGroup");
   // Nothing changed, in memory or in the store.
   EXPECT_EQ(sessions_->Get("new").status().code(), absl::StatusCode::kNotFound);

@@ -109,7 +109,7 @@ TEST(Af2obo, ReportsHittingItsIterationCap) {
   EXPECT_EQ(session->state().cap_hits, 1);
 }
 
-// Issue 29: by default (delta_y = delta_z = 0) the loops stop at one
+// By default (delta_y = delta_z = 0) the loops stop at one
 // accuracy on the scale of grad_y g: ||grad_y L(y)|| <= 0.1 lambda_t and
 // ||grad_y g(z)|| <= 0.1, whatever lambda_t (a constant delta_y = 0.5 asked
 // ever finer accuracy 0.5 / lambda_t of grad_y g and ran into the cap on

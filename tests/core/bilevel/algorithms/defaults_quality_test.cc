@@ -1,5 +1,5 @@
 // The first-order algorithms with every option at its default on
-// realistic-scale hyperparameter-tuning streams (issue 29): pixel-like
+// realistic-scale hyperparameter-tuning streams: pixel-like
 // features in [0, 1] (so L_g1 is tens, as on Fashion-MNIST where it is
 // ~107), a small noisy training set cycled (the model overfits) against
 // clean validation rows, and noise features the penalties should switch
@@ -189,7 +189,7 @@ TEST(DefaultsQuality, F2oboOnLogisticHpoStaysFiniteAndBeatsTheUntunedStart) {
   ExpectBeatsTheUntunedStart(LogisticScenario(), "f2obo", 0.1, 1500);
 }
 
-// AF2OBO's default tolerances (issue 29): with the former delta_y = 0.5 the
+// AF2OBO's default tolerances: with the former delta_y = 0.5 the
 // y-loop needed accuracy 0.5 / lambda_t of grad_y g on a model that is only
 // mu_0 = 1e-3 strongly convex, hit the 10,000 cap in most rounds, and the
 // penalties it learned made the model worse than the untuned start.

@@ -1,4 +1,4 @@
-// Issue 11 item 3: no algorithm diverges by construction.  Every registered
+// No algorithm diverges by construction.  Every registered
 // algorithm, at its registry defaults and (where the entry has one) at the
 // paper's experimental setting, runs 2,000 steps of a drifting stream
 // without a single refused (non-finite or out-of-range) round, and ends with

@@ -79,7 +79,7 @@ Scenario RidgeScenario(const std::string& algorithm, bool sparse) {
              {},
              "session state unchanged"};
   s.config.options.sample_rows = 16;
-  // Fixed steps: automatic ones (the default since issue 29) shrink with
+  // Fixed steps: automatic ones (the default) shrink with
   // this batch's curvature ~ 1e300 and would not overflow.
   s.config.options.alpha = s.config.options.beta = 0.1;
   const Vector w = testing::RandomVector(kFeatures, rng);

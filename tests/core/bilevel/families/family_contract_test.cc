@@ -1,5 +1,5 @@
 // The contract every registered bilevel family keeps, checked once over all
-// of them (issue 24 item 6: these checks used to be copied into each
+// of them (these checks used to be copied into each
 // family's test).  What is particular to one family (its closed forms, its
 // errors, its weights) stays in that family's own test.
 //

@@ -1,5 +1,5 @@
 // logistic_hpo's dense small-shape rounds (and quadratic's, below) compute
-// the same numbers, bit for bit, whatever kernels compute them (issue 28): the trajectories below
+// the same numbers, bit for bit, whatever kernels compute them: the trajectories below
 // were recorded before the fused softmax/residual and the transposing stores and must not move.
 // Every bilevel algorithm with fixed and automatic step sizes at the shapes the small-shape kernels
 // take (bench/round_benchmark's small and medium, an odd shape whose rows and features leave tails
@@ -125,7 +125,7 @@ uint64_t Trajectory(const std::string& algorithm, const Shape& shape, bool auto_
 // medium shape.
 // rsvrb's trajectories were recorded with Alg. 2's y-step alpha and
 // momentum 0.9, before its scaled y-step and momentum 0.99 became its
-// defaults (issue 29); the hashes pin that path (mt_f2obo reads neither
+// defaults; the hashes pin that path (mt_f2obo reads neither
 // option it changes; its momentum is unread).
 void PinRecordedRsvrb(const std::string& algorithm, AlgorithmOptions* o) {
   if (algorithm != "rsvrb") return;
@@ -376,7 +376,7 @@ TEST(LogisticTrajectory, BitEqualToTheRecordedOnes) {
   }
 }
 
-// The quadratic family's trajectories (issue 28 item 3: M x + c cached per
+// The quadratic family's trajectories (M x + c cached per
 // round): bilevel `quadratic` (d1 = 10, d2 = 20, a fresh M_t, c_t, d_t every
 // step) and multitask_quadratic (6 static tasks, 2 a step), pinned the same way.
 uint64_t QuadraticTrajectory(const std::string& algorithm, bool auto_steps) {

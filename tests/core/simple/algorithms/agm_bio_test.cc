@@ -96,6 +96,42 @@ TEST(AgmBio, EmptyCutFallsBackToProjectingOntoZ) {
   EXPECT_LT((run.x - Vector::Constant(2, 0.5 * (1.0 - r.alpha))).cwiseAbs().maxCoeff(), 1e-15);
 }
 
+// g = 1e300 (1^T x - 2e9), f = 0, from x_0 = (1e9, 1e9) on R^2: the cut's
+// <grad g(y_0), y_0> = 2e309 overflows although g(y_0) = 0 and g_0 are
+// finite.  The run on g (L_g = 1e300) takes w_1 = x_0 - 1, so g_0 = -2e300
+// and the cut, divided by 1e300, is 1^T z <= 2e9 - 2: z_1 = x_0 - 1 = x_1
+// (with the cut dropped it would stay x_0).
+class SteepLinearG final : public SimpleFamily {
+ public:
+  std::string_view name() const override { return "steep_linear_g"; }
+  int x_dim() const override { return 2; }
+  bool upper_reads_rows() const override { return false; }
+  absl::Status ValidateBatch(const Batch&, BatchRole) const override { return absl::OkStatus(); }
+  double F(const VecIn&, const BatchView&, Vector* grad) override {
+    if (grad != nullptr) *grad = Vector::Zero(2);
+    return 0.0;
+  }
+  double G(const VecIn& x, const BatchView&, Vector* grad) override {
+    if (grad != nullptr) *grad = Vector::Constant(2, 1e300);
+    return 1e300 * ((x[0] - 1e9) + (x[1] - 1e9));
+  }
+  double SmoothnessF(const BatchView&) override { return 1.0; }
+  double SmoothnessG(const BatchView&) override { return 1e300; }
+};
+
+TEST(AgmBio, ACutWhoseTermsOverflowIsFormedScaled) {
+  SteepLinearG family;
+  std::unique_ptr<SimpleAlgorithm> a =
+      MakeAlgorithm("agm_bio", ConstraintSet::None(), 2, nullptr, false);
+  ASSERT_NE(a, nullptr);
+  SimpleRun run(*a, Vector::Constant(2, 1e9), 1);
+  SimpleReport r;
+  const StepData data{Batch{}, DenseBatch(Matrix::Zero(1, 2), Vector::Zero(1))};
+  ASSERT_TRUE(run.Step(*a, family, data, &r).ok());
+  EXPECT_EQ(r.g_level, -2e300);
+  EXPECT_LT((run.x - Vector::Constant(2, 1e9 - 1.0)).cwiseAbs().maxCoeff(), 1e-6);
+}
+
 TEST(AgmBio, OptionsNameTheirRules) {
   const SimpleAlgorithmEntry* e = FindSimpleAlgorithm("agm_bio");
   ASSERT_NE(e, nullptr);

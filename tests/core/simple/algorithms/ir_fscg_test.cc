@@ -24,7 +24,7 @@ TEST(IrFscg, DefaultsAreTheoremThreesAndSpiderSizesFitTheWindow) {
   ASSERT_NE(e, nullptr);
   AlgorithmOptions o = DefaultOptions(e->info);
   EXPECT_EQ(o.reg_decay, 0.5);
-  EXPECT_EQ(o.reg_scale, 0.0);  // issue 29: automatic, sqrt(L_g / L_f) (App. D: 10)
+  EXPECT_EQ(o.reg_scale, 0.0);  // automatic, sqrt(L_g / L_f) (App. D: 10)
   EXPECT_EQ(o.spider_period, 0);
   EXPECT_EQ(o.spider_batch, 0);
   o.window_rows = 50;
@@ -150,7 +150,7 @@ TEST(IrFscg, AutomaticVarsigmaIsSqrtOfTheFirstStepsSmoothnessRatioKeptForTheSess
   }
 }
 
-// A state written before issue 29 held aux[4] = {W}: UpgradeAux adds the
+// A state written before automatic varsigma held aux[4] = {W}: UpgradeAux adds the
 // option's varsigma, and the session goes on bit for bit as one that never
 // left the new layout.
 TEST(IrFscg, AnOldLayoutStateIsUpgradedWithTheOptionsVarsigmaAndGoesOnIdentically) {

@@ -118,7 +118,7 @@ TEST(CheckInputNumbers, NamesTheFirstOffenderAndItsRowAndColumn) {
   EXPECT_TRUE(CheckInputNumbers(nullptr, 0, "c").ok());
 }
 
-// Issue 29: a set option the algorithm does not read is refused by
+// A set option the algorithm does not read is refused by
 // default and dropped for a spec a server wrote; the oracle family's
 // default is named as such.
 TEST(ToSessionConfig, ASetOptionTheAlgorithmDoesNotReadIsRefusedOrDropped) {
