@@ -18,7 +18,7 @@ RUN bash scripts/deps.sh \
 FROM debian:12
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libgrpc++1.51 libprotobuf32 libabsl20220623 libcivetweb1 libsqlite3-0 zlib1g \
+      libgrpc++1.51 libprotobuf32 libabsl20220623 libcivetweb1 libsqlite3-0 libpq5 zlib1g \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data f2obo \
  && mkdir -p /data && chown f2obo /data

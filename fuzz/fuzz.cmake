@@ -25,12 +25,13 @@ add_subdirectory(core)
 add_subdirectory(proto)
 
 find_package(SQLite3 REQUIRED)
+find_package(PostgreSQL REQUIRED)
 include(${PROJECT_SOURCE_DIR}/server/session_sources.cmake)  # F2OBO_SESSION_SOURCES
 add_library(f2obo_fuzz_harness STATIC
   ${PROJECT_SOURCE_DIR}/fuzz/step_harness.cc
   ${F2OBO_SESSION_SOURCES}
 )
-target_link_libraries(f2obo_fuzz_harness PUBLIC f2obo_api SQLite::SQLite3)
+target_link_libraries(f2obo_fuzz_harness PUBLIC f2obo_api SQLite::SQLite3 PostgreSQL::PostgreSQL)
 
 add_executable(step_fuzzer ${PROJECT_SOURCE_DIR}/fuzz/step_fuzzer.cc)
 target_link_libraries(step_fuzzer PRIVATE f2obo_fuzz_harness)

@@ -80,7 +80,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "f2obo-server: NOT LOADED: %s\n", problem.c_str());
   }
   std::fprintf(stderr, "f2obo-server: memory limits: %s\n", memory.explanation.c_str());
-  if (!o.data_dir.empty()) {
+  if (!o.store.empty()) {
+    // Not the URI: it may hold a password.
+    std::fprintf(stderr,
+                 "f2obo-server: %zu session(s) restored from the PostgreSQL store (--store; "
+                 "durability %s)\n",
+                 (*server)->session_count(), o.durability.c_str());
+  } else if (!o.data_dir.empty()) {
     std::fprintf(stderr, "f2obo-server: %zu session(s) restored from %s (durability %s)\n",
                  (*server)->session_count(), o.data_dir.c_str(), o.durability.c_str());
   }

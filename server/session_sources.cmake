@@ -31,6 +31,11 @@ set(F2OBO_SESSION_SOURCES
   store/state_parts_rows.cc
   store/store_factory.cc
   store/writer_thread.cc
+  store/postgres/pg_conn.cc
+  store/postgres/postgres_session_store.cc
+  store/postgres/postgres_store_calls.cc
+  store/postgres/postgres_store_load.cc
+  store/postgres/postgres_store_writes.cc
   store/store_errors.cc
 )
 list(TRANSFORM F2OBO_SESSION_SOURCES PREPEND "${CMAKE_CURRENT_LIST_DIR}/")

@@ -350,6 +350,14 @@ std::string PgCluster::Uri(const PgServer& s, bool with_password) const {
                       "@127.0.0.1:", s.port(), "/", database_);
 }
 
+std::string PgCluster::UriOf(const PgServer& s, const std::string& db) const {
+  return absl::StrCat("postgresql://", user_, ":", password_, "@127.0.0.1:", s.port(), "/", db);
+}
+
+absl::Status PgCluster::CreateDatabase(const std::string& db) const {
+  return Query(*primary_, "CREATE DATABASE " + db).status();
+}
+
 std::string PgCluster::MultiHostUri(bool with_password) const {
   std::string hosts = absl::StrCat("127.0.0.1:", primary_->port());
   if (standby_ != nullptr) absl::StrAppend(&hosts, ",127.0.0.1:", standby_->port());
@@ -357,13 +365,17 @@ std::string PgCluster::MultiHostUri(bool with_password) const {
                       database_, "?target_session_attrs=read-write");
 }
 
-absl::StatusOr<std::string> PgCluster::Query(const PgServer& s, const std::string& sql) const {
+absl::StatusOr<std::string> PgCluster::Query(const PgServer& s, const std::string& sql,
+                                             const std::string& db) const {
   // Over the cluster's socket directory (trust for local connections): the
   // database may not exist yet (sql "": create it).
   const bool create = sql.empty();
   const std::string conninfo =
-      absl::StrCat("host=", dir_, " port=", s.port(), " user=", user_,
-                   " dbname=", create ? "postgres" : database_, " connect_timeout=10");
+      absl::StrCat("host=", dir_, " port=", s.port(), " user=", user_, " dbname=",
+                   create       ? "postgres"
+                   : db.empty() ? database_
+                                : db,
+                   " connect_timeout=10");
   PGconn* conn = PQconnectdb(conninfo.c_str());
   std::string out;
   absl::Status status;

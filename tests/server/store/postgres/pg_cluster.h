@@ -96,13 +96,18 @@ class PgCluster {
   // the password when `with_password` is false: then PGPASSWORD or a
   // passfile must supply it).
   std::string Uri(const PgServer& s, bool with_password = true) const;
+  // The same for database `db` (made by CreateDatabase).
+  std::string UriOf(const PgServer& s, const std::string& db) const;
+  // CREATE DATABASE `db` on the primary (each test its own store).
+  absl::Status CreateDatabase(const std::string& db) const;
   // Both servers, primary first, with target_session_attrs=read-write: a
   // client finds whichever is the primary.
   std::string MultiHostUri(bool with_password = true) const;
 
-  // Runs `sql` on server `s` (database database()) and returns the first
-  // column of the first row ("" when there is none).
-  absl::StatusOr<std::string> Query(const PgServer& s, const std::string& sql) const;
+  // Runs `sql` on server `s` (database `db`, database() when empty) and
+  // returns the first column of the first row ("" when there is none).
+  absl::StatusOr<std::string> Query(const PgServer& s, const std::string& sql,
+                                    const std::string& db = "") const;
   // Waits until `s` answers `sql` with `want`, or `timeout` passes.
   absl::Status AwaitQuery(const PgServer& s, const std::string& sql, const std::string& want,
                           std::chrono::milliseconds timeout) const;

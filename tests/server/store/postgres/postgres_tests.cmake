@@ -1,5 +1,7 @@
 # The PostgreSQL store's tests (label postgres): each test binary starts its
-# own PostgreSQL (pg_cluster.h; scripts/deps.sh --test installs it).
+# own PostgreSQL (pg_cluster.h; scripts/deps.sh --test installs it), once:
+# so each binary is one ctest test (gtest_discover_tests would run each
+# case in a process, and a cluster, of its own).
 find_package(PostgreSQL REQUIRED)
 add_library(f2obo_pg_cluster STATIC server/store/postgres/pg_cluster.cc)
 target_include_directories(f2obo_pg_cluster PUBLIC ${PROJECT_SOURCE_DIR})
@@ -8,5 +10,24 @@ target_link_libraries(f2obo_pg_cluster PUBLIC PostgreSQL::PostgreSQL absl::statu
 
 add_executable(pg_cluster_test server/store/postgres/pg_cluster_test.cc)
 target_link_libraries(pg_cluster_test PRIVATE f2obo_pg_cluster GTest::gtest_main)
-gtest_discover_tests(pg_cluster_test DISCOVERY_TIMEOUT 60 TEST_PREFIX "postgres."
-  PROPERTIES LABELS postgres TIMEOUT 120)
+add_test(NAME postgres.pg_cluster COMMAND pg_cluster_test)
+set_tests_properties(postgres.pg_cluster PROPERTIES LABELS postgres TIMEOUT 300)
+
+# The PostgreSQL store: its own behaviours (a primary with a synchronous
+# standby) and the store contract (store_contract.h) on it.
+add_executable(postgres_store_test server/store/postgres/postgres_store_test.cc)
+target_link_libraries(postgres_store_test PRIVATE f2obo_server_lib f2obo_pg_cluster
+  GTest::gtest_main)
+add_test(NAME postgres.store COMMAND postgres_store_test)
+set_tests_properties(postgres.store PROPERTIES LABELS postgres TIMEOUT 300)
+add_executable(store_contract_postgres_test server/store/postgres/store_contract_postgres.cc)
+target_link_libraries(store_contract_postgres_test PRIVATE f2obo_store_contract f2obo_pg_cluster
+  GTest::gtest_main)
+add_test(NAME postgres.store_contract COMMAND store_contract_postgres_test)
+set_tests_properties(postgres.store_contract PROPERTIES LABELS postgres TIMEOUT 300)
+# The server with --store=postgresql://... (real processes on loopback).
+add_executable(postgres_server_e2e_test server/store/postgres/postgres_server_e2e_test.cc)
+target_link_libraries(postgres_server_e2e_test PRIVATE f2obo_e2e_support f2obo_server_process
+  f2obo_client f2obo_pg_cluster GTest::gtest_main)
+add_test(NAME postgres.server_e2e COMMAND postgres_server_e2e_test)
+set_tests_properties(postgres.server_e2e PROPERTIES LABELS postgres TIMEOUT 300)

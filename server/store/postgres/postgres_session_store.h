@@ -1,0 +1,173 @@
+// The session store in a PostgreSQL database (--store=postgresql://...),
+// which several servers share: the store contract of session_store.h, each
+// call one transaction, with the compare-and-set it describes.
+//
+// Connections: a small pool (kConnections) of libpq connections to the
+// URI, each lent to one call at a time; PostgreSQL's group commit batches
+// concurrent calls' commits.  A connection found broken is replaced on the
+// next call (a multi-host URI with target_session_attrs=read-write finds
+// the new primary after a failover); while no connection can be made,
+// calls fail UNAVAILABLE (retry), and nothing is acknowledged that is not
+// committed.
+//
+// Commit unknown: when the connection breaks during COMMIT, the outcome is
+// not guessed: a new connection reads the row back (the session's step
+// index, a step's reply) and the call succeeds only if the write is
+// stored; if that cannot be read either, UNAVAILABLE (the write may or may
+// not be stored; the caller's retry meets the compare-and-set).
+//
+// Durability: kSync commits with synchronous_commit as configured in the
+// database (on: flushed, and on a synchronous standby when one is named);
+// kNone's steps commit with synchronous_commit = off (a crash of the
+// database may lose the latest steps, never a part of one).
+//
+// Schema: tables f2obo_* with a version row (f2obo_schema); Open creates
+// them in an empty database, and refuses a database whose version is newer
+// than kSchemaVersion before writing anything.
+//
+// What it gives up against the embedded store: a checkpoint in parts is
+// stored as every part of it (copied inside the database from its base
+// checkpoint, so only the changed parts cross the network); no side files
+// (PostgreSQL keeps large values out of line itself, TOAST); LimitSize
+// counts the database's size as PostgreSQL reports it, read at most once a
+// second.
+//
+// Thread-safety: thread-safe.
+#ifndef F2OBO_SERVER_STORE_POSTGRES_POSTGRES_SESSION_STORE_H_
+#define F2OBO_SERVER_STORE_POSTGRES_POSTGRES_SESSION_STORE_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "server/store/session_store.h"
+
+namespace f2obo::server {
+namespace pg {
+class Conn;
+}
+
+class PostgresSessionStore : public SessionStore {
+ public:
+  // 1: sessions, state parts, replies, checkpoints (whole or in parts),
+  //    groups, fences.
+  static constexpr int kSchemaVersion = 1;
+  static constexpr int kConnections = 4;
+
+  // Connects to `uri` and creates the schema if the database has none.
+  // UNAVAILABLE if the database cannot be reached (the message is libpq's:
+  // host, port, user, never the password); FAILED_PRECONDITION if it holds
+  // a newer schema (nothing written).
+  static absl::StatusOr<std::unique_ptr<PostgresSessionStore>> Open(const std::string& uri,
+                                                                    Durability durability);
+  ~PostgresSessionStore() override;
+
+  absl::StatusOr<LoadedStore> LoadAll() override;
+  absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) override;
+  using SessionStore::PutSession;
+  absl::Status DeleteSession(const std::string& id, Deadline deadline = kNoDeadline) override;
+  absl::Status PutGroup(const std::string& id, const std::vector<std::string>& members) override;
+  absl::Status PutGroupWithSessions(const std::string& id,
+                                    const std::vector<SessionRecord>& members,
+                                    Deadline deadline = kNoDeadline) override;
+  absl::Status DeleteGroup(const std::string& id, const std::vector<std::string>& members,
+                           Deadline deadline = kNoDeadline) override;
+  absl::Status CommitStep(const std::string& id, int64_t t, std::string state,
+                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
+                          Deadline deadline = kNoDeadline) override;
+  absl::Status CommitStep(const std::string& id, int64_t t, StepState state,
+                          const v1::StepReply& reply, int keep_replies, int keep_checkpoints = 0,
+                          Deadline deadline = kNoDeadline) override;
+  absl::Status CommitSteps(std::vector<SessionStep> steps, int keep_replies,
+                           Deadline deadline = kNoDeadline) override;
+  bool NeedsCompleteState(const std::string& id) const override;
+  absl::Status PutCheckpoint(const std::string& id, int64_t t, std::string state,
+                             int keep) override;
+  absl::Status PutCheckpoint(const std::string& id, int64_t t, CheckpointParts parts,
+                             int keep) override;
+  absl::StatusOr<std::string> LoadCheckpoint(const std::string& id, int64_t t) override;
+  absl::StatusOr<Checkpoint> LoadCheckpointState(const std::string& id, int64_t t) override;
+  absl::Status RollbackSession(const std::string& id, int64_t t, std::string state,
+                               const std::vector<v1::StepReply>& replies,
+                               int64_t from_t = kAnyT) override;
+  absl::Status PutFence(const std::string& key, const std::string& target) override;
+  absl::Status LimitSize(int64_t max_bytes) override;
+  int64_t max_record_bytes() const override { return 1000000000; }
+  Durability durability() const override { return durability_; }
+
+  // Connections made after the first ones (a broken one replaced).
+  int64_t reconnects() const { return reconnects_.load(); }
+  // Commits whose outcome was unknown (the connection broke during
+  // COMMIT) and was read back.
+  int64_t commits_read_back() const { return commits_read_back_.load(); }
+
+ private:
+  class Lease;
+  // A transaction's body: the statements, on the lent connection.
+  using Body = std::function<absl::Status(pg::Conn&)>;
+  // After a COMMIT whose outcome is unknown: whether the write is stored,
+  // read on a new connection.
+  using ReadBack = std::function<absl::StatusOr<bool>(pg::Conn&)>;
+
+  PostgresSessionStore(std::string uri, Durability durability);
+  absl::Status CreateSchema(pg::Conn& c);
+  // A connection from the pool (made, or remade when broken), waiting for
+  // one while all are lent, until `deadline` (DEADLINE_EXCEEDED).
+  absl::StatusOr<std::unique_ptr<pg::Conn>> Acquire(Deadline deadline);
+  void Release(std::unique_ptr<pg::Conn> c);
+  // BEGIN, `body`, COMMIT on a pooled connection (`sync`: false commits
+  // with synchronous_commit = off).  `read_back` resolves a COMMIT whose
+  // outcome is unknown; `is_write`: refused while the store is over its
+  // size cap.
+  absl::Status Transact(absl::string_view what, Deadline deadline, bool sync, const Body& body,
+                        const ReadBack& read_back, bool grows = true);
+  // A step's statements (CommitStep, CommitSteps), compare-and-set from
+  // t - 1.
+  absl::Status StepRows(pg::Conn& c, const std::string& id, int64_t t, const StepState* parts,
+                        const std::string* whole, const std::string& reply, int keep_replies,
+                        int keep_checkpoints);
+  absl::Status InsertSession(pg::Conn& c, const SessionRecord& r);
+  absl::Status DeleteSessionRows(pg::Conn& c, const std::string& id);
+  absl::Status ReplaceReplies(pg::Conn& c, const std::string& id,
+                              const std::vector<v1::StepReply>& replies);
+  absl::Status InsertCheckpointParts(pg::Conn& c, const std::string& id, int64_t t,
+                                     const std::string& head, const CheckpointParts& parts);
+  // A whole checkpoint (id, t) stored, replacing one at t.
+  absl::Status PutCheckpointRow(pg::Conn& c, const std::string& id, int64_t t,
+                                const std::string& state);
+  absl::Status TrimCheckpoints(pg::Conn& c, const std::string& id, int keep);
+  // Read back: whether session `id` is stored at next step index `t` with
+  // reply `reply` (a step) / at all.
+  static absl::StatusOr<bool> StoredAt(pg::Conn& c, const std::string& id, int64_t t,
+                                       const std::string* reply);
+  absl::Status CheckSize(pg::Conn& c);
+  // Checkpoint (id, t), decoded; a whole one with `whole` set: its stored
+  // bytes into *whole instead (verified, not decoded).
+  absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& id, int64_t t, std::string* whole);
+  // After a step write (or a rollback) of `ids`: a failure in the
+  // database marks them (NeedsCompleteState), a success clears them.
+  void NoteStepOutcome(const std::vector<std::string>& ids, const absl::Status& s);
+
+  const std::string uri_;
+  const Durability durability_;
+  absl::Mutex pool_mu_;
+  std::vector<std::unique_ptr<pg::Conn>> idle_ ABSL_GUARDED_BY(pool_mu_);
+  int lent_ ABSL_GUARDED_BY(pool_mu_) = 0;
+  int broken_ ABSL_GUARDED_BY(pool_mu_) = 0;  // connections dropped broken, not yet replaced
+  mutable absl::Mutex mu_;
+  std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
+  int64_t max_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t size_checked_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  bool over_size_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<int64_t> reconnects_{0};
+  std::atomic<int64_t> commits_read_back_{0};
+};
+
+}  // namespace f2obo::server
+
+#endif  // F2OBO_SERVER_STORE_POSTGRES_POSTGRES_SESSION_STORE_H_
