@@ -274,8 +274,8 @@ TEST_F(StoreTest, AGroupWithItsSessionsIsStoredWhole) {
     auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
     ASSERT_TRUE(store.ok()) << store.status();
     std::vector<SessionRecord> members = {
-        {"g.a", SpecFor("g.a"), StateBytes(4, 1), 4, {ReplyFor("g.a", 3)}, true},
-        {"g.b", SpecFor("g.b"), StateBytes(4, 2), 4, {}, false}};
+        {"g.a", SpecFor("g.a"), StateBytes(4, 1), 4, {ReplyFor("g.a", 3)}, true, nullptr},
+        {"g.b", SpecFor("g.b"), StateBytes(4, 2), 4, {}, false, nullptr}};
     ASSERT_TRUE((*store)->PutGroupWithSessions("g", members).ok());
   }
   const LoadedStore loaded = Reload(dir_);
@@ -298,8 +298,8 @@ TEST_F(StoreTest, AGroupWhoseLastMemberCannotBeStoredLeavesNoMemberBehind) {
     (*store)->LimitRecordBytesForTesting(4096);
     // The first member fits; the second's state does not.
     std::vector<SessionRecord> members = {
-        {"g.a", SpecFor("g.a"), StateBytes(4, 1), 4, {}, false},
-        {"g.b", SpecFor("g.b"), StateBytes(4, 2, 4096), 4, {}, false}};
+        {"g.a", SpecFor("g.a"), StateBytes(4, 1), 4, {}, false, nullptr},
+        {"g.b", SpecFor("g.b"), StateBytes(4, 2, 4096), 4, {}, false, nullptr}};
     const absl::Status s = (*store)->PutGroupWithSessions("g", members);
     EXPECT_FALSE(s.ok());
   }
