@@ -144,11 +144,11 @@ absl::Status CheckOracleMessages(const FamilyConfig& family, int64_t max_message
   const int64_t dim = std::max<int64_t>({family.x_dim, family.y_dim, 0});
   const int64_t bytes = 8 * dim + kOracleMessageSlack;
   if (max_message_bytes <= 0 || bytes <= max_message_bytes) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "spec.family: an oracle session sends each vector of ", dim,
-      " float64 (its points and gradients) in one message of about ", bytes,
-      " bytes, beyond the server's message limit of ", max_message_bytes,
-      " bytes (--max_message_bytes; raise it on the server and on its clients)"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("spec.family: an oracle session sends each vector of ", dim,
+                   " float64 (its points and gradients) in one message of about ", bytes,
+                   " bytes, beyond the server's message limit of ", max_message_bytes,
+                   " bytes (--max_message_bytes; raise it on the server and on its clients)"));
 }
 
 bool StreamOracle::InRequest(uint64_t id) const {
@@ -232,10 +232,10 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
       answer_bytes += answer;
     }
     if (std::max(request_bytes, answer_bytes) > budget) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "a query needs a message of about ", std::max(request_bytes, answer_bytes),
-          " bytes, beyond the server's message limit of ", shape_.max_message_bytes,
-          " bytes (--max_message_bytes; raise it on the server and on its clients)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("a query needs a message of about ", std::max(request_bytes, answer_bytes),
+                       " bytes, beyond the server's message limit of ", shape_.max_message_bytes,
+                       " bytes (--max_message_bytes; raise it on the server and on its clients)"));
     }
     if (absl::Status s = Ask(queries.subspan(begin, end - begin)); !s.ok()) return s;
     begin = end;
@@ -369,9 +369,8 @@ absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first
         }
         continue;
       }
-      if (absl::Status s =
-              CopyVector(*grads[j].second, dims[j], absl::StrCat(field, names[j]), what(ofs[j]),
-                         grads[j].first);
+      if (absl::Status s = CopyVector(*grads[j].second, dims[j], absl::StrCat(field, names[j]),
+                                      what(ofs[j]), grads[j].first);
           !s.ok()) {
         return s;
       }
