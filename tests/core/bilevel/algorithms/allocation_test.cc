@@ -276,6 +276,9 @@ TEST(AllocationCounter, DetectsAnAllocationPlantedInTheInnerIteration) {
   long counts[2];
   for (int many = 0; many < 2; ++many) {
     SessionConfig c = RoundConfig("f2obo", p, many == 1);
+    // An explicit gamma: the automatic upper step's accumulator part is made
+    // on the first round of a state that lacks it, which is not counted here.
+    c.options.gamma = 0.001;
     // Fixed steps: the base Family's power-iteration estimate (which this
     // wrapper falls back to) is not what is counted here.
     c.options.alpha = c.options.beta = 0.1;
@@ -301,10 +304,17 @@ TEST(RoundAllocations, WarmF2oboRoundOnLogisticHpoAllocatesOnlyAHandful) {
   const Problem p = MakeProblem("logistic_hpo_dense");
   SessionConfig config = testing::ConfigFor("f2obo", p.family, p.constraint);
   config.options.inner_steps = 5;
+  config.options.gamma = 0.001;
   const Counted c = WarmThenCountOneStep(config, p);
   std::printf("[ alloc    ] warm f2obo round on logistic_hpo (K = 5): %ld allocations\n",
               c.allocations);
   EXPECT_LE(c.allocations, 4);
+  // The automatic upper step (gamma = 0, the default) writes its accumulator
+  // part every round; the published view shares the previous one, so the
+  // part is copied on write (its vector and its holder): two more.
+  config.options.gamma = 0.0;
+  const Counted automatic = WarmThenCountOneStep(config, p);
+  EXPECT_LE(automatic.allocations, 4 + 2);
 }
 
 }  // namespace
