@@ -47,6 +47,7 @@
 #include "core/oracle.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/call_round_control.h"
+#include "server/oracle_message_limits.h"
 
 namespace f2obo::server {
 
@@ -96,14 +97,6 @@ struct OraclePoints {
   // The id of a held point with exactly these values, or 0.
   uint64_t Held(absl::Span<const double> values) const;
 };
-
-// The bytes a message may take beyond its vectors (ids, flags, framing).
-inline constexpr int64_t kOracleMessageSlack = 64 << 10;
-
-// OK if an oracle session of this family can send each of its vectors (x
-// or y: a point, a gradient) in a message of `max_message_bytes`; else
-// RESOURCE_EXHAUSTED naming y_dim, the limit and its flag.
-absl::Status CheckOracleMessages(const FamilyConfig& family, int64_t max_message_bytes);
 
 class StreamOracle final : public Oracle {
  public:

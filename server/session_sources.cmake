@@ -9,6 +9,7 @@ set(F2OBO_SESSION_SOURCES
   fault_points.cc
   ids.cc
   metrics_pipeline.cc
+  oracle_message_limits.cc
   request_bounds.cc
   checkpoints.cc
   install_checks.cc

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/oracle.h"
-#include "server/oracle_stream.h"
+#include "server/oracle_message_limits.h"
 #include "server/session_footprint.h"
 #include "server/store/store_errors.h"
 

@@ -131,8 +131,18 @@ class BilevelProblem final : public Problem {
   // holds the algorithm's parts only: the step's part starts fresh (from the
   // restored x, as at step 1), the rest continues as stored.
   absl::Status UpgradeRestored(SessionState* s) const override {
-    if (!GammaIsAuto(config_.options) || s->aux.empty()) return absl::OkStatus();
+    if (s->aux.empty()) return absl::OkStatus();
     const std::vector<int> layout = algorithm_->AuxLayout();
+    if (!GammaIsAuto(config_.options)) {
+      // A state written with the automatic upper step, continued with an
+      // explicit gamma (a fork or import that sets gamma): its accumulator
+      // [G | r | x_1], the last part, is not read by an explicit step.
+      const StateParts& aux = s->aux;  // read only: no copy on write
+      if (aux.size() == layout.size() + 1 && aux[aux.size() - 1].size() == 3 * family_->x_dim()) {
+        s->aux.pop_back();
+      }
+      return absl::OkStatus();
+    }
     if (s->aux.size() + 1 != layout.size()) return absl::OkStatus();
     UpperStep(config_.options, config_.constraint, family_->x_dim(), layout.size() - 1)
         .EnsurePart(s->x, &s->aux);
