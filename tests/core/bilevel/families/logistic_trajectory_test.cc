@@ -22,6 +22,7 @@
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "core/state.h"
+#include "tests/core/bilevel/families/logistic_trajectory_other_avx512.h"
 #include "tests/core/multitask/multitask_streams.h"
 #include "tests/core/recorded_hashes.h"
 
@@ -356,49 +357,7 @@ constexpr uint64_t kMultitaskAvx2[] = {
 };
 static_assert(std::size(kMultitaskAvx2) == std::size(kMultitask));
 
-// The same trajectories as first recorded on an AVX-512 CPU of another model (g++ 12
-// -march=native), row for row; the column above is from an Intel Cooper Lake.  -march=native
-// selects different sub-extensions and tuning on the two, and Eigen's reductions then sum in
-// another order on 48 of the rows.  An AVX-512 build must compute one of the two, row by row.
-constexpr uint64_t kBilevelAvx512Other[] = {
-    0xc4febe45a1862d6fULL, 0xd072696f113ea755ULL, 0xc4c8047660cae541ULL, 0x6147eba6c6347d20ULL,
-    0x90db7a0c8c5ffc70ULL, 0x576bd74657d2e9cULL,  0x2ecd75b9fe62ca65ULL, 0x13c2baa6594decc4ULL,
-    0xca7e48ab87e70e34ULL, 0x15f66dcd9d38077cULL, 0x626de325f192fcf2ULL, 0x665d448c76961e27ULL,
-    0xd2c52c6382156224ULL, 0xcd3a775902063be2ULL, 0xb6259ca8b1b12e60ULL, 0xc770d1a6c406804bULL,
-    0x2a60fbc3c7efed20ULL, 0x4ab0e001ecbf948bULL, 0x10362caad670412ULL,  0x48d77d75186fdc8cULL,
-    0x74a2c609f339e7dfULL, 0x45e96589daed3ee3ULL, 0x7795ee8e933ae1beULL, 0x8e0a1ee960ee8c54ULL,
-    0xf22dc110e398c6d5ULL, 0x6145615846b454a0ULL, 0xe4fb1c00a6f55995ULL, 0x62c87aa0391ca568ULL,
-    0x8c81ab2b323b60f1ULL, 0x1b4c59bd11980211ULL, 0x1714603e39f9860eULL, 0x657d624705735e71ULL,
-    0xca1bfd25ed34779dULL, 0x4797d72a7929b15dULL, 0x77b21711509fa270ULL, 0x51ddbc10785c406cULL,
-    0x9423b3c6fbb2273dULL, 0xd1e14bdc0ea3ecfcULL, 0x5109d5b2614549fdULL, 0x5eff5828fbf4e399ULL,
-    0x64eada9adc0f31aULL,  0xe2c15c088f26bcaaULL, 0xb35a4478835ed3ecULL, 0xe256182f58011bcdULL,
-    0x6525f45df5c3b8e0ULL, 0x19a14f30f108f952ULL, 0x4dbc614c2ec13351ULL, 0x1dc0c7c4fd1f6d3aULL,
-    0x2b8c969081580853ULL, 0xe8b29b2300078b7fULL, 0x6ec2a8e40779202dULL, 0x8263c9260880b058ULL,
-    0xfa0944b6b5353c5fULL, 0x7ab3a0bc933d2f70ULL, 0x9e87dfcdda356310ULL, 0x602b04a27123d062ULL,
-    0xf75b56cc0a710555ULL, 0xb12d638c28d07f6fULL, 0x7599d038d2c5da4cULL, 0x9df9fc9942ccbd6cULL,
-    0xe101c956865fd209ULL, 0xb2e5f19994b26db2ULL, 0x76ef096ca7cb977bULL, 0xed5e208fd637df86ULL,
-    0x635154d03be33b5fULL, 0x2049ea93eb023d23ULL, 0x370f11a71a217e59ULL, 0x5e4aa18f2d5cfbe9ULL,
-    0xd0c91ea03007e3daULL, 0x3b7b9cc779b39904ULL, 0xc11bc3f387f45f0bULL, 0xf836ca590603be5fULL,
-    0x1fda35873b2ec328ULL, 0x4f079d38791e0e39ULL, 0xf0b4999b448184ULL,   0x1457ed8594d7c8fbULL,
-    0xd1b4296b264913f6ULL, 0xc80b5757642ebbdcULL, 0xc56f0c9b0ac86b0eULL, 0x13086f3f00fe66f5ULL,
-    0x2e1e1acdced20ffcULL, 0x13ee3cfdf64c26aaULL, 0xe8a54a2152115b71ULL, 0x98605012495668e4ULL,
-    0x53dcd1e01dccec23ULL, 0xd41af9967524dbc7ULL, 0xfc8bccd68e9e9c48ULL, 0xdd9f9d739de23473ULL,
-    0xc1a31fa3073161deULL, 0x5298433b630b32daULL, 0x2f749d061edbbb66ULL, 0xb57acd278a864445ULL,
-    0x4a5a3882e01c5f35ULL, 0xbf1cd5d22c6c6566ULL, 0x5cc1353964795517ULL, 0x85ec5deae2ab5433ULL,
-    0xc49b765f60665318ULL, 0x9b2cf31126fc2f18ULL, 0x7481b8327d2dc272ULL, 0xebb2c81ec4e09277ULL,
-    0xbe76d6959337f694ULL, 0xf6212e34e3d43357ULL, 0xfff3d71f4e7f46baULL, 0xedd19124e893e02dULL,
-    0x8552260a7e837d72ULL, 0x632c91b83e4aaf77ULL, 0xc8638aaf75ae07d0ULL, 0xbfe59e0dc7ee1797ULL,
-    0x78d67b5e711870bcULL, 0x87bea72de38467e2ULL, 0x5f9f30c6cd34fabfULL, 0x8d8a0a655e394115ULL,
-    0xf2fd5e99afd60e3aULL, 0x8e86615248283d38ULL, 0x449944b874f6c560ULL, 0x75632223e33d671bULL,
-    0xe1f2330adb2a59e6ULL, 0xc6fe38ea46eefedULL,  0x78d67b5e711870bcULL, 0x87bea72de38467e2ULL,
-    0x5f9f30c6cd34fabfULL, 0x8d8a0a655e394115ULL, 0xf2fd5e99afd60e3aULL, 0x8e86615248283d38ULL,
-    0x449944b874f6c560ULL, 0x75632223e33d671bULL, 0xe1f2330adb2a59e6ULL, 0xc6fe38ea46eefedULL,
-};
 static_assert(std::size(kBilevelAvx512Other) == std::size(kBilevel));
-constexpr uint64_t kMultitaskAvx512Other[] = {
-    0x79adaa096bba0b06ULL, 0xe44a460899e5457cULL, 0xf789588b14761239ULL, 0x9de1a1a8196ea9d6ULL,
-    0x13fcc9c4d4f7263dULL, 0x143d36af6c6893afULL, 0xff779a6f19ce6b1dULL,
-};
 static_assert(std::size(kMultitaskAvx512Other) == std::size(kMultitask));
 
 TEST(LogisticTrajectory, BitEqualToTheRecordedOnes) {
