@@ -62,6 +62,10 @@ def shared_store_config(standalone):
     if "grpc_next_upstream off;" not in open(os.path.join(SOURCE, "deploy", "nginx",
                                                           "nginx.conf")).read():
         failures.append("the embedded store's nginx.conf retries on another replica")
+    docs = open(os.path.join(SOURCE, "docs", "operations.md")).read()
+    if "deploy/proxy/gen_proxy_config.py nginx --shared_store" not in docs or \
+            "deploy/nginx/nginx.shared.conf" not in docs:
+        failures.append("docs/operations.md does not give the --shared_store config")
     compose = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "docker-compose.shared.yml")))
     if "./nginx/nginx.shared.conf:/etc/nginx/nginx.conf:ro" not in \
             compose["services"]["proxy"]["volumes"]:

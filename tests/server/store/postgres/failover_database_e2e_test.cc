@@ -9,8 +9,10 @@
 //    (target_session_attrs=read-write) and continue; every step
 //    acknowledged before the primary died is on the promoted standby.
 // In both, every stream finishes, its replies and its session's final state
-// equal a fault-free run's bit for bit.
+// equal a fault-free run's bit for bit.  And a store URI that reaches only
+// the standby is refused at start.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdio>
 #include <memory>
@@ -151,6 +153,19 @@ TEST_F(DatabaseFailover, KillNineOfPrimaryAndPromotionOfSyncStandbyLosesNoAcknow
   ASSERT_TRUE(pg.ok()) << pg.status();
   pg_ = *std::move(pg);
   testing::ScopedEnv password("PGPASSWORD", pg_->password());
+  {
+    // A URI that reaches only the standby is refused at start: nothing
+    // there takes writes (bad configuration: a clear message, exit 1).
+    const std::string standby_only = "postgresql://" + pg_->user() +
+                                     "@127.0.0.1:" + std::to_string(pg_->standby().port()) + "/" +
+                                     pg_->database() + "?target_session_attrs=read-write";
+    ServerProcess refused({"--store=" + standby_only});
+    EXPECT_FALSE(refused.started());
+    EXPECT_EQ(refused.Stop(SIGKILL), 1);
+    EXPECT_NE(refused.Stderr().find("--store: cannot connect to PostgreSQL"), std::string::npos)
+        << refused.Stderr();
+    EXPECT_NE(refused.Stderr().find("read-only"), std::string::npos) << refused.Stderr();
+  }
   SetUpStreams(pg_->MultiHostUri(/*with_password=*/false));
   if (HasFatalFailure()) return;
   const int64_t moment = Moment(43);

@@ -138,7 +138,7 @@ void StreamRun::Drive(int i) {
   std::unique_ptr<Answerer> answerer = c.answerer ? c.answerer() : nullptr;
   std::unique_ptr<OracleClient> oracle;
   std::string failure;
-  for (int64_t t = 1; t <= steps_ && failure.empty(); ++t) {
+  for (int64_t t = 1; t <= steps_ && failure.empty() && !stop_; ++t) {
     // A client's retry schedule (not a wait for an event): 10 ms doubling
     // to 200 ms, for at most a minute per step.
     auto backoff = std::chrono::milliseconds(10);

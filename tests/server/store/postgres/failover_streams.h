@@ -12,6 +12,7 @@
 #ifndef F2OBO_TESTS_SERVER_STORE_POSTGRES_FAILOVER_STREAMS_H_
 #define F2OBO_TESTS_SERVER_STORE_POSTGRES_FAILOVER_STREAMS_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -74,6 +75,9 @@ class StreamRun {
   // Creates every session (through target_of(i)).
   absl::Status CreateSessions();
   void Start();
+  // Asks every stream to end after the step it is at (a benchmark's
+  // endless streams); Join() waits for them.
+  void Stop() { stop_ = true; }
   void Join();
 
   // Waits until `total` steps are acknowledged over all streams, a stream
@@ -113,6 +117,7 @@ class StreamRun {
   std::vector<StreamResult> results_;  // guarded by mu_ while running
   std::vector<bool> ended_;            // guarded by mu_
   int64_t total_ = 0;                  // guarded by mu_
+  std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };
 
