@@ -18,8 +18,9 @@ protobuf, the generated messages, Abseil, Eigen through core/): ~2-4 s of
 CPU each, against a fraction of a second for the file itself.  So the files
 with the same flags are parsed together, as one translation unit that
 includes them all (the analysis is per function: each function of each file
-and of every server/ header is analyzed as in a file of its own), ~10 s of
-CPU for all of server/ instead of ~140.  A file that cannot share a unit
+and of every server/ header is analyzed as in a file of its own): one pass
+over 55 files costs ~10 s of CPU, the whole check ~50 s instead of ~140
+file by file.  A file that cannot share a unit
 (it defines a file-local name another file defines too: clang says
 "redefinition") is checked on its own, and when the unit reports a
 thread-safety error every file of it is checked on its own, so that the
