@@ -117,9 +117,12 @@ using Tamper = std::function<bool(int index, v1::OracleAnswers* answers)>;
 
 class OracleClient {
  public:
+  // `routing_key`: sent as the x-f2obo-session header (a proxy in front
+  // routes the stream by it; the stub's channel must not add it too).
   // `recipes`: speak the recipe protocol (OracleStepOpen.recipes): build
   // points from recipes, answer fused gradients, keep what the server says.
-  OracleClient(v1::F2obo::Stub* stub, double timeout_seconds = 60.0, bool recipes = false);
+  OracleClient(v1::F2obo::Stub* stub, double timeout_seconds = 60.0,
+               const std::string& routing_key = "", bool recipes = false);
   // Runs step t of `session` answering with `answerer`; the stream stays
   // open after `done` and ends otherwise (reply unset, status set).
   // `open_hook` may change the open message before it is sent.

@@ -81,7 +81,7 @@ TEST(OracleRecipesE2E, EveryAlgorithmFollowsItsTwinWithoutSendingYAfterTheFirstS
     Create(stub.get(), "new-" + algorithm, spec);
     Create(stub.get(), "old-" + algorithm, spec);
     FamilyAnswerer fresh(Logistic()), legacy(Logistic());
-    OracleClient recipes(stub.get(), 60.0, /*recipes=*/true), values(stub.get());
+    OracleClient recipes(stub.get(), 60.0, "", /*recipes=*/true), values(stub.get());
     const int64_t y_bytes = 8 * twin.y_dim();
     int64_t recipe_answer_bytes = 0, value_answer_bytes = 0;
     for (int64_t t = 1; t <= 12; ++t) {
