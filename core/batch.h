@@ -93,6 +93,9 @@ struct Batch {
 
 struct TaskData;
 
+// Which of a step's two batches a family is asked about (f_t's or g_t's).
+enum class BatchRole { kUpper, kInner };
+
 // One step's data.  Single-task classes (bilevel, simple bilevel) read
 // `upper` and `inner` and refuse a non-empty `tasks` (Session::Prepare);
 // multi-task sessions (core/multitask/) read only `tasks` and refuse

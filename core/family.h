@@ -24,27 +24,10 @@
 #include "core/batch.h"
 #include "core/constraint.h"
 #include "core/family_config.h"
+#include "core/smoothness.h"
 #include "core/types.h"
 
 namespace f2obo {
-
-enum class BatchRole { kUpper, kInner };
-
-// How a Smoothness was obtained (reported with the round; proto's
-// SmoothnessSource has the same members).
-enum class SmoothnessSource {
-  kNone,            // no step size is auto: nothing was computed
-  kExact,           // constant Hessians with known norms (quadratic)
-  kBatchBound,      // guaranteed upper bounds from the batch's row norms
-  kPowerIteration,  // HVP power iteration times a safety factor (an estimate)
-};
-
-// The smoothness constants used by "auto" step sizes.
-struct Smoothness {
-  double l_g1 = 0.0;  // ||grad2_yy g|| (operator norm)
-  double l_f1 = 0.0;  // ||grad2_yy f||
-  SmoothnessSource source = SmoothnessSource::kNone;
-};
 
 class Family {
  public:

@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "core/bilevel/families/logistic_hpo.h"
 #include "core/bilevel/families/loss_tuning.h"
 #include "core/bilevel/families/oracle_family.h"
@@ -31,13 +30,6 @@ absl::StatusOr<std::unique_ptr<Family>> CreateFamily(const FamilyConfig& config)
   }
   return absl::InvalidArgumentError(absl::StrCat("family.name: unknown family '", config.name,
                                                  "'; known: ", absl::StrJoin(FamilyNames(), ", ")));
-}
-
-ConstraintSet DefaultConstraint(absl::string_view family) {
-  absl::ConsumePrefix(&family, "multitask_");  // a multi-task family: its base's
-  if (family == "logistic_hpo") return ConstraintSet::Box(0.0, 0.1);
-  if (family == "ridge_hpo") return ConstraintSet::Box(0.0, 1.0);
-  return ConstraintSet();
 }
 
 std::vector<std::string> FamilyNames() {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/bilevel/bilevel_problem.h"
 #include "core/family_registry.h"
 #include "core/multitask/multitask_family.h"
@@ -221,6 +222,13 @@ absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config) {
       return ask(CreateMultitaskFamily(config.family));
   }
   return absl::InvalidArgumentError("problem_class: unknown");
+}
+
+ConstraintSet DefaultConstraint(absl::string_view family) {
+  absl::ConsumePrefix(&family, "multitask_");  // a multi-task family: its base's
+  if (family == "logistic_hpo") return ConstraintSet::Box(0.0, 0.1);
+  if (family == "ridge_hpo") return ConstraintSet::Box(0.0, 1.0);
+  return ConstraintSet();
 }
 
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config) {

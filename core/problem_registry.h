@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/algorithm_info.h"
+#include "core/constraint.h"
 #include "core/problem.h"
 #include "core/problem_class.h"
 #include "core/session_config.h"
@@ -94,6 +95,13 @@ absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOpti
 // family to ask it (is_classification()), so the answer has one home;
 // INVALID_ARGUMENT as CreateProblem for a family that cannot be built.
 absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config);
+
+// The feasible set X (Z) of a session of `family` whose spec gives none:
+// the one home of this default, applied by the server to every client's
+// spec.  logistic_hpo: the box [0, 0.1]^d of the paper's Sec. 6.1 (its g
+// needs lo > -mu0); ridge_hpo: [0, 1]^d (likewise); their multi-task
+// versions the same; every other family (any class): unconstrained.
+ConstraintSet DefaultConstraint(absl::string_view family);
 
 // The class's Problem for `config` (family, algorithm, constraint checked).
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config);

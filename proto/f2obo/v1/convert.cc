@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/family_registry.h"
 #include "core/problem_registry.h"
 #include "f2obo/v1/class_wire.h"
 #include "f2obo/v1/options_convert.h"
