@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_problem.h"
-#include "core/family_registry.h"
 #include "core/multitask/multitask_family.h"
 #include "core/multitask/multitask_problem.h"
 #include "core/oracle.h"
@@ -215,7 +215,7 @@ absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config) {
   };
   switch (config.problem_class) {
     case ProblemClass::kBilevel:
-      return ask(CreateFamily(config.family));
+      return ask(CreateBilevelFamily(config.family));
     case ProblemClass::kSimpleBilevel:
       return ask(CreateSimpleFamily(config.family));
     case ProblemClass::kMultitaskBilevel:

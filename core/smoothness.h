@@ -1,6 +1,6 @@
 // The smoothness constants behind "auto" step sizes, and how they were
-// obtained: computed by a family (core/family.h) and reported with the
-// round by every class that has automatic steps.
+// obtained: computed by a family and reported with the round by every
+// class that has automatic steps.
 #ifndef F2OBO_CORE_SMOOTHNESS_H_
 #define F2OBO_CORE_SMOOTHNESS_H_
 

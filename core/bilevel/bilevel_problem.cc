@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family_registry.h"
 #include "core/hypergradients/upper_step.h"
 #include "core/initial_point.h"
 #include "core/metrics/exact_metrics.h"
@@ -25,7 +25,7 @@ constexpr double kFormerDefaultGamma = 0.001;
 // (ExactWarmStart).
 class BilevelMetricsEvaluator final : public MetricsEvaluator {
  public:
-  BilevelMetricsEvaluator(std::unique_ptr<Family> family, ConstraintSet set, double gamma)
+  BilevelMetricsEvaluator(std::unique_ptr<BilevelFamily> family, ConstraintSet set, double gamma)
       : family_(std::move(family)), set_(std::move(set)), gamma_(gamma) {}
 
   absl::StatusOr<ClassMetrics> Evaluate(const SessionState& before, const StepReport& report,
@@ -48,7 +48,7 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
   }
 
  private:
-  std::unique_ptr<Family> family_;
+  std::unique_ptr<BilevelFamily> family_;
   const ConstraintSet set_;
   const double gamma_;
   ExactWarmStart warm_;
@@ -56,7 +56,7 @@ class BilevelMetricsEvaluator final : public MetricsEvaluator {
 
 class BilevelProblem final : public Problem {
  public:
-  BilevelProblem(const SessionConfig& config, std::unique_ptr<Family> family,
+  BilevelProblem(const SessionConfig& config, std::unique_ptr<BilevelFamily> family,
                  const BilevelAlgorithmEntry& entry, std::unique_ptr<BilevelAlgorithm> algorithm)
       : config_(config),
         family_(std::move(family)),
@@ -199,7 +199,7 @@ class BilevelProblem final : public Problem {
   bool HasExactMetrics() const override { return family_->has_hvp(); }
 
   absl::StatusOr<std::unique_ptr<MetricsEvaluator>> NewMetricsEvaluator() const override {
-    absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(config_.family);
+    absl::StatusOr<std::unique_ptr<BilevelFamily>> family = CreateBilevelFamily(config_.family);
     if (!family.ok()) return family.status();
     return std::unique_ptr<MetricsEvaluator>(
         new BilevelMetricsEvaluator(*std::move(family), config_.constraint, config_.options.gamma));
@@ -216,7 +216,7 @@ class BilevelProblem final : public Problem {
 
  private:
   const SessionConfig config_;
-  std::unique_ptr<Family> family_;
+  std::unique_ptr<BilevelFamily> family_;
   const BilevelAlgorithmEntry& entry_;
   std::unique_ptr<BilevelAlgorithm> algorithm_;
   const StateLayout layout_;
@@ -225,7 +225,7 @@ class BilevelProblem final : public Problem {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Problem>> CreateBilevelProblem(const SessionConfig& c) {
-  absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(c.family);
+  absl::StatusOr<std::unique_ptr<BilevelFamily>> family = CreateBilevelFamily(c.family);
   if (!family.ok()) return family.status();
   const int d1 = (*family)->x_dim(), d2 = (*family)->y_dim();
   if (absl::Status s = c.constraint.Validate(d1); !s.ok()) return s;
@@ -242,13 +242,13 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateBilevelProblem(const SessionConfi
     }
   }
   absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> algorithm =
-      entry.create(AlgorithmContext{entry.info.name, c.options, c.constraint, d1, d2});
+      entry.create(BilevelAlgorithmContext{entry.info.name, c.options, c.constraint, d1, d2});
   if (!algorithm.ok()) return algorithm.status();
   return std::unique_ptr<Problem>(
       new BilevelProblem(c, *std::move(family), entry, *std::move(algorithm)));
 }
 
-std::vector<std::string> BilevelFamilyNames() { return FamilyNames(); }
+std::vector<std::string> BilevelFamilyNames() { return BilevelFamilyNameList(); }
 
 std::vector<const AlgorithmInfo*> BilevelAlgorithmInfos() {
   std::vector<const AlgorithmInfo*> out;

@@ -151,7 +151,7 @@ class MultitaskProblem final : public Problem {
       const int slot = table_.Find(*s, td.task);
       // A copy: the families' products run on a Vector, as the round's do.
       const Vector y = slot >= 0 ? Vector(table_.Var(*s, slot, 0)) : y0_;
-      Family& f = family_->Task(td.task, td.data);
+      BilevelFamily& f = family_->Task(td.task, td.data);
       const BatchView upper = BatchView::All(td.data.upper);
       const double l = f.F(s->x, y, upper, nullptr, nullptr);
       if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;

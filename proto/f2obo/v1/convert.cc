@@ -19,7 +19,7 @@ void SetIf(bool has, T value, T* field) {
 }
 
 // A spec without a constraint gets its family's default (one home:
-// core/family_registry.h), whichever client sent it.
+// core/problem_registry.h), whichever client sent it.
 absl::StatusOr<ConstraintSet> ToConstraint(const v1::ConstraintSpec& c, absl::string_view family) {
   ConstraintSet s;
   switch (c.kind_case()) {

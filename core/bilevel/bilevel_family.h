@@ -8,11 +8,11 @@
 //    gradient pointer means "not needed" and skips that work.
 //  * Batches passed in were accepted by ValidateBatch and Prepare.
 //  * No heap allocation after Prepare(): scratch lives in the family object.
-//    Hence a Family instance is NOT thread-safe; each session owns one.
+//    Hence a BilevelFamily instance is NOT thread-safe; each session owns one.
 //  * Values are means over the view's rows (plus the family's regularizer),
 //    so a mini-batch view is an unbiased estimate of the full-batch value.
-#ifndef F2OBO_CORE_FAMILY_H_
-#define F2OBO_CORE_FAMILY_H_
+#ifndef F2OBO_CORE_BILEVEL_BILEVEL_FAMILY_H_
+#define F2OBO_CORE_BILEVEL_BILEVEL_FAMILY_H_
 
 #include <memory>
 #include <optional>
@@ -29,9 +29,9 @@
 
 namespace f2obo {
 
-class Family {
+class BilevelFamily {
  public:
-  virtual ~Family() = default;
+  virtual ~BilevelFamily() = default;
 
   virtual std::string_view name() const = 0;
   virtual int x_dim() const = 0;
@@ -115,4 +115,4 @@ class Family {
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_FAMILY_H_
+#endif  // F2OBO_CORE_BILEVEL_BILEVEL_FAMILY_H_

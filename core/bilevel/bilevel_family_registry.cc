@@ -1,4 +1,4 @@
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,7 +13,7 @@ namespace {
 
 struct Entry {
   const char* name;
-  absl::StatusOr<std::unique_ptr<Family>> (*create)(const FamilyConfig&);
+  absl::StatusOr<std::unique_ptr<BilevelFamily>> (*create)(const FamilyConfig&);
 };
 
 constexpr Entry kFamilies[] = {
@@ -24,15 +24,16 @@ constexpr Entry kFamilies[] = {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Family>> CreateFamily(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> CreateBilevelFamily(const FamilyConfig& config) {
   for (const Entry& e : kFamilies) {
     if (config.name == e.name) return e.create(config);
   }
-  return absl::InvalidArgumentError(absl::StrCat("family.name: unknown family '", config.name,
-                                                 "'; known: ", absl::StrJoin(FamilyNames(), ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("family.name: unknown family '", config.name,
+                   "'; known: ", absl::StrJoin(BilevelFamilyNameList(), ", ")));
 }
 
-std::vector<std::string> FamilyNames() {
+std::vector<std::string> BilevelFamilyNameList() {
   std::vector<std::string> names;
   for (const Entry& e : kFamilies) names.emplace_back(e.name);
   return names;
