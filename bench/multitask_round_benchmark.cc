@@ -1,6 +1,6 @@
 // Multi-task rounds beside their roofs, in the
 // round_benchmark executable (./bench/round_benchmark
-// --benchmark_filter=Multitask; bench/issue28_table.py prints them).
+// --benchmark_filter=Multitask; bench/round_roofline_table.py prints them).
 #include <benchmark/benchmark.h>
 
 #include <cmath>

@@ -14,8 +14,8 @@ hindsight (a grid of 12 full passes, chosen on the held-out rows: an
 oracle), and Optuna's TPE (python3-optuna; a random search if it is
 missing, and the table says so) given the compute (server CPU time) of the
 default pass it is compared with.  Each class's default algorithm is read
-from the server (a session created without one); the table ends with issue
-29's bar for it on every task, and for f2obo on the bilevel tasks, and the
+from the server (a session created without one); the table ends with the
+defaults' bar for it on every task, and for f2obo on the bilevel tasks, and the
 command exits 1 when a bar is not met.
 
 Writes bench/quality/results/{suite.csv,table.md,meta.txt}, the PNGs

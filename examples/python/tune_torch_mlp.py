@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tune a PyTorch MLP's hyperparameters online with f2obo.torch (issue 27).
+"""Tune a PyTorch MLP's hyperparameters online with f2obo.torch.
 
 The network (an MLP 64-64-10 on scikit-learn's digits, or 784-64-10 on
 Fashion-MNIST) is the session's y; its hyperparameters are the session's x:

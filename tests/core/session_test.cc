@@ -265,5 +265,62 @@ TEST(Session, RestoreRefusesRunningCountsThatAreNotStepCounts) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("evaluated steps at step"));
 }
 
+// A state written with the automatic upper step (gamma = 0; its accumulator
+// [G | r | x_1] is the state's last aux part, core/hypergradients/
+// upper_step.h) continues under an explicit gamma, as a fork or an import
+// that sets gamma asks: the accumulator is dropped, never read as one of the
+// algorithm's parts.  The other way, an explicit-gamma state continued with
+// the automatic step starts the accumulator fresh from the restored x.
+TEST(Session, AStateOfEitherUpperStepModeContinuesInTheOther) {
+  for (const std::string algorithm : {"f2obo", "sf2obo", "af2obo"}) {
+    SCOPED_TRACE(algorithm);
+    std::mt19937_64 rng(61);
+    SessionConfig automatic = LogisticSession(algorithm)->config();
+    automatic.options.gamma = 0.0;
+    SessionConfig fixed = automatic;
+    fixed.options.gamma = 0.01;
+
+    auto a = *Session::Create(automatic);
+    auto e = *Session::Create(fixed);
+    for (int i = 0; i < 3; ++i) {
+      const StepData step = LogisticStep(rng);
+      ASSERT_TRUE(a->Step(step).ok());
+      ASSERT_TRUE(e->Step(step).ok());
+    }
+    ASSERT_EQ(a->state().aux.size(), e->state().aux.size() + 1);
+
+    // Automatic -> explicit: equal to the same state without the part.
+    const Checkpoint from_auto = *DeserializeCheckpoint(a->Encode(a->state()));
+    absl::StatusOr<std::unique_ptr<Session>> continued = Session::Restore(fixed, from_auto);
+    ASSERT_TRUE(continued.ok()) << continued.status();
+    Checkpoint without_part = from_auto;
+    without_part.state.aux.pop_back();
+    auto reference = *Session::Restore(fixed, without_part);
+    EXPECT_TRUE((*continued)->state().BitEquals(reference->state()));
+    const StepData next = LogisticStep(rng);
+    ASSERT_TRUE((*continued)->Step(next).ok());
+    ASSERT_TRUE(reference->Step(next).ok());
+    EXPECT_TRUE((*continued)->state().BitEquals(reference->state()));
+
+    // Explicit -> automatic: the accumulator starts from the restored x
+    // (x_1 = x; at restore, or at the first round for an algorithm without
+    // parts of its own) and holds sums of squares >= 0.
+    const Checkpoint from_fixed = *DeserializeCheckpoint(e->Encode(e->state()));
+    absl::StatusOr<std::unique_ptr<Session>> upgraded = Session::Restore(automatic, from_fixed);
+    ASSERT_TRUE(upgraded.ok()) << upgraded.status();
+    const Vector restored_x = (*upgraded)->state().x;
+    ASSERT_TRUE((*upgraded)->Step(next).ok());
+    const SessionState& u = (*upgraded)->state();
+    ASSERT_EQ(u.aux.size(), from_fixed.state.aux.size() + 1);
+    const Vector& part = u.aux[u.aux.size() - 1];
+    const int d = static_cast<int>(u.x.size());
+    ASSERT_EQ(part.size(), 3 * d);
+    EXPECT_TRUE((part.head(d).array() >= 0.0).all());
+    EXPECT_TRUE((part.segment(d, d).array() > 0.0).all());
+    EXPECT_EQ(part.tail(d), restored_x);
+    EXPECT_NE(u.x, restored_x);  // the step moved x
+  }
+}
+
 }  // namespace
 }  // namespace f2obo

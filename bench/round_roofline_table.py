@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Every round beside its roof, and beside PyTorch, in one command.
 
-  /usr/bin/python3 bench/issue28_table.py [build_dir]
+  /usr/bin/python3 bench/round_roofline_table.py [build_dir]
 
 runs, in this order and in one process tree:
   round_benchmark:        BM_Shape/{small,medium}_fixed (F2OBO rounds, K = 5),
