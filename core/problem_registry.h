@@ -1,18 +1,21 @@
 // The problem classes the core serves (SPEC section 9), with their families
-// and algorithms.  Where a class lives, layer by layer:
+// and algorithms.  A class is one folder and one line in each layer's list:
 //   core/<class>/                    its Problem, state, families, algorithms,
-//                                    report and metrics (core/bilevel,
-//                                    core/simple, core/multitask; what they
-//                                    share: core/hypergradients, core/kernels)
-//   core/problem_registry.cc         its ProblemClassEntry (below)
-//   core/step_report.h, class_metrics.h  one alternative in ClassReport and
-//                                    ClassMetrics
-//   proto/f2obo/v1/<class>_wire.cc   its ClassWire (spec, report and metrics
-//                                    on the wire; class_wire.cc's table)
+//                                    report, metrics and ProblemClassEntry
+//                                    (beside its Problem); what classes
+//                                    share: core/hypergradients, core/kernels
+//   core/problem_classes.h           its line in AllProblemClasses (and its
+//                                    id in core/problem_class.h), from which
+//                                    ClassReport, ClassMetrics and
+//                                    ProblemClasses() follow
+//   proto/f2obo/v1/<class>_wire.cc   its ClassWire (report and metrics on the
+//                                    wire), one line in class_wire.cc
 //   server/presentation/<class>_presentation.cc  its Prometheus series and
-//                                    dashboard fields (class_presentation.cc)
-// A class missing from any of these tables is an error, not a fallback
-// (tests/server/class_entries_test.cc walks them).
+//                                    dashboard fields, one line in
+//                                    class_presentation.cc
+// A class missing from a layer's list is an error, not a fallback
+// (tests/server/class_entries_test.cc walks the core's list and asks the
+// others for each class).
 #ifndef F2OBO_CORE_PROBLEM_REGISTRY_H_
 #define F2OBO_CORE_PROBLEM_REGISTRY_H_
 
@@ -24,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "core/algorithm_info.h"
 #include "core/constraint.h"
+#include "core/family_config.h"
 #include "core/problem.h"
 #include "core/problem_class.h"
 #include "core/session_config.h"
@@ -47,9 +51,21 @@ struct ProblemClassEntry {
   // field for an unknown family, bad dimensions, a bad constraint set or
   // options the algorithm refuses.
   absl::StatusOr<std::unique_ptr<Problem>> (*create)(const SessionConfig&);
+  // Whether the class's family `config` names classifies rows
+  // (FamilyIsClassification below); FamilyClassifies<its factory>.
+  absl::StatusOr<bool> (*family_is_classification)(const FamilyConfig&);
 };
 
-// In ProblemClass order.
+// For a class's entry: asks the family that `Create` builds from `config`.
+template <auto Create>
+absl::StatusOr<bool> FamilyClassifies(const FamilyConfig& config) {
+  auto family = Create(config);
+  if (!family.ok()) return family.status();
+  return (*family)->is_classification();
+}
+
+// Every class's entry (each defined in the class's folder), in the order
+// of core/problem_classes.h's list, which is ProblemClass order.
 const std::vector<ProblemClassEntry>& ProblemClasses();
 const ProblemClassEntry& GetProblemClass(ProblemClass c);
 // INVALID_ARGUMENT "problem_class: ..." listing the known names.

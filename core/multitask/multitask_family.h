@@ -2,7 +2,7 @@
 // (SPEC section 9.3),
 //   F(x) = (1/m) sum_i f_i(x, y_i*(x)),  y_i*(x) = argmin_y g_i(x, y),
 // every task with a y_i of the same size.  Task i's pair (f_i, g_i) is a
-// bilevel BilevelFamily (core/bilevel/bilevel_family.h) evaluated on task i's own batches: the
+// BilevelFamily (core/bilevel/bilevel_family.h) evaluated on task i's own batches: the
 // multi-task families wrap the bilevel ones, and every bilevel oracle
 // (gradients, HVPs, exact metrics) serves a task unchanged.
 //
