@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/constraint.h"
 #include "core/family_config.h"
@@ -36,6 +37,13 @@ struct SessionConfig {
   // the fingerprint of the model y flattens); bounded by
   // kMaxClientMetadataBytes.
   std::string client_metadata;
+  // Names of consecutive groups of x's entries, for display only (the
+  // proto's SessionSpec.x_groups): the service never reads them in a round.
+  struct XGroup {
+    std::string name;
+    int size = 0;
+  };
+  std::vector<XGroup> x_groups;
 };
 
 }  // namespace f2obo

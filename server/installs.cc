@@ -191,6 +191,9 @@ absl::StatusOr<std::shared_ptr<SessionEntry>> Installs::BuildImported(const std:
     return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
   }
   if (absl::Status s = CheckImportedReplies(ex, (*session)->state()); !s.ok()) return s;
+  if (absl::Status s = CheckXGroups((*session)->config(), (*session)->problem().x_dim()); !s.ok()) {
+    return s;
+  }
   auto entry = std::make_shared<SessionEntry>();
   entry->id = id;
   entry->exact_every = ExactEvery(ex.spec(), **session);
@@ -219,6 +222,7 @@ absl::StatusOr<std::shared_ptr<SessionEntry>> Installs::PrepareCreate(
   reserved = std::make_unique<Reservation>(table_, *room);
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*config);
   if (!session.ok()) return session.status();
+  if (absl::Status s = CheckXGroups(*config, (*session)->problem().x_dim()); !s.ok()) return s;
   if (!(*session)->problem().HasExactMetrics() && req.spec().metrics().exact_every() > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "metrics.exact_every: ", req.spec().metrics().exact_every(), ": family '",

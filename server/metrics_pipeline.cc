@@ -185,6 +185,7 @@ void MetricsPipeline::Process(SessionMetrics& s, MetricsJob job) {
   msg.set_session_id(s.id_);
   msg.set_t(job.t);
   ToProto(job.report, msg.mutable_report());
+  for (v1::Hyperparameter& h : job.hyperparameters) *msg.add_hyperparameters() = std::move(h);
   s.evaluator_->Observe(*job.data);
   if (job.exact_due) {
     msg.set_exact_probability(job.probability);

@@ -83,6 +83,9 @@ struct MetricsJob {
   // sampled with, and the draw.  0: not decided yet.
   double probability = 0.0;
   bool sampled = false;
+  // The decision the step left, by the session's shown groups of x
+  // (server/hyperparameters.h); published with the step's metrics.
+  std::vector<v1::Hyperparameter> hyperparameters;
 };
 
 // The sampling design's knobs (server --min_exact_probability,

@@ -130,6 +130,11 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
                   "while the metrics worker keeps up, down to --min_exact_probability when it "
                   "is behind.",
                   s));
+  hyperparameter_ = OrDie(r->AddGauge(
+      "f2obo_session_hyperparameter",
+      "The decision x_{t+1} of the last step by named group of its entries (SessionSpec.x_groups; "
+      "an x of at most 16 entries without names: x[i]), each group's mean.",
+      {"session_id", "name"}));
   for (const presentation::ClassPresentation* p : presentation::Presentations()) {
     classes_.emplace_back(p, p->new_series(r));
   }
@@ -184,6 +189,12 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
     exact_skipped_steps_->WithLabels(id).Set(static_cast<double>(running->skipped_steps()));
   }
   if (m.exact_probability() > 0.0) exact_probability_->WithLabels(id).Set(m.exact_probability());
+  std::vector<std::string>& names = hyperparameter_names_[m.session_id()];
+  names.clear();
+  for (const v1::Hyperparameter& h : m.hyperparameters()) {
+    hyperparameter_->WithLabels({m.session_id(), h.name()}).Set(h.value());
+    names.push_back(h.name());
+  }
   for (auto& [p, series] : classes_) {
     if (p == &of) series->Update(m.session_id(), m);
   }
@@ -198,6 +209,10 @@ void ServiceMetrics::OnSessionDeleted(const std::string& id) {
   exact_evaluated_->Remove({id});
   exact_skipped_steps_->Remove({id});
   exact_probability_->Remove({id});
+  if (const auto it = hyperparameter_names_.find(id); it != hyperparameter_names_.end()) {
+    for (const std::string& name : it->second) hyperparameter_->Remove({id, name});
+    hyperparameter_names_.erase(it);
+  }
   // A session's class is not known here: every class drops its series of
   // the id (a no-op for the others).
   for (auto& [p, series] : classes_) series->Remove(id);

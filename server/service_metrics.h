@@ -1,6 +1,7 @@
 // The service's Prometheus series: server-wide request, error, latency,
 // session and ingest figures, and per-session series: those every problem
-// class shares (step index t, prequential loss) here, each class's own
+// class shares (step index t, prequential loss, the decision's named
+// hyperparameters) here, each class's own
 // (bilevel: BLReg, regret term, hypergradient error, V_T / H_2,T estimates,
 // lambda, inner iterations, F_t(x_t); simple bilevel: its gaps; multi-task:
 // regret and grad F over the tasks seen) in its presentation
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "f2obo/v1/f2obo.pb.h"
@@ -54,6 +56,9 @@ class ServiceMetrics final : public ServiceObserver {
   // touch a removed series nor bring it back.
   absl::Mutex series_mu_;
   absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(series_mu_);
+  // The names of each session's f2obo_session_hyperparameter series.
+  absl::flat_hash_map<std::string, std::vector<std::string>> hyperparameter_names_
+      ABSL_GUARDED_BY(series_mu_);
   metrics::CounterFamily* requests_;
   metrics::CounterFamily* errors_;
   metrics::HistogramFamily* latency_;
@@ -78,6 +83,7 @@ class ServiceMetrics final : public ServiceObserver {
   metrics::GaugeFamily* exact_evaluated_;
   metrics::GaugeFamily* exact_skipped_steps_;
   metrics::GaugeFamily* exact_probability_;
+  metrics::GaugeFamily* hyperparameter_;
   std::vector<
       std::pair<const presentation::ClassPresentation*, std::unique_ptr<presentation::ClassSeries>>>
       classes_;

@@ -7,6 +7,7 @@
 set(F2OBO_SESSION_SOURCES
   call_round_control.cc
   fault_points.cc
+  hyperparameters.cc
   ids.cc
   metrics_pipeline.cc
   oracle_message_limits.cc

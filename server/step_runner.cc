@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
 #include "server/fault_points.h"
+#include "server/hyperparameters.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
@@ -174,6 +175,8 @@ absl::StatusOr<StepRunner::PreparedStep> StepRunner::PrepareStep(SessionEntry& e
   p.reply.set_session_id(e.id);
   p.reply.set_t(t);
   ToRepeated(s.problem().Decision(s.pending_state()), p.reply.mutable_x());
+  p.job.hyperparameters = HyperparametersOf(ShownXGroups(s.config(), p.reply.x_size()),
+                                            absl::MakeConstSpan(p.reply.x()));
   ToProto(*report, p.reply.mutable_report());
   if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
     *p.reply.mutable_latest_exact() = *std::move(latest);

@@ -1,5 +1,6 @@
 #include "server/dashboard/api.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/hyperparameters.h"
 #include "server/ids.h"
 #include "server/presentation/class_presentation.h"
 
@@ -112,6 +114,18 @@ std::map<std::string, std::vector<std::string>> GroupsOf(const std::vector<v1::S
   return out;
 }
 
+// The names x's entries are shown under (server/hyperparameters.h):
+// [{name, size}, ...] covering x in order.
+void WriteXGroups(const v1::SessionInfo& info, JsonWriter& w) {
+  SessionConfig named;
+  for (const v1::XGroup& g : info.spec().x_groups()) named.x_groups.push_back({g.name(), g.size()});
+  w.Key("x_groups").BeginArray();
+  for (const SessionConfig::XGroup& g : server::ShownXGroups(named, info.x_dim())) {
+    w.BeginObject().Key("name").String(g.name).Key("size").Int(g.size).EndObject();
+  }
+  w.EndArray();
+}
+
 }  // namespace
 
 absl::StatusOr<std::map<std::string, std::string>> ParseQuery(absl::string_view query) {
@@ -147,6 +161,14 @@ void WriteStep(const v1::StepMetrics& m, JsonWriter& w) {
   if (r.has_accuracy_before()) w.Key("accuracy_before").Number(r.accuracy_before());
   if (r.cap_hit()) w.Key("cap_hit").Bool(true);
   server::presentation::PresentationOf(r).step_json(m, w);
+  if (!m.hyperparameters().empty()) {
+    // [name, value] pairs in x's order.
+    w.Key("hyperparameters").BeginArray();
+    for (const v1::Hyperparameter& h : m.hyperparameters()) {
+      w.BeginArray().String(h.name()).Number(h.value()).EndArray();
+    }
+    w.EndArray();
+  }
   if (!m.exact_skipped_reason().empty()) w.Key("exact_skipped").String(m.exact_skipped_reason());
   // Coverage and estimate, on every due step (skipped ones too).
   if (m.exact_probability() > 0.0) w.Key("exact_probability").Number(m.exact_probability());
@@ -214,7 +236,20 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Key("cap_hits")
         .Int(info.cap_hits())
         .Key("rows_processed")
-        .Int(info.rows_processed());
+        .Int(info.rows_processed())
+        .Key("exact_every")
+        .Int(info.spec().metrics().exact_every());
+    WriteXGroups(info, w);
+    // The newest published step's prequential loss: the headline of a
+    // session without exact metrics (an oracle session's).  Metrics lag
+    // their steps a little: the newest of the last few.
+    if (absl::StatusOr<std::shared_ptr<server::SessionMetrics>> m =
+            sessions.Metrics(info.session_id());
+        m.ok()) {
+      const std::vector<v1::StepMetrics> last =
+          (*m)->Snapshot(std::max<int64_t>(0, info.next_t() - 10));
+      if (!last.empty()) w.Key("upper_loss_before").Number(last.back().report().upper_loss_before());
+    }
     if (const auto* p = server::presentation::PresentationOf(info)) p->session_json(info, w);
     w.EndObject();
   }

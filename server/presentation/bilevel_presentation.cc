@@ -36,6 +36,18 @@ class Series final : public ClassSeries {
         inner_iterations_(SessionGauge(r, "f2obo_session_inner_iterations",
                                        "Inner gradient steps (z plus y) of the last round.")),
         value_(SessionGauge(r, "f2obo_session_objective", "F_t(x_t) at the last evaluated step.")),
+        // The round's own figures, on every step (an oracle session, which
+        // has no exact metrics, is watched through these).
+        alpha_(SessionGauge(r, "f2obo_session_alpha", "z-step size alpha of the last round.")),
+        beta_(SessionGauge(r, "f2obo_session_beta", "y-step size beta_t of the last round.")),
+        gamma_(SessionGauge(r, "f2obo_session_gamma", "Upper step size gamma_t of the last round.")),
+        residual_z_(SessionGauge(r, "f2obo_session_residual_z",
+                                 "||grad_y g_t(x_t, z_{t+1})|| after the last round's z loop.")),
+        residual_y_(
+            SessionGauge(r, "f2obo_session_residual_y",
+                         "||grad_y L(x_t, y_{t+1}, lambda_t)|| after the last round's y loop.")),
+        hypergradient_norm_(SessionGauge(r, "f2obo_session_hypergradient_norm",
+                                         "||h_t||, the last round's hypergradient estimate.")),
         estimate_(r, "f2obo_session_blreg", "BLReg") {}
 
   void Update(const std::string& session, const v1::StepMetrics& m) override {
@@ -43,6 +55,12 @@ class Series final : public ClassSeries {
     const v1::RoundReport& r = m.report();
     lambda_->WithLabels(id).Set(r.lambda());
     inner_iterations_->WithLabels(id).Set(r.z_iterations() + r.y_iterations());
+    alpha_->WithLabels(id).Set(r.alpha());
+    beta_->WithLabels(id).Set(r.beta());
+    gamma_->WithLabels(id).Set(r.gamma());
+    residual_z_->WithLabels(id).Set(r.residual_z());
+    residual_y_->WithLabels(id).Set(r.residual_y());
+    hypergradient_norm_->WithLabels(id).Set(r.hypergradient_norm());
     estimate_.Update(session, m);
     if (!m.has_exact()) return;
     const v1::ExactMetrics& e = m.exact();
@@ -56,7 +74,8 @@ class Series final : public ClassSeries {
 
   void Remove(const std::string& session) override {
     for (metrics::GaugeFamily* g : {blreg_, regret_term_, hypergradient_error_, variation_, drift_,
-                                    lambda_, inner_iterations_, value_}) {
+                                    lambda_, inner_iterations_, value_, alpha_, beta_, gamma_,
+                                    residual_z_, residual_y_, hypergradient_norm_}) {
       g->Remove({session});
     }
     estimate_.Remove(session);
@@ -71,6 +90,12 @@ class Series final : public ClassSeries {
   metrics::GaugeFamily* const lambda_;
   metrics::GaugeFamily* const inner_iterations_;
   metrics::GaugeFamily* const value_;
+  metrics::GaugeFamily* const alpha_;
+  metrics::GaugeFamily* const beta_;
+  metrics::GaugeFamily* const gamma_;
+  metrics::GaugeFamily* const residual_z_;
+  metrics::GaugeFamily* const residual_y_;
+  metrics::GaugeFamily* const hypergradient_norm_;
   EstimateSeries estimate_;
 };
 
@@ -83,7 +108,15 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
       .Key("z_iterations")
       .Int(r.z_iterations())
       .Key("y_iterations")
-      .Int(r.y_iterations());
+      .Int(r.y_iterations())
+      .Key("gamma")
+      .Number(r.gamma())
+      .Key("residual_z")
+      .Number(r.residual_z())
+      .Key("residual_y")
+      .Number(r.residual_y())
+      .Key("hypergradient_norm")
+      .Number(r.hypergradient_norm());
   if (!m.has_exact()) return;
   const v1::ExactMetrics& e = m.exact();
   w.Key("regret_term")

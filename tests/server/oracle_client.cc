@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/session_routing.h"
 #include "core/bilevel/bilevel_family_registry.h"
 #include "core/simple/simple_registries.h"
 #include "f2obo/v1/convert.h"
@@ -123,9 +124,11 @@ double SimpleAnswerer::Evaluate(const v1::OracleQuery& q, const Vector& x, const
   return q.function() == v1::OracleQuery::F ? family_->F(x, view, gx) : family_->G(x, view, gx);
 }
 
-OracleClient::OracleClient(v1::F2obo::Stub* stub, double timeout_seconds) {
+OracleClient::OracleClient(v1::F2obo::Stub* stub, double timeout_seconds,
+                           const std::string& routing_key) {
   ctx_.set_deadline(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
+  if (!routing_key.empty()) ctx_.AddMetadata(client::kSessionHeader, routing_key);
   stream_ = stub->OracleSteps(&ctx_);
 }
 

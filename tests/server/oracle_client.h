@@ -113,7 +113,10 @@ using Tamper = std::function<bool(int index, v1::OracleAnswers* answers)>;
 
 class OracleClient {
  public:
-  OracleClient(v1::F2obo::Stub* stub, double timeout_seconds = 60.0);
+  // `routing_key`: sent as the x-f2obo-session header (a proxy in front
+  // routes the stream by it; the stub's channel must not add it too).
+  OracleClient(v1::F2obo::Stub* stub, double timeout_seconds = 60.0,
+               const std::string& routing_key = "");
   // Runs step t of `session` answering with `answerer`; the stream stays
   // open after `done` and ends otherwise (reply unset, status set).
   // `open_hook` may change the open message before it is sent.

@@ -222,7 +222,8 @@ class Client:
         fields (features, classes, x_dim, y_dim, mu0, ...), algorithm
         options (lambda1, gamma, alpha, alpha_auto, inner_steps, ...), the
         constraint (box=(lo, hi), ball=radius or (radius, center),
-        unconstrained=True), metrics (exact_every), x0, y0, z0, seed.
+        unconstrained=True), metrics (exact_every), x0, y0, z0, seed,
+        x_groups (a list of {"name", "size"}: display names of x's entries).
         Defaults are the server's (the paper's settings);
         `session.info().spec` shows them filled in.  An option the
         session's algorithm does not read (with no `algorithm`, the class

@@ -165,7 +165,7 @@ class Tuner:
                 family="oracle", x_dim=self.x_dim, y_dim=self.y_dim, session_id=session_id,
                 x0=self._flat_x(), y0=self._flat_y(),
                 client_metadata=_fingerprint.metadata(self._fingerprint),
-                **self._constraint(), **create)
+                **self._x_groups(), **self._constraint(), **create)
             self._use(created)
             self._at_t = created.next_t  # the module holds y_1 = y0 already
 
@@ -209,6 +209,17 @@ class Tuner:
             self._stream.close()
         self._session = session
         self._stream = OracleStream(self.client, session.id)
+
+    def _x_groups(self) -> Dict[str, Any]:
+        """The hyperparameters' names as the session's x_groups (the
+        dashboard's and Prometheus' names for x), when the server's rules
+        for them hold (at most 64, 1-64 printable ASCII characters each);
+        else none, and x is shown unnamed."""
+        groups = [{"name": k, "size": int(h.value.numel())} for k, h in self._hp.items()]
+        ok = 0 < len(groups) <= 64 and all(
+            0 < len(g["name"]) <= 64 and all(" " <= c <= "~" for c in g["name"])
+            and g["size"] > 0 for g in groups)
+        return {"x_groups": groups} if ok else {}
 
     def _check_fits(self, session: Session) -> None:
         """Refuses a session made for another model (ValueError)."""

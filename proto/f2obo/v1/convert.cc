@@ -1,6 +1,9 @@
 #include "f2obo/v1/convert.h"
 
+#include <algorithm>
 #include <limits>
+#include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -77,7 +80,50 @@ void FromDense(const RowMatrix& m, v1::DenseMatrix* out) {
   out->mutable_values()->Assign(m.data(), m.data() + m.size());
 }
 
+// SessionSpec.x_groups: at most kMaxXGroups, names of 1-64 printable ASCII
+// characters (they become Prometheus label values and dashboard text),
+// unique, sizes >= 1.  That they cover x exactly is checked where x's
+// dimension is known (CheckXGroups).
+absl::Status ToXGroups(const google::protobuf::RepeatedPtrField<v1::XGroup>& groups,
+                       std::vector<SessionConfig::XGroup>* out) {
+  if (groups.size() > kMaxXGroups) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.x_groups: ", groups.size(),
+                                                   " groups, at most ", kMaxXGroups));
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < groups.size(); ++i) {
+    const v1::XGroup& g = groups[i];
+    const std::string field = absl::StrCat("spec.x_groups[", i, "]");
+    const bool printable = std::all_of(g.name().begin(), g.name().end(),
+                                       [](char ch) { return ch >= 0x20 && ch < 0x7f; });
+    if (g.name().empty() || g.name().size() > 64 || !printable) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".name: must be 1-64 printable ASCII characters"));
+    }
+    if (!seen.insert(g.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".name: '", g.name(), "' names an earlier group too"));
+    }
+    if (g.size() < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".size: ", g.size(), ", must be >= 1"));
+    }
+    out->push_back({g.name(), g.size()});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status CheckXGroups(const SessionConfig& c, int x_dim) {
+  int64_t total = 0;
+  for (const SessionConfig::XGroup& g : c.x_groups) total += g.size;
+  if (!c.x_groups.empty() && total != x_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.x_groups: the sizes sum to ", total, ", x has ", x_dim, " entries"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec, UnreadOptions unread) {
   SessionConfig c;
@@ -123,6 +169,7 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec, Unrea
                      " bytes exceed the limit of ", kMaxClientMetadataBytes));
   }
   c.client_metadata = spec.client_metadata();
+  if (absl::Status s = ToXGroups(spec.x_groups(), &c.x_groups); !s.ok()) return s;
   return c;
 }
 
@@ -226,6 +273,11 @@ v1::SessionSpec ToSessionSpec(const SessionConfig& c, int exact_every) {
   s.set_seed(c.seed);
   s.mutable_metrics()->set_exact_every(exact_every);
   s.set_client_metadata(c.client_metadata);
+  for (const SessionConfig::XGroup& g : c.x_groups) {
+    v1::XGroup* out = s.add_x_groups();
+    out->set_name(g.name);
+    out->set_size(g.size);
+  }
   return s;
 }
 

@@ -37,6 +37,10 @@ absl::StatusOr<std::string> AlgorithmOf(const v1::SessionSpec& spec);
 absl::StatusOr<std::vector<v1::SessionSpec>> GroupMemberSpecs(
     const v1::SessionSpec& shared,
     const google::protobuf::RepeatedPtrField<v1::GroupMember>& members);
+// SessionSpec.x_groups (display names of x's entries, at most kMaxXGroups
+// groups) cover x's x_dim entries exactly, or are absent.
+inline constexpr int kMaxXGroups = 64;
+absl::Status CheckXGroups(const SessionConfig& config, int x_dim);
 // Config -> spec with the class and every option the algorithm reads filled
 // in.
 v1::SessionSpec ToSessionSpec(const SessionConfig& config, int exact_every);

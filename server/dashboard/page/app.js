@@ -23,7 +23,6 @@
 
 const POLL_MS = 1000;
 const MAX_STEPS = 5000;    // kept per session in the browser
-const MAX_DRAWN = 1000;    // vertices drawn per line (evenly thinned beyond)
 const DECISION_BARS = 64;  // entries of x_t drawn
 const DECISION_LISTED = 10;
 const COLORS = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2', '#db2777',
@@ -49,6 +48,15 @@ const METRICS = [
   ['drift_sum', 'H_2,T estimate \u03a3 \u2016y*_t(x_t) \u2212 y*_{t\u22121}(x_t)\u2016\u00b2',
    s => s.drift_sum, true, EXACT],
   ['lambda', '\u03bb_t', s => s.lambda, true],
+  // The round's own figures (every step; all an oracle session, without
+  // exact metrics, has besides its prequential loss).
+  ['hypergradient_norm', 'hypergradient estimate \u2016h_t\u2016', s => s.hypergradient_norm,
+   true],
+  ['residual_y', '\u2016\u2207_y L(x_t, y_{t+1}, \u03bb_t)\u2016 after the y loop',
+   s => s.residual_y, true],
+  ['residual_z', '\u2016\u2207_y g_t(x_t, z_{t+1})\u2016 after the z loop', s => s.residual_z,
+   true],
+  ['gamma', 'upper step size \u03b3_t', s => s.gamma, true],
   ['inner_iterations', 'inner iterations per step (z + y)',
    s => s.z_iterations === undefined ? undefined : s.z_iterations + s.y_iterations, true],
   ['value', 'F_t(x_t)', s => s.value, true, EXACT],
@@ -87,16 +95,7 @@ const state = {
 };
 
 const $ = id => document.getElementById(id);
-const esc = s => String(s).replace(/[&<>"']/g, c => '&#' + c.charCodeAt(0) + ';');
-const finite = v => typeof v === 'number' && isFinite(v);
 
-// `digits` significant digits; exponent form for very small or large values.
-function fmt(v, digits = 4) {
-  if (!finite(v)) return '\u2013';
-  const a = Math.abs(v);
-  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(digits - 2).replace('e+', 'e');
-  return String(Number(v.toPrecision(digits)));
-}
 
 // The sessions drawn now, in a stable order.
 function shown() {
@@ -184,7 +183,7 @@ async function poll() {
 // whose exact metrics were skipped.  `band` gets [t, lo, hi] for the
 // estimate (its standard error).
 function pointsOf(id, key, band) {
-  const [, , get, , exact] = METRICS.find(m => m[0] === key);
+  const [, , get, , exact] = METRICS.find(m => m[0] === key) || hyperparameterMetric(key);
   const pts = [];
   for (const s of (state.data[id] || {steps: []}).steps) {
     const v = get(s);
@@ -200,117 +199,42 @@ function pointsOf(id, key, band) {
   return pts;
 }
 
-// The points of a line without its breaks.
-const real = pts => pts.filter(p => p !== null);
-
-// ------------------------------------------------------------------ charts
-// Automatic scale: log when every value is positive and they span more than
-// three decades (e.g. one algorithm's regret dwarfing another's).
-function autoLog(series) {
-  let lo = Infinity, hi = 0;
-  for (const s of series) {
-    for (const [, v] of real(s.points)) {
-      if (v <= 0) return false;
-      lo = Math.min(lo, v); hi = Math.max(hi, v);
-    }
-  }
-  return hi / lo > 1e3;
+// Hyperparameter charts: one per named group of x (SessionSpec.x_groups,
+// or x[i] for a small x), keyed 'hp:<name>', drawn from the steps'
+// [name, value] pairs (the group's mean after the step).
+const HP = 'hp:';
+function hyperparameterMetric(key) {
+  const name = key.slice(HP.length);
+  return [key, 'hyperparameter ' + name, s => {
+    const h = (s.hyperparameters || []).find(p => p[0] === name);
+    return h ? h[1] : undefined;
+  }, true];
 }
 
-// series: [{name, color, points: [[t, v] or null (a break), ...],
-// band?: [[t, lo, hi], ...]}] -> an SVG string.
-function chartSVG(series, key, log) {
-  const w = 320, h = 160, pad = {l: 50, r: 8, t: 8, b: 18};
-  const total = series.reduce((n, s) => n + real(s.points).length, 0);
-  // On a log scale only positive values can be drawn (a value left out
-  // breaks the line too).
-  const drawn = series.map(s => log ? s.points.map(p => p && p[1] > 0 ? p : null) : s.points);
-  const bands = series.map(s => (s.band || []).map(([t, lo, hi]) =>
-    [t, log ? Math.max(lo, 1e-300) : lo, hi]));
-  const tr = v => log ? Math.log10(v) : v;
-  let t0 = Infinity, t1 = -Infinity, v0 = Infinity, v1 = -Infinity;
-  for (const pts of drawn) {
-    for (const [t, v] of real(pts)) {
-      t0 = Math.min(t0, t); t1 = Math.max(t1, t);
-      v0 = Math.min(v0, tr(v)); v1 = Math.max(v1, tr(v));
-    }
+// The hyperparameter names of sessions `ids`, in x's order.
+function hyperparameterNames(ids) {
+  const names = [];
+  for (const id of ids) {
+    const s = state.sessions.find(s => s.id === id);
+    for (const g of (s && s.x_groups) || []) if (!names.includes(g.name)) names.push(g.name);
   }
-  for (const b of bands) {
-    for (const [, lo, hi] of b) { v0 = Math.min(v0, tr(lo)); v1 = Math.max(v1, tr(hi)); }
-  }
-  let out = `<svg viewBox="0 0 ${w} ${h}" data-metric="${key}" data-points="${total}" ` +
-            `data-series="${series.length}" data-scale="${log ? 'log' : 'linear'}">`;
-  if (t0 === Infinity) {
-    return out + `<text x="${w / 2}" y="${h / 2}" text-anchor="middle">no data yet</text></svg>`;
-  }
-  if (t1 === t0) { t0 -= 1; t1 += 1; }
-  if (v1 === v0) { const d = Math.abs(v0) * 0.1 || 1; v0 -= d; v1 += d; }
-  const X = t => pad.l + (t - t0) / (t1 - t0) * (w - pad.l - pad.r);
-  const Y = v => h - pad.b - (tr(v) - v0) / (v1 - v0) * (h - pad.t - pad.b);
-  for (let i = 0; i <= 3; i++) {
-    const u = v0 + (v1 - v0) * i / 3;
-    const y = (h - pad.b - i / 3 * (h - pad.t - pad.b)).toFixed(1);
-    out += `<line class="axis" x1="${pad.l}" x2="${w - pad.r}" y1="${y}" y2="${y}"/>` +
-           `<text x="${pad.l - 4}" y="${+y + 3}" text-anchor="end">` +
-           `${fmt(log ? Math.pow(10, u) : u, 3)}</text>`;
-  }
-  out += `<text x="${pad.l}" y="${h - 4}">t=${t0}</text>` +
-         `<text x="${w - pad.r}" y="${h - 4}" text-anchor="end">t=${t1}</text>`;
-  series.forEach((s, k) => {
-    const b = bands[k];
-    if (b.length > 1) {  // the estimate's +-1 SE, shaded under its line
-      const every = Math.max(1, Math.ceil(b.length / MAX_DRAWN));
-      const kept = b.filter((p, i) => i % every === 0 || i === b.length - 1);
-      const upper = kept.map(([t, , hi]) => X(t).toFixed(1) + ',' + Y(hi).toFixed(1));
-      const lower = kept.reverse().map(([t, lo]) => X(t).toFixed(1) + ',' + Y(lo).toFixed(1));
-      out += `<polygon class="band" fill="${s.color}" fill-opacity="0.15" stroke="none" ` +
-             `points="${upper.concat(lower).join(' ')}" data-session="${esc(s.name)}"/>`;
-    }
-  });
-  series.forEach((s, k) => {
-    const pts = drawn[k];
-    const every = Math.max(1, Math.ceil(pts.length / MAX_DRAWN));
-    // Thinning keeps every break and the vertices on either side of it.
-    const kept = pts.filter((p, i) => p === null || i % every === 0 || i === pts.length - 1 ||
-                                      pts[i - 1] === null || pts[i + 1] === null);
-    let d = '', run = 0, gaps = 0;
-    const dots = [];
-    kept.forEach((p, i) => {
-      if (p === null) {
-        if (run === 1) dots.push(kept[i - 1]);
-        if (run > 0) gaps++;
-        run = 0;
-        return;
-      }
-      d += (run === 0 ? 'M' : 'L') + X(p[0]).toFixed(1) + ',' + Y(p[1]).toFixed(1) + ' ';
-      run++;
-    });
-    if (run === 1) dots.push(kept[kept.length - 1]);
-    const pr = real(s.points);
-    const last = pr.length ? pr[pr.length - 1] : null;
-    out += `<path class="line" stroke="${s.color}" d="${d.trim()}" ` +
-           `data-session="${esc(s.name)}" data-points="${pr.length}" data-gaps="${gaps}" ` +
-           `data-last-t="${last ? last[0] : ''}"><title>${esc(s.name)}</title></path>`;
-    // A point between two breaks (or alone) is drawn as a dot.
-    for (const [t, v] of dots) {
-      out += `<circle cx="${X(t).toFixed(1)}" cy="${Y(v).toFixed(1)}" r="2" fill="${s.color}"/>`;
-    }
-  });
-  return out + '</svg>';
+  return names;
 }
 
-function barsSVG(x, color, h) {
-  const w = 600, m = Math.max(...x.map(v => Math.abs(v || 0))) || 1;
-  const bw = Math.min(w / Math.max(x.length, 1), 40), mid = h / 2;
-  return `<svg viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" ` +
-    `style="width:100%;height:${h}px" data-entries="${x.length}">` +
-    `<line class="axis" x1="0" x2="${w}" y1="${mid}" y2="${mid}"/>` +
-    x.map((v, i) => {
-      const len = Math.abs(v || 0) / m * (mid - 1);
-      return `<rect x="${(i * bw + 0.5).toFixed(1)}" width="${Math.max(bw - 1, 0.5).toFixed(1)}" ` +
-             `y="${(v >= 0 ? mid - len : mid).toFixed(1)}" height="${len.toFixed(2)}" ` +
-             `fill="${color}"/>`;
-    }).join('') + '</svg>';
+// A label per entry of x: its group's name (name[i] inside a larger group).
+function entryLabels(s) {
+  const out = [];
+  for (const g of (s && s.x_groups) || []) {
+    for (let i = 0; i < g.size; i++) out.push(g.size === 1 ? g.name : `${g.name}[${i}]`);
+  }
+  return out;
+}
+
+// Why a session has no exact metrics (exact_every = 0).
+function noExactReason(s) {
+  return s.family.endsWith('oracle') ?
+      'no exact metrics: f and g are computed by the client (an oracle session)' :
+      'no exact metrics (exact_every = 0)';
 }
 
 // ------------------------------------------------------------------ render
@@ -321,6 +245,14 @@ function headline(s) {
   const due = (s.evaluated_steps || 0) + (s.skipped_steps || 0);
   const coverage = due > (s.evaluated_steps || 0) ?
       ` <span class="muted coverage">${s.evaluated_steps}/${due}</span>` : '';
+  if (s.problem_class !== 'simple_bilevel' && s.exact_every === 0) {
+    // No BLReg to show (a 0 would read as a value): the newest prequential
+    // loss instead.
+    return `<td class="num lambda">${fmt(s.lambda)}</td><td class="num headline" ` +
+           `title="${esc(noExactReason(s))}; prequential loss f_t(x_t, y_t) of the newest ` +
+           `step">${finite(s.upper_loss_before) ? 'f ' + fmt(s.upper_loss_before) : '\u2014'}` +
+           '</td>';
+  }
   if (s.problem_class !== 'simple_bilevel') {
     return `<td class="num lambda">${fmt(s.lambda)}</td><td class="num headline" ` +
            `title="BLReg over ${s.evaluated_steps} evaluated of ${due} due steps; estimate ` +
@@ -356,11 +288,13 @@ function renderHeading(ids) {
   if (state.mode === 'session') {
     const s = info(state.selected);
     $('title').textContent = state.selected ? 'Session ' + state.selected : 'Pick a session';
-    $('subtitle').textContent = s ? `${s.algorithm} on ${s.family} \u00b7 x: ${s.x_dim}, ` +
-        `y: ${s.y_dim} \u00b7 t = ${s.next_t - 1} \u00b7 exact metrics on ` +
-        `${s.evaluated_steps} of ${s.evaluated_steps + (s.skipped_steps || 0)} due step(s)` +
+    const exact = !s ? '' : s.exact_every === 0 ? noExactReason(s) :
+        `exact metrics on ${s.evaluated_steps} of ` +
+        `${s.evaluated_steps + (s.skipped_steps || 0)} due step(s)` +
         (s.skipped_steps ? ` \u00b7 estimate ${fmt(s.estimate)} \u00b1 ` +
-                           fmt(s.estimate_standard_error) : '') : '';
+                           fmt(s.estimate_standard_error) : '');
+    $('subtitle').textContent = s ? `${s.algorithm} on ${s.family} \u00b7 x: ${s.x_dim}, ` +
+        `y: ${s.y_dim} \u00b7 t = ${s.next_t - 1} \u00b7 ${exact}` : '';
     $('legend').innerHTML = '';
     return;
   }
@@ -381,7 +315,9 @@ function renderDecisions(ids) {
     const d = state.decisions[id];
     if (!d) return;
     const color = COLORS[i % COLORS.length];
-    const listed = d.x.slice(0, DECISION_LISTED).map(v => fmt(v)).join('  ') +
+    const labels = entryLabels(state.sessions.find(s => s.id === id));
+    const listed = d.x.slice(0, DECISION_LISTED).map((v, k) =>
+        (labels[k] ? `<span class="muted">${esc(labels[k])}</span> ` : '') + fmt(v)).join('  ') +
                    (d.x_dim > DECISION_LISTED ? '  \u2026' : '');
     rows.push(`<div class="decision-row" data-session="${esc(id)}" data-t="${d.t}">` +
               `<div><span class="swatch" style="background:${color}"></span>${esc(id)}` +
@@ -414,7 +350,8 @@ function coverageText(c) {
 
 function renderCharts(ids) {
   const cards = [];
-  for (const [key, title, , optional] of METRICS) {
+  const metrics = METRICS.concat(hyperparameterNames(ids).map(n => hyperparameterMetric(HP + n)));
+  for (const [key, title, , optional] of metrics) {
     const series = ids.map((id, i) => {
       const band = key === 'estimate' ? [] : undefined;
       const points = pointsOf(id, key, band);
@@ -429,7 +366,7 @@ function renderCharts(ids) {
     if (key === 'blreg' && c) latest += ' \u00b7 ' + coverageText(c);
     if (key === 'estimate' && c && finite(c.se)) latest += ' \u00b1 ' + fmt(c.se);
     const log = state.scale[key] ? state.scale[key] === 'log' : autoLog(series);
-    cards.push(`<div class="card chart" data-metric="${key}"` +
+    cards.push(`<div class="card chart" data-metric="${esc(key)}"` +
                (key === 'blreg' && c ? ` data-evaluated="${c.evaluated}" data-due="${c.due}"` : '') +
                `><h3 title="click: ` +
                `${log ? 'linear' : 'log'} scale">${esc(title)}${log ? ' (log)' : ''}` +
