@@ -152,8 +152,8 @@ class BilevelProblem final : public Problem {
       return absl::OkStatus();
     }
     const bool missing = aux.size() + 1 == layout.size();
-    const bool dog = aux.size() == layout.size() && last == 3 * d1 &&
-                     layout.back() == kUpperStepParts * d1;
+    const bool dog =
+        aux.size() == layout.size() && last == 3 * d1 && layout.back() == kUpperStepParts * d1;
     if (!missing && !dog) return absl::OkStatus();
     UpperStep(config_.options, config_.constraint, d1, layout.size() - 1).EnsurePart(s->x, &s->aux);
     return absl::OkStatus();
