@@ -52,16 +52,18 @@ void BilevelFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const Vec
 }
 
 void BilevelFamily::InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
-                                     double lambda, const BatchView& upper,
-                                     const BatchView& inner, Vector* gz, Vector* gy_g, Vector* d) {
+                                            double lambda, const BatchView& upper,
+                                            const BatchView& inner, Vector* gz, Vector* gy_g,
+                                            Vector* d) {
   InnerIterationGrads(x, z, y, upper, inner, gz, gy_g, d);
   *d += lambda * *gy_g;
 }
 
-void BilevelFamily::HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
-                                    const BatchView& upper, const BatchView& inner, Vector* gx_f,
-                                    Vector* gy_l, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
-                                    Vector* gz) {
+void BilevelFamily::HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z,
+                                           double lambda, const BatchView& upper,
+                                           const BatchView& inner, Vector* gx_f, Vector* gy_l,
+                                           Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                                           Vector* gz) {
   HypergradientGrads(x, y, z, upper, inner, gx_f, gy_l, gx_g_y, gy_g, gx_g_z, gz);
   *gy_l += lambda * *gy_g;
 }
