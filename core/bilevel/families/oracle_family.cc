@@ -15,13 +15,13 @@ absl::Span<const double> Span(const VecIn& v) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Family>> OracleFamily::Create(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> OracleFamily::Create(const FamilyConfig& config) {
   if (config.x_dim <= 0 || config.y_dim <= 0) {
     return absl::InvalidArgumentError(
         "family.x_dim, family.y_dim: the oracle family needs d1 = dim x > 0 and d2 = dim y > 0 "
         "(its client's model fixes them)");
   }
-  return std::unique_ptr<Family>(new OracleFamily(config.x_dim, config.y_dim));
+  return std::unique_ptr<BilevelFamily>(new OracleFamily(config.x_dim, config.y_dim));
 }
 
 absl::Status OracleFamily::ValidateBatch(const Batch& batch, BatchRole role) const {
@@ -92,6 +92,41 @@ void OracleFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const Vec
   q[0].grad_y = gz;
   q[1].grad_y = gy_g;
   q[2].grad_y = gy_f;
+  calls_.Ask(absl::MakeSpan(q));
+}
+
+// One query fewer: f's and g's gradients in y at y as their sum (the
+// answerer computes it, core/oracle.h OracleQuery.fused).
+void OracleFamily::InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
+                                           double lambda, const BatchView& upper,
+                                           const BatchView& inner, Vector* gz, Vector* /*gy_g*/,
+                                           Vector* d) {
+  OracleQuery q[2] = {Query(OracleQuery::Function::kG, x, z, inner),
+                      Query(OracleQuery::Function::kF, x, y, upper)};
+  q[0].grad_y = gz;
+  q[1].grad_y = d;
+  q[1].fused = true;
+  q[1].fuse_g = lambda;
+  q[1].g_rows = inner.rows;
+  calls_.Ask(absl::MakeSpan(q));
+}
+
+void OracleFamily::HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z,
+                                          double lambda, const BatchView& upper,
+                                          const BatchView& inner, Vector* gx_f, Vector* gy_l,
+                                          Vector* gx_g_y, Vector* /*gy_g*/, Vector* gx_g_z,
+                                          Vector* gz) {
+  OracleQuery q[3] = {Query(OracleQuery::Function::kF, x, y, upper),
+                      Query(OracleQuery::Function::kG, x, y, inner),
+                      Query(OracleQuery::Function::kG, x, z, inner)};
+  q[0].grad_x = gx_f;
+  q[0].grad_y = gy_l;
+  q[0].fused = true;
+  q[0].fuse_g = lambda;
+  q[0].g_rows = inner.rows;
+  q[1].grad_x = gx_g_y;
+  q[2].grad_x = gx_g_z;
+  q[2].grad_y = gz;
   calls_.Ask(absl::MakeSpan(q));
 }
 

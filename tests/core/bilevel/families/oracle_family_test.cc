@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/session.h"
 #include "tests/core/test_streams.h"
 
@@ -32,7 +32,7 @@ FamilyConfig Logistic() {
 class LogisticOracle final : public Oracle {
  public:
   explicit LogisticOracle(const StepData& data, int fail_at = -1)
-      : family_(*CreateFamily(Logistic())), data_(data), fail_at_(fail_at) {
+      : family_(*CreateBilevelFamily(Logistic())), data_(data), fail_at_(fail_at) {
     family_->Prepare(data_);
   }
   absl::Status Evaluate(absl::Span<OracleQuery> queries) override {
@@ -44,16 +44,25 @@ class LogisticOracle final : public Oracle {
       const double v = f ? family_->F(x, y, view, q.grad_x, q.grad_y)
                          : family_->G(x, y, view, q.grad_x, q.grad_y);
       if (q.value != nullptr) *q.value = v;
+      if (q.fused) {  // grad_y f + fuse_g grad_y g, g on g_rows of the inner batch
+        EXPECT_TRUE(f) << "only a query of f is fused";
+        Vector gy_g(y.size());
+        family_->G(x, y, BatchView{&data_.inner, q.g_rows}, nullptr, &gy_g);
+        *q.grad_y += q.fuse_g * gy_g;
+        ++fused_;
+      }
     }
     return absl::OkStatus();
   }
   int calls() const { return calls_; }
+  int fused() const { return fused_; }
 
  private:
-  std::unique_ptr<Family> family_;
+  std::unique_ptr<BilevelFamily> family_;
   const StepData& data_;
   const int fail_at_;
   int calls_ = 0;
+  int fused_ = 0;
 };
 
 SessionConfig Config(const std::string& algorithm, const FamilyConfig& fam) {
