@@ -41,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "f2obo/v1/convert.h"
+#include "server/step_runner.h"
 #include "server/store/store_errors.h"
 
 namespace f2obo::server {
@@ -167,12 +168,55 @@ absl::Status Checkpoints::NoCheckpointAt(const SessionEntry& e, int64_t t, const
       "; kept: ", kept.empty() ? "none" : absl::StrJoin(kept, ", ")));
 }
 
-absl::StatusOr<v1::SessionInfo> Checkpoints::Take(const std::string& id) {
+template <typename Once>
+absl::StatusOr<v1::SessionInfo> Checkpoints::OnStored(const std::string& id, const Once& once) {
   absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
   if (!found.ok()) return found.status();
-  SessionEntry& e = **found;
+  std::shared_ptr<SessionEntry> e = *std::move(found);
+  for (int attempt = 0;; ++attempt) {
+    bool stale = false;
+    absl::StatusOr<v1::SessionInfo> info = once(e, attempt > 0, &stale);
+    if (!stale) return info;
+    if (attempt == StepRunner::kReloads) {
+      return absl::UnavailableError(
+          absl::StrCat("session '", id,
+                       "': the stored session moved on at every reload (other servers write "
+                       "it); nothing changed; retry"));
+    }
+    table_->Drop(e);
+    conflicts_resolved_.fetch_add(1, std::memory_order_relaxed);
+    found = table_->Find(id);
+    if (!found.ok()) return found.status();
+    e = *std::move(found);
+  }
+}
+
+absl::StatusOr<v1::SessionInfo> Checkpoints::Take(const std::string& id) {
+  return OnStored(id, [&](const std::shared_ptr<SessionEntry>& e, bool, bool* stale) {
+    return TakeOn(e, stale);
+  });
+}
+
+absl::StatusOr<v1::SessionInfo> Checkpoints::Rollback(const std::string& id, int64_t to_t,
+                                                      bool* rolled_back) {
+  if (to_t < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("to_t: ", to_t, " is not a step (>= 0)"));
+  }
+  return OnStored(id, [&](const std::shared_ptr<SessionEntry>& e, bool fresh, bool* stale) {
+    return RollbackOn(e, to_t, rolled_back, fresh, stale);
+  });
+}
+
+absl::StatusOr<v1::SessionInfo> Checkpoints::TakeOn(const std::shared_ptr<SessionEntry>& found,
+                                                    bool* stale) {
+  SessionEntry& e = *found;
+  const std::string& id = e.id;
   absl::MutexLock lock(&e.mu);
   if (absl::Status s = e.CheckNotRemoved(); !s.ok()) return s;
+  if (e.dropped) {
+    *stale = true;
+    return absl::AbortedError("stale copy");
+  }
   if (limits_.max_checkpoints <= 0) {
     return absl::FailedPreconditionError(
         "checkpoints are off on this server (--max_checkpoints=0)");
@@ -191,6 +235,10 @@ absl::StatusOr<v1::SessionInfo> Checkpoints::Take(const std::string& id) {
     absl::Status s = store_->PutCheckpoint(id, next, std::move(parts), limits_.max_checkpoints);
     if (!s.ok()) {
       e.checkpoint_base = 0;  // the next starts a chain of its own
+      if (shared() && (absl::IsAborted(s) || absl::IsNotFound(s))) {
+        *stale = true;  // another server moved the session on: taken on the truth
+        return s;
+      }
       return StoreWriteFailed(
           s, absl::StrCat("checkpoint t = ", next - 1, " of session '", id, "' not taken"));
     }
@@ -204,19 +252,22 @@ absl::StatusOr<v1::SessionInfo> Checkpoints::Take(const std::string& id) {
   return e.Info();
 }
 
-absl::StatusOr<v1::SessionInfo> Checkpoints::Rollback(const std::string& id, int64_t to_t,
-                                                      bool* rolled_back) {
-  if (to_t < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("to_t: ", to_t, " is not a step (>= 0)"));
-  }
-  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
-  if (!found.ok()) return found.status();
-  SessionEntry& e = **found;
+absl::StatusOr<v1::SessionInfo> Checkpoints::RollbackOn(const std::shared_ptr<SessionEntry>& found,
+                                                        int64_t to_t, bool* rolled_back,
+                                                        bool fresh, bool* stale) {
+  SessionEntry& e = *found;
+  const std::string& id = e.id;
   std::shared_ptr<SessionMetrics> abandoned;
   v1::SessionInfo info;
   {
     absl::MutexLock lock(&e.mu);
     if (absl::Status s = e.CheckNotRemoved(); !s.ok()) return s;
+    // A copy let go of, or one a shared store may have moved past: the
+    // rollback is decided on the session as stored.
+    if (e.dropped || (shared() && !fresh && to_t + 1 == e.session->state().t)) {
+      *stale = true;
+      return absl::AbortedError("stale copy");
+    }
     if (absl::Status s = table_->CheckFence(id); !s.ok()) return s;  // its state is being moved
     if (to_t + 1 == e.session->state().t) return e.Info();           // already there
     absl::StatusOr<std::string> bytes = StateAfter(e, to_t, "rollback to");
@@ -238,8 +289,14 @@ absl::StatusOr<v1::SessionInfo> Checkpoints::Rollback(const std::string& id, int
       if (r.t() <= to_t) replies.push_back(r);
     }
     if (store_ != nullptr) {
+      // Compare-and-set from the copy's step index.
       absl::Status s = store_->RollbackSession(id, to_t + 1, *std::move(bytes),
-                                               {replies.begin(), replies.end()});
+                                               {replies.begin(), replies.end()},
+                                               e.session->state().t);
+      if (shared() && (absl::IsAborted(s) || absl::IsNotFound(s))) {
+        *stale = true;  // another server moved the session on: rolled back on the truth
+        return s;
+      }
       if (!s.ok()) {
         return StoreWriteFailed(s, absl::StrCat("session '", id, "' not rolled back"));
       }
@@ -265,7 +322,7 @@ absl::StatusOr<v1::SessionInfo> Checkpoints::Rollback(const std::string& id, int
       if (m.t() <= to_t) kept.push_back(std::move(m));
     }
     std::shared_ptr<SessionMetrics> channel = SessionEntry::OpenMetrics(
-        *found, pipeline_, *std::move(evaluator), e.generation, std::move(kept));
+        found, pipeline_, *std::move(evaluator), e.generation, std::move(kept));
     {
       absl::MutexLock metrics_lock(&e.metrics_mu);
       abandoned = std::exchange(e.metrics, std::move(channel));

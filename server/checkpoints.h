@@ -9,7 +9,9 @@
 #ifndef F2OBO_SERVER_CHECKPOINTS_H_
 #define F2OBO_SERVER_CHECKPOINTS_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,8 +38,12 @@ class Checkpoints {
   // changed.  `rolled_back` (may be null): set when the state changed (a
   // rollback to the current step changes nothing).
   absl::StatusOr<v1::SessionInfo> Take(const std::string& id);
+  // With a shared store, a write that finds the stored session moved on
+  // by another server reloads it and is done on it (step_runner.h).
   absl::StatusOr<v1::SessionInfo> Rollback(const std::string& id, int64_t to_t,
                                            bool* rolled_back = nullptr);
+  // Takes and rollbacks answered from a reloaded session (a shared store).
+  int64_t conflicts_resolved() const { return conflicts_resolved_.load(); }
 
   // Whether a checkpoint is kept after step `step`.
   bool Due(int64_t step) const;
@@ -66,6 +72,18 @@ class Checkpoints {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
 
  private:
+  // Take and Rollback on `e`; with a shared store *stale is set (nothing
+  // changed) when e is behind the stored session (dropped, or its write
+  // refused by the compare-and-set; unless `fresh`, a rollback to e's
+  // current step too, which e alone cannot tell).
+  absl::StatusOr<v1::SessionInfo> TakeOn(const std::shared_ptr<SessionEntry>& e, bool* stale);
+  absl::StatusOr<v1::SessionInfo> RollbackOn(const std::shared_ptr<SessionEntry>& e, int64_t to_t,
+                                             bool* rolled_back, bool fresh, bool* stale);
+  // Runs `once` on session `id`, reloading it while it is stale.
+  template <typename Once>
+  absl::StatusOr<v1::SessionInfo> OnStored(const std::string& id, const Once& once);
+  bool shared() const { return store_ != nullptr && store_->shared(); }
+
   // The bytes of checkpoint `next_t`, from the store or from memory.
   absl::StatusOr<std::string> Bytes(const SessionEntry& e, int64_t next_t) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
@@ -82,6 +100,7 @@ class Checkpoints {
   MetricsPipeline* const pipeline_;
   SessionStore* const store_;
   SessionTable* const table_;
+  std::atomic<int64_t> conflicts_resolved_{0};
 };
 
 }  // namespace f2obo::server

@@ -63,6 +63,20 @@ absl::StatusOr<v1::SessionInfo> Installs::Install(std::shared_ptr<SessionEntry> 
   if (absl::Status s = table_->Claim(*entry, generate_id, /*check_fence=*/!persisted); !s.ok()) {
     return s;
   }
+  // A shared store may hold the id without this server holding it (another
+  // server's session, or one evicted): taken as well.  (Two servers
+  // creating one id at the same moment are not told apart here.)
+  if (store_ != nullptr && store_->shared() && !persisted && !generate_id) {
+    absl::StatusOr<int64_t> stored = store_->StoredStepIndex(entry->id);
+    if (stored.ok() || !absl::IsNotFound(stored.status())) {
+      table_->Unclaim(entry->id);
+      if (!stored.ok()) {
+        return StoreWriteFailed(stored.status(),
+                                absl::StrCat("session '", entry->id, "' not created"));
+      }
+      return absl::AlreadyExistsError(absl::StrCat("session '", entry->id, "' already exists"));
+    }
+  }
   // Where a new session starts is its first checkpoint (written with it).
   const bool checkpoint = !persisted && limits_.max_checkpoints > 0;
   if (store_ != nullptr && !persisted) {
@@ -111,6 +125,15 @@ SessionRecord Installs::RecordOf(const SessionEntry& e, bool checkpoint) const {
 v1::SessionInfo Installs::PublishClaimed(std::shared_ptr<SessionEntry> entry,
                                          std::unique_ptr<MetricsEvaluator> evaluator,
                                          bool checkpoint, bool stored) {
+  v1::SessionInfo info = Ready(entry, std::move(evaluator), checkpoint, stored);
+  FaultPoint("before_publish", entry->id).IgnoreError();  // tests interleave here
+  table_->Publish(std::move(entry));
+  return info;
+}
+
+v1::SessionInfo Installs::Ready(const std::shared_ptr<SessionEntry>& entry,
+                                std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint,
+                                bool stored) {
   Session& session = *entry->session;
   v1::SessionInfo info;
   {
@@ -133,8 +156,6 @@ v1::SessionInfo Installs::PublishClaimed(std::shared_ptr<SessionEntry> entry,
     entry->Publish();
     info = entry->Info();
   }
-  FaultPoint("before_publish", entry->id).IgnoreError();  // tests interleave here
-  table_->Publish(std::move(entry));
   return info;
 }
 
@@ -324,54 +345,6 @@ absl::StatusOr<v1::SessionInfo> Installs::Create(const v1::CreateSessionRequest&
   return info;
 }
 
-absl::StatusOr<std::vector<std::string>> Installs::Recover(std::vector<StoredGroup>* groups) {
-  if (store_ == nullptr) return std::vector<std::string>{};
-  absl::StatusOr<LoadedStore> loaded = store_->LoadAll();
-  if (!loaded.ok()) return loaded.status();
-  if (groups != nullptr) *groups = std::move(loaded->groups);
-  table_->LoadFences(loaded->fences);
-  std::vector<std::string> problems = loaded->damaged;
-  for (StoredSession& stored : loaded->sessions) {
-    if (absl::Status s = InstallStored(stored); !s.ok()) {
-      problems.push_back(absl::StrCat("session '", stored.id, "': ", s.message()));
-    }
-  }
-  return problems;
-}
-
-absl::Status Installs::InstallStored(StoredSession& stored) {
-  // Stored by a server (older ones wrote every option): unread options
-  // never acted, and are dropped (convert.h).
-  absl::StatusOr<SessionConfig> config = ToSessionConfig(stored.spec, UnreadOptions::kDrop);
-  absl::StatusOr<std::unique_ptr<Session>> session =
-      config.ok() ? Session::Restore(*config, std::move(stored.state)) : config.status();
-  if (!session.ok()) return session.status();
-  auto entry = std::make_shared<SessionEntry>();
-  entry->id = stored.id;
-  entry->exact_every = ExactEvery(stored.spec, **session);
-  entry->session = *std::move(session);
-  {
-    absl::MutexLock lock(&entry->mu);  // not shared yet: for the analysis' sake
-    for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
-    // A store written with a longer --reply_cache: the newest
-    // reply_cache answer retries from now on, as after a step (the
-    // store's rows are trimmed at the session's next step).
-    while (static_cast<int>(entry->replies.size()) > limits_.reply_cache) {
-      entry->replies.pop_front();
-    }
-    entry->checkpoints.insert(stored.checkpoints.begin(), stored.checkpoints.end());
-  }
-  // Stored sessions load whatever the limits (they exist already); they
-  // count against the budget for new ones.
-  Reservation reserved(table_, *table_->Reserve(*config, stored.spec, /*enforce_limits=*/false));
-  entry->reserved_bytes = reserved.bytes();
-  absl::StatusOr<v1::SessionInfo> info =
-      Install(std::move(entry), /*generate_id=*/false, /*persisted=*/true);
-  if (!info.ok()) return info.status();
-  reserved.Keep();
-  return absl::OkStatus();
-}
-
 absl::StatusOr<v1::SessionInfo> Installs::Fork(const v1::ForkSessionRequest& req,
                                                Deadline deadline) {
   if (!req.new_session_id().empty() && !IsSessionId(req.new_session_id())) {
@@ -381,7 +354,7 @@ absl::StatusOr<v1::SessionInfo> Installs::Fork(const v1::ForkSessionRequest& req
   if (req.has_at_t() && req.at_t() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("at_t: ", req.at_t(), " is not a step (>= 0)"));
   }
-  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(req.session_id());
+  absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->FindFresh(req.session_id());
   if (!found.ok()) return found.status();
   v1::SessionSpec spec;
   absl::StatusOr<Checkpoint> checkpoint;

@@ -44,7 +44,15 @@ class Installs {
   // Loads every stored session (and the stored fences), each resuming at
   // its last acknowledged step.  Returns one message per session that could
   // not be loaded; the stored groups go to `groups` (may be null).
+  // With a store shared by several servers (SessionStore::shared) only
+  // the groups and fences are read: each session is loaded when first asked
+  // for (LoadStored, the session table's loader).
   absl::StatusOr<std::vector<std::string>> Recover(std::vector<StoredGroup>* groups);
+  // Session `id` as the store holds it, built as recovery builds each
+  // stored session and ready to publish (its memory reserved whatever the
+  // limits; the table evicts idle ones to stay in its budget): NOT_FOUND if
+  // it is not stored, the store's error if it cannot be read.
+  absl::StatusOr<std::shared_ptr<SessionEntry>> LoadStored(const std::string& id);
 
   // Create, Import, Fork and ImportChunks honour the call's `deadline`:
   // checked before the store write and passed to it, so that a write
@@ -104,6 +112,9 @@ class Installs {
   // the limits (it exists already; it counts against the budget for new
   // ones).
   absl::Status InstallStored(StoredSession& stored);
+  // InstallStored's entry, built and ready (Ready), not claimed nor
+  // published.
+  absl::StatusOr<std::shared_ptr<SessionEntry>> BuildStored(StoredSession& stored);
   // Makes `entry` (session set, id possibly empty) reachable: claims an
   // id (generated if asked), persists it (unless `persisted`), opens its
   // metrics, and only then publishes it in the table.
@@ -118,6 +129,10 @@ class Installs {
   v1::SessionInfo PublishClaimed(std::shared_ptr<SessionEntry> entry,
                                  std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint,
                                  bool stored);
+  // PublishClaimed without the publishing: the entry's metrics opened and
+  // its view published (readers of the entry see it), its SessionInfo.
+  v1::SessionInfo Ready(const std::shared_ptr<SessionEntry>& entry,
+                        std::unique_ptr<MetricsEvaluator> evaluator, bool checkpoint, bool stored);
   // Create's checks and the entry it builds (not installed, id as given,
   // possibly empty); `reserved` receives its memory reservation.
   absl::StatusOr<std::shared_ptr<SessionEntry>> PrepareCreate(

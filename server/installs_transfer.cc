@@ -110,7 +110,7 @@ class ChunkWriter {
 }  // namespace
 
 absl::StatusOr<v1::SessionExport> Installs::Export(const std::string& id, int64_t max_bytes) const {
-  absl::StatusOr<std::shared_ptr<SessionEntry>> e = table_->Find(id);
+  absl::StatusOr<std::shared_ptr<SessionEntry>> e = table_->FindFresh(id);
   if (!e.ok()) return e.status();
   absl::MutexLock lock(&(*e)->mu);
   if (absl::Status s = (*e)->CheckNotRemoved(); !s.ok()) return s;
@@ -140,7 +140,7 @@ absl::StatusOr<v1::SessionExport> Installs::Export(const std::string& id, int64_
 
 absl::Status Installs::ExportChunks(const std::string& id, int64_t chunk_bytes,
                                     const ChunkSink& write) const {
-  absl::StatusOr<std::shared_ptr<SessionEntry>> e = table_->Find(id);
+  absl::StatusOr<std::shared_ptr<SessionEntry>> e = table_->FindFresh(id);
   if (!e.ok()) return e.status();
   std::string spec;
   std::shared_ptr<const SessionState> state;

@@ -1,6 +1,7 @@
 // f2obo-server: the online bilevel optimization service.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -82,10 +83,14 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "f2obo-server: memory limits: %s\n", memory.explanation.c_str());
   if (!o.store.empty()) {
     // Not the URI: it may hold a password.
+    // Shared: its sessions are loaded when first asked for, not at start.
+    const int resident = o.limits.max_resident_sessions > 0
+                             ? std::min(o.limits.max_resident_sessions, o.limits.max_sessions)
+                             : o.limits.max_sessions;
     std::fprintf(stderr,
-                 "f2obo-server: %zu session(s) restored from the PostgreSQL store (--store; "
-                 "durability %s)\n",
-                 (*server)->session_count(), o.durability.c_str());
+                 "f2obo-server: PostgreSQL store (--store; durability %s), shared: its sessions "
+                 "are loaded when first asked for, at most %d held in memory\n",
+                 o.durability.c_str(), resident);
   } else if (!o.data_dir.empty()) {
     std::fprintf(stderr, "f2obo-server: %zu session(s) restored from %s (durability %s)\n",
                  (*server)->session_count(), o.data_dir.c_str(), o.durability.c_str());

@@ -109,6 +109,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   Limits limits = options.limits;
   limits.max_message_bytes = options.max_message_bytes;
   s->sessions_ = std::make_unique<SessionManager>(limits, s->pipeline_.get(), s->store_.get());
+  s->store_metrics_ =
+      std::make_unique<StoreMetrics>(&s->registry_, s->sessions_.get(), s->store_.get());
   std::vector<StoredGroup> stored_groups;
   absl::StatusOr<std::vector<std::string>> problems = s->sessions_->Recover(&stored_groups);
   if (!problems.ok()) {
@@ -156,9 +158,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     s->process_memory_ =
         std::make_unique<ProcessMemoryGauges>(&s->registry_, &s->pipeline_->buffers());
     const metrics::HttpExporter::Handler render = metrics::MetricsHandler(&s->registry_);
-    s->exporter_->Handle("/metrics", [render, memory = s->process_memory_.get()](
+    s->exporter_->Handle("/metrics", [render, memory = s->process_memory_.get(),
+                                      store = s->store_metrics_.get()](
                                          const metrics::HttpExporter::Request& request) {
       memory->Refresh();
+      store->Refresh();
       return render(request);
     });
     if (options.dashboard) {  // the live page at "/" and its JSON API under "/api/"

@@ -16,6 +16,7 @@
 #include "server/metrics/registry.h"
 #include "server/metrics_pipeline.h"
 #include "server/process_memory.h"
+#include "server/store_metrics.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
 #include "server/session_manager.h"
@@ -67,6 +68,7 @@ class Server {
   metrics::Registry registry_;
   std::unique_ptr<ServiceMetrics> service_metrics_;
   std::unique_ptr<ProcessMemoryGauges> process_memory_;
+  std::unique_ptr<StoreMetrics> store_metrics_;
   std::unique_ptr<MetricsPipeline> pipeline_;
   std::unique_ptr<SessionManager> sessions_;
   std::unique_ptr<GroupManager> groups_;

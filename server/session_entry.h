@@ -92,6 +92,11 @@ struct SessionEntry {
   // holders of the entry found before then must neither serve it nor
   // persist it.
   bool removed ABSL_GUARDED_BY(mu) = false;
+  // Set when the table let go of this copy of a session in a shared store
+  // (SessionTable::Drop: a write found the stored session moved on by
+  // another server): holders of the entry must find the session again
+  // (the table loads it anew) instead of writing from this copy.
+  bool dropped ABSL_GUARDED_BY(mu) = false;
   int64_t reserved_bytes = 0;  // its share of the table's reserved memory
 
   // NOT_FOUND for an entry deleted after it was found.

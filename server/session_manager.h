@@ -47,7 +47,12 @@ class SessionManager {
         table_(&limits_, store),
         checkpoints_(&limits_, pipeline, store, &table_),
         steps_(&limits_, pipeline, store, &table_, &checkpoints_),
-        installs_(&limits_, pipeline, store, &table_, &checkpoints_) {}
+        installs_(&limits_, pipeline, store, &table_, &checkpoints_) {
+    // A shared store's sessions are loaded when first asked for.
+    if (store != nullptr && store->shared()) {
+      table_.EnableLoading([this](const std::string& id) { return installs_.LoadStored(id); });
+    }
+  }
 
   // Installs (installs.h).
   absl::StatusOr<std::vector<std::string>> Recover(std::vector<StoredGroup>* groups = nullptr) {
@@ -107,6 +112,14 @@ class SessionManager {
     return table_.Remove(id, from_store, deadline);
   }
   size_t size() const { return table_.size(); }
+  // Sessions loaded from a shared store on demand, and evicted, since start.
+  int64_t loads() const { return table_.loads(); }
+  int64_t evictions() const { return table_.evictions(); }
+  // Writes that found the stored session moved on by another server and
+  // were answered from it, reloaded.
+  int64_t conflicts_resolved() const {
+    return steps_.conflicts_resolved() + checkpoints_.conflicts_resolved();
+  }
   int64_t reserved_bytes() const { return table_.reserved_bytes(); }
   static std::string RoutingKey(const std::string& id) { return SessionTable::RoutingKey(id); }
   absl::Status CheckFence(const std::string& id) const { return table_.CheckFence(id); }

@@ -15,6 +15,7 @@ set(F2OBO_SESSION_SOURCES
   checkpoints.cc
   install_checks.cc
   installs.cc
+  installs_stored.cc
   installs_transfer.cc
   session_entry.cc
   session_fences.cc

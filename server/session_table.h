@@ -2,22 +2,36 @@
 // the memory they reserve, their deletion, and the routing keys fenced
 // away from this replica (server/session_fences.cc; the proto's SetFence).
 //
-// Lookup goes through Find only, so that this is where a session not in
-// memory will be loaded on demand from a shared store (claimed as an
-// install claims an id, built by Installs::InstallStored as recovery
-// builds each stored session, published), and where an idle one will be
-// evicted (Remove without its store write; its Reservation returned).
+// Lookup goes through Find only.  With a store shared by several servers
+// (SessionStore::shared; EnableLoading), that is where a session not in
+// memory is loaded on demand: its id claimed as an install claims one (so
+// concurrent finds load it once), built by the loader
+// (Installs::LoadStored, as recovery builds each stored session), then
+// published.  And memory stays bounded: once the sessions held pass their
+// budget (Limits::max_resident_sessions, else max_sessions) or their
+// reserved memory passes max_total_state_bytes, the least recently found
+// idle ones (held by nobody but the table: no round running, no call in
+// flight) are evicted: dropped from memory, not from the store, their
+// reservation returned; the next Find loads them again.  The embedded
+// store is loaded whole at start (Installs::Recover) and nothing is
+// evicted: its file is this server's alone and holds what one machine
+// serves.
 //
 // Thread-safety: thread-safe.  Lock order: mu_ -> fence_mu_; mu_ is never
 // held while an entry's lock is taken (session_entry.h).
 #ifndef F2OBO_SERVER_SESSION_TABLE_H_
 #define F2OBO_SERVER_SESSION_TABLE_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <list>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -27,6 +41,7 @@
 #include "f2obo/v1/f2obo.pb.h"
 #include "server/limits.h"
 #include "server/session_entry.h"
+#include "server/session_footprint.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
@@ -37,10 +52,33 @@ class SessionTable {
   SessionTable(const Limits* limits, SessionStore* store) : limits_(*limits), store_(store) {}
 
   // NOT_FOUND, or UNAVAILABLE for an id whose key is fenced (moved away:
-  // a proxy with the old ring still sends it here).
+  // a proxy with the old ring still sends it here).  With loading enabled,
+  // a session not held is loaded from the store (its errors returned:
+  // NOT_FOUND if it is not stored, UNAVAILABLE if the store cannot be
+  // read, DATA_LOSS if its records are damaged).
   absl::StatusOr<std::shared_ptr<SessionEntry>> Find(const std::string& id) const;
 
+  // A shared store's sessions: `loader` builds session `id` from the store
+  // (not published; NOT_FOUND if it is not stored).  Set before serving.
+  using Loader = std::function<absl::StatusOr<std::shared_ptr<SessionEntry>>(const std::string&)>;
+  void EnableLoading(Loader loader);
+  // Find for readers that must not answer from a copy behind the store
+  // (GetSession, GetDecision, exports, a fork's source): with loading
+  // enabled, a copy held is checked against the stored step index (one
+  // small read) and reloaded if it is behind.  Otherwise Find.
+  absl::StatusOr<std::shared_ptr<SessionEntry>> FindFresh(const std::string& id) const;
+  // Lets go of `entry`, a copy found stale (a write's compare-and-set
+  // failed: another server moved the stored session on), if it is still
+  // the one held: marked dropped, removed from memory (not from the
+  // store), its memory released.  The next Find loads the session anew.
+  void Drop(const std::shared_ptr<SessionEntry>& entry);
+  // Sessions loaded on demand and evicted, since start.
+  int64_t loads() const { return loads_.load(); }
+  int64_t evictions() const { return evictions_.load(); }
+
   // Readers, from each session's published view (session_views.cc).
+  // List: with loading enabled, also the sessions of the store not held
+  // (their id, spec and next_t only: SessionStore::ListSessions).
   absl::StatusOr<v1::SessionInfo> Get(const std::string& id) const;
   std::vector<v1::SessionInfo> List() const;
   absl::StatusOr<v1::Decision> GetDecision(const std::string& id) const;
@@ -108,6 +146,31 @@ class SessionTable {
   std::vector<std::string> SessionsOfKey(const std::string& key) const;
 
  private:
+  // Find's second half: loads session `id` (loading enabled, not held).
+  absl::StatusOr<std::shared_ptr<SessionEntry>> Load(const std::string& id);
+  // Marks `id` (held) as the most recently found.
+  void Touch(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Erases `id` from the map and the recency list.
+  void Erase(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts idle sessions, least recently found first, until `extra_sessions`
+  // more sessions and `extra_bytes` more reserved bytes fit the budget (or
+  // none idle is left); the evicted go to *out, whose metrics channels the
+  // caller closes once mu_ is released (Closed).  No-op unless loading is
+  // enabled.
+  void EvictLocked(size_t extra_sessions, int64_t extra_bytes,
+                   std::vector<std::shared_ptr<SessionEntry>>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Closed(const std::vector<std::shared_ptr<SessionEntry>>& evicted);
+  // Reserve's and Claim's work under mu_, the sessions evicted to make
+  // room in *evicted.
+  absl::StatusOr<int64_t> ReserveLocked(int64_t memory, const SessionFootprint& f,
+                                        const SessionConfig& config, bool enforce_limits,
+                                        std::vector<std::shared_ptr<SessionEntry>>* evicted);
+  absl::Status ClaimLocked(SessionEntry& entry, bool generate_id, bool check_fence,
+                           std::vector<std::shared_ptr<SessionEntry>>* evicted);
+  // The number of sessions held beyond which idle ones are evicted.
+  size_t ResidentBudget() const;
+
   const Limits& limits_;
   SessionStore* const store_;
   mutable absl::Mutex mu_;
@@ -116,7 +179,15 @@ class SessionTable {
   // counted toward max_sessions).  Waiters Await their leaving.
   std::set<std::string> installing_ ABSL_GUARDED_BY(mu_);
   uint64_t next_generated_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::mt19937_64 id_random_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  Loader loader_;  // set before serving (EnableLoading), then read only
+  // The held ids, most recently found first, and each one's place.
+  std::list<std::string> recency_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::list<std::string>::iterator> recency_pos_
+      ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> loads_{0};
+  std::atomic<int64_t> evictions_{0};
   // Fenced routing key -> new owner ("" if its record was damaged).
   mutable absl::Mutex fence_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, std::string> fences_ ABSL_GUARDED_BY(fence_mu_);

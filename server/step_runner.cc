@@ -75,17 +75,35 @@ absl::StatusOr<v1::StepReply> StepRunner::Step(const v1::StepRequest& req,
   absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(req.session_id());
   if (!found.ok()) return found.status();
   if (absl::Status s = FaultPoint("step_after_find", req.session_id()); !s.ok()) return s;
-  {
-    // A retry of an applied step is answered from the cache before any
-    // decoding, so it costs nothing and cannot fail differently.
-    absl::MutexLock lock(&(*found)->mu);
-    if (absl::Status s = (*found)->CheckNotRemoved(); !s.ok()) return s;
-    if (req.t() != (*found)->session->state().t) return (*found)->CachedOrRefused(req.t());
+  std::shared_ptr<SessionEntry> e = *std::move(found);
+  for (int attempt = 0;; ++attempt) {
+    {
+      // A retry of an applied step is answered from the cache before any
+      // decoding, so it costs nothing and cannot fail differently.  A
+      // shared store's copy at another index than t may be stale: it is
+      // answered from once reloaded.
+      absl::MutexLock lock(&e->mu);
+      if (absl::Status s = e->CheckNotRemoved(); !s.ok()) return s;
+      const bool expected = req.t() == e->session->state().t;
+      if (!e->dropped && expected) break;
+      if (!shared() || (attempt > 0 && !e->dropped)) return e->CachedOrRefused(req.t());
+      if (attempt == kReloads) break;  // Apply tells
+    }
+    absl::StatusOr<std::shared_ptr<SessionEntry>> reloaded = Reload(e);
+    if (!reloaded.ok()) return reloaded.status();
+    e = *std::move(reloaded);
   }
   absl::StatusOr<std::shared_ptr<const StepData>> data =
       Decode(req.upper(), req.inner(), req.tasks());
   if (!data.ok()) return data.status();
-  return Apply(**found, req.t(), *data, call);
+  return Apply(std::move(e), req.t(), *data, call);
+}
+
+absl::StatusOr<std::shared_ptr<SessionEntry>> StepRunner::Reload(
+    const std::shared_ptr<SessionEntry>& e) {
+  table_->Drop(e);
+  conflicts_resolved_.fetch_add(1, std::memory_order_relaxed);
+  return table_->Find(e->id);
 }
 
 absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> StepRunner::SessionStop(
@@ -100,7 +118,7 @@ absl::StatusOr<v1::StepReply> StepRunner::ApplyDecoded(
     const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
   absl::StatusOr<std::shared_ptr<SessionEntry>> found = table_->Find(id);
   if (!found.ok()) return found.status();
-  return Apply(**found, t, data, call, applied);
+  return Apply(*std::move(found), t, data, call, applied);
 }
 
 absl::Status StepRunner::ValidateBatches(const std::string& id, const StepData& data) const {
@@ -112,14 +130,46 @@ absl::Status StepRunner::ValidateBatches(const std::string& id, const StepData& 
 }
 
 absl::StatusOr<v1::StepReply> StepRunner::Apply(
-    SessionEntry& e, int64_t t, const std::shared_ptr<const StepData>& data,
+    std::shared_ptr<SessionEntry> e, int64_t t, const std::shared_ptr<const StepData>& data,
     const grpc::ServerContext* call, const std::function<void(const Session&)>& applied) {
+  for (int attempt = 0;; ++attempt) {
+    bool stale = false;
+    absl::StatusOr<v1::StepReply> r = Attempt(*e, t, data, call, applied, attempt > 0, &stale);
+    if (!stale) return r;
+    if (attempt == kReloads) {
+      return absl::UnavailableError(absl::StrCat(
+          "step ", t, " of session '", e->id,
+          "': the stored session moved on at every reload (other servers write it); not "
+          "applied here (session state unchanged); retry"));
+    }
+    absl::StatusOr<std::shared_ptr<SessionEntry>> reloaded = Reload(e);
+    if (!reloaded.ok()) return reloaded.status();
+    e = *std::move(reloaded);
+  }
+}
+
+absl::StatusOr<v1::StepReply> StepRunner::Attempt(
+    SessionEntry& e, int64_t t, const std::shared_ptr<const StepData>& data,
+    const grpc::ServerContext* call, const std::function<void(const Session&)>& applied,
+    bool fresh, bool* stale) {
   absl::MutexLock lock(&e.mu);
   // Deleted while this request decoded (or waited for the lock): nothing
   // may be applied or written for it any more.
   if (absl::Status removed = e.CheckNotRemoved(); !removed.ok()) return removed;
-  // Another request for this index may have won the race while we decoded.
-  if (t != e.session->state().t) return e.CachedOrRefused(t);
+  // A copy let go of (stale) is not written from: the session is found again.
+  if (e.dropped) {
+    *stale = true;
+    return absl::AbortedError("stale copy");
+  }
+  // Another request for this index may have won the race while we decoded
+  // (with a shared store, maybe on another server: reloaded first).
+  if (t != e.session->state().t) {
+    if (shared() && !fresh) {
+      *stale = true;
+      return absl::AbortedError("stale copy");
+    }
+    return e.CachedOrRefused(t);
+  }
   // Checked under e.mu: SetFence waits for this lock, so no step is
   // applied after a fence's SetFence returned.
   if (absl::Status fenced = table_->CheckFence(e.id); !fenced.ok()) return fenced;
@@ -135,6 +185,13 @@ absl::StatusOr<v1::StepReply> StepRunner::Apply(
         call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max());
     // A checkpoint not written: the next one starts a chain of its own.
     if (!durable.ok() && p->checkpoint) e.checkpoint_base = 0;
+    // The stored session moved on (another server stepped, rolled back or
+    // deleted it): nothing written; answered from it, reloaded.
+    if (shared() && (absl::IsAborted(durable) || absl::IsNotFound(durable))) {
+      e.session->Abort();
+      *stale = true;
+      return durable;
+    }
     if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue
       e.session->Abort();
       return absl::DeadlineExceededError(absl::StrCat("step ", t, ": ", durable.message(),

@@ -9,6 +9,18 @@
 // gives up, the session is deleted, the server's shutdown grace is over,
 // or they run for Limits::round_budget_seconds.
 //
+// A store shared by several servers (SessionStore::shared): this server's
+// copy of a session may be behind the stored one (another server stepped,
+// rolled back or deleted it).  Its writes compare-and-set the step index,
+// so a stale copy never commits; a write refused so (ABORTED, or NOT_FOUND
+// for a session deleted meanwhile), and a step whose index the copy does
+// not expect, drop the copy and load the stored session again (the
+// table's Drop and Find), and the request is answered as if it had arrived
+// at the reloaded session: a retried step from its reply cache, a step at
+// the wrong index refused naming the expected one, the step at its index
+// applied.  Never applied twice, never INTERNAL: a session moving on under
+// every reload (kReloads) answers UNAVAILABLE, to be retried.
+//
 // Thread-safety: thread-safe.  Different sessions step in parallel; one
 // session's steps are serialized by its entry's mu (session_entry.h),
 // held from the round to the commit.
@@ -94,6 +106,11 @@ class StepRunner {
   absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> SessionStop(const std::string& id) const;
   // The family checks of session `id` on these batches, without a round.
   absl::Status ValidateBatches(const std::string& id, const StepData& data) const;
+  // Steps answered from a reloaded session after a compare-and-set
+  // conflict or a stale step index (a shared store).
+  int64_t conflicts_resolved() const { return conflicts_resolved_.load(); }
+  // Reloads tried before a step answers UNAVAILABLE.
+  static constexpr int kReloads = 3;
 
  private:
   // A step's round, run and not yet stored: its pending state is in
@@ -112,10 +129,30 @@ class StepRunner {
   };
 
   absl::Status CheckLimits(const v1::Batch& batch, const std::string& what) const;
-  absl::StatusOr<v1::StepReply> Apply(SessionEntry& e, int64_t t,
+  // Apply on the session as stored: Attempt on `e`, and while it finds e
+  // stale, on the session reloaded (Reload).
+  absl::StatusOr<v1::StepReply> Apply(std::shared_ptr<SessionEntry> e, int64_t t,
                                       const std::shared_ptr<const StepData>& data,
                                       const grpc::ServerContext* call,
                                       const std::function<void(const Session&)>& applied = nullptr);
+  // Step t on e.  With a shared store, sets *stale (nothing changed) when e
+  // may be behind the stored session: dropped, its write refused by the
+  // compare-and-set, or (unless `fresh`: e was just loaded) at another
+  // step index than t.
+  absl::StatusOr<v1::StepReply> Attempt(SessionEntry& e, int64_t t,
+                                        const std::shared_ptr<const StepData>& data,
+                                        const grpc::ServerContext* call,
+                                        const std::function<void(const Session&)>& applied,
+                                        bool fresh, bool* stale);
+  // Whether the store is shared by several servers.
+  bool shared() const { return store_ != nullptr && store_->shared(); }
+  // Drops `e` and finds its session again (loaded from the store).
+  absl::StatusOr<std::shared_ptr<SessionEntry>> Reload(const std::shared_ptr<SessionEntry>& e);
+  // ApplyAll's one attempt over `entries`, as Attempt.
+  absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> AttemptAll(
+      const std::string& group_id, const std::vector<std::shared_ptr<SessionEntry>>& entries,
+      int64_t t, const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call,
+      bool fresh, bool* stale);
   // Runs e's round of step t (e at t, not removed, its fence checked).
   // On error nothing changed.
   absl::StatusOr<PreparedStep> PrepareStep(SessionEntry& e, int64_t t, const StepData& data,
@@ -142,6 +179,7 @@ class StepRunner {
   SessionStore* const store_;
   SessionTable* const table_;
   Checkpoints* const checkpoints_;
+  std::atomic<int64_t> conflicts_resolved_{0};
 };
 
 }  // namespace f2obo::server

@@ -26,12 +26,40 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> StepRunner::ApplyAll(
     if (!found.ok()) return failed(id, found.status());
     entries.push_back(*std::move(found));
   }
+  // A shared store: a member found stale makes every member reloaded and
+  // the step tried again on them (step_runner.h).
+  for (int attempt = 0;; ++attempt) {
+    bool stale = false;
+    auto out = AttemptAll(group_id, entries, t, data, call, attempt > 0, &stale);
+    if (!stale) return out;
+    if (attempt == kReloads) {
+      return absl::UnavailableError(
+          absl::StrCat("group '", group_id, "': the stored members moved on at every reload "
+                       "(other servers write them); step ", t, " applied to no member; retry"));
+    }
+    for (std::shared_ptr<SessionEntry>& e : entries) {
+      absl::StatusOr<std::shared_ptr<SessionEntry>> reloaded = Reload(e);
+      if (!reloaded.ok()) return failed(e->id, reloaded.status());
+      e = *std::move(reloaded);
+    }
+  }
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> StepRunner::AttemptAll(
+    const std::string& group_id, const std::vector<std::shared_ptr<SessionEntry>>& entries,
+    int64_t t, const std::shared_ptr<const StepData>& data, const grpc::ServerContext* call,
+    bool fresh, bool* stale) {
+  const auto failed = [&](const std::string& id, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("session '", id, "': ", s.message(), "; step ", t,
+                                               " applied to no member"));
+  };
   // Every member's lock for the whole step, taken in id order (the only
   // place that holds several: no other order can meet it), so that no
   // other writer of a member interleaves between the rounds and the commit.
   std::vector<size_t> order(entries.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return entries[a]->id < entries[b]->id; });
   std::vector<std::unique_ptr<absl::MutexLock>> locks;
   for (size_t i : order) locks.push_back(std::make_unique<absl::MutexLock>(&entries[i]->mu));
 
@@ -41,6 +69,10 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> StepRunner::ApplyAll(
     SessionEntry& e = *entries[i];
     e.mu.AssertHeld();  // locked above (a set the analysis cannot follow)
     if (absl::Status s = e.CheckNotRemoved(); !s.ok()) return failed(e.id, s);
+    if (e.dropped || (shared() && !fresh && t != e.session->state().t)) {
+      *stale = true;  // may be behind the store: reloaded first
+      return absl::AbortedError("stale copy");
+    }
     if (t != e.session->state().t) {
       out[i] = e.CachedOrRefused(t);
       continue;
@@ -82,6 +114,10 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> StepRunner::ApplyAll(
         if (p.checkpoint) p.e->checkpoint_base = 0;  // the next starts a chain
       }
       abort_all();
+      if (shared() && (absl::IsAborted(durable) || absl::IsNotFound(durable))) {
+        *stale = true;  // a member moved on in the store: nothing written
+        return durable;
+      }
       const std::string what = absl::StrCat("group '", group_id, "': step ", t,
                                             " applied to no member (their states unchanged)");
       if (absl::IsDeadlineExceeded(durable)) {  // withdrawn from the store's queue

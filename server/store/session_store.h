@@ -50,6 +50,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -132,6 +133,13 @@ struct SessionRecord {
   std::shared_ptr<const SessionState> parts;
 };
 
+// What ListSessions gives of a stored session without loading it.
+struct SessionSummary {
+  std::string id;
+  v1::SessionSpec spec;  // empty if its record is damaged
+  int64_t t = 0;         // the stored state's next step index
+};
+
 struct StoredGroup {
   std::string id;
   std::vector<std::string> members;  // session ids, in member order
@@ -165,6 +173,28 @@ class SessionStore {
   // Every stored session (checksum-verified; damaged ones are reported in
   // `damaged`, not returned), group and fence.
   virtual absl::StatusOr<LoadedStore> LoadAll() = 0;
+  // LoadAll without the sessions: what a server sharing the store reads
+  // at start (its sessions are loaded on demand: LoadSession).
+  virtual absl::StatusOr<LoadedStore> LoadGroupsAndFences() {
+    absl::StatusOr<LoadedStore> all = LoadAll();
+    if (all.ok()) all->sessions.clear();
+    return all;
+  }
+  // Session `id` as LoadAll loads it, from one snapshot: NOT_FOUND if it is
+  // not stored, DATA_LOSS naming the damaged record.
+  virtual absl::StatusOr<StoredSession> LoadSession(const std::string& id) = 0;
+  // Session `id`'s stored next step index (NOT_FOUND if it is not
+  // stored): how a server sharing the store tells that its copy is behind.
+  virtual absl::StatusOr<int64_t> StoredStepIndex(const std::string& id) = 0;
+  // Every stored session's id, spec and next step index, by id, without
+  // their states (ListSessions of a shared store: the sessions no server
+  // holds in memory too).  A spec failing its checksum is left empty.
+  virtual absl::StatusOr<std::vector<SessionSummary>> ListSessions() = 0;
+  // Whether other servers write this store's sessions too (a shared
+  // database): a server then loads a session when it is first asked for
+  // it, and its writes meet the compare-and-set above.  The embedded store
+  // is one server's own.
+  virtual bool shared() const { return false; }
 
   // Stores a new session (SessionRecord says what it replaces).
   virtual absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) = 0;
@@ -228,8 +258,9 @@ class SessionStore {
 
   // Checkpoints, each durable (whatever the policy) before returning.
   // Stores `state` (next step index `t`, the session's own: a checkpoint of
-  // the session as it is) as a checkpoint of session `id`, replacing one at
-  // the same t; keeps the newest `keep` (>= 1).
+  // the session as it is, so `t` is also the compare-and-set's) as a
+  // checkpoint of session `id`, replacing one at the same t; keeps the
+  // newest `keep` (>= 1).
   virtual absl::Status PutCheckpoint(const std::string& id, int64_t t, std::string state,
                                      int keep) = 0;
   // The same in parts (CheckpointParts).  FAILED_PRECONDITION, nothing
@@ -264,6 +295,25 @@ class SessionStore {
   // The largest record (a state, a spec, a reply) the store can hold.
   virtual int64_t max_record_bytes() const = 0;
   virtual Durability durability() const = 0;
+
+  // Observability (server/store_metrics.h).  Connections to the database
+  // made after the first ones (a broken one replaced), and commits whose
+  // outcome was unknown and read back: 0 for a store without connections.
+  virtual int64_t reconnects() const { return 0; }
+  virtual int64_t commits_read_back() const { return 0; }
+  // `observer` is called with the latency, in seconds, of each committed
+  // write transaction (set before the store is used; a shared store's).
+  void ObserveCommits(std::function<void(double)> observer) {
+    commit_observer_ = std::move(observer);
+  }
+
+ protected:
+  void CommitObserved(double seconds) const {
+    if (commit_observer_) commit_observer_(seconds);
+  }
+
+ private:
+  std::function<void(double)> commit_observer_;
 };
 
 }  // namespace f2obo::server

@@ -129,6 +129,10 @@ class SqliteSessionStore final : public SessionStore {
   // the writer's.  Compare-and-set indexes are not compared (the store is
   // its sessions' only writer).
   absl::StatusOr<LoadedStore> LoadAll() override;
+  // On a read connection of its own.
+  absl::StatusOr<StoredSession> LoadSession(const std::string& id) override;
+  absl::StatusOr<std::vector<SessionSummary>> ListSessions() override;
+  absl::StatusOr<int64_t> StoredStepIndex(const std::string& id) override;
   using SessionStore::PutSession;
   absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) override;
   absl::Status DeleteSession(const std::string& id, Deadline deadline = kNoDeadline) override;
@@ -247,11 +251,14 @@ class SqliteSessionStore final : public SessionStore {
   // must write their state complete.
   void NoteStepOutcome(const Write& w) ABSL_LOCKS_EXCLUDED(mu_);
   void NoteStepOutcome(const StepWrite& w, const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
-  // LoadAll: session `id`'s state from its head and its `count` parts,
+  // LoadAll, LoadSession: session `id` read on `db` into *out: NOT_FOUND
+  // if it is not stored, DATA_LOSS saying which record is damaged.
+  absl::Status ReadSession(sqlite3* db, const std::string& id, StoredSession* out) const;
+  // Session `id`'s state from its head and its `count` parts (on `db`),
   // every part checksum-verified (DATA_LOSS naming the part), each decoded
   // into the state as it is read.
-  absl::StatusOr<Checkpoint> JoinParts(const std::string& id, const std::string& head,
-                                       int64_t count);
+  absl::StatusOr<Checkpoint> JoinParts(sqlite3* db, const std::string& id,
+                                       const std::string& head, int64_t count) const;
   // Sets StepWrite::state_superseded across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);

@@ -1,5 +1,5 @@
 // SqliteSessionStore's reading side: every session, reply and group at start
-// (LoadAll) and a state stored as a head plus part rows joined back
+// (LoadAll), one session (LoadSession), and a state stored as a head plus part rows joined back
 // (JoinParts), each record's checksum verified (the writing side:
 // sqlite_session_store.cc).
 #include <sqlite3.h>
@@ -36,14 +36,15 @@ std::string SumProblem(const Stmt& row, int col, int64_t computed) {
 
 }  // namespace
 
-absl::StatusOr<Checkpoint> SqliteSessionStore::JoinParts(const std::string& id,
-                                                         const std::string& head, int64_t count) {
+absl::StatusOr<Checkpoint> SqliteSessionStore::JoinParts(sqlite3* db, const std::string& id,
+                                                         const std::string& head,
+                                                         int64_t count) const {
   if (count < 0 || count > (int64_t{1} << 40)) {
     return absl::DataLossError(absl::StrCat("state: ", count, " parts is not a part count"));
   }
   absl::StatusOr<Checkpoint> joined = DeserializeCheckpointHead(head, static_cast<size_t>(count));
   if (!joined.ok()) return joined.status();
-  Stmt rows(db_, "SELECT idx, part, part_sum, file FROM state_parts WHERE id = ? ORDER BY idx");
+  Stmt rows(db, "SELECT idx, part, part_sum, file FROM state_parts WHERE id = ? ORDER BY idx");
   if (!rows.ok()) return rows.Error("reading state parts");
   rows.Text(1, id);
   int rc;
@@ -75,6 +76,141 @@ absl::StatusOr<Checkpoint> SqliteSessionStore::JoinParts(const std::string& id,
   return joined;
 }
 
+absl::Status SqliteSessionStore::ReadSession(sqlite3* db, const std::string& id,
+                                             StoredSession* out) const {
+  StoredSession& s = *out;
+  s.id = id;
+  Stmt row(db,
+           "SELECT spec, state, t, spec_sum, state_sum, parts, file FROM sessions WHERE id = ?");
+  if (!row.ok()) return absl::DataLossError(absl::StrCat("unreadable row (", sqlite3_errmsg(db), ")"));
+  const int step = row.Text(1, id).Step();
+  if (step == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+  if (step != SQLITE_ROW) {
+    return absl::DataLossError(absl::StrCat("unreadable row (", sqlite3_errmsg(db), ")"));
+  }
+  const std::string spec = row.Column(0);
+  std::string state = row.Column(1);
+  if (!row.IsNull(6)) {  // in a side file
+    absl::StatusOr<std::string> file = ReadSideFile(row.Column(6));
+    if (!file.ok()) return absl::DataLossError(absl::StrCat("state ", file.status().message()));
+    state = *std::move(file);
+  }
+  const int64_t t = row.ColumnInt(2);
+  if (std::string p = SumProblem(row, 3, RecordSum("spec", id, 0, spec)); !p.empty()) {
+    return absl::DataLossError(absl::StrCat("spec ", p));
+  }
+  if (std::string p = SumProblem(row, 4, RecordSum("state", id, t, state)); !p.empty()) {
+    return absl::DataLossError(absl::StrCat("state ", p));
+  }
+  if (!s.spec.ParseFromString(spec)) return absl::DataLossError("spec does not parse");
+  // In parts: the head and the row of every non-empty aux vector, joined
+  // as they are decoded (the state is not encoded whole again).
+  absl::StatusOr<Checkpoint> st =
+      row.IsNull(5) ? DeserializeCheckpoint(state) : JoinParts(db, id, state, row.ColumnInt(5));
+  if (!st.ok()) return absl::DataLossError(st.status().message());
+  if (st->state.t != t) {
+    return absl::DataLossError(
+        absl::StrCat("state is at step ", st->state.t, " but its row says ", t));
+  }
+  s.state = *std::move(st);
+  Stmt replies(db, "SELECT t, reply, reply_sum FROM replies WHERE id = ? ORDER BY t");
+  if (!replies.ok()) return replies.Error("reading replies");
+  replies.Text(1, id);
+  int rc = SQLITE_DONE;
+  while ((rc = replies.Step()) == SQLITE_ROW) {
+    const int64_t rt = replies.ColumnInt(0);
+    const std::string bytes = replies.Column(1);
+    v1::StepReply r;
+    // (Rows are keyed by the step after the reply's; files written before
+    // ReplaceReplies keyed a PutSession's by the reply's own step.  Either
+    // loads: the checksum binds the reply to its row's key.)  Not loaded
+    // without every reply: a client retrying an acknowledged step would
+    // otherwise get no reply, or a different one.
+    if (std::string p = SumProblem(replies, 2, RecordSum("reply", id, rt, bytes)); !p.empty()) {
+      return absl::DataLossError(absl::StrCat("cached reply at t=", rt, ": ", p));
+    }
+    if (!r.ParseFromString(bytes)) {
+      return absl::DataLossError(absl::StrCat("cached reply at t=", rt, " does not parse"));
+    }
+    s.replies.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) {
+    return absl::DataLossError(
+        absl::StrCat("reply cache unreadable (", sqlite3_errmsg(db), ")"));
+  }
+  // Only the list: a checkpoint's bytes are read (and verified) on use.
+  Stmt checkpoints(db, "SELECT t FROM checkpoints WHERE id = ? ORDER BY t");
+  if (!checkpoints.ok()) return checkpoints.Error("listing checkpoints");
+  checkpoints.Text(1, id);
+  while ((rc = checkpoints.Step()) == SQLITE_ROW) s.checkpoints.push_back(checkpoints.ColumnInt(0));
+  if (rc != SQLITE_DONE) return checkpoints.Error("listing checkpoints");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StoredSession> SqliteSessionStore::LoadSession(const std::string& id) {
+  // On a read connection of its own (as ReadCheckpointParts), in one read
+  // transaction: the writer thread's connection is its own.
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    const std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return StoreError(SQLITE_CANTOPEN, "loading a session", msg);
+  }
+  struct Closer {
+    sqlite3* db;
+    ~Closer() { sqlite3_close(db); }
+  } closer{db};
+  sqlite3_busy_timeout(db, 5000);
+  Stmt begin(db, "BEGIN");
+  if (absl::Status s = begin.Run("loading a session"); !s.ok()) return s;
+  StoredSession out;
+  if (absl::Status s = ReadSession(db, id, &out); !s.ok()) {
+    if (absl::IsDataLoss(s)) {
+      return absl::DataLossError(absl::StrCat("session '", id, "': ", s.message()));
+    }
+    return s;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<SessionSummary>> SqliteSessionStore::ListSessions() {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    const std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return StoreError(SQLITE_CANTOPEN, "listing sessions", msg);
+  }
+  struct Closer {
+    sqlite3* db;
+    ~Closer() { sqlite3_close(db); }
+  } closer{db};
+  sqlite3_busy_timeout(db, 5000);
+  Stmt list(db, "SELECT id, spec, t, spec_sum FROM sessions ORDER BY id");
+  if (!list.ok()) return list.Error("listing sessions");
+  std::vector<SessionSummary> out;
+  int rc;
+  while ((rc = list.Step()) == SQLITE_ROW) {
+    SessionSummary s;
+    s.id = list.Column(0);
+    s.t = list.ColumnInt(2);
+    const std::string spec = list.Column(1);
+    if (SumProblem(list, 3, RecordSum("spec", s.id, 0, spec)).empty()) {
+      (void)s.spec.ParseFromString(spec);
+    }
+    out.push_back(std::move(s));
+  }
+  if (rc != SQLITE_DONE) return list.Error("listing sessions");
+  return out;
+}
+
+absl::StatusOr<int64_t> SqliteSessionStore::StoredStepIndex(const std::string& id) {
+  absl::StatusOr<StoredSession> s = LoadSession(id);  // (not on a hot path here)
+  if (!s.ok()) return s.status();
+  return s->state.state.t;
+}
+
 absl::StatusOr<LoadedStore> SqliteSessionStore::LoadAll() {
   LoadedStore out;
   std::vector<std::string> ids;
@@ -87,89 +223,14 @@ absl::StatusOr<LoadedStore> SqliteSessionStore::LoadAll() {
   }
   // Each session is read on its own, so damage to one leaves the others.
   for (const std::string& id : ids) {
-    StoredSession s;
-    s.id = id;
-    const auto damaged = [&](absl::string_view what) {
-      out.damaged.push_back(absl::StrCat("session '", id, "': ", what));
-    };
-    Stmt row(db_,
-             "SELECT spec, state, t, spec_sum, state_sum, parts, file FROM sessions WHERE id = ?");
-    if (!row.ok() || row.Text(1, id).Step() != SQLITE_ROW) {
-      damaged(absl::StrCat("unreadable row (", sqlite3_errmsg(db_), ")"));
+    StoredSession st;
+    const absl::Status read = ReadSession(db_, id, &st);
+    if (absl::IsDataLoss(read)) {
+      out.damaged.push_back(absl::StrCat("session '", id, "': ", read.message()));
       continue;
     }
-    const std::string spec = row.Column(0);
-    std::string state = row.Column(1);
-    if (!row.IsNull(6)) {  // in a side file
-      absl::StatusOr<std::string> file = ReadSideFile(row.Column(6));
-      if (!file.ok()) {
-        damaged(absl::StrCat("state ", file.status().message()));
-        continue;
-      }
-      state = *std::move(file);
-    }
-    const int64_t t = row.ColumnInt(2);
-    if (std::string p = SumProblem(row, 3, RecordSum("spec", id, 0, spec)); !p.empty()) {
-      damaged(absl::StrCat("spec ", p));
-      continue;
-    }
-    if (std::string p = SumProblem(row, 4, RecordSum("state", id, t, state)); !p.empty()) {
-      damaged(absl::StrCat("state ", p));
-      continue;
-    }
-    if (!s.spec.ParseFromString(spec)) {
-      damaged("spec does not parse");
-      continue;
-    }
-    // In parts: the head and the row of every non-empty aux vector, joined
-    // as they are decoded (the state is not encoded whole again).
-    absl::StatusOr<Checkpoint> st =
-        row.IsNull(5) ? DeserializeCheckpoint(state) : JoinParts(id, state, row.ColumnInt(5));
-    if (!st.ok()) {
-      damaged(st.status().message());
-      continue;
-    }
-    if (st->state.t != t) {
-      damaged(absl::StrCat("state is at step ", st->state.t, " but its row says ", t));
-      continue;
-    }
-    s.state = *std::move(st);
-    Stmt replies(db_, "SELECT t, reply, reply_sum FROM replies WHERE id = ? ORDER BY t");
-    if (!replies.ok()) return replies.Error("reading replies");
-    replies.Text(1, id);
-    int rc = SQLITE_DONE;
-    std::string bad;
-    while (bad.empty() && (rc = replies.Step()) == SQLITE_ROW) {
-      const int64_t rt = replies.ColumnInt(0);
-      const std::string bytes = replies.Column(1);
-      v1::StepReply r;
-      // (Rows are keyed by the step after the reply's; files written before
-      // ReplaceReplies keyed a PutSession's by the reply's own step.  Either
-      // loads: the checksum binds the reply to its row's key.)
-      if (std::string p = SumProblem(replies, 2, RecordSum("reply", id, rt, bytes)); !p.empty()) {
-        bad = absl::StrCat("cached reply at t=", rt, ": ", p);
-      } else if (!r.ParseFromString(bytes)) {
-        bad = absl::StrCat("cached reply at t=", rt, " does not parse");
-      }
-      s.replies.push_back(std::move(r));
-    }
-    if (bad.empty() && rc != SQLITE_DONE) {
-      bad = absl::StrCat("reply cache unreadable (", sqlite3_errmsg(db_), ")");
-    }
-    if (!bad.empty()) {
-      // Not loaded without it: a client retrying an acknowledged step would
-      // otherwise get no reply, or a different one.
-      damaged(bad);
-      continue;
-    }
-    // Only the list: a checkpoint's bytes are read (and verified) on use.
-    Stmt checkpoints(db_, "SELECT t FROM checkpoints WHERE id = ? ORDER BY t");
-    if (!checkpoints.ok()) return checkpoints.Error("listing checkpoints");
-    checkpoints.Text(1, id);
-    while ((rc = checkpoints.Step()) == SQLITE_ROW)
-      s.checkpoints.push_back(checkpoints.ColumnInt(0));
-    if (rc != SQLITE_DONE) return checkpoints.Error("listing checkpoints");
-    out.sessions.push_back(std::move(s));
+    if (!read.ok()) return read;
+    out.sessions.push_back(std::move(st));
   }
   Stmt groups(db_, "SELECT id, members, members_sum FROM groups ORDER BY id");
   if (!groups.ok()) return groups.Error("listing groups");

@@ -156,6 +156,7 @@ void PostgresSessionStore::Release(std::unique_ptr<pg::Conn> c) {
 absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline deadline, bool sync,
                                             const Body& body, const ReadBack& read_back,
                                             bool grows) {
+  const auto start = std::chrono::steady_clock::now();
   if (std::chrono::system_clock::now() >= deadline) {
     return absl::DeadlineExceededError(absl::StrCat("deadline passed before ", what));
   }
@@ -184,6 +185,10 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   absl::StatusOr<pg::Result> committed = c->Exec(what, "COMMIT");
   if (committed.ok() || !c->broken()) {
     Release(std::move(c));
+    if (committed.ok()) {
+      CommitObserved(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
     return committed.status();
   }
   // The connection broke during COMMIT: stored or not, only the database

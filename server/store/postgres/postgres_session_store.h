@@ -68,6 +68,11 @@ class PostgresSessionStore : public SessionStore {
   ~PostgresSessionStore() override;
 
   absl::StatusOr<LoadedStore> LoadAll() override;
+  absl::StatusOr<LoadedStore> LoadGroupsAndFences() override;
+  absl::StatusOr<StoredSession> LoadSession(const std::string& id) override;
+  absl::StatusOr<std::vector<SessionSummary>> ListSessions() override;
+  absl::StatusOr<int64_t> StoredStepIndex(const std::string& id) override;
+  bool shared() const override { return true; }
   absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) override;
   using SessionStore::PutSession;
   absl::Status DeleteSession(const std::string& id, Deadline deadline = kNoDeadline) override;
@@ -101,10 +106,10 @@ class PostgresSessionStore : public SessionStore {
   Durability durability() const override { return durability_; }
 
   // Connections made after the first ones (a broken one replaced).
-  int64_t reconnects() const { return reconnects_.load(); }
+  int64_t reconnects() const override { return reconnects_.load(); }
   // Commits whose outcome was unknown (the connection broke during
   // COMMIT) and was read back.
-  int64_t commits_read_back() const { return commits_read_back_.load(); }
+  int64_t commits_read_back() const override { return commits_read_back_.load(); }
 
  private:
   class Lease;
@@ -141,11 +146,20 @@ class PostgresSessionStore : public SessionStore {
   absl::Status PutCheckpointRow(pg::Conn& c, const std::string& id, int64_t t,
                                 const std::string& state);
   absl::Status TrimCheckpoints(pg::Conn& c, const std::string& id, int keep);
+  // PutCheckpoint's compare-and-set: session `id` stored at next step
+  // index `t` (row locked), else NOT_FOUND or ABORTED.
+  static absl::Status SessionAt(pg::Conn& c, const std::string& id, int64_t t);
   // Read back: whether session `id` is stored at next step index `t` with
   // reply `reply` (a step) / at all.
   static absl::StatusOr<bool> StoredAt(pg::Conn& c, const std::string& id, int64_t t,
                                        const std::string* reply);
   absl::Status CheckSize(pg::Conn& c);
+  // LoadAll, or without the sessions (LoadGroupsAndFences).
+  absl::StatusOr<LoadedStore> Load(bool with_sessions);
+  // Session `id` read on `c` (in the caller's transaction) into *out:
+  // NOT_FOUND if it is not stored, DATA_LOSS saying which record is
+  // damaged, another error if the database failed.
+  absl::Status ReadSession(pg::Conn& c, const std::string& id, StoredSession* out);
   // Checkpoint (id, t), decoded; a whole one with `whole` set: its stored
   // bytes into *whole instead (verified, not decoded).
   absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& id, int64_t t, std::string* whole);

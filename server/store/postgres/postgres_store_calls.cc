@@ -219,11 +219,26 @@ absl::Status PostgresSessionStore::CommitSteps(std::vector<SessionStep> steps, i
   return s;
 }
 
+absl::Status PostgresSessionStore::SessionAt(pg::Conn& c, const std::string& id, int64_t t) {
+  // Locked to the transaction's end: no step of another server between.
+  absl::StatusOr<pg::Result> r =
+      c.Run("reading a session's step index",
+            "SELECT next_t FROM f2obo_sessions WHERE id = $1::text FOR UPDATE", {Param(id)});
+  if (!r.ok()) return r.status();
+  if (r->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' is not stored"));
+  if (r->Int(0, 0) != t) {
+    return absl::AbortedError(absl::StrCat("session '", id, "' is at step index ", r->Int(0, 0),
+                                           " in the store, not ", t, ": another server wrote it"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PostgresSessionStore::PutCheckpoint(const std::string& id, int64_t t,
                                                  std::string state, int keep) {
   return Transact(
       "storing a checkpoint", kNoDeadline, true,
       [&](pg::Conn& c) {
+        if (absl::Status at = SessionAt(c, id, t); !at.ok()) return at;
         absl::Status s = PutCheckpointRow(c, id, t, state);
         return s.ok() ? TrimCheckpoints(c, id, std::max(keep, 1)) : s;
       },
@@ -242,6 +257,7 @@ absl::Status PostgresSessionStore::PutCheckpoint(const std::string& id, int64_t 
   return Transact(
       "storing a checkpoint", kNoDeadline, true,
       [&](pg::Conn& c) {
+        if (absl::Status at = SessionAt(c, id, t); !at.ok()) return at;
         absl::Status s = InsertCheckpointParts(c, id, t, parts.head, parts);
         return s.ok() ? TrimCheckpoints(c, id, std::max(keep, 1)) : s;
       },

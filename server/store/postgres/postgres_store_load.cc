@@ -1,5 +1,6 @@
-// The PostgreSQL store's reads: every session at start (LoadAll), a
-// checkpoint on use; each record checksum-verified (record_sum.h), a
+// The PostgreSQL store's reads: every session at start (LoadAll), one
+// session when a server is first asked for it (LoadSession), a checkpoint
+// on use; each record checksum-verified (record_sum.h), a
 // damaged one reported and not used.
 #include <string>
 #include <utility>
@@ -61,7 +62,134 @@ absl::StatusOr<Checkpoint> JoinRows(pg::Conn& c, const char* sql, const std::str
 
 }  // namespace
 
-absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() {
+absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& id,
+                                               StoredSession* out) {
+  absl::StatusOr<pg::Result> row =
+      c.Run("reading a session",
+            "SELECT spec, spec_sum, state, state_sum, parts, next_t FROM f2obo_sessions "
+            "WHERE id = $1::text",
+            {Param(id)});
+  if (!row.ok()) return row.status();
+  if (row->rows() != 1) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+  StoredSession& st = *out;
+  st.id = id;
+  const int64_t t = row->Int(0, 5);
+  const absl::string_view spec = row->Bytes(0, 0);
+  const std::string state(row->Bytes(0, 2));
+  if (std::string p = SumProblem(*row, 0, 1, "spec", id, 0, spec); !p.empty()) {
+    return absl::DataLossError(absl::StrCat("spec ", p));
+  }
+  if (std::string p = SumProblem(*row, 0, 3, "state", id, t, state); !p.empty()) {
+    return absl::DataLossError(absl::StrCat("state ", p));
+  }
+  if (!st.spec.ParseFromArray(spec.data(), static_cast<int>(spec.size()))) {
+    return absl::DataLossError("spec does not parse");
+  }
+  absl::StatusOr<Checkpoint> decoded =
+      row->IsNull(0, 4)
+          ? DeserializeCheckpoint(state)
+          : JoinRows(c,
+                     "SELECT idx, part, part_sum FROM f2obo_state_parts WHERE id = $1::text "
+                     "AND $2::bigint >= 0 ORDER BY idx",
+                     id, 0, state, row->Int(0, 4), "part");
+  if (!decoded.ok()) {
+    if (c.broken()) return decoded.status();  // not the record's fault
+    return absl::DataLossError(decoded.status().message());
+  }
+  if (decoded->state.t != t) {
+    return absl::DataLossError(
+        absl::StrCat("state is at step ", decoded->state.t, " but its row says ", t));
+  }
+  st.state = *std::move(decoded);
+  absl::StatusOr<pg::Result> replies =
+      c.Run("reading replies",
+            "SELECT t, reply, reply_sum FROM f2obo_replies WHERE id = $1::text ORDER BY t",
+            {Param(id)});
+  if (!replies.ok()) return replies.status();
+  for (int i = 0; i < replies->rows(); ++i) {
+    const int64_t rt = replies->Int(i, 0);
+    const absl::string_view bytes = replies->Bytes(i, 1);
+    v1::StepReply r;
+    // Not loaded without it: a retried acknowledged step would get no
+    // reply, or another.
+    if (std::string p = SumProblem(*replies, i, 2, "reply", id, rt, bytes); !p.empty()) {
+      return absl::DataLossError(absl::StrCat("cached reply at t=", rt, ": ", p));
+    }
+    if (!r.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return absl::DataLossError(absl::StrCat("cached reply at t=", rt, " does not parse"));
+    }
+    st.replies.push_back(std::move(r));
+  }
+  absl::StatusOr<pg::Result> checkpoints =
+      c.Run("listing checkpoints",
+            "SELECT t FROM f2obo_checkpoints WHERE id = $1::text ORDER BY t", {Param(id)});
+  if (!checkpoints.ok()) return checkpoints.status();
+  for (int i = 0; i < checkpoints->rows(); ++i) st.checkpoints.push_back(checkpoints->Int(i, 0));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::string& id) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  pg::Conn& c = **acquired;
+  // One snapshot: the row, its parts and its replies of one commit.
+  absl::Status s =
+      c.Exec("loading a session", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").status();
+  StoredSession out;
+  if (s.ok()) s = ReadSession(c, id, &out);
+  if (!c.broken()) (void)c.Exec("loading a session", "COMMIT");
+  Release(*std::move(acquired));
+  if (!s.ok()) {
+    if (absl::IsDataLoss(s)) {
+      return absl::DataLossError(absl::StrCat("session '", id, "': ", s.message()));
+    }
+    return s;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<SessionSummary>> PostgresSessionStore::ListSessions() {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  absl::StatusOr<pg::Result> rows =
+      (*acquired)
+          ->Run("listing sessions",
+                "SELECT id, spec, spec_sum, next_t FROM f2obo_sessions ORDER BY id");
+  Release(*std::move(acquired));
+  if (!rows.ok()) return rows.status();
+  std::vector<SessionSummary> out;
+  out.reserve(static_cast<size_t>(rows->rows()));
+  for (int i = 0; i < rows->rows(); ++i) {
+    SessionSummary s;
+    s.id = std::string(rows->Bytes(i, 0));
+    s.t = rows->Int(i, 3);
+    const absl::string_view spec = rows->Bytes(i, 1);
+    if (SumProblem(*rows, i, 2, "spec", s.id, 0, spec).empty()) {
+      (void)s.spec.ParseFromArray(spec.data(), static_cast<int>(spec.size()));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> PostgresSessionStore::StoredStepIndex(const std::string& id) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  absl::StatusOr<pg::Result> row =
+      (*acquired)
+          ->Run("reading a session's step index",
+                "SELECT next_t FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
+  Release(*std::move(acquired));
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+  return row->Int(0, 0);
+}
+
+absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() { return Load(true); }
+
+absl::StatusOr<LoadedStore> PostgresSessionStore::LoadGroupsAndFences() { return Load(false); }
+
+absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
   absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   pg::Conn& c = **acquired;
@@ -71,7 +199,7 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() {
   absl::Status s =
       c.Exec("loading sessions", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").status();
   std::vector<std::string> ids;
-  if (s.ok()) {
+  if (s.ok() && with_sessions) {
     absl::StatusOr<pg::Result> list =
         c.Run("listing sessions", "SELECT id FROM f2obo_sessions ORDER BY id");
     s = list.status();
@@ -80,87 +208,17 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() {
     }
   }
   for (size_t n = 0; s.ok() && n < ids.size(); ++n) {
-    const std::string& id = ids[n];
-    const auto damaged = [&](absl::string_view what) {
-      out.damaged.push_back(absl::StrCat("session '", id, "': ", what));
-    };
-    absl::StatusOr<pg::Result> row =
-        c.Run("reading a session",
-              "SELECT spec, spec_sum, state, state_sum, parts, next_t FROM f2obo_sessions "
-              "WHERE id = $1::text",
-              {Param(id)});
-    if (!row.ok()) {
-      s = row.status();
-      break;
-    }
-    if (row->rows() != 1) continue;  // deleted meanwhile: not in this snapshot
     StoredSession st;
-    st.id = id;
-    const int64_t t = row->Int(0, 5);
-    const absl::string_view spec = row->Bytes(0, 0);
-    const std::string state(row->Bytes(0, 2));
-    if (std::string p = SumProblem(*row, 0, 1, "spec", id, 0, spec); !p.empty()) {
-      damaged(absl::StrCat("spec ", p));
+    const absl::Status read = ReadSession(c, ids[n], &st);
+    if (absl::IsNotFound(read)) continue;  // deleted meanwhile: not in this snapshot
+    if (absl::IsDataLoss(read)) {
+      out.damaged.push_back(absl::StrCat("session '", ids[n], "': ", read.message()));
       continue;
     }
-    if (std::string p = SumProblem(*row, 0, 3, "state", id, t, state); !p.empty()) {
-      damaged(absl::StrCat("state ", p));
-      continue;
-    }
-    if (!st.spec.ParseFromArray(spec.data(), static_cast<int>(spec.size()))) {
-      damaged("spec does not parse");
-      continue;
-    }
-    absl::StatusOr<Checkpoint> decoded =
-        row->IsNull(0, 4)
-            ? DeserializeCheckpoint(state)
-            : JoinRows(c,
-                       "SELECT idx, part, part_sum FROM f2obo_state_parts WHERE id = $1::text "
-                       "AND $2::bigint >= 0 ORDER BY idx",
-                       id, 0, state, row->Int(0, 4), "part");
-    if (!decoded.ok()) {
-      damaged(decoded.status().message());
-      continue;
-    }
-    if (decoded->state.t != t) {
-      damaged(absl::StrCat("state is at step ", decoded->state.t, " but its row says ", t));
-      continue;
-    }
-    st.state = *std::move(decoded);
-    absl::StatusOr<pg::Result> replies =
-        c.Run("reading replies",
-              "SELECT t, reply, reply_sum FROM f2obo_replies WHERE id = $1::text ORDER BY t",
-              {Param(id)});
-    if (!replies.ok()) {
-      s = replies.status();
+    if (!read.ok()) {
+      s = read;
       break;
     }
-    std::string bad;
-    for (int i = 0; bad.empty() && i < replies->rows(); ++i) {
-      const int64_t rt = replies->Int(i, 0);
-      const absl::string_view bytes = replies->Bytes(i, 1);
-      v1::StepReply r;
-      if (std::string p = SumProblem(*replies, i, 2, "reply", id, rt, bytes); !p.empty()) {
-        bad = absl::StrCat("cached reply at t=", rt, ": ", p);
-      } else if (!r.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-        bad = absl::StrCat("cached reply at t=", rt, " does not parse");
-      }
-      st.replies.push_back(std::move(r));
-    }
-    if (!bad.empty()) {
-      // Not loaded without it: a retried acknowledged step would get no
-      // reply, or another.
-      damaged(bad);
-      continue;
-    }
-    absl::StatusOr<pg::Result> checkpoints =
-        c.Run("listing checkpoints",
-              "SELECT t FROM f2obo_checkpoints WHERE id = $1::text ORDER BY t", {Param(id)});
-    if (!checkpoints.ok()) {
-      s = checkpoints.status();
-      break;
-    }
-    for (int i = 0; i < checkpoints->rows(); ++i) st.checkpoints.push_back(checkpoints->Int(i, 0));
     out.sessions.push_back(std::move(st));
   }
   if (s.ok()) {

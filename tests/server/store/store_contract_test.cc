@@ -178,9 +178,21 @@ TEST_P(StoreContractTest, CheckpointsInPartsExtendTheNewestAndReadBackJoined) {
   const SessionState first = s;
   s.t = 7;
   s.aux.Set(2, Vector::Constant(4, 8.5));
+  // (A checkpoint is of the session as it is: at its step index; steps
+  // from t - 1 to t bring it there.)
+  const auto step_to = [&](SessionState at, int64_t to) {
+    for (int64_t t = at.t + 1; t <= to; ++t) {
+      at.t = t;
+      ASSERT_TRUE(store_->CommitStep("a", t, WholeBytes(at), ContractReply("a", t - 1), 3).ok());
+    }
+  };
+  step_to(first, 7);
   ASSERT_TRUE(store_->PutCheckpoint("a", 7, PartsOf(s, {2}, /*base=*/1), 4).ok());
+  SessionState later = s;
+  later.t = 9;
+  step_to(s, 9);
   // A checkpoint extending one that is not the newest is refused, nothing written.
-  const absl::Status stale = store_->PutCheckpoint("a", 9, PartsOf(s, {2}, /*base=*/1), 4);
+  const absl::Status stale = store_->PutCheckpoint("a", 9, PartsOf(later, {2}, /*base=*/1), 4);
   EXPECT_TRUE(absl::IsFailedPrecondition(stale)) << stale;
   Reopen();
   EXPECT_THAT(Load().sessions.at(0).checkpoints, ElementsAre(1, 7));

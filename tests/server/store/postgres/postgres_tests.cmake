@@ -31,6 +31,14 @@ target_link_libraries(postgres_server_e2e_test PRIVATE f2obo_e2e_support f2obo_s
   f2obo_client f2obo_pg_cluster GTest::gtest_main)
 add_test(NAME postgres.server_e2e COMMAND postgres_server_e2e_test)
 set_tests_properties(postgres.server_e2e PROPERTIES LABELS postgres TIMEOUT 300)
+# Several servers sharing one PostgreSQL (no proxy): load on demand, the
+# compare-and-set between replicas, eviction (real processes on loopback).
+add_executable(shared_store_e2e_test server/store/postgres/shared_store_e2e_test.cc)
+target_link_libraries(shared_store_e2e_test PRIVATE f2obo_e2e_support f2obo_server_process
+  f2obo_client f2obo_pg_cluster GTest::gtest_main)
+add_dependencies(shared_store_e2e_test f2obo-server)
+add_test(NAME postgres.shared_store_e2e COMMAND shared_store_e2e_test)
+set_tests_properties(postgres.shared_store_e2e PROPERTIES LABELS postgres TIMEOUT 300)
 # Failover of the shared store (real replicas, nginx and PostgreSQL on
 # loopback): replicas lost for good behind nginx; PostgreSQL killed and
 # restarted, a primary killed and its synchronous standby promoted.
