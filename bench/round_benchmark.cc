@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "bench/round_shapes.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
@@ -221,7 +221,7 @@ void BM_GradYGPair(benchmark::State& state) {
   const Workload& w = GetWorkload(state.range(0) != 0);
   const int rows = static_cast<int>(state.range(1));
   FamilyConfig fc = RoundConfig("f2obo", w.d, 0).family;
-  std::unique_ptr<Family> family = *CreateFamily(fc);
+  std::unique_ptr<BilevelFamily> family = *CreateBilevelFamily(fc);
   const Vector x = Vector::Constant(family->x_dim(), 0.05);
   const Vector y = Vector::Constant(family->y_dim(), 0.01), z = -y;
   Vector gz(family->y_dim()), gy(family->y_dim());
@@ -247,7 +247,7 @@ BENCHMARK(BM_GradYGPair)
 void RunExactMetrics(benchmark::State& state, const SessionConfig& config,
                      const std::vector<StepData>& ring) {
   std::unique_ptr<Session> session = *Session::Create(config);
-  std::unique_ptr<Family> family = *CreateFamily(config.family);
+  std::unique_ptr<BilevelFamily> family = *CreateBilevelFamily(config.family);
   MetricsInput in{};
   for (const StepData& step : ring) {
     in = MetricsInput{session->state().t, session->state().x, BilevelView(session->state()).y,

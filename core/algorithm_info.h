@@ -2,7 +2,7 @@
 // class: the only place that knows its class, its options (which ones it
 // reads, its defaults, its own cross-field checks) and the paper's
 // experimental setting.  Each algorithm defines its entry in its own file;
-// a class's registry lists the entries (core/algorithm_registry.cc for the
+// a class's registry lists the entries (core/bilevel/bilevel_algorithm_registry.cc for the
 // bilevel class).
 #ifndef F2OBO_CORE_ALGORITHM_INFO_H_
 #define F2OBO_CORE_ALGORITHM_INFO_H_

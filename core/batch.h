@@ -1,7 +1,7 @@
 // A step's data: the upper batch (defines f_t) and the inner batch (g_t).
 //
 // One struct serves every family; each family documents which fields it
-// reads and validates them (Family::ValidateBatch).  Sample-based families
+// reads and validates them (its ValidateBatch).  Sample-based families
 // read `dense` or `csr` features plus `labels` or `targets`; the quadratic
 // family reads `M`, `c` (inner) and `d` (upper).
 #ifndef F2OBO_CORE_BATCH_H_
@@ -93,6 +93,9 @@ struct Batch {
 
 struct TaskData;
 
+// Which of a step's two batches a family is asked about (f_t's or g_t's).
+enum class BatchRole { kUpper, kInner };
+
 // One step's data.  Single-task classes (bilevel, simple bilevel) read
 // `upper` and `inner` and refuse a non-empty `tasks` (Session::Prepare);
 // multi-task sessions (core/multitask/) read only `tasks` and refuse
@@ -106,7 +109,7 @@ struct StepData {
 };
 
 // One task's part of a multi-task step.  Its batches are a StepData so that
-// every oracle taking a step's data (Family::Prepare, the exact metrics,
+// every oracle taking a step's data (a family's Prepare, the exact metrics,
 // the samplers) serves a task unchanged.
 struct TaskData {
   int task = 0;   // in [0, m)

@@ -1,7 +1,8 @@
 // The classes of problems a session can solve (SPEC section 9).  A class
 // fixes the shape of a session's state, of its round report and of its
 // exact metrics; every family and algorithm belongs to exactly one class.
-// The classes themselves are listed in core/problem_registry.cc.
+// Each id here has its line, in this order, in core/problem_classes.h,
+// which names the class's parts.
 #ifndef F2OBO_CORE_PROBLEM_CLASS_H_
 #define F2OBO_CORE_PROBLEM_CLASS_H_
 

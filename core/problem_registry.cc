@@ -6,58 +6,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/bilevel/bilevel_problem.h"
-#include "core/family_registry.h"
-#include "core/multitask/multitask_family.h"
-#include "core/multitask/multitask_problem.h"
+#include "absl/strings/strip.h"
 #include "core/oracle.h"
-#include "core/simple/simple_problem.h"
-#include "core/simple/simple_registries.h"
+#include "core/problem_classes.h"
 
 namespace f2obo {
 
 const std::vector<ProblemClassEntry>& ProblemClasses() {
-  static const auto* classes = new std::vector<ProblemClassEntry>{
-      {ProblemClass::kBilevel, "bilevel",
-       "min_x f(x, y*(x)), y*(x) = argmin_y g(x, y) with g strongly convex in y", "sf2obo",
-       "the paper's Alg. 3: Alg. 1's first-order round (no Hessians, any y_dim) on seeded "
-       "mini-batches of ceil(t^(2/3)) rows, tau = 1/6 (Corollary 5.2), automatic matched steps. "
-       "Over three seeds of the quality suite its defaults beat f2obo's in 6 of 6 (task, seed) "
-       "pairs (digits L2 held-out CE 0.766 vs 0.905, loss tuning under drift 0.183 vs 0.193) at "
-       "the same server CPU (0.24 vs 0.24 s, 0.38 vs 0.40 s per 1,000 steps), beat their "
-       "untuned start in 6 of 6 and end at or below the best fixed hyperparameter in hindsight "
-       "(-10.6%, -0.0%) with 1/12 of the grid's passes (bench/RESULTS.md; bench/EXPERIMENTS.md "
-       "section 13). f2obo (Alg. 1, deterministic given the batches) is kept by name; af2obo's "
-       "defaults beat its untuned start at ~10x the CPU",
-       /*oracle_default_algorithm=*/"sf2obo", &BilevelFamilyNames, &BilevelAlgorithmInfos,
-       &CreateBilevelProblem},
-      {ProblemClass::kSimpleBilevel, "simple_bilevel",
-       "min_{x in Z} f(x) s.t. x in argmin_{z in Z} g(z), f and g convex and smooth", "agm_bio",
-       "ends closest to the bilevel optimum in every seed of the quality suite (diabetes l1-ball "
-       "regression, 4,096 steps, (g - g*) + |f - f*|: 0.037 mean over 5 seeds vs ir_fscg 0.19 "
-       "and ir_scg 0.70, which loses to x_0 = 0 in 2 of 5) at 0.6 ms of server CPU a step "
-       "against 0.1-0.15 ms (d = 65, W = 1,000 rows of each kind; a step now writes only its "
-       "rows of the window). Its window keeps rows in the session, so the oracle "
-       "family (rows on the client) defaults to ir_scg, the one algorithm without a window "
-       "(bench/EXPERIMENTS.md sections 9 and 13)",
-       /*oracle_default_algorithm=*/"ir_scg", &SimpleFamilyNames, &SimpleAlgorithmInfos,
-       &CreateSimpleProblem},
-      {ProblemClass::kMultitaskBilevel, "multitask_bilevel",
-       "min_x (1/m) sum_i f_i(x, y_i*(x)), y_i*(x) = argmin_y g_i(x, y): m lower-level "
-       "problems sharing x, steps tagged with task indices",
-       // mt_f2obo, not rsvrb: rsvrb builds explicit x_dim x y_dim and y_dim^2
-       // matrices per task (max_explicit_dim <= 2048) and refuses the
-       // README's own data (digits: y_dim 650; Fashion-MNIST: 7850).
-       "mt_f2obo",
-       "first-order, so it takes any y_dim: rsvrb builds explicit x_dim x y_dim and y_dim^2 "
-       "matrices per task (max_explicit_dim <= 2048) and refuses the README's data. Where rsvrb "
-       "fits, mt_f2obo's defaults learn better at 1/8 of its server CPU (three seeds of the "
-       "quality suite: held-out F 0.334 vs 0.849, the best uniform penalty in hindsight 0.706, "
-       "untuned 0.954; bench/RESULTS.md, bench/EXPERIMENTS.md section 13)",
-       /*oracle_default_algorithm=*/"mt_f2obo", &MultitaskFamilyNameList, &MultitaskAlgorithmInfos,
-       static_cast<absl::StatusOr<std::unique_ptr<Problem>> (*)(const SessionConfig&)>(
-           &CreateMultitaskProblem)},
-  };
+  static const auto* classes = [] {
+    auto* all = new std::vector<ProblemClassEntry>;
+    for (const ProblemClassEntry* e : AllProblemClasses::Entries()) all->push_back(*e);
+    return all;
+  }();
   return *classes;
 }
 
@@ -208,19 +168,16 @@ absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOpti
 }
 
 absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config) {
-  const auto ask = [](auto family) -> absl::StatusOr<bool> {
-    if (!family.ok()) return family.status();
-    return (*family)->is_classification();
-  };
-  switch (config.problem_class) {
-    case ProblemClass::kBilevel:
-      return ask(CreateFamily(config.family));
-    case ProblemClass::kSimpleBilevel:
-      return ask(CreateSimpleFamily(config.family));
-    case ProblemClass::kMultitaskBilevel:
-      return ask(CreateMultitaskFamily(config.family));
-  }
-  return absl::InvalidArgumentError("problem_class: unknown");
+  const ProblemClassEntry* e = FindEntry(config.problem_class);
+  if (e == nullptr) return absl::InvalidArgumentError("problem_class: unknown");
+  return e->family_is_classification(config.family);
+}
+
+ConstraintSet DefaultConstraint(absl::string_view family) {
+  absl::ConsumePrefix(&family, "multitask_");  // a multi-task family: its base's
+  if (family == "logistic_hpo") return ConstraintSet::Box(0.0, 0.1);
+  if (family == "ridge_hpo") return ConstraintSet::Box(0.0, 1.0);
+  return ConstraintSet();
 }
 
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config) {

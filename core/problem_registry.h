@@ -1,18 +1,21 @@
 // The problem classes the core serves (SPEC section 9), with their families
-// and algorithms.  Where a class lives, layer by layer:
+// and algorithms.  A class is one folder and one line in each layer's list:
 //   core/<class>/                    its Problem, state, families, algorithms,
-//                                    report and metrics (core/bilevel,
-//                                    core/simple, core/multitask; what they
-//                                    share: core/hypergradients, core/kernels)
-//   core/problem_registry.cc         its ProblemClassEntry (below)
-//   core/step_report.h, class_metrics.h  one alternative in ClassReport and
-//                                    ClassMetrics
-//   proto/f2obo/v1/<class>_wire.cc   its ClassWire (spec, report and metrics
-//                                    on the wire; class_wire.cc's table)
+//                                    report, metrics and ProblemClassEntry
+//                                    (beside its Problem); what classes
+//                                    share: core/hypergradients, core/kernels
+//   core/problem_classes.h           its line in AllProblemClasses (and its
+//                                    id in core/problem_class.h), from which
+//                                    ClassReport, ClassMetrics and
+//                                    ProblemClasses() follow
+//   proto/f2obo/v1/<class>_wire.cc   its ClassWire (report and metrics on the
+//                                    wire), one line in class_wire.cc
 //   server/presentation/<class>_presentation.cc  its Prometheus series and
-//                                    dashboard fields (class_presentation.cc)
-// A class missing from any of these tables is an error, not a fallback
-// (tests/server/class_entries_test.cc walks them).
+//                                    dashboard fields, one line in
+//                                    class_presentation.cc
+// A class missing from a layer's list is an error, not a fallback
+// (tests/server/class_entries_test.cc walks the core's list and asks the
+// others for each class).
 #ifndef F2OBO_CORE_PROBLEM_REGISTRY_H_
 #define F2OBO_CORE_PROBLEM_REGISTRY_H_
 
@@ -23,6 +26,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/algorithm_info.h"
+#include "core/constraint.h"
+#include "core/family_config.h"
 #include "core/problem.h"
 #include "core/problem_class.h"
 #include "core/session_config.h"
@@ -46,9 +51,21 @@ struct ProblemClassEntry {
   // field for an unknown family, bad dimensions, a bad constraint set or
   // options the algorithm refuses.
   absl::StatusOr<std::unique_ptr<Problem>> (*create)(const SessionConfig&);
+  // Whether the class's family `config` names classifies rows
+  // (FamilyIsClassification below); FamilyClassifies<its factory>.
+  absl::StatusOr<bool> (*family_is_classification)(const FamilyConfig&);
 };
 
-// In ProblemClass order.
+// For a class's entry: asks the family that `Create` builds from `config`.
+template <auto Create>
+absl::StatusOr<bool> FamilyClassifies(const FamilyConfig& config) {
+  auto family = Create(config);
+  if (!family.ok()) return family.status();
+  return (*family)->is_classification();
+}
+
+// Every class's entry (each defined in the class's folder), in the order
+// of core/problem_classes.h's list, which is ProblemClass order.
 const std::vector<ProblemClassEntry>& ProblemClasses();
 const ProblemClassEntry& GetProblemClass(ProblemClass c);
 // INVALID_ARGUMENT "problem_class: ..." listing the known names.
@@ -94,6 +111,13 @@ absl::Status ValidateOptionsFor(absl::string_view algorithm, const AlgorithmOpti
 // family to ask it (is_classification()), so the answer has one home;
 // INVALID_ARGUMENT as CreateProblem for a family that cannot be built.
 absl::StatusOr<bool> FamilyIsClassification(const SessionConfig& config);
+
+// The feasible set X (Z) of a session of `family` whose spec gives none:
+// the one home of this default, applied by the server to every client's
+// spec.  logistic_hpo: the box [0, 0.1]^d of the paper's Sec. 6.1 (its g
+// needs lo > -mu0); ridge_hpo: [0, 1]^d (likewise); their multi-task
+// versions the same; every other family (any class): unconstrained.
+ConstraintSet DefaultConstraint(absl::string_view family);
 
 // The class's Problem for `config` (family, algorithm, constraint checked).
 absl::StatusOr<std::unique_ptr<Problem>> CreateProblem(const SessionConfig& config);

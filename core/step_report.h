@@ -7,14 +7,12 @@
 #include <optional>
 #include <variant>
 
-#include "core/bilevel/bilevel_report.h"
-#include "core/multitask/multitask_report.h"
-#include "core/simple/simple_report.h"
+#include "core/problem_classes.h"
 
 namespace f2obo {
 
-// One alternative per problem class (core/problem_class.h), in its order.
-using ClassReport = std::variant<BilevelReport, SimpleReport, MultitaskReport>;
+// One alternative per problem class, in the order of core/problem_classes.h.
+using ClassReport = AllProblemClasses::Reports;
 
 struct StepReport {
   int64_t t = 0;  // index of the step this round applied

@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/session.h"
 #include "core/state.h"
@@ -289,10 +289,10 @@ Result RunInput(const uint8_t* data, size_t size) {
   absl::StatusOr<std::shared_ptr<const StepData>> decoded =
       mgr.Decode(in.step.upper(), in.step.inner(), in.step.tasks());
 
-  std::unique_ptr<Family> metrics_family;
+  std::unique_ptr<BilevelFamily> metrics_family;
   if (decoded.ok() && (in.mode & kExactMetrics) &&
       session.problem_class() == ProblemClass::kBilevel) {
-    absl::StatusOr<std::unique_ptr<Family>> f = CreateFamily(session.config().family);
+    absl::StatusOr<std::unique_ptr<BilevelFamily>> f = CreateBilevelFamily(session.config().family);
     FUZZ_CHECK(f.ok(), "the metrics family of a valid session: ", f.status().ToString());
     metrics_family = *std::move(f);
   }

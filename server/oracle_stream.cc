@@ -155,7 +155,7 @@ absl::Status StreamOracle::EvaluateExpanded(absl::Span<OracleQuery> queries) {
   }
   if (absl::Status s = EvaluateGroups(absl::MakeSpan(asked)); !s.ok()) return s;
   for (size_t i = 0; i < queries.size(); ++i) {
-    // As the core adds them (Family::InnerIterationDirection).
+    // As the core adds them (BilevelFamily::InnerIterationDirection).
     if (queries[i].fused) *queries[i].grad_y += queries[i].fuse_g * g[i];
   }
   return absl::OkStatus();

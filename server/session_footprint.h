@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "core/family.h"
+#include "core/family_config.h"
 
 namespace f2obo::server {
 

@@ -14,6 +14,10 @@ namespace f2obo::server {
 
 absl::StatusOr<v1::SessionInfo> SessionTable::Get(const std::string& id) const {
   absl::StatusOr<std::shared_ptr<SessionEntry>> e = FindFresh(id);
+  // The store cannot be asked whether the copy held is current (it is
+  // down): reads of the sessions in memory keep working, from the last
+  // state this server committed or loaded, as List answers.
+  if (absl::IsUnavailable(e.status())) e = Find(id);
   if (!e.ok()) return e.status();
   return (*e)->InfoOf(*(*e)->PublishedView());
 }
@@ -51,6 +55,7 @@ std::vector<v1::SessionInfo> SessionTable::List() const {
 
 absl::StatusOr<v1::Decision> SessionTable::GetDecision(const std::string& id) const {
   absl::StatusOr<std::shared_ptr<SessionEntry>> e = FindFresh(id);
+  if (absl::IsUnavailable(e.status())) e = Find(id);  // as Get: the copy held
   if (!e.ok()) return e.status();
   const std::shared_ptr<const SessionView> view = (*e)->PublishedView();
   return DecisionOf(id, *view->session, *view->state);

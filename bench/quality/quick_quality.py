@@ -24,11 +24,16 @@ loss on 2,000 test rows.  With fixed step sizes (`--option alpha=0.1
 diverges within 30 steps.
 There a fixed L2 penalty cannot help (no overfitting on fresh rows), so the
 gate is "finite and within 2% of the untuned start" (1% while the upper
-step was a fixed 0.001, which moved x by ~0.001 in 100 steps; the
-automatic step follows the hypergradient, which on this stream asks for a
-penalty: mean x ~0.3 after 100 steps, +1.1% held-out loss for sf2obo and
-f2obo).  Run for the class default and f2obo (af2obo's loops to tolerance
-cost ~70 s here; digits gates it).
+step was a fixed 0.001, which moved x by ~0.001 in 100 steps).  Why 2%:
+the automatic step follows the hypergradient, which on this stream asks for
+a penalty (mean x ~0.2-0.35 after 100 steps), and the held-out ratio
+default / untuned of the class default varies with the seed more than the
+penalty costs: +1.01%, -0.02%, -0.12% for seeds 1, 2, 3 (mean +0.29%,
+standard deviation 0.62 points), so a 1% bar would fail on seed 1's draw
+and pass on the others; 2% is the mean plus ~2.7 standard deviations
+(bench/RESULTS.md).  Run for the class
+default and f2obo (af2obo's loops to tolerance cost ~70 s here; digits
+gates it).
 
 Third, the other classes' defaults on the quality suite's tasks, shortened
 (bench/quality/task_simple.py, task_multitask.py; --simple_steps, --mt_steps):

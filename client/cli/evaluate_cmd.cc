@@ -9,8 +9,8 @@
 //                     (logistic_hpo: f on the dataset; loss_tuning: f with
 //                     unit class weights, so no re-weighting, no logit
 //                     adjustment);
-//   accuracy          Family::Accuracy on all rows;
-//   balanced_accuracy mean over the classes present of Family::Accuracy on
+//   accuracy          BilevelFamily::Accuracy on all rows;
+//   balanced_accuracy mean over the classes present of BilevelFamily::Accuracy on
 //                     that class's rows (mean per-class recall).
 #include <cstdio>
 #include <string>
@@ -21,7 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli/cli.h"
 #include "client/data/dataset.h"
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/problem_class.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"
@@ -47,7 +47,7 @@ struct Scores {
   double loss = 0, accuracy = 0, balanced_accuracy = 0;
 };
 
-absl::StatusOr<Scores> Score(Family& family, const VecIn& x, const VecIn& y, StepData& data,
+absl::StatusOr<Scores> Score(BilevelFamily& family, const VecIn& x, const VecIn& y, StepData& data,
                              int classes) {
   Batch& b = data.upper;
   if (family.name() == "loss_tuning") b.class_weights = Vector::Ones(classes);
@@ -140,7 +140,7 @@ int RunEvaluate() {
           "); evaluate scores bilevel classification sessions (logistic_hpo, loss_tuning) on "
           "held-out data; see `f2obo-cli metrics` and `decision` for this one"));
     }
-    absl::StatusOr<std::unique_ptr<Family>> family = CreateFamily(config->family);
+    absl::StatusOr<std::unique_ptr<BilevelFamily>> family = CreateBilevelFamily(config->family);
     if (!family.ok()) return RpcError("evaluate: family", family.status());
     if (!(*family)->is_classification()) {
       return UsageError(absl::StrCat("evaluate: family '", std::string((*family)->name()),

@@ -121,7 +121,7 @@ absl::Status SetConstraint(v1::ConstraintSpec* c) {
   }
   const std::string box = absl::GetFlag(FLAGS_box);
   // Neither flag: no constraint is sent and the server applies the
-  // family's default (core/family_registry.h), as for every client.
+  // family's default (core/problem_registry.h), as for every client.
   if (box.empty()) return absl::OkStatus();
   if (box == "none") {
     c->set_unconstrained(true);

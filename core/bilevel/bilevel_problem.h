@@ -1,7 +1,7 @@
 // The bilevel problem class (SPEC sections 2-5): families of
-// core/family_registry.cc, algorithms of core/algorithm_registry.cc, state
-// x, y, z, lambda (core/bilevel/bilevel_state.h), the round report of
-// core/bilevel/bilevel_report.h and the hypergradient metrics of
+// core/bilevel/bilevel_family_registry.cc, algorithms of
+// core/bilevel/bilevel_algorithm_registry.cc, state x, y, z, lambda (core/bilevel/bilevel_state.h),
+// the round report of core/bilevel/bilevel_report.h and the hypergradient metrics of
 // core/metrics/exact_metrics.h.
 #ifndef F2OBO_CORE_BILEVEL_BILEVEL_PROBLEM_H_
 #define F2OBO_CORE_BILEVEL_BILEVEL_PROBLEM_H_

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/types.h"
 
 namespace f2obo {

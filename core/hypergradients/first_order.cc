@@ -12,7 +12,7 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda) {
   return std::min(next, o.lambda_max);
 }
 
-Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const VecIn& x,
+Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, BilevelFamily& family, const VecIn& x,
                             const VecIn& y, const StepData& data) {
   if (!AlphaIsAuto(o) && !BetaIsAuto(o)) return Smoothness{};
   return family.EstimateSmoothness(x, y, data);
@@ -90,15 +90,14 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
   report->smoothness_source = sm.source;
 }
 
-absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
-                                          double lambda, int k, const BatchView& upper,
+absl::StatusOr<int64_t> PenaltyInnerLoops(BilevelFamily& family, const VecIn& x, double alpha,
+                                          double beta, double lambda, int k, const BatchView& upper,
                                           const BatchView& inner, Vector* y, Vector* z,
                                           FirstOrderWorkspace* ws, RoundControl* control) {
   int64_t rows = 0;
   for (int i = 0; i < k; ++i) {
     if (absl::Status st = ContinueRound(control); !st.ok()) return st;
-    family.InnerIterationDirection(x, *z, *y, lambda, upper, inner, &ws->gz, &ws->gy_g,
-                                   &ws->gy_f);
+    family.InnerIterationDirection(x, *z, *y, lambda, upper, inner, &ws->gz, &ws->gy_g, &ws->gy_f);
     z->noalias() -= alpha * ws->gz;
     y->noalias() -= beta * ws->gy_f;
     rows += inner.rows.n + upper.rows.n;
@@ -106,9 +105,9 @@ absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double
   return rows;
 }
 
-int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
-                      const BatchView& upper, const BatchView& inner, FirstOrderWorkspace* ws,
-                      BilevelReport* report) {
+int64_t Hypergradient(BilevelFamily& family, const VecIn& x, const VecIn& y, const VecIn& z,
+                      double lambda, const BatchView& upper, const BatchView& inner,
+                      FirstOrderWorkspace* ws, BilevelReport* report) {
   family.HypergradientDirection(x, y, z, lambda, upper, inner, &ws->gx_f, &ws->gy_f, &ws->gx_g_y,
                                 &ws->gy_g, &ws->gx_g_z, &ws->gz);  // gy_f: grad_y L
   report->hypergradient.noalias() = ws->gx_f + lambda * (ws->gx_g_y - ws->gx_g_z);

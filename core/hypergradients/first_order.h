@@ -6,9 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/bilevel/bilevel_report.h"
 #include "core/constraint.h"
-#include "core/family.h"
 #include "core/options.h"
 #include "core/round_control.h"
 
@@ -31,7 +31,7 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
 
 // Smoothness estimate when a step size is "auto" (SPEC section 3), else
 // zeros.  Estimated at (x_t, y_t) on the full step batches.
-Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, Family& family, const VecIn& x,
+Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, BilevelFamily& family, const VecIn& x,
                             const VecIn& y, const StepData& data);
 
 // Step sizes of Algorithms 1-2: beta_t = beta / lambda_t ("scaled"), beta
@@ -89,8 +89,8 @@ void RecordStepSizes(const AlgorithmOptions& o, const Smoothness& sm, double lam
 // (F2OBO's loop; mt_f2obo runs it per task.)
 // Returns the rows read, or the status of `control` when it stopped the
 // round between two of the K iterations.
-absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double alpha, double beta,
-                                          double lambda, int k, const BatchView& upper,
+absl::StatusOr<int64_t> PenaltyInnerLoops(BilevelFamily& family, const VecIn& x, double alpha,
+                                          double beta, double lambda, int k, const BatchView& upper,
                                           const BatchView& inner, Vector* y, Vector* z,
                                           FirstOrderWorkspace* ws, RoundControl* control);
 
@@ -98,9 +98,9 @@ absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double
 // (Alg. 1 line 9, Alg. 2 line 10, Alg. 3 line 10 on the given views).
 // Also records the final residuals ||grad_y L(y)|| and ||grad_y g(z)||
 // computed in the same passes.  Returns the rows read.
-int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
-                      const BatchView& upper, const BatchView& inner, FirstOrderWorkspace* ws,
-                      BilevelReport* report);
+int64_t Hypergradient(BilevelFamily& family, const VecIn& x, const VecIn& y, const VecIn& z,
+                      double lambda, const BatchView& upper, const BatchView& inner,
+                      FirstOrderWorkspace* ws, BilevelReport* report);
 
 // x <- P_X(x - gamma h)   (Alg. 1 line 10, the prox form of a projected step)
 void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h, Vector* x);

@@ -4,8 +4,8 @@
 
 namespace f2obo {
 
-double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x, const VecIn& y,
-                     const StepData& data, BilevelReport* report) {
+double InnerStepSize(const AlgorithmOptions& o, BilevelFamily& family, const VecIn& x,
+                     const VecIn& y, const StepData& data, BilevelReport* report) {
   double alpha = o.alpha;
   report->l_g1 = report->l_f1 = 0.0;
   if (AlphaIsAuto(o)) {
@@ -23,14 +23,14 @@ double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x, 
   return alpha;
 }
 
-int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner,
+int64_t ResidualY(BilevelFamily& family, const VecIn& x, const VecIn& y, const BatchView& inner,
                   SecondOrderWorkspace* ws, BilevelReport* report) {
   family.G(x, y, inner, nullptr, &ws->gy_g);
   report->residual_y = ws->gy_g.norm();
   return inner.rows.n;
 }
 
-absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
+absl::StatusOr<int64_t> AidHypergradient(BilevelFamily& family, const VecIn& x, const VecIn& y,
                                          const BatchView& upper, const BatchView& inner, int steps,
                                          double eta, Vector* v, SecondOrderWorkspace* ws,
                                          RoundControl* control) {
@@ -46,7 +46,7 @@ absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const V
   return upper.rows.n + static_cast<int64_t>(steps + 1) * inner.rows.n;
 }
 
-absl::StatusOr<int64_t> ItdHypergradient(Family& family, const VecIn& x,
+absl::StatusOr<int64_t> ItdHypergradient(BilevelFamily& family, const VecIn& x,
                                          const std::vector<Vector>& iterates, int k_steps,
                                          double alpha, const BatchView& upper,
                                          const BatchView& inner, SecondOrderWorkspace* ws,

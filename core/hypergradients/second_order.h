@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/bilevel/bilevel_report.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family.h"
 #include "core/hypergradients/row_sampler.h"
 #include "core/options.h"
 #include "core/rng.h"
@@ -50,15 +50,15 @@ struct SecondOrderWorkspace {
 // alpha, or 1/L_g1 from the family's estimate at (x, y) on the full step
 // batches when options.alpha_auto.  Records alpha, L_g1, gamma, lambda = 0 and
 // beta = 0 in the report.
-double InnerStepSize(const AlgorithmOptions& o, Family& family, const VecIn& x, const VecIn& y,
-                     const StepData& data, BilevelReport* report);
+double InnerStepSize(const AlgorithmOptions& o, BilevelFamily& family, const VecIn& x,
+                     const VecIn& y, const StepData& data, BilevelReport* report);
 
 // The options every baseline round reads: the inner step (InnerStepSize)
 // and the upper step.
 inline OptionSet BaselineRoundOptions() { return {Opt::alpha, Opt::alpha_auto, Opt::gamma}; }
 
 // report->residual_y = ||grad_y g(x, y)|| on `inner` (one pass, returns rows).
-int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner,
+int64_t ResidualY(BilevelFamily& family, const VecIn& x, const VecIn& y, const BatchView& inner,
                   SecondOrderWorkspace* ws, BilevelReport* report);
 
 // AID (approximate implicit differentiation) at (x, y):
@@ -68,7 +68,7 @@ int64_t ResidualY(Family& family, const VecIn& x, const VecIn& y, const BatchVie
 // warm start).  Returns the rows read.
 // Returns the rows read, or the status of `control` when it stopped the
 // round between two of the `steps` iterations.
-absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const VecIn& y,
+absl::StatusOr<int64_t> AidHypergradient(BilevelFamily& family, const VecIn& x, const VecIn& y,
                                          const BatchView& upper, const BatchView& inner, int steps,
                                          double eta, Vector* v, SecondOrderWorkspace* ws,
                                          RoundControl* control);
@@ -81,7 +81,7 @@ absl::StatusOr<int64_t> AidHypergradient(Family& family, const VecIn& x, const V
 // f on `upper`, the HVPs on `inner`.  Writes ws->h; returns the rows read.
 // Returns the rows read, or the status of `control` when it stopped the
 // round between two of the k_steps backward steps.
-absl::StatusOr<int64_t> ItdHypergradient(Family& family, const VecIn& x,
+absl::StatusOr<int64_t> ItdHypergradient(BilevelFamily& family, const VecIn& x,
                                          const std::vector<Vector>& iterates, int k_steps,
                                          double alpha, const BatchView& upper,
                                          const BatchView& inner, SecondOrderWorkspace* ws,

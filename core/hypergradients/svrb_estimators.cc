@@ -27,8 +27,8 @@ void ProjectOntoBall(double r, Vector* v) {
 
 }  // namespace
 
-int64_t SvrbOracle::Evaluate(Family& family, const VecIn& x, const VecIn& y, const BatchView& xi,
-                             const BatchView& zeta, SvrbDerivatives* out) {
+int64_t SvrbOracle::Evaluate(BilevelFamily& family, const VecIn& x, const VecIn& y,
+                             const BatchView& xi, const BatchView& zeta, SvrbDerivatives* out) {
   family.F(x, y, xi, &out->gx_f, &out->gy_f);
   family.G(x, y, zeta, nullptr, &out->gy_g);
   for (int j = 0; j < d2_; ++j) {

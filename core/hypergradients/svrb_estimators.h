@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "core/batch.h"
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/hypergradients/spectral_projections.h"
 #include "core/types.h"
 
@@ -37,7 +37,7 @@ class SvrbOracle {
  public:
   SvrbOracle(int d1, int d2) : d2_(d2), e_(Vector::Zero(d2)), col_x_(d1), col_y_(d2) {}
   // Returns the rows read.
-  int64_t Evaluate(Family& family, const VecIn& x, const VecIn& y, const BatchView& xi,
+  int64_t Evaluate(BilevelFamily& family, const VecIn& x, const VecIn& y, const BatchView& xi,
                    const BatchView& zeta, SvrbDerivatives* out);
 
  private:

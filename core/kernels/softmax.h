@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/batch.h"
-#include "core/family.h"
+#include "core/family_config.h"
 #include "core/features.h"
 
 namespace f2obo {

@@ -21,7 +21,7 @@ constexpr double kMinStep = 0x1p-40;
 // grad_y g(y)) and the backtracking line search that moves it.
 class NewtonState {
  public:
-  NewtonState(Family& family, const VecIn& x, const BatchView& inner, InnerSolution* sol)
+  NewtonState(BilevelFamily& family, const VecIn& x, const BatchView& inner, InnerSolution* sol)
       : family_(family),
         x_(x),
         inner_(inner),
@@ -58,7 +58,7 @@ class NewtonState {
   }
 
  private:
-  Family& family_;
+  BilevelFamily& family_;
   const VecIn& x_;
   const BatchView& inner_;
   InnerSolution& sol_;
@@ -68,8 +68,8 @@ class NewtonState {
 
 }  // namespace
 
-InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner, const VecIn& warm,
-                         const ExactMetricsOptions& o) {
+InnerSolution SolveInner(BilevelFamily& family, const VecIn& x, const BatchView& inner,
+                         const VecIn& warm, const ExactMetricsOptions& o) {
   const int n = family.y_dim();
   InnerSolution sol;
   sol.y = warm;
@@ -112,7 +112,7 @@ InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner,
 namespace {
 
 // `cg_warm`: the hypergradient system's initial guess (null: w = 0).
-TrueHypergradient Hypergradient(Family& family, const VecIn& x, const StepData& data,
+TrueHypergradient Hypergradient(BilevelFamily& family, const VecIn& x, const StepData& data,
                                 const VecIn& warm, const ExactMetricsOptions& o,
                                 const Vector* cg_warm) {
   const BatchView upper = BatchView::All(data.upper);
@@ -143,13 +143,15 @@ TrueHypergradient Hypergradient(Family& family, const VecIn& x, const StepData& 
 
 }  // namespace
 
-TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const StepData& data,
-                                           const VecIn& warm, const ExactMetricsOptions& o) {
+TrueHypergradient ComputeTrueHypergradient(BilevelFamily& family, const VecIn& x,
+                                           const StepData& data, const VecIn& warm,
+                                           const ExactMetricsOptions& o) {
   return Hypergradient(family, x, data, warm, o, nullptr);
 }
 
-TrueHypergradient ComputeTrueHypergradientWarm(Family& family, const VecIn& x, const StepData& data,
-                                               const VecIn& warm, const ExactMetricsOptions& o,
+TrueHypergradient ComputeTrueHypergradientWarm(BilevelFamily& family, const VecIn& x,
+                                               const StepData& data, const VecIn& warm,
+                                               const ExactMetricsOptions& o,
                                                ExactWarmStart* previous) {
   const int n = family.y_dim();
   bool from_previous = false;
@@ -176,7 +178,7 @@ TrueHypergradient ComputeTrueHypergradientWarm(Family& family, const VecIn& x, c
   return out;
 }
 
-absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const ConstraintSet& set,
+absl::StatusOr<ExactMetrics> ComputeExactMetrics(BilevelFamily& family, const ConstraintSet& set,
                                                  const MetricsInput& in, const StepData& current,
                                                  const StepData* previous,
                                                  const ExactMetricsOptions& o,

@@ -10,8 +10,8 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/constraint.h"
-#include "core/family.h"
 #include "core/state.h"
 
 namespace f2obo {
@@ -66,8 +66,8 @@ struct InnerSolution {
   int cg_iterations = 0;
   int cauchy_steps = 0;  // iterations that took the safeguard's Cauchy step
 };
-InnerSolution SolveInner(Family& family, const VecIn& x, const BatchView& inner, const VecIn& warm,
-                         const ExactMetricsOptions& o);
+InnerSolution SolveInner(BilevelFamily& family, const VecIn& x, const BatchView& inner,
+                         const VecIn& warm, const ExactMetricsOptions& o);
 
 // grad F(x) = grad_x f - grad2_xy g [grad2_yy g]^{-1} grad_y f at (x, y*(x))
 // (paper Eq. 1), with the linear system solved by CG on HVPs.
@@ -82,8 +82,9 @@ struct TrueHypergradient {
   bool cg_converged = false;
   double cg_relative_residual = 0.0;
 };
-TrueHypergradient ComputeTrueHypergradient(Family& family, const VecIn& x, const StepData& data,
-                                           const VecIn& warm, const ExactMetricsOptions& o);
+TrueHypergradient ComputeTrueHypergradient(BilevelFamily& family, const VecIn& x,
+                                           const StepData& data, const VecIn& warm,
+                                           const ExactMetricsOptions& o);
 
 // The solutions of the last evaluated step, kept by a metrics evaluator as
 // warm starts for the next one: consecutive steps'
@@ -104,8 +105,9 @@ struct ExactWarmStart {
 // to the solver's tolerances; fewer iterations where the stream drifts
 // slowly.  One gradient of g more than the cold solve to compare the
 // starts, one HVP more to read w's residual.
-TrueHypergradient ComputeTrueHypergradientWarm(Family& family, const VecIn& x, const StepData& data,
-                                               const VecIn& warm, const ExactMetricsOptions& o,
+TrueHypergradient ComputeTrueHypergradientWarm(BilevelFamily& family, const VecIn& x,
+                                               const StepData& data, const VecIn& warm,
+                                               const ExactMetricsOptions& o,
                                                ExactWarmStart* previous);
 
 // What the metrics of step t need besides the batches.
@@ -163,7 +165,7 @@ struct ExactMetrics {
 // With `warm` (not null) the step-t solves start from the last evaluated
 // step's solutions and leave this step's there
 // (ComputeTrueHypergradientWarm).
-absl::StatusOr<ExactMetrics> ComputeExactMetrics(Family& family, const ConstraintSet& set,
+absl::StatusOr<ExactMetrics> ComputeExactMetrics(BilevelFamily& family, const ConstraintSet& set,
                                                  const MetricsInput& in, const StepData& current,
                                                  const StepData* previous,
                                                  const ExactMetricsOptions& o = {},

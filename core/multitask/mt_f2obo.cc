@@ -93,7 +93,7 @@ class MtF2obo final : public MultitaskAlgorithm {
         slot = table.Insert(s, td.task, InitialTaskBlock());
         ++report->new_tasks;
       }
-      Family& f = family.Task(td.task, td.data);
+      BilevelFamily& f = family.Task(td.task, td.data);
       // The task's vectors, worked on in block_ and stored back at the end.
       table.Load(*s, slot, &block_);
       Vector& y = block_[kMtY];

@@ -1,4 +1,4 @@
-// The multi-task families: a bilevel family (core/family_registry.cc) per
+// The multi-task families: a bilevel family (core/bilevel/bilevel_family_registry.cc) per
 // task, on the task's own batches.
 //  * multitask_quadratic: every task is `quadratic` (its M_i, c_i, d_i come
 //    with the task's batches), so y_i*(x) = M_i x + c_i and, with
@@ -23,7 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/multitask/tempered_family.h"
 
 namespace f2obo {
@@ -34,7 +34,7 @@ constexpr double kMaxTemperature = 1000.0;
 // Every task is the bilevel family `base_` on its own batches.
 class SharedFamilyTasks : public MultitaskFamily {
  public:
-  SharedFamilyTasks(std::string name, int tasks, std::unique_ptr<Family> base)
+  SharedFamilyTasks(std::string name, int tasks, std::unique_ptr<BilevelFamily> base)
       : name_(std::move(name)), tasks_(tasks), base_(std::move(base)) {}
 
   std::string_view name() const override { return name_; }
@@ -51,18 +51,18 @@ class SharedFamilyTasks : public MultitaskFamily {
     return base_->ValidateConstraint(set);
   }
   void DefaultX(Vector* x) const override { base_->DefaultX(x); }
-  Family& Task(int /*task*/, const StepData& data) override {
+  BilevelFamily& Task(int /*task*/, const StepData& data) override {
     base_->Prepare(data);
     return *base_;
   }
 
  protected:
-  Family& base() { return *base_; }
+  BilevelFamily& base() { return *base_; }
 
  private:
   std::string name_;
   int tasks_;
-  std::unique_ptr<Family> base_;
+  std::unique_ptr<BilevelFamily> base_;
 };
 
 // logistic_hpo with task i's temperature sigma_i: the untempered family
@@ -77,7 +77,7 @@ class SharedFamilyTasks : public MultitaskFamily {
 class TemperedLogisticTasks final : public SharedFamilyTasks {
  public:
   TemperedLogisticTasks(const FamilyConfig& base_config, int tasks, double max_temperature,
-                        std::unique_ptr<Family> base)
+                        std::unique_ptr<BilevelFamily> base)
       : SharedFamilyTasks("multitask_logistic_hpo", tasks, std::move(base)),
         base_config_(base_config),
         max_temperature_(max_temperature),
@@ -85,7 +85,7 @@ class TemperedLogisticTasks final : public SharedFamilyTasks {
                       ? kCachedTemperatures
                       : 1) {}
 
-  Family& Task(int task, const StepData& data) override {
+  BilevelFamily& Task(int task, const StepData& data) override {
     const double sigma = TaskTemperature(task, max_temperature_);
     if (sigma == 1.0) return SharedFamilyTasks::Task(task, data);
     size_t k = 0;
@@ -95,7 +95,7 @@ class TemperedLogisticTasks final : public SharedFamilyTasks {
       c.mu0 = base_config_.mu0 * sigma * sigma;
       // Create only fails on the config, which the untempered family
       // accepted (mu0 sigma^2 is as valid as mu0).
-      auto family = std::make_unique<TemperedFamily>(*CreateFamily(c), sigma);
+      auto family = std::make_unique<TemperedFamily>(*CreateBilevelFamily(c), sigma);
       if (static_cast<int>(tempered_.size()) >= capacity_) tempered_.erase(tempered_.begin());
       tempered_.push_back(std::move(family));
       k = tempered_.size() - 1;
@@ -157,7 +157,7 @@ absl::StatusOr<std::unique_ptr<MultitaskFamily>> CreateMultitaskFamily(const Fam
   }
   FamilyConfig base_config = config;
   base_config.name = entry->base;
-  absl::StatusOr<std::unique_ptr<Family>> base = CreateFamily(base_config);
+  absl::StatusOr<std::unique_ptr<BilevelFamily>> base = CreateBilevelFamily(base_config);
   if (!base.ok()) return base.status();
   if (std::string_view(entry->base) == "logistic_hpo") {
     if (!(config.max_temperature >= 1.0 && config.max_temperature <= kMaxTemperature)) {

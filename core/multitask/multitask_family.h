@@ -2,13 +2,13 @@
 // (SPEC section 9.3),
 //   F(x) = (1/m) sum_i f_i(x, y_i*(x)),  y_i*(x) = argmin_y g_i(x, y),
 // every task with a y_i of the same size.  Task i's pair (f_i, g_i) is a
-// bilevel Family (core/family.h) evaluated on task i's own batches: the
+// BilevelFamily (core/bilevel/bilevel_family.h) evaluated on task i's own batches: the
 // multi-task families wrap the bilevel ones, and every bilevel oracle
 // (gradients, HVPs, exact metrics) serves a task unchanged.
 //
 // Contract: Task() is O(1) in m (no per-task storage is created for tasks
-// never asked for); the Family it returns is valid until the next Task()
-// call and obeys core/family.h's contract.  Not thread-safe (one per
+// never asked for); the BilevelFamily it returns is valid until the next Task()
+// call and obeys core/bilevel/bilevel_family.h's contract.  Not thread-safe (one per
 // session, one per metrics worker).
 #ifndef F2OBO_CORE_MULTITASK_MULTITASK_FAMILY_H_
 #define F2OBO_CORE_MULTITASK_MULTITASK_FAMILY_H_
@@ -21,8 +21,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/batch.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/constraint.h"
-#include "core/family.h"
 #include "core/family_config.h"
 #include "core/types.h"
 
@@ -42,10 +42,10 @@ class MultitaskFamily {
   virtual int x_dim() const = 0;
   virtual int y_dim() const = 0;  // of every y_i
   virtual bool is_classification() const = 0;
-  // Whether its tasks answer HVPs (Family::has_hvp): false for
+  // Whether its tasks answer HVPs (BilevelFamily::has_hvp): false for
   // "multitask_oracle", whose client answers values and first derivatives.
   virtual bool has_hvp() const { return true; }
-  // OK unless an evaluation of this step failed (Family::RoundFailure; the
+  // OK unless an evaluation of this step failed (BilevelFamily::RoundFailure; the
   // tasks of a step share its oracle and its failure).
   virtual absl::Status RoundFailure() const { return absl::OkStatus(); }
 
@@ -59,7 +59,7 @@ class MultitaskFamily {
 
   // Task `task`'s oracle (f_i, g_i), prepared for `data` (its batches,
   // already accepted by ValidateBatch).
-  virtual Family& Task(int task, const StepData& data) = 0;
+  virtual BilevelFamily& Task(int task, const StepData& data) = 0;
 };
 
 // Builds the multi-task family `config.name` with m = config.tasks;

@@ -46,7 +46,7 @@ absl::StatusOr<ClassMetrics> MultitaskMetricsEvaluator::Evaluate(const SessionSt
     const StepData& data = seen.data;
     const int slot = table_.Find(before, task);
     const Vector warm = slot >= 0 ? Vector(table_.Var(before, slot, 0)) : y0_;
-    Family& f = family_->Task(task, data);
+    BilevelFamily& f = family_->Task(task, data);
     const TrueHypergradient th = ComputeTrueHypergradientWarm(f, x, data, warm, {}, &seen.warm);
     grad += th.grad;
     m.value += th.value;

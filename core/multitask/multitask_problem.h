@@ -9,7 +9,7 @@
 // are touched, SessionState::vectors cannot hold it), its steps carry
 // tagged per-task batches (StepData::tasks) that single-task rounds must
 // refuse, and its metrics are over the tasks seen, not one step's batches.
-// Shared with the bilevel class: every task's oracle is a bilevel Family
+// Shared with the bilevel class: every task's oracle is a BilevelFamily
 // and every per-task computation is a bilevel piece (SVRB's estimators,
 // F2OBO's loops, the exact hypergradient).
 #ifndef F2OBO_CORE_MULTITASK_MULTITASK_PROBLEM_H_

@@ -215,7 +215,7 @@ class Rsvrb final : public MultitaskAlgorithm {
       j_sampled = j_sampled || td.task == j;
       const Vector& x_prev = table.Global(*s, kRsvrbXPrev);
       const double p = TaskProbability(td, k, m_), scale = 1.0 / p;
-      Family& f = family.Task(td.task, td.data);
+      BilevelFamily& f = family.Task(td.task, td.data);
       Vector& y = block_[kRsvrbY];
       Vector& y_prev = block_[kRsvrbYPrev];
       const double alpha = InnerStepSize(o_, f, s->x, y, td.data, &scratch_) * step *

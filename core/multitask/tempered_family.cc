@@ -4,7 +4,7 @@
 
 namespace f2obo {
 
-TemperedFamily::TemperedFamily(std::unique_ptr<Family> base, double sigma)
+TemperedFamily::TemperedFamily(std::unique_ptr<BilevelFamily> base, double sigma)
     : base_(std::move(base)),
       sigma_(sigma),
       inv_sigma_(1.0 / sigma),

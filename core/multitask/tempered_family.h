@@ -18,14 +18,14 @@
 #include <memory>
 #include <string_view>
 
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 
 namespace f2obo {
 
-class TemperedFamily final : public Family {
+class TemperedFamily final : public BilevelFamily {
  public:
   // `base`: logistic_hpo built with mu0 sigma^2 (see above); sigma > 0.
-  TemperedFamily(std::unique_ptr<Family> base, double sigma);
+  TemperedFamily(std::unique_ptr<BilevelFamily> base, double sigma);
 
   double sigma() const { return sigma_; }
   std::string_view name() const override { return base_->name(); }
@@ -65,7 +65,7 @@ class TemperedFamily final : public Family {
   // xs_ = sigma^2 x, ys_ = y / sigma.
   void Rescale(const VecIn& x, const VecIn& y);
 
-  std::unique_ptr<Family> base_;
+  std::unique_ptr<BilevelFamily> base_;
   double sigma_, inv_sigma_, sigma2_;
   Vector xs_, ys_, ys2_;
 };

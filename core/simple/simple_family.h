@@ -21,7 +21,6 @@
 #include "absl/types/span.h"
 #include "core/batch.h"
 #include "core/constraint.h"
-#include "core/family.h"  // BatchRole
 #include "core/types.h"
 
 namespace f2obo {

@@ -4,7 +4,7 @@
 #ifndef F2OBO_CORE_SIMPLE_SIMPLE_REPORT_H_
 #define F2OBO_CORE_SIMPLE_SIMPLE_REPORT_H_
 
-#include "core/family.h"
+#include "core/smoothness.h"
 
 namespace f2obo {
 

@@ -5,6 +5,11 @@
 
 namespace f2obo::server::presentation {
 
+// One per class, each defined in its <class>_presentation.cc.
+const ClassPresentation& BilevelPresentation();
+const ClassPresentation& SimplePresentation();
+const ClassPresentation& MultitaskPresentation();
+
 const std::vector<const ClassPresentation*>& Presentations() {
   static const auto* all = new std::vector<const ClassPresentation*>{
       &BilevelPresentation(), &SimplePresentation(), &MultitaskPresentation()};

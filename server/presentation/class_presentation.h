@@ -5,7 +5,7 @@
 // proto/f2obo/v1/<class>_wire.cc: ServiceMetrics and the dashboard keep what
 // every class shares (step index, prequential loss, server-wide figures,
 // the generic session fields) and hand the rest to the class's entry.  A new
-// class adds its file and one line in Presentations().
+// class adds its file and one line in class_presentation.cc.
 #ifndef F2OBO_SERVER_PRESENTATION_CLASS_PRESENTATION_H_
 #define F2OBO_SERVER_PRESENTATION_CLASS_PRESENTATION_H_
 
@@ -59,11 +59,6 @@ const ClassPresentation& PresentationOf(const v1::RoundReport& r);
 // another class's: tests/server/class_entries_test.cc requires one for
 // every class).
 const ClassPresentation* PresentationOf(const v1::SessionInfo& info);
-
-// One per class.
-const ClassPresentation& BilevelPresentation();
-const ClassPresentation& SimplePresentation();
-const ClassPresentation& MultitaskPresentation();
 
 // For the class files: a gauge family labelled session_id (then `labels`),
 // aborting on a registration failure.

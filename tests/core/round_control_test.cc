@@ -10,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 #include "core/session.h"
 #include "tests/core/test_streams.h"
 

@@ -10,8 +10,8 @@
 #include <random>
 #include <string>
 
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family_registry.h"
 #include "core/hypergradients/upper_step.h"
 #include "core/metrics/exact_metrics.h"
 #include "tests/core/bilevel/families/family_checks.h"
@@ -168,7 +168,7 @@ TEST(Session, PrequentialLossIsMeasuredBeforeTheRoundLearns) {
   auto s = LogisticSession("f2obo");
   const StepData step = LogisticStep(rng);
   const Vector x = s->state().x, y = BilevelView(s->state()).y;
-  std::unique_ptr<Family> family = *CreateFamily(s->config().family);
+  std::unique_ptr<BilevelFamily> family = *CreateBilevelFamily(s->config().family);
   family->Prepare(step);
   const double expected = family->F(x, y, BatchView::All(step.upper), nullptr, nullptr);
   const auto r = s->Step(step);

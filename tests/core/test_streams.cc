@@ -2,7 +2,7 @@
 
 #include <Eigen/QR>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/problem_registry.h"
 #include "tests/core/bilevel/families/family_checks.h"
 
@@ -72,8 +72,8 @@ SessionConfig ConfigFor(const std::string& algorithm, const FamilyConfig& family
   return c;
 }
 
-std::unique_ptr<Family> PreparedFamily(const Session& session, const StepData& data) {
-  std::unique_ptr<Family> family = *CreateFamily(session.config().family);
+std::unique_ptr<BilevelFamily> PreparedFamily(const Session& session, const StepData& data) {
+  std::unique_ptr<BilevelFamily> family = *CreateBilevelFamily(session.config().family);
   family->Prepare(data);
   return family;
 }

@@ -29,7 +29,7 @@ SessionConfig ConfigFor(const std::string& algorithm, const FamilyConfig& family
 
 // A fresh instance of the session's family, prepared for `data` (to query
 // the family the session's round used, e.g. for exact metrics).
-std::unique_ptr<Family> PreparedFamily(const Session& session, const StepData& data);
+std::unique_ptr<BilevelFamily> PreparedFamily(const Session& session, const StepData& data);
 
 // A bilevel-shaped state (for driving an algorithm directly through
 // BilevelView): x, y, z, lambda, seeded RNG, t = 1.

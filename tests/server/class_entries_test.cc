@@ -1,10 +1,12 @@
-// Every problem class has its entry in each layer's per-class table: the
-// core's (core/problem_registry.cc), the wire's (proto/f2obo/v1/
-// class_wire.cc) and the presentation's (server/presentation/
-// class_presentation.cc).  The compiler counts the classes: each has one
-// alternative of ClassReport and of ClassMetrics, at its enum value (the
-// wire converts by that index).  A class added there but forgotten in a
-// table fails here, instead of being served with another class's code.
+// Every problem class has its entry in each layer's per-class list: the
+// core's (core/problem_classes.h, whose entries ProblemClasses() returns),
+// the wire's (proto/f2obo/v1/class_wire.cc) and the presentation's
+// (server/presentation/class_presentation.cc).  The tests walk the core's
+// list and ask the other layers for each class in it, so a class added to
+// the core but forgotten in a layer fails here, instead of being served
+// with another class's code.  ClassReport and ClassMetrics follow from the
+// core's list, one alternative per class at its id (the wire converts by
+// that index).
 #include <algorithm>
 #include <cstddef>
 #include <fstream>
@@ -16,6 +18,7 @@
 
 #include "core/class_metrics.h"
 #include "core/oracle.h"
+#include "core/problem_classes.h"
 #include "core/problem_registry.h"
 #include "core/step_report.h"
 #include "f2obo/v1/class_wire.h"
@@ -29,6 +32,8 @@ namespace {
 constexpr int kClasses = static_cast<int>(std::variant_size_v<ClassReport>);
 static_assert(std::variant_size_v<ClassMetrics> == kClasses,
               "one ClassMetrics alternative per ClassReport alternative");
+static_assert(static_cast<int>(AllProblemClasses::kSize) == kClasses,
+              "one ClassReport alternative per class");
 
 // A round report of class `i` (the alternative at index i).
 template <std::size_t... I>
@@ -62,6 +67,7 @@ TEST(ClassEntries, EveryClassHasExactlyOneCoreEntryThatParsesBackAndCreates) {
     EXPECT_EQ(oracle_default->problem_class, c) << name;
     EXPECT_TRUE(oracle_default->first_order && !oracle_default->keeps_rows) << name;
     EXPECT_NE(e.create, nullptr) << name;
+    EXPECT_NE(e.family_is_classification, nullptr) << name;
   }
 }
 
@@ -128,21 +134,19 @@ TEST(ClassEntries, TheProtoCommentNamesEachClassDefault) {
   }
 }
 
-TEST(ClassEntries, EveryClassHasItsWireEntry) {
-  for (int i = 0; i < kClasses; ++i) {
-    const ProblemClass c = static_cast<ProblemClass>(i);
-    const ClassWire* w = WireOf(c);
-    ASSERT_NE(w, nullptr) << ProblemClassName(c) << " has no entry in class_wire.cc";
-    EXPECT_EQ(w->id, c);
-    EXPECT_TRUE(w->report && w->metrics && w->running && w->info && w->decision)
-        << ProblemClassName(c);
+TEST(ClassEntries, EveryClassOfTheCoreHasItsWireEntry) {
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    const ClassWire* w = WireOf(e.id);
+    ASSERT_NE(w, nullptr) << e.name << " has no entry in class_wire.cc";
+    EXPECT_EQ(w->id, e.id);
+    EXPECT_TRUE(w->report && w->metrics && w->running && w->info && w->decision) << e.name;
   }
 }
 
-TEST(ClassEntries, EveryClassHasExactlyOnePresentationFoundByItsSessions) {
-  EXPECT_EQ(static_cast<int>(server::presentation::Presentations().size()), kClasses);
-  for (int i = 0; i < kClasses; ++i) {
-    const ProblemClass c = static_cast<ProblemClass>(i);
+TEST(ClassEntries, EveryClassOfTheCoreHasExactlyOnePresentationFoundByItsSessions) {
+  EXPECT_EQ(server::presentation::Presentations().size(), ProblemClasses().size());
+  for (const ProblemClassEntry& e : ProblemClasses()) {
+    const ProblemClass c = e.id;
     int entries = 0;
     for (const server::presentation::ClassPresentation* p : server::presentation::Presentations()) {
       entries += p->id == c ? 1 : 0;

@@ -3,7 +3,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "f2obo/v1/convert.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "client/session_routing.h"
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/simple/simple_registries.h"
 #include "f2obo/v1/convert.h"
 
@@ -82,7 +82,7 @@ v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r, std::map<uint64_t
 }
 
 FamilyAnswerer::FamilyAnswerer(const FamilyCase& f) : case_(f) {
-  family_ = *CreateFamily(ToSessionConfig(SpecFor(f, "f2obo", 1))->family);
+  family_ = *CreateBilevelFamily(ToSessionConfig(SpecFor(f, "f2obo", 1))->family);
 }
 
 void FamilyAnswerer::SetStep(int64_t t) {
@@ -122,7 +122,7 @@ double TaskAnswerer::Evaluate(const v1::OracleQuery& q, const Vector& x, const V
                               const RowSet& rows, Vector* gx, Vector* gy) {
   for (const TaskData& td : data_.tasks) {
     if (td.task != q.task()) continue;
-    Family& f = family_->Task(td.task, td.data);
+    BilevelFamily& f = family_->Task(td.task, td.data);
     const BatchView view = ViewOf(Of(td.data, q), rows);
     return q.function() == v1::OracleQuery::F ? f.F(x, *y, view, gx, gy) : f.G(x, *y, view, gx, gy);
   }

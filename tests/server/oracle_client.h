@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/batch.h"
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/multitask/multitask_family.h"
 #include "core/simple/simple_family.h"
 #include "f2obo/v1/f2obo.grpc.pb.h"
@@ -57,7 +57,7 @@ class FamilyAnswerer final : public Answerer {
 
  private:
   FamilyCase case_;
-  std::unique_ptr<Family> family_;
+  std::unique_ptr<BilevelFamily> family_;
   StepData data_;
 };
 

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <thread>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/problem_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -60,7 +60,7 @@ double ZTolerance(const AlgorithmOptions& o, double lambda) {
 
 class Af2obo final : public BilevelAlgorithm {
  public:
-  explicit Af2obo(const AlgorithmContext& ctx)
+  explicit Af2obo(const BilevelAlgorithmContext& ctx)
       : o_(ctx.options),
         ws_(ctx.x_dim, ctx.y_dim),
         upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0) {}
@@ -71,7 +71,7 @@ class Af2obo final : public BilevelAlgorithm {
     return sizes;
   }
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
@@ -142,7 +142,7 @@ class Af2obo final : public BilevelAlgorithm {
   UpperStep upper_step_;
 };
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new Af2obo(ctx));
 }
 

@@ -2,7 +2,7 @@
 #ifndef F2OBO_CORE_BILEVEL_ALGORITHMS_AF2OBO_H_
 #define F2OBO_CORE_BILEVEL_ALGORITHMS_AF2OBO_H_
 
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 
 namespace f2obo {
 

@@ -4,7 +4,7 @@
 
 namespace f2obo {
 
-AidBaseline::AidBaseline(const AlgorithmContext& ctx, const std::vector<int>& extra_aux)
+AidBaseline::AidBaseline(const BilevelAlgorithmContext& ctx, const std::vector<int>& extra_aux)
     : o_(ctx.options),
       ws_(ctx.x_dim, ctx.y_dim),
       aux_layout_{ctx.y_dim},
@@ -18,9 +18,9 @@ std::vector<int> AidBaseline::AuxLayout() const {
   return sizes;
 }
 
-absl::Status AidBaseline::Hypergradient(Family& family, BilevelVars* s, const BatchView& upper,
-                                        const BatchView& inner, int steps, int64_t* rows,
-                                        bool* first) {
+absl::Status AidBaseline::Hypergradient(BilevelFamily& family, BilevelVars* s,
+                                        const BatchView& upper, const BatchView& inner, int steps,
+                                        int64_t* rows, bool* first) {
   const bool created = EnsureAux(aux_layout_, s);
   if (first != nullptr) *first = created;
   absl::StatusOr<int64_t> hypergradient_rows =

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/algorithm.h"
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 #include "core/hypergradients/second_order.h"
 #include "core/hypergradients/upper_step.h"
 
@@ -27,13 +27,13 @@ class AidBaseline : public BilevelAlgorithm {
 
  protected:
   // aux layout: [0] v (d2), then `extra_aux` (each subclass's own slots).
-  AidBaseline(const AlgorithmContext& ctx, const std::vector<int>& extra_aux = {});
+  AidBaseline(const BilevelAlgorithmContext& ctx, const std::vector<int>& extra_aux = {});
 
   // v_{t+1} and h_t at (x_t, y_{t+1}) on the given views with `steps`
   // linear-system steps (h_t lands in ws_.h); adds the rows read to *rows.
   // *first (if given) says this is the session's first round: the aux slots
   // were created by this call.
-  absl::Status Hypergradient(Family& family, BilevelVars* s, const BatchView& upper,
+  absl::Status Hypergradient(BilevelFamily& family, BilevelVars* s, const BatchView& upper,
                              const BatchView& inner, int steps, int64_t* rows,
                              bool* first = nullptr);
 

@@ -34,9 +34,9 @@ namespace {
 
 class Aobo final : public AidBaseline {
  public:
-  explicit Aobo(const AlgorithmContext& ctx) : AidBaseline(ctx) {}
+  explicit Aobo(const BilevelAlgorithmContext& ctx) : AidBaseline(ctx) {}
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     const BatchView upper = BatchView::All(data.upper);
@@ -70,7 +70,7 @@ class Aobo final : public AidBaseline {
   }
 };
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new Aobo(ctx));
 }
 

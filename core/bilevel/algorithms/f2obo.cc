@@ -19,7 +19,7 @@ namespace {
 
 class F2obo final : public BilevelAlgorithm {
  public:
-  explicit F2obo(const AlgorithmContext& ctx)
+  explicit F2obo(const BilevelAlgorithmContext& ctx)
       : o_(ctx.options),
         ws_(ctx.x_dim, ctx.y_dim),
         upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0) {}
@@ -30,7 +30,7 @@ class F2obo final : public BilevelAlgorithm {
     return sizes;
   }
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
@@ -59,7 +59,7 @@ class F2obo final : public BilevelAlgorithm {
   UpperStep upper_step_;
 };
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new F2obo(ctx));
 }
 

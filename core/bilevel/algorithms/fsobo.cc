@@ -28,9 +28,9 @@ namespace {
 
 class Fsobo final : public AidBaseline {
  public:
-  explicit Fsobo(const AlgorithmContext& ctx) : AidBaseline(ctx) {}
+  explicit Fsobo(const BilevelAlgorithmContext& ctx) : AidBaseline(ctx) {}
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     const BatchView upper = BatchView::All(data.upper);
@@ -62,7 +62,7 @@ absl::Status Check(const AlgorithmOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new Fsobo(ctx));
 }
 

@@ -4,7 +4,7 @@
 #ifndef F2OBO_CORE_BILEVEL_ALGORITHMS_FSOBO_H_
 #define F2OBO_CORE_BILEVEL_ALGORITHMS_FSOBO_H_
 
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 
 namespace f2obo {
 

@@ -29,7 +29,7 @@
 namespace f2obo {
 namespace {
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(
       new UnrolledItdRound(ctx, UnrolledItdRound::Rows::kWholeBatch));
 }

@@ -80,8 +80,8 @@ void GaussianDirections::Next(Vector* u) {
   for (Eigen::Index i = 0; i < u->size(); ++i) (*u)[i] = Normal();
 }
 
-absl::Status InnerPaths::Run(Family& family, const VecIn& x, double alpha, const BatchView* views,
-                             int n, Vector* y, RoundControl* control) {
+absl::Status InnerPaths::Run(BilevelFamily& family, const VecIn& x, double alpha,
+                             const BatchView* views, int n, Vector* y, RoundControl* control) {
   for (int k = 0; k < n; ++k) {
     if (absl::Status st = ContinueRound(control); !st.ok()) return st;
     family.G(x, *y, views[k], nullptr, &grad_);
@@ -90,7 +90,7 @@ absl::Status InnerPaths::Run(Family& family, const VecIn& x, double alpha, const
   return absl::OkStatus();
 }
 
-absl::Status InnerPaths::Delta(Family& family, const VecIn& x, const VecIn& u, double mu,
+absl::Status InnerPaths::Delta(BilevelFamily& family, const VecIn& x, const VecIn& u, double mu,
                                double alpha, const VecIn& y0, const VecIn& y_n,
                                const BatchView* views, int n, Vector* delta,
                                RoundControl* control) {
@@ -105,7 +105,7 @@ namespace {
 
 class Pzobo final : public BilevelAlgorithm {
  public:
-  explicit Pzobo(const AlgorithmContext& ctx)
+  explicit Pzobo(const BilevelAlgorithmContext& ctx)
       : o_(ctx.options),
         upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0),
         stochastic_(ctx.name == "pzobo_s"),
@@ -126,7 +126,7 @@ class Pzobo final : public BilevelAlgorithm {
     return sizes;
   }
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const int n = o_.inner_steps, q = o_.pz_directions;
     const double mu = o_.pz_smoothing;
@@ -207,7 +207,7 @@ class Pzobo final : public BilevelAlgorithm {
   std::vector<int> upper_idx_, perm_;
 };
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new Pzobo(ctx));
 }
 

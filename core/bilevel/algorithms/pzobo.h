@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "core/algorithm_registry.h"
-#include "core/family.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/rng.h"
 #include "core/round_control.h"
 #include "core/types.h"
@@ -46,13 +46,13 @@ class InnerPaths {
   // y^{k+1} = y^k - alpha grad_y g(x, y^k; views[k]), k = 0..n-1; *y holds
   // y^0 on entry and y^n on return.  `control` (may be null) can stop the
   // path between two steps; its status is returned then.
-  absl::Status Run(Family& family, const VecIn& x, double alpha, const BatchView* views, int n,
-                   Vector* y, RoundControl* control = nullptr);
+  absl::Status Run(BilevelFamily& family, const VecIn& x, double alpha, const BatchView* views,
+                   int n, Vector* y, RoundControl* control = nullptr);
 
   // delta = (y^n(x + mu u) - y_n) / mu, where the perturbed path starts at
   // y0 and runs over the same views as the unperturbed path that produced
   // y_n = y^n(x) (common random numbers).
-  absl::Status Delta(Family& family, const VecIn& x, const VecIn& u, double mu, double alpha,
+  absl::Status Delta(BilevelFamily& family, const VecIn& x, const VecIn& u, double mu, double alpha,
                      const VecIn& y0, const VecIn& y_n, const BatchView* views, int n,
                      Vector* delta, RoundControl* control = nullptr);
 

@@ -30,7 +30,7 @@ namespace {
 
 class Sf2obo final : public BilevelAlgorithm {
  public:
-  explicit Sf2obo(const AlgorithmContext& ctx)
+  explicit Sf2obo(const BilevelAlgorithmContext& ctx)
       : o_(ctx.options),
         ws_(ctx.x_dim, ctx.y_dim),
         upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0) {}
@@ -41,7 +41,7 @@ class Sf2obo final : public BilevelAlgorithm {
     return sizes;
   }
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const int64_t t = s->t;
     const double td = static_cast<double>(t);
@@ -114,7 +114,7 @@ int ScheduledInnerSteps(const AlgorithmOptions& o, int64_t t) {
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new Sf2obo(ctx));
 }
 

@@ -45,7 +45,7 @@ void PaperExperiment(AlgorithmOptions* o) {
   AppendixACommon(o);
 }
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(
       new UnrolledItdRound(ctx, UnrolledItdRound::Rows::kMiniBatches));
 }

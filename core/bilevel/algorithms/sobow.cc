@@ -35,11 +35,12 @@ namespace {
 
 class Sobow final : public AidBaseline {
  public:
-  explicit Sobow(const AlgorithmContext& ctx) : AidBaseline(ctx), window_(1, o_.window, ctx.x_dim) {
+  explicit Sobow(const BilevelAlgorithmContext& ctx)
+      : AidBaseline(ctx), window_(1, o_.window, ctx.x_dim) {
     window_.AppendLayout(&aux_layout_);
   }
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     const BatchView upper = BatchView::All(data.upper);
@@ -78,7 +79,7 @@ void PaperExperiment(AlgorithmOptions* o) {
   AppendixACommon(o);
 }
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new Sobow(ctx));
 }
 

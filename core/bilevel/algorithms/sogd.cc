@@ -42,9 +42,9 @@ namespace {
 
 class Sogd final : public AidBaseline {
  public:
-  explicit Sogd(const AlgorithmContext& ctx) : AidBaseline(ctx, {ctx.x_dim}) {}
+  explicit Sogd(const BilevelAlgorithmContext& ctx) : AidBaseline(ctx, {ctx.x_dim}) {}
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const int b = o_.sample_rows;
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
@@ -77,7 +77,7 @@ class Sogd final : public AidBaseline {
   RowSampler sampler_;
 };
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   return std::unique_ptr<BilevelAlgorithm>(new Sogd(ctx));
 }
 

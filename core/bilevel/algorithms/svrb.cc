@@ -69,7 +69,7 @@ namespace {
 
 class Svrb final : public BilevelAlgorithm {
  public:
-  explicit Svrb(const AlgorithmContext& ctx)
+  explicit Svrb(const BilevelAlgorithmContext& ctx)
       : o_(ctx.options),
         d1_(ctx.x_dim),
         d2_(ctx.y_dim),
@@ -88,7 +88,7 @@ class Svrb final : public BilevelAlgorithm {
     return sizes;
   }
 
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);
     sampler_.Reserve(data);
@@ -142,7 +142,7 @@ class Svrb final : public BilevelAlgorithm {
   RowSampler sampler_;
 };
 
-absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const AlgorithmContext& ctx) {
+absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmContext& ctx) {
   if (absl::Status s = CheckExplicitDims("svrb", ctx.options.max_explicit_dim, ctx.x_dim, ctx.y_dim,
                                          "", "a Hessian-free algorithm");
       !s.ok()) {

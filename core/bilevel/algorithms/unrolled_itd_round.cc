@@ -2,7 +2,7 @@
 
 namespace f2obo {
 
-UnrolledItdRound::UnrolledItdRound(const AlgorithmContext& ctx, Rows rows)
+UnrolledItdRound::UnrolledItdRound(const BilevelAlgorithmContext& ctx, Rows rows)
     : rows_(rows),
       o_(ctx.options),
       ws_(ctx.x_dim, ctx.y_dim),
@@ -29,7 +29,7 @@ BatchView UnrolledItdRound::Upper(const Batch& upper, Rng* rng) {
   return sampler_.DrawUpper(upper, o_.sample_rows, rng);
 }
 
-absl::Status UnrolledItdRound::Round(const StepData& data, Family& family, BilevelVars* s,
+absl::Status UnrolledItdRound::Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                                      BilevelReport* report) {
   const int k_steps = o_.inner_steps;
   const double alpha = InnerStepSize(o_, family, s->x, s->y, data, report);

@@ -9,8 +9,8 @@
 
 #include <vector>
 
-#include "core/algorithm.h"
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 #include "core/hypergradients/first_order.h"
 #include "core/hypergradients/row_sampler.h"
 #include "core/hypergradients/second_order.h"
@@ -22,10 +22,10 @@ class UnrolledItdRound final : public BilevelAlgorithm {
  public:
   enum class Rows { kWholeBatch, kMiniBatches };
 
-  UnrolledItdRound(const AlgorithmContext& ctx, Rows rows);
+  UnrolledItdRound(const BilevelAlgorithmContext& ctx, Rows rows);
 
   std::vector<int> AuxLayout() const override;
-  absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override;
 
  private:

@@ -12,9 +12,10 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Family>> LogisticHpoFamily::Create(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> LogisticHpoFamily::Create(
+    const FamilyConfig& config) {
   if (absl::Status s = ValidateSoftmaxConfig(config, "logistic_hpo"); !s.ok()) return s;
-  return std::unique_ptr<Family>(
+  return std::unique_ptr<BilevelFamily>(
       new LogisticHpoFamily(config.features, config.classes, config.mu0));
 }
 

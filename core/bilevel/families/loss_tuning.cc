@@ -11,9 +11,11 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Family>> LossTuningFamily::Create(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> LossTuningFamily::Create(
+    const FamilyConfig& config) {
   if (absl::Status s = ValidateSoftmaxConfig(config, "loss_tuning"); !s.ok()) return s;
-  return std::unique_ptr<Family>(new LossTuningFamily(config.features, config.classes, config.mu0));
+  return std::unique_ptr<BilevelFamily>(
+      new LossTuningFamily(config.features, config.classes, config.mu0));
 }
 
 absl::Status LossTuningFamily::ValidateBatch(const Batch& b, BatchRole role) const {

@@ -18,7 +18,7 @@
 // the view: on a view of n of its rows (the mini-batches of SF2OBO, SOBBO,
 // SOGD, SVRB, PZOBO-S) f is (1/n) sum over the view of u_{l_i} CE_i with
 // the whole batch's u, so a uniform draw of rows gives an unbiased estimate
-// of the full-batch f and of its derivatives (core/family.h).  Recounting
+// of the full-batch f and of its derivatives (core/bilevel/bilevel_family.h).  Recounting
 // the view's own rows instead made u depend on the draw: a class absent
 // from the draw dropped out and a rare one was weighted by its count in
 // the draw, which biased small mini-batches towards the frequent classes.
@@ -42,13 +42,13 @@
 #include <memory>
 #include <vector>
 
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 
 namespace f2obo {
 
-class LossTuningFamily final : public Family {
+class LossTuningFamily final : public BilevelFamily {
  public:
-  static absl::StatusOr<std::unique_ptr<Family>> Create(const FamilyConfig& config);
+  static absl::StatusOr<std::unique_ptr<BilevelFamily>> Create(const FamilyConfig& config);
 
   std::string_view name() const override { return "loss_tuning"; }
   int x_dim() const override { return 2 * c_; }

@@ -15,13 +15,13 @@ absl::Span<const double> Span(const VecIn& v) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Family>> OracleFamily::Create(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> OracleFamily::Create(const FamilyConfig& config) {
   if (config.x_dim <= 0 || config.y_dim <= 0) {
     return absl::InvalidArgumentError(
         "family.x_dim, family.y_dim: the oracle family needs d1 = dim x > 0 and d2 = dim y > 0 "
         "(its client's model fixes them)");
   }
-  return std::unique_ptr<Family>(new OracleFamily(config.x_dim, config.y_dim));
+  return std::unique_ptr<BilevelFamily>(new OracleFamily(config.x_dim, config.y_dim));
 }
 
 absl::Status OracleFamily::ValidateBatch(const Batch& batch, BatchRole role) const {

@@ -26,16 +26,16 @@
 #include <memory>
 
 #include "absl/types/span.h"
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/oracle.h"
 
 namespace f2obo {
 
-class OracleFamily final : public Family {
+class OracleFamily final : public BilevelFamily {
  public:
   // The registry name ("oracle").
   static constexpr const char* kName = "oracle";
-  static absl::StatusOr<std::unique_ptr<Family>> Create(const FamilyConfig& config);
+  static absl::StatusOr<std::unique_ptr<BilevelFamily>> Create(const FamilyConfig& config);
 
   std::string_view name() const override { return kName; }
   int x_dim() const override { return d1_; }

@@ -8,7 +8,7 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Family>> QuadraticFamily::Create(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> QuadraticFamily::Create(const FamilyConfig& config) {
   if (config.x_dim <= 0 || config.y_dim <= 0) {
     return absl::InvalidArgumentError(
         "family.x_dim, family.y_dim: quadratic needs d1 > 0 and d2 > 0");
@@ -19,8 +19,8 @@ absl::StatusOr<std::unique_ptr<Family>> QuadraticFamily::Create(const FamilyConf
   if (config.bump_upper && !std::isfinite(config.bump_scale)) {
     return absl::InvalidArgumentError("family.bump_scale: must be finite");
   }
-  return std::unique_ptr<Family>(new QuadraticFamily(config.x_dim, config.y_dim, config.mu,
-                                                     config.bump_upper, config.bump_scale));
+  return std::unique_ptr<BilevelFamily>(new QuadraticFamily(config.x_dim, config.y_dim, config.mu,
+                                                            config.bump_upper, config.bump_scale));
 }
 
 absl::Status QuadraticFamily::ValidateBatch(const Batch& b, BatchRole role) const {

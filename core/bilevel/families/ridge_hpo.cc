@@ -9,14 +9,14 @@
 
 namespace f2obo {
 
-absl::StatusOr<std::unique_ptr<Family>> RidgeHpoFamily::Create(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> RidgeHpoFamily::Create(const FamilyConfig& config) {
   if (config.features <= 0) {
     return absl::InvalidArgumentError("family.features: ridge_hpo needs d > 0");
   }
   if (!(config.mu0 > 0.0) || !std::isfinite(config.mu0)) {
     return absl::InvalidArgumentError("family.mu0: must be finite and > 0");
   }
-  return std::unique_ptr<Family>(new RidgeHpoFamily(config.features, config.mu0));
+  return std::unique_ptr<BilevelFamily>(new RidgeHpoFamily(config.features, config.mu0));
 }
 
 absl::Status RidgeHpoFamily::ValidateBatch(const Batch& b, BatchRole role) const {

@@ -13,13 +13,13 @@
 
 #include <memory>
 
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 
 namespace f2obo {
 
-class RidgeHpoFamily final : public Family {
+class RidgeHpoFamily final : public BilevelFamily {
  public:
-  static absl::StatusOr<std::unique_ptr<Family>> Create(const FamilyConfig& config);
+  static absl::StatusOr<std::unique_ptr<BilevelFamily>> Create(const FamilyConfig& config);
 
   std::string_view name() const override { return "ridge_hpo"; }
   int x_dim() const override { return d_; }

@@ -4,6 +4,11 @@
 
 namespace f2obo {
 
+// One per class, each defined in its <class>_wire.cc.
+const ClassWire& BilevelWire();
+const ClassWire& SimpleWire();
+const ClassWire& MultitaskWire();
+
 // By id, not by position, like GetProblemClass: the classes' wires may be
 // registered in another order than the enum's.
 const ClassWire* WireOf(ProblemClass c) {

@@ -1,5 +1,6 @@
 // How each problem class's core values travel on the wire: one entry per
-// class (class_wire.cc), each in its own file (<class>_wire.cc).  The
+// class, each in its own file (<class>_wire.cc) and listed by one line in
+// class_wire.cc.  The
 // generic conversions (convert.h) dispatch here; nothing else on the wire
 // side knows a class's fields.
 #ifndef F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_
@@ -30,11 +31,6 @@ struct ClassWire {
 // The class's entry; nullptr for a class without one (never another
 // class's: tests/server/class_entries_test.cc requires one for every class).
 const ClassWire* WireOf(ProblemClass c);
-
-// One per class.
-const ClassWire& BilevelWire();
-const ClassWire& SimpleWire();
-const ClassWire& MultitaskWire();
 
 // The coverage and estimate every class keeps at `slots` of its sums
 // (RunningMetrics.skipped_steps, .estimate, .estimate_standard_error).

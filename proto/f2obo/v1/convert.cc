@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/family_registry.h"
 #include "core/problem_registry.h"
 #include "f2obo/v1/class_wire.h"
 #include "f2obo/v1/options_convert.h"
@@ -23,7 +22,7 @@ void SetIf(bool has, T value, T* field) {
 }
 
 // A spec without a constraint gets its family's default (one home:
-// core/family_registry.h), whichever client sent it.
+// core/problem_registry.h), whichever client sent it.
 absl::StatusOr<ConstraintSet> ToConstraint(const v1::ConstraintSpec& c, absl::string_view family) {
   ConstraintSet s;
   switch (c.kind_case()) {

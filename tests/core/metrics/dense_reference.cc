@@ -6,7 +6,7 @@
 namespace f2obo::testing {
 namespace {
 
-Vector GradYG(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner) {
+Vector GradYG(BilevelFamily& family, const VecIn& x, const VecIn& y, const BatchView& inner) {
   Vector g(family.y_dim());
   family.G(x, y, inner, nullptr, &g);
   return g;
@@ -15,8 +15,8 @@ Vector GradYG(Family& family, const VecIn& x, const VecIn& y, const BatchView& i
 // argmin over s > 0 of g(y + s p) for a descent direction p: the root of
 // phi'(s) = grad_y g(y + s p) . p, increasing in s because g is convex,
 // bracketed by doubling and then bisected.
-double ExactLineSearch(Family& family, const VecIn& x, const BatchView& inner, const Vector& y,
-                       const Vector& p) {
+double ExactLineSearch(BilevelFamily& family, const VecIn& x, const BatchView& inner,
+                       const Vector& y, const Vector& p) {
   const auto slope = [&](double s) { return GradYG(family, x, y + s * p, inner).dot(p); };
   double lo = 0.0, hi = 1.0;
   for (int i = 0; i < 60 && slope(hi) < 0.0; ++i) lo = hi, hi *= 2.0;
@@ -29,7 +29,8 @@ double ExactLineSearch(Family& family, const VecIn& x, const BatchView& inner, c
 
 }  // namespace
 
-Matrix ExplicitHessianYY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner) {
+Matrix ExplicitHessianYY(BilevelFamily& family, const VecIn& x, const VecIn& y,
+                         const BatchView& inner) {
   const int n = family.y_dim();
   Matrix h(n, n);
   Vector e = Vector::Zero(n), col(n);
@@ -42,7 +43,8 @@ Matrix ExplicitHessianYY(Family& family, const VecIn& x, const VecIn& y, const B
   return 0.5 * (h + h.transpose());
 }
 
-Matrix ExplicitCrossXY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner) {
+Matrix ExplicitCrossXY(BilevelFamily& family, const VecIn& x, const VecIn& y,
+                       const BatchView& inner) {
   const int n = family.y_dim();
   Matrix b(family.x_dim(), n);
   Vector e = Vector::Zero(n), col(family.x_dim());
@@ -55,8 +57,8 @@ Matrix ExplicitCrossXY(Family& family, const VecIn& x, const VecIn& y, const Bat
   return b;
 }
 
-DenseSolution DenseSolve(Family& family, const VecIn& x, const StepData& data, const VecIn& start,
-                         double tolerance) {
+DenseSolution DenseSolve(BilevelFamily& family, const VecIn& x, const StepData& data,
+                         const VecIn& start, double tolerance) {
   const BatchView inner = BatchView::All(data.inner);
   DenseSolution out;
   out.y = start;

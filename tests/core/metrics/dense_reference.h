@@ -6,8 +6,8 @@
 #ifndef F2OBO_TESTS_CORE_METRICS_DENSE_REFERENCE_H_
 #define F2OBO_TESTS_CORE_METRICS_DENSE_REFERENCE_H_
 
+#include "core/bilevel/bilevel_family.h"
 #include "core/constraint.h"
-#include "core/family.h"
 
 namespace f2obo::testing {
 
@@ -21,13 +21,15 @@ struct DenseSolution {
 
 // Newton from `start` until ||grad_y g|| <= tolerance (or 200 iterations);
 // family.Prepare(data) must have been called.
-DenseSolution DenseSolve(Family& family, const VecIn& x, const StepData& data, const VecIn& start,
-                         double tolerance = 1e-12);
+DenseSolution DenseSolve(BilevelFamily& family, const VecIn& x, const StepData& data,
+                         const VecIn& start, double tolerance = 1e-12);
 
 // The explicit matrices: grad2_yy g (y_dim x y_dim) and grad2_xy g
 // (x_dim x y_dim) at (x, y) on the inner batch.
-Matrix ExplicitHessianYY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner);
-Matrix ExplicitCrossXY(Family& family, const VecIn& x, const VecIn& y, const BatchView& inner);
+Matrix ExplicitHessianYY(BilevelFamily& family, const VecIn& x, const VecIn& y,
+                         const BatchView& inner);
+Matrix ExplicitCrossXY(BilevelFamily& family, const VecIn& x, const VecIn& y,
+                       const BatchView& inner);
 
 }  // namespace f2obo::testing
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <utility>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/metrics/dense_reference.h"
@@ -50,7 +50,7 @@ Batch Separable(int rows, int d, int c, double scale, std::mt19937_64& rng) {
 // strong-convexity constant of g in y at x_t.
 struct HardStep {
   std::string name;
-  std::unique_ptr<Family> family;
+  std::unique_ptr<BilevelFamily> family;
   ConstraintSet set;
   Vector x, warm;
   StepData current, previous;
@@ -68,7 +68,7 @@ HardStep Classification(const std::string& name, const std::string& family, uint
   c.features = 4;
   c.classes = 3;
   c.mu0 = mu0;
-  HardStep s{name, *CreateFamily(c), set, std::move(x), {}, {}, {}, mu0};
+  HardStep s{name, *CreateBilevelFamily(c), set, std::move(x), {}, {}, {}, mu0};
   const auto make = [&] {
     return StepData{Separable(30, 4, 3, feature_scale, rng),
                     Separable(30, 4, 3, feature_scale, rng)};
@@ -104,8 +104,9 @@ HardStep Ridge(const std::string& name, uint64_t seed, double column_scale, doub
   c.name = "ridge_hpo";
   c.features = d;
   c.mu0 = mu0;
-  HardStep s{name, *CreateFamily(c), ConstraintSet::Box(0.0, 1.0), Vector::Zero(d), {}, {}, {},
-             mu0};
+  HardStep s{
+      name, *CreateBilevelFamily(c), ConstraintSet::Box(0.0, 1.0), Vector::Zero(d), {}, {}, {},
+      mu0};
   const auto make = [&]() {
     const Vector w = RandomVector(d, rng);
     StepData step{testing::RegressionBatch(10, w, 0.1, false, rng),
@@ -148,7 +149,7 @@ class ExactMetricsAgainstDenseSolve : public ::testing::TestWithParam<int> {
 TEST_P(ExactMetricsAgainstDenseSolve, InnerSolutionValueAndMetricsAgreeAndSayConverged) {
   HardStep s = Make(GetParam());
   SCOPED_TRACE(s.name);
-  Family& fam = *s.family;
+  BilevelFamily& fam = *s.family;
   const ExactMetricsOptions o;
 
   // The independent solves, of step t and of step t - 1 at the same x.

@@ -8,8 +8,8 @@
 #include <optional>
 #include <random>
 
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family_registry.h"
 #include "core/metrics/linear_solve.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -19,7 +19,7 @@ namespace {
 
 using testing::RandomVector;
 
-std::unique_ptr<Family> Quadratic(int d1, int d2, double mu, bool bump) {
+std::unique_ptr<BilevelFamily> Quadratic(int d1, int d2, double mu, bool bump) {
   FamilyConfig c;
   c.name = "quadratic";
   c.x_dim = d1;
@@ -27,7 +27,7 @@ std::unique_ptr<Family> Quadratic(int d1, int d2, double mu, bool bump) {
   c.mu = mu;
   c.bump_upper = bump;
   c.bump_scale = 0.8;
-  return *CreateFamily(c);
+  return *CreateBilevelFamily(c);
 }
 
 TEST(ExactMetrics, QuadraticInnerSolutionAndHypergradientMatchClosedForms) {
@@ -59,7 +59,7 @@ TEST(ExactMetrics, RidgeInnerSolutionAndHypergradientMatchClosedForms) {
     c.name = "ridge_hpo";
     c.features = d;
     c.mu0 = 0.01;
-    auto fam = *CreateFamily(c);
+    auto fam = *CreateBilevelFamily(c);
     const Vector x = RandomVector(d, rng).cwiseAbs();
     const auto th = ComputeTrueHypergradient(*fam, x, step, Vector::Zero(d), {});
 
@@ -131,7 +131,7 @@ TEST(ExactMetrics, NewtonSolvesTheLogisticInnerProblemToTolerance) {
   c.features = 5;
   c.classes = 3;
   c.mu0 = 1e-2;
-  auto fam = *CreateFamily(c);
+  auto fam = *CreateBilevelFamily(c);
   StepData step{testing::ClassificationBatch(30, 5, 3, false, rng),
                 testing::ClassificationBatch(40, 5, 3, false, rng)};
   fam->Prepare(step);
@@ -162,7 +162,7 @@ TEST(ExactMetrics, OverflowingGradientNormIsAnErrorNotAnInfiniteMetric) {
   c.name = "logistic_hpo";
   c.features = 3;
   c.classes = 2;
-  auto fam = *CreateFamily(c);
+  auto fam = *CreateBilevelFamily(c);
   StepData step{testing::ClassificationBatch(8, 3, 2, false, rng),
                 testing::ClassificationBatch(8, 3, 2, false, rng)};
   step.inner.dense(0, 0) = 1e200;
@@ -205,7 +205,7 @@ TEST(ExactMetrics, FiniteMetricsWhoseSumOverflowsAreAccepted) {
 // The convergence flags: a capped solve still returns finite, plausible
 // numbers, so the metrics say whether each solve met its tolerance.
 struct LogisticProblem {
-  std::unique_ptr<Family> fam;
+  std::unique_ptr<BilevelFamily> fam;
   StepData step;
   MetricsInput in;
 };
@@ -217,7 +217,7 @@ LogisticProblem MakeLogisticProblem(uint64_t seed) {
   c.features = 5;
   c.classes = 3;
   c.mu0 = 1e-2;
-  LogisticProblem p{*CreateFamily(c),
+  LogisticProblem p{*CreateBilevelFamily(c),
                     StepData{testing::ClassificationBatch(30, 5, 3, false, rng),
                              testing::ClassificationBatch(40, 5, 3, false, rng)},
                     {}};

@@ -23,12 +23,12 @@ namespace {
 
 TEST(MtF2obo, WithOneTaskIsF2oboUpToRounding) {
   const testing::QuadraticTasks q(1, 3, 4, 41);
-  FamilyConfig single = q.Family();
+  FamilyConfig single = q.BilevelFamily();
   single.name = "quadratic";
   single.tasks = 0;
   SessionConfig single_config = testing::ConfigFor("f2obo", single, ConstraintSet::Box(-1.0, 1.0));
   const SessionConfig mt_config =
-      testing::MultitaskConfig("mt_f2obo", q.Family(), ConstraintSet::Box(-1.0, 1.0));
+      testing::MultitaskConfig("mt_f2obo", q.BilevelFamily(), ConstraintSet::Box(-1.0, 1.0));
   single_config.options.gamma = mt_config.options.gamma;  // mt_f2obo's fixed step
   std::unique_ptr<Session> f2obo = *Session::Create(single_config);
   std::unique_ptr<Session> mt = *Session::Create(mt_config);
@@ -51,7 +51,8 @@ TEST(MtF2obo, WithOneTaskIsF2oboUpToRounding) {
 
 TEST(MtF2obo, StepsAlongTheWeightedAverageOfEveryTouchedTasksLatestEstimate) {
   const testing::QuadraticTasks q(4, 2, 3, 43);
-  SessionConfig config = testing::MultitaskConfig("mt_f2obo", q.Family(), ConstraintSet::None());
+  SessionConfig config =
+      testing::MultitaskConfig("mt_f2obo", q.BilevelFamily(), ConstraintSet::None());
   config.options.task_momentum = 0.7;
   std::unique_ptr<Session> s = *Session::Create(config);
   const TaskTable& table = *MultitaskTable(s->problem());
@@ -75,7 +76,8 @@ TEST(MtF2obo, StepsAlongTheWeightedAverageOfEveryTouchedTasksLatestEstimate) {
 
 TEST(MtF2obo, DrivesTheGradientOfFBelowToleranceOnAStaticQuadraticStream) {
   const testing::QuadraticTasks q(5, 3, 4, 31);
-  SessionConfig config = testing::MultitaskConfig("mt_f2obo", q.Family(), ConstraintSet::None());
+  SessionConfig config =
+      testing::MultitaskConfig("mt_f2obo", q.BilevelFamily(), ConstraintSet::None());
   config.options.gamma = 0.05;
   std::unique_ptr<Session> s = *Session::Create(config);
   const double start = q.GradF(s->state().x).norm();

@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/multitask/multitask_streams.h"
 #include "tests/core/test_streams.h"
@@ -33,7 +33,7 @@ TEST(MultitaskLogisticHpo, TemperedTasksPassTheFiniteDifferenceChecks) {
   std::mt19937_64 rng(71);
   for (int task : {0, 3, 17}) {
     const StepData data = TaskBatches(rng);
-    Family& family = f->Task(task, data);
+    BilevelFamily& family = f->Task(task, data);
     const Vector x = 0.05 * (testing::RandomVector(kFeatures, rng).array().abs()).matrix();
     const Vector y = testing::RandomVector(family.y_dim(), rng, 0.5);
     const testing::FdErrors e = testing::CheckFamilyDerivatives(family, data, x, y, rng);
@@ -49,7 +49,7 @@ TEST(MultitaskLogisticHpo, TemperedTaskIsTheCrossEntropyOfTheTemperedLogits) {
   plain_config.name = "logistic_hpo";
   plain_config.features = kFeatures;
   plain_config.classes = kClasses;
-  std::unique_ptr<Family> plain = *CreateFamily(plain_config);
+  std::unique_ptr<BilevelFamily> plain = *CreateBilevelFamily(plain_config);
   std::unique_ptr<MultitaskFamily> f =
       *CreateMultitaskFamily(testing::LogisticTasksFamily(20, kFeatures, kClasses, 11.0));
   std::mt19937_64 rng(72);
@@ -57,7 +57,7 @@ TEST(MultitaskLogisticHpo, TemperedTaskIsTheCrossEntropyOfTheTemperedLogits) {
   const double sigma = TaskTemperature(task, 11.0);
   ASSERT_GT(sigma, 1.0);
   const StepData data = TaskBatches(rng);
-  Family& tempered = f->Task(task, data);
+  BilevelFamily& tempered = f->Task(task, data);
   const Vector x = Vector::Constant(kFeatures, 0.07);
   const Vector y = testing::RandomVector(tempered.y_dim(), rng);
   const Vector ys = y / sigma;
@@ -79,7 +79,7 @@ TEST(MultitaskLogisticHpo, TemperatureOneIsLogisticHpoBitForBit) {
   plain_config.name = "logistic_hpo";
   plain_config.features = kFeatures;
   plain_config.classes = kClasses;
-  std::unique_ptr<Family> plain = *CreateFamily(plain_config);
+  std::unique_ptr<BilevelFamily> plain = *CreateBilevelFamily(plain_config);
   std::unique_ptr<MultitaskFamily> f =
       *CreateMultitaskFamily(testing::LogisticTasksFamily(20, kFeatures, kClasses, 1.0));
   std::mt19937_64 rng(73);

@@ -29,9 +29,9 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 // Counts every oracle call, and which tasks were asked for.
-class CountingFamily final : public Family {
+class CountingFamily final : public BilevelFamily {
  public:
-  Family* base = nullptr;
+  BilevelFamily* base = nullptr;
   int64_t calls = 0;
   std::string_view name() const override { return base->name(); }
   int x_dim() const override { return base->x_dim(); }
@@ -88,7 +88,7 @@ class CountingTasks final : public MultitaskFamily {
     return base_->ValidateConstraint(s);
   }
   void DefaultX(Vector* x) const override { base_->DefaultX(x); }
-  Family& Task(int task, const StepData& data) override {
+  BilevelFamily& Task(int task, const StepData& data) override {
     asked.insert(task);
     counting_.base = &base_->Task(task, data);
     return counting_;
@@ -99,7 +99,7 @@ class CountingTasks final : public MultitaskFamily {
   CountingFamily counting_;
 };
 
-// Family calls and tasks asked for, per step, of `algorithm` on m tasks
+// BilevelFamily calls and tasks asked for, per step, of `algorithm` on m tasks
 // when every step carries one task (from a fixed sequence in [0, 8)).
 std::vector<std::pair<int64_t, std::set<int>>> CostPerStep(const std::string& algorithm, int m) {
   constexpr int kFeatures = 3, kClasses = 2;
@@ -148,7 +148,7 @@ TEST(MultitaskSession, OneSampledTaskPerStepCostsTheSameFamilyCallsWhateverM) {
 
 TEST(MultitaskSession, HoldsStateOnlyForTheTasksTouched) {
   const testing::QuadraticTasks q(3, 2, 3, 51);
-  FamilyConfig family = q.Family();
+  FamilyConfig family = q.BilevelFamily();
   family.tasks = 100000;
   for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
     std::unique_ptr<Session> s =
@@ -269,7 +269,7 @@ TEST(MultitaskSession, RefusesBadInputNamingTheFieldAndChangesNothing) {
 
 TEST(MultitaskSession, SingleTaskClassesRefuseTaggedBatches) {
   const testing::QuadraticTasks q(1, 2, 2, 1);
-  FamilyConfig single = q.Family();
+  FamilyConfig single = q.BilevelFamily();
   single.name = "quadratic";
   std::unique_ptr<Session> s =
       *Session::Create(testing::ConfigFor("f2obo", single, ConstraintSet::None()));
@@ -284,8 +284,8 @@ TEST(MultitaskSession, SingleTaskClassesRefuseTaggedBatches) {
 TEST(MultitaskSession, ExactMetricsAreTheGradientOfFOverTheTasksSeen) {
   const testing::QuadraticTasks q(6, 3, 4, 61);
   for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
-    std::unique_ptr<Session> s =
-        *Session::Create(testing::MultitaskConfig(algorithm, q.Family(), ConstraintSet::None()));
+    std::unique_ptr<Session> s = *Session::Create(
+        testing::MultitaskConfig(algorithm, q.BilevelFamily(), ConstraintSet::None()));
     std::unique_ptr<MetricsEvaluator> eval = *s->problem().NewMetricsEvaluator();
     const std::vector<std::vector<int>> schedule = {{4}, {1, 4}, {2}, {1}};
     std::vector<int> seen;
@@ -339,7 +339,7 @@ TEST(MultitaskSession, ExactMetricsAreTheGradientOfFOverTheTasksSeen) {
 
 TEST(MultitaskSession, MetricsKeepTheMostRecentlySeenTasksOnly) {
   const testing::QuadraticTasks q(2, 2, 2, 62);
-  FamilyConfig family = q.Family();
+  FamilyConfig family = q.BilevelFamily();
   family.tasks = 1000;
   std::unique_ptr<Session> s =
       *Session::Create(testing::MultitaskConfig("mt_f2obo", family, ConstraintSet::None()));

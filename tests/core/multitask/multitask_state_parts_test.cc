@@ -28,7 +28,7 @@ using ::testing::StartsWith;
 
 TEST(MultitaskSession, AStepChangesOnlyThePartsOfItsOwnTasks) {
   const testing::QuadraticTasks q(3, 2, 3, 71);
-  FamilyConfig family = q.Family();
+  FamilyConfig family = q.BilevelFamily();
   family.tasks = 10000;
   for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
     std::unique_ptr<Session> s =
@@ -84,7 +84,7 @@ TEST(MultitaskSession, AStateOfTheEarlierLayoutsResumesWithTheSameNumbers) {
   for (const bool paged : {false, true})
     for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {  // NOLINT(whitespace/braces)
       const SessionConfig config =
-          testing::MultitaskConfig(algorithm, q.Family(), ConstraintSet::None());
+          testing::MultitaskConfig(algorithm, q.BilevelFamily(), ConstraintSet::None());
       std::unique_ptr<Session> a = *Session::Create(config);
       const TaskTable& table = *MultitaskTable(a->problem());
       const std::vector<std::vector<int>> plan = {{3}, {1, 4}, {0}, {3, 1}, {2}, {4}};
@@ -158,8 +158,8 @@ TEST(MultitaskSession, AStateOfTheEarlierLayoutsResumesWithTheSameNumbers) {
 TEST(MultitaskSession, ATouchedTaskIsOnePartHoldingItsVectors) {
   const testing::QuadraticTasks q(7, 3, 4, 5);
   for (const char* algorithm : {"rsvrb", "mt_f2obo"}) {
-    std::unique_ptr<Session> s =
-        *Session::Create(testing::MultitaskConfig(algorithm, q.Family(), ConstraintSet::None()));
+    std::unique_ptr<Session> s = *Session::Create(
+        testing::MultitaskConfig(algorithm, q.BilevelFamily(), ConstraintSet::None()));
     const TaskTable& table = *MultitaskTable(s->problem());
     const size_t fixed = table.Index(0);
     EXPECT_EQ(s->state().aux.size(), fixed) << algorithm;
@@ -180,7 +180,8 @@ TEST(MultitaskSession, ATouchedTaskIsOnePartHoldingItsVectors) {
 
 TEST(MultitaskSession, RestoreRefusesAStateWhoseTaskIndexIsNotATask) {
   const testing::QuadraticTasks q(3, 2, 2, 2);
-  const SessionConfig config = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
+  const SessionConfig config =
+      testing::MultitaskConfig("rsvrb", q.BilevelFamily(), ConstraintSet::None());
   std::unique_ptr<Session> s = *Session::Create(config);
   ASSERT_TRUE(s->Step(q.Step({1})).ok());
   ASSERT_TRUE(s->Step(q.Step({2})).ok());

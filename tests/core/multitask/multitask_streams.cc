@@ -39,7 +39,7 @@ Vector QuadraticTasks::GradF(const Vector& x, const std::vector<int>& over) cons
   return g / static_cast<double>(tasks.size());
 }
 
-FamilyConfig QuadraticTasks::Family() const {
+FamilyConfig QuadraticTasks::BilevelFamily() const {
   FamilyConfig f;
   f.name = "multitask_quadratic";
   f.x_dim = d1;

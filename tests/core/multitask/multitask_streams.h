@@ -26,7 +26,7 @@ struct QuadraticTasks {
   StepData Step(const std::vector<int>& tasks) const;
   // grad F over the tasks `over` (all m when empty), in closed form.
   Vector GradF(const Vector& x, const std::vector<int>& over = {}) const;
-  FamilyConfig Family() const;
+  FamilyConfig BilevelFamily() const;
 };
 
 // A multi-task session config with the registry defaults of `algorithm`.

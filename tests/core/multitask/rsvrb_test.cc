@@ -90,12 +90,12 @@ TEST(Rsvrb, WithOneTaskIsSvrbBitForBitOnMiniBatchDraws) {
 
 TEST(Rsvrb, WithOneTaskIsSvrbBitForBitOnAQuadraticStream) {
   const testing::QuadraticTasks q(1, 3, 4, 5);
-  FamilyConfig single = q.Family();
+  FamilyConfig single = q.BilevelFamily();
   single.name = "quadratic";
   single.tasks = 0;
   std::vector<StepData> stream;
   for (int t = 0; t < 25; ++t) stream.push_back(q.Task(0).data);
-  ExpectRsvrbIsSvrb(single, q.Family(), ConstraintSet::Ball(2.0), stream);
+  ExpectRsvrbIsSvrb(single, q.BilevelFamily(), ConstraintSet::Ball(2.0), stream);
 }
 
 // Alg. 2 as written, every task updated at every step ("delay update until
@@ -215,7 +215,8 @@ class EagerRsvrb {
 double ExpectLazyEqualsEager(AlgorithmOptions options,
                              const std::vector<std::vector<int>>& schedule, double tol) {
   const testing::QuadraticTasks q(4, 2, 3, 21);
-  SessionConfig config = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
+  SessionConfig config =
+      testing::MultitaskConfig("rsvrb", q.BilevelFamily(), ConstraintSet::None());
   config.seed = 9;
   config.options = options;
   std::unique_ptr<Session> lazy = *Session::Create(config);
@@ -297,7 +298,7 @@ TEST(Rsvrb, LazyDecayEqualsTheEagerUpdatesUnderTheDecayingSchedule) {
   EXPECT_LT(worst, 1e-13);
   // Not the constant schedule: the same run at q = 0 ends elsewhere.
   const testing::QuadraticTasks q(4, 2, 3, 21);
-  SessionConfig a = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
+  SessionConfig a = testing::MultitaskConfig("rsvrb", q.BilevelFamily(), ConstraintSet::None());
   a.options = o;
   SessionConfig b = a;
   b.options.rsvrb_decay = 0.0;
@@ -324,7 +325,8 @@ TEST(Rsvrb, LazyDecayEqualsTheEagerUpdatesWithTheScaledYStep) {
 // stream with m = 5.
 double TailGradient(double momentum, double task_momentum, int steps) {
   const testing::QuadraticTasks q(5, 3, 4, 31);
-  SessionConfig config = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
+  SessionConfig config =
+      testing::MultitaskConfig("rsvrb", q.BilevelFamily(), ConstraintSet::None());
   config.seed = 4;
   config.options.gamma = 0.002;
   config.options.alpha = 0.05;
@@ -357,7 +359,8 @@ TEST(Rsvrb, DrivesTheGradientOfFToANoiseFloorThatShrinksWithBeta) {
 
 TEST(Rsvrb, RefusesProblemsAboveMaxExplicitDim) {
   const testing::QuadraticTasks q(2, 3, 40, 1);
-  SessionConfig config = testing::MultitaskConfig("rsvrb", q.Family(), ConstraintSet::None());
+  SessionConfig config =
+      testing::MultitaskConfig("rsvrb", q.BilevelFamily(), ConstraintSet::None());
   config.options.max_explicit_dim = 32;
   const absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(config);
   ASSERT_FALSE(s.ok());

@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/algorithm_registry.h"
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -236,9 +236,9 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Negative control: a logistic_hpo family that allocates on every G call.
-class AllocatingFamily final : public Family {
+class AllocatingFamily final : public BilevelFamily {
  public:
-  explicit AllocatingFamily(std::unique_ptr<Family> base) : base_(std::move(base)) {}
+  explicit AllocatingFamily(std::unique_ptr<BilevelFamily> base) : base_(std::move(base)) {}
   std::string_view name() const override { return base_->name(); }
   int x_dim() const override { return base_->x_dim(); }
   int y_dim() const override { return base_->y_dim(); }
@@ -268,7 +268,7 @@ class AllocatingFamily final : public Family {
   }
 
  private:
-  std::unique_ptr<Family> base_;
+  std::unique_ptr<BilevelFamily> base_;
 };
 
 TEST(AllocationCounter, DetectsAnAllocationPlantedInTheInnerIteration) {
@@ -279,12 +279,12 @@ TEST(AllocationCounter, DetectsAnAllocationPlantedInTheInnerIteration) {
     // An explicit gamma: the automatic upper step's accumulator part is made
     // on the first round of a state that lacks it, which is not counted here.
     c.options.gamma = 0.001;
-    // Fixed steps: the base Family's power-iteration estimate (which this
+    // Fixed steps: the base BilevelFamily's power-iteration estimate (which this
     // wrapper falls back to) is not what is counted here.
     c.options.alpha = c.options.beta = 0.1;
-    AllocatingFamily family(*CreateFamily(c.family));
-    std::unique_ptr<BilevelAlgorithm> algorithm = *CreateBilevelAlgorithm(
-        AlgorithmContext{c.algorithm, c.options, c.constraint, family.x_dim(), family.y_dim()});
+    AllocatingFamily family(*CreateBilevelFamily(c.family));
+    std::unique_ptr<BilevelAlgorithm> algorithm = *CreateBilevelAlgorithm(BilevelAlgorithmContext{
+        c.algorithm, c.options, c.constraint, family.x_dim(), family.y_dim()});
     SessionState st =
         testing::BilevelState(Vector::Zero(family.x_dim()), Vector::Zero(family.y_dim()),
                               Vector::Zero(family.y_dim()), c.options.lambda1);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"

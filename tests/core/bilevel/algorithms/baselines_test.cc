@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/hypergradients/second_order.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/session.h"
@@ -100,7 +100,7 @@ TEST(Obbo, HypergradientMatchesFiniteDifferencesOfTheUnrolledRidgeObjective) {
   const StepReport report = *session->Step(p.step);
 
   // x -> f(x, y^K(x)) with y^K from the same K steps on an independent family.
-  std::unique_ptr<Family> family = *CreateFamily(p.family);
+  std::unique_ptr<BilevelFamily> family = *CreateBilevelFamily(p.family);
   family->Prepare(p.step);
   const BatchView inner = BatchView::All(p.step.inner);
   const BatchView upper = BatchView::All(p.step.upper);

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family_registry.h"
 #include "core/session.h"
 #include "tests/core/test_streams.h"
 
@@ -151,7 +151,7 @@ Outcome Run(const Scenario& s, const std::string& algorithm, double hi, int step
     }
   }
   const SessionState& state = (*session)->state();
-  std::unique_ptr<Family> family = *CreateFamily(s.family);
+  std::unique_ptr<BilevelFamily> family = *CreateBilevelFamily(s.family);
   StepData eval;
   eval.upper = s.test;
   eval.inner = Rows(s.train, 0, s.train.rows());

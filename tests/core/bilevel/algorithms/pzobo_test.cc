@@ -32,7 +32,7 @@ using testing::RandomVector;
 //   g(x, y) = (1/n) sum_i (1/2) (a_i^T y - p_i^T x - b_i)^2 + (rho/2) ||y||^2,
 // so on rows S: grad_y g = H_S y - B_S x - c_S with H_S = A_S^T A_S / n + rho I,
 // B_S = A_S^T P_S / n, c_S = A_S^T b_S / n.  f(x, y) = (1/2) ||y - d||^2.
-class LinearQuadraticFamily final : public Family {
+class LinearQuadraticFamily final : public BilevelFamily {
  public:
   LinearQuadraticFamily(int d1, int d2, double rho, Vector d)
       : d1_(d1), d2_(d2), rho_(rho), d_(std::move(d)) {}
@@ -121,12 +121,12 @@ struct Problem {
     step.inner.targets = RandomVector(kRows, rng);
     d = RandomVector(kD2, rng);
   }
-  LinearQuadraticFamily Family() const { return LinearQuadraticFamily(kD1, kD2, 0.3, d); }
+  LinearQuadraticFamily BilevelFamily() const { return LinearQuadraticFamily(kD1, kD2, 0.3, d); }
 };
 
 TEST(PzoboDelta, EqualsTheUnrolledJacobianTimesUForAnyMu) {
   const Problem p(401);
-  LinearQuadraticFamily family = p.Family();
+  LinearQuadraticFamily family = p.BilevelFamily();
   std::mt19937_64 rng(402);
   const Vector x = RandomVector(kD1, rng), y0 = RandomVector(kD2, rng);
   const Vector u = RandomVector(kD1, rng);
@@ -158,7 +158,7 @@ TEST(PzoboDelta, EqualsTheUnrolledJacobianTimesUForAnyMu) {
 //   J_N = sum_k (I - alpha H_{N-1}) ... (I - alpha H_{k+1}) alpha B_k.
 TEST(PzoboDelta, EqualsTheUnrolledJacobianOverASharedMiniBatchSequence) {
   const Problem p(403);
-  LinearQuadraticFamily family = p.Family();
+  LinearQuadraticFamily family = p.BilevelFamily();
   std::mt19937_64 rng(404);
   const Vector x = RandomVector(kD1, rng), y0 = RandomVector(kD2, rng);
   const Vector u = RandomVector(kD1, rng);
@@ -206,7 +206,7 @@ TEST(GaussianDirections, AreReproducibleFromTheSeedAndStandardNormal) {
 // regenerated from the round seed (the first draw of the session RNG).
 TEST(Pzobo, RoundHypergradientUsesTheRegeneratedDirections) {
   const Problem p(405);
-  LinearQuadraticFamily family = p.Family();
+  LinearQuadraticFamily family = p.BilevelFamily();
   std::mt19937_64 rng(406);
   AlgorithmOptions o = DefaultAlgorithmOptions("pzobo");
   o.pz_directions = 4;
@@ -215,7 +215,7 @@ TEST(Pzobo, RoundHypergradientUsesTheRegeneratedDirections) {
   o.alpha = 0.05;
   o.gamma = 0.2;
   std::unique_ptr<BilevelAlgorithm> pzobo =
-      *CreateBilevelAlgorithm(AlgorithmContext{"pzobo", o, ConstraintSet::None(), kD1, kD2});
+      *CreateBilevelAlgorithm(BilevelAlgorithmContext{"pzobo", o, ConstraintSet::None(), kD1, kD2});
   const Vector y0 = RandomVector(kD2, rng);
   SessionState st = testing::BilevelState(RandomVector(kD1, rng), y0, y0, 0.0, 11);
   BilevelVars s = BilevelView(&st);
@@ -259,13 +259,13 @@ TEST(PzoboS, CommonMiniBatchesMakeTheHypergradientIndependentOfMu) {
   const Vector x = RandomVector(kD1, rng), y = RandomVector(kD2, rng);
   std::vector<Vector> h;
   for (double mu : {1e-6, 1.0, 30.0}) {
-    LinearQuadraticFamily family = p.Family();
+    LinearQuadraticFamily family = p.BilevelFamily();
     AlgorithmOptions o = DefaultAlgorithmOptions("pzobo_s");
     o.pz_smoothing = mu;
     o.sample_rows = 6;
     o.alpha = 0.05;
-    std::unique_ptr<BilevelAlgorithm> a =
-        *CreateBilevelAlgorithm(AlgorithmContext{"pzobo_s", o, ConstraintSet::None(), kD1, kD2});
+    std::unique_ptr<BilevelAlgorithm> a = *CreateBilevelAlgorithm(
+        BilevelAlgorithmContext{"pzobo_s", o, ConstraintSet::None(), kD1, kD2});
     SessionState st = testing::BilevelState(x, y, y, 0.0, 12);
     BilevelVars s = BilevelView(&st);
     BilevelReport report;

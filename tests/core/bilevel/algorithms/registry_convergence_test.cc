@@ -18,8 +18,8 @@
 #include <random>
 #include <string>
 
-#include "core/algorithm_registry.h"
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
@@ -83,7 +83,7 @@ TEST_P(RegistryConvergence, DrivesTheExactHypergradientBelowItsToleranceOnStatic
   auto session = Session::Create(config);
   ASSERT_TRUE(session.ok()) << algorithm << ": " << session.status();
 
-  auto family = *CreateFamily(QuadraticFamily());
+  auto family = *CreateBilevelFamily(QuadraticFamily());
   family->Prepare(step);
   const ExactMetricsOptions exact;
   auto grad_norm = [&](const SessionState& s) {

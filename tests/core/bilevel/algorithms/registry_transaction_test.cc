@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "core/state.h"

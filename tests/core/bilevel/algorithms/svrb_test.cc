@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/hypergradients/spectral_projections.h"
 #include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
@@ -179,7 +179,7 @@ TEST(Svrb, StormEstimatesEqualTheFullDerivativesOnAStaticFullBatchStream) {
   config.options.gamma = 0.2;
   config.x0 = Vector::Constant(dim, 0.5);
   auto session = *Session::Create(config);
-  std::unique_ptr<Family> family = *CreateFamily(fam);
+  std::unique_ptr<BilevelFamily> family = *CreateBilevelFamily(fam);
   family->Prepare(step);
   const BatchView inner = BatchView::All(step.inner), upper = BatchView::All(step.upper);
   for (int t = 1; t <= 8; ++t) {
@@ -313,9 +313,9 @@ TEST(Svrb, ANonFiniteRoundFailsAndLeavesTheStateUnchanged) {
 
 // A family whose grad2_yy g turns NaN from its third call on (the first
 // round builds H with y_dim calls): the round itself refuses.
-class NanHessianFamily final : public Family {
+class NanHessianFamily final : public BilevelFamily {
  public:
-  explicit NanHessianFamily(std::unique_ptr<Family> base) : base_(std::move(base)) {}
+  explicit NanHessianFamily(std::unique_ptr<BilevelFamily> base) : base_(std::move(base)) {}
   std::string_view name() const override { return base_->name(); }
   int x_dim() const override { return base_->x_dim(); }
   int y_dim() const override { return base_->y_dim(); }
@@ -344,16 +344,16 @@ class NanHessianFamily final : public Family {
   }
 
  private:
-  std::unique_ptr<Family> base_;
+  std::unique_ptr<BilevelFamily> base_;
   int calls_ = 0;
 };
 
 TEST(Svrb, ANaNHessianEstimateIsAnErrorNamingIt) {
   const Quadratic q(360);
-  NanHessianFamily family(*CreateFamily(q.family));
+  NanHessianFamily family(*CreateBilevelFamily(q.family));
   SessionConfig config = ConfigFor("svrb", q.family, ConstraintSet::None());
   std::unique_ptr<BilevelAlgorithm> svrb = *CreateBilevelAlgorithm(
-      AlgorithmContext{"svrb", config.options, config.constraint, kD1, kD2});
+      BilevelAlgorithmContext{"svrb", config.options, config.constraint, kD1, kD2});
   SessionState st =
       testing::BilevelState(Vector::Zero(kD1), Vector::Zero(kD2), Vector::Zero(kD2), 0.0);
   BilevelVars s = BilevelView(&st);

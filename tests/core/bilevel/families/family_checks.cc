@@ -58,7 +58,7 @@ CsrMatrix RandomCsr(int rows, int cols, double density, std::mt19937_64& rng) {
   return m;
 }
 
-FdErrors CheckFamilyDerivatives(Family& family, const StepData& data, const Vector& x,
+FdErrors CheckFamilyDerivatives(BilevelFamily& family, const StepData& data, const Vector& x,
                                 const Vector& y, std::mt19937_64& rng, int directions) {
   family.Prepare(data);
   const BatchView up = BatchView::All(data.upper);

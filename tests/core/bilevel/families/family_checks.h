@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 
 namespace f2obo::testing {
 
@@ -27,7 +27,7 @@ struct FdErrors {
 
 // Runs every check at (x, y) over `directions` random directions and
 // returns the worst relative error of each quantity.
-FdErrors CheckFamilyDerivatives(Family& family, const StepData& data, const Vector& x,
+FdErrors CheckFamilyDerivatives(BilevelFamily& family, const StepData& data, const Vector& x,
                                 const Vector& y, std::mt19937_64& rng, int directions = 4);
 
 Vector RandomVector(int n, std::mt19937_64& rng, double scale = 1.0);

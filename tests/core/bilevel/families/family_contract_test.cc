@@ -6,7 +6,7 @@
 // Contract: analytic derivatives match central differences (dense and CSR
 // rows); a batch's dense and CSR forms give the same values and gradients;
 // a view of all rows in order is the batch itself, bit for bit.  A family
-// added to core/family_registry.cc without a case here fails
+// added to core/bilevel/bilevel_family_registry.cc without a case here fails
 // EveryRegisteredFamilyHasACase.
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/families/oracle_family.h"
-#include "core/family_registry.h"
 #include "tests/core/bilevel/families/family_checks.h"
 
 namespace f2obo {
@@ -144,7 +144,7 @@ std::string CaseName(const ::testing::TestParamInfo<FamilyCase>& info) { return 
 TEST(FamilyContract, EveryRegisteredFamilyHasACase) {
   std::vector<std::string> covered = Exempt();
   for (const FamilyCase& c : Cases()) covered.push_back(c.name);
-  for (const std::string& name : FamilyNames()) {
+  for (const std::string& name : BilevelFamilyNameList()) {
     EXPECT_NE(std::find(covered.begin(), covered.end(), name), covered.end())
         << "family '" << name << "' is registered but has no case in family_contract_test.cc";
   }
@@ -152,8 +152,8 @@ TEST(FamilyContract, EveryRegisteredFamilyHasACase) {
 
 class FamilyContract : public ::testing::TestWithParam<FamilyCase> {
  protected:
-  std::unique_ptr<Family> Make() const {
-    auto fam = CreateFamily(GetParam().config);
+  std::unique_ptr<BilevelFamily> Make() const {
+    auto fam = CreateBilevelFamily(GetParam().config);
     EXPECT_TRUE(fam.ok()) << fam.status();
     return fam.ok() ? std::move(*fam) : nullptr;
   }

@@ -42,7 +42,9 @@ FamilyConfig LogisticConfig() {
   return c;
 }
 
-std::unique_ptr<Family> MakeLogistic() { return *LogisticHpoFamily::Create(LogisticConfig()); }
+std::unique_ptr<BilevelFamily> MakeLogistic() {
+  return *LogisticHpoFamily::Create(LogisticConfig());
+}
 
 bool MessageHas(const absl::Status& s, const std::string& part) {
   return s.message().find(part) != std::string::npos;

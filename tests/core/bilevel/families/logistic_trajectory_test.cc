@@ -421,7 +421,8 @@ uint64_t QuadraticTrajectory(const std::string& algorithm, bool auto_steps) {
 
 uint64_t MultitaskQuadraticTrajectory(const std::string& algorithm) {
   const QuadraticTasks tasks(6, 10, 20, 9);
-  SessionConfig config = MultitaskConfig(algorithm, tasks.Family(), ConstraintSet::Ball(3.0));
+  SessionConfig config =
+      MultitaskConfig(algorithm, tasks.BilevelFamily(), ConstraintSet::Ball(3.0));
   config.seed = 5;
   PinRecordedRsvrb(algorithm, &config.options);
   absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(config);

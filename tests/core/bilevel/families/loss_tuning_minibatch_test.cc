@@ -1,5 +1,5 @@
 // loss_tuning's upper loss on mini-batches is an unbiased estimate of the
-// full-batch loss (core/family.h): the mean over uniformly drawn sub-batches
+// full-batch loss (core/bilevel/bilevel_family.h): the mean over uniformly drawn sub-batches
 // of the sub-batch value and grad_y f equals the full-batch ones.  The class
 // weights u_j were once recounted over each sub-batch, which biased small
 // draws on imbalanced batches towards the frequent classes; each test below
@@ -27,7 +27,7 @@ constexpr int kD = 5;
 constexpr int kC = 4;
 constexpr int kY = kD * kC + kC;
 
-std::unique_ptr<Family> MakeTuning() {
+std::unique_ptr<BilevelFamily> MakeTuning() {
   FamilyConfig c;
   c.features = kD;
   c.classes = kC;
@@ -68,7 +68,7 @@ struct ImbalancedCase {
   }
 
   std::mt19937_64 rng;
-  std::unique_ptr<Family> fam;
+  std::unique_ptr<BilevelFamily> fam;
   StepData step;
   Vector x, y, full_grad = Vector(kY);
   double full = 0.0;

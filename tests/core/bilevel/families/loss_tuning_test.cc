@@ -55,7 +55,7 @@ FamilyConfig TuningConfig() {
   return c;
 }
 
-std::unique_ptr<Family> MakeTuning() { return *LossTuningFamily::Create(TuningConfig()); }
+std::unique_ptr<BilevelFamily> MakeTuning() { return *LossTuningFamily::Create(TuningConfig()); }
 
 bool MessageHas(const absl::Status& s, const std::string& part) {
   return s.message().find(part) != std::string::npos;

@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/session.h"
 #include "tests/core/test_streams.h"
 
@@ -32,7 +32,7 @@ FamilyConfig Logistic() {
 class LogisticOracle final : public Oracle {
  public:
   explicit LogisticOracle(const StepData& data, int fail_at = -1)
-      : family_(*CreateFamily(Logistic())), data_(data), fail_at_(fail_at) {
+      : family_(*CreateBilevelFamily(Logistic())), data_(data), fail_at_(fail_at) {
     family_->Prepare(data_);
   }
   absl::Status Evaluate(absl::Span<OracleQuery> queries) override {
@@ -58,7 +58,7 @@ class LogisticOracle final : public Oracle {
   int fused() const { return fused_; }
 
  private:
-  std::unique_ptr<Family> family_;
+  std::unique_ptr<BilevelFamily> family_;
   const StepData& data_;
   const int fail_at_;
   int calls_ = 0;

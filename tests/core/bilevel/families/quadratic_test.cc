@@ -22,7 +22,7 @@ StepData RandomQuadraticStep(int d1, int d2, std::mt19937_64& rng) {
   return s;
 }
 
-std::unique_ptr<Family> MakeQuadratic(int d1, int d2, bool bump) {
+std::unique_ptr<BilevelFamily> MakeQuadratic(int d1, int d2, bool bump) {
   FamilyConfig c;
   c.x_dim = d1;
   c.y_dim = d2;

@@ -28,7 +28,7 @@ Batch RidgeBatch(int rows, bool sparse, std::mt19937_64& rng) {
   return b;
 }
 
-std::unique_ptr<Family> MakeRidge() {
+std::unique_ptr<BilevelFamily> MakeRidge() {
   FamilyConfig c;
   c.features = kD;
   c.mu0 = 0.05;

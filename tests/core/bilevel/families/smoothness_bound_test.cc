@@ -1,4 +1,4 @@
-// The auto step sizes' smoothness constants (Family::EstimateSmoothness) are
+// The auto step sizes' smoothness constants (BilevelFamily::EstimateSmoothness) are
 // upper bounds: checked against the exact spectrum of the Hessians, built
 // column by column from HVPs (finite-difference checked in each family's
 // test) and solved densely by Eigen.
@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 #include "core/multitask/tempered_family.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -40,7 +40,7 @@ struct Exact {
   double l_g1, l_f1;
 };
 
-Exact ExactSmoothness(Family& fam, const Vector& x, const Vector& y, const StepData& data) {
+Exact ExactSmoothness(BilevelFamily& fam, const Vector& x, const Vector& y, const StepData& data) {
   const BatchView up = BatchView::All(data.upper), in = BatchView::All(data.inner);
   return {SpectralNorm(fam.y_dim(),
                        [&](const Vector& v, Vector* out) { fam.HvpYYG(x, y, in, v, out); }),
@@ -69,7 +69,7 @@ StepData DataFor(const std::string& name, bool sparse, std::mt19937_64& rng) {
 
 // x within what the families accept: penalties in [0, 1], loss_tuning's
 // gamma of either sign and Delta anywhere.
-Vector XFor(const Family& fam, std::mt19937_64& rng) {
+Vector XFor(const BilevelFamily& fam, std::mt19937_64& rng) {
   Vector x = RandomVector(fam.x_dim(), rng);
   if (fam.name() != "loss_tuning") x = x.cwiseAbs().cwiseMin(1.0);
   return x;
@@ -80,7 +80,7 @@ class SmoothnessBound : public ::testing::TestWithParam<std::tuple<std::string, 
 TEST_P(SmoothnessBound, IsAtLeastTheExactConstantAtEveryPoint) {
   const auto& [name, sparse] = GetParam();
   std::mt19937_64 rng(31);
-  auto fam = *CreateFamily(Config(name));
+  auto fam = *CreateBilevelFamily(Config(name));
   double worst_ratio = 0.0;
   for (int trial = 0; trial < 12; ++trial) {
     const StepData data = DataFor(name, sparse, rng);
@@ -106,7 +106,7 @@ TEST_P(SmoothnessBound, HoldsOnBatchesTooLargeForTheExactGram) {
   FamilyConfig c = Config(name);
   c.features = 40;
   c.classes = 2;
-  auto fam = *CreateFamily(c);
+  auto fam = *CreateBilevelFamily(c);
   StepData data;
   if (name == "ridge_hpo") {
     const Vector w = RandomVector(40, rng);
@@ -135,7 +135,7 @@ TEST(SmoothnessBound, TemperedLogisticBoundsItsRescaledHessians) {
   for (const double sigma : {0.5, 1.0, 3.0}) {
     FamilyConfig c = Config("logistic_hpo");
     c.mu0 *= sigma * sigma;  // the base of a tempered task (tempered_family.h)
-    TemperedFamily fam(*CreateFamily(c), sigma);
+    TemperedFamily fam(*CreateBilevelFamily(c), sigma);
     const StepData data = DataFor("logistic_hpo", false, rng);
     const Vector x = XFor(fam, rng);
     const Vector y = RandomVector(fam.y_dim(), rng);
@@ -150,7 +150,7 @@ TEST(SmoothnessBound, TemperedLogisticBoundsItsRescaledHessians) {
 // ||diag(p) - p p^T||: with one row the bound is the exact constant.
 TEST(SmoothnessBound, IsExactForOneUniformSoftmaxRow) {
   std::mt19937_64 rng(33);
-  auto fam = *CreateFamily(Config("logistic_hpo"));
+  auto fam = *CreateBilevelFamily(Config("logistic_hpo"));
   StepData data{testing::ClassificationBatch(1, 5, 3, false, rng),
                 testing::ClassificationBatch(1, 5, 3, false, rng)};
   const Vector x = Vector::Zero(5), y = Vector::Zero(fam->y_dim());

@@ -50,7 +50,6 @@ foreach(name failover_replicas failover_database)
   add_executable(${name}_e2e_test server/store/postgres/${name}_e2e_test.cc)
   target_link_libraries(${name}_e2e_test PRIVATE f2obo_failover_streams f2obo_server_process
     f2obo_proxy_process f2obo_pg_cluster GTest::gtest_main)
+  add_test(NAME postgres.${name} COMMAND ${name}_e2e_test)
+  set_tests_properties(postgres.${name} PROPERTIES LABELS postgres TIMEOUT 300)
 endforeach()
-# Registered once replicas load sessions on demand and resolve a conflict
-# by reloading (until then a lost replica's sessions are NOT_FOUND on the
-# others, and a commit left unknown by a killed database is not resolved).

@@ -8,11 +8,11 @@
 //    gradient pointer means "not needed" and skips that work.
 //  * Batches passed in were accepted by ValidateBatch and Prepare.
 //  * No heap allocation after Prepare(): scratch lives in the family object.
-//    Hence a Family instance is NOT thread-safe; each session owns one.
+//    Hence a BilevelFamily instance is NOT thread-safe; each session owns one.
 //  * Values are means over the view's rows (plus the family's regularizer),
 //    so a mini-batch view is an unbiased estimate of the full-batch value.
-#ifndef F2OBO_CORE_FAMILY_H_
-#define F2OBO_CORE_FAMILY_H_
+#ifndef F2OBO_CORE_BILEVEL_BILEVEL_FAMILY_H_
+#define F2OBO_CORE_BILEVEL_BILEVEL_FAMILY_H_
 
 #include <memory>
 #include <optional>
@@ -24,31 +24,14 @@
 #include "core/batch.h"
 #include "core/constraint.h"
 #include "core/family_config.h"
+#include "core/smoothness.h"
 #include "core/types.h"
 
 namespace f2obo {
 
-enum class BatchRole { kUpper, kInner };
-
-// How a Smoothness was obtained (reported with the round; proto's
-// SmoothnessSource has the same members).
-enum class SmoothnessSource {
-  kNone,            // no step size is auto: nothing was computed
-  kExact,           // constant Hessians with known norms (quadratic)
-  kBatchBound,      // guaranteed upper bounds from the batch's row norms
-  kPowerIteration,  // HVP power iteration times a safety factor (an estimate)
-};
-
-// The smoothness constants used by "auto" step sizes.
-struct Smoothness {
-  double l_g1 = 0.0;  // ||grad2_yy g|| (operator norm)
-  double l_f1 = 0.0;  // ||grad2_yy f||
-  SmoothnessSource source = SmoothnessSource::kNone;
-};
-
-class Family {
+class BilevelFamily {
  public:
-  virtual ~Family() = default;
+  virtual ~BilevelFamily() = default;
 
   virtual std::string_view name() const = 0;
   virtual int x_dim() const = 0;
@@ -90,15 +73,14 @@ class Family {
   // scratch).  The oracle family asks its client for d as one vector.
   virtual void InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
                                        double lambda, const BatchView& upper,
-                                       const BatchView& inner, Vector* gz, Vector* gy_g,
-                                       Vector* d);
+                                       const BatchView& inner, Vector* gz, Vector* gy_g, Vector* d);
   // The hypergradient's gradients (below) with grad_y f and grad_y g read
   // only as gy_l = grad_y L = grad_y f + lambda grad_y g (the residual of
   // the y-loop).  Default: HypergradientGrads, then the sum (gy_g scratch).
-  virtual void HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z,
-                                      double lambda, const BatchView& upper,
-                                      const BatchView& inner, Vector* gx_f, Vector* gy_l,
-                                      Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z, Vector* gz);
+  virtual void HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
+                                      const BatchView& upper, const BatchView& inner, Vector* gx_f,
+                                      Vector* gy_l, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                                      Vector* gz);
   // The six gradients of the penalty hypergradient (Alg. 1 line 9): grad_x
   // and grad_y of f at y, of g at y and of g at z.  Default: F, G, G.
   virtual void HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
@@ -148,4 +130,4 @@ class Family {
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_FAMILY_H_
+#endif  // F2OBO_CORE_BILEVEL_BILEVEL_FAMILY_H_

@@ -1,4 +1,4 @@
-#include "core/family.h"
+#include "core/bilevel/bilevel_family.h"
 
 #include <algorithm>
 
@@ -29,44 +29,46 @@ double PowerIteration(int n, Apply apply) {
 
 }  // namespace
 
-void Family::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2, const BatchView& inner,
-                        Vector* gy1, Vector* gy2) {
+void BilevelFamily::GradYGPair(const VecIn& x, const VecIn& y1, const VecIn& y2,
+                               const BatchView& inner, Vector* gy1, Vector* gy2) {
   G(x, y1, inner, nullptr, gy1);
   G(x, y2, inner, nullptr, gy2);
 }
 
-void Family::InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
-                                 const BatchView& upper, const BatchView& inner, Vector* gz,
-                                 Vector* gy_g, Vector* gy_f) {
+void BilevelFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
+                                        const BatchView& upper, const BatchView& inner, Vector* gz,
+                                        Vector* gy_g, Vector* gy_f) {
   GradYGPair(x, z, y, inner, gz, gy_g);
   F(x, y, upper, nullptr, gy_f);
 }
 
-void Family::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
-                                const BatchView& upper, const BatchView& inner, Vector* gx_f,
-                                Vector* gy_f, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
-                                Vector* gz) {
+void BilevelFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
+                                       const BatchView& upper, const BatchView& inner, Vector* gx_f,
+                                       Vector* gy_f, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                                       Vector* gz) {
   F(x, y, upper, gx_f, gy_f);
   G(x, y, inner, gx_g_y, gy_g);
   G(x, z, inner, gx_g_z, gz);
 }
 
-void Family::InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
-                                     double lambda, const BatchView& upper,
-                                     const BatchView& inner, Vector* gz, Vector* gy_g, Vector* d) {
+void BilevelFamily::InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
+                                            double lambda, const BatchView& upper,
+                                            const BatchView& inner, Vector* gz, Vector* gy_g,
+                                            Vector* d) {
   InnerIterationGrads(x, z, y, upper, inner, gz, gy_g, d);
   *d += lambda * *gy_g;
 }
 
-void Family::HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
-                                    const BatchView& upper, const BatchView& inner, Vector* gx_f,
-                                    Vector* gy_l, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
-                                    Vector* gz) {
+void BilevelFamily::HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z,
+                                           double lambda, const BatchView& upper,
+                                           const BatchView& inner, Vector* gx_f, Vector* gy_l,
+                                           Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                                           Vector* gz) {
   HypergradientGrads(x, y, z, upper, inner, gx_f, gy_l, gx_g_y, gy_g, gx_g_z, gz);
   *gy_l += lambda * *gy_g;
 }
 
-Smoothness Family::EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) {
+Smoothness BilevelFamily::EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) {
   constexpr double kSafety = 1.1;
   const BatchView upper = BatchView::All(data.upper);
   const BatchView inner = BatchView::All(data.inner);

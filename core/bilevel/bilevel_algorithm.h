@@ -1,16 +1,16 @@
 // A bilevel algorithm: one round per time step on a session's bilevel state
 // (core/bilevel/bilevel_state.h).  Its registry entry (core/algorithm_info.h,
-// listed in core/algorithm_registry.cc) says everything else about it.
-#ifndef F2OBO_CORE_ALGORITHM_H_
-#define F2OBO_CORE_ALGORITHM_H_
+// listed in bilevel_algorithm_registry.cc) says everything else about it.
+#ifndef F2OBO_CORE_BILEVEL_BILEVEL_ALGORITHM_H_
+#define F2OBO_CORE_BILEVEL_BILEVEL_ALGORITHM_H_
 
 #include <vector>
 
 #include "absl/status/status.h"
 #include "core/batch.h"
+#include "core/bilevel/bilevel_family.h"
 #include "core/bilevel/bilevel_report.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/family.h"
 #include "core/round_control.h"
 
 namespace f2obo {
@@ -26,7 +26,7 @@ class BilevelAlgorithm : public StoppableRound {
   // hypergradient has x_dim entries).  The caller passes a scratch copy and
   // commits it only if this returns OK and the result is in range; an
   // algorithm may therefore leave the state half-written when it fails.
-  virtual absl::Status Round(const StepData& data, Family& family, BilevelVars* s,
+  virtual absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                              BilevelReport* report) = 0;
 
   // The sizes of the vectors it keeps in SessionState::aux between rounds
@@ -36,4 +36,4 @@ class BilevelAlgorithm : public StoppableRound {
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_ALGORITHM_H_
+#endif  // F2OBO_CORE_BILEVEL_BILEVEL_ALGORITHM_H_

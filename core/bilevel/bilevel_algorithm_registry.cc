@@ -1,4 +1,4 @@
-#include "core/algorithm_registry.h"
+#include "core/bilevel/bilevel_algorithm_registry.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/bilevel/algorithms/af2obo.h"
@@ -33,7 +33,7 @@ const BilevelAlgorithmEntry* FindBilevelAlgorithm(absl::string_view name) {
 }
 
 absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> CreateBilevelAlgorithm(
-    const AlgorithmContext& ctx) {
+    const BilevelAlgorithmContext& ctx) {
   const BilevelAlgorithmEntry* e = FindBilevelAlgorithm(ctx.name);
   if (e == nullptr) {
     return absl::InvalidArgumentError(

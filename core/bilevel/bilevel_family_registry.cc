@@ -1,8 +1,7 @@
-#include "core/family_registry.h"
+#include "core/bilevel/bilevel_family_registry.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "core/bilevel/families/logistic_hpo.h"
 #include "core/bilevel/families/loss_tuning.h"
 #include "core/bilevel/families/oracle_family.h"
@@ -14,7 +13,7 @@ namespace {
 
 struct Entry {
   const char* name;
-  absl::StatusOr<std::unique_ptr<Family>> (*create)(const FamilyConfig&);
+  absl::StatusOr<std::unique_ptr<BilevelFamily>> (*create)(const FamilyConfig&);
 };
 
 constexpr Entry kFamilies[] = {
@@ -25,22 +24,16 @@ constexpr Entry kFamilies[] = {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Family>> CreateFamily(const FamilyConfig& config) {
+absl::StatusOr<std::unique_ptr<BilevelFamily>> CreateBilevelFamily(const FamilyConfig& config) {
   for (const Entry& e : kFamilies) {
     if (config.name == e.name) return e.create(config);
   }
-  return absl::InvalidArgumentError(absl::StrCat("family.name: unknown family '", config.name,
-                                                 "'; known: ", absl::StrJoin(FamilyNames(), ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("family.name: unknown family '", config.name,
+                   "'; known: ", absl::StrJoin(BilevelFamilyNameList(), ", ")));
 }
 
-ConstraintSet DefaultConstraint(absl::string_view family) {
-  absl::ConsumePrefix(&family, "multitask_");  // a multi-task family: its base's
-  if (family == "logistic_hpo") return ConstraintSet::Box(0.0, 0.1);
-  if (family == "ridge_hpo") return ConstraintSet::Box(0.0, 1.0);
-  return ConstraintSet();
-}
-
-std::vector<std::string> FamilyNames() {
+std::vector<std::string> BilevelFamilyNameList() {
   std::vector<std::string> names;
   for (const Entry& e : kFamilies) names.emplace_back(e.name);
   return names;
