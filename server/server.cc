@@ -118,7 +118,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                         absl::StrCat("recovering sessions: ", problems.status().message()));
   }
   s->recovery_problems_ = *std::move(problems);
-  for (const v1::SessionInfo& info : s->sessions_->List()) sm->OnSessionCreated(info.session_id());
+  // The sessions held (a shared store's are loaded on demand: none yet;
+  // its List() names every stored one, which this server does not hold).
+  if (!s->store_ || !s->store_->shared()) {
+    for (const v1::SessionInfo& info : s->sessions_->List()) {
+      sm->OnSessionCreated(info.session_id());
+    }
+  }
   s->groups_ = std::make_unique<GroupManager>(s->sessions_.get(), s->store_.get());
   for (std::string& problem : s->groups_->Restore(stored_groups)) {
     s->recovery_problems_.push_back(std::move(problem));
