@@ -253,8 +253,8 @@ absl::StatusOr<v1::SessionInfo> Checkpoints::TakeOn(const std::shared_ptr<Sessio
 }
 
 absl::StatusOr<v1::SessionInfo> Checkpoints::RollbackOn(const std::shared_ptr<SessionEntry>& found,
-                                                        int64_t to_t, bool* rolled_back,
-                                                        bool fresh, bool* stale) {
+                                                        int64_t to_t, bool* rolled_back, bool fresh,
+                                                        bool* stale) {
   SessionEntry& e = *found;
   const std::string& id = e.id;
   std::shared_ptr<SessionMetrics> abandoned;
@@ -290,9 +290,8 @@ absl::StatusOr<v1::SessionInfo> Checkpoints::RollbackOn(const std::shared_ptr<Se
     }
     if (store_ != nullptr) {
       // Compare-and-set from the copy's step index.
-      absl::Status s = store_->RollbackSession(id, to_t + 1, *std::move(bytes),
-                                               {replies.begin(), replies.end()},
-                                               e.session->state().t);
+      absl::Status s = store_->RollbackSession(
+          id, to_t + 1, *std::move(bytes), {replies.begin(), replies.end()}, e.session->state().t);
       if (shared() && (absl::IsAborted(s) || absl::IsNotFound(s))) {
         *stale = true;  // another server moved the session on: rolled back on the truth
         return s;

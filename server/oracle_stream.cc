@@ -89,8 +89,7 @@ absl::Status StreamOracle::EvaluateGroups(absl::Span<OracleQuery> queries) {
                        " bytes, beyond the server's message limit of ", shape_.max_message_bytes,
                        " bytes (--max_message_bytes; raise it on the server and on its clients)"));
     }
-    if (absl::Status s = Ask(queries.subspan(begin, end - begin), end == queries.size());
-        !s.ok()) {
+    if (absl::Status s = Ask(queries.subspan(begin, end - begin), end == queries.size()); !s.ok()) {
       return s;
     }
     begin = end;

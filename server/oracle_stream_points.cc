@@ -134,8 +134,7 @@ void StreamOracle::Evict(v1::OracleRequest* request) {
   const size_t budget =
       2 * sizeof(double) * static_cast<size_t>(std::max(shape_.x_dim, shape_.y_dim)) +
       (size_t{1} << 20);
-  while (!held.empty() &&
-         (held.size() > OraclePoints::kCapacity || points_->held_bytes > budget) &&
+  while (!held.empty() && (held.size() > OraclePoints::kCapacity || points_->held_bytes > budget) &&
          !InRequest(held.front().first)) {
     request->add_forget(held.front().first);
     points_->held_bytes -= held.front().second.size() * sizeof(double);

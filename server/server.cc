@@ -164,13 +164,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     s->process_memory_ =
         std::make_unique<ProcessMemoryGauges>(&s->registry_, &s->pipeline_->buffers());
     const metrics::HttpExporter::Handler render = metrics::MetricsHandler(&s->registry_);
-    s->exporter_->Handle("/metrics", [render, memory = s->process_memory_.get(),
-                                      store = s->store_metrics_.get()](
-                                         const metrics::HttpExporter::Request& request) {
-      memory->Refresh();
-      store->Refresh();
-      return render(request);
-    });
+    s->exporter_->Handle(
+        "/metrics", [render, memory = s->process_memory_.get(), store = s->store_metrics_.get()](
+                        const metrics::HttpExporter::Request& request) {
+          memory->Refresh();
+          store->Refresh();
+          return render(request);
+        });
     if (options.dashboard) {  // the live page at "/" and its JSON API under "/api/"
       dashboard::RegisterDashboard(s->exporter_.get(), s->sessions_.get(), s->groups_.get());
     }

@@ -16,11 +16,11 @@
 #include "server/metrics/registry.h"
 #include "server/metrics_pipeline.h"
 #include "server/process_memory.h"
-#include "server/store_metrics.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
 #include "server/session_manager.h"
 #include "server/store/session_store.h"
+#include "server/store_metrics.h"
 
 namespace f2obo::server {
 

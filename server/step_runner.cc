@@ -150,8 +150,8 @@ absl::StatusOr<v1::StepReply> StepRunner::Apply(
 
 absl::StatusOr<v1::StepReply> StepRunner::Attempt(
     SessionEntry& e, int64_t t, const std::shared_ptr<const StepData>& data,
-    const grpc::ServerContext* call, const std::function<void(const Session&)>& applied,
-    bool fresh, bool* stale) {
+    const grpc::ServerContext* call, const std::function<void(const Session&)>& applied, bool fresh,
+    bool* stale) {
   absl::MutexLock lock(&e.mu);
   // Deleted while this request decoded (or waited for the lock): nothing
   // may be applied or written for it any more.

@@ -33,9 +33,10 @@ absl::StatusOr<std::vector<absl::StatusOr<v1::StepReply>>> StepRunner::ApplyAll(
     auto out = AttemptAll(group_id, entries, t, data, call, attempt > 0, &stale);
     if (!stale) return out;
     if (attempt == kReloads) {
-      return absl::UnavailableError(
-          absl::StrCat("group '", group_id, "': the stored members moved on at every reload "
-                       "(other servers write them); step ", t, " applied to no member; retry"));
+      return absl::UnavailableError(absl::StrCat("group '", group_id,
+                                                 "': the stored members moved on at every reload "
+                                                 "(other servers write them); step ",
+                                                 t, " applied to no member; retry"));
     }
     for (std::shared_ptr<SessionEntry>& e : entries) {
       absl::StatusOr<std::shared_ptr<SessionEntry>> reloaded = Reload(e);

@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
   std::printf("%-44s %10.1f %12.2f\n",
               ("database of " + std::to_string(n) + ", " + std::to_string(k) + " in use").c_str(),
               large.rss_mib, large.seconds);
-  std::printf("%-44s %10.1f %12s\n",
-              ("database of " + std::to_string(n) + ", all held").c_str(), all, "-");
+  std::printf("%-44s %10.1f %12s\n", ("database of " + std::to_string(n) + ", all held").c_str(),
+              all, "-");
   std::printf("ratio (database of %d / of 100, %d in use): %.3f\n", n, k,
               large.rss_mib / small.rss_mib);
   std::printf("per session held: %.1f KiB\n", (all - small.rss_mib) * 1024.0 / (n - 100));

@@ -248,7 +248,8 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         m.ok()) {
       const std::vector<v1::StepMetrics> last =
           (*m)->Snapshot(std::max<int64_t>(0, info.next_t() - 10));
-      if (!last.empty()) w.Key("upper_loss_before").Number(last.back().report().upper_loss_before());
+      if (!last.empty())
+        w.Key("upper_loss_before").Number(last.back().report().upper_loss_before());
     }
     if (const auto* p = server::presentation::PresentationOf(info)) p->session_json(info, w);
     w.EndObject();

@@ -40,7 +40,8 @@ class Series final : public ClassSeries {
         // has no exact metrics, is watched through these).
         alpha_(SessionGauge(r, "f2obo_session_alpha", "z-step size alpha of the last round.")),
         beta_(SessionGauge(r, "f2obo_session_beta", "y-step size beta_t of the last round.")),
-        gamma_(SessionGauge(r, "f2obo_session_gamma", "Upper step size gamma_t of the last round.")),
+        gamma_(
+            SessionGauge(r, "f2obo_session_gamma", "Upper step size gamma_t of the last round.")),
         residual_z_(SessionGauge(r, "f2obo_session_residual_z",
                                  "||grad_y g_t(x_t, z_{t+1})|| after the last round's z loop.")),
         residual_y_(

@@ -257,8 +257,8 @@ class SqliteSessionStore final : public SessionStore {
   // Session `id`'s state from its head and its `count` parts (on `db`),
   // every part checksum-verified (DATA_LOSS naming the part), each decoded
   // into the state as it is read.
-  absl::StatusOr<Checkpoint> JoinParts(sqlite3* db, const std::string& id,
-                                       const std::string& head, int64_t count) const;
+  absl::StatusOr<Checkpoint> JoinParts(sqlite3* db, const std::string& id, const std::string& head,
+                                       int64_t count) const;
   // Sets StepWrite::state_superseded across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);

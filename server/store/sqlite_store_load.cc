@@ -82,7 +82,8 @@ absl::Status SqliteSessionStore::ReadSession(sqlite3* db, const std::string& id,
   s.id = id;
   Stmt row(db,
            "SELECT spec, state, t, spec_sum, state_sum, parts, file FROM sessions WHERE id = ?");
-  if (!row.ok()) return absl::DataLossError(absl::StrCat("unreadable row (", sqlite3_errmsg(db), ")"));
+  if (!row.ok())
+    return absl::DataLossError(absl::StrCat("unreadable row (", sqlite3_errmsg(db), ")"));
   const int step = row.Text(1, id).Step();
   if (step == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
   if (step != SQLITE_ROW) {
@@ -135,8 +136,7 @@ absl::Status SqliteSessionStore::ReadSession(sqlite3* db, const std::string& id,
     s.replies.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) {
-    return absl::DataLossError(
-        absl::StrCat("reply cache unreadable (", sqlite3_errmsg(db), ")"));
+    return absl::DataLossError(absl::StrCat("reply cache unreadable (", sqlite3_errmsg(db), ")"));
   }
   // Only the list: a checkpoint's bytes are read (and verified) on use.
   Stmt checkpoints(db, "SELECT t FROM checkpoints WHERE id = ? ORDER BY t");

@@ -62,9 +62,8 @@ v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r, std::map<uint64_t
       v1::OracleQuery g = q;
       g.set_function(v1::OracleQuery::G);
       std::vector<int> g_rows(q.g_rows().begin(), q.g_rows().end());
-      const RowSet g_set = q.g_all_rows()
-                               ? RowSet{nullptr, -1}
-                               : RowSet{g_rows.data(), static_cast<int>(g_rows.size())};
+      const RowSet g_set = q.g_all_rows() ? RowSet{nullptr, -1}
+                                          : RowSet{g_rows.data(), static_cast<int>(g_rows.size())};
       Vector gg(y_dim());
       Evaluate(g, x, y, g_set, nullptr, &gg);
       for (Eigen::Index i = 0; i < gy.size(); ++i) gy[i] = gy[i] + q.fuse_g() * gg[i];

@@ -87,8 +87,8 @@ void FromDense(const RowMatrix& m, v1::DenseMatrix* out) {
 absl::Status ToXGroups(const google::protobuf::RepeatedPtrField<v1::XGroup>& groups,
                        std::vector<SessionConfig::XGroup>* out) {
   if (groups.size() > kMaxXGroups) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.x_groups: ", groups.size(),
-                                                   " groups, at most ", kMaxXGroups));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.x_groups: ", groups.size(), " groups, at most ", kMaxXGroups));
   }
   std::set<std::string> seen;
   for (int i = 0; i < groups.size(); ++i) {
@@ -105,8 +105,7 @@ absl::Status ToXGroups(const google::protobuf::RepeatedPtrField<v1::XGroup>& gro
           absl::StrCat(field, ".name: '", g.name(), "' names an earlier group too"));
     }
     if (g.size() < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".size: ", g.size(), ", must be >= 1"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ".size: ", g.size(), ", must be >= 1"));
     }
     out->push_back({g.name(), g.size()});
   }

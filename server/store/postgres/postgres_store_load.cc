@@ -101,10 +101,9 @@ absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& i
         absl::StrCat("state is at step ", decoded->state.t, " but its row says ", t));
   }
   st.state = *std::move(decoded);
-  absl::StatusOr<pg::Result> replies =
-      c.Run("reading replies",
-            "SELECT t, reply, reply_sum FROM f2obo_replies WHERE id = $1::text ORDER BY t",
-            {Param(id)});
+  absl::StatusOr<pg::Result> replies = c.Run(
+      "reading replies",
+      "SELECT t, reply, reply_sum FROM f2obo_replies WHERE id = $1::text ORDER BY t", {Param(id)});
   if (!replies.ok()) return replies.status();
   for (int i = 0; i < replies->rows(); ++i) {
     const int64_t rt = replies->Int(i, 0);
@@ -121,8 +120,8 @@ absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& i
     st.replies.push_back(std::move(r));
   }
   absl::StatusOr<pg::Result> checkpoints =
-      c.Run("listing checkpoints",
-            "SELECT t FROM f2obo_checkpoints WHERE id = $1::text ORDER BY t", {Param(id)});
+      c.Run("listing checkpoints", "SELECT t FROM f2obo_checkpoints WHERE id = $1::text ORDER BY t",
+            {Param(id)});
   if (!checkpoints.ok()) return checkpoints.status();
   for (int i = 0; i < checkpoints->rows(); ++i) st.checkpoints.push_back(checkpoints->Int(i, 0));
   return absl::OkStatus();
@@ -151,10 +150,8 @@ absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::strin
 absl::StatusOr<std::vector<SessionSummary>> PostgresSessionStore::ListSessions() {
   absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
-  absl::StatusOr<pg::Result> rows =
-      (*acquired)
-          ->Run("listing sessions",
-                "SELECT id, spec, spec_sum, next_t FROM f2obo_sessions ORDER BY id");
+  absl::StatusOr<pg::Result> rows = (*acquired)->Run(
+      "listing sessions", "SELECT id, spec, spec_sum, next_t FROM f2obo_sessions ORDER BY id");
   Release(*std::move(acquired));
   if (!rows.ok()) return rows.status();
   std::vector<SessionSummary> out;
@@ -176,9 +173,8 @@ absl::StatusOr<int64_t> PostgresSessionStore::StoredStepIndex(const std::string&
   absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   absl::StatusOr<pg::Result> row =
-      (*acquired)
-          ->Run("reading a session's step index",
-                "SELECT next_t FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
+      (*acquired)->Run("reading a session's step index",
+                       "SELECT next_t FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
   Release(*std::move(acquired));
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));

@@ -249,8 +249,8 @@ TEST(UpperStep, ItsStateResumesBitForBitAndAnOldStateWithoutItStillLoads) {
   // A state of the distance-over-gradients step of before ([G | r | x_1],
   // 3 x_dim numbers) restores with a fresh part.
   Checkpoint dog = *saved;
-  dog.state.aux = StateParts{Vector(dog.state.aux[0]), Vector(dog.state.aux[1]),
-                             Vector(Vector::Ones(9))};
+  dog.state.aux =
+      StateParts{Vector(dog.state.aux[0]), Vector(dog.state.aux[1]), Vector(Vector::Ones(9))};
   absl::StatusOr<std::unique_ptr<Session>> e = Session::Restore(config, dog);
   ASSERT_TRUE(e.ok()) << e.status();
   ASSERT_EQ((*e)->state().aux[2].size(), 15);

@@ -37,11 +37,26 @@ constexpr auto kWait = std::chrono::seconds(90);
 const char* const kMembers[] = {"f2obo", "af2obo", "sf2obo"};
 // Every chart the page draws for a regression family (accuracy is left out),
 // with one per entry of ridge_hpo's x of 5 (shown as x[i], unnamed).
-const char* const kCharts[] = {
-    "blreg",      "estimate",          "regret_term", "hypergradient_error", "variation_sum",
-    "drift_sum",  "lambda",            "inner_iterations", "value",          "latency_ms",
-    "upper_loss_before", "hypergradient_norm", "residual_y", "residual_z",   "gamma",
-    "hp:x[0]",    "hp:x[1]",           "hp:x[2]",     "hp:x[3]",             "hp:x[4]"};
+const char* const kCharts[] = {"blreg",
+                               "estimate",
+                               "regret_term",
+                               "hypergradient_error",
+                               "variation_sum",
+                               "drift_sum",
+                               "lambda",
+                               "inner_iterations",
+                               "value",
+                               "latency_ms",
+                               "upper_loss_before",
+                               "hypergradient_norm",
+                               "residual_y",
+                               "residual_z",
+                               "gamma",
+                               "hp:x[0]",
+                               "hp:x[1]",
+                               "hp:x[2]",
+                               "hp:x[3]",
+                               "hp:x[4]"};
 
 // Polls `done` until it holds or the deadline passes; the pause only
 // spaces the polls out.

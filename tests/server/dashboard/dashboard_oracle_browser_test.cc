@@ -125,10 +125,10 @@ TEST(DashboardBrowser, OracleSessionsShowTheirHyperparametersAndNoBLReg) {
                              "--disable-background-networking", "--window-size=1400,1100"});
   ASSERT_TRUE(browser.ok()) << browser.status();
   Page page(*browser);
-  ASSERT_TRUE(browser
-                  ->Navigate("http://127.0.0.1:" + std::to_string(server.metrics_port()) +
-                             "/#session=orc")
-                  .ok());
+  ASSERT_TRUE(
+      browser
+          ->Navigate("http://127.0.0.1:" + std::to_string(server.metrics_port()) + "/#session=orc")
+          .ok());
   // One chart per named hyperparameter, a point per step.
   EXPECT_TRUE(WaitFor([&] { return page.Points("hp:lr_scale", "orc") == kSteps; }))
       << "hp:lr_scale points: " << page.Points("hp:lr_scale", "orc");
@@ -143,7 +143,8 @@ TEST(DashboardBrowser, OracleSessionsShowTheirHyperparametersAndNoBLReg) {
     EXPECT_EQ(page.Charts(chart), 0) << chart;
   }
   const std::string subtitle = page.Text("return document.getElementById('subtitle').textContent;");
-  EXPECT_THAT(subtitle, ::testing::HasSubstr("no exact metrics: f and g are computed by the client"));
+  EXPECT_THAT(subtitle,
+              ::testing::HasSubstr("no exact metrics: f and g are computed by the client"));
   EXPECT_THAT(subtitle, ::testing::Not(::testing::HasSubstr("due step")));
   // The list's headline is the newest prequential loss, not BLReg.
   const std::string row = "const r = document.querySelector('tr[data-id=\"orc\"]');";
@@ -156,9 +157,9 @@ TEST(DashboardBrowser, OracleSessionsShowTheirHyperparametersAndNoBLReg) {
                         "return r.querySelector('td.headline').title;"),
               ::testing::HasSubstr("exact_every = 0"));
   // The decision's entries under their names.
-  const std::string values =
-      page.Text("const d = document.querySelector('.decision-row[data-session=\"orc\"] "
-                ".decision-values'); return d ? d.textContent : '';");
+  const std::string values = page.Text(
+      "const d = document.querySelector('.decision-row[data-session=\"orc\"] "
+      ".decision-values'); return d ? d.textContent : '';");
   EXPECT_THAT(values, ::testing::HasSubstr("lr_scale"));
   EXPECT_THAT(values, ::testing::HasSubstr("weight_decay[0]"));
   EXPECT_TRUE(client.Close().ok());

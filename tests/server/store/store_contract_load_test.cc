@@ -73,10 +73,8 @@ TEST_P(StoreContractTest, StoredStepIndexFollowsStepsAndDeletion) {
   ASSERT_TRUE(
       store_->PutSession("a", ContractSpec("a"), WholeBytes(ContractState(4, 1.0)), 4).ok());
   EXPECT_EQ(store_->StoredStepIndex("a").value_or(-1), 4);
-  ASSERT_TRUE(store_
-                  ->CommitStep("a", 5, WholeBytes(ContractState(5, 1.0)), ContractReply("a", 4),
-                               3)
-                  .ok());
+  ASSERT_TRUE(
+      store_->CommitStep("a", 5, WholeBytes(ContractState(5, 1.0)), ContractReply("a", 4), 3).ok());
   EXPECT_EQ(store_->StoredStepIndex("a").value_or(-1), 5);
   ASSERT_TRUE(store_->DeleteSession("a").ok());
   EXPECT_TRUE(absl::IsNotFound(store_->StoredStepIndex("a").status()));
@@ -85,10 +83,8 @@ TEST_P(StoreContractTest, StoredStepIndexFollowsStepsAndDeletion) {
 TEST_P(StoreContractTest, LoadSessionAfterARollbackReadsTheRolledBackState) {
   const SessionState s1 = ContractState(1, 2.0);
   ASSERT_TRUE(store_->PutSession("a", ContractSpec("a"), WholeBytes(s1), 1).ok());
-  ASSERT_TRUE(store_
-                  ->CommitStep("a", 2, WholeBytes(ContractState(2, 2.0)), ContractReply("a", 1),
-                               3)
-                  .ok());
+  ASSERT_TRUE(
+      store_->CommitStep("a", 2, WholeBytes(ContractState(2, 2.0)), ContractReply("a", 1), 3).ok());
   ASSERT_TRUE(store_->RollbackSession("a", 1, WholeBytes(s1), {}).ok());
   absl::StatusOr<StoredSession> a = store_->LoadSession("a");
   ASSERT_TRUE(a.ok()) << a.status();
@@ -104,10 +100,8 @@ TEST_P(StoreContractTest, ListSessionsGivesEveryStoredSessionsIdSpecAndStepIndex
     ASSERT_TRUE(
         store_->PutSession(id, ContractSpec(id), WholeBytes(ContractState(1, 1.0)), 1).ok());
   }
-  ASSERT_TRUE(store_
-                  ->CommitStep("a", 2, WholeBytes(ContractState(2, 1.0)), ContractReply("a", 1),
-                               3)
-                  .ok());
+  ASSERT_TRUE(
+      store_->CommitStep("a", 2, WholeBytes(ContractState(2, 1.0)), ContractReply("a", 1), 3).ok());
   ASSERT_TRUE(store_->DeleteSession("c").ok());
   absl::StatusOr<std::vector<SessionSummary>> listed = store_->ListSessions();
   ASSERT_TRUE(listed.ok()) << listed.status();

@@ -203,8 +203,7 @@ TEST_F(SharedStoreTest, TwoReplicasSteppingOneSessionAtOnceCommitEachStepExactly
     }
     EXPECT_EQ(applied, 1) << "step " << t << " committed " << applied << " times";
   }
-  EXPECT_EQ(Sql("SELECT next_t FROM f2obo_sessions WHERE id = 'race'"),
-            std::to_string(kSteps + 1));
+  EXPECT_EQ(Sql("SELECT next_t FROM f2obo_sessions WHERE id = 'race'"), std::to_string(kSteps + 1));
   ExpectBitEqual(ca, "race", kSteps);
   ExpectBitEqual(cb, "race", kSteps);
 }
