@@ -33,6 +33,12 @@ LoadedStore StoreContractTest::Load() {
   return *std::move(loaded);
 }
 
+std::vector<int64_t> ReplySteps(const StoredSession& s) {
+  std::vector<int64_t> out;
+  for (const v1::StepReply& r : s.replies) out.push_back(r.t());
+  return out;
+}
+
 SessionState ContractState(int64_t t, double seed, int parts) {
   SessionState s;
   s.t = t;

@@ -66,6 +66,8 @@ class StoreContractTest : public ::testing::TestWithParam<StoreKind> {
 // Test data.  A session state at step t (next step index t) with `parts`
 // aux vectors whose values depend on (t, seed).
 SessionState ContractState(int64_t t, double seed, int parts = 0);
+// The step indexes of a stored session's cached replies, oldest first.
+std::vector<int64_t> ReplySteps(const StoredSession& s);
 Checkpoint ContractCheckpoint(const SessionState& s);
 std::string WholeBytes(const SessionState& s);  // SerializeCheckpoint
 // What a step writes when the parts `changed` differ from the stored state

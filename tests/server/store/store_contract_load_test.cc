@@ -15,12 +15,6 @@ namespace {
 
 using ::testing::ElementsAre;
 
-std::vector<int64_t> ReplySteps(const StoredSession& s) {
-  std::vector<int64_t> out;
-  for (const v1::StepReply& r : s.replies) out.push_back(r.t());
-  return out;
-}
-
 TEST_P(StoreContractTest, LoadSessionReadsOneSessionAsLoadAllDoes) {
   // "a" in parts with steps, replies and a checkpoint; "b" beside it.
   SessionState s = ContractState(1, 4.0, 5);

@@ -15,12 +15,6 @@ namespace {
 
 using ::testing::ElementsAre;
 
-std::vector<int64_t> ReplySteps(const StoredSession& s) {
-  std::vector<int64_t> out;
-  for (const v1::StepReply& r : s.replies) out.push_back(r.t());
-  return out;
-}
-
 TEST_P(StoreContractTest, ACreatedSessionReloadsBitExact) {
   const SessionState s = ContractState(1, 2.0);
   ASSERT_TRUE(store_->PutSession("a", ContractSpec("a"), WholeBytes(s), 1).ok());
