@@ -18,6 +18,7 @@
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
 #include "tests/server/store/postgres/pg_cluster.h"
+#include "tests/server/store/postgres/pg_database_test.h"
 
 namespace f2obo {
 namespace {
@@ -25,22 +26,11 @@ namespace {
 using testing::PgCluster;
 using testing::ServerProcess;
 
-class PostgresServerTest : public ::testing::Test {
+class PostgresServerTest : public testing::PgDatabaseTest<> {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<PgCluster>> c = PgCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    pg_ = c->release();
-  }
-  static void TearDownTestSuite() {
-    delete pg_;
-    pg_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(pg_, nullptr);
-    static int n = 0;
-    db_ = "server_" + std::to_string(++n);
-    ASSERT_TRUE(pg_->CreateDatabase(db_).ok());
+    testing::PgDatabaseTest<>::SetUp();
+    if (HasFatalFailure()) return;
   }
   // The database's URI without the password (PGPASSWORD supplies it).
   std::string Uri() const {
@@ -66,11 +56,7 @@ class PostgresServerTest : public ::testing::Test {
     std::filesystem::remove_all(dir);
     return server.Stderr();
   }
-
-  static PgCluster* pg_;
-  std::string db_;
 };
-PgCluster* PostgresServerTest::pg_ = nullptr;
 
 TEST_F(PostgresServerTest, UnreachableDatabaseWrongPasswordAndNewerSchemaAreRefusedAtStart) {
   // No server on that port.

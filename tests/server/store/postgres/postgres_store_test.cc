@@ -13,6 +13,7 @@
 #include "core/state.h"
 #include "server/store/postgres/postgres_session_store.h"
 #include "tests/server/store/postgres/pg_cluster.h"
+#include "tests/server/store/postgres/pg_database_test.h"
 
 namespace f2obo::server {
 namespace {
@@ -44,22 +45,11 @@ v1::StepReply ReplyFor(const std::string& id, int64_t t) {
   return r;
 }
 
-class PostgresStoreTest : public ::testing::Test {
+class PostgresStoreTest : public testing::PgDatabaseTest</*kSyncStandby=*/true> {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<PgCluster>> c = PgCluster::Start(/*sync_standby=*/true);
-    ASSERT_TRUE(c.ok()) << c.status();
-    pg_ = c->release();
-  }
-  static void TearDownTestSuite() {
-    delete pg_;
-    pg_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(pg_, nullptr);
-    static int n = 0;
-    db_ = "store_" + std::to_string(++n);
-    ASSERT_TRUE(pg_->CreateDatabase(db_).ok());
+    testing::PgDatabaseTest</*kSyncStandby=*/true>::SetUp();
+    if (HasFatalFailure()) return;
     uri_ = pg_->UriOf(pg_->primary(), db_);
   }
   std::unique_ptr<PostgresSessionStore> Open(Durability d = Durability::kSync) {
@@ -73,10 +63,8 @@ class PostgresStoreTest : public ::testing::Test {
     return r.ok() ? *r : "";
   }
 
-  static PgCluster* pg_;
-  std::string db_, uri_;
+  std::string uri_;
 };
-PgCluster* PostgresStoreTest::pg_ = nullptr;
 
 TEST_F(PostgresStoreTest, SessionsStepsGroupsAndFencesReloadBitExact) {
   auto store = Open();

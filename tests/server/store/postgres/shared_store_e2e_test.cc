@@ -20,6 +20,7 @@
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
 #include "tests/server/store/postgres/pg_cluster.h"
+#include "tests/server/store/postgres/pg_database_test.h"
 
 namespace f2obo {
 namespace {
@@ -27,22 +28,11 @@ namespace {
 using testing::PgCluster;
 using testing::ServerProcess;
 
-class SharedStoreTest : public ::testing::Test {
+class SharedStoreTest : public testing::PgDatabaseTest<> {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<PgCluster>> c = PgCluster::Start();
-    ASSERT_TRUE(c.ok()) << c.status();
-    pg_ = c->release();
-  }
-  static void TearDownTestSuite() {
-    delete pg_;
-    pg_ = nullptr;
-  }
   void SetUp() override {
-    ASSERT_NE(pg_, nullptr);
-    static int n = 0;
-    db_ = "shared_" + std::to_string(++n);
-    ASSERT_TRUE(pg_->CreateDatabase(db_).ok());
+    testing::PgDatabaseTest<>::SetUp();
+    if (HasFatalFailure()) return;
     f_ = testing::AllFamilyCases()[2];
     spec_ = testing::SpecFor(f_, testing::AllAlgorithms()[0], 7);
     spec_.mutable_metrics()->set_exact_every(0);  // keeps the state deterministic
@@ -95,12 +85,9 @@ class SharedStoreTest : public ::testing::Test {
     return text.substr(from, text.find('\n', from) - from);
   }
 
-  static PgCluster* pg_;
-  std::string db_;
   testing::FamilyCase f_;
   v1::SessionSpec spec_;
 };
-PgCluster* SharedStoreTest::pg_ = nullptr;
 
 TEST_F(SharedStoreTest, ASessionCreatedOnOneReplicaStepsOnAnotherAndAStaleCopyNeverCommits) {
   testing::ScopedEnv env("PGPASSWORD", pg_->password());
