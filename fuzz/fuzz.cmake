@@ -34,10 +34,10 @@ add_library(f2obo_fuzz_harness STATIC
 target_link_libraries(f2obo_fuzz_harness PUBLIC f2obo_api SQLite::SQLite3 PostgreSQL::PostgreSQL)
 
 # Precompiled headers: most of a core or session source's compile here is
-# parsing Eigen, Abseil and the generated messages (f2obo.cc: 2.2 -> 0.9 s of
-# CPU, session.cc: 3.9 -> 2.8 s with one), ~1 s less per source in a build
-# that runs inside ctest.  Not for the generated code nor make_corpus's
-# sources, which are compiled with other sanitizer options.
+# parsing Eigen, Abseil and the generated messages; with them ~1.9 s less of
+# CPU per source, ~200 s of this build's ~630 (bench/RESULTS.md "Build and
+# CI"), which runs inside ctest.  Not for the generated code nor
+# make_corpus's sources, which are compiled with other sanitizer options.
 set(F2OBO_FUZZ_PCH_HEADERS <algorithm> <cmath> <cstdint> <memory> <string> <utility> <vector>
   <Eigen/Dense> <absl/status/statusor.h> <absl/strings/str_cat.h>)
 target_precompile_headers(f2obo_core PRIVATE ${F2OBO_FUZZ_PCH_HEADERS})
