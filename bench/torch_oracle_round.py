@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""A K = 5 F2OBO round of a ~100,000-parameter MLP: through the service
-(an oracle session answered by f2obo.torch) vs hand-written in PyTorch in
-one process (the speed goal: service <= 1.5 x hand).
+"""A K = 5 F2OBO round of an MLP: through the service (an oracle session
+answered by f2obo.torch) vs hand-written in PyTorch in one process (the
+speed goal: service <= 1.2 x hand at 10^5 and 10^6 parameters).
 
-Model: MLP 784-128-10 (tanh), 101,770 parameters (y), float64; x = one
+Model: MLP 784-H-10 (tanh; H = --hidden: 128 gives 101,770 parameters,
+1258 gives 1,000,120), float64; x = one
 weight decay per layer (2 entries, box [0, 0.01]).  Batches: 64 rows
 (upper and inner), random Fashion-MNIST-shaped data, a ring of 8 steps.
     g(y; x) = CE(inner) + 1/2 sum_l x_l ||W_l||^2 + 1/2 mu0 ||y||^2
@@ -20,10 +21,14 @@ GetDecision to load y into the module.  Hand side: the round as one
 would write it in PyTorch (torch.autograd.grad through functional_call).
 
     /usr/bin/python3 bench/torch_oracle_round.py build/server/f2obo-server [--rounds=40]
+        [--hidden=1258] [--protocols=recipes,values]
 
 prints milliseconds per round (median of --rounds after 3 warm-up rounds,
-the three versions run in turn round by round)
-and the ratio, and with --profile where the service side's time goes.
+the versions run in turn round by round) and the ratio, the bytes each
+protocol moved per round and per inner iteration and its round trips per
+round (--protocols: the recipe protocol of docs/oracle-protocol.md, and
+points sent as values as before it; both synced every step), and with
+--profile where the service side's time goes.
 """
 import argparse
 import cProfile
@@ -44,7 +49,8 @@ import f2obo.torch
 
 torch.set_num_threads(1)
 K, ALPHA, BETA, GAMMA, LAMBDA1, TAU, MU0 = 5, 0.1, 0.1, 0.001, 5.0, 1.0, 1e-3
-D, HIDDEN, C, ROWS = 784, 128, 10, 64
+D, C, ROWS = 784, 10, 64
+HIDDEN = 128  # --hidden
 
 
 def mlp():
@@ -122,10 +128,11 @@ class Hand:
 
 # ---- through the service -------------------------------------------------------
 
-def start_server(binary, durability):
+def start_server(binary, durability, budget):
     data = tempfile.mkdtemp(prefix="f2obo-bench-")
     proc = subprocess.Popen([binary, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-                             "--data_dir=" + data, "--durability=" + durability],
+                             "--data_dir=" + data, "--durability=" + durability,
+                             "--round_budget_seconds=%g" % budget],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     m = re.search(r"listening on [^ ]+:(\d+)", proc.stdout.readline())
     if not m:
@@ -155,22 +162,38 @@ def main():
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--durability", default="none")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--hidden", type=int, default=128)
+    # A loaded machine's 10^6-parameter round can outlast the default 30 s.
+    ap.add_argument("--round_budget_seconds", type=float, default=30)
+    ap.add_argument("--protocols", default="recipes,values")
     a = ap.parse_args()
+    global HIDDEN
+    HIDDEN = a.hidden
+    protocols = a.protocols.split(",")
     steps = ring()
     hand = Hand()
     n_params = hand.y.numel()
 
-    proc, data, address = start_server(a.server_binary, a.durability)
+    proc, data, address = start_server(a.server_binary, a.durability, a.round_budget_seconds)
     try:
         client = f2obo.Client(address)
         tuners = [f2obo.torch.Tuner(
             client, mlp(), {"wd": f2obo.torch.Hyperparameter(
                 torch.full((2,), 1e-3, dtype=torch.float64), box=(0.0, 0.01))},
             g_loss, f_loss, algorithm="f2obo", inner_steps=K, alpha=ALPHA, beta=BETA,
-            gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=sync_every)
-            for sync_every in (1, 0)]
-        hand_ms, synced, unsynced = time_interleaved(
+            gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=1)
+            for _ in protocols]
+        for t, protocol in zip(tuners, protocols):
+            t._stream.recipes = protocol == "recipes"
+        times = time_interleaved(
             [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds)
+        hand_ms = times[0]
+        # What each protocol moved: one more round with fresh counters.
+        moved = []
+        for t in tuners:
+            t._stream.stats.clear()
+            t.step(*steps[0])
+            moved.append(dict(t._stream.stats))
         if a.profile:
             prof = cProfile.Profile()
             prof.enable()
@@ -185,17 +208,22 @@ def main():
         proc.terminate()
         proc.wait()
         shutil.rmtree(data, ignore_errors=True)
-    results = {1: synced, 0: unsynced}
     print("MLP %d-%d-%d: %d parameters, %d-row batches, K = %d, float64, torch %s, "
           "threads %d, server --durability=%s"
           % (D, HIDDEN, C, n_params, ROWS, K, torch.__version__, torch.get_num_threads(),
              a.durability))
-    print("%-42s %10s %8s" % ("round", "ms", "x hand"))
-    print("%-42s %10.2f %8.2f" % ("hand-written PyTorch, one process", hand_ms, 1.0))
-    print("%-42s %10.2f %8.2f" % ("service, weights synced every step", results[1],
-                                  results[1] / hand_ms))
-    print("%-42s %10.2f %8.2f" % ("service, weights synced on demand", results[0],
-                                  results[0] / hand_ms))
+    print("%-44s %10s %8s %12s %12s %12s" % ("round", "ms", "x hand", "MB down", "MB up",
+                                            "round trips"))
+    print("%-44s %10.2f %8.2f" % ("hand-written PyTorch, one process", hand_ms, 1.0))
+    for protocol, ms, m in zip(protocols, times[1:], moved):
+        print("%-44s %10.2f %8.2f %12.3f %12.3f %12d"
+              % ("service (%s), weights synced every step" % protocol, ms, ms / hand_ms,
+                 m.get("down_bytes", 0) / 1e6, m.get("up_bytes", 0) / 1e6,
+                 m.get("requests", 0) + 1))
+    for protocol, m in zip(protocols, moved):
+        print("%s: %.1f bytes per parameter per inner iteration (whole round / K; y = %d "
+              "float64 = %.2f MB)" % (protocol, (m.get("down_bytes", 0) + m.get("up_bytes", 0))
+                                      / K / n_params, n_params, 8e-6 * n_params))
 
 
 if __name__ == "__main__":

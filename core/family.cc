@@ -51,6 +51,21 @@ void Family::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
   G(x, z, inner, gx_g_z, gz);
 }
 
+void Family::InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
+                                     double lambda, const BatchView& upper,
+                                     const BatchView& inner, Vector* gz, Vector* gy_g, Vector* d) {
+  InnerIterationGrads(x, z, y, upper, inner, gz, gy_g, d);
+  *d += lambda * *gy_g;
+}
+
+void Family::HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
+                                    const BatchView& upper, const BatchView& inner, Vector* gx_f,
+                                    Vector* gy_l, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                                    Vector* gz) {
+  HypergradientGrads(x, y, z, upper, inner, gx_f, gy_l, gx_g_y, gy_g, gx_g_z, gz);
+  *gy_l += lambda * *gy_g;
+}
+
 Smoothness Family::EstimateSmoothness(const VecIn& x, const VecIn& y, const StepData& data) {
   constexpr double kSafety = 1.1;
   const BatchView upper = BatchView::All(data.upper);

@@ -83,6 +83,22 @@ class Family {
   virtual void InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y,
                                    const BatchView& upper, const BatchView& inner, Vector* gz,
                                    Vector* gy_g, Vector* gy_f);
+  // One inner iteration's z-gradient gz = grad_y g(x, z) and the y-update's
+  // direction d = grad_y f(x, y) + lambda grad_y g(x, y) (Alg. 1 lines
+  // 5-6): the penalty methods read grad_y f and grad_y g only through d.
+  // Default: InnerIterationGrads, then d = gy_f + lambda gy_g (gy_g is
+  // scratch).  The oracle family asks its client for d as one vector.
+  virtual void InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
+                                       double lambda, const BatchView& upper,
+                                       const BatchView& inner, Vector* gz, Vector* gy_g,
+                                       Vector* d);
+  // The hypergradient's gradients (below) with grad_y f and grad_y g read
+  // only as gy_l = grad_y L = grad_y f + lambda grad_y g (the residual of
+  // the y-loop).  Default: HypergradientGrads, then the sum (gy_g scratch).
+  virtual void HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z,
+                                      double lambda, const BatchView& upper,
+                                      const BatchView& inner, Vector* gx_f, Vector* gy_l,
+                                      Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z, Vector* gz);
   // The six gradients of the penalty hypergradient (Alg. 1 line 9): grad_x
   // and grad_y of f at y, of g at y and of g at z.  Default: F, G, G.
   virtual void HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,

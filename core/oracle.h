@@ -46,6 +46,13 @@ struct OracleQuery {
   double* value = nullptr;
   Vector* grad_x = nullptr;
   Vector* grad_y = nullptr;
+  // fused (function kF only): grad_y receives grad_y f + fuse_g grad_y g at
+  // (x, y), f on `rows` of the upper batch and g on `g_rows` of the inner
+  // batch: the direction of F2OBO's y-update (paper Algorithm 1, line 6),
+  // which reads only that sum, so one vector crosses the wire, not two.
+  bool fused = false;
+  double fuse_g = 0.0;
+  RowSet g_rows;
 };
 
 class Oracle {

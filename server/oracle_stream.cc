@@ -12,11 +12,6 @@
 namespace f2obo::server {
 namespace {
 
-// How often a blocked Read's stop conditions are looked at, and how long a
-// stopped client may take to end the call itself before it is cancelled.
-constexpr auto kPoll = std::chrono::milliseconds(10);
-constexpr auto kGrace = std::chrono::seconds(1);
-
 // Copies `bytes` (little-endian float64, the x86 and aarch64 layout) into
 // `out`, which has `n` entries; INVALID_ARGUMENT naming `field` (and, for
 // a number that is not finite, `what` it is) unless there are exactly n of
@@ -40,82 +35,6 @@ absl::Status CopyVector(const std::string& bytes, int n, const std::string& fiel
 
 }  // namespace
 
-OracleWatchdog::OracleWatchdog(grpc::ServerContext* ctx, OracleStream* stream)
-    : ctx_(ctx), stream_(stream), thread_([this] { Run(); }) {}
-
-OracleWatchdog::~OracleWatchdog() {
-  {
-    absl::MutexLock lock(&mu_);
-    quit_ = true;
-  }
-  thread_.join();
-}
-
-void OracleWatchdog::Arm(CallRoundControl* control) {
-  absl::MutexLock lock(&mu_);
-  armed_ = control;
-  fired_ = absl::OkStatus();
-}
-
-absl::Status OracleWatchdog::Disarm() {
-  absl::MutexLock lock(&mu_);
-  armed_ = nullptr;
-  return fired_;
-}
-
-void OracleWatchdog::Run() {
-  absl::MutexLock lock(&mu_);
-  const auto armed_or_quit = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return quit_ || (armed_ != nullptr && fired_.ok());
-  };
-  const auto disarmed_or_quit = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return quit_ || armed_ == nullptr || !fired_.ok();
-  };
-  while (!quit_) {
-    if (armed_ == nullptr || !fired_.ok()) {
-      mu_.Await(absl::Condition(&armed_or_quit));
-      continue;
-    }
-    mu_.AwaitWithTimeout(absl::Condition(&disarmed_or_quit), absl::FromChrono(kPoll));
-    if (quit_ || armed_ == nullptr || !fired_.ok()) continue;
-    // The handler thread is blocked in Read: only this thread uses armed_.
-    absl::Status stop = armed_->CheckNow();
-    if (stop.ok()) continue;
-    fired_ = absl::Status(stop.code(), absl::StrCat(stop.message(),
-                                                    " while waiting for the client's answers; "
-                                                    "round discarded, session unchanged"));
-    Fire();
-  }
-}
-
-void OracleWatchdog::Fire() {
-  v1::OracleServerMessage error;
-  error.mutable_error()->set_code(static_cast<int>(fired_.code()));
-  error.mutable_error()->set_message(std::string(fired_.message()));
-  writing_ = true;
-  mu_.Unlock();
-  // A client that reads nothing any more can block the write: cancel then.
-  std::thread guard([this] {
-    absl::MutexLock l(&mu_);
-    const auto written = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !writing_; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&written), absl::FromChrono(kGrace))) {
-      ctx_->TryCancel();
-    }
-  });
-  stream_->Write(error);
-  mu_.Lock();
-  writing_ = false;
-  mu_.Unlock();
-  guard.join();
-  mu_.Lock();
-  // The client may end the call itself once it read why; else cut it off.
-  const auto ended = [this]()
-                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return armed_ == nullptr || quit_; };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&ended), absl::FromChrono(kGrace))) {
-    ctx_->TryCancel();
-  }
-}
-
 StreamOracle::StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, OracleWatchdog* watchdog,
                            const RoundStopFlags* stops,
                            std::shared_ptr<const std::atomic<bool>> session_stop,
@@ -130,64 +49,7 @@ StreamOracle::StreamOracle(grpc::ServerContext* ctx, OracleStream* stream, Oracl
   control_.set_session_stop(session_stop_.get());
 }
 
-uint64_t OraclePoints::Held(absl::Span<const double> values) const {
-  for (const auto& [id, v] : held) {
-    if (v.size() == values.size() &&
-        std::memcmp(v.data(), values.data(), values.size() * sizeof(double)) == 0) {
-      return id;
-    }
-  }
-  return 0;
-}
-
-bool StreamOracle::InRequest(uint64_t id) const {
-  return std::find(in_request_.begin(), in_request_.end(), id) != in_request_.end();
-}
-
-uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
-  const size_t bytes = values.size() * sizeof(double);
-  auto& held = points_->held;
-  for (auto it = held.begin(); it != held.end(); ++it) {
-    // Different points differ in their first entries: memcmp stops there.
-    if (it->second.size() == values.size() &&
-        std::memcmp(it->second.data(), values.data(), bytes) == 0) {
-      const uint64_t id = it->first;
-      // Most recently used last.
-      if (std::next(it) != held.end()) {
-        std::pair<uint64_t, std::vector<double>> moved = std::move(*it);
-        held.erase(it);
-        held.push_back(std::move(moved));
-      }
-      if (!InRequest(id)) in_request_.push_back(id);
-      return id;
-    }
-  }
-  const uint64_t id = points_->next_id++;
-  v1::OraclePoint* p = request->add_points();
-  p->set_id(id);
-  p->set_values(values.data(), bytes);
-  held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
-  points_->held_bytes += bytes;
-  in_request_.push_back(id);
-  // Two points of y's size besides the small ones: the round's y and z
-  // (an F2OBO request asks at y_k and z_k; the hypergradient and `done`
-  // name the last of them), never one this request names.
-  const size_t budget =
-      2 * sizeof(double) * static_cast<size_t>(std::max(shape_.x_dim, shape_.y_dim)) +
-      (size_t{1} << 20);
-  while ((held.size() > OraclePoints::kCapacity || points_->held_bytes > budget) &&
-         !InRequest(held.front().first)) {
-    request->add_forget(held.front().first);
-    points_->held_bytes -= held.front().second.size() * sizeof(double);
-    held.pop_front();
-  }
-  return id;
-}
-
-absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
-  if (stream_ == nullptr) {
-    return absl::FailedPreconditionError("the oracle was asked after its step ended");
-  }
+absl::Status StreamOracle::EvaluateGroups(absl::Span<OracleQuery> queries) {
   // Groups of queries whose request (new points, rows) and answers each
   // fit a message: usually all of them.
   const int64_t budget = shape_.max_message_bytes - kOracleMessageSlack;
@@ -209,7 +71,8 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
         }
         fresh.push_back(p.data());
         ++added;
-        request += vector_bytes(p.size());
+        const bool by_recipe = !terms_.empty() && p.size() == static_cast<size_t>(shape_.y_dim);
+        request += by_recipe ? 64 : vector_bytes(p.size());
       }
       const int64_t answer = 32 + (q.grad_x != nullptr ? vector_bytes(shape_.x_dim) : 0) +
                              (q.grad_y != nullptr ? vector_bytes(shape_.y_dim) : 0);
@@ -226,13 +89,79 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
                        " bytes, beyond the server's message limit of ", shape_.max_message_bytes,
                        " bytes (--max_message_bytes; raise it on the server and on its clients)"));
     }
-    if (absl::Status s = Ask(queries.subspan(begin, end - begin)); !s.ok()) return s;
+    if (absl::Status s = Ask(queries.subspan(begin, end - begin), end == queries.size());
+        !s.ok()) {
+      return s;
+    }
     begin = end;
   }
   return absl::OkStatus();
 }
 
-absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries) {
+absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
+  if (stream_ == nullptr) {
+    return absl::FailedPreconditionError("the oracle was asked after its step ended");
+  }
+  if (!shape_.recipes) {
+    for (const OracleQuery& q : queries) {
+      if (q.fused) return EvaluateExpanded(queries);
+    }
+    return EvaluateGroups(queries);
+  }
+  // The last Evaluate's kept answers: terms of this one's recipes while
+  // unchanged (the round has not written them since), then forgotten.
+  terms_.clear();
+  stale_.clear();
+  for (const OraclePoints::Kept& k : points_->kept) {
+    stale_.push_back(k.id);
+    if (k.values != nullptr && VectorHash(*k.values) == k.hash) terms_.push_back(k);
+  }
+  points_->kept.clear();
+  const absl::Status s = EvaluateGroups(queries);
+  terms_.clear();
+  return s;
+}
+
+absl::Status StreamOracle::EvaluateExpanded(absl::Span<OracleQuery> queries) {
+  std::vector<OracleQuery> asked;
+  asked.reserve(2 * queries.size());
+  std::vector<Vector> g(queries.size(), Vector());  // never reallocated: pointers into it
+  for (const OracleQuery& q : queries) {
+    asked.push_back(q);
+    asked.back().fused = false;
+  }
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const OracleQuery& q = queries[i];
+    if (!q.fused) continue;
+    g[i].resize(shape_.y_dim);
+    const auto same = [&](const OracleQuery& o) {
+      return o.function == OracleQuery::Function::kG && o.grad_y == nullptr &&
+             o.x.data() == q.x.data() && o.y.data() == q.y.data() && o.task == q.task &&
+             o.rows.idx == q.g_rows.idx && o.rows.n == q.g_rows.n;
+    };
+    auto it = std::find_if(asked.begin(), asked.end(), same);
+    if (it != asked.end()) {
+      it->grad_y = &g[i];
+      continue;
+    }
+    OracleQuery gq;
+    gq.function = OracleQuery::Function::kG;
+    gq.x = q.x;
+    gq.y = q.y;
+    gq.rows = q.g_rows;
+    gq.task = q.task;
+    gq.grad_y = &g[i];
+    asked.push_back(gq);
+  }
+  if (absl::Status s = EvaluateGroups(absl::MakeSpan(asked)); !s.ok()) return s;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    // As the core adds them (Family::InnerIterationDirection).
+    if (queries[i].fused) *queries[i].grad_y += queries[i].fuse_g * g[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries, bool last) {
   in_request_.clear();
   // The held points this request names first, so that adding its new
   // points evicts none of them.
@@ -243,6 +172,7 @@ absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries) {
       }
     }
   }
+  keep_.clear();
   v1::OracleServerMessage out;
   v1::OracleRequest* request = out.mutable_request();
   const uint64_t first = points_->next_id;
@@ -259,12 +189,31 @@ absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries) {
     if (q.task >= 0) m->set_task(q.task);
     m->set_value(q.value != nullptr);
     m->set_grad_x(q.grad_x != nullptr);
-    m->set_grad_y(q.grad_y != nullptr);
+    m->set_grad_y(q.grad_y != nullptr && !q.fused);
     if (q.rows.idx == nullptr) {
       m->set_all_rows(true);
     } else {
       m->mutable_rows()->Add(q.rows.idx, q.rows.idx + q.rows.n);
     }
+    if (q.fused) {  // (recipe clients only: Evaluate expands them for the others)
+      m->set_fused_y(true);
+      m->set_fuse_g(q.fuse_g);
+      if (q.g_rows.idx == nullptr) {
+        m->set_g_all_rows(true);
+      } else {
+        m->mutable_g_rows()->Add(q.g_rows.idx, q.g_rows.idx + q.g_rows.n);
+      }
+    }
+    if (shape_.recipes && q.grad_y != nullptr) {
+      const uint64_t keep = points_->next_id++;
+      m->set_keep_y(keep);
+      keep_.emplace_back(keep, q.grad_y);
+    }
+  }
+  Evict(request);
+  if (last) {
+    for (const uint64_t id : stale_) request->add_forget(id);
+    stale_.clear();
   }
   if (const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
       bytes > shape_.max_message_bytes) {
@@ -280,7 +229,10 @@ absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries) {
   }
   v1::OracleAnswers answers;
   if (absl::Status s = Receive(&answers, first, queries.size()); !s.ok()) return s;
-  return Fill(answers, first, queries);
+  if (absl::Status s = Fill(answers, first, queries); !s.ok()) return s;
+  for (const auto& [id, values] : keep_) points_->kept.push_back({id, values, VectorHash(*values)});
+  keep_.clear();
+  return absl::OkStatus();
 }
 
 absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, size_t count) {
@@ -345,11 +297,18 @@ absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first
       }
       *q.value = a.value();
     }
-    const std::pair<Vector*, const std::string*> grads[2] = {{q.grad_x, &a.grad_x()},
-                                                             {q.grad_y, &a.grad_y()}};
+    // A fused query's answer is fused_y (a recipe client's; the others'
+    // fused queries were expanded).
+    if (!(q.fused ? a.grad_y() : a.fused_y()).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, q.fused ? ".grad_y" : ".fused_y",
+                                                     ": not asked (query ", a.query(), ")"));
+    }
+    const std::pair<Vector*, const std::string*> grads[2] = {
+        {q.grad_x, &a.grad_x()}, {q.grad_y, q.fused ? &a.fused_y() : &a.grad_y()}};
     const int dims[2] = {shape_.x_dim, shape_.y_dim};
-    const char* names[2] = {".grad_x", ".grad_y"};
-    const char* ofs[2] = {"gradient in x", "gradient in y"};
+    const char* names[2] = {".grad_x", q.fused ? ".fused_y" : ".grad_y"};
+    const char* ofs[2] = {"gradient in x",
+                          q.fused ? "gradient in y of f + fuse_g g" : "gradient in y"};
     for (int j = 0; j < 2; ++j) {
       if (grads[j].first == nullptr) {
         if (!grads[j].second->empty()) {

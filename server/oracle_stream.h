@@ -4,20 +4,14 @@
 // each Evaluate writes one request with every query of the family call and
 // blocks in Read for the client's answers.
 //
-// Waiting is bounded: while a Read is outstanding a watchdog thread looks
-// every few ms at the call (deadline, cancellation), the server's shutdown,
-// a Delete of the session and the per-round budget (a CallRoundControl of
-// its own); when one says
-// stop, it writes an `error` message with the reason and cancels the call,
-// which ends the Read.  So a silent client holds its session no longer than
-// the round budget or its deadline, and never holds a shutdown.
-//
 // Points: each distinct x or y asked at is sent once per stream and named
 // by id afterwards; the most recently used points are remembered (a point
 // asked again while remembered costs its id), at most kCapacity of them and
 // at most two of y's size besides small ones (a copy of each is kept to
 // recognize it: at 10^7 parameters each costs 80 MB), the least recently
-// used one is forgotten in the request that evicts it.
+// used one is forgotten in the request that evicts it.  A client that
+// speaks the recipe protocol (server/oracle_recipes.h) gets each new y-sized
+// point as a recipe over what it holds instead, and its fused answers.
 //
 // Messages: one Evaluate is one request when its points and its answers
 // fit a message (--max_message_bytes) each; else its queries are asked in
@@ -38,7 +32,7 @@
 #include <deque>
 #include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -48,44 +42,9 @@
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/call_round_control.h"
 #include "server/oracle_message_limits.h"
+#include "server/oracle_watchdog.h"
 
 namespace f2obo::server {
-
-using OracleStream = grpc::ServerReaderWriter<v1::OracleServerMessage, v1::OracleClientMessage>;
-
-// Bounds an oracle stream's Reads (see above).  One per stream.
-class OracleWatchdog {
- public:
-  OracleWatchdog(grpc::ServerContext* ctx, OracleStream* stream);
-  ~OracleWatchdog();  // stops and joins its thread
-  OracleWatchdog(const OracleWatchdog&) = delete;
-  OracleWatchdog& operator=(const OracleWatchdog&) = delete;
-
-  // A Read is about to block; `control` says when it must stop (owned by
-  // the caller, alive until Disarm).
-  void Arm(CallRoundControl* control);
-  // The Read returned: OK, or the status the watchdog stopped it with.
-  absl::Status Disarm();
-
- private:
-  void Run();
-
-  grpc::ServerContext* const ctx_;
-  OracleStream* const stream_;
-  // Waits (Await) re-check their conditions whenever mu_ is released, so
-  // no change below needs a signal.
-  absl::Mutex mu_;
-  // Stops the armed Read: tells the client why, then cancels the call
-  // unless the client ends it within kGrace.  Releases mu_ while it writes;
-  // holds it again on return.
-  void Fire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  CallRoundControl* armed_ ABSL_GUARDED_BY(mu_) = nullptr;
-  absl::Status fired_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // the error is being written
-  bool quit_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
 
 // What a stream remembers across its steps: ids and the points its
 // client holds (oldest first).
@@ -96,7 +55,25 @@ struct OraclePoints {
   size_t held_bytes = 0;  // of the values in `held`
   // The id of a held point with exactly these values, or 0.
   uint64_t Held(absl::Span<const double> values) const;
+  // Recipe clients: the y-sized answers the client keeps (keep_y) from the
+  // last Evaluate, usable by the next one's recipes.  Not copies: the
+  // round's vectors that received them and a hash of their bytes then; a
+  // recipe names one only while the hash still matches, and never after
+  // its step (StreamOracle::Detach drops the vectors).
+  struct Kept {
+    uint64_t id = 0;
+    const Vector* values = nullptr;
+    size_t hash = 0;
+  };
+  std::vector<Kept> kept;
+  // The y of a step's `done` (service_oracle.cc): the id of a held point
+  // with these values, or the values (a recipe client keeps them under a
+  // new id, held here too).
+  void NameDone(absl::Span<const double> values, bool recipes, v1::OraclePoint* out);
 };
+
+// A hash of v's bytes (whether a kept answer is still what the client keeps).
+size_t VectorHash(const Vector& v);
 
 class StreamOracle final : public Oracle {
  public:
@@ -108,6 +85,11 @@ class StreamOracle final : public Oracle {
     // requests that fit it (Evaluate); a single query beyond it is refused
     // (the round discarded) rather than failing in the transport.
     int64_t max_message_bytes = INT64_MAX;
+    // The client speaks the recipe protocol (OracleStepOpen.recipes; only
+    // for the bilevel "oracle" family): y-sized points by recipe
+    // (server/oracle_recipes.h), fused queries asked as such.  Else a
+    // fused query is asked as f's and g's gradients, summed here.
+    bool recipes = false;
   };
   // All pointers must outlive the step (until Detach); `session_stop` is
   // the session's own stop request (its Delete stops the wait too).
@@ -117,16 +99,28 @@ class StreamOracle final : public Oracle {
 
   absl::Status Evaluate(absl::Span<OracleQuery> queries) override;
   // The step is over: later Evaluates fail (the step's data may be kept by
-  // the metrics pipeline after the stream is gone).
-  void Detach() { stream_ = nullptr; }
+  // the metrics pipeline after the stream is gone), and no later recipe
+  // names this step's vectors.
+  void Detach();
 
  private:
-  // Asks `queries` in one request.
-  absl::Status Ask(absl::Span<OracleQuery> queries);
-  // The id of the point with these values: a remembered one, or a new one
-  // added to `request` (evicting the least recently used ones this request
-  // does not name into its `forget`).
+  // Old clients: each fused query asked as f's and g's gradients in y (g's
+  // merged into a query of g at the same point when there is one), summed
+  // here as the core sums them.
+  absl::Status EvaluateExpanded(absl::Span<OracleQuery> queries);
+  // The queries in as few requests as fit a message each.
+  absl::Status EvaluateGroups(absl::Span<OracleQuery> queries);
+  // Asks `queries` in one request (`last`: the Evaluate's last).
+  absl::Status Ask(absl::Span<OracleQuery> queries, bool last);
+  // The id of the point with these values: a remembered one, a recipe
+  // (recipe clients, y-sized points), or a new one added to `request`.
   uint64_t PointId(absl::Span<const double> values, v1::OracleRequest* request);
+  // Recipe clients: a held point within kRecipeTolerance of `values`, or a
+  // new one by recipe added to `request`; 0 if neither.
+  uint64_t RecipeId(absl::Span<const double> values, v1::OracleRequest* request);
+  // Forgets the least recently used held points this request does not
+  // name, beyond the stream's budget (two points of y's size).
+  void Evict(v1::OracleRequest* request);
   // Whether `id` is named by the request being built.
   bool InRequest(uint64_t id) const;
   absl::Status Receive(v1::OracleAnswers* answers, uint64_t first_query, size_t count);
@@ -141,6 +135,12 @@ class StreamOracle final : public Oracle {
   const Shape shape_;
   OraclePoints* const points_;
   std::vector<uint64_t> in_request_;  // held points the request being built names
+  // Recipe clients: the kept answers this Evaluate's recipes may name; the
+  // ids of the last Evaluate's kept answers, forgotten in this one's last
+  // request; the answers this request's queries keep.
+  std::vector<OraclePoints::Kept> terms_;
+  std::vector<uint64_t> stale_;
+  std::vector<std::pair<uint64_t, const Vector*>> keep_;
 };
 
 }  // namespace f2obo::server

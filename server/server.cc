@@ -124,6 +124,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->service_ =
       std::make_unique<F2oboService>(s->sessions_.get(), s->groups_.get(), sm, s->auth_.get());
   s->service_->set_replica_name(options.replica_name);
+  s->service_->set_shared_store(!options.store.empty());
   s->service_->set_max_message_bytes(options.max_message_bytes);
 
   // The health service is ours, on the sync API (server/health_service.h

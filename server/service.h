@@ -118,6 +118,11 @@ class F2oboService final : public v1::F2obo::Service {
                                   v1::DropFencedSessionsResponse*) override;
   // The name GetServerInfo reports (--replica_name); set before serving.
   void set_replica_name(std::string name) { replica_name_ = std::move(name); }
+  // Whether the store is shared by replicas (--store): then every replica
+  // serves every session and the fences that move sessions between
+  // replicas are refused (a drop would delete the one shared copy); set
+  // before serving.
+  void set_shared_store(bool shared) { shared_store_ = shared; }
   // The server's --max_message_bytes: the largest unary export, and what
   // bounds an exported chunk (a quarter of it at most); set before serving.
   void set_max_message_bytes(int64_t bytes) { max_message_bytes_ = bytes; }
@@ -204,6 +209,7 @@ class F2oboService final : public v1::F2obo::Service {
   ServiceObserver* const observer_;
   const TokenAuthenticator* const auth_;
   std::string replica_name_;
+  bool shared_store_ = false;
   int64_t max_message_bytes_ = int64_t{64} << 20;
   std::atomic<bool> shutting_down_{false};
   absl::Mutex idle_mu_;

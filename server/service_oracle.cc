@@ -74,6 +74,9 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
   if (!stop.ok()) return stop.status();
   StreamOracle::Shape shape{info->x_dim(), info->y_dim(), open.t()};
   shape.max_message_bytes = max_message_bytes_;
+  // Recipes for the bilevel family's y (the multi-task and simple classes
+  // keep the values protocol: their rounds' points are no such chain).
+  shape.recipes = open.recipes() && family == "oracle";
   // The oracle sees the session's stop flag without owning its entry: the
   // session's family keeps the step's oracle after the step (to tell a
   // new step's apart, core/oracle.h OracleCalls), and an owning pointer
@@ -119,13 +122,8 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
   // last request (F2OBO's hypergradient is taken at y_{t+1}), so an id
   // costs 8 bytes instead of y_dim doubles.
   for (const Vector& y : inner) {
-    v1::OraclePoint* p = out->add_y();
-    const absl::Span<const double> values(y.data(), static_cast<size_t>(y.size()));
-    if (const uint64_t id = points->Held(values); id != 0) {
-      p->set_id(id);
-    } else {
-      p->set_values(y.data(), y.size() * sizeof(double));
-    }
+    points->NameDone(absl::Span<const double>(y.data(), static_cast<size_t>(y.size())),
+                     shape.recipes, out->add_y());
   }
   return absl::OkStatus();
 }

@@ -1,8 +1,23 @@
 // Scale-out RPCs: which replica answers, and the fences that move a routing
 // key's sessions to another replica (the proto documents the protocol).
+#include <string>
+
 #include "server/service.h"
 
 namespace f2obo::server {
+namespace {
+
+// With a shared store the sessions of every replica are the same rows:
+// moving a key (fence, export, import, drop) has nothing to move, and its
+// drop would delete the only copy.
+absl::Status RefusedOnSharedStore(const char* what) {
+  return absl::FailedPreconditionError(
+      std::string(what) +
+      ": this server's store is shared (--store): every replica serves every session and "
+      "adding or removing one moves no session; rebalancing is for the embedded store");
+}
+
+}  // namespace
 
 grpc::Status F2oboService::GetServerInfo(grpc::ServerContext* ctx,
                                          const v1::GetServerInfoRequest* req, v1::ServerInfo* out) {
@@ -20,6 +35,7 @@ grpc::Status F2oboService::GetServerInfo(grpc::ServerContext* ctx,
 grpc::Status F2oboService::SetFence(grpc::ServerContext* ctx, const v1::SetFenceRequest* req,
                                     v1::Fence* out) {
   return Handle("SetFence", ctx, req, out, [&] {
+    if (shared_store_) return RefusedOnSharedStore("SetFence");
     absl::Status s = sessions_->SetFence(req->routing_key(), req->target());
     if (s.ok()) {
       out->set_routing_key(req->routing_key());
@@ -39,6 +55,7 @@ grpc::Status F2oboService::DropFencedSessions(grpc::ServerContext* ctx,
                                               const v1::DropFencedSessionsRequest* req,
                                               v1::DropFencedSessionsResponse* out) {
   return Handle("DropFencedSessions", ctx, req, out, [&]() -> absl::Status {
+    if (shared_store_) return RefusedOnSharedStore("DropFencedSessions");
     const std::string& key = req->routing_key();
     if (sessions_->CheckFence(key).ok()) {
       return absl::FailedPreconditionError(

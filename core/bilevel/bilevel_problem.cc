@@ -111,16 +111,19 @@ class BilevelProblem final : public Problem {
                        entry_.info.name, "'s layout (a state written by another algorithm?)"));
     }
     // The automatic upper step's part (core/hypergradients/upper_step.h):
-    // [G | r | x_1], sums of squares >= 0 and distances > 0.
+    // [L | W | x_1 | S | C], L >= 0, wealth W > 0, S >= |C| (a bet fraction
+    // C / max(S + 1, 100) of magnitude < 1 keeps the wealth positive).
     if (GammaIsAuto(config_.options) && !s.aux.empty()) {
       const Vector& part = s.aux[layout.size() - 1];
       const int d1 = family_->x_dim();
       for (int i = 0; i < d1; ++i) {
-        if (!(part[i] >= 0.0) || !(part[d1 + i] > 0.0)) {
+        const double lmax = part[i], wealth = part[d1 + i];
+        const double s_abs = part[3 * d1 + i], c_sum = part[4 * d1 + i];
+        if (!(lmax >= 0.0) || !(wealth > 0.0) || !(s_abs >= std::abs(c_sum))) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "state.aux[", layout.size() - 1, "]: the automatic upper step's sum of squares (",
-              part[i], ") or distance (", part[d1 + i], ") of coordinate ", i,
-              " is not >= 0 and > 0"));
+              "state.aux[", layout.size() - 1, "]: the automatic upper step's gradient bound (",
+              lmax, "), wealth (", wealth, ") or coin sums (", s_abs, ", ", c_sum,
+              ") of coordinate ", i, " are not >= 0, > 0 and |C| <= S"));
         }
       }
     }
@@ -128,24 +131,30 @@ class BilevelProblem final : public Problem {
   }
 
   // A state written before the automatic upper step had its own aux part
-  // holds the algorithm's parts only: the step's part starts fresh (from the
-  // restored x, as at step 1), the rest continues as stored.
+  // holds the algorithm's parts only, and one written with the distance-
+  // over-gradients step of before holds a part of 3 x_dim numbers
+  // [G | r | x_1]: the step's part starts fresh (from the restored x, as at
+  // step 1), the rest continues as stored.
   absl::Status UpgradeRestored(SessionState* s) const override {
     if (s->aux.empty()) return absl::OkStatus();
     const std::vector<int> layout = algorithm_->AuxLayout();
+    const int d1 = family_->x_dim();
+    const StateParts& aux = s->aux;  // read only: no copy on write
+    const auto last = aux[aux.size() - 1].size();
     if (!GammaIsAuto(config_.options)) {
       // A state written with the automatic upper step, continued with an
-      // explicit gamma (a fork or import that sets gamma): its accumulator
-      // [G | r | x_1], the last part, is not read by an explicit step.
-      const StateParts& aux = s->aux;  // read only: no copy on write
-      if (aux.size() == layout.size() + 1 && aux[aux.size() - 1].size() == 3 * family_->x_dim()) {
+      // explicit gamma (a fork or import that sets gamma): its part, the
+      // last one, is not read by an explicit step.
+      if (aux.size() == layout.size() + 1 && (last == kUpperStepParts * d1 || last == 3 * d1)) {
         s->aux.pop_back();
       }
       return absl::OkStatus();
     }
-    if (s->aux.size() + 1 != layout.size()) return absl::OkStatus();
-    UpperStep(config_.options, config_.constraint, family_->x_dim(), layout.size() - 1)
-        .EnsurePart(s->x, &s->aux);
+    const bool missing = aux.size() + 1 == layout.size();
+    const bool dog = aux.size() == layout.size() && last == 3 * d1 &&
+                     layout.back() == kUpperStepParts * d1;
+    if (!missing && !dog) return absl::OkStatus();
+    UpperStep(config_.options, config_.constraint, d1, layout.size() - 1).EnsurePart(s->x, &s->aux);
     return absl::OkStatus();
   }
 

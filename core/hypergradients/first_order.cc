@@ -97,9 +97,9 @@ absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double
   int64_t rows = 0;
   for (int i = 0; i < k; ++i) {
     if (absl::Status st = ContinueRound(control); !st.ok()) return st;
-    family.InnerIterationGrads(x, *z, *y, upper, inner, &ws->gz, &ws->gy_g, &ws->gy_f);
+    family.InnerIterationDirection(x, *z, *y, lambda, upper, inner, &ws->gz, &ws->gy_g,
+                                   &ws->gy_f);
     z->noalias() -= alpha * ws->gz;
-    ws->gy_f += lambda * ws->gy_g;
     y->noalias() -= beta * ws->gy_f;
     rows += inner.rows.n + upper.rows.n;
   }
@@ -109,10 +109,9 @@ absl::StatusOr<int64_t> PenaltyInnerLoops(Family& family, const VecIn& x, double
 int64_t Hypergradient(Family& family, const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
                       const BatchView& upper, const BatchView& inner, FirstOrderWorkspace* ws,
                       BilevelReport* report) {
-  family.HypergradientGrads(x, y, z, upper, inner, &ws->gx_f, &ws->gy_f, &ws->gx_g_y, &ws->gy_g,
-                            &ws->gx_g_z, &ws->gz);
+  family.HypergradientDirection(x, y, z, lambda, upper, inner, &ws->gx_f, &ws->gy_f, &ws->gx_g_y,
+                                &ws->gy_g, &ws->gx_g_z, &ws->gz);  // gy_f: grad_y L
   report->hypergradient.noalias() = ws->gx_f + lambda * (ws->gx_g_y - ws->gx_g_z);
-  ws->gy_f += lambda * ws->gy_g;  // grad_y L; gy_f is dead after this round
   report->residual_y = ws->gy_f.norm();
   report->residual_z = ws->gz.norm();
   return upper.rows.n + 2 * static_cast<int64_t>(inner.rows.n);

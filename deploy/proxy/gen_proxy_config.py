@@ -4,7 +4,7 @@
     gen_proxy_config.py            rewrite the committed files (below)
     gen_proxy_config.py --check    exit 1, with a diff, if one differs
     gen_proxy_config.py nginx --listen=127.0.0.1:8080 --prefix=DIR \\
-        --replica=r0=127.0.0.1:50051 --replica=r1=127.0.0.1:50052
+        --replica=r0=127.0.0.1:50051 --replica=r1=127.0.0.1:50052 [--shared_store]
                                    a standalone nginx config on stdout for
                                    an ad-hoc replica set (VMs, tests, the
                                    benchmark): runs in the foreground from
@@ -17,6 +17,9 @@ Committed outputs, all from the one replica list:
     deploy/nginx/nginx.conf   nginx `hash ... consistent` for docker compose
     deploy/docker-compose.scaleout.yml
                               the replicas and the nginx proxy for compose
+    deploy/nginx/nginx.shared.conf, deploy/docker-compose.shared.yml
+                              the same for replicas sharing a PostgreSQL
+                              store (--store), with its failover
 The routing itself is each proxy's own: nothing here recomputes a hash.
 """
 import argparse
@@ -76,37 +79,83 @@ def k8s_replicas(spec, names):
                     for n in names)
 
 
-def server_lines(servers):
+# The two stores route alike (a session's calls to the replica its key
+# hashes to) but fail over differently.  The embedded store: a session lives
+# on one replica only, so a replica that is down is never taken off the ring
+# and no call is ever sent to another replica.  The shared store: every
+# replica serves every session (a step commits only at the stored step
+# index), so the ring is memory locality only and a replica that cannot be
+# reached is skipped.
+EMBEDDED = {
+    "server": "max_fails=0",
+    "note": """\
+    # max_fails=0: a replica that is down is never taken off the ring, so
+    # its sessions get UNAVAILABLE (HTTP 502, which gRPC maps to it) and
+    # are never sent to a replica that does not hold them.""",
+    "next": """\
+      # Never retry on another replica: it does not hold the session.
+      grpc_next_upstream off;
+      grpc_connect_timeout 5s;""",
+}
+SHARED = {
+    "server": "max_fails=1 fail_timeout=10s",
+    "note": """\
+    # A shared store (--store=postgresql://...): every replica serves every
+    # session; the ring keeps a session's calls on the replica that has it in
+    # memory.  One failed connection takes a replica off the ring for
+    # fail_timeout (then one call tries it again): its keys go to the next
+    # replica on the ring, which loads their sessions from the store.""",
+    "next": """\
+      # A call that never reached a replica (connection refused, reset or
+      # not made within grpc_connect_timeout) goes to the next replica of the
+      # ring.  A call a replica received is not sent again by the proxy
+      # (gRPC calls are POSTs, which nginx re-sends only with
+      # `non_idempotent`): the client retries it, and a retried step is
+      # answered from the store's reply cache.  grpc_connect_timeout bounds
+      # what a replica whose machine is gone (no refusal, silence) costs the
+      # first call that meets it.
+      grpc_next_upstream error timeout;
+      grpc_next_upstream_tries 0;
+      grpc_next_upstream_timeout 10s;
+      grpc_connect_timeout 1s;""",
+}
+
+
+def server_lines(servers, params=EMBEDDED["server"]):
     """The upstream's ring: servers as [(name, "host:port")]."""
-    return "\n".join("    server %s max_fails=0;  # %s" % (addr, name) for name, addr in servers)
+    return "\n".join("    server %s %s;  # %s" % (addr, params, name) for name, addr in servers)
 
 
-SERVER_LINE = re.compile(r"^    server \S+ max_fails=0;  # \S+$", re.M)
+SERVER_LINE = re.compile(r"^    server (\S+) ([^;#]*);  # \S+$", re.M)
 
 
 def with_ring(config, servers):
     """A generated nginx config with its upstream's ring replaced by
-    `servers`, everything else (listen, pid, logs, workers) as it was: what
-    a running proxy reloads to switch rings (deploy/rebalance_nginx.sh)."""
+    `servers`, everything else (listen, pid, logs, workers, the store's
+    failover settings) as it was: what a running proxy reloads to switch
+    rings (deploy/rebalance_nginx.sh)."""
     found = list(SERVER_LINE.finditer(config))
     if not found:
-        raise SystemExit("--ring_of: no generated 'server ... max_fails=0;  # name' lines")
-    return config[:found[0].start()] + server_lines(servers) + config[found[-1].end():]
+        raise SystemExit("--ring_of: no generated 'server ADDRESS PARAMS;  # name' lines")
+    return (config[:found[0].start()] + server_lines(servers, found[0].group(2)) +
+            config[found[-1].end():])
 
 
-def nginx(listen, servers, main, http):
-    """servers: [(name, "host:port")]; main/http: directive lines."""
-    lines = server_lines(servers)
-    return render("nginx.conf.in", LISTEN=listen, SERVERS=lines,
+def nginx(listen, servers, main, http, shared=False):
+    """servers: [(name, "host:port")]; main/http: directive lines; shared:
+    the failover of a shared store (SHARED above)."""
+    mode = SHARED if shared else EMBEDDED
+    return render("nginx.conf.in", LISTEN=listen, SERVERS=server_lines(servers, mode["server"]),
+                  UPSTREAM_NOTE=mode["note"], NEXT_UPSTREAM=mode["next"],
                   MAIN="\n".join(main), HTTP="\n".join("  " + h for h in http))
 
 
-def compose_nginx(spec, names):
+def compose_nginx(spec, names, shared=False):
     servers = [(n, "%s:%d" % (spec["addresses"]["compose"].format(name=n), spec["port"]))
                for n in names]
     return nginx("0.0.0.0:%d" % spec["port"], servers,
                  main=["worker_processes auto;", "error_log /dev/stderr warn;"],
-                 http=["access_log off;"])
+                 http=["access_log off;"], shared=shared)
 
 
 def parse_replicas(flags):
@@ -142,6 +191,35 @@ def compose_scaleout(spec, names):
                   VOLUMES="\n".join("  %s-data:" % n for n in running))
 
 
+# The replicas' store in deploy/docker-compose.shared.yml: both PostgreSQL
+# servers, whichever is the primary (after a promotion, the standby); the
+# password comes from PGPASSWORD.
+SHARED_STORE = ("postgresql://f2obo@postgres-primary:5432,postgres-standby:5432/f2obo"
+                "?target_session_attrs=read-write")
+
+
+def compose_shared(spec, names):
+    """The ring's replicas, stateless (no volume: the sessions are in
+    PostgreSQL), the proxy with the shared store's failover and PostgreSQL
+    as a primary with a synchronous standby."""
+    services = []
+    for i, n in enumerate(names):
+        lines = ["  %s:" % n, "    <<: *replica"]
+        if i == 0:
+            lines += ["    build:", "      context: ..", "      dockerfile: Dockerfile"]
+        else:
+            lines += ["    depends_on:   # the image is built once, by %s" % names[0],
+                      "      %s: {condition: service_started}" % names[0],
+                      "      postgres-primary: {condition: service_healthy}"]
+        lines += ["    hostname: %s" % n,
+                  "    command: [--listen=0.0.0.0:%d, --metrics_listen=0.0.0.0:9464," % spec["port"],
+                  "              \"--store=%s\"," % SHARED_STORE,
+                  "              --replica_name=%s]" % n]
+        services.append("\n".join(lines))
+    return render("docker-compose.shared.yml.in", SERVICES="\n".join(services),
+                  NAMES=", ".join(names))
+
+
 def local_nginx(args):
     prefix = os.path.abspath(args.prefix)
     servers = parse_replicas(args.replica)
@@ -155,7 +233,7 @@ def local_nginx(args):
     http = ["access_log %s;" % (prefix + "/access.log" if args.access_log else "off")]
     http += ["%s_temp_path %s/%s_temp;" % (t, prefix, t)
              for t in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")]
-    return nginx(args.listen, servers, main, http)
+    return nginx(args.listen, servers, main, http, shared=args.shared_store)
 
 
 def outputs(replicas_path):
@@ -170,6 +248,8 @@ def outputs(replicas_path):
             REPLICAS=k8s_replicas(spec, rebalance_replicas(spec, names))),
         os.path.join(DEPLOY, "nginx", "nginx.conf"): compose_nginx(spec, names),
         os.path.join(DEPLOY, "docker-compose.scaleout.yml"): compose_scaleout(spec, names),
+        os.path.join(DEPLOY, "nginx", "nginx.shared.conf"): compose_nginx(spec, names, shared=True),
+        os.path.join(DEPLOY, "docker-compose.shared.yml"): compose_shared(spec, names),
     }
 
 
@@ -187,6 +267,9 @@ def main():
     p.add_argument("--user", default="")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--access_log", action="store_true")
+    p.add_argument("--shared_store", action="store_true",
+                   help="nginx: the failover of replicas sharing one store (--store): a "
+                   "replica that cannot be reached is skipped")
     p.add_argument("--ring_of", default="",
                    help="nginx: print this generated config with its ring replaced by "
                    "the --replica list (the rest unchanged)")

@@ -12,6 +12,7 @@
 
 #include "core/bilevel/bilevel_state.h"
 #include "core/family_registry.h"
+#include "core/hypergradients/upper_step.h"
 #include "core/metrics/exact_metrics.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -265,8 +266,8 @@ TEST(Session, RestoreRefusesRunningCountsThatAreNotStepCounts) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("evaluated steps at step"));
 }
 
-// A state written with the automatic upper step (gamma = 0; its accumulator
-// [G | r | x_1] is the state's last aux part, core/hypergradients/
+// A state written with the automatic upper step (gamma = 0; its bettors'
+// part [L | W | x_1 | S | C] is the state's last aux part, core/hypergradients/
 // upper_step.h) continues under an explicit gamma, as a fork or an import
 // that sets gamma asks: the accumulator is dropped, never read as one of the
 // algorithm's parts.  The other way, an explicit-gamma state continued with
@@ -304,7 +305,7 @@ TEST(Session, AStateOfEitherUpperStepModeContinuesInTheOther) {
 
     // Explicit -> automatic: the accumulator starts from the restored x
     // (x_1 = x; at restore, or at the first round for an algorithm without
-    // parts of its own) and holds sums of squares >= 0.
+    // parts of its own) with gradient bounds >= 0 and wealth > 0.
     const Checkpoint from_fixed = *DeserializeCheckpoint(e->Encode(e->state()));
     absl::StatusOr<std::unique_ptr<Session>> upgraded = Session::Restore(automatic, from_fixed);
     ASSERT_TRUE(upgraded.ok()) << upgraded.status();
@@ -314,10 +315,10 @@ TEST(Session, AStateOfEitherUpperStepModeContinuesInTheOther) {
     ASSERT_EQ(u.aux.size(), from_fixed.state.aux.size() + 1);
     const Vector& part = u.aux[u.aux.size() - 1];
     const int d = static_cast<int>(u.x.size());
-    ASSERT_EQ(part.size(), 3 * d);
+    ASSERT_EQ(part.size(), kUpperStepParts * d);  // [L | W | x_1 | S | C]
     EXPECT_TRUE((part.head(d).array() >= 0.0).all());
     EXPECT_TRUE((part.segment(d, d).array() > 0.0).all());
-    EXPECT_EQ(part.tail(d), restored_x);
+    EXPECT_EQ(part.segment(2 * d, d), restored_x);
     EXPECT_NE(u.x, restored_x);  // the step moved x
   }
 }

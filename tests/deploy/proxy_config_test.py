@@ -9,6 +9,11 @@
 5. docker-compose.scaleout.yml runs exactly the replicas of replicas.yaml,
    each with its own --replica_name, volume and port, behind the generated
    nginx config.
+6. The shared store's nginx config (--shared_store: what the failover tests
+   under tests/server/store/postgres run, and what docs/operations.md gives)
+   is accepted by nginx, fails over (grpc_next_upstream error timeout,
+   max_fails=1), and its upstream and location directives are the committed
+   deploy/nginx/nginx.shared.conf's, which docker-compose.shared.yml runs.
 """
 import os
 import shutil
@@ -27,6 +32,47 @@ def run(*args):
     return subprocess.run([PY, GEN, *args], capture_output=True, text=True)
 
 
+def routing(config):
+    """The directives that route and fail over: the upstream's and the
+    location's, without addresses, paths and comments."""
+    out = []
+    for line in config.splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("server ") and line.endswith(";"):
+            server = "server ADDRESS " + " ".join(line.split()[2:])
+            if server not in out:  # one per ring member: the ring differs
+                out.append(server)
+        elif line.startswith(("grpc_", "hash ", "keepalive", "error_page", "max_fails")):
+            out.append(line)
+    return out
+
+
+def shared_store_config(standalone):
+    """The --shared_store config as the tests run it against the committed
+    one compose runs: the same failover."""
+    failures = []
+    committed = open(os.path.join(SOURCE, "deploy", "nginx", "nginx.shared.conf")).read()
+    if routing(standalone) != routing(committed):
+        failures.append("the tests' --shared_store nginx config routes unlike "
+                        "deploy/nginx/nginx.shared.conf:\n%s\n%s"
+                        % (routing(standalone), routing(committed)))
+    for want in ("grpc_next_upstream error timeout;", "max_fails=1 fail_timeout=10s;"):
+        if want not in standalone:
+            failures.append("--shared_store config has no '%s'" % want)
+    if "grpc_next_upstream off;" not in open(os.path.join(SOURCE, "deploy", "nginx",
+                                                          "nginx.conf")).read():
+        failures.append("the embedded store's nginx.conf retries on another replica")
+    docs = open(os.path.join(SOURCE, "docs", "operations.md")).read()
+    if "deploy/proxy/gen_proxy_config.py nginx --shared_store" not in docs or \
+            "deploy/nginx/nginx.shared.conf" not in docs:
+        failures.append("docs/operations.md does not give the --shared_store config")
+    compose = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "docker-compose.shared.yml")))
+    if "./nginx/nginx.shared.conf:/etc/nginx/nginx.conf:ro" not in \
+            compose["services"]["proxy"]["volumes"]:
+        failures.append("docker-compose.shared.yml's proxy does not run nginx.shared.conf")
+    return failures
+
+
 def main():
     failures = []
     r = run("--check")
@@ -39,8 +85,8 @@ def main():
         changed = os.path.join(tmp, "replicas.yaml")
         yaml.safe_dump(spec, open(changed, "w"))
         r = run("--check", "--replicas=" + changed)
-        if r.returncode == 0 or r.stdout.count("+++ generated") != 5 or "f2obo-extra" not in r.stdout:
-            failures.append("--check did not report all 5 files stale after adding a replica:\n"
+        if r.returncode == 0 or r.stdout.count("+++ generated") != 7 or "f2obo-extra" not in r.stdout:
+            failures.append("--check did not report all 7 files stale after adding a replica:\n"
                             + r.stdout + r.stderr)
 
         sts = [d for d in yaml.safe_load_all(open(os.path.join(SOURCE, "deploy", "k8s",
@@ -66,16 +112,19 @@ def main():
                             "rebalance Job's --replicas")
 
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-        r = run("nginx", "--listen=127.0.0.1:1", "--prefix=" + tmp,
-                "--replica=a=127.0.0.1:2", "--replica=b=127.0.0.1:3",
-                *(["--user=root"] if os.geteuid() == 0 else []))
-        conf = os.path.join(tmp, "nginx.conf")
-        open(conf, "w").write(r.stdout)
-        t = subprocess.run([nginx, "-t", "-p", tmp, "-c", conf, "-e", tmp + "/error.log"],
-                           capture_output=True, text=True)
-        if r.returncode != 0 or t.returncode != 0 or \
-                "hash $http_x_f2obo_session consistent;" not in r.stdout:
-            failures.append("nginx -t refused the generated config:\n" + r.stderr + t.stderr)
+        for mode in ([], ["--shared_store"]):
+            r = run("nginx", "--listen=127.0.0.1:1", "--prefix=" + tmp,
+                    "--replica=a=127.0.0.1:2", "--replica=b=127.0.0.1:3", *mode,
+                    *(["--user=root"] if os.geteuid() == 0 else []))
+            conf = os.path.join(tmp, "nginx.conf")
+            open(conf, "w").write(r.stdout)
+            t = subprocess.run([nginx, "-t", "-p", tmp, "-c", conf, "-e", tmp + "/error.log"],
+                               capture_output=True, text=True)
+            if r.returncode != 0 or t.returncode != 0 or \
+                    "hash $http_x_f2obo_session consistent;" not in r.stdout:
+                failures.append("nginx -t refused the generated config %s:\n%s%s"
+                                % (mode, r.stderr, t.stderr))
+        failures += shared_store_config(r.stdout)
 
     compose = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "docker-compose.scaleout.yml")))
     names = yaml.safe_load(open(os.path.join(SOURCE, "deploy", "replicas.yaml")))["replicas"]

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/session_routing.h"
 #include "core/family_registry.h"
 #include "core/simple/simple_registries.h"
 #include "f2obo/v1/convert.h"
@@ -35,6 +36,16 @@ v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r, std::map<uint64_t
     std::memcpy(v.data(), p.values().data(), p.values().size());
     (*points)[p.id()] = std::move(v);
   }
+  // Recipes: base + sum coef * point, each product rounded, then each sum
+  // (this file is compiled without fused multiply-adds, as numpy rounds).
+  for (const v1::OraclePointRecipe& rc : r.recipes()) {
+    Vector v = points->at(rc.base());
+    for (const v1::OracleRecipeTerm& term : rc.terms()) {
+      const Vector& a = points->at(term.point());
+      for (Eigen::Index i = 0; i < v.size(); ++i) v[i] = v[i] + term.coef() * a[i];
+    }
+    (*points)[rc.id()] = std::move(v);
+  }
   v1::OracleAnswers out;
   std::vector<int> rows;
   for (const v1::OracleQuery& q : r.queries()) {
@@ -44,13 +55,27 @@ v1::OracleAnswers Answerer::Answer(const v1::OracleRequest& r, std::map<uint64_t
     const RowSet set =
         q.all_rows() ? RowSet{nullptr, -1} : RowSet{rows.data(), static_cast<int>(rows.size())};
     Vector gx(x_dim()), gy(y_dim());
+    const bool want_gy = q.grad_y() || q.fused_y();
     const double value =
-        Evaluate(q, x, y, set, q.grad_x() ? &gx : nullptr, q.grad_y() ? &gy : nullptr);
+        Evaluate(q, x, y, set, q.grad_x() ? &gx : nullptr, want_gy ? &gy : nullptr);
+    if (q.fused_y()) {  // + fuse_g grad_y g on the inner batch's g_rows
+      v1::OracleQuery g = q;
+      g.set_function(v1::OracleQuery::G);
+      std::vector<int> g_rows(q.g_rows().begin(), q.g_rows().end());
+      const RowSet g_set = q.g_all_rows()
+                               ? RowSet{nullptr, -1}
+                               : RowSet{g_rows.data(), static_cast<int>(g_rows.size())};
+      Vector gg(y_dim());
+      Evaluate(g, x, y, g_set, nullptr, &gg);
+      for (Eigen::Index i = 0; i < gy.size(); ++i) gy[i] = gy[i] + q.fuse_g() * gg[i];
+    }
     v1::OracleAnswer* a = out.add_answers();
     a->set_query(q.id());
     if (q.value()) a->set_value(value);
     if (q.grad_x()) a->set_grad_x(Bytes(gx));
     if (q.grad_y()) a->set_grad_y(Bytes(gy));
+    if (q.fused_y()) a->set_fused_y(Bytes(gy));
+    if (q.keep_y() != 0) (*points)[q.keep_y()] = gy;
   }
   for (uint64_t id : r.forget()) points->erase(id);
   return out;
@@ -123,9 +148,12 @@ double SimpleAnswerer::Evaluate(const v1::OracleQuery& q, const Vector& x, const
   return q.function() == v1::OracleQuery::F ? family_->F(x, view, gx) : family_->G(x, view, gx);
 }
 
-OracleClient::OracleClient(v1::F2obo::Stub* stub, double timeout_seconds) {
+OracleClient::OracleClient(v1::F2obo::Stub* stub, double timeout_seconds,
+                           const std::string& routing_key, bool recipes)
+    : recipes_(recipes) {
   ctx_.set_deadline(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
+  if (!routing_key.empty()) ctx_.AddMetadata(client::kSessionHeader, routing_key);
   stream_ = stub->OracleSteps(&ctx_);
 }
 
@@ -138,6 +166,7 @@ OracleOutcome OracleClient::Step(const std::string& session, int64_t t, Answerer
   open.mutable_open()->set_session_id(session);
   open.mutable_open()->set_t(t);
   answerer->Open(open.mutable_open());
+  open.mutable_open()->set_recipes(recipes_);
   if (open_hook != nullptr) open_hook(open.mutable_open());
   stream_->Write(open);
   v1::OracleServerMessage in;
@@ -145,6 +174,12 @@ OracleOutcome OracleClient::Step(const std::string& session, int64_t t, Answerer
     if (in.has_done()) {
       out.reply = in.done();
       out.done = in;
+      for (const v1::OraclePoint& p : in.y()) {  // a y sent with an id is kept
+        if (p.id() == 0 || p.values().empty()) continue;
+        Vector v(p.values().size() / sizeof(double));
+        std::memcpy(v.data(), p.values().data(), p.values().size());
+        points_[p.id()] = std::move(v);
+      }
       return out;
     }
     if (in.has_error()) {
@@ -152,7 +187,15 @@ OracleOutcome OracleClient::Step(const std::string& session, int64_t t, Answerer
       ctx_.TryCancel();  // as a client library does once it read why
       break;
     }
+    out.request_bytes += static_cast<int64_t>(in.ByteSizeLong());
+    out.recipes += in.request().recipes_size();
+    for (const v1::OraclePoint& p : in.request().points()) {
+      if (p.values().size() == sizeof(double) * static_cast<size_t>(answerer->y_dim())) {
+        ++out.y_points_sent;
+      }
+    }
     v1::OracleAnswers answers = answerer->Answer(in.request(), &points_);
+    out.answer_bytes += static_cast<int64_t>(answers.ByteSizeLong());
     const int index = out.requests++;
     if (tamper != nullptr && !tamper(index, &answers)) continue;  // silent
     v1::OracleClientMessage msg;

@@ -31,14 +31,14 @@ class Answerer {
   virtual void Open(v1::OracleStepOpen* open) const = 0;
   // Answers every query of `r`; `points` holds the points sent so far.
   v1::OracleAnswers Answer(const v1::OracleRequest& r, std::map<uint64_t, Vector>* points);
+  virtual int x_dim() const = 0;
+  virtual int y_dim() const = 0;
 
  protected:
   // The value of query `q` at (x, y) (y null: the simple class) on `rows`
   // of the batch it names; writes gx / gy when non-null.
   virtual double Evaluate(const v1::OracleQuery& q, const Vector& x, const Vector* y,
                           const RowSet& rows, Vector* gx, Vector* gy) = 0;
-  virtual int x_dim() const = 0;
-  virtual int y_dim() const = 0;
 };
 
 // The bilevel family of case `f` on RequestFor(f, ., t)'s batches, decoded
@@ -104,6 +104,10 @@ struct OracleOutcome {
   std::optional<v1::OracleError> error;         // `error`
   grpc::Status status;                          // the stream's status, when it ended
   int requests = 0;                             // requests received
+  int64_t request_bytes = 0;                    // their serialized sizes
+  int64_t answer_bytes = 0;                     // and the answers'
+  int y_points_sent = 0;                        // points of y's size sent as values
+  int recipes = 0;                              // points named by recipe
   std::optional<v1::OracleServerMessage> done;  // the whole `done` message
 };
 
@@ -113,7 +117,12 @@ using Tamper = std::function<bool(int index, v1::OracleAnswers* answers)>;
 
 class OracleClient {
  public:
-  OracleClient(v1::F2obo::Stub* stub, double timeout_seconds = 60.0);
+  // `routing_key`: sent as the x-f2obo-session header (a proxy in front
+  // routes the stream by it; the stub's channel must not add it too).
+  // `recipes`: speak the recipe protocol (OracleStepOpen.recipes): build
+  // points from recipes, answer fused gradients, keep what the server says.
+  OracleClient(v1::F2obo::Stub* stub, double timeout_seconds = 60.0,
+               const std::string& routing_key = "", bool recipes = false);
   // Runs step t of `session` answering with `answerer`; the stream stays
   // open after `done` and ends otherwise (reply unset, status set).
   // `open_hook` may change the open message before it is sent.
@@ -132,6 +141,7 @@ class OracleClient {
       stream_;
   std::map<uint64_t, Vector> points_;
   bool ended_ = false;
+  const bool recipes_;
 };
 
 }  // namespace f2obo::testing

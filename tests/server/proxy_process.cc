@@ -47,21 +47,6 @@ std::string Capture(const std::vector<std::string>& args, bool* ok) {
 
 }  // namespace
 
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // Whether something accepts TCP connections on 127.0.0.1:`port`.
 static bool AcceptsConnections(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -75,8 +60,9 @@ static bool AcceptsConnections(int port) {
   return ok;
 }
 
-ProxyProcess::ProxyProcess(std::vector<std::pair<std::string, std::string>> replicas)
-    : replicas_(std::move(replicas)), prefix_(MakeTempDir()) {}
+ProxyProcess::ProxyProcess(std::vector<std::pair<std::string, std::string>> replicas,
+                           bool shared_store)
+    : replicas_(std::move(replicas)), shared_store_(shared_store), prefix_(MakeTempDir()) {}
 
 ProxyProcess::~ProxyProcess() {
   if (pid_ > 0) {
@@ -112,6 +98,7 @@ std::string ProxyProcess::WriteConfig() {
   // As root, nginx would run its workers as "nobody", who cannot enter the
   // private temporary prefix.
   if (geteuid() == 0) gen.push_back("--user=root");
+  if (shared_store_) gen.push_back("--shared_store");
   for (const auto& [name, address] : replicas_) gen.push_back("--replica=" + name + "=" + address);
   bool ok = false;
   config_ = Capture(gen, &ok);

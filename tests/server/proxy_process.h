@@ -13,12 +13,18 @@
 #include <utility>
 #include <vector>
 
+#include "tests/server/loopback_port.h"
+
 namespace f2obo::testing {
 
 class ProxyProcess {
  public:
   // `replicas`: (name, "127.0.0.1:port") pairs, the ring's members.
-  explicit ProxyProcess(std::vector<std::pair<std::string, std::string>> replicas);
+  // `shared_store`: the failover of replicas sharing one store
+  // (gen_proxy_config.py --shared_store: a replica that cannot be reached
+  // is skipped), else the embedded store's (never another replica).
+  explicit ProxyProcess(std::vector<std::pair<std::string, std::string>> replicas,
+                        bool shared_store = false);
   // Stops nginx (SIGQUIT, then SIGKILL) and removes its prefix.
   ~ProxyProcess();
 
@@ -35,14 +41,12 @@ class ProxyProcess {
  private:
   std::string WriteConfig();
   std::vector<std::pair<std::string, std::string>> replicas_;
+  bool shared_store_;
   std::string prefix_;
   std::string config_;
   int port_ = 0;
   pid_t pid_ = -1;
 };
-
-// A loopback TCP port that was free a moment ago (bound to port 0, closed).
-int FreeLoopbackPort();
 
 }  // namespace f2obo::testing
 

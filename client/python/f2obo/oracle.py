@@ -65,7 +65,15 @@ step() opens a new one.
 Wire protocol (proto/f2obo/v1/f2obo.proto, OracleClientMessage): all of a
 round's independent queries come in one request; each point is sent once
 per stream and named by id afterwards (this module keeps them until the
-server says forget); vectors are raw little-endian float64 bytes.
+server says forget); vectors are raw little-endian float64 bytes.  This
+module speaks the recipe protocol (docs/oracle-protocol.md) where the
+server serves it: the y-gradients it answered are kept, and the server
+names each new y or z as `base + coef * kept gradient`, computed here in
+float64 as numpy rounds it (`r += coef * a`) instead of sent; f's and g's
+gradients in y at the y-update's point are answered as their sum
+(grad_y f + lambda grad_y g), one vector instead of two.  `evaluate` sees
+the same queries either way (a fused answer asks it for f's and g's
+gradients and adds them).
 """
 from __future__ import annotations
 
@@ -114,6 +122,12 @@ def _bytes(v: Optional[np.ndarray], want: bool, what: str) -> bytes:
     return np.ascontiguousarray(v, dtype=_F64).reshape(-1).tobytes()
 
 
+def _array(v: Optional[np.ndarray], what: str) -> np.ndarray:
+    if v is None:
+        raise ValueError("evaluate: %s was asked but None was returned" % what)
+    return np.ascontiguousarray(v, dtype=_F64).reshape(-1)
+
+
 class OracleStream:
     """One OracleSteps stream to the server, for the steps of one session.
 
@@ -139,6 +153,12 @@ class OracleStream:
         self._open_tasks: List[Any] = []
         # The lower-level variables the last step left (see `y`).
         self.y: Optional[List[np.ndarray]] = None
+        # Ask for the recipe protocol (module doc); False: points as values.
+        self.recipes = True
+        # Counters (what a benchmark reads): "requests", "recipes" (points
+        # named by recipe), "down_bytes" (the server's messages), "up_bytes"
+        # (this client's), summed over steps.
+        self.stats: Dict[str, int] = {}
 
     @property
     def next_t(self) -> int:
@@ -212,22 +232,26 @@ class OracleStream:
             self._open()
         self._outbox.put(pb.OracleClientMessage(open=pb.OracleStepOpen(
             session_id=self.session_id, t=t, upper_rows=upper_rows, inner_rows=inner_rows,
-            tasks=open_tasks)))
+            tasks=open_tasks, recipes=self.recipes)))
         try:
             while True:
                 message = next(self._call, _END)
                 if message is _END:
                     raise errors.Unavailable("the server ended the oracle stream mid-step")
                 kind = message.WhichOneof("kind")
+                self._count("down_bytes", message.ByteSize())
                 if kind == "done":
                     self._next_t = message.done.t + 1
                     self.y = None if message.done.replayed else [
-                        self._points[p.id].copy() if p.id else np.frombuffer(p.values, _F64).copy()
-                        for p in message.y]
+                        self._done_y(p) for p in message.y]
                     return StepResult(message.done)
                 if kind == "error":
                     raise errors.from_number(message.error.code, message.error.message)
-                self._outbox.put(self._answer(message.request, evaluate_many))
+                answer = self._answer(message.request, evaluate_many)
+                self._count("requests", 1)
+                self._count("recipes", len(message.request.recipes))
+                self._count("up_bytes", answer.ByteSize())
+                self._outbox.put(answer)
         except grpc.RpcError as e:
             self.close()
             raise errors.from_rpc_error(e) from None
@@ -235,31 +259,83 @@ class OracleStream:
             self.close()  # the round is discarded; the next step opens a new stream
             raise
 
+    def _count(self, key: str, n: int) -> None:
+        self.stats[key] = self.stats.get(key, 0) + n
+
+    def _done_y(self, p: "pb.OraclePoint") -> np.ndarray:
+        """A y of `done`: a held point, or values (kept under p.id if given)."""
+        if not p.values:
+            return self._points[p.id].copy()
+        v = np.frombuffer(p.values, _F64)
+        if p.id:
+            self._points[p.id] = v
+        return v.copy()
+
     def _answer(self, request: "pb.OracleRequest",
                 evaluate_many: Callable[[List[OracleQuery]], Sequence[Answer]]
                 ) -> "pb.OracleClientMessage":
         for p in request.points:
             v = np.frombuffer(p.values, dtype=_F64)
             self._points[p.id] = v  # read-only: a view of the message's bytes
+        for r in request.recipes:
+            v = self._points[r.base].copy()
+            for term in r.terms:
+                v += term.coef * self._points[term.point]  # the product rounded, then the sum
+            v.flags.writeable = False
+            self._points[r.id] = v
         tasks = len(self._open_tasks) > 0
+
+        def rows(all_rows: bool, listed: Any) -> Optional[np.ndarray]:
+            return None if all_rows else np.asarray(listed, dtype=np.int64)
+
         queries = [OracleQuery(
             id=q.id, function="f" if q.function == pb.OracleQuery.F else "g",
             x=self._points[q.x], y=self._points[q.y] if q.y else None,
-            rows=None if q.all_rows else np.asarray(q.rows, dtype=np.int64),
-            want_value=q.value, want_grad_x=q.grad_x, want_grad_y=q.grad_y,
-            task=q.task if tasks else None)
+            rows=rows(q.all_rows, q.rows), want_value=q.value, want_grad_x=q.grad_x,
+            want_grad_y=q.grad_y or q.fused_y, task=q.task if tasks else None)
             for q in request.queries]
+        # A fused answer's g part: g's gradient in y at the same point and
+        # rows, from a query of g there (asked for more) or one of its own.
+        g_part: Dict[int, int] = {}
+        for i, q in enumerate(request.queries):
+            if not q.fused_y:
+                continue
+            g_rows = rows(q.g_all_rows, q.g_rows)
+            j = next((j for j, o in enumerate(request.queries)
+                      if o.function == pb.OracleQuery.G and o.x == q.x and o.y == q.y
+                      and o.task == q.task and not o.grad_y and j not in g_part.values()
+                      and o.all_rows == q.g_all_rows and list(o.rows) == list(q.g_rows)), None)
+            if j is None:
+                j = len(queries)
+                queries.append(OracleQuery(
+                    id=0, function="g", x=queries[i].x, y=queries[i].y, rows=g_rows,
+                    want_value=False, want_grad_x=False, want_grad_y=True,
+                    task=queries[i].task))
+            else:
+                queries[j] = dataclasses.replace(queries[j], want_grad_y=True)
+            g_part[i] = j
         results = evaluate_many(queries)
         if len(results) != len(queries):
             raise ValueError("evaluate_many: %d answers to %d queries"
                              % (len(results), len(queries)))
         answers = pb.OracleAnswers()
-        for q, (value, gx, gy) in zip(queries, results):
+        for i, q in enumerate(request.queries):
+            value, gx, gy = results[i]
             a = answers.answers.add(query=q.id)
-            if q.want_value:
+            if q.value:
                 a.value = float(value)
-            a.grad_x = _bytes(gx, q.want_grad_x, "grad_x")
-            a.grad_y = _bytes(gy, q.want_grad_y, "grad_y")
+            a.grad_x = _bytes(gx, q.grad_x, "grad_x")
+            if q.fused_y:
+                gf = _array(gy, "f's grad_y")
+                gg = _array(results[g_part[i]][2], "g's grad_y")
+                gy = gf + q.fuse_g * gg  # the product rounded, then the sum
+                a.fused_y = gy.tobytes()
+            else:
+                a.grad_y = _bytes(gy, q.grad_y, "grad_y")
+            if q.keep_y:
+                kept = np.array(gy, dtype=_F64).reshape(-1)
+                kept.flags.writeable = False
+                self._points[q.keep_y] = kept
         for i in request.forget:
             self._points.pop(i, None)
         return pb.OracleClientMessage(answers=answers)

@@ -43,6 +43,13 @@ GetDecision round trip; `sync()` reads the session's decision (a resumed
 session, a replayed step).  Buffers (batch-norm statistics) are not part
 of y and are not tuned.
 
+Dtype and device: the autograd work runs in the module's dtype (or
+`dtype=`) on the module's device: the points the server names are made
+there and the gradients leave it only to be sent (float64 on the wire), so
+a CUDA model stays on its GPU (one host-device copy per point and per
+gradient) and a float32 model stays float32 (the session's state is
+float64 on the server).
+
 Constraint set of x: every Hyperparameter has a box (lo, hi), a scalar or
 per-entry (the default: unbounded); the session's box is theirs side by
 side.  A simplex (`simplex=total`) must be the only hyperparameter, since
@@ -112,8 +119,8 @@ def _rows(batch: Batch, rows: Optional[np.ndarray]) -> Batch:
         return batch
     index = torch.from_numpy(rows)
     if isinstance(batch, torch.Tensor):
-        return batch[index]
-    return type(batch)(b[index] for b in batch)
+        return batch[index.to(batch.device)]
+    return type(batch)(b[index.to(b.device)] for b in batch)
 
 
 def _num_rows(batch: Batch) -> int:
@@ -148,6 +155,9 @@ class Tuner:
         if not self._params:
             raise ValueError("Tuner: the model has no parameters")
         self.dtype = dtype or self._params[0][1].dtype
+        # Where the autograd work runs: the module's device (a CUDA model's
+        # points are made there, its gradients leave it only for the wire).
+        self.device = self._params[0][1].device
         self._x_layout = self._layout([(k, h.value.shape) for k, h in self._hp.items()])
         self._y_layout = self._layout([(n, p.shape) for n, p in self._params])
         self.x_dim = self._x_layout[-1][2] if self._x_layout else 0
@@ -262,7 +272,7 @@ class Tuner:
     def _flat_x(self) -> np.ndarray:
         if not self._hp:
             return np.zeros(0)
-        return np.concatenate([h.value.detach().reshape(-1).to(torch.float64).numpy()
+        return np.concatenate([h.value.detach().reshape(-1).to(torch.float64).cpu().numpy()
                                for h in self._hp.values()])
 
     def _flat_y(self) -> np.ndarray:
@@ -302,7 +312,7 @@ class Tuner:
         self._session._next_t = self._at_t
 
     def _load_y(self, flat: np.ndarray) -> None:
-        y = torch.from_numpy(flat)
+        y = torch.from_numpy(flat).to(self.device)  # one transfer; copy_ casts the dtype
         with torch.no_grad():
             for (name, a, b, shape), (_, p) in zip(self._y_layout, self._params):
                 p.copy_(y[a:b].view(shape))
@@ -349,8 +359,8 @@ class Tuner:
         return result
 
     def _answer(self, q: OracleQuery, batch: Batch, t: int):
-        x = torch.tensor(q.x, dtype=self.dtype).requires_grad_(q.want_grad_x)
-        y = torch.tensor(q.y, dtype=self.dtype).requires_grad_(q.want_grad_y)
+        x = torch.tensor(q.x, dtype=self.dtype, device=self.device).requires_grad_(q.want_grad_x)
+        y = torch.tensor(q.y, dtype=self.dtype, device=self.device).requires_grad_(q.want_grad_y)
         loss_fn = self.val_loss if q.function == "f" else self.train_loss
         with torch.set_grad_enabled(q.want_grad_x or q.want_grad_y):
             loss = loss_fn(_ModelAt(self.model, self._split(y, self._y_layout)),
@@ -377,7 +387,7 @@ class Tuner:
                 entry = [int(k) for k in np.unravel_index(i - a, tuple(shape))] if len(shape) else []
                 raise self._not_finite(q, t, "its gradient with respect to %s %r%s is %r" % (
                     noun, name, entry if entry else "", float(g[i])))
-            out.append(g.to(torch.float64).numpy())
+            out.append(g.to(torch.float64).cpu().numpy())
         return value, out[0], out[1]
 
     def _not_finite(self, q: OracleQuery, t: int, what: str) -> errors.InvalidArgument:

@@ -65,9 +65,9 @@ class Sf2obo final : public BilevelAlgorithm {
       if (absl::Status st = ContinueRound(); !st.ok()) return st;
       const BatchView xi = sampler_.DrawUpper(data.upper, b_up, &s->rng);
       const BatchView zeta = sampler_.DrawInner(data.inner, b_in, &s->rng);
-      family.InnerIterationGrads(s->x, s->z, s->y, xi, zeta, &ws_.gz, &ws_.gy_g, &ws_.gy_f);
+      family.InnerIterationDirection(s->x, s->z, s->y, lambda, xi, zeta, &ws_.gz, &ws_.gy_g,
+                                     &ws_.gy_f);
       s->z.noalias() -= alpha * ws_.gz;
-      ws_.gy_f += lambda * ws_.gy_g;
       s->y.noalias() -= beta * ws_.gy_f;
       rows += xi.rows.n + zeta.rows.n;
     }

@@ -95,6 +95,41 @@ void OracleFamily::InnerIterationGrads(const VecIn& x, const VecIn& z, const Vec
   calls_.Ask(absl::MakeSpan(q));
 }
 
+// One query fewer: f's and g's gradients in y at y as their sum (the
+// answerer computes it, core/oracle.h OracleQuery.fused).
+void OracleFamily::InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y,
+                                           double lambda, const BatchView& upper,
+                                           const BatchView& inner, Vector* gz, Vector* /*gy_g*/,
+                                           Vector* d) {
+  OracleQuery q[2] = {Query(OracleQuery::Function::kG, x, z, inner),
+                      Query(OracleQuery::Function::kF, x, y, upper)};
+  q[0].grad_y = gz;
+  q[1].grad_y = d;
+  q[1].fused = true;
+  q[1].fuse_g = lambda;
+  q[1].g_rows = inner.rows;
+  calls_.Ask(absl::MakeSpan(q));
+}
+
+void OracleFamily::HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z,
+                                          double lambda, const BatchView& upper,
+                                          const BatchView& inner, Vector* gx_f, Vector* gy_l,
+                                          Vector* gx_g_y, Vector* /*gy_g*/, Vector* gx_g_z,
+                                          Vector* gz) {
+  OracleQuery q[3] = {Query(OracleQuery::Function::kF, x, y, upper),
+                      Query(OracleQuery::Function::kG, x, y, inner),
+                      Query(OracleQuery::Function::kG, x, z, inner)};
+  q[0].grad_x = gx_f;
+  q[0].grad_y = gy_l;
+  q[0].fused = true;
+  q[0].fuse_g = lambda;
+  q[0].g_rows = inner.rows;
+  q[1].grad_x = gx_g_y;
+  q[2].grad_x = gx_g_z;
+  q[2].grad_y = gz;
+  calls_.Ask(absl::MakeSpan(q));
+}
+
 void OracleFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z,
                                       const BatchView& upper, const BatchView& inner, Vector* gx_f,
                                       Vector* gy_f, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,

@@ -54,6 +54,13 @@ class OracleFamily final : public Family {
                   Vector* gy1, Vector* gy2) override;
   void InnerIterationGrads(const VecIn& x, const VecIn& z, const VecIn& y, const BatchView& upper,
                            const BatchView& inner, Vector* gz, Vector* gy_g, Vector* gy_f) override;
+  void InnerIterationDirection(const VecIn& x, const VecIn& z, const VecIn& y, double lambda,
+                               const BatchView& upper, const BatchView& inner, Vector* gz,
+                               Vector* gy_g, Vector* d) override;
+  void HypergradientDirection(const VecIn& x, const VecIn& y, const VecIn& z, double lambda,
+                              const BatchView& upper, const BatchView& inner, Vector* gx_f,
+                              Vector* gy_l, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
+                              Vector* gz) override;
   void HypergradientGrads(const VecIn& x, const VecIn& y, const VecIn& z, const BatchView& upper,
                           const BatchView& inner, Vector* gx_f, Vector* gy_f, Vector* gx_g_y,
                           Vector* gy_g, Vector* gx_g_z, Vector* gz) override;

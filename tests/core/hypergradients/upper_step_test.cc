@@ -42,7 +42,7 @@ TEST(UpperStep, AGammaSetIsTheProjectedStepOfBeforeAndKeepsNoState) {
   EXPECT_TRUE(aux.empty());
 }
 
-TEST(UpperStep, TheFirstAutomaticStepMovesEachCoordinateByItsShareOfTheBox) {
+TEST(UpperStep, TheFirstAutomaticStepBetsOnePercentOfEachCoordinatesShareOfTheBox) {
   AlgorithmOptions o;  // gamma = 0: automatic
   ConstraintSet box;
   box.kind = ConstraintSet::Kind::kBox;
@@ -55,12 +55,76 @@ TEST(UpperStep, TheFirstAutomaticStepMovesEachCoordinateByItsShareOfTheBox) {
   d << -3.0, 1e-6;  // magnitudes do not matter, signs do
   StateParts aux;
   const double gamma = step.Step(d, 1, &aux, &x);
-  // r_eps = 1e-3 of the width, G = d^2: the step is r_eps sign(d).
-  EXPECT_NEAR(x[0], 0.05 + 1e-4, 1e-15);
-  EXPECT_NEAR(x[1], 0.05 - 1e-2, 1e-15);
-  EXPECT_DOUBLE_EQ(gamma, 1e-2 / 1e-6);
+  // eps = 1e-3 of the width, the first coin -sign(d): the bet is
+  // C / max(S + 1, 100) W = eps / 100 in the coin's direction.
+  EXPECT_NEAR(x[0], 0.05 + 1e-6, 1e-17);
+  EXPECT_NEAR(x[1], 0.05 - 1e-4, 1e-17);
+  EXPECT_NEAR(gamma, 1e-4 / 1e-6, 1e-6);
   ASSERT_EQ(aux.size(), 1u);
-  EXPECT_EQ(aux[0].size(), 6);
+  ASSERT_EQ(aux[0].size(), 10);
+  // [L | W | x_1 | S | C]
+  EXPECT_EQ(aux[0][0], 3.0);
+  EXPECT_EQ(aux[0][1], 1e-6);
+  EXPECT_NEAR(aux[0][2], 1e-4, 1e-20);
+  EXPECT_NEAR(aux[0][3], 1e-2, 1e-18);
+  EXPECT_EQ(aux[0][4], 0.05);
+  EXPECT_EQ(aux[0][6], 1.0);
+  EXPECT_EQ(aux[0][8], 1.0);
+  EXPECT_EQ(aux[0][9], -1.0);
+}
+
+// The KT/COCOB recursion in closed form on a constant gradient g (one
+// unbounded coordinate, x_1 = 0, eps = 1e-6): coins c_t = -1, S_t = t, and
+// while S_t + 1 <= 100 the bet after step t is C_t / 100 W_t = -t W_t / 100
+// with W_t = W_{t-1} (1 + (t - 1) / 100) (the coin times the previous bet),
+// so x_{t+1} = -(t / 100) eps prod_{s < t} (1 + s / 100).  On a zero-mean
+// sign sequence (+g, -g, ...) the bettor wins nothing: W stays at eps (its
+// floor), and x stays within eps / 100 of x_1.
+TEST(UpperStep, CoinBettingMatchesItsClosedFormOnConstantAndAlternatingGradients) {
+  AlgorithmOptions o;
+  const ConstraintSet none = ConstraintSet::None();
+  const UpperStep step(o, none, 1, 0);
+  Vector x = Vector::Zero(1), d = Vector::Constant(1, 7.0);
+  StateParts aux;
+  double wealth = 1e-6;
+  for (int t = 1; t <= 50; ++t) {
+    step.Step(d, t, &aux, &x);
+    if (t > 1) wealth *= 1.0 + (t - 1) / 100.0;
+    EXPECT_NEAR(x[0], -t / 100.0 * wealth, 1e-12 * wealth) << "step " << t;
+  }
+  EXPECT_LT(x[0], -0.02) << "geometric growth: 2e4 eps in 50 steps";
+
+  Vector y = Vector::Zero(1);
+  StateParts aux2;
+  double far = 0.0;
+  for (int t = 1; t <= 400; ++t) {
+    d[0] = t % 2 == 1 ? 7.0 : -7.0;
+    step.Step(d, t, &aux2, &y);
+    far = std::max(far, std::abs(y[0]));
+  }
+  EXPECT_LE(far, 1e-6 / 100.0 + 1e-21);
+  EXPECT_EQ(aux2[0][1], 1e-6) << "no wealth from a fair coin";
+}
+
+// The reduction to X: a bettor pushed against a bound sits there (x = hi),
+// and the gradients that keep pushing out are not bet on, so the first
+// gradient pointing back moves x into the box at once.
+TEST(UpperStep, AtABoundTheBettorStopsBettingOutwardAndComesBackAtOnce) {
+  AlgorithmOptions o;
+  const ConstraintSet box = ConstraintSet::Box(0.0, 1.0);
+  const UpperStep step(o, box, 1, 0);
+  Vector x = Vector::Constant(1, 0.9), d = Vector::Constant(1, -1.0);
+  StateParts aux;
+  int t = 1;
+  for (; t <= 400 && x[0] < 1.0; ++t) step.Step(d, t, &aux, &x);
+  ASSERT_EQ(x[0], 1.0) << "reached the bound";
+  const Vector at_bound = aux[0];
+  for (int k = 0; k < 50; ++k, ++t) step.Step(d, t, &aux, &x);
+  EXPECT_EQ(x[0], 1.0);
+  EXPECT_EQ(aux[0][1], at_bound[1]) << "wealth frozen: outward gradients are not bet on";
+  d[0] = 1.0;
+  step.Step(d, t, &aux, &x);
+  EXPECT_LT(x[0], 1.0);
 }
 
 // x_i -> c x_i with X scaled alike: every iterate scales by c.  With c a
@@ -124,7 +188,7 @@ TEST(UpperStep, AutomaticStepConvergesOnAQuadraticFromBoxesOfWidth1And100Alike) 
     EXPECT_GT(reached[k], 0) << "width " << widths[k]
                              << ": ||x - x*|| = " << (session->state().x - x_star).norm();
   }
-  // log2(100) ~ 7 doublings of r more, and a margin.
+  // log2(100) ~ 7 doublings of the wealth more, and a margin.
   EXPECT_LT(reached[1], reached[0] + 40) << reached[0] << " vs " << reached[1];
 }
 
@@ -157,7 +221,7 @@ TEST(UpperStep, ItsStateResumesBitForBitAndAnOldStateWithoutItStillLoads) {
   auto a = *Session::Create(config);
   for (int t = 0; t < 6; ++t) ASSERT_TRUE(a->Step(steps[t]).ok());
   ASSERT_EQ(a->state().aux.size(), 3u);
-  EXPECT_EQ(a->state().aux[2].size(), 9);
+  EXPECT_EQ(a->state().aux[2].size(), 15);
   absl::StatusOr<Checkpoint> saved = DeserializeCheckpoint(a->Encode(a->state()));
   ASSERT_TRUE(saved.ok()) << saved.status();
   auto b = *Session::Restore(config, *saved);
@@ -176,8 +240,21 @@ TEST(UpperStep, ItsStateResumesBitForBitAndAnOldStateWithoutItStillLoads) {
   EXPECT_TRUE((*c)->Step(steps[6]).ok());
 
   Checkpoint bad = *saved;
-  bad.state.aux[2][0] = -1.0;  // a negative sum of squares
+  bad.state.aux[2][0] = -1.0;  // a negative gradient bound
   EXPECT_FALSE(Session::Restore(config, bad).ok());
+  bad = *saved;
+  bad.state.aux[2][12] = bad.state.aux[2][9] + 1.0;  // |C| > S: a bet beyond the wealth
+  EXPECT_FALSE(Session::Restore(config, bad).ok());
+
+  // A state of the distance-over-gradients step of before ([G | r | x_1],
+  // 3 x_dim numbers) restores with a fresh part.
+  Checkpoint dog = *saved;
+  dog.state.aux = StateParts{Vector(dog.state.aux[0]), Vector(dog.state.aux[1]),
+                             Vector(Vector::Ones(9))};
+  absl::StatusOr<std::unique_ptr<Session>> e = Session::Restore(config, dog);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ((*e)->state().aux[2].size(), 15);
+  EXPECT_EQ((*e)->state().aux[2].segment(6, 3), saved->state.x);
 }
 
 }  // namespace

@@ -44,16 +44,25 @@ class LogisticOracle final : public Oracle {
       const double v = f ? family_->F(x, y, view, q.grad_x, q.grad_y)
                          : family_->G(x, y, view, q.grad_x, q.grad_y);
       if (q.value != nullptr) *q.value = v;
+      if (q.fused) {  // grad_y f + fuse_g grad_y g, g on g_rows of the inner batch
+        EXPECT_TRUE(f) << "only a query of f is fused";
+        Vector gy_g(y.size());
+        family_->G(x, y, BatchView{&data_.inner, q.g_rows}, nullptr, &gy_g);
+        *q.grad_y += q.fuse_g * gy_g;
+        ++fused_;
+      }
     }
     return absl::OkStatus();
   }
   int calls() const { return calls_; }
+  int fused() const { return fused_; }
 
  private:
   std::unique_ptr<Family> family_;
   const StepData& data_;
   const int fail_at_;
   int calls_ = 0;
+  int fused_ = 0;
 };
 
 SessionConfig Config(const std::string& algorithm, const FamilyConfig& fam) {

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tests/server/loopback_port.h"
 
 namespace f2obo::testing {
 
@@ -123,9 +124,6 @@ class PgCluster {
   std::string user_ = "f2obo", password_, database_ = "f2obo";
   std::unique_ptr<PgServer> primary_, standby_;
 };
-
-// A loopback TCP port nobody listens on now (bound and released).
-int FreeLoopbackPort();
 
 }  // namespace f2obo::testing
 

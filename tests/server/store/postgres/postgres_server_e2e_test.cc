@@ -2,7 +2,8 @@
 // PostgreSQL (one for the binary): bad configuration refused at start with
 // a clear message, a non-zero exit and nothing written; a stream of steps
 // through kill -9 of the server and of PostgreSQL losing no acknowledged
-// step, the sessions bit-equal to an uninterrupted run.
+// step, the sessions bit-equal to an uninterrupted run; the rebalance's
+// fences refused on a shared store (there is nothing to move).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -105,6 +106,36 @@ TEST_F(PostgresServerTest, UnreachableDatabaseWrongPasswordAndNewerSchemaAreRefu
   EXPECT_NE(err.find("newer"), std::string::npos) << err;
   EXPECT_EQ(Tables(), tables);
   EXPECT_EQ(Sql("SELECT version FROM f2obo_schema"), "99");
+}
+
+TEST_F(PostgresServerTest, RebalanceFencesAreRefusedAndDropNothingOnASharedStore) {
+  testing::ScopedEnv env("PGPASSWORD", pg_->password());
+  ServerProcess server({"--store=" + Uri()});
+  ASSERT_TRUE(server.started()) << server.Stderr();
+  client::Client c(client::ClientOptions{server.target()});
+  v1::CreateSessionRequest create;
+  create.set_session_id("kept");
+  *create.mutable_spec() = testing::SpecFor(testing::AllFamilyCases()[0], "f2obo", 1);
+  ASSERT_TRUE(c.CreateSession(create).ok());
+  // What `f2obo-cli rebalance` would do to move key "kept" away: fence it,
+  // then drop it here.  Both refused: the drop would delete the one copy.
+  v1::SetFenceRequest fence;
+  fence.set_routing_key("kept");
+  fence.set_target("elsewhere");
+  v1::Fence fenced;
+  auto ctx = c.NewContext();
+  grpc::Status s = c.stub().SetFence(ctx.get(), fence, &fenced);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("moves no session"), std::string::npos) << s.error_message();
+  v1::DropFencedSessionsRequest drop;
+  drop.set_routing_key("kept");
+  v1::DropFencedSessionsResponse dropped;
+  ctx = c.NewContext();
+  s = c.stub().DropFencedSessions(ctx.get(), drop, &dropped);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_TRUE(c.GetSession("kept").ok());
+  EXPECT_EQ(Sql("SELECT count(*) FROM f2obo_sessions WHERE id = 'kept'"), "1");
+  EXPECT_EQ(Sql("SELECT count(*) FROM f2obo_fences"), "0");
 }
 
 TEST_F(PostgresServerTest, KillNineOfServerAndOfPostgresLosesAndRepeatsNoAcknowledgedStep) {

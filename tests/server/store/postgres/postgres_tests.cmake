@@ -5,7 +5,7 @@
 find_package(PostgreSQL REQUIRED)
 add_library(f2obo_pg_cluster STATIC server/store/postgres/pg_cluster.cc)
 target_include_directories(f2obo_pg_cluster PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(f2obo_pg_cluster PUBLIC PostgreSQL::PostgreSQL absl::status
+target_link_libraries(f2obo_pg_cluster PUBLIC f2obo_loopback_port PostgreSQL::PostgreSQL absl::status
   absl::statusor absl::strings)
 
 add_executable(pg_cluster_test server/store/postgres/pg_cluster_test.cc)
@@ -31,3 +31,18 @@ target_link_libraries(postgres_server_e2e_test PRIVATE f2obo_e2e_support f2obo_s
   f2obo_client f2obo_pg_cluster GTest::gtest_main)
 add_test(NAME postgres.server_e2e COMMAND postgres_server_e2e_test)
 set_tests_properties(postgres.server_e2e PROPERTIES LABELS postgres TIMEOUT 300)
+# Failover of the shared store (real replicas, nginx and PostgreSQL on
+# loopback): replicas lost for good behind nginx; PostgreSQL killed and
+# restarted, a primary killed and its synchronous standby promoted.
+add_library(f2obo_failover_streams STATIC server/store/postgres/failover_streams.cc
+  server/oracle_client.cc)
+target_link_libraries(f2obo_failover_streams PUBLIC f2obo_e2e_support f2obo_e2e_client
+  f2obo_client f2obo_test_support GTest::gtest)
+foreach(name failover_replicas failover_database)
+  add_executable(${name}_e2e_test server/store/postgres/${name}_e2e_test.cc)
+  target_link_libraries(${name}_e2e_test PRIVATE f2obo_failover_streams f2obo_server_process
+    f2obo_proxy_process f2obo_pg_cluster GTest::gtest_main)
+endforeach()
+# Registered once replicas load sessions on demand and resolve a conflict
+# by reloading (until then a lost replica's sessions are NOT_FOUND on the
+# others, and a commit left unknown by a killed database is not resolved).

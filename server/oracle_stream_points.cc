@@ -1,0 +1,146 @@
+// The points an OracleSteps client holds (server/oracle_stream.h): which
+// id names a point, by values or by recipe (server/oracle_recipes.h), and
+// which ones are forgotten.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <optional>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
+#include "server/oracle_recipes.h"
+#include "server/oracle_stream.h"
+
+namespace f2obo::server {
+
+size_t VectorHash(const Vector& v) {
+  return absl::HashOf(absl::string_view(reinterpret_cast<const char*>(v.data()),
+                                        static_cast<size_t>(v.size()) * sizeof(double)));
+}
+
+uint64_t OraclePoints::Held(absl::Span<const double> values) const {
+  for (const auto& [id, v] : held) {
+    if (v.size() == values.size() &&
+        std::memcmp(v.data(), values.data(), values.size() * sizeof(double)) == 0) {
+      return id;
+    }
+  }
+  return 0;
+}
+
+void OraclePoints::NameDone(absl::Span<const double> values, bool recipes, v1::OraclePoint* out) {
+  if (const uint64_t id = Held(values); id != 0) {
+    out->set_id(id);
+    return;
+  }
+  out->set_values(values.data(), values.size() * sizeof(double));
+  if (!recipes) return;  // nothing to keep
+  // The client keeps the server's y under this id: the next step's first
+  // request names it (evicted by a later request's budget).
+  const uint64_t id = next_id++;
+  out->set_id(id);
+  held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
+  held_bytes += values.size() * sizeof(double);
+}
+
+void StreamOracle::Detach() {
+  stream_ = nullptr;
+  for (OraclePoints::Kept& k : points_->kept) k.values = nullptr;
+}
+
+bool StreamOracle::InRequest(uint64_t id) const {
+  return std::find(in_request_.begin(), in_request_.end(), id) != in_request_.end();
+}
+
+uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleRequest* request) {
+  const size_t bytes = values.size() * sizeof(double);
+  auto& held = points_->held;
+  for (auto it = held.begin(); it != held.end(); ++it) {
+    // Different points differ in their first entries: memcmp stops there.
+    if (it->second.size() == values.size() &&
+        std::memcmp(it->second.data(), values.data(), bytes) == 0) {
+      const uint64_t id = it->first;
+      // Most recently used last.
+      if (std::next(it) != held.end()) {
+        std::pair<uint64_t, std::vector<double>> moved = std::move(*it);
+        held.erase(it);
+        held.push_back(std::move(moved));
+      }
+      if (!InRequest(id)) in_request_.push_back(id);
+      return id;
+    }
+  }
+  if (shape_.recipes && values.size() == static_cast<size_t>(shape_.y_dim)) {
+    if (const uint64_t id = RecipeId(values, request); id != 0) return id;
+  }
+  const uint64_t id = points_->next_id++;
+  v1::OraclePoint* p = request->add_points();
+  p->set_id(id);
+  p->set_values(values.data(), bytes);
+  held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
+  points_->held_bytes += bytes;
+  in_request_.push_back(id);
+  return id;
+}
+
+uint64_t StreamOracle::RecipeId(absl::Span<const double> values, v1::OracleRequest* request) {
+  auto& held = points_->held;
+  double v_max = 0.0;
+  for (const double v : values) v_max = std::max(v_max, std::abs(v));
+  const double tol = kRecipeTolerance * std::max(v_max, 1e-300);
+  // A point the client holds a few ulps away (the server's z after a
+  // round whose z the client built by recipe): the client's is used.
+  for (auto it = held.rbegin(); it != held.rend(); ++it) {
+    const std::vector<double>& h = it->second;
+    if (h.size() != values.size()) continue;
+    size_t i = 0;
+    while (i < h.size() && std::abs(h[i] - values[i]) <= tol) ++i;
+    if (i == h.size()) {
+      if (!InRequest(it->first)) in_request_.push_back(it->first);
+      return it->first;
+    }
+  }
+  // base + c * answer: z_k - alpha grad_y g(z_k), y_k - beta (fused
+  // gradient at y_k), Algorithm 1 lines 5-6.
+  std::vector<double> point;
+  for (auto it = held.rbegin(); it != held.rend(); ++it) {
+    if (it->second.size() != values.size()) continue;
+    for (const OraclePoints::Kept& k : terms_) {
+      const absl::Span<const double> a(k.values->data(), static_cast<size_t>(k.values->size()));
+      const std::optional<double> c = FindRecipe(it->second, a, values, &point);
+      if (!c.has_value()) continue;
+      const uint64_t id = points_->next_id++;
+      v1::OraclePointRecipe* r = request->add_recipes();
+      r->set_id(id);
+      r->set_base(it->first);
+      v1::OracleRecipeTerm* term = r->add_terms();
+      term->set_coef(*c);
+      term->set_point(k.id);
+      points_->held_bytes += point.size() * sizeof(double);
+      held.emplace_back(id, std::move(point));
+      in_request_.push_back(id);
+      return id;
+    }
+  }
+  return 0;
+}
+
+void StreamOracle::Evict(v1::OracleRequest* request) {
+  auto& held = points_->held;
+  // Two points of y's size besides the small ones: the round's y and z
+  // (an F2OBO request asks at y_k and z_k; the hypergradient and `done`
+  // name the last of them), never one this request names.
+  const size_t budget =
+      2 * sizeof(double) * static_cast<size_t>(std::max(shape_.x_dim, shape_.y_dim)) +
+      (size_t{1} << 20);
+  while (!held.empty() &&
+         (held.size() > OraclePoints::kCapacity || points_->held_bytes > budget) &&
+         !InRequest(held.front().first)) {
+    request->add_forget(held.front().first);
+    points_->held_bytes -= held.front().second.size() * sizeof(double);
+    held.pop_front();
+  }
+}
+
+}  // namespace f2obo::server
