@@ -36,7 +36,7 @@ struct AlgorithmInfo {
   bool keeps_rows = false;
   // Whether its automatic inner steps (alpha, beta = 0) can come from
   // secants of the inner iterates' gradients when the family has no HVPs
-  // (core/hypergradients/secant_steps.h): what an oracle family serves.
+  // (core/bilevel/hypergradients/secant_steps.h): what an oracle family serves.
   bool secant_steps = false;
 };
 

@@ -14,7 +14,7 @@ enum class SmoothnessSource {
   kBatchBound,      // guaranteed upper bounds from the batch's row norms
   kPowerIteration,  // HVP power iteration times a safety factor (an estimate)
   kSecant,          // gradient differences of the inner iterates (a lower bound on the
-                    // segment; core/hypergradients/secant_steps.h)
+                    // segment; core/bilevel/hypergradients/secant_steps.h)
 };
 
 // The smoothness constants used by "auto" step sizes.

@@ -9,14 +9,14 @@
 // The z- and y-updates at iteration k are independent given x_t, so both
 // gradients of g come from one pass over the inner batch (GradYGPair).
 // Automatic alpha, beta through a family without HVPs (the oracle family):
-// the secant rule of core/hypergradients/secant_steps.h, its state in the
+// the secant rule of core/bilevel/hypergradients/secant_steps.h, its state in the
 // first aux part.
 #include "core/bilevel/algorithms/f2obo.h"
 
 #include "core/bilevel/algorithms/appendix_a.h"
-#include "core/hypergradients/first_order.h"
-#include "core/hypergradients/secant_steps.h"
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/secant_steps.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 
 namespace f2obo {
 namespace {

@@ -160,7 +160,7 @@ TEST(OracleFamily, RefusesSecondOrderAlgorithmsAutoStepsAndMissingDimensions) {
   EXPECT_FALSE(Session::Create(Config("f2obo", OracleOf(0, 4))).ok());
 }
 
-// Automatic steps through the oracle (core/hypergradients/secant_steps.h):
+// Automatic steps through the oracle (core/bilevel/hypergradients/secant_steps.h):
 // on one batch repeated, the loops settle (the residuals fall by orders of
 // magnitude, below those of the built-in twin's automatic steps), every secant
 // reported lies below the built-in family's guaranteed bound on the same

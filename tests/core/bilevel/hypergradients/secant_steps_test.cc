@@ -1,6 +1,6 @@
-// The secant rule of core/hypergradients/secant_steps.h on closed forms:
+// The secant rule of core/bilevel/hypergradients/secant_steps.h on closed forms:
 // gradient descent on a quadratic with eigenvalues in [1, 100], no L given.
-#include "core/hypergradients/secant_steps.h"
+#include "core/bilevel/hypergradients/secant_steps.h"
 
 #include <gtest/gtest.h>
 

@@ -51,8 +51,8 @@
 // Secants need one batch through a round's loop: sf2obo's mini-batches
 // change the function between iterations, and af2obo's loops are not
 // served (create refuses automatic steps for them through an oracle).
-#ifndef F2OBO_CORE_HYPERGRADIENTS_SECANT_STEPS_H_
-#define F2OBO_CORE_HYPERGRADIENTS_SECANT_STEPS_H_
+#ifndef F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECANT_STEPS_H_
+#define F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECANT_STEPS_H_
 
 #include <cstdint>
 
@@ -60,7 +60,7 @@
 #include "absl/status/statusor.h"
 #include "core/algorithm_info.h"
 #include "core/bilevel/bilevel_family.h"
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
 #include "core/round_control.h"
 #include "core/smoothness.h"
 
@@ -127,4 +127,4 @@ absl::StatusOr<int64_t> SecantRoundLoops(BilevelFamily& family, const VecIn& x, 
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_HYPERGRADIENTS_SECANT_STEPS_H_
+#endif  // F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECANT_STEPS_H_

@@ -1,4 +1,4 @@
-#include "core/hypergradients/secant_steps.h"
+#include "core/bilevel/hypergradients/secant_steps.h"
 
 #include <algorithm>
 #include <cmath>
