@@ -69,10 +69,8 @@ absl::Status CheckOracleServes(std::string_view family, const AlgorithmInfo& inf
   const bool beta_auto = info.reads.Has(Opt::beta_auto) && BetaIsAuto(o);
   if ((alpha_auto || beta_auto) && !info.secant_steps) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "options.alpha_auto, options.beta_auto: '", info.name,
-        "' estimates smoothness for automatic step sizes with Hessian-vector products, which "
-        "family '",
-        std::string(family),
+        "options.alpha_auto, options.beta_auto: automatic step sizes of '", info.name,
+        "' estimate smoothness with Hessian-vector products, which family '", std::string(family),
         "' does not answer (f2obo and f2obo_sl take them from gradient differences); give "
         "alpha and beta"));
   }
