@@ -6,7 +6,7 @@
 //   x_{t+1} = P_X(x_t - gamma_t h_t);  lambda_{t+1} = (1 + 1/t)^tau lambda_t
 // (lambda_schedule = paper; the default, follow, applies that factor only
 // while the inner loops keep up and (1 + 1/t)^(tau/2) otherwise:
-// NextLambdaFollowing in core/hypergradients/first_order.h argues it from
+// NextLambdaFollowing in core/bilevel/hypergradients/first_order.h argues it from
 // Theorem 3.1's bias and error terms)
 // gamma_t = gamma (the paper's experiments) or, with gamma_schedule =
 // theory, gamma t^-tau (Theorem 3.2's rate for F2OBO-SL).

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/bilevel/bilevel_state.h"
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
