@@ -67,8 +67,9 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda);
 // O(log T + V_T)", at O(T^2 + T H_2,T) inner iterations instead of
 // tau = 1's O(T^3)), while the error lambda_t carries grows as sqrt(t)
 // instead of t.  What it trades: on a stream where the loops never keep up,
-// Theorem 3.1's O(1) bias term becomes O(log T), and Theorem 3.2 (K = 1)
-// holds only for tau/2 < 1/2, as it does for the paper's tau.
+// Theorem 3.1's O(1) bias term becomes O(log T).  F2OBO-SL (K = 1,
+// Theorem 3.2: tau in (0, 1/2)) stays inside the theorem's range at both
+// rates whenever its tau is.
 inline constexpr double kPenaltyErrorShare = 0.5;
 inline constexpr double kPenaltyFloorShare = 0.5;  // the floor's exponent: tau / 2
 double NextLambdaFollowing(const AlgorithmOptions& o, int64_t t, double lambda,
