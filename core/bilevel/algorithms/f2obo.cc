@@ -75,7 +75,7 @@ class F2obo final : public BilevelAlgorithm {
     absl::StatusOr<int64_t> rows =
         SecantRoundLoops(family, s->x, lambda, o_.inner_steps, BatchView::All(data.upper),
                          BatchView::All(data.inner), &s->y, &s->z, &ws_, &sws_, &rule, &steps,
-                         report, round_control());
+                         report, round_control(), MeasuresGradYF(o_));
     if (!rows.ok()) return rows.status();
     if (s->aux.empty()) {
       s->aux.push_back(rule.Part());
@@ -83,7 +83,7 @@ class F2obo final : public BilevelAlgorithm {
       s->aux.Set(0, rule.Part());
     }
     steps.gamma = upper_step_.Step(report->hypergradient, s->t, &s->aux, &s->x);
-    s->lambda = NextLambda(o_, s->t, lambda);
+    s->lambda = NextLambdaFollowing(o_, s->t, lambda, *report);
     RecordStepSizes(o_, rule.Estimate(lambda), lambda, steps, report);
     report->z_iterations = report->y_iterations = o_.inner_steps;
     report->rows_processed = *rows;

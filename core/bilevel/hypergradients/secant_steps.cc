@@ -91,7 +91,8 @@ absl::StatusOr<int64_t> SecantRoundLoops(BilevelFamily& family, const VecIn& x, 
                                          int k, const BatchView& upper, const BatchView& inner,
                                          Vector* y, Vector* z, FirstOrderWorkspace* ws,
                                          SecantWorkspace* sws, SecantSteps* rule, StepSizes* last,
-                                         BilevelReport* report, RoundControl* control) {
+                                         BilevelReport* report, RoundControl* control,
+                                         GradYF grad_y_f) {
   const auto observe = [&] {
     rule->Observe(lambda, sws->gz_prev.norm(), (ws->gz - sws->gz_prev).norm(), sws->d_prev.norm(),
                   (ws->gy_f - sws->d_prev).norm());
@@ -111,7 +112,7 @@ absl::StatusOr<int64_t> SecantRoundLoops(BilevelFamily& family, const VecIn& x, 
   }
   // The pass of h_t holds grad_y g(z_{K+1}) and grad_y L(y_{K+1}): the
   // last step's secant, for the next round's first step.
-  rows += Hypergradient(family, x, *y, *z, lambda, upper, inner, ws, report);
+  rows += Hypergradient(family, x, *y, *z, lambda, upper, inner, ws, report, grad_y_f);
   observe();
   return rows;
 }

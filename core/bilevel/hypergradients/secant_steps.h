@@ -116,14 +116,16 @@ struct SecantWorkspace {
 };
 
 // F2OBO's K iterations (PenaltyInnerLoops) with the steps of `rule`,
-// then h_t (Hypergradient) and the last step's secant from its pass.
+// then h_t (Hypergradient, measuring ||grad_y f|| as `grad_y_f` says) and
+// the last step's secant from its pass.
 // `last` gets the steps of the last iteration.  Returns the rows read, or
 // the status of `control` when it stopped the round.
 absl::StatusOr<int64_t> SecantRoundLoops(BilevelFamily& family, const VecIn& x, double lambda,
                                          int k, const BatchView& upper, const BatchView& inner,
                                          Vector* y, Vector* z, FirstOrderWorkspace* ws,
                                          SecantWorkspace* sws, SecantSteps* rule, StepSizes* last,
-                                         BilevelReport* report, RoundControl* control);
+                                         BilevelReport* report, RoundControl* control,
+                                         GradYF grad_y_f);
 
 }  // namespace f2obo
 
