@@ -66,7 +66,9 @@ absl::StatusOr<v1::SessionInfo> Installs::Install(std::shared_ptr<SessionEntry> 
   }
   // A shared store may hold the id without this server holding it (another
   // server's session, or one evicted): taken as well.  (Two servers
-  // creating one id at the same moment are not told apart here.)
+  // creating one id at the same moment both pass here; the store's
+  // insert-only PutSession gives it to the first to commit, the other is
+  // ALREADY_EXISTS.)
   if (store_ != nullptr && store_->shared() && !persisted && !generate_id) {
     absl::StatusOr<int64_t> stored = store_->StoredStepIndex(entry->id);
     if (stored.ok() || !absl::IsNotFound(stored.status())) {

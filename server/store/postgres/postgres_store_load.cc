@@ -63,10 +63,10 @@ absl::StatusOr<Checkpoint> JoinRows(pg::Conn& c, const char* sql, const std::str
 }  // namespace
 
 absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& id,
-                                               StoredSession* out) {
+                                               StoredSession* out, int64_t* gen) {
   absl::StatusOr<pg::Result> row =
       c.Run("reading a session",
-            "SELECT spec, spec_sum, state, state_sum, parts, next_t FROM f2obo_sessions "
+            "SELECT spec, spec_sum, state, state_sum, parts, next_t, gen FROM f2obo_sessions "
             "WHERE id = $1::text",
             {Param(id)});
   if (!row.ok()) return row.status();
@@ -74,6 +74,7 @@ absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& i
   StoredSession& st = *out;
   st.id = id;
   const int64_t t = row->Int(0, 5);
+  *gen = row->Int(0, 6);
   const absl::string_view spec = row->Bytes(0, 0);
   const std::string state(row->Bytes(0, 2));
   if (std::string p = SumProblem(*row, 0, 1, "spec", id, 0, spec); !p.empty()) {
@@ -135,7 +136,8 @@ absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::strin
   absl::Status s =
       c.Exec("loading a session", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").status();
   StoredSession out;
-  if (s.ok()) s = ReadSession(c, id, &out);
+  int64_t gen = kStaleGen;
+  if (s.ok()) s = ReadSession(c, id, &out, &gen);
   if (!c.broken()) (void)c.Exec("loading a session", "COMMIT");
   Release(*std::move(acquired));
   if (!s.ok()) {
@@ -144,7 +146,22 @@ absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::strin
     }
     return s;
   }
+  // The copy the caller builds from it is at this write version.
+  NoteGen(id, gen);
   return out;
+}
+
+absl::StatusOr<bool> PostgresSessionStore::CopyIsCurrent(const std::string& id, int64_t t) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  absl::StatusOr<pg::Result> row =
+      (*acquired)->Run("reading a session's step index",
+                       "SELECT next_t, gen FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
+  Release(*std::move(acquired));
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+  const std::optional<int64_t> gen = KnownGen(id);
+  return row->Int(0, 0) == t && (!gen.has_value() || *gen == row->Int(0, 1));
 }
 
 absl::StatusOr<std::vector<SessionSummary>> PostgresSessionStore::ListSessions() {
@@ -205,7 +222,8 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
   }
   for (size_t n = 0; s.ok() && n < ids.size(); ++n) {
     StoredSession st;
-    const absl::Status read = ReadSession(c, ids[n], &st);
+    int64_t gen = kStaleGen;
+    const absl::Status read = ReadSession(c, ids[n], &st, &gen);
     if (absl::IsNotFound(read)) continue;  // deleted meanwhile: not in this snapshot
     if (absl::IsDataLoss(read)) {
       out.damaged.push_back(absl::StrCat("session '", ids[n], "': ", read.message()));
@@ -215,6 +233,7 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
       s = read;
       break;
     }
+    NoteGen(ids[n], gen);
     out.sessions.push_back(std::move(st));
   }
   if (s.ok()) {
