@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "bench/round_shapes.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 

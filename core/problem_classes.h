@@ -13,8 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_report.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/multitask/multitask_metrics.h"
 #include "core/multitask/multitask_report.h"
 #include "core/problem_class.h"

@@ -11,9 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/session.h"
 #include "core/state.h"
 #include "f2obo/v1/convert.h"

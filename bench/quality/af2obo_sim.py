@@ -1,5 +1,5 @@
 """A numpy transcription of logistic_hpo's F2OBO and AF2OBO rounds
-(core/hypergradients/first_order.cc, core/bilevel/algorithms/af2obo.cc,
+(core/bilevel/hypergradients/first_order.cc, core/bilevel/algorithms/af2obo.cc,
 with the automatic steps and the family's curvature bound) on the quality
 suite's digits_l2 stream, to try AF2OBO's tolerance schedules without a
 rebuild (bench/EXPERIMENTS.md, "Defaults that work on real

@@ -3,7 +3,7 @@
 // stream_cmd.cc.
 //
 // A member is given as --member=name:algorithm[:key=value,...]; the keys
-// are AlgorithmOptions field names (proto/f2obo/v1/f2obo.proto), set by
+// are AlgorithmOptions field names (proto/f2obo/v1/spec.proto), set by
 // name (f2obo/v1/options_convert.h) so every option of every algorithm is
 // reachable.
 #include <cstdio>

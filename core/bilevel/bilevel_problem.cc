@@ -5,11 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/bilevel/bilevel_algorithm_registry.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 #include "core/initial_point.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/oracle.h"
 #include "core/problem_classes.h"
 #include "core/problem_registry.h"
@@ -112,7 +112,7 @@ class BilevelProblem final : public Problem {
           absl::StrCat("state.aux: ", s.aux.size(), " algorithm vectors that are not ",
                        entry_.info.name, "'s layout (a state written by another algorithm?)"));
     }
-    // The automatic upper step's part (core/hypergradients/upper_step.h):
+    // The automatic upper step's part (core/bilevel/hypergradients/upper_step.h):
     // [L | W | x_1 | S | C], L >= 0, wealth W > 0, S >= |C| (a bet fraction
     // C / max(S + 1, 100) of magnitude < 1 keeps the wealth positive).
     if (GammaIsAuto(config_.options) && !s.aux.empty()) {

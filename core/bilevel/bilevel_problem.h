@@ -2,7 +2,7 @@
 // core/bilevel/bilevel_family_registry.cc, algorithms of
 // core/bilevel/bilevel_algorithm_registry.cc, state x, y, z, lambda (core/bilevel/bilevel_state.h),
 // the round report of core/bilevel/bilevel_report.h and the hypergradient metrics of
-// core/metrics/exact_metrics.h.
+// core/bilevel/bilevel_exact_metrics.h.
 #ifndef F2OBO_CORE_BILEVEL_BILEVEL_PROBLEM_H_
 #define F2OBO_CORE_BILEVEL_BILEVEL_PROBLEM_H_
 

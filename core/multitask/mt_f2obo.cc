@@ -37,7 +37,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
 
 namespace f2obo {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/multitask/multitask_state.h"
 
 namespace f2obo {

@@ -6,7 +6,7 @@
 // at most kMaxMetricsTasks steps' batches whatever m (the metrics worker
 // would otherwise hold a batch per task of a 10,000-task session).  Time
 // per evaluation: one exact hypergradient (Newton-CG plus CG on HVPs,
-// core/metrics/exact_metrics.h) per task kept, reported as
+// core/bilevel/bilevel_exact_metrics.h) per task kept, reported as
 // MultitaskMetrics::seconds.
 #ifndef F2OBO_CORE_MULTITASK_MULTITASK_METRICS_EVALUATOR_H_
 #define F2OBO_CORE_MULTITASK_MULTITASK_METRICS_EVALUATOR_H_
@@ -14,8 +14,8 @@
 #include <map>
 #include <memory>
 
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/constraint.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/multitask/multitask_family.h"
 #include "core/multitask/task_table.h"
 #include "core/problem.h"

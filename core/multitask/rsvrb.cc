@@ -10,7 +10,7 @@
 //   z_i  = u_i - J_i H_i^{-1} w_i                                         (line 9)
 //   y_i <- y_i - alpha v_i                                                (line 15)
 // f on a draw xi, g on a draw zeta of the task's batches, both points on the
-// same draws: exactly SVRB's round (core/hypergradients/svrb_estimators.h, the
+// same draws: exactly SVRB's round (core/bilevel/hypergradients/svrb_estimators.h, the
 // same code) with the sampled task's derivatives scaled by 1/p_i.  Every
 // other task's estimators decay: u, w, J, v <- (1-b)(.), H <- S^l_lambda[(1-b) H],
 // y_i <- y_i - alpha v_i ("delay update until sampled").  Then
@@ -111,10 +111,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/second_order.h"
+#include "core/bilevel/hypergradients/svrb_estimators.h"
 #include "core/hypergradients/row_sampler.h"
-#include "core/hypergradients/second_order.h"
-#include "core/hypergradients/svrb_estimators.h"
 #include "core/multitask/rsvrb_schedule.h"
 
 namespace f2obo {

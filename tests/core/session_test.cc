@@ -10,10 +10,10 @@
 #include <random>
 #include <string>
 
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
-#include "core/hypergradients/upper_step.h"
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
 
@@ -267,8 +267,8 @@ TEST(Session, RestoreRefusesRunningCountsThatAreNotStepCounts) {
 }
 
 // A state written with the automatic upper step (gamma = 0; its bettors'
-// part [L | W | x_1 | S | C] is the state's last aux part, core/hypergradients/
-// upper_step.h) continues under an explicit gamma, as a fork or an import
+// part [L | W | x_1 | S | C] is the state's last aux part, core/bilevel/
+// hypergradients/upper_step.h) continues under an explicit gamma, as a fork or an import
 // that sets gamma asks: the accumulator is dropped, never read as one of the
 // algorithm's parts.  The other way, an explicit-gamma state continued with
 // the automatic step starts the accumulator fresh from the restored x.

@@ -93,7 +93,7 @@ TEST(ClassEntries, EveryFamilyWithoutAnAlgorithmGetsADefaultOfItsClass) {
 }
 
 // The contract's comment on SessionSpec.algorithm (proto/f2obo/v1/
-// f2obo.proto) marks exactly each class's default (and the oracle
+// spec.proto) marks exactly each class's default (and the oracle
 // family's where it differs) as "(default", so a switch of the default in
 // core/problem_registry.cc cannot leave the proto naming the old one.
 TEST(ClassEntries, TheProtoCommentNamesEachClassDefault) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "client/client.h"
+#include "f2obo/v1/rpc_policy.h"
 #include "google/protobuf/descriptor.h"
 #include "tests/server/e2e_support.h"
 #include "tests/server/server_process.h"
@@ -74,8 +75,7 @@ const std::map<std::string, Role>& Rpcs() {
 
 // The method names of the service, from the generated descriptor.
 std::set<std::string> ServiceMethods() {
-  const google::protobuf::ServiceDescriptor* service =
-      v1::GetSessionRequest::descriptor()->file()->FindServiceByName("F2obo");
+  const google::protobuf::ServiceDescriptor* service = v1::F2oboService();
   std::set<std::string> out;
   if (service == nullptr) return out;
   for (int i = 0; i < service->method_count(); ++i) out.insert(service->method(i)->name());

@@ -62,7 +62,7 @@ client slower than the server's round budget gets ResourceExhausted, one
 past its deadline DeadlineExceeded; the stream is then closed and the next
 step() opens a new one.
 
-Wire protocol (proto/f2obo/v1/f2obo.proto, OracleClientMessage): all of a
+Wire protocol (proto/f2obo/v1/oracle.proto, OracleClientMessage): all of a
 round's independent queries come in one request; each point is sent once
 per stream and named by id afterwards (this module keeps them until the
 server says forget); vectors are raw little-endian float64 bytes.  This

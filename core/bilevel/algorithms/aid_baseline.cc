@@ -1,6 +1,6 @@
 #include "core/bilevel/algorithms/aid_baseline.h"
 
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
 
 namespace f2obo {
 

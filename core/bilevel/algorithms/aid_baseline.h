@@ -16,8 +16,8 @@
 
 #include "core/bilevel/bilevel_algorithm.h"
 #include "core/bilevel/bilevel_algorithm_registry.h"
-#include "core/hypergradients/second_order.h"
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/second_order.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 
 namespace f2obo {
 

@@ -11,8 +11,8 @@
 #include "core/bilevel/algorithms/f2obo.h"
 
 #include "core/bilevel/algorithms/appendix_a.h"
-#include "core/hypergradients/first_order.h"
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 
 namespace f2obo {
 namespace {

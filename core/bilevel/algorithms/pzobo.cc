@@ -55,9 +55,9 @@
 #include <cmath>
 #include <vector>
 
-#include "core/hypergradients/first_order.h"
-#include "core/hypergradients/second_order.h"
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/second_order.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 
 namespace f2obo {
 

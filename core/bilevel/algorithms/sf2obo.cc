@@ -21,9 +21,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/bilevel/algorithms/appendix_a.h"
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 #include "core/hypergradients/row_sampler.h"
-#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 namespace {

@@ -34,8 +34,8 @@
 
 #include "core/bilevel/algorithms/aid_baseline.h"
 #include "core/bilevel/algorithms/appendix_a.h"
-#include "core/hypergradients/first_order.h"
-#include "core/hypergradients/second_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/second_order.h"
 
 namespace f2obo {
 namespace {

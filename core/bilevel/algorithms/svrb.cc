@@ -58,10 +58,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/hypergradients/first_order.h"
-#include "core/hypergradients/second_order.h"
-#include "core/hypergradients/svrb_estimators.h"
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/second_order.h"
+#include "core/bilevel/hypergradients/svrb_estimators.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 
 namespace f2obo {
 

@@ -11,10 +11,10 @@
 
 #include "core/bilevel/bilevel_algorithm.h"
 #include "core/bilevel/bilevel_algorithm_registry.h"
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/second_order.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 #include "core/hypergradients/row_sampler.h"
-#include "core/hypergradients/second_order.h"
-#include "core/hypergradients/upper_step.h"
 
 namespace f2obo {
 

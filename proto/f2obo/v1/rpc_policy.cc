@@ -28,10 +28,6 @@ struct Method {
   std::vector<FieldPath> routes;  // resolved routing_fields
 };
 
-const ServiceDescriptor* Service() {
-  return StepRequest::descriptor()->file()->FindServiceByName("F2obo");
-}
-
 // The path `dotted` names in `type`: every step but the last a singular
 // message field, the last a singular string field.
 absl::StatusOr<FieldPath> Resolve(const Descriptor* type, absl::string_view dotted) {
@@ -81,7 +77,7 @@ struct Table {
 const Table& Methods() {
   static const Table* table = [] {
     auto* t = new Table;
-    const ServiceDescriptor* service = Service();
+    const ServiceDescriptor* service = F2oboService();
     if (service == nullptr) {
       t->status = absl::InternalError("service f2obo.v1.F2obo is not in the generated code");
       return t;
@@ -107,6 +103,13 @@ const Method* Find(absl::string_view method) {
 }
 
 }  // namespace
+
+// By name from the generated pool: no message of f2obo.proto leads to it.
+// The pool has it once f2obo.pb.o is linked, which proto/CMakeLists.txt
+// makes sure of.
+const ServiceDescriptor* F2oboService() {
+  return google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("f2obo.v1.F2obo");
+}
 
 const RpcPolicy* FindRpcPolicy(absl::string_view method) {
   const Method* m = Find(method);

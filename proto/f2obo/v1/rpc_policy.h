@@ -10,9 +10,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "f2obo/v1/rpc_policy.pb.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
 namespace f2obo::v1 {
+
+// The service's descriptor, f2obo.v1.F2obo (f2obo.proto declares it and no
+// message: its messages are in the files it imports).
+const google::protobuf::ServiceDescriptor* F2oboService();
 
 // The policy of the service's method `method`, named as "Step" or as gRPC
 // does ("/f2obo.v1.F2obo/Step"); null when the service has no such method.

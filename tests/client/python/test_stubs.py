@@ -15,13 +15,13 @@ import pytest
 from google.protobuf import descriptor_pb2
 
 import f2obo
-from f2obo.v1 import f2obo_pb2
-
-from f2obo.v1 import rpc_policy_pb2
-from f2obo.v1 import transfer_pb2
+from f2obo.v1 import (f2obo_pb2, group_pb2, metrics_pb2, oracle_pb2, report_pb2, rpc_policy_pb2,
+                      scale_out_pb2, session_pb2, spec_pb2, step_pb2, transfer_pb2)
 
 # every proto of f2obo.v1
-MODULES = {"f2obo": f2obo_pb2, "rpc_policy": rpc_policy_pb2, "transfer": transfer_pb2}
+MODULES = {"f2obo": f2obo_pb2, "group": group_pb2, "metrics": metrics_pb2, "oracle": oracle_pb2,
+           "report": report_pb2, "rpc_policy": rpc_policy_pb2, "scale_out": scale_out_pb2,
+           "session": session_pb2, "spec": spec_pb2, "step": step_pb2, "transfer": transfer_pb2}
 GENERATED = tuple(name + suffix for name in MODULES
                   for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py"))
 

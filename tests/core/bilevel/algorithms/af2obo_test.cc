@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/session.h"
 #include "tests/core/test_streams.h"
 

@@ -209,7 +209,7 @@ TEST(BaselineOptions, RegistryDefaultsAreThePapersSettings) {
   EXPECT_EQ(DefaultAlgorithmOptions("obbo").inner_steps, 5);
   for (const char* a : kBaselines) {
     EXPECT_EQ(DefaultAlgorithmOptions(a).alpha, 0.0) << a;  // automatic: 1/L_g1
-    // automatic (core/hypergradients/upper_step.h); the paper's 0.001 is
+    // automatic (core/bilevel/hypergradients/upper_step.h); the paper's 0.001 is
     // PaperExperiment's.
     EXPECT_EQ(DefaultAlgorithmOptions(a).gamma, 0.0) << a;
   }

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
-#include "core/hypergradients/second_order.h"
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/hypergradients/second_order.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"

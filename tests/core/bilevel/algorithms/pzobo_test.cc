@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"

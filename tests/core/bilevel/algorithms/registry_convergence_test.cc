@@ -19,8 +19,8 @@
 #include <string>
 
 #include "core/bilevel/bilevel_algorithm_registry.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"

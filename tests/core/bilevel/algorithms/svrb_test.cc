@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
 #include "core/hypergradients/spectral_projections.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/problem_registry.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"

@@ -24,7 +24,7 @@ using google::protobuf::Message;
 using google::protobuf::MethodDescriptor;
 
 std::vector<const MethodDescriptor*> EveryRpc() {
-  const auto* service = StepRequest::descriptor()->file()->FindServiceByName("F2obo");
+  const auto* service = F2oboService();
   std::vector<const MethodDescriptor*> out;
   if (service == nullptr) return out;
   for (int i = 0; i < service->method_count(); ++i) out.push_back(service->method(i));

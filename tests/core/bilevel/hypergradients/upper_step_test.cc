@@ -1,16 +1,16 @@
 // The upper step shared by the bilevel algorithms
-// (core/hypergradients/upper_step.h): a gamma set is the projected step of
+// (core/bilevel/hypergradients/upper_step.h): a gamma set is the projected step of
 // before; the automatic step is scale-free in x and X, converges on a
 // quadratic bilevel problem from boxes of width 1 and 100 alike, and its
 // state survives a checkpoint bit for bit (and is absent from an old one).
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 
 #include <gtest/gtest.h>
 
 #include <Eigen/Cholesky>
 #include <random>
 
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
 #include "core/session.h"
 #include "core/state.h"
 #include "tests/core/bilevel/families/family_checks.h"

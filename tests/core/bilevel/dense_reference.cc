@@ -1,4 +1,4 @@
-#include "tests/core/metrics/dense_reference.h"
+#include "tests/core/bilevel/dense_reference.h"
 
 #include <Eigen/Cholesky>
 #include <cmath>

@@ -3,8 +3,8 @@
 // from HVPs, solved by LDLT) with an exact line search on g, and the true
 // hypergradient from the explicit Hessian and cross-derivative blocks.
 // It shares nothing with core/metrics/ but the family's oracle.
-#ifndef F2OBO_TESTS_CORE_METRICS_DENSE_REFERENCE_H_
-#define F2OBO_TESTS_CORE_METRICS_DENSE_REFERENCE_H_
+#ifndef F2OBO_TESTS_CORE_BILEVEL_DENSE_REFERENCE_H_
+#define F2OBO_TESTS_CORE_BILEVEL_DENSE_REFERENCE_H_
 
 #include "core/bilevel/bilevel_family.h"
 #include "core/constraint.h"
@@ -33,4 +33,4 @@ Matrix ExplicitCrossXY(BilevelFamily& family, const VecIn& x, const VecIn& y,
 
 }  // namespace f2obo::testing
 
-#endif  // F2OBO_TESTS_CORE_METRICS_DENSE_REFERENCE_H_
+#endif  // F2OBO_TESTS_CORE_BILEVEL_DENSE_REFERENCE_H_

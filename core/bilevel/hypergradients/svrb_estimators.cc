@@ -1,4 +1,4 @@
-#include "core/hypergradients/svrb_estimators.h"
+#include "core/bilevel/hypergradients/svrb_estimators.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/options.h"

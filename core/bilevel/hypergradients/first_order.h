@@ -1,6 +1,6 @@
 // Pieces shared by the fully first-order rounds (paper Algorithms 1-3).
-#ifndef F2OBO_CORE_HYPERGRADIENTS_FIRST_ORDER_H_
-#define F2OBO_CORE_HYPERGRADIENTS_FIRST_ORDER_H_
+#ifndef F2OBO_CORE_BILEVEL_HYPERGRADIENTS_FIRST_ORDER_H_
+#define F2OBO_CORE_BILEVEL_HYPERGRADIENTS_FIRST_ORDER_H_
 
 #include <cstdint>
 
@@ -121,4 +121,4 @@ void ProjectedStep(const ConstraintSet& set, double gamma, const Vector& h, Vect
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_HYPERGRADIENTS_FIRST_ORDER_H_
+#endif  // F2OBO_CORE_BILEVEL_HYPERGRADIENTS_FIRST_ORDER_H_

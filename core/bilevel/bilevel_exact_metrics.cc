@@ -1,4 +1,4 @@
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,8 +8,8 @@
 //
 // Names follow svrb.cc, not the paper: u = grad_x f, w = grad_y f (the
 // paper's v), v = grad_y g (the paper's w), J = grad2_xy g (V), H = grad2_yy g.
-#ifndef F2OBO_CORE_HYPERGRADIENTS_SVRB_ESTIMATORS_H_
-#define F2OBO_CORE_HYPERGRADIENTS_SVRB_ESTIMATORS_H_
+#ifndef F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SVRB_ESTIMATORS_H_
+#define F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SVRB_ESTIMATORS_H_
 
 #include <cstdint>
 
@@ -98,4 +98,4 @@ absl::Status CheckExplicitDims(const char* algorithm, int max_explicit_dim, int 
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_HYPERGRADIENTS_SVRB_ESTIMATORS_H_
+#endif  // F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SVRB_ESTIMATORS_H_

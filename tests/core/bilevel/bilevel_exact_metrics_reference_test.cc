@@ -19,10 +19,10 @@
 #include <string>
 #include <utility>
 
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
-#include "core/metrics/exact_metrics.h"
+#include "tests/core/bilevel/dense_reference.h"
 #include "tests/core/bilevel/families/family_checks.h"
-#include "tests/core/metrics/dense_reference.h"
 #include "tests/core/test_streams.h"
 
 namespace f2obo {

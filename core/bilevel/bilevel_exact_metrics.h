@@ -3,8 +3,8 @@
 // inner-solution drift.  These use second-order information (Newton-CG and
 // CG on HVPs) and cost more than a round, so they are computed on demand,
 // typically off the request path on a family instance of their own.
-#ifndef F2OBO_CORE_METRICS_EXACT_METRICS_H_
-#define F2OBO_CORE_METRICS_EXACT_METRICS_H_
+#ifndef F2OBO_CORE_BILEVEL_BILEVEL_EXACT_METRICS_H_
+#define F2OBO_CORE_BILEVEL_BILEVEL_EXACT_METRICS_H_
 
 #include <cstdint>
 #include <optional>
@@ -188,4 +188,4 @@ void Accumulate(const ExactMetrics& m, RunningMetrics* running, double probabili
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_METRICS_EXACT_METRICS_H_
+#endif  // F2OBO_CORE_BILEVEL_BILEVEL_EXACT_METRICS_H_

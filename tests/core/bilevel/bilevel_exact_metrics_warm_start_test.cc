@@ -8,8 +8,8 @@
 #include <random>
 #include <variant>
 
+#include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/class_metrics.h"
-#include "core/metrics/exact_metrics.h"
 #include "core/metrics/linear_solve.h"
 #include "core/problem.h"
 #include "tests/core/test_streams.h"

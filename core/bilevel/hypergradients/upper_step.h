@@ -76,8 +76,8 @@
 // continue bit-identically; a stored state written before it (the
 // algorithm's own parts only, or DoG's 3 x_dim part) restores with the part
 // fresh (BilevelProblem::UpgradeRestored).
-#ifndef F2OBO_CORE_HYPERGRADIENTS_UPPER_STEP_H_
-#define F2OBO_CORE_HYPERGRADIENTS_UPPER_STEP_H_
+#ifndef F2OBO_CORE_BILEVEL_HYPERGRADIENTS_UPPER_STEP_H_
+#define F2OBO_CORE_BILEVEL_HYPERGRADIENTS_UPPER_STEP_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -132,4 +132,4 @@ class UpperStep {
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_HYPERGRADIENTS_UPPER_STEP_H_
+#endif  // F2OBO_CORE_BILEVEL_HYPERGRADIENTS_UPPER_STEP_H_

@@ -1,5 +1,5 @@
 // The CG-based exact metrics against closed forms.
-#include "core/metrics/exact_metrics.h"
+#include "core/bilevel/bilevel_exact_metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "core/hypergradients/upper_step.h"
+#include "core/bilevel/hypergradients/upper_step.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
 
 namespace f2obo {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/hypergradients/second_order.h"
+#include "core/bilevel/hypergradients/second_order.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "core/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/first_order.h"
 
 #include <algorithm>
 #include <cmath>

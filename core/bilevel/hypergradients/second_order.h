@@ -15,8 +15,8 @@
 //  * rows_processed counts every oracle pass (gradient or HVP) over a view.
 //  * Algorithm-owned state (linear-system warm start v, windows, momentum)
 //    lives in SessionState::aux, so a checkpoint continues exactly.
-#ifndef F2OBO_CORE_HYPERGRADIENTS_SECOND_ORDER_H_
-#define F2OBO_CORE_HYPERGRADIENTS_SECOND_ORDER_H_
+#ifndef F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECOND_ORDER_H_
+#define F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECOND_ORDER_H_
 
 #include <cstdint>
 #include <vector>
@@ -90,7 +90,7 @@ absl::StatusOr<int64_t> ItdHypergradient(BilevelFamily& family, const VecIn& x,
 // Makes state->aux's first parts hold vectors of exactly `sizes`; if they do
 // not (a fresh session, or a state written by another algorithm), resets
 // aux to those parts, zeros, and returns true.  Parts after them (the
-// automatic upper step's, core/hypergradients/upper_step.h) are kept when
+// automatic upper step's, core/bilevel/hypergradients/upper_step.h) are kept when
 // the first fit.  Allocates only when it resets.
 bool EnsureAux(const std::vector<int>& sizes, BilevelVars* state);
 
@@ -112,4 +112,4 @@ class HypergradientWindow {
 
 }  // namespace f2obo
 
-#endif  // F2OBO_CORE_HYPERGRADIENTS_SECOND_ORDER_H_
+#endif  // F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECOND_ORDER_H_
