@@ -126,10 +126,16 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
       return id;
     }
   }
-  for (const OraclePoints::Named& n : points_->named) {
-    if (n.Matches(values)) {
-      if (!InRequest(n.id)) in_request_.push_back(n.id);
-      return n.id;
+  for (auto it = points_->named.begin(); it != points_->named.end(); ++it) {
+    if (it->Matches(values)) {
+      // Held again with its values for the step (a base of its recipes:
+      // y_{k+1} = y_k - beta d), dropped again at its end (EndStep).
+      const uint64_t id = it->id;
+      points_->named.erase(it);
+      held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
+      points_->held_bytes += bytes;
+      if (!InRequest(id)) in_request_.push_back(id);
+      return id;
     }
   }
   if (shape_.recipes && values.size() == static_cast<size_t>(shape_.y_dim)) {
