@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/oracle.h"
 #include "core/session.h"
+#include "f2obo/v1/class_fields.h"
 #include "server/oracle_stream.h"
 #include "server/service.h"
 
@@ -72,7 +73,7 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
   absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> stop =
       sessions_->SessionStop(open.session_id());
   if (!stop.ok()) return stop.status();
-  StreamOracle::Shape shape{info->x_dim(), info->y_dim(), open.t()};
+  StreamOracle::Shape shape{info->x_dim(), v1::YDimOf(*info), open.t()};
   shape.max_message_bytes = max_message_bytes_;
   // Recipes for the bilevel family's y (the multi-task and simple classes
   // keep the values protocol: their rounds' points are no such chain).

@@ -76,13 +76,13 @@ TEST(OracleRecipesE2E, EveryAlgorithmFollowsItsTwinWithoutSendingYAfterTheFirstS
     spec.mutable_family()->Clear();
     spec.mutable_family()->set_name("oracle");
     spec.mutable_family()->set_x_dim(twin.x_dim());
-    spec.mutable_family()->set_y_dim(twin.y_dim());
+    spec.mutable_family()->set_y_dim(twin.bilevel().y_dim());
     spec.mutable_metrics()->clear_exact_every();
     Create(stub.get(), "new-" + algorithm, spec);
     Create(stub.get(), "old-" + algorithm, spec);
     FamilyAnswerer fresh(Logistic()), legacy(Logistic());
     OracleClient recipes(stub.get(), 60.0, "", /*recipes=*/true), values(stub.get());
-    const int64_t y_bytes = 8 * twin.y_dim();
+    const int64_t y_bytes = 8 * twin.bilevel().y_dim();
     int64_t recipe_answer_bytes = 0, value_answer_bytes = 0;
     for (int64_t t = 1; t <= 12; ++t) {
       grpc::ClientContext ctx;

@@ -4,6 +4,10 @@
 //     y <- y - beta_t (grad_y f_t(x_t, y) + lambda_t grad_y g_t(x_t, y))
 //   h_t = grad_x f_t(x_t, y) + lambda_t (grad_x g_t(x_t, y) - grad_x g_t(x_t, z))
 //   x_{t+1} = P_X(x_t - gamma_t h_t);  lambda_{t+1} = (1 + 1/t)^tau lambda_t
+// (lambda_schedule = paper; the default, follow, applies that factor only
+// while the inner loops keep up and (1 + 1/t)^(tau/2) otherwise:
+// NextLambdaFollowing in core/bilevel/hypergradients/first_order.h argues it from
+// Theorem 3.1's bias and error terms)
 // gamma_t = gamma (the paper's experiments) or, with gamma_schedule =
 // theory, gamma t^-tau (Theorem 3.2's rate for F2OBO-SL).
 // The z- and y-updates at iteration k are independent given x_t, so both
@@ -46,9 +50,10 @@ class F2obo final : public BilevelAlgorithm {
                           &s->z, &ws_, round_control());
     if (!inner_rows.ok()) return inner_rows.status();
     int64_t rows = *inner_rows;
-    rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
+    rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report,
+                          MeasuresGradYF(o_));
     steps.gamma = upper_step_.Step(report->hypergradient, s->t, &s->aux, &s->x);
-    s->lambda = NextLambda(o_, s->t, lambda);
+    s->lambda = NextLambdaFollowing(o_, s->t, lambda, *report);
 
     RecordStepSizes(o_, sm, lambda, steps, report);
     report->z_iterations = report->y_iterations = o_.inner_steps;
@@ -68,7 +73,7 @@ absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmC
 
 OptionSet Reads() {
   return PenaltyRoundOptions().Add({Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto,
-                                    Opt::beta_scaling, Opt::inner_steps});
+                                    Opt::beta_scaling, Opt::inner_steps, Opt::lambda_schedule});
 }
 
 // F2OBO-SL is single-loop: K = 1, and Theorem 3.2 needs tau in (0, 1/2);
@@ -89,6 +94,7 @@ absl::Status SingleLoopCheck(const AlgorithmOptions& o) {
 // tau = 1, alpha = 0.1, gamma = 0.001 (the generic defaults).
 void PaperExperiment(AlgorithmOptions* o) {
   o->inner_steps = 5;
+  o->lambda_schedule = LambdaSchedule::kPaper;
   AppendixAFirstOrder(o);
 }
 
