@@ -64,7 +64,8 @@ class BilevelProblem final : public Problem {
         family_(std::move(family)),
         entry_(entry),
         algorithm_(std::move(algorithm)),
-        layout_(BilevelLayout(family_->y_dim())) {}
+        layout_(BilevelLayout(family_->y_dim())),
+        release_scratch_(IsOracleFamily(config.family.name)) {}
 
   ProblemClass problem_class() const override { return ProblemClass::kBilevel; }
   const AlgorithmInfo& algorithm() const override { return entry_.info; }
@@ -183,6 +184,7 @@ class BilevelProblem final : public Problem {
     r.hypergradient.resize(family_->x_dim());
     const ScopedRoundControl stoppable(algorithm_.get(), control);
     absl::Status round = algorithm_->Round(data, *family_, &v, &r);
+    if (release_scratch_) algorithm_->ReleaseScratch();
     // A failed evaluation (the oracle's client) says why better than what
     // the round made of the NaN it left.
     if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
@@ -234,6 +236,9 @@ class BilevelProblem final : public Problem {
   const BilevelAlgorithmEntry& entry_;
   std::unique_ptr<BilevelAlgorithm> algorithm_;
   const StateLayout layout_;
+  // An oracle session's rounds wait for its client: its algorithm's
+  // y-sized scratch is freed between them (BilevelAlgorithm::ReleaseScratch).
+  const bool release_scratch_;
 };
 
 }  // namespace

@@ -48,7 +48,7 @@ v1::SessionSpec OracleSpec(const std::string& algorithm, const v1::SessionInfo& 
   spec.mutable_family()->Clear();
   spec.mutable_family()->set_name("oracle");
   spec.mutable_family()->set_x_dim(built_in.x_dim());
-  spec.mutable_family()->set_y_dim(built_in.y_dim());
+  spec.mutable_family()->set_y_dim(built_in.bilevel().y_dim());
   spec.mutable_metrics()->clear_exact_every();
   return spec;
 }

@@ -79,8 +79,11 @@ class Af2obo final : public BilevelAlgorithm {
     return sizes;
   }
 
+  void ReleaseScratch() override { ws_.Release(); }
+
   absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
+    ws_.Ensure();
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
     StepSizes steps = DeterministicStepSizes(o_, sm, lambda, s->t);

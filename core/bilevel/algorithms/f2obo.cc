@@ -41,9 +41,18 @@ class F2obo final : public BilevelAlgorithm {
     return sizes;
   }
 
+  void ReleaseScratch() override {
+    ws_.Release();
+    sws_.Release();
+  }
+
   absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
-    if (secant_) return SecantRound(data, family, s, report);
+    ws_.Ensure();
+    if (secant_) {
+      sws_.Ensure();
+      return SecantRound(data, family, s, report);
+    }
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
     StepSizes steps = DeterministicStepSizes(o_, sm, lambda, s->t);

@@ -14,16 +14,30 @@
 
 namespace f2obo {
 
-// Scratch for one round, sized once per session so rounds do not allocate.
+// Scratch for one round, sized once per session so rounds do not allocate;
+// a session whose rounds wait for a remote client (the oracle families)
+// frees it between rounds instead (Release), since three y-sized vectors
+// held idle would be 1.5 times its state.
 struct FirstOrderWorkspace {
   FirstOrderWorkspace(int d1, int d2)
-      : gz(d2), gy_g(d2), gy_f(d2), gx_f(d1), gx_g_y(d1), gx_g_z(d1) {}
+      : gz(d2), gy_g(d2), gy_f(d2), gx_f(d1), gx_g_y(d1), gx_g_z(d1), d2_(d2) {}
+  // Sizes the vectors again after a Release (no-op otherwise).
+  void Ensure() {
+    if (gz.size() == d2_) return;
+    for (Vector* v : {&gz, &gy_g, &gy_f}) v->resize(d2_);
+  }
+  void Release() {
+    for (Vector* v : {&gz, &gy_g, &gy_f}) v->resize(0);
+  }
   Vector gz;      // grad_y g at z
   Vector gy_g;    // grad_y g at y
   Vector gy_f;    // grad_y f at y
   Vector gx_f;    // grad_x f at y
   Vector gx_g_y;  // grad_x g at y
   Vector gx_g_z;  // grad_x g at z
+
+ private:
+  int d2_;
 };
 
 // lambda_{t+1} = min((1 + 1/t)^tau lambda_t, lambda_max)   (Alg. 1 line 11)

@@ -108,11 +108,24 @@ class SecantSteps {
   double l_g_ = 0.0, l_l_ = 0.0;
 };
 
-// y-sized copies of the previous iteration's gradients, for the secants.
+// y-sized copies of the previous iteration's gradients, for the secants;
+// freed between rounds as FirstOrderWorkspace is (Release, Ensure).
 struct SecantWorkspace {
-  explicit SecantWorkspace(int d2) : gz_prev(d2), d_prev(d2) {}
+  explicit SecantWorkspace(int d2) : gz_prev(d2), d_prev(d2), d2_(d2) {}
+  void Ensure() {
+    if (gz_prev.size() == d2_) return;
+    gz_prev.resize(d2_);
+    d_prev.resize(d2_);
+  }
+  void Release() {
+    gz_prev.resize(0);
+    d_prev.resize(0);
+  }
   Vector gz_prev;
   Vector d_prev;
+
+ private:
+  int d2_;
 };
 
 // F2OBO's K iterations (PenaltyInnerLoops) with the steps of `rule`,

@@ -72,6 +72,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "server/store/group_reader.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
@@ -79,7 +80,7 @@ namespace pg {
 class Conn;
 }
 
-class PostgresSessionStore : public SessionStore {
+class PostgresSessionStore : public SessionStore, public StoredGroupReader {
  public:
   // 1: sessions, state parts, replies, checkpoints (whole or in parts),
   //    groups, fences.
@@ -108,6 +109,8 @@ class PostgresSessionStore : public SessionStore {
   absl::StatusOr<std::vector<SessionSummary>> ListSessions() override;
   absl::StatusOr<int64_t> StoredStepIndex(const std::string& id) override;
   absl::StatusOr<bool> CopyIsCurrent(const std::string& id, int64_t t) override;
+  absl::StatusOr<StoredGroup> LoadGroup(const std::string& id) override;
+  absl::StatusOr<std::string> GroupOf(const std::string& session_id) override;
   bool shared() const override { return true; }
   absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) override;
   using SessionStore::PutSession;

@@ -198,6 +198,58 @@ absl::StatusOr<int64_t> PostgresSessionStore::StoredStepIndex(const std::string&
   return row->Int(0, 0);
 }
 
+namespace {
+
+// Group row `i` of `r` (id, members, members_sum), verified.
+absl::StatusOr<StoredGroup> GroupOfRow(const pg::Result& r, int i) {
+  StoredGroup g;
+  g.id = std::string(r.Bytes(i, 0));
+  const absl::string_view members = r.Bytes(i, 1);
+  if (std::string p = SumProblem(r, i, 2, "group", g.id, 0, members); !p.empty()) {
+    return absl::DataLossError(absl::StrCat("group '", g.id, "': member list ", p));
+  }
+  for (absl::string_view m : absl::StrSplit(members, '\n', absl::SkipEmpty())) {
+    g.members.emplace_back(m);
+  }
+  return g;
+}
+
+}  // namespace
+
+absl::StatusOr<StoredGroup> PostgresSessionStore::LoadGroup(const std::string& id) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  absl::StatusOr<pg::Result> row = (*acquired)->Run(
+      "reading a group", "SELECT id, members, members_sum FROM f2obo_groups WHERE id = $1::text",
+      {Param(id)});
+  Release(*std::move(acquired));
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
+  return GroupOfRow(*row, 0);
+}
+
+absl::StatusOr<std::string> PostgresSessionStore::GroupOf(const std::string& session_id) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  // The member lists holding the id's bytes, then an exact match of one
+  // member among them.
+  absl::StatusOr<pg::Result> rows =
+      (*acquired)->Run("finding a session's group",
+                       "SELECT id, members, members_sum FROM f2obo_groups "
+                       "WHERE position(convert_to($1::text, 'UTF8') IN members) > 0",
+                       {Param(session_id)});
+  Release(*std::move(acquired));
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->rows(); ++i) {
+    absl::StatusOr<StoredGroup> g = GroupOfRow(*rows, i);
+    if (!g.ok()) continue;  // reported where it is loaded
+    for (const std::string& m : g->members) {
+      if (m == session_id) return g->id;
+    }
+  }
+  return std::string();
+}
+
 absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() { return Load(true); }
 
 absl::StatusOr<LoadedStore> PostgresSessionStore::LoadGroupsAndFences() { return Load(false); }
@@ -241,17 +293,12 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
         c.Run("listing groups", "SELECT id, members, members_sum FROM f2obo_groups ORDER BY id");
     s = groups.status();
     for (int i = 0; s.ok() && i < groups->rows(); ++i) {
-      StoredGroup g;
-      g.id = std::string(groups->Bytes(i, 0));
-      const absl::string_view members = groups->Bytes(i, 1);
-      if (std::string p = SumProblem(*groups, i, 2, "group", g.id, 0, members); !p.empty()) {
-        out.damaged.push_back(absl::StrCat("group '", g.id, "': member list ", p));
+      absl::StatusOr<StoredGroup> g = GroupOfRow(*groups, i);
+      if (!g.ok()) {
+        out.damaged.push_back(std::string(g.status().message()));
         continue;
       }
-      for (absl::string_view m : absl::StrSplit(members, '\n', absl::SkipEmpty())) {
-        g.members.emplace_back(m);
-      }
-      out.groups.push_back(std::move(g));
+      out.groups.push_back(*std::move(g));
     }
   }
   if (s.ok()) {

@@ -305,6 +305,59 @@ TEST_F(SharedStoreTest, ACopyRewrittenToItsStepIndexOnAnotherReplicaIsReloaded) 
   expect_same_x(*retried, *want, "B's retry of step 5");
 }
 
+TEST_F(SharedStoreTest, AGroupCreatedOnAnotherReplicaAfterStartIsServedAndGuarded) {
+  testing::ScopedEnv env("PGPASSWORD", pg_->password());
+  auto a = Replica(), b = Replica();  // both started before the group exists
+  client::Client ca(client::ClientOptions{a->target()}), cb(client::ClientOptions{b->target()});
+  v1::CreateGroupRequest create;
+  create.set_group_id("cmp");
+  *create.mutable_spec() = spec_;
+  for (const char* name : {"one", "two"}) {
+    v1::GroupMember* m = create.add_members();
+    m->set_name(name);
+    m->set_algorithm(spec_.algorithm());
+  }
+  ASSERT_TRUE(ca.CreateGroup(create).ok());
+  const auto group_step = [&](client::Client& c, int64_t t) {
+    const v1::StepRequest single = testing::RequestFor(f_, "", t);
+    v1::GroupStepRequest req;
+    req.set_group_id("cmp");
+    req.set_t(t);
+    *req.mutable_upper() = single.upper();
+    *req.mutable_inner() = single.inner();
+    return c.StepGroup(req);
+  };
+  // B learns the group from the store: it reads it and steps it, and the
+  // steps alternate between the replicas.
+  absl::StatusOr<v1::GroupInfo> info = cb.GetGroup("cmp");
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->members_size(), 2);
+  EXPECT_EQ(info->members(0).session_id(), "cmp.one");
+  for (int64_t t = 1; t <= 6; ++t) {
+    absl::StatusOr<v1::GroupStepReply> r = group_step(t % 2 == 0 ? ca : cb, t);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->members_size(), 2);
+    for (const v1::MemberStepResult& m : r->members()) {
+      EXPECT_TRUE(m.has_reply()) << m.session_id() << ": " << m.message();
+    }
+  }
+  EXPECT_EQ(Sql("SELECT next_t FROM f2obo_sessions WHERE id = 'cmp.two'"), "7");
+  // A member is not deleted or rolled back alone, on a replica that never
+  // served the group either.
+  auto c = Replica();
+  client::Client cc(client::ClientOptions{c->target()});
+  const absl::Status deleted = cc.DeleteSession("cmp.one");
+  EXPECT_EQ(deleted.code(), absl::StatusCode::kFailedPrecondition) << deleted;
+  EXPECT_NE(deleted.message().find("group 'cmp'"), std::string::npos) << deleted;
+  absl::StatusOr<v1::SessionInfo> rolled = cc.RollbackSession("cmp.two", 0);
+  EXPECT_EQ(rolled.status().code(), absl::StatusCode::kFailedPrecondition) << rolled.status();
+  EXPECT_EQ(Sql("SELECT count(*) FROM f2obo_sessions"), "2");
+  // And it deletes the group it never served, members with it.
+  ASSERT_TRUE(cc.DeleteGroup("cmp").ok());
+  EXPECT_EQ(Sql("SELECT count(*) FROM f2obo_sessions"), "0");
+  EXPECT_EQ(Sql("SELECT count(*) FROM f2obo_groups"), "0");
+}
+
 TEST_F(SharedStoreTest, EvictedSessionsReloadOnDemandAndStepBitEqual) {
   testing::ScopedEnv env("PGPASSWORD", pg_->password());
   constexpr int kSessions = 5;
