@@ -12,10 +12,14 @@
 // theory, gamma t^-tau (Theorem 3.2's rate for F2OBO-SL).
 // The z- and y-updates at iteration k are independent given x_t, so both
 // gradients of g come from one pass over the inner batch (GradYGPair).
+// Automatic alpha, beta through a family without HVPs (the oracle family):
+// the secant rule of core/bilevel/hypergradients/secant_steps.h, its state in the
+// first aux part.
 #include "core/bilevel/algorithms/f2obo.h"
 
 #include "core/bilevel/algorithms/appendix_a.h"
 #include "core/bilevel/hypergradients/first_order.h"
+#include "core/bilevel/hypergradients/secant_steps.h"
 #include "core/bilevel/hypergradients/upper_step.h"
 
 namespace f2obo {
@@ -26,19 +30,29 @@ class F2obo final : public BilevelAlgorithm {
   explicit F2obo(const BilevelAlgorithmContext& ctx)
       : o_(ctx.options),
         ws_(ctx.x_dim, ctx.y_dim),
-        upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0) {}
+        secant_(ctx.secant_steps),
+        sws_(secant_ ? ctx.y_dim : 0),
+        upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/secant_ ? 1 : 0) {}
 
   std::vector<int> AuxLayout() const override {
     std::vector<int> sizes;
+    if (secant_) sizes.push_back(kSecantParts);
     upper_step_.AppendLayout(&sizes);
     return sizes;
   }
 
-  void ReleaseScratch() override { ws_.Release(); }
+  void ReleaseScratch() override {
+    ws_.Release();
+    sws_.Release();
+  }
 
   absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
     ws_.Ensure();
+    if (secant_) {
+      sws_.Ensure();
+      return SecantRound(data, family, s, report);
+    }
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
     StepSizes steps = DeterministicStepSizes(o_, sm, lambda, s->t);
@@ -62,8 +76,33 @@ class F2obo final : public BilevelAlgorithm {
   }
 
  private:
+  absl::Status SecantRound(const StepData& data, BilevelFamily& family, BilevelVars* s,
+                           BilevelReport* report) {
+    const double lambda = s->lambda;
+    SecantSteps rule(s->aux.size() > 0 ? s->aux[0] : Vector());
+    StepSizes steps;
+    absl::StatusOr<int64_t> rows =
+        SecantRoundLoops(family, s->x, lambda, o_.inner_steps, BatchView::All(data.upper),
+                         BatchView::All(data.inner), &s->y, &s->z, &ws_, &sws_, &rule, &steps,
+                         report, round_control(), MeasuresGradYF(o_));
+    if (!rows.ok()) return rows.status();
+    if (s->aux.empty()) {
+      s->aux.push_back(rule.Part());
+    } else {
+      s->aux.Set(0, rule.Part());
+    }
+    steps.gamma = upper_step_.Step(report->hypergradient, s->t, &s->aux, &s->x);
+    s->lambda = NextLambdaFollowing(o_, s->t, lambda, *report);
+    RecordStepSizes(o_, rule.Estimate(lambda), lambda, steps, report);
+    report->z_iterations = report->y_iterations = o_.inner_steps;
+    report->rows_processed = *rows;
+    return absl::OkStatus();
+  }
+
   AlgorithmOptions o_;
   FirstOrderWorkspace ws_;
+  const bool secant_;
+  SecantWorkspace sws_;
   UpperStep upper_step_;
 };
 
@@ -104,7 +143,8 @@ const BilevelAlgorithmEntry& F2oboAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"f2obo", ProblemClass::kBilevel,
        "F2OBO (Jia & Chen, Alg. 1): K gradient steps on z and y, penalty hypergradient", Reads(),
-       nullptr, &CheckPenaltyOptions, &PaperExperiment, /*first_order=*/true},
+       nullptr, &CheckPenaltyOptions, &PaperExperiment, /*first_order=*/true,
+       /*keeps_rows=*/false, /*secant_steps=*/true},
       &Create};
   return entry;
 }
@@ -113,7 +153,8 @@ const BilevelAlgorithmEntry& F2oboSlAlgorithm() {
   static const BilevelAlgorithmEntry entry{
       {"f2obo_sl", ProblemClass::kBilevel,
        "F2OBO-SL (Jia & Chen, Alg. 1 with K = 1, Theorem 3.2): single loop, tau = 1/3", Reads(),
-       &SingleLoopDefaults, &SingleLoopCheck, nullptr, /*first_order=*/true},
+       &SingleLoopDefaults, &SingleLoopCheck, nullptr, /*first_order=*/true,
+       /*keeps_rows=*/false, /*secant_steps=*/true},
       &Create};
   return entry;
 }

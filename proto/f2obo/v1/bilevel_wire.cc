@@ -94,6 +94,8 @@ v1::SmoothnessSource SmoothnessSourceToProto(SmoothnessSource s) {
       return v1::SMOOTHNESS_SOURCE_BATCH_BOUND;
     case SmoothnessSource::kPowerIteration:
       return v1::SMOOTHNESS_SOURCE_POWER_ITERATION;
+    case SmoothnessSource::kSecant:
+      return v1::SMOOTHNESS_SOURCE_SECANT;
   }
   return v1::SMOOTHNESS_SOURCE_UNSPECIFIED;
 }
