@@ -11,6 +11,8 @@ then reads VmRSS again (and VmHWM, the peak).  Prints the growth per
 session in MiB and in copies of y (y_dim float64).
 
     /usr/bin/python3 bench/oracle_session_memory.py build/server/f2obo-server [--y_dim=1000000]
+    /usr/bin/python3 bench/oracle_session_memory.py build/server/f2obo-server --y_dim=10000000 \
+        --sessions=2 --steps=3 --max_message_bytes=268435456
 
 The sessions are stepped one after the other, each on its own stream
 (kept open, as a Tuner keeps its stream): what a session holds between
@@ -69,11 +71,16 @@ def main(argv=None):
     ap.add_argument("--inner_steps", type=int, default=5)
     ap.add_argument("--server_flag", action="append", default=[],
                     help="extra server flag (repeatable)")
+    ap.add_argument("--max_message_bytes", type=int, default=0,
+                    help="the server's and the client's message limit (0: their defaults, "
+                         "64 MiB: one vector of at most ~8.3 x 10^6 float64)")
     a = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="f2obo-mem-")
     proc = subprocess.Popen([a.server_binary, "--listen=127.0.0.1:0",
                              "--metrics_listen=127.0.0.1:0", "--data_dir=" + tmp + "/data"]
-                            + a.server_flag, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            + a.server_flag
+                            + (["--max_message_bytes=%d" % a.max_message_bytes]
+                               if a.max_message_bytes else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)
     try:
         m = _BANNER.search(proc.stdout.readline())
@@ -82,7 +89,8 @@ def main(argv=None):
         address = "127.0.0.1:" + m.group(1)
         y_mib = a.y_dim * 8 / 2**20
         streams = []
-        with f2obo.Client(address) as client:  # every limit at its default
+        limits = {"max_message_bytes": a.max_message_bytes} if a.max_message_bytes else {}
+        with f2obo.Client(address, **limits) as client:  # else every limit at its default
             client.list_sessions()  # connected, the service warmed up
             base = rss_kib(proc.pid)
             for i in range(a.sessions):

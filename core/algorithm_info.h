@@ -34,6 +34,10 @@ struct AlgorithmInfo {
   // core/simple/algorithms/stream_windows.h): what an oracle family, whose
   // rows stay with the client, cannot serve.
   bool keeps_rows = false;
+  // Whether its automatic inner steps (alpha, beta = 0) can come from
+  // secants of the inner iterates' gradients when the family has no HVPs
+  // (core/bilevel/hypergradients/secant_steps.h): what an oracle family serves.
+  bool secant_steps = false;
 };
 
 // The generic defaults with the entry's own applied.

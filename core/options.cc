@@ -23,6 +23,10 @@ std::vector<std::string> ChoiceNames<InnerSchedule>() {
   return {"fixed", "theory"};
 }
 template <>
+std::vector<std::string> ChoiceNames<LambdaSchedule>() {
+  return {"paper", "follow"};
+}
+template <>
 std::vector<std::string> ChoiceNames<GammaSchedule>() {
   return {"constant", "theory"};
 }

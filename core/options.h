@@ -37,6 +37,13 @@ enum class InnerSchedule {
   kTheory,  // K_t = ceil(c_K max(t^(b - tau), t^a) log(t + 1))  (Theorem 5.1)
 };
 
+// How F2OBO / AF2OBO grow the penalty multiplier lambda_t.
+enum class LambdaSchedule {
+  kPaper,   // lambda_{t+1} = (1 + 1/t)^tau lambda_t: lambda_t = lambda_1 t^tau (Alg. 1 line 11)
+  kFollow,  // (1 + 1/t)^tau while the inner loops keep up, else (1 + 1/t)^(tau/2)
+            // (NextLambdaFollowing)
+};
+
 // The upper step size of the F2OBO rounds.
 enum class GammaSchedule {
   kConstant,  // gamma_t = gamma (the paper's experiments)

@@ -65,12 +65,20 @@ absl::Status CheckOracleServes(std::string_view family, const AlgorithmInfo& inf
         "and family '",
         std::string(family), "' keeps its rows on the client; it serves ", served()));
   }
-  if ((info.reads.Has(Opt::alpha_auto) && AlphaIsAuto(o)) ||
-      (info.reads.Has(Opt::beta_auto) && BetaIsAuto(o))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.alpha_auto, options.beta_auto: automatic step sizes estimate "
-                     "smoothness with Hessian-vector products, which family '",
-                     std::string(family), "' does not answer; give alpha and beta"));
+  const bool alpha_auto = info.reads.Has(Opt::alpha_auto) && AlphaIsAuto(o);
+  const bool beta_auto = info.reads.Has(Opt::beta_auto) && BetaIsAuto(o);
+  if ((alpha_auto || beta_auto) && !info.secant_steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.alpha_auto, options.beta_auto: automatic step sizes of '", info.name,
+        "' estimate smoothness with Hessian-vector products, which family '", std::string(family),
+        "' does not answer (f2obo and f2obo_sl take them from gradient differences); give "
+        "alpha and beta"));
+  }
+  if (alpha_auto != beta_auto) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.alpha, options.beta: through family '", std::string(family),
+        "' both inner steps are automatic (one step from gradient differences serves both "
+        "loops) or both set; give both or neither"));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/oracle.h"
 #include "core/problem_registry.h"
 
 namespace f2obo {
@@ -46,6 +47,7 @@ Session::Session(SessionConfig config, std::unique_ptr<Problem> problem, Session
       problem_(std::move(problem)),
       state_(std::make_shared<const SessionState>(std::move(state))),
       pending_(std::make_shared<SessionState>()),
+      release_pending_(IsOracleFamily(config_.family.name)),
       metrics_(std::move(metrics)) {}
 
 absl::Status ValidateSessionConfig(const SessionConfig& config) {
@@ -132,6 +134,12 @@ void Session::Commit() {
   pending_ = std::const_pointer_cast<SessionState>(std::move(state_));
   state_ = std::move(next);
   has_pending_ = false;
+  if (release_pending_) pending_.reset();
+}
+
+void Session::Abort() {
+  has_pending_ = false;
+  if (release_pending_) pending_.reset();
 }
 
 std::string Session::Encode(const SessionState& state) const {
@@ -167,6 +175,7 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data, RoundControl* 
   StepReport report;
   report.t = t;
   if (absl::Status s = problem_->Round(data, pending_.get(), &report, control); !s.ok()) {
+    if (release_pending_) pending_.reset();
     return absl::Status(s.code(),
                         absl::StrCat("step ", t, ": ", s.message(), "; session state unchanged"));
   }
@@ -174,6 +183,7 @@ absl::StatusOr<StepReport> Session::Prepare(const StepData& data, RoundControl* 
   if (std::string field =
           next.FirstOutOfRange(problem_->layout(), kMaxStateMagnitude, state_.get());
       !field.empty()) {
+    if (release_pending_) pending_.reset();
     return absl::InvalidArgumentError(
         absl::StrCat("step ", t, ": the round produced a non-finite ", field,
                      " (or one beyond the safe ", "magnitude ", kMaxStateMagnitude,

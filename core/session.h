@@ -53,7 +53,7 @@ class Session {
   absl::StatusOr<StepReport> Prepare(const StepData& data, RoundControl* control = nullptr);
   const SessionState& pending_state() const { return *pending_; }
   void Commit();
-  void Abort() { has_pending_ = false; }
+  void Abort();
 
   const SessionConfig& config() const { return config_; }
   ProblemClass problem_class() const { return problem_->problem_class(); }
@@ -95,6 +95,11 @@ class Session {
   // is still held elsewhere (so steady-state steps do not allocate).
   std::shared_ptr<SessionState> pending_;
   bool has_pending_ = false;
+  // Whether the working copy is freed after each step instead (oracle
+  // families: their rounds wait for a remote client, so a copy of the
+  // state per round costs little time, and kept it would double the
+  // session's memory between steps).
+  bool release_pending_ = false;
   RunningMetrics metrics_;
 };
 

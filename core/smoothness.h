@@ -13,6 +13,8 @@ enum class SmoothnessSource {
   kExact,           // constant Hessians with known norms (quadratic)
   kBatchBound,      // guaranteed upper bounds from the batch's row norms
   kPowerIteration,  // HVP power iteration times a safety factor (an estimate)
+  kSecant,          // gradient differences of the inner iterates (a lower bound on the
+                    // segment; core/bilevel/hypergradients/secant_steps.h)
 };
 
 // The smoothness constants used by "auto" step sizes.

@@ -47,11 +47,46 @@ std::string GroupManager::OwnerOf(const std::string& session_id) const {
 }
 
 absl::StatusOr<std::vector<std::string>> GroupManager::Members(const std::string& id) const {
+  {
+    absl::MutexLock lock(&mu_);
+    const auto it = groups_.find(id);
+    if (it != groups_.end()) {
+      if (!it->second.unavailable.empty()) {
+        return absl::FailedPreconditionError(it->second.unavailable);
+      }
+      return it->second.members;
+    }
+    if (!shared() || busy_.count(id) > 0) {
+      return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
+    }
+  }
+  // A shared store's group that another server created after this one
+  // started: learnt from the store (its members load on demand as any
+  // session does).
+  absl::StatusOr<StoredGroup> stored = group_reader_->LoadGroup(id);
+  if (!stored.ok()) {
+    if (absl::IsNotFound(stored.status())) {
+      return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
+    }
+    return stored.status();
+  }
   absl::MutexLock lock(&mu_);
-  const auto it = groups_.find(id);
-  if (it == groups_.end()) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
+  if (busy_.count(id) > 0) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
+  // (Created or learnt meanwhile by another call: that one stands.)
+  auto& groups = const_cast<std::map<std::string, Group>&>(groups_);
+  const auto it = groups.emplace(id, Group{std::move(stored->members), ""}).first;
   if (!it->second.unavailable.empty()) return absl::FailedPreconditionError(it->second.unavailable);
   return it->second.members;
+}
+
+absl::StatusOr<std::string> GroupManager::StoredOwnerOf(const std::string& session_id) const {
+  if (!shared()) return std::string();
+  absl::StatusOr<std::string> owner = group_reader_->GroupOf(session_id);
+  if (!owner.ok()) {
+    return StoreWriteFailed(owner.status(),
+                            absl::StrCat("session '", session_id, "': its group not read"));
+  }
+  return owner;
 }
 
 absl::StatusOr<v1::GroupInfo> GroupManager::Create(const v1::CreateGroupRequest& req,
@@ -203,6 +238,11 @@ absl::StatusOr<v1::GroupInfo> GroupManager::Install(const char* rpc, const std::
 
 absl::StatusOr<std::vector<std::string>> GroupManager::Delete(const std::string& id,
                                                               Deadline deadline) {
+  // A shared store's group not known here yet is learnt first.
+  if (absl::StatusOr<std::vector<std::string>> known = Members(id);
+      !known.ok() && !absl::IsFailedPrecondition(known.status())) {
+    return known.status();
+  }
   Group group;
   {
     absl::MutexLock lock(&mu_);
@@ -297,8 +337,14 @@ absl::StatusOr<std::vector<std::string>> GroupManager::DeleteKey(const std::stri
 
 absl::Status GroupManager::DeleteSession(const std::string& session_id, Deadline deadline) {
   {
+    // (A group another server created holds only sessions new then: read
+    // before the lock, it cannot come to hold this one meanwhile.)
+    absl::StatusOr<std::string> stored_owner = StoredOwnerOf(session_id);
+    if (!stored_owner.ok()) return stored_owner.status();
     absl::MutexLock lock(&mu_);
-    if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
+    std::string owner = OwnerOf(session_id);
+    if (owner.empty()) owner = *stored_owner;
+    if (!owner.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("session '", session_id, "' is a member of group '", owner,
                        "': delete the group instead (DeleteGroup)"));
@@ -316,8 +362,12 @@ absl::StatusOr<v1::SessionInfo> GroupManager::RollbackSession(const std::string&
   {
     // Checked under mu_ only: a group created after this check cannot take
     // the session as a member (member ids are new sessions).
+    absl::StatusOr<std::string> stored_owner = StoredOwnerOf(session_id);
+    if (!stored_owner.ok()) return stored_owner.status();
     absl::MutexLock lock(&mu_);
-    if (const std::string owner = OwnerOf(session_id); !owner.empty()) {
+    std::string owner = OwnerOf(session_id);
+    if (owner.empty()) owner = *stored_owner;
+    if (!owner.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("session '", session_id, "' is a member of group '", owner,
                        "': a member is not rolled back alone (fork it instead: ForkSession)"));

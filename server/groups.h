@@ -4,6 +4,13 @@
 // once and applies them to every member; each member keeps its own
 // exactly-once index, so a retried group step re-applies nothing.
 //
+// With a store shared by several servers, groups are read at start and a
+// group another server created later is learnt from the store when first
+// asked for (Get, Step, Delete; a member's DeleteSession and
+// RollbackSession ask the store for its group).  A group another server
+// deleted stays known here; its members are gone from the store, so its
+// steps fail NOT_FOUND.
+//
 // Thread-safety: thread-safe.
 #ifndef F2OBO_SERVER_GROUPS_H_
 #define F2OBO_SERVER_GROUPS_H_
@@ -19,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "server/session_manager.h"
+#include "server/store/group_reader.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
@@ -29,7 +37,10 @@ class GroupManager {
 
   // `store` may be null (in-memory).  Both must outlive this.
   GroupManager(SessionManager* sessions, SessionStore* store)
-      : sessions_(sessions), store_(store) {}
+      : sessions_(sessions),
+        store_(store),
+        group_reader_(store != nullptr && store->shared() ? dynamic_cast<StoredGroupReader*>(store)
+                                                          : nullptr) {}
 
   // Groups loaded at start (their member sessions were recovered already).
   // A group with a member that was not recovered is kept but not served
@@ -88,7 +99,13 @@ class GroupManager {
     std::string unavailable;           // why the group is not served ("" if it is)
   };
 
+  // Group `id`'s members; with a shared store, a group not known here is
+  // looked for in the store (another server created it) and kept.
   absl::StatusOr<std::vector<std::string>> Members(const std::string& id) const;
+  // With a shared store, the stored group holding session `session_id`
+  // ("" if none); "" without one.
+  absl::StatusOr<std::string> StoredOwnerOf(const std::string& session_id) const;
+  bool shared() const { return group_reader_ != nullptr; }
   // Claims group `group_id` and its member ids `ids` (busy_) unless the
   // group exists, a member is being deleted, or max_sessions would be
   // exceeded.
@@ -109,6 +126,8 @@ class GroupManager {
 
   SessionManager* const sessions_;
   SessionStore* const store_;
+  // A shared store's (null otherwise): groups other servers created.
+  StoredGroupReader* const group_reader_;
   mutable absl::Mutex mu_;
   std::map<std::string, Group> groups_ ABSL_GUARDED_BY(mu_);
   // Groups being created or deleted (id -> member ids): their ids and their

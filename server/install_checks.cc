@@ -75,10 +75,11 @@ absl::StatusOr<SessionConfig> CheckedConfig(const Limits& limits, const v1::Sess
 // each index in [1, next_t) (a reply for a later index would be served,
 // marked replayed, for a step never applied), x of the session's x_dim, and
 // every number finite.
-absl::Status CheckImportedReplies(const v1::SessionExport& ex, const SessionState& state) {
+absl::Status CheckImportedReplies(const google::protobuf::RepeatedPtrField<v1::StepReply>& replies,
+                                  const SessionState& state) {
   int64_t previous = 0;
-  for (int i = 0; i < ex.replies_size(); ++i) {
-    const v1::StepReply& r = ex.replies(i);
+  for (int i = 0; i < replies.size(); ++i) {
+    const v1::StepReply& r = replies.Get(i);
     const std::string field = absl::StrCat("session.replies[", i, "]");
     if (r.t() < 1 || r.t() >= state.t) {
       return absl::InvalidArgumentError(absl::StrCat(

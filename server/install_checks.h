@@ -25,7 +25,8 @@ absl::StatusOr<SessionConfig> CheckedConfig(const Limits& limits, const v1::Sess
 int ExactEvery(const v1::SessionSpec& spec, const Session& session);
 
 // The reply cache of an import, against the state it comes with.
-absl::Status CheckImportedReplies(const v1::SessionExport& ex, const SessionState& state);
+absl::Status CheckImportedReplies(const google::protobuf::RepeatedPtrField<v1::StepReply>& replies,
+                                  const SessionState& state);
 
 // `s` with its message prefixed by "<name>: ".
 absl::Status Named(const std::string& name, const absl::Status& s);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/problem_registry.h"
 #include "f2obo/v1/convert.h"
+#include "f2obo/v1/wire_upgrade.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/fault_points.h"
 #include "server/ids.h"
@@ -65,7 +66,9 @@ absl::StatusOr<v1::SessionInfo> Installs::Install(std::shared_ptr<SessionEntry> 
   }
   // A shared store may hold the id without this server holding it (another
   // server's session, or one evicted): taken as well.  (Two servers
-  // creating one id at the same moment are not told apart here.)
+  // creating one id at the same moment both pass here; the store's
+  // insert-only PutSession gives it to the first to commit, the other is
+  // ALREADY_EXISTS.)
   if (store_ != nullptr && store_->shared() && !persisted && !generate_id) {
     absl::StatusOr<int64_t> stored = store_->StoredStepIndex(entry->id);
     if (stored.ok() || !absl::IsNotFound(stored.status())) {
@@ -211,7 +214,12 @@ absl::StatusOr<std::shared_ptr<SessionEntry>> Installs::BuildImported(const std:
   if (!session.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("session: ", session.status().message()));
   }
-  if (absl::Status s = CheckImportedReplies(ex, (*session)->state()); !s.ok()) return s;
+  // Replies of the layout before RoundReport's, ExactMetrics' and
+  // RunningMetrics' problem_class (an older server's store or export) are
+  // read into the class's part, then checked and kept as this server's own.
+  google::protobuf::RepeatedPtrField<v1::StepReply> replies = ex.replies();
+  for (v1::StepReply& r : replies) v1::UpgradeStepReply(&r);
+  if (absl::Status s = CheckImportedReplies(replies, (*session)->state()); !s.ok()) return s;
   if (absl::Status s = CheckXGroups((*session)->config(), (*session)->problem().x_dim()); !s.ok()) {
     return s;
   }
@@ -221,7 +229,7 @@ absl::StatusOr<std::shared_ptr<SessionEntry>> Installs::BuildImported(const std:
   entry->session = *std::move(session);
   {
     absl::MutexLock lock(&entry->mu);  // not shared yet: for the analysis' sake
-    for (v1::StepReply r : ex.replies()) {
+    for (v1::StepReply& r : replies) {
       r.set_session_id(id);
       entry->replies.push_back(std::move(r));
     }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/convert.h"
+#include "f2obo/v1/wire_upgrade.h"
 #include "server/install_checks.h"
 #include "server/installs.h"
 
@@ -45,7 +46,11 @@ absl::StatusOr<std::shared_ptr<SessionEntry>> Installs::BuildStored(StoredSessio
   entry->session = *std::move(session);
   {
     absl::MutexLock lock(&entry->mu);  // not shared yet: for the analysis' sake
-    for (v1::StepReply& r : stored.replies) entry->replies.push_back(std::move(r));
+    for (v1::StepReply& r : stored.replies) {
+      // Rows an older server wrote hold the layout before problem_class.
+      v1::UpgradeStepReply(&r);
+      entry->replies.push_back(std::move(r));
+    }
     // A store written with a longer --reply_cache: the newest
     // reply_cache answer retries from now on, as after a step (the
     // store's rows are trimmed at the session's next step).

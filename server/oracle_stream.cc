@@ -210,6 +210,8 @@ absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries, bool last) {
     }
   }
   Evict(request);
+  for (const uint64_t id : points_->forget) request->add_forget(id);
+  points_->forget.clear();
   if (last) {
     for (const uint64_t id : stale_) request->add_forget(id);
     stale_.clear();

@@ -27,6 +27,7 @@
 #ifndef F2OBO_SERVER_ORACLE_STREAM_H_
 #define F2OBO_SERVER_ORACLE_STREAM_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -68,8 +69,33 @@ struct OraclePoints {
   std::vector<Kept> kept;
   // The y of a step's `done` (service_oracle.cc): the id of a held point
   // with these values, or the values (a recipe client keeps them under a
-  // new id, held here too).
+  // new id, known here by a fingerprint: `named`).
   void NameDone(absl::Span<const double> values, bool recipes, v1::OraclePoint* out);
+  // The step is over (applied or not): no copy of a large point is kept
+  // until the next one.  A large held point named by this step's `done`
+  // is then known by its fingerprint only; the others, and the
+  // fingerprints of earlier steps, are forgotten (told to the client in
+  // the next request).  So between steps an oracle session holds its
+  // state and no copy of y (docs/oracle-protocol.md, "Memory"); the next
+  // step's first request sends z_t by values (8 y_dim bytes), the price
+  // of not keeping the client's z.
+  void EndStep();
+
+  // A point the client holds whose values this server does not keep (a
+  // done's y, equal to the session's y): recognized by a few entries and
+  // a hash of all its bytes, the hash computed only when the entries match.
+  struct Named {
+    uint64_t id = 0;
+    size_t size = 0;
+    std::array<double, 4> probe{};  // entries 0, n/3, 2n/3, n-1
+    size_t hash = 0;
+    bool Matches(absl::Span<const double> values) const;
+  };
+  std::vector<Named> named;
+  std::vector<uint64_t> done_ids;  // named by this step's done
+  std::vector<uint64_t> forget;    // to tell the client in the next request
+  // Points of more doubles than this are not kept between steps.
+  static constexpr size_t kSmallPoint = 4096;
 };
 
 // A hash of v's bytes (whether a kept answer is still what the client keeps).

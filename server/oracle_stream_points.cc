@@ -2,6 +2,7 @@
 // id names a point, by values or by recipe (server/oracle_recipes.h), and
 // which ones are forgotten.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -19,6 +20,26 @@ size_t VectorHash(const Vector& v) {
                                         static_cast<size_t>(v.size()) * sizeof(double)));
 }
 
+namespace {
+
+size_t SpanHash(absl::Span<const double> v) {
+  return absl::HashOf(
+      absl::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double)));
+}
+
+std::array<double, 4> Probe(absl::Span<const double> v) {
+  const size_t n = v.size();
+  return {v[0], v[n / 3], v[2 * n / 3], v[n - 1]};
+}
+
+}  // namespace
+
+bool OraclePoints::Named::Matches(absl::Span<const double> values) const {
+  if (values.size() != size || size == 0) return false;
+  const std::array<double, 4> p = Probe(values);
+  return std::memcmp(p.data(), probe.data(), sizeof(probe)) == 0 && SpanHash(values) == hash;
+}
+
 uint64_t OraclePoints::Held(absl::Span<const double> values) const {
   for (const auto& [id, v] : held) {
     if (v.size() == values.size() &&
@@ -26,22 +47,56 @@ uint64_t OraclePoints::Held(absl::Span<const double> values) const {
       return id;
     }
   }
+  for (const Named& n : named) {
+    if (n.Matches(values)) return n.id;
+  }
   return 0;
 }
 
 void OraclePoints::NameDone(absl::Span<const double> values, bool recipes, v1::OraclePoint* out) {
   if (const uint64_t id = Held(values); id != 0) {
     out->set_id(id);
+    done_ids.push_back(id);
     return;
   }
   out->set_values(values.data(), values.size() * sizeof(double));
   if (!recipes) return;  // nothing to keep
   // The client keeps the server's y under this id: the next step's first
-  // request names it (evicted by a later request's budget).
+  // request names it.
   const uint64_t id = next_id++;
   out->set_id(id);
-  held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
-  held_bytes += values.size() * sizeof(double);
+  if (values.empty()) return;
+  named.push_back({id, values.size(), Probe(values), SpanHash(values)});
+  done_ids.push_back(id);
+}
+
+void OraclePoints::EndStep() {
+  const auto named_by_done = [&](uint64_t id) {
+    return std::find(done_ids.begin(), done_ids.end(), id) != done_ids.end();
+  };
+  std::vector<Named> kept_named;
+  for (const Named& n : named) {
+    if (named_by_done(n.id)) {
+      kept_named.push_back(n);
+    } else {
+      forget.push_back(n.id);
+    }
+  }
+  std::deque<std::pair<uint64_t, std::vector<double>>> small;
+  for (auto& [id, v] : held) {
+    if (v.size() <= kSmallPoint) {
+      small.emplace_back(id, std::move(v));
+    } else if (named_by_done(id)) {
+      kept_named.push_back({id, v.size(), Probe(v), SpanHash(v)});
+    } else {
+      forget.push_back(id);
+    }
+  }
+  held = std::move(small);
+  held_bytes = 0;
+  for (const auto& h : held) held_bytes += h.second.size() * sizeof(double);
+  named = std::move(kept_named);
+  done_ids.clear();
 }
 
 void StreamOracle::Detach() {
@@ -67,6 +122,18 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
         held.erase(it);
         held.push_back(std::move(moved));
       }
+      if (!InRequest(id)) in_request_.push_back(id);
+      return id;
+    }
+  }
+  for (auto it = points_->named.begin(); it != points_->named.end(); ++it) {
+    if (it->Matches(values)) {
+      // Held again with its values for the step (a base of its recipes:
+      // y_{k+1} = y_k - beta d), dropped again at its end (EndStep).
+      const uint64_t id = it->id;
+      points_->named.erase(it);
+      held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
+      points_->held_bytes += bytes;
       if (!InRequest(id)) in_request_.push_back(id);
       return id;
     }

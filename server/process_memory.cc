@@ -23,6 +23,15 @@ HeapUsage CurrentHeapUsage() {
 void TuneAllocator() {
 #if defined(__GLIBC__)
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, ArenaLimit());
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) {
+    mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
+  }
+#endif
+}
+
+void ReturnFreeMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
 #endif
 }
 

@@ -34,8 +34,25 @@ inline int ArenaLimit() {
 // memory follows the history of peaks rather than the heap in use
 // (bench/RESULTS.md, "Memory": the soak).  MALLOC_ARENA_MAX in the environment
 // wins.  (A fixed mmap threshold of 128 KiB was tried too: it halved the
-// 8 x 784 steps/s, every ~130 KB state copy becoming an mmap.)
+// 8 x 784 steps/s, every ~130 KB state copy becoming an mmap.)  And a
+// fixed mmap threshold of kMmapThresholdBytes: glibc's own threshold rises
+// to the largest block freed (up to 32 MiB), after which the y-sized
+// vectors of a large session (8 MB at 10^6 parameters) come from an arena
+// and, freed, stay resident there; from mmap they go back to the OS when
+// freed (an oracle session frees its round's copies between steps:
+// core/session.h).  MALLOC_MMAP_THRESHOLD_ in the environment wins.
+inline constexpr int kMmapThresholdBytes = 4 << 20;
 void TuneAllocator();
+
+// Returns the allocator's free pages to the OS (glibc's malloc_trim: also
+// the whole free pages inside its arenas, not only at their tops).  Called
+// after each step of an oracle session: a step's answers arrive as
+// megabytes of gRPC slices below the mmap threshold, and once freed they
+// stay resident as the arenas' free space (measured: 24 MB after one
+// session of 10^6 parameters stepped, three copies of its y) unless
+// trimmed.  Costs a walk of the arenas, small beside an oracle step's
+// round trips.
+void ReturnFreeMemory();
 
 // Gauge f2obo_process_heap_bytes{state="in_use"|"free"} and, given the
 // metrics pipeline's tally, the largest structure that grows with sessions:

@@ -15,6 +15,7 @@
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/auth.h"
 #include "server/groups.h"
+#include "server/process_memory.h"
 #include "server/session_manager.h"
 
 namespace f2obo::server {
@@ -192,11 +193,12 @@ class F2oboService final : public v1::F2obo::Service {
   // cannot be written (the client went away: OK), with the first message
   // that fails (its status), or on a message that could not be decoded
   // (INVALID_ARGUMENT, reported as `method`); with `stop_when_cancelled`,
-  // also at a cancellation seen after a reply.
+  // also at a cancellation seen after a reply; with `return_free_memory`,
+  // the allocator's free pages are returned after each reply.
   template <typename Request, typename Reply, typename StepFn>
   grpc::Status ServeStream(const char* method, const char* open_label, grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<Reply, Request>* stream, const StepFn& step,
-                           bool stop_when_cancelled = false);
+                           bool stop_when_cancelled = false, bool return_free_memory = false);
   // The refusal of a stream message that could not be decoded, reported.
   grpc::Status Undecodable(const char* method, const absl::Status& refused);
   // StepGroup's and StepsGroup's step: the group's fence, the step, its
@@ -220,7 +222,8 @@ template <typename Request, typename Reply, typename StepFn>
 grpc::Status F2oboService::ServeStream(const char* method, const char* open_label,
                                        grpc::ServerContext* ctx,
                                        grpc::ServerReaderWriter<Reply, Request>* stream,
-                                       const StepFn& step, bool stop_when_cancelled) {
+                                       const StepFn& step, bool stop_when_cancelled,
+                                       bool return_free_memory) {
   // Authorize the stream itself, even one that never sends a message.
   const grpc::Status allowed = OpenStream(method, open_label, ctx);
   if (!allowed.ok()) return allowed;
@@ -239,7 +242,11 @@ grpc::Status F2oboService::ServeStream(const char* method, const char* open_labe
     // cancelled stream ends at its next Read; ctx->IsCancelled() is asked
     // only where asked for, as in the sync API it polls the call's queue, a
     // cost comparable to a tiny step's: call_round_control.h.)
-    if (!stream->Write(reply)) return grpc::Status::OK;
+    const bool written = stream->Write(reply);
+    // An oracle step's messages (megabytes of gRPC slices) freed: their
+    // pages back to the OS before the client's next step (process_memory.h).
+    if (return_free_memory) ReturnFreeMemory();
+    if (!written) return grpc::Status::OK;
     if (stop_when_cancelled && ctx->IsCancelled()) return grpc::Status::OK;
   }
 }

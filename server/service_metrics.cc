@@ -173,7 +173,7 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   steps_->WithLabels({}).Increment();
   rows_->WithLabels({}).Increment(static_cast<double>(r.rows_processed()));
   round_latency_->WithLabels({}).Observe(r.round_seconds());
-  if (r.cap_hit()) cap_hits_->WithLabels({}).Increment();
+  if (r.bilevel().cap_hit()) cap_hits_->WithLabels({}).Increment();  // af2obo's (bilevel)
   if (!m.exact_skipped_reason().empty()) exact_skipped_->WithLabels({}).Increment();
   if (m.has_exact() && !of.exact_converged(m.exact())) {
     exact_unconverged_->WithLabels({}).Increment();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/oracle.h"
 #include "core/session.h"
+#include "f2obo/v1/class_fields.h"
 #include "server/oracle_stream.h"
 #include "server/service.h"
 
@@ -72,7 +73,7 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
   absl::StatusOr<std::shared_ptr<const std::atomic<bool>>> stop =
       sessions_->SessionStop(open.session_id());
   if (!stop.ok()) return stop.status();
-  StreamOracle::Shape shape{info->x_dim(), info->y_dim(), open.t()};
+  StreamOracle::Shape shape{info->x_dim(), v1::YDimOf(*info), open.t()};
   shape.max_message_bytes = max_message_bytes_;
   // Recipes for the bilevel family's y (the multi-task and simple classes
   // keep the values protocol: their rounds' points are no such chain).
@@ -116,7 +117,10 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
       open.session_id(), open.t(), step, ctx,
       [&](const Session& s) { inner = s.problem().InnerVariables(s.state(), *step); });
   oracle->Detach();
-  if (!reply.ok()) return reply.status();
+  if (!reply.ok()) {
+    points->EndStep();
+    return reply.status();
+  }
   *out->mutable_done() = *std::move(reply);
   // The new y as the client's points: most were asked at in the round's
   // last request (F2OBO's hypergradient is taken at y_{t+1}), so an id
@@ -125,6 +129,7 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
     points->NameDone(absl::Span<const double>(y.data(), static_cast<size_t>(y.size())),
                      shape.recipes, out->add_y());
   }
+  points->EndStep();
   return absl::OkStatus();
 }
 
@@ -144,7 +149,7 @@ grpc::Status F2oboService::OracleSteps(grpc::ServerContext* ctx, OracleStream* s
         if (!watchdog.has_value()) watchdog.emplace(ctx, stream);
         return OracleStep(ctx, stream, in.open(), &*watchdog, &points, out);
       },
-      /*stop_when_cancelled=*/true);
+      /*stop_when_cancelled=*/true, /*return_free_memory=*/true);
 }
 
 }  // namespace f2obo::server

@@ -34,18 +34,15 @@ SessionFootprint EstimateFootprint(const FamilyConfig& f) {
   out.x = Saturated(x);
   out.y = Saturated(y);
   out.record_bytes = Saturated(8 * state_doubles);
+  if (IsOracleFamily(f.name)) {
+    // Its scratch and buffers are freed between steps (core/session.h,
+    // server/oracle_stream.h): docs/oracle-protocol.md, "Memory".
+    out.memory_bytes = Saturated(8 * (3 * x + (kOracleIdleYCopies + kOracleStepYCopies) * y));
+    return out;
+  }
   // Three copies of the state (current, the round's scratch, the record
   // being committed) and one of x and y (a metrics job).
   out.memory_bytes = Saturated(8 * (3 * state_doubles + x + y));
-  // An oracle session holds more vectors of y's size while it steps
-  // (measured: bench/oracle_session_memory.py, bench/RESULTS.md): the
-  // algorithm's gradients (F2OBO: grad_y g at z and y, grad_y f), y0 in
-  // its spec, the points its stream remembers (two of y's size) and a
-  // request's points and answers in flight, as messages and decoded.
-  if (IsOracleFamily(f.name)) {
-    out.memory_bytes =
-        Saturated(static_cast<double>(out.memory_bytes) + 8.0 * kOracleExtraYCopies * y);
-  }
   return out;
 }
 

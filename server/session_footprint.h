@@ -26,7 +26,8 @@ struct SessionFootprint {
   int64_t record_bytes = 0;
   // Resident bytes while the session lives and steps: the state and the
   // round's scratch copy (core Session), the serialized record of a commit
-  // and the copy of x and y a metrics job holds.
+  // and the copy of x and y a metrics job holds; for an oracle session its
+  // state and a step's peak (kOracleStepYCopies).
   int64_t memory_bytes = 0;
 };
 
@@ -35,9 +36,15 @@ SessionFootprint EstimateFootprint(const FamilyConfig& family);
 // memory_bytes per entry of y for a session whose x is small: what a
 // memory budget divided by this says about the largest y it holds.
 inline constexpr int64_t kMemoryBytesPerYEntry = 8 * (3 * 2 + 1);
-// Vectors of y's size an oracle session holds beyond those (see
-// EstimateFootprint).
-inline constexpr int64_t kOracleExtraYCopies = 9;
+// An oracle session (docs/oracle-protocol.md, "Memory", the table this
+// mirrors): between steps it holds y and z and no other vector of y's
+// size; while a step runs, kOracleStepYCopies more at its peak (the
+// round's copy of y and z, the algorithm's two gradients, the client's
+// z_k and y_k the recipes build on, and an answer of two gradients in
+// flight, as gRPC's slices and decoded).  Admission counts both: any
+// session may step at any time, and nothing bounds how many at once.
+inline constexpr int64_t kOracleIdleYCopies = 2;
+inline constexpr int64_t kOracleStepYCopies = 10;
 
 }  // namespace f2obo::server
 

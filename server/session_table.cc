@@ -39,10 +39,11 @@ absl::StatusOr<std::shared_ptr<SessionEntry>> SessionTable::FindFresh(const std:
   }
   absl::StatusOr<std::shared_ptr<SessionEntry>> found = Find(id);
   if (!held || !found.ok()) return found;
-  absl::StatusOr<int64_t> stored = store_->StoredStepIndex(id);
-  if (stored.ok() && *stored == (*found)->PublishedView()->state->t) return found;
-  if (!stored.ok() && !absl::IsNotFound(stored.status())) return stored.status();
-  // Behind the store (or deleted there by another server): loaded anew.
+  absl::StatusOr<bool> current = store_->CopyIsCurrent(id, (*found)->PublishedView()->state->t);
+  if (current.ok() && *current) return found;
+  if (!current.ok() && !absl::IsNotFound(current.status())) return current.status();
+  // Behind the store or rewritten there (or deleted) by another server:
+  // loaded anew.
   const_cast<SessionTable*>(this)->Drop(*found);
   return Find(id);
 }

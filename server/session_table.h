@@ -64,8 +64,9 @@ class SessionTable {
   void EnableLoading(Loader loader);
   // Find for readers that must not answer from a copy behind the store
   // (GetSession, GetDecision, exports, a fork's source): with loading
-  // enabled, a copy held is checked against the stored step index (one
-  // small read) and reloaded if it is behind.  Otherwise Find.
+  // enabled, a copy held is checked against the stored session's step
+  // index and write version (one small read: SessionStore::CopyIsCurrent)
+  // and reloaded if it is not the stored one.  Otherwise Find.
   absl::StatusOr<std::shared_ptr<SessionEntry>> FindFresh(const std::string& id) const;
   // Lets go of `entry`, a copy found stale (a write's compare-and-set
   // failed: another server moved the stored session on), if it is still

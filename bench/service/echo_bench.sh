@@ -7,6 +7,10 @@
 # p50 over the echo's p50 plus the server's round p50 (the goals: tiny >=
 # 0.7 of the echo's steps/s, 8 x 784 p50 <= 1.25 x (echo p50 + round), 8
 # sync streams >= 0.5; bench/RESULTS.md has the current figures).
+# First it prints what a synchronous 4 KiB write costs on the disk of the
+# scratch directory: the sync row's steps wait for fdatasync, the echo's
+# do not, so that row is bounded by the disk (8 streams of one step in
+# flight: at most 8 steps a fdatasync).
 # RUNS=N repeats the three rows N times and then prints one line a row for
 # bench/RESULTS.md's table: the median and range of the N figures, how many
 # runs are at the row's line, the date and the load at start and end.
@@ -51,6 +55,12 @@ compare() {  # row durability streams label bench-args...
 }
 
 tiny=(--exact_every=0 --family=ridge_hpo --features=16 --rows_per_step=8 --algorithm=f2obo)
+# The sync row waits for fdatasync: say what one costs on this disk now
+# (200 synchronous 4 KiB writes in the scratch directory).
+sync_ms="$(dd if=/dev/zero of="$work/probe" bs=4k count=200 oflag=dsync 2>&1 |
+  grep -oE '[0-9.]+ s,' | awk '{ printf "%.2f", $1 * 1000 / 200 }')"
+rm -f "$work/probe"
+echo "disk: a synchronous 4 KiB write takes $sync_ms ms (dd oflag=dsync)"
 runs="${RUNS:-1}"
 start="$(date -u '+%Y-%m-%d %H:%M')" load0="$(cut -d' ' -f1 /proc/loadavg)"
 for run in $(seq 1 "$runs"); do
@@ -73,7 +83,7 @@ row() {  # file line(>=|<=) goal text
              text, m, NR, v[1], v[NR], ok, NR, op, goal, cmd, when
     }'
 }
-when="$start-$(date -u '+%H:%M') (load $load0-$(cut -d' ' -f1 /proc/loadavg))"
+when="$start-$(date -u '+%H:%M') (load $load0-$(cut -d' ' -f1 /proc/loadavg); a synchronous 4 KiB write $sync_ms ms)"
 echo
 row tiny ">=" 0.7 "tiny steps (ridge_hpo 8 x 16), \`--durability=none\`, 1 stream: server / echo steps/s"
 row latency "<=" 1.25 "logistic_hpo 8 x 784, \`none\`, 1 stream: step p50 / (echo p50 + round p50)"

@@ -48,7 +48,7 @@ class EchoService final : public v1::F2obo::Service {
     v1::StepReply& reply = replies_[id];
     reply.set_session_id(id);
     ToRepeated((*session)->state().x, reply.mutable_x());
-    v1::RoundReport* r = reply.mutable_report();
+    v1::BilevelRoundReport* r = reply.mutable_report()->mutable_bilevel();
     r->set_lambda(5.0);
     r->set_alpha(0.1);
     r->set_beta(0.1);
@@ -58,9 +58,9 @@ class EchoService final : public v1::F2obo::Service {
     r->set_residual_z(0.5);
     r->set_residual_y(0.5);
     r->set_hypergradient_norm(0.5);
-    r->set_rows_processed(1);
-    r->set_upper_loss_before(1.0);
-    r->set_round_seconds(1e-4);
+    reply.mutable_report()->set_rows_processed(1);
+    reply.mutable_report()->set_upper_loss_before(1.0);
+    reply.mutable_report()->set_round_seconds(1e-4);
     return grpc::Status::OK;
   }
 

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/client.h"
+#include "f2obo/v1/class_fields.h"
 #include "f2obo/v1/convert.h"
 #include "f2obo/v1/f2obo.pb.h"
 

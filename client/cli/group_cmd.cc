@@ -112,10 +112,13 @@ int RunGroup() {
                                                  "EXACT_STEPS", "LAMBDA", "INNER_ITERS",
                                                  "ROWS_READ"}};
   for (const v1::SessionInfo& s : info->members()) {
+    const std::optional<double> blreg = v1::BlregOf(s.metrics());
+    const std::optional<double> lambda = v1::LambdaOf(s);
     rows.push_back({s.session_id(), s.spec().algorithm(), absl::StrCat(s.next_t()),
-                    s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
-                    absl::StrCat(s.metrics().evaluated_steps()), Num(s.lambda(), 4),
-                    absl::StrCat(s.inner_iterations()), absl::StrCat(s.rows_processed())});
+                    blreg.has_value() && s.metrics().evaluated_steps() > 0 ? Num(*blreg, 4) : "-",
+                    absl::StrCat(s.metrics().evaluated_steps()),
+                    lambda.has_value() ? Num(*lambda, 4) : "-", absl::StrCat(s.inner_iterations()),
+                    absl::StrCat(s.rows_processed())});
   }
   std::printf("group %s: %d members\n", info->group_id().c_str(), info->members_size());
   PrintTable(rows);

@@ -41,7 +41,7 @@ StepData SyntheticStep(const v1::SessionInfo& info, int rows, std::mt19937_64& r
   const v1::FamilySpec& f = info.spec().family();
   StepData step;
   if (f.name() == "quadratic") {
-    const int d1 = info.x_dim(), d2 = info.y_dim();
+    const int d1 = info.x_dim(), d2 = v1::YDimOf(info);
     step.inner.M = Matrix::NullaryExpr(d2, d1, [&] { return 0.5 * normal(rng); });
     step.inner.c = Vector::NullaryExpr(d2, [&] { return normal(rng); });
     step.upper.d = Vector::NullaryExpr(d2, [&] { return normal(rng); });
@@ -182,7 +182,7 @@ int RunLoadgen() {
       "loadgen: %d sessions x %d steps, %s / %s, %d rows/step, x_dim %d, y_dim %d, "
       "%d threads\n",
       n, steps, f.name().c_str(), shape.spec().algorithm().c_str(), rows, shape.x_dim(),
-      shape.y_dim(), threads);
+      v1::YDimOf(shape), threads);
   std::fflush(stdout);
   std::vector<v1::StepRequest> pool(kPool);
   std::mt19937_64 rng(absl::GetFlag(FLAGS_seed).value_or(1));

@@ -58,22 +58,47 @@ std::string SimpleColumns(const v1::StepMetrics& m) {
   return cols;
 }
 
+// The round's columns the bilevel and multi-task classes share; a simple
+// bilevel round has none of them.
+std::string RoundColumns(const v1::RoundReport& r) {
+  if (r.has_bilevel()) {
+    const v1::BilevelRoundReport& b = r.bilevel();
+    return absl::StrCat(G(b.lambda()), ",", b.z_iterations(), ",", b.y_iterations(), ",",
+                        b.cap_hit() ? 1 : 0, ",", G(b.residual_z()), ",", G(b.residual_y()));
+  }
+  if (r.has_multitask()) {
+    const v1::MultitaskRoundReport& mt = r.multitask();
+    return absl::StrCat(G(mt.lambda()), ",", mt.z_iterations(), ",", mt.y_iterations(), ",0,",
+                        G(mt.residual_z()), ",", G(mt.residual_y()));
+  }
+  return ",,,,,";
+}
+
+// The exact metrics' columns the bilevel and multi-task classes share (a
+// multi-task step has no variation nor drift).
+std::string ExactColumns(const v1::StepMetrics& m) {
+  if (!m.has_exact()) return ",,,,,";
+  const v1::ExactMetrics& e = m.exact();
+  if (e.has_bilevel()) {
+    const v1::BilevelExactMetrics& b = e.bilevel();
+    return absl::StrCat(G(b.regret_term()), ",", G(e.running().bilevel().blreg()), ",",
+                        G(b.hypergradient_error()), ",", G(b.value()), ",",
+                        b.has_variation() ? G(b.variation()) : "", ",",
+                        b.has_drift() ? G(b.drift()) : "");
+  }
+  if (e.has_multitask()) {
+    const v1::MultitaskExactMetrics& mt = e.multitask();
+    return absl::StrCat(G(mt.regret_term()), ",", G(e.running().multitask().blreg()), ",",
+                        G(mt.hypergradient_error()), ",", G(mt.value()), ",,");
+  }
+  return ",,,,,";
+}
+
 std::string Row(const v1::StepMetrics& m) {
   const v1::RoundReport& r = m.report();
-  std::string row = absl::StrCat(m.t(), ",", G(r.lambda()), ",", r.z_iterations(), ",",
-                                 r.y_iterations(), ",", r.cap_hit() ? 1 : 0, ",", G(r.residual_z()),
-                                 ",", G(r.residual_y()), ",", G(r.upper_loss_before()), ",",
+  std::string row = absl::StrCat(m.t(), ",", RoundColumns(r), ",", G(r.upper_loss_before()), ",",
                                  r.has_accuracy_before() ? G(r.accuracy_before()) : "", ",",
-                                 G(r.round_seconds()), ",");
-  if (m.has_exact() && !m.exact().has_simple()) {
-    const v1::ExactMetrics& e = m.exact();
-    absl::StrAppend(&row, G(e.regret_term()), ",", G(e.running().blreg()), ",",
-                    G(e.hypergradient_error()), ",", G(e.value()), ",",
-                    e.has_variation() ? G(e.variation()) : "", ",",
-                    e.has_drift() ? G(e.drift()) : "", ",");
-  } else {
-    absl::StrAppend(&row, ",,,,,,");
-  }
+                                 G(r.round_seconds()), ",", ExactColumns(m), ",");
   // Simple bilevel sessions' columns are empty for the other classes.
   absl::StrAppend(&row, CsvQuote(m.exact_skipped_reason()), ",", SimpleColumns(m), ",",
                   CoverageColumns(m));

@@ -41,9 +41,10 @@ int RunCreate() {
   if (!info.ok()) return RpcError("create", info.status());
   std::printf("%s\n", info->session_id().c_str());
   if (absl::GetFlag(FLAGS_verbose)) {
-    std::printf("x_dim: %d\ny_dim: %d\nnext_t: %lld\nlambda: %s\n%s", info->x_dim(), info->y_dim(),
-                static_cast<long long>(info->next_t()), Num(info->lambda()).c_str(),
-                SpecText(info->spec()).c_str());
+    const std::optional<double> lambda = v1::LambdaOf(*info);
+    std::printf("x_dim: %d\ny_dim: %d\nnext_t: %lld\nlambda: %s\n%s", info->x_dim(),
+                v1::YDimOf(*info), static_cast<long long>(info->next_t()),
+                lambda.has_value() ? Num(*lambda).c_str() : "-", SpecText(info->spec()).c_str());
   }
   return kExitOk;
 }
@@ -57,11 +58,12 @@ int RunSessions() {
   for (const v1::SessionInfo& s : list->sessions()) {
     // BLReg and lambda are the penalty-based bilevel classes' figures: a
     // simple bilevel session has neither ("-", not a 0 that reads as a value).
-    const bool simple = s.spec().problem_class() == "simple_bilevel";
-    rows.push_back(
-        {s.session_id(), s.spec().algorithm(), s.spec().family().name(), absl::StrCat(s.next_t()),
-         !simple && s.metrics().evaluated_steps() > 0 ? Num(s.metrics().blreg(), 4) : "-",
-         simple ? "-" : Num(s.lambda(), 4), absl::StrCat(s.rows_processed())});
+    const std::optional<double> blreg = v1::BlregOf(s.metrics());
+    const std::optional<double> lambda = v1::LambdaOf(s);
+    rows.push_back({s.session_id(), s.spec().algorithm(), s.spec().family().name(),
+                    absl::StrCat(s.next_t()),
+                    blreg.has_value() && s.metrics().evaluated_steps() > 0 ? Num(*blreg, 4) : "-",
+                    lambda.has_value() ? Num(*lambda, 4) : "-", absl::StrCat(s.rows_processed())});
   }
   PrintTable(rows);
   return kExitOk;

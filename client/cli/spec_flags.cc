@@ -38,10 +38,15 @@ template <>
 struct OptionFlag<GammaSchedule> {
   using type = std::string;
 };
+template <>
+struct OptionFlag<LambdaSchedule> {
+  using type = std::string;
+};
 }  // namespace f2obo::cli
 using f2obo::BetaScaling;  // the enum option types, as options.def names them
 using f2obo::GammaSchedule;
 using f2obo::InnerSchedule;
+using f2obo::LambdaSchedule;
 #define F2OBO_OPTION(option_type, name, def, rule, help) \
   ABSL_FLAG(f2obo::cli::OptionFlag<option_type>::type, name, {}, help);
 #include "core/options.def"

@@ -77,11 +77,11 @@ void ProgressLine::Count(int64_t t) {
 
 void Progress::Update(const v1::StepReply& r) {
   window_.Add(r.report());
-  lambda_ = r.report().lambda();
+  lambda_ = v1::LambdaOf(r.report()).value_or(0.0);
   simple_ = r.report().has_simple();
   if (r.has_latest_exact()) {
     const v1::ExactMetrics& e = r.latest_exact();
-    blreg_ = Num(e.running().blreg(), 4);
+    if (std::optional<double> blreg = v1::BlregOf(e.running())) blreg_ = Num(*blreg, 4);
     if (e.has_simple()) {
       inner_gap_ = Num(e.simple().inner_gap(), 3);
       outer_gap_ = e.simple().has_outer_gap() ? Num(e.simple().outer_gap(), 3) : "-";
@@ -108,7 +108,11 @@ void GroupProgress::Update(const v1::GroupStepReply& r) {
     s.name = m.session_id().rfind(prefix_, 0) == 0 ? m.session_id().substr(prefix_.size())
                                                    : m.session_id();
     s.window.Add(m.reply().report());
-    if (m.reply().has_latest_exact()) s.blreg = Num(m.reply().latest_exact().running().blreg(), 4);
+    if (m.reply().has_latest_exact()) {
+      if (std::optional<double> blreg = v1::BlregOf(m.reply().latest_exact().running())) {
+        s.blreg = Num(*blreg, 4);
+      }
+    }
   }
   Count(r.t());
 }

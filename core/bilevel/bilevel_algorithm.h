@@ -32,6 +32,13 @@ class BilevelAlgorithm : public StoppableRound {
   // The sizes of the vectors it keeps in SessionState::aux between rounds
   // (empty: none).  A restored state must carry exactly these, or none.
   virtual std::vector<int> AuxLayout() const { return {}; }
+
+  // Frees the y-sized scratch kept between rounds (the next Round sizes
+  // it again): asked after each round of a session whose rounds wait for
+  // a remote client (the oracle family), whose memory between steps
+  // should be its state alone, and whose round is slow enough that an
+  // allocation per round does not show.
+  virtual void ReleaseScratch() {}
 };
 
 }  // namespace f2obo

@@ -23,6 +23,9 @@ struct BilevelAlgorithmContext {
   ConstraintSet constraint;
   int x_dim = 0;
   int y_dim = 0;
+  // Automatic inner steps from secants (core/bilevel/hypergradients/secant_steps.h):
+  // a family without HVPs (the oracle family) and alpha or beta automatic.
+  bool secant_steps = false;
 };
 
 struct BilevelAlgorithmEntry {

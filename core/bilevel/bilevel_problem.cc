@@ -8,6 +8,7 @@
 #include "core/bilevel/bilevel_exact_metrics.h"
 #include "core/bilevel/bilevel_family_registry.h"
 #include "core/bilevel/bilevel_state.h"
+#include "core/bilevel/hypergradients/secant_steps.h"
 #include "core/bilevel/hypergradients/upper_step.h"
 #include "core/initial_point.h"
 #include "core/oracle.h"
@@ -63,7 +64,8 @@ class BilevelProblem final : public Problem {
         family_(std::move(family)),
         entry_(entry),
         algorithm_(std::move(algorithm)),
-        layout_(BilevelLayout(family_->y_dim())) {}
+        layout_(BilevelLayout(family_->y_dim())),
+        release_scratch_(IsOracleFamily(config.family.name)) {}
 
   ProblemClass problem_class() const override { return ProblemClass::kBilevel; }
   const AlgorithmInfo& algorithm() const override { return entry_.info; }
@@ -110,6 +112,9 @@ class BilevelProblem final : public Problem {
       return absl::InvalidArgumentError(
           absl::StrCat("state.aux: ", s.aux.size(), " algorithm vectors that are not ",
                        entry_.info.name, "'s layout (a state written by another algorithm?)"));
+    }
+    if (UsesSecantSteps(entry_.info, family_->has_hvp(), config_.options) && !s.aux.empty()) {
+      if (absl::Status st = CheckSecantPart(s.aux[0]); !st.ok()) return st;
     }
     // The automatic upper step's part (core/bilevel/hypergradients/upper_step.h):
     // [L | W | x_1 | S | C], L >= 0, wealth W > 0, S >= |C| (a bet fraction
@@ -179,6 +184,7 @@ class BilevelProblem final : public Problem {
     r.hypergradient.resize(family_->x_dim());
     const ScopedRoundControl stoppable(algorithm_.get(), control);
     absl::Status round = algorithm_->Round(data, *family_, &v, &r);
+    if (release_scratch_) algorithm_->ReleaseScratch();
     // A failed evaluation (the oracle's client) says why better than what
     // the round made of the NaN it left.
     if (absl::Status st = family_->RoundFailure(); !st.ok()) return st;
@@ -230,6 +236,9 @@ class BilevelProblem final : public Problem {
   const BilevelAlgorithmEntry& entry_;
   std::unique_ptr<BilevelAlgorithm> algorithm_;
   const StateLayout layout_;
+  // An oracle session's rounds wait for its client: its algorithm's
+  // y-sized scratch is freed between them (BilevelAlgorithm::ReleaseScratch).
+  const bool release_scratch_;
 };
 
 }  // namespace
@@ -251,8 +260,9 @@ absl::StatusOr<std::unique_ptr<Problem>> CreateBilevelProblem(const SessionConfi
       return s;
     }
   }
-  absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> algorithm =
-      entry.create(BilevelAlgorithmContext{entry.info.name, c.options, c.constraint, d1, d2});
+  absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> algorithm = entry.create(
+      BilevelAlgorithmContext{entry.info.name, c.options, c.constraint, d1, d2,
+                              UsesSecantSteps(entry.info, (*family)->has_hvp(), c.options)});
   if (!algorithm.ok()) return algorithm.status();
   return std::unique_ptr<Problem>(
       new BilevelProblem(c, *std::move(family), entry, *std::move(algorithm)));

@@ -25,6 +25,7 @@ struct BilevelReport {
   bool cap_hit = false;      // an adaptive loop stopped at max_inner_iterations
   double residual_z = 0.0;   // ||grad_y g_t(x_t, z_{t+1})||
   double residual_y = 0.0;   // ||grad_y L_t(x_t, y_{t+1}, lambda_t)||
+  double grad_y_f = 0.0;     // ||grad_y f_t(x_t, y_{t+1})||
   Vector hypergradient;      // h_t, the round's estimate of grad F_t(x_t)
   int batch_size = 0;        // SF2OBO: B_t rows per inner draw (0: full)
   int hyper_batch_size = 0;  // SF2OBO: Bhat_t rows for h_t (0: full)

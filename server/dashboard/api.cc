@@ -159,7 +159,6 @@ void WriteStep(const v1::StepMetrics& m, JsonWriter& w) {
       .Key("rows_processed")
       .Int(r.rows_processed());
   if (r.has_accuracy_before()) w.Key("accuracy_before").Number(r.accuracy_before());
-  if (r.cap_hit()) w.Key("cap_hit").Bool(true);
   server::presentation::PresentationOf(r).step_json(m, w);
   if (!m.hyperparameters().empty()) {
     // [name, value] pairs in x's order.
@@ -211,10 +210,6 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .String(info.spec().family().name())
         .Key("next_t")
         .Int(info.next_t())
-        .Key("lambda")
-        .Number(info.lambda())
-        .Key("blreg")
-        .Number(info.metrics().blreg())
         .Key("evaluated_steps")
         .Int(info.metrics().evaluated_steps())
         .Key("skipped_steps")
@@ -223,14 +218,8 @@ HttpResponse ServeSessions(const server::SessionManager& sessions,
         .Number(info.metrics().estimate())
         .Key("estimate_standard_error")
         .Number(info.metrics().estimate_standard_error())
-        .Key("variation_sum")
-        .Number(info.metrics().variation_sum())
-        .Key("drift_sum")
-        .Number(info.metrics().drift_sum())
         .Key("x_dim")
         .Int(info.x_dim())
-        .Key("y_dim")
-        .Int(info.y_dim())
         .Key("inner_iterations")
         .Int(info.inner_iterations())
         .Key("cap_hits")

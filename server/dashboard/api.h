@@ -3,14 +3,17 @@
 //
 //   GET /api/sessions
 //       {"sessions": [{"id", "group"?, "problem_class", "algorithm", "family", "next_t",
-//                      "lambda", "blreg", "evaluated_steps", "skipped_steps",
+//                      "evaluated_steps", "skipped_steps",
 //                      "estimate", "estimate_standard_error",
-//                      "unconverged_steps", "variation_sum", "drift_sum",
-//                      "x_dim", "y_dim", "inner_iterations", "cap_hits",
-//                      "rows_processed", and the fields of the session's
-//                      class (server/presentation/): simple bilevel
-//                      "inner_gap_sum", "outer_gap_sum"; multi-task
-//                      "tasks", "tasks_touched", "task_regret" (tasks 0-3)}, ...],
+//                      "x_dim", "inner_iterations", "cap_hits",
+//                      "rows_processed", "exact_every", and the fields of
+//                      the session's class (server/presentation/): bilevel
+//                      "lambda", "y_dim", "blreg", "variation_sum",
+//                      "drift_sum", "unconverged_steps"; simple bilevel
+//                      "inner_gap_sum", "outer_gap_sum",
+//                      "unconverged_steps"; multi-task "lambda", "y_dim",
+//                      "blreg", "unconverged_steps", "tasks",
+//                      "tasks_touched", "task_regret" (tasks 0-3)}, ...],
 //        "groups": [{"id", "members": [session id, ...]}, ...]}
 //       "group" is set on members of a side-by-side group.
 //   GET /api/metrics?session=<id>[&after=<t>]
@@ -19,7 +22,7 @@
 //       oldest first.  Each step: t, lambda, z_iterations, y_iterations
 //       (bilevel) or inner_loss_before (simple bilevel),
 //       round_seconds, upper_loss_before, rows_processed, accuracy_before?,
-//       cap_hit?; when exact metrics were computed for it also regret_term,
+//       cap_hit? (bilevel); when exact metrics were computed for it also regret_term,
 //       blreg, hypergradient_error, value, variation?, drift?,
 //       variation_sum, drift_sum and converged (false when a solve stopped
 //       short: that step's terms are left out of the sums, and

@@ -9,9 +9,10 @@
 namespace f2obo::server::presentation {
 namespace {
 
-bool Owns(const v1::RoundReport& /*r*/) { return false; }  // the default class
+bool Owns(const v1::RoundReport& r) { return r.has_bilevel(); }
 
-bool ExactConverged(const v1::ExactMetrics& e) {
+bool ExactConverged(const v1::ExactMetrics& m) {
+  const v1::BilevelExactMetrics& e = m.bilevel();
   return e.inner_converged() && e.cg_converged() &&
          (!e.has_previous_inner_converged() || e.previous_inner_converged());
 }
@@ -53,7 +54,7 @@ class Series final : public ClassSeries {
 
   void Update(const std::string& session, const v1::StepMetrics& m) override {
     const std::vector<std::string> id = {session};
-    const v1::RoundReport& r = m.report();
+    const v1::BilevelRoundReport& r = m.report().bilevel();
     lambda_->WithLabels(id).Set(r.lambda());
     inner_iterations_->WithLabels(id).Set(r.z_iterations() + r.y_iterations());
     alpha_->WithLabels(id).Set(r.alpha());
@@ -64,12 +65,13 @@ class Series final : public ClassSeries {
     hypergradient_norm_->WithLabels(id).Set(r.hypergradient_norm());
     estimate_.Update(session, m);
     if (!m.has_exact()) return;
-    const v1::ExactMetrics& e = m.exact();
-    blreg_->WithLabels(id).Set(e.running().blreg());
+    const v1::BilevelExactMetrics& e = m.exact().bilevel();
+    const v1::BilevelRunningMetrics& running = m.exact().running().bilevel();
+    blreg_->WithLabels(id).Set(running.blreg());
     regret_term_->WithLabels(id).Set(e.regret_term());
     hypergradient_error_->WithLabels(id).Set(e.hypergradient_error());
-    variation_->WithLabels(id).Set(e.running().variation_sum());
-    drift_->WithLabels(id).Set(e.running().drift_sum());
+    variation_->WithLabels(id).Set(running.variation_sum());
+    drift_->WithLabels(id).Set(running.drift_sum());
     value_->WithLabels(id).Set(e.value());
   }
 
@@ -103,7 +105,8 @@ class Series final : public ClassSeries {
 std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_unique<Series>(r); }
 
 void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
-  const v1::RoundReport& r = m.report();
+  const v1::BilevelRoundReport& r = m.report().bilevel();
+  if (r.cap_hit()) w.Key("cap_hit").Bool(true);
   w.Key("lambda")
       .Number(r.lambda())
       .Key("z_iterations")
@@ -119,11 +122,12 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
       .Key("hypergradient_norm")
       .Number(r.hypergradient_norm());
   if (!m.has_exact()) return;
-  const v1::ExactMetrics& e = m.exact();
+  const v1::BilevelExactMetrics& e = m.exact().bilevel();
+  const v1::BilevelRunningMetrics& running = m.exact().running().bilevel();
   w.Key("regret_term")
       .Number(e.regret_term())
       .Key("blreg")
-      .Number(e.running().blreg())
+      .Number(running.blreg())
       .Key("hypergradient_error")
       .Number(e.hypergradient_error())
       .Key("value")
@@ -131,15 +135,27 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
   if (e.has_variation()) w.Key("variation").Number(e.variation());
   if (e.has_drift()) w.Key("drift").Number(e.drift());
   w.Key("variation_sum")
-      .Number(e.running().variation_sum())
+      .Number(running.variation_sum())
       .Key("drift_sum")
-      .Number(e.running().drift_sum())
+      .Number(running.drift_sum())
       .Key("converged")
-      .Bool(ExactConverged(e));
+      .Bool(ExactConverged(m.exact()));
 }
 
 void SessionJson(const v1::SessionInfo& info, dashboard::JsonWriter& w) {
-  w.Key("unconverged_steps").Int(info.metrics().unconverged_steps());
+  const v1::BilevelRunningMetrics& running = info.metrics().bilevel();
+  w.Key("lambda")
+      .Number(info.bilevel().lambda())
+      .Key("y_dim")
+      .Int(info.bilevel().y_dim())
+      .Key("blreg")
+      .Number(running.blreg())
+      .Key("variation_sum")
+      .Number(running.variation_sum())
+      .Key("drift_sum")
+      .Number(running.drift_sum())
+      .Key("unconverged_steps")
+      .Int(running.unconverged_steps());
 }
 
 }  // namespace

@@ -35,8 +35,7 @@ class ClassSeries {
 struct ClassPresentation {
   ProblemClass id;
   // Whether a published step is of this class, by its report's class part
-  // (RoundReport.simple, .multitask).  The bilevel class's report has none:
-  // it is the class of a step no other entry claims.
+  // (RoundReport.problem_class).
   bool (*owns)(const v1::RoundReport& r);
   // Whether every solve behind exact metrics `e` met its tolerance
   // (f2obo_exact_metrics_unconverged_total counts the others).
@@ -53,7 +52,8 @@ struct ClassPresentation {
 // Every class's entry (the bilevel class's first).
 const std::vector<const ClassPresentation*>& Presentations();
 // The entry of the class of a published step: the one that owns its
-// report, else the bilevel class's (its report has no class part).
+// report, else (a report without a class part, which no server writes) the
+// bilevel class's.
 const ClassPresentation& PresentationOf(const v1::RoundReport& r);
 // The entry of a session's class; nullptr for a class without one (never
 // another class's: tests/server/class_entries_test.cc requires one for

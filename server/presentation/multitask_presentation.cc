@@ -16,7 +16,7 @@ namespace {
 bool Owns(const v1::RoundReport& r) { return r.has_multitask(); }
 
 // The class's wire sets both flags to "every task's solves converged".
-bool ExactConverged(const v1::ExactMetrics& e) { return e.inner_converged() && e.cg_converged(); }
+bool ExactConverged(const v1::ExactMetrics& e) { return e.multitask().converged(); }
 
 class Series final : public ClassSeries {
  public:
@@ -71,17 +71,16 @@ class Series final : public ClassSeries {
     tasks_touched_->WithLabels(id).Set(static_cast<double>(m.report().multitask().tasks_touched()));
     estimate_.Update(session, m);
     if (!m.has_exact()) return;
-    const v1::ExactMetrics& e = m.exact();
-    const v1::MultitaskExactMetrics& mt = e.multitask();
-    regret_->WithLabels(id).Set(e.running().blreg());
-    regret_term_->WithLabels(id).Set(e.regret_term());
-    gradient_norm_->WithLabels(id).Set(e.true_gradient_norm());
-    hypergradient_error_->WithLabels(id).Set(e.hypergradient_error());
-    objective_->WithLabels(id).Set(e.value());
+    const v1::MultitaskExactMetrics& mt = m.exact().multitask();
+    regret_->WithLabels(id).Set(m.exact().running().multitask().blreg());
+    regret_term_->WithLabels(id).Set(mt.regret_term());
+    gradient_norm_->WithLabels(id).Set(mt.true_gradient_norm());
+    hypergradient_error_->WithLabels(id).Set(mt.hypergradient_error());
+    objective_->WithLabels(id).Set(mt.value());
     tasks_evaluated_->WithLabels(id).Set(mt.tasks_evaluated());
     unconverged_tasks_->WithLabels(id).Set(mt.unconverged_tasks());
     exact_seconds_->WithLabels(id).Set(mt.seconds());
-    const auto& sums = e.running().multitask().task_regret();
+    const auto& sums = m.exact().running().multitask().task_regret();
     for (const v1::MultitaskTaskMetrics& tm : mt.tasks()) {
       if (tm.task() < 0 || tm.task() >= kReportedTasks) continue;  // the bound, whatever sent
       const std::vector<std::string> labels = {session, absl::StrCat(tm.task())};
@@ -127,7 +126,7 @@ std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_
 // hypergradient_error, value, converged) have the bilevel class's meaning
 // for F, so the dashboard's charts of them show multi-task sessions too.
 void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
-  const v1::RoundReport& r = m.report();
+  const v1::MultitaskRoundReport& r = m.report().multitask();
   w.Key("lambda")
       .Number(r.lambda())
       .Key("z_iterations")
@@ -135,28 +134,27 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
       .Key("y_iterations")
       .Int(r.y_iterations())
       .Key("tasks")
-      .Int(r.multitask().tasks())
+      .Int(r.tasks())
       .Key("tasks_touched")
-      .Int(r.multitask().tasks_touched());
+      .Int(r.tasks_touched());
   if (!m.has_exact()) return;
-  const v1::ExactMetrics& e = m.exact();
-  const v1::MultitaskExactMetrics& mt = e.multitask();
+  const v1::MultitaskExactMetrics& mt = m.exact().multitask();
   w.Key("regret_term")
-      .Number(e.regret_term())
+      .Number(mt.regret_term())
       .Key("blreg")
-      .Number(e.running().blreg())
+      .Number(m.exact().running().multitask().blreg())
       .Key("hypergradient_error")
-      .Number(e.hypergradient_error())
+      .Number(mt.hypergradient_error())
       .Key("value")
-      .Number(e.value())
+      .Number(mt.value())
       .Key("gradient_norm")
-      .Number(e.true_gradient_norm())
+      .Number(mt.true_gradient_norm())
       .Key("tasks_evaluated")
       .Int(mt.tasks_evaluated())
       .Key("exact_seconds")
       .Number(mt.seconds())
       .Key("converged")
-      .Bool(ExactConverged(e))
+      .Bool(mt.converged())
       .Key("task_metrics")
       .BeginArray();
   for (const v1::MultitaskTaskMetrics& tm : mt.tasks()) {
@@ -175,15 +173,22 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
 }
 
 void SessionJson(const v1::SessionInfo& info, dashboard::JsonWriter& w) {
-  w.Key("unconverged_steps")
-      .Int(info.metrics().unconverged_steps())
+  const v1::MultitaskRunningMetrics& running = info.metrics().multitask();
+  w.Key("lambda")
+      .Number(info.multitask().lambda())
+      .Key("y_dim")
+      .Int(info.multitask().y_dim())
+      .Key("blreg")
+      .Number(running.blreg())
+      .Key("unconverged_steps")
+      .Int(running.unconverged_steps())
       .Key("tasks")
       .Int(info.multitask().tasks())
       .Key("tasks_touched")
       .Int(info.multitask().tasks_touched())
       .Key("task_regret")
       .BeginArray();
-  for (double v : info.metrics().multitask().task_regret()) w.Number(v);
+  for (double v : running.task_regret()) w.Number(v);
   w.EndArray();
 }
 

@@ -41,8 +41,11 @@
 // by several servers commits a write only if the stored session is still
 // at that index, in the same transaction, and otherwise returns ABORTED
 // (nothing written; the caller reloads the session and answers from what is
-// stored).  The embedded store is its sessions' only writer, so its copy is
-// the stored one and it does not check.
+// stored).  A shared store compares the session's contents too (a write
+// version the store keeps per session, postgres_session_store.h): a copy at
+// the right index whose session another server rewrote meanwhile is
+// refused the same way.  The embedded store is its sessions' only writer,
+// so its copy is the stored one and it does not check.
 //
 // Thread-safety: implementations are thread-safe.
 #ifndef F2OBO_SERVER_STORE_SESSION_STORE_H_
@@ -186,6 +189,16 @@ class SessionStore {
   // Session `id`'s stored next step index (NOT_FOUND if it is not
   // stored): how a server sharing the store tells that its copy is behind.
   virtual absl::StatusOr<int64_t> StoredStepIndex(const std::string& id) = 0;
+  // Whether this server's copy of session `id`, at next step index `t`, is
+  // the stored session (NOT_FOUND if it is not stored): the stored one is
+  // at `t` and, in a shared store, has not been written since this server
+  // last read or wrote it (another server may have rolled it back and
+  // stepped it to `t` again, with other contents).
+  virtual absl::StatusOr<bool> CopyIsCurrent(const std::string& id, int64_t t) {
+    absl::StatusOr<int64_t> stored = StoredStepIndex(id);
+    if (!stored.ok()) return stored.status();
+    return *stored == t;
+  }
   // Every stored session's id, spec and next step index, by id, without
   // their states (ListSessions of a shared store: the sessions no server
   // holds in memory too).  A spec failing its checksum is left empty.
@@ -196,7 +209,11 @@ class SessionStore {
   // is one server's own.
   virtual bool shared() const { return false; }
 
-  // Stores a new session (SessionRecord says what it replaces).
+  // Stores a new session (SessionRecord says what it replaces).  A shared
+  // store never replaces one: ALREADY_EXISTS, nothing written, if session
+  // `id` is stored (two servers creating or importing one id at once: the
+  // first to commit has it).  The same for PutGroupWithSessions' members
+  // and group.
   virtual absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) = 0;
   // The same from its fields (the state whole).
   absl::Status PutSession(const std::string& id, const v1::SessionSpec& spec, std::string state,

@@ -37,6 +37,8 @@ absl::Status StoreWriteFailed(const absl::Status& store, absl::string_view not_d
     case absl::StatusCode::kAborted:  // a shared store's compare-and-set
       return absl::UnavailableError(absl::StrCat(
           not_done, ": another server wrote the session meanwhile (", store.message(), "); retry"));
+    case absl::StatusCode::kAlreadyExists:  // a shared store's insert-only creation
+      return absl::AlreadyExistsError(absl::StrCat(not_done, ": ", store.message()));
     case absl::StatusCode::kNotFound:  // deleted meanwhile by another server
       return absl::NotFoundError(absl::StrCat(not_done, ": ", store.message()));
     default:

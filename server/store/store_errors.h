@@ -6,6 +6,8 @@
 //                       a record exceeds the store's maximum record size;
 //   UNAVAILABLE         the store cannot be written now (an I/O error, a
 //                       read-only or locked file, shutting down): retry;
+//   ALREADY_EXISTS      a shared store's creation of an id another server
+//                       stored first;
 //   INTERNAL            anything else (a bug or a damaged file).
 // Nothing the failed write was for has changed in either case.
 #ifndef F2OBO_SERVER_STORE_STORE_ERRORS_H_

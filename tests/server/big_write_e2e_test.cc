@@ -189,7 +189,7 @@ void CheckAfterRestart(const std::string& dir, int64_t acknowledged, bool* big_e
   const absl::StatusOr<v1::SessionInfo> big = c.GetSession("big");
   *big_exists = big.ok();
   if (big.ok()) {
-    EXPECT_EQ(big->y_dim(), kBigY);
+    EXPECT_EQ(big->bilevel().y_dim(), kBigY);
     EXPECT_EQ(SideFiles(dir), 2);
     EXPECT_TRUE(c.DeleteSession("big").ok());
   } else {

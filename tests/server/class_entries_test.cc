@@ -43,6 +43,14 @@ StepReport ReportOfClass(std::size_t i, std::index_sequence<I...>) {
   return r;
 }
 
+// Exact metrics of class `i` (the alternative at index i).
+template <std::size_t... I>
+ClassMetrics MetricsOfClass(std::size_t i, std::index_sequence<I...>) {
+  ClassMetrics m;
+  ((i == I ? (void)m.emplace<I>() : (void)0), ...);
+  return m;
+}
+
 TEST(ClassEntries, EveryClassHasExactlyOneCoreEntryThatParsesBackAndCreates) {
   EXPECT_EQ(static_cast<int>(ProblemClasses().size()), kClasses);
   for (int i = 0; i < kClasses; ++i) {
@@ -170,6 +178,46 @@ TEST(ClassEntries, EachClassesRoundReportOnTheWireIsPresentedAsThatClass) {
     v1::RoundReport wire;
     ToProto(r, &wire);
     EXPECT_EQ(server::presentation::PresentationOf(wire).id, c) << ProblemClassName(c);
+  }
+}
+
+// The messages that carry a class's own part keep it in their oneof
+// problem_class, one member per class: a class added to the core but not
+// to the proto has no member to write.
+TEST(ClassEntries, EveryPerClassMessageHasOneProblemClassMemberPerClass) {
+  for (const google::protobuf::Descriptor* d :
+       {v1::RoundReport::descriptor(), v1::ExactMetrics::descriptor(),
+        v1::RunningMetrics::descriptor(), v1::SessionInfo::descriptor()}) {
+    const google::protobuf::OneofDescriptor* o = d->FindOneofByName("problem_class");
+    ASSERT_NE(o, nullptr) << d->full_name();
+    EXPECT_EQ(o->field_count(), kClasses) << d->full_name();
+  }
+}
+
+// Each class's wire entry writes its own member of the oneof (one per
+// class, none shared): a report, exact metrics and running sums say their
+// class.
+TEST(ClassEntries, EachClassWritesItsOwnProblemClassMember) {
+  std::vector<int> report_members, metrics_members, running_members;
+  for (int i = 0; i < kClasses; ++i) {
+    const ProblemClass c = static_cast<ProblemClass>(i);
+    v1::RoundReport report;
+    ToProto(ReportOfClass(i, std::make_index_sequence<kClasses>()), &report);
+    v1::ExactMetrics exact;
+    ToProto(MetricsOfClass(i, std::make_index_sequence<kClasses>()), RunningMetrics{}, &exact);
+    ASSERT_NE(report.problem_class_case(), v1::RoundReport::PROBLEM_CLASS_NOT_SET)
+        << ProblemClassName(c);
+    ASSERT_NE(exact.problem_class_case(), v1::ExactMetrics::PROBLEM_CLASS_NOT_SET)
+        << ProblemClassName(c);
+    ASSERT_NE(exact.running().problem_class_case(), v1::RunningMetrics::PROBLEM_CLASS_NOT_SET)
+        << ProblemClassName(c);
+    report_members.push_back(report.problem_class_case());
+    metrics_members.push_back(exact.problem_class_case());
+    running_members.push_back(exact.running().problem_class_case());
+  }
+  for (std::vector<int>* members : {&report_members, &metrics_members, &running_members}) {
+    std::sort(members->begin(), members->end());
+    EXPECT_EQ(std::adjacent_find(members->begin(), members->end()), members->end());
   }
 }
 

@@ -83,8 +83,8 @@ TEST(ExactCoverageE2e, ASampledSessionPublishesItsCoverageAndAnHonestEstimate) {
       ASSERT_EQ(m.exact_probability(), 0.5) << "t = " << t;
       if (m.has_exact()) {
         ++evaluated;
-        ASSERT_TRUE(m.exact().inner_converged() && m.exact().cg_converged());
-        const double r = m.exact().regret_term();
+        ASSERT_TRUE(m.exact().bilevel().inner_converged() && m.exact().bilevel().cg_converged());
+        const double r = m.exact().bilevel().regret_term();
         blreg += r;
         estimate += r / 0.5;
         variance += 0.5 / 0.25 * r * r;
@@ -105,7 +105,7 @@ TEST(ExactCoverageE2e, ASampledSessionPublishesItsCoverageAndAnHonestEstimate) {
   ASSERT_GT(evaluated, 0);
   ASSERT_GT(skipped, 0);
   const double se = std::sqrt(variance);
-  EXPECT_NEAR(last.blreg(), blreg, 1e-9 * blreg);
+  EXPECT_NEAR(last.bilevel().blreg(), blreg, 1e-9 * blreg);
   EXPECT_NEAR(last.estimate(), estimate, 1e-9 * estimate);
   EXPECT_NEAR(last.estimate_standard_error(), se, 1e-9 * se);
   absl::StatusOr<v1::SessionInfo> info = c.GetSession("cov");

@@ -252,12 +252,14 @@ TEST_F(HostileInputE2e, ImportChecksEveryReplyCacheEntryAndNamesTheField) {
        "session.replies[3].x[0]: not finite"},
       {[](v1::SessionExport* e) { e->mutable_replies(2)->add_x(0.5); },
        "session.replies[2].x: has 7 entries, expected x_dim = 6"},
-      {[](v1::SessionExport* e) { e->mutable_replies(5)->mutable_report()->set_lambda(kInf); },
-       "session.replies[5].report.lambda: not finite"},
       {[](v1::SessionExport* e) {
-         e->mutable_replies(1)->mutable_latest_exact()->set_regret_term(kNaN);
+         e->mutable_replies(5)->mutable_report()->mutable_bilevel()->set_lambda(kInf);
        },
-       "session.replies[1].latest_exact.regret_term: not finite"},
+       "session.replies[5].report.bilevel.lambda: not finite"},
+      {[](v1::SessionExport* e) {
+         e->mutable_replies(1)->mutable_latest_exact()->mutable_bilevel()->set_regret_term(kNaN);
+       },
+       "session.replies[1].latest_exact.bilevel.regret_term: not finite"},
       {[](v1::SessionExport* e) { e->mutable_replies(0)->set_t(0); },
        "session.replies[0].t = 0: outside [1, 7)"},
       {[](v1::SessionExport* e) { e->mutable_replies(5)->set_t(7); },

@@ -107,8 +107,8 @@ TEST(MetricsSampling, ABehindWorkerEvaluatesAKnownProbabilitySample) {
       if (p < 1.0) ++evaluated_below_one;
       EXPECT_EQ(m.exact_skipped_reason(), "") << "t = " << m.t();
       EXPECT_FALSE(m.has_running());
-      ASSERT_TRUE(m.exact().cg_converged() && m.exact().inner_converged());
-      const double r = m.exact().regret_term();
+      ASSERT_TRUE(m.exact().bilevel().cg_converged() && m.exact().bilevel().inner_converged());
+      const double r = m.exact().bilevel().regret_term();
       blreg += r;
       estimate += r / p;
       variance += (1.0 - p) / (p * p) * r * r;
@@ -129,7 +129,7 @@ TEST(MetricsSampling, ABehindWorkerEvaluatesAKnownProbabilitySample) {
     EXPECT_NEAR(running.estimate_standard_error(), std::sqrt(variance),
                 1e-9 * std::max(1.0, std::sqrt(variance)))
         << m.t();
-    EXPECT_NEAR(running.blreg(), blreg, 1e-9 * std::max(1.0, blreg)) << m.t();
+    EXPECT_NEAR(running.bilevel().blreg(), blreg, 1e-9 * std::max(1.0, blreg)) << m.t();
   }
   // The worker was held: most steps were decided at the floor; some of
   // those were sampled (evaluated by a helping step's thread), most not.

@@ -29,7 +29,7 @@ TEST_F(MultitaskE2e, StreamsTaggedBatchesAndMatchesTheCoreBitForBit) {
       EXPECT_GT(reply.report().multitask().tasks_touched(), 0);
       // (rsvrb's d_t stays 0 until j_t draws a touched task.)
       if (std::string(algorithm) == "mt_f2obo") {
-        EXPECT_GT(reply.report().hypergradient_norm(), 0);
+        EXPECT_GT(reply.report().multitask().hypergradient_norm(), 0);
       }
     }
     stream->WritesDone();
@@ -43,7 +43,7 @@ TEST_F(MultitaskE2e, StreamsTaggedBatchesAndMatchesTheCoreBitForBit) {
     EXPECT_EQ(info->spec().family().tasks(), kTasks);
     EXPECT_EQ(info->multitask().tasks(), kTasks);
     EXPECT_EQ(info->multitask().tasks_touched(), expected.state.aux[0][1]);  // {mark, touched}
-    EXPECT_EQ(info->y_dim(), kFeatures * kClasses + kClasses);
+    EXPECT_EQ(info->multitask().y_dim(), kFeatures * kClasses + kClasses);
     const absl::StatusOr<v1::Decision> d = client_->GetDecision(id);
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(d->t(), kSteps + 1);
@@ -68,7 +68,7 @@ TEST_F(MultitaskE2e, TheDecayingScheduleRunsAsInTheCoreAndReportsItsSteps) {
     const absl::StatusOr<v1::StepReply> reply = client_->Step(TaskRequest(id, t));
     ASSERT_TRUE(reply.ok()) << reply.status();
     const double expected = 0.01 * std::cbrt(5.0 / (4.0 + static_cast<double>(t)));
-    EXPECT_NEAR(reply->report().gamma(), expected, 1e-16) << "step " << t;
+    EXPECT_NEAR(reply->report().multitask().gamma(), expected, 1e-16) << "step " << t;
   }
   const absl::StatusOr<v1::SessionInfo> info = client_->GetSession(id);
   ASSERT_TRUE(info.ok());

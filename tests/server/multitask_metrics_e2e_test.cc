@@ -27,8 +27,8 @@ TEST_F(MultitaskE2e, PublishesMetricsOverTheTasksSeen) {
       if (std::find(seen.begin(), seen.end(), task.task) == seen.end()) seen.push_back(task.task);
     }
     EXPECT_EQ(m.exact().multitask().tasks_evaluated(), static_cast<int>(seen.size()));
-    EXPECT_GT(m.exact().true_gradient_norm(), 0.0);
-    EXPECT_TRUE(m.exact().inner_converged());
+    EXPECT_GT(m.exact().multitask().true_gradient_norm(), 0.0);
+    EXPECT_TRUE(m.exact().multitask().converged());
     EXPECT_EQ(m.exact().running().evaluated_steps(), t);
   }
   ctx->TryCancel();
@@ -73,11 +73,13 @@ TEST_F(MultitaskE2e, ExportsPrometheusSeriesOfFAndOfTheFirstTasksOnly) {
   const std::string s = "{session_id=\"mt-prom\"}";
   const absl::StatusOr<v1::SessionInfo> info = client_->GetSession(id);
   ASSERT_TRUE(info.ok());
-  EXPECT_EQ(Scraped(text, "f2obo_multitask_session_regret" + s), info->metrics().blreg());
-  EXPECT_GT(info->metrics().blreg(), 0.0);
+  EXPECT_EQ(Scraped(text, "f2obo_multitask_session_regret" + s),
+            info->metrics().multitask().blreg());
+  EXPECT_GT(info->metrics().multitask().blreg(), 0.0);
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_gradient_norm" + s),
-            last.exact().true_gradient_norm());
-  EXPECT_EQ(Scraped(text, "f2obo_multitask_session_regret_term" + s), last.exact().regret_term());
+            last.exact().multitask().true_gradient_norm());
+  EXPECT_EQ(Scraped(text, "f2obo_multitask_session_regret_term" + s),
+            last.exact().multitask().regret_term());
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_tasks_touched" + s), 6);
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_tasks_evaluated" + s), 6);
   EXPECT_EQ(Scraped(text, "f2obo_multitask_session_exact_seconds" + s),

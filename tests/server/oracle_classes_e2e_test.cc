@@ -56,7 +56,8 @@ TEST_F(OracleClasses, MtF2oboFollowsTheBuiltInMultitaskFamily) {
     EXPECT_EQ(out.requests, 2 * (1 + 3 + 1));
     EXPECT_LE(MaxDiff(out.reply->x(), ref.x()), 1e-12) << "t = " << t;
     EXPECT_NEAR(out.reply->report().upper_loss_before(), ref.report().upper_loss_before(), 1e-12);
-    EXPECT_NEAR(out.reply->report().hypergradient_norm(), ref.report().hypergradient_norm(), 1e-12);
+    EXPECT_NEAR(out.reply->report().multitask().hypergradient_norm(),
+                ref.report().multitask().hypergradient_norm(), 1e-12);
     EXPECT_EQ(out.reply->report().rows_processed(), ref.report().rows_processed());
     EXPECT_EQ(out.reply->report().multitask().tasks(), 2);
     EXPECT_EQ(out.reply->report().multitask().tasks_touched(),

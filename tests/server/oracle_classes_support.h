@@ -126,7 +126,10 @@ inline v1::SessionSpec OracleTwin(v1::SessionSpec spec, const v1::SessionInfo& b
                                             : (simple ? "simple_oracle" : "oracle"));
   spec.mutable_family()->set_tasks(tasks);
   spec.mutable_family()->set_x_dim(built_in.x_dim());
-  if (!simple) spec.mutable_family()->set_y_dim(built_in.y_dim());
+  if (!simple) {
+    spec.mutable_family()->set_y_dim(built_in.has_multitask() ? built_in.multitask().y_dim()
+                                                              : built_in.bilevel().y_dim());
+  }
   spec.mutable_metrics()->clear_exact_every();
   return spec;
 }

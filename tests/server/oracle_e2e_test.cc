@@ -48,7 +48,7 @@ v1::SessionSpec OracleSpec(const std::string& algorithm, const v1::SessionInfo& 
   spec.mutable_family()->Clear();
   spec.mutable_family()->set_name("oracle");
   spec.mutable_family()->set_x_dim(built_in.x_dim());
-  spec.mutable_family()->set_y_dim(built_in.y_dim());
+  spec.mutable_family()->set_y_dim(built_in.bilevel().y_dim());
   spec.mutable_metrics()->clear_exact_every();
   return spec;
 }
@@ -192,8 +192,9 @@ TEST(OracleE2E, SecondOrderAlgorithmsAutoStepsAndExactMetricsAreRefusedAtCreate)
     EXPECT_THAT(s.error_message(), HasSubstr(why));
   };
   refuse(OracleSpec("aobo", ref), "needs Hessian-vector products");
-  v1::SessionSpec auto_steps = OracleSpec("f2obo", ref);
+  v1::SessionSpec auto_steps = OracleSpec("af2obo", ref);
   auto_steps.mutable_options()->set_alpha_auto(true);
+  auto_steps.mutable_options()->set_beta_auto(true);
   refuse(auto_steps, "options.alpha_auto");
   v1::SessionSpec exact = OracleSpec("f2obo", ref);
   exact.mutable_metrics()->set_exact_every(1);

@@ -76,13 +76,13 @@ TEST(OracleRecipesE2E, EveryAlgorithmFollowsItsTwinWithoutSendingYAfterTheFirstS
     spec.mutable_family()->Clear();
     spec.mutable_family()->set_name("oracle");
     spec.mutable_family()->set_x_dim(twin.x_dim());
-    spec.mutable_family()->set_y_dim(twin.y_dim());
+    spec.mutable_family()->set_y_dim(twin.bilevel().y_dim());
     spec.mutable_metrics()->clear_exact_every();
     Create(stub.get(), "new-" + algorithm, spec);
     Create(stub.get(), "old-" + algorithm, spec);
     FamilyAnswerer fresh(Logistic()), legacy(Logistic());
     OracleClient recipes(stub.get(), 60.0, "", /*recipes=*/true), values(stub.get());
-    const int64_t y_bytes = 8 * twin.y_dim();
+    const int64_t y_bytes = 8 * twin.bilevel().y_dim();
     int64_t recipe_answer_bytes = 0, value_answer_bytes = 0;
     for (int64_t t = 1; t <= 12; ++t) {
       grpc::ClientContext ctx;
@@ -97,10 +97,13 @@ TEST(OracleRecipesE2E, EveryAlgorithmFollowsItsTwinWithoutSendingYAfterTheFirstS
       EXPECT_LE(MaxDiff(b.reply->x(), ref.x()), 1e-12) << "t = " << t;
       EXPECT_NEAR(a.reply->report().upper_loss_before(), ref.report().upper_loss_before(), 1e-12);
       if (t > 1) {
-        // Down: no vector of y's size; the x of the step (sent once) and
-        // O(1) bytes per recipe.  The old client gets y and z as values.
-        // (af2obo's y-loop reads f's and g's gradients apart, to stop on
-        // their sum's norm: its y is sent, its z by recipe.)
+        // Down: no vector of y's size (this y is small; beyond
+        // OraclePoints::kSmallPoint = 4096 entries z_t is sent once a step,
+        // the server keeping no copy of the client's z between steps:
+        // docs/oracle-protocol.md, "Memory"); the x of the step (sent once)
+        // and O(1) bytes per recipe.  The old client gets y and z as
+        // values.  (af2obo's y-loop reads f's and g's gradients apart, to
+        // stop on their sum's norm: its y is sent, its z by recipe.)
         if (algorithm != "af2obo") {
           EXPECT_EQ(a.y_points_sent, 0) << "t = " << t;
         }

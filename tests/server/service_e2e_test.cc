@@ -258,27 +258,28 @@ TEST_F(ServiceE2e, WatchMetricsDeliversEveryStepInOrderWithExactMetrics) {
     ASSERT_TRUE(reader->Read(&m));
     ASSERT_EQ(m.t(), t);
     ASSERT_TRUE(m.has_exact()) << m.exact_skipped_reason();
-    blreg += m.exact().regret_term();
-    EXPECT_NEAR(m.exact().running().blreg(), blreg, 1e-12 * std::max(1.0, blreg));
-    EXPECT_EQ(m.exact().has_drift(), t > 1);  // needs the previous step's batches
+    blreg += m.exact().bilevel().regret_term();
+    EXPECT_NEAR(m.exact().running().bilevel().blreg(), blreg, 1e-12 * std::max(1.0, blreg));
+    EXPECT_EQ(m.exact().bilevel().has_drift(), t > 1);  // needs the previous step's batches
     // A well-conditioned quadratic: both solves reach their tolerances.
-    EXPECT_TRUE(m.exact().inner_converged()) << m.exact().inner_relative_residual();
-    EXPECT_TRUE(m.exact().cg_converged()) << m.exact().cg_relative_residual();
-    EXPECT_LT(m.exact().cg_relative_residual(), 1e-10);
+    EXPECT_TRUE(m.exact().bilevel().inner_converged())
+        << m.exact().bilevel().inner_relative_residual();
+    EXPECT_TRUE(m.exact().bilevel().cg_converged()) << m.exact().bilevel().cg_relative_residual();
+    EXPECT_LT(m.exact().bilevel().cg_relative_residual(), 1e-10);
     // The step t-1 solve behind variation and drift says so too.
-    EXPECT_EQ(m.exact().has_previous_inner_converged(), t > 1);
+    EXPECT_EQ(m.exact().bilevel().has_previous_inner_converged(), t > 1);
     if (t > 1) {
-      EXPECT_TRUE(m.exact().previous_inner_converged());
+      EXPECT_TRUE(m.exact().bilevel().previous_inner_converged());
     }
-    EXPECT_EQ(m.exact().running().unconverged_steps(), 0);
-    EXPECT_EQ(m.exact().running().unconverged_drift_steps(), 0);
-    EXPECT_EQ(m.exact().running().drift_steps(), t - 1);
+    EXPECT_EQ(m.exact().running().bilevel().unconverged_steps(), 0);
+    EXPECT_EQ(m.exact().running().bilevel().unconverged_drift_steps(), 0);
+    EXPECT_EQ(m.exact().running().bilevel().drift_steps(), t - 1);
   }
   ctx.TryCancel();
   const auto info = c.GetSession("watched");
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->metrics().evaluated_steps(), 30);
-  EXPECT_EQ(info->metrics().unconverged_steps(), 0);
+  EXPECT_EQ(info->metrics().bilevel().unconverged_steps(), 0);
   EXPECT_TRUE(c.DeleteSession("watched").ok());
 }
 

@@ -34,12 +34,11 @@ v1::StepMetrics MultitaskStep(int64_t t, int64_t tasks_touched, std::vector<int>
   m.mutable_report()->mutable_multitask()->set_tasks_touched(tasks_touched);
   v1::ExactMetrics* e = m.mutable_exact();
   e->set_t(t);
-  e->set_inner_converged(true);
-  e->set_cg_converged(true);
-  e->set_regret_term(0.5);
-  e->set_true_gradient_norm(0.25);
-  e->set_value(3);
-  e->mutable_running()->set_blreg(1.5);
+  e->mutable_multitask()->set_converged(true);
+  e->mutable_multitask()->set_regret_term(0.5);
+  e->mutable_multitask()->set_true_gradient_norm(0.25);
+  e->mutable_multitask()->set_value(3);
+  e->mutable_running()->mutable_multitask()->set_blreg(1.5);
   e->mutable_multitask()->set_tasks_evaluated(static_cast<int>(tasks.size()));
   e->mutable_multitask()->set_seconds(0.125);
   for (int task : tasks) {
@@ -56,9 +55,10 @@ v1::StepMetrics WithExact(int64_t t, bool inner_converged, bool cg_converged) {
   v1::StepMetrics m;
   m.set_session_id("s");
   m.set_t(t);
+  m.mutable_report()->mutable_bilevel();
   m.mutable_exact()->set_t(t);
-  m.mutable_exact()->set_inner_converged(inner_converged);
-  m.mutable_exact()->set_cg_converged(cg_converged);
+  m.mutable_exact()->mutable_bilevel()->set_inner_converged(inner_converged);
+  m.mutable_exact()->mutable_bilevel()->set_cg_converged(cg_converged);
   return m;
 }
 
@@ -84,11 +84,11 @@ TEST(ServiceMetrics, UnconvergedExactMetricsAreCountedAndConvergedOnesAreNot) {
 
   // The step t-1 solve behind variation and drift counts too.
   v1::StepMetrics previous_converged = WithExact(6, true, true);
-  previous_converged.mutable_exact()->set_previous_inner_converged(true);
+  previous_converged.mutable_exact()->mutable_bilevel()->set_previous_inner_converged(true);
   metrics.OnStepMetrics(previous_converged);
   EXPECT_EQ(Value(registry.Render(), name), 3);
   v1::StepMetrics previous_unconverged = WithExact(7, true, true);
-  previous_unconverged.mutable_exact()->set_previous_inner_converged(false);
+  previous_unconverged.mutable_exact()->mutable_bilevel()->set_previous_inner_converged(false);
   metrics.OnStepMetrics(previous_unconverged);
   EXPECT_EQ(Value(registry.Render(), name), 4);
 }
@@ -126,8 +126,7 @@ TEST(ServiceMetrics, MultitaskSessionsGetTheirOwnSeriesAndPerTaskOnlyForTheFirst
 
   // An unconverged task's solve counts as unconverged exact metrics.
   v1::StepMetrics unconverged = MultitaskStep(3, 5001, {0});
-  unconverged.mutable_exact()->set_inner_converged(false);
-  unconverged.mutable_exact()->set_cg_converged(false);
+  unconverged.mutable_exact()->mutable_multitask()->set_converged(false);
   metrics.OnStepMetrics(unconverged);
   EXPECT_EQ(Value(registry.Render(), "f2obo_exact_metrics_unconverged_total"), 1);
 
@@ -147,8 +146,8 @@ TEST(ServiceMetrics, EachClassSetsOnlyItsOwnSeries) {
   simple.mutable_exact()->mutable_simple()->set_g_star_converged(true);
   metrics.OnStepMetrics(simple);
   v1::StepMetrics bilevel = WithExact(2, true, true);
-  bilevel.mutable_exact()->mutable_running()->set_blreg(2.5);
-  bilevel.mutable_report()->set_lambda(4);
+  bilevel.mutable_exact()->mutable_running()->mutable_bilevel()->set_blreg(2.5);
+  bilevel.mutable_report()->mutable_bilevel()->set_lambda(4);
   metrics.OnStepMetrics(bilevel);
   const std::string text = registry.Render();
   EXPECT_EQ(Of(text, "f2obo_simple_session_inner_gap"), 0.75);

@@ -10,7 +10,7 @@ answers them with your function:
 
     client = f2obo.Client("127.0.0.1:50051")
     session = client.create_session(family="oracle", x_dim=d1, y_dim=d2, algorithm="f2obo",
-                                    box=(0.0, 0.1), alpha=0.1, beta=0.5)
+                                    box=(0.0, 0.1))   # step sizes automatic
 
     def evaluate(q):               # q: an OracleQuery (below)
         X, labels = (X_val, y_val) if q.function == "f" else (X_tr, y_tr)

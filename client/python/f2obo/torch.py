@@ -22,12 +22,17 @@ so your module's own tensors are never touched mid-round.
         X, labels = batch
         return torch.nn.functional.cross_entropy(model(X), labels)
 
-    tuner = f2obo.torch.Tuner(client, model, hp, train_loss, val_loss,
-                              algorithm="f2obo", alpha=0.05, beta=0.5)
+    tuner = f2obo.torch.Tuner(client, model, hp, train_loss, val_loss)
     for val_batch, train_batch in stream:
         result = tuner.step(val_batch, train_batch)   # a StepResult
     tuner.hparams          # {name: tensor}, the decision x_{t+1}
     tuner.session          # f2obo.Session: decision(), metrics(), checkpoint(), ...
+
+No step size is needed: the session is F2OBO (`algorithm="f2obo"` unless
+`create` names another) with automatic step sizes, the inner loops' from
+the differences of the gradients this module sends (a secant rule on the
+server, core/bilevel/hypergradients/secant_steps.h) and the upper step's per
+coordinate (coin betting); `alpha=`, `beta=`, `gamma=` set them.
 
 Batches are a tensor or a tuple / list of tensors whose first dimension is
 the rows; the server's mini-batches (sf2obo) index every tensor of the
@@ -133,9 +138,9 @@ class Tuner:
     `resume=True`: `session_id` names an existing oracle session, which is
     resumed (its x and y are loaded into the hyperparameters and the
     module) if the model's fingerprint matches it; else a new session is
-    created with `create` keywords (algorithm, alpha, beta, gamma, seed,
-    ...; create_session's), x0 = the hyperparameters' values, y0 = the
-    module's parameters.  `dtype`: the precision of the autograd work (the
+    created with `create` keywords (algorithm, default f2obo; alpha, beta,
+    gamma, seed, ...; create_session's), x0 = the hyperparameters' values,
+    y0 = the module's parameters.  `dtype`: the precision of the autograd work (the
     wire is float64; default the module's).
     """
 
@@ -171,6 +176,9 @@ class Tuner:
         if resume:
             self.session = Session(client, session_id)  # checks, then loads x_t and y_t
         else:
+            # F2OBO, not the class default sf2obo: the automatic inner
+            # steps through an oracle need one batch per round's loop.
+            create.setdefault("algorithm", "f2obo")
             created = client.create_session(
                 family="oracle", x_dim=self.x_dim, y_dim=self.y_dim, session_id=session_id,
                 x0=self._flat_x(), y0=self._flat_y(),

@@ -7,8 +7,13 @@ the descriptor, so fields the proto gains reach users with no edit here:
   * proto3 `optional` scalars -> None when unset;
   * Python keywords get a trailing underscore (`report.lambda_`).
 `view.proto` is the message itself and `view.to_dict()` a plain dict with
-the proto's field names.  Some views also answer for the fields of a
-nested message (`StepResult.upper_loss_before` is
+the proto's field names.  A message with a `problem_class` oneof (a
+round's report, exact metrics, running sums, session info) keeps each
+problem class's fields in that class's message; its view answers for the
+fields of the one that is set too (`report.lambda_` is
+`report.bilevel.lambda_` for a bilevel session, `report.multitask.lambda_`
+for a multi-task one).  Some views also answer for the fields of a nested
+message (`StepResult.upper_loss_before` is
 `StepResult.report.upper_loss_before`).
 """
 from __future__ import annotations
@@ -23,6 +28,8 @@ from . import fields
 from ._stubs import pb
 
 FD = _descriptor.FieldDescriptor
+# The oneof holding a message's problem-class part (one message per class).
+_CLASS_ONEOF = "problem_class"
 
 # Message full name -> view class; other messages get the plain View.
 _VIEW_CLASSES: Dict[str, Type["View"]] = {}
@@ -82,9 +89,9 @@ class View:
         if fd is not None:
             value = cache[name] = _value(self._message, fd)
             return value
-        for outer in self._flatten:
+        for outer in self._nested():
             sub = getattr(self, outer)
-            if sub is not None and fields.field_named(sub.proto.DESCRIPTOR, name) is not None:
+            if sub is not None and name in sub._names():
                 return getattr(sub, name)
         raise AttributeError("%s has no field %r (fields: %s)" % (
             type(self).__name__, name, ", ".join(self._names())))
@@ -92,12 +99,20 @@ class View:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("%s is read-only" % type(self).__name__)
 
+    def _nested(self) -> Tuple[str, ...]:
+        """The nested messages whose fields this view answers for: the
+        class's part (the `problem_class` oneof's field that is set), then
+        `_flatten`."""
+        oneof = self._message.DESCRIPTOR.oneofs_by_name.get(_CLASS_ONEOF)
+        part = self._message.WhichOneof(_CLASS_ONEOF) if oneof is not None else None
+        return ((part,) if part else ()) + self._flatten
+
     def _names(self) -> List[str]:
         names = [fields.python_name(f.name) for f in self._message.DESCRIPTOR.fields]
-        for outer in self._flatten:
-            sub = self._message.DESCRIPTOR.fields_by_name[outer].message_type
-            names += [fields.python_name(f.name) for f in sub.fields if
-                      fields.python_name(f.name) not in names]
+        for outer in self._nested():
+            sub = getattr(self, outer)
+            if sub is not None:
+                names += [n for n in sub._names() if n not in names]
         return names
 
     def __dir__(self) -> List[str]:

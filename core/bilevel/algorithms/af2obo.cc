@@ -31,6 +31,14 @@
 // lambda_t^2 instead of shrinking with the horizon.  delta_z,t = delta_y,t /
 // lambda_t is Eq. (33)'s balance of the two terms (up to its constant
 // sqrt(8)) for any delta_y, set or automatic.  Values set are used as given.
+// lambda_{t+1}, lambda_schedule = follow (the default; first_order.h
+// NextLambdaFollowing): with the loops at these tolerances rho_t is about
+// 0.1 lambda_t / ||grad_y f||, so lambda_t grows at the paper's rate until
+// that lambda_t-proportional error reaches half the signal and at
+// (1 + 1/t)^(tau/2) after: lambda_t ~ lambda_1 sqrt(t) at tau = 1, the
+// paper's own tau = 1/2 of Sec. 4.2 (regret O(log T + V_T) at O(T^2 + T
+// H_2,T) inner iterations instead of O(T^3)).  It bounds the growth of Eq.
+// (33)'s error given up above.
 //
 // The two loops are independent given x_t.  While both are still running
 // they share one pass over the inner batch (GradYGPair); the iterates are
@@ -71,8 +79,11 @@ class Af2obo final : public BilevelAlgorithm {
     return sizes;
   }
 
+  void ReleaseScratch() override { ws_.Release(); }
+
   absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
+    ws_.Ensure();
     const double lambda = s->lambda;
     const Smoothness sm = SmoothnessIfAuto(o_, family, s->x, s->y, data);
     StepSizes steps = DeterministicStepSizes(o_, sm, lambda, s->t);
@@ -123,9 +134,10 @@ class Af2obo final : public BilevelAlgorithm {
             "large for this batch?");
       }
     }
-    rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report);
+    rows += Hypergradient(family, s->x, s->y, s->z, lambda, upper, inner, &ws_, report,
+                          MeasuresGradYF(o_));
     steps.gamma = upper_step_.Step(report->hypergradient, s->t, &s->aux, &s->x);
-    s->lambda = NextLambda(o_, s->t, lambda);
+    s->lambda = NextLambdaFollowing(o_, s->t, lambda, *report);
 
     RecordStepSizes(o_, sm, lambda, steps, report);
     report->z_iterations = kz;
@@ -151,6 +163,7 @@ absl::StatusOr<std::unique_ptr<BilevelAlgorithm>> Create(const BilevelAlgorithmC
 void PaperExperiment(AlgorithmOptions* o) {
   o->delta_y = 0.5;
   o->delta_z = 0.1;
+  o->lambda_schedule = LambdaSchedule::kPaper;
   AppendixAFirstOrder(o);
 }
 
@@ -162,7 +175,7 @@ const BilevelAlgorithmEntry& Af2oboAlgorithm() {
        "AF2OBO (Jia & Chen, Alg. 2): inner loops run to tolerances delta_z, delta_y (capped)",
        PenaltyRoundOptions().Add({Opt::alpha, Opt::alpha_auto, Opt::beta, Opt::beta_auto,
                                   Opt::beta_scaling, Opt::delta_y, Opt::delta_z,
-                                  Opt::max_inner_iterations}),
+                                  Opt::max_inner_iterations, Opt::lambda_schedule}),
        nullptr, &CheckPenaltyOptions, &PaperExperiment, /*first_order=*/true},
       &Create};
   return entry;

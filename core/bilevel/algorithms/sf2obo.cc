@@ -41,8 +41,11 @@ class Sf2obo final : public BilevelAlgorithm {
     return sizes;
   }
 
+  void ReleaseScratch() override { ws_.Release(); }
+
   absl::Status Round(const StepData& data, BilevelFamily& family, BilevelVars* s,
                      BilevelReport* report) override {
+    ws_.Ensure();
     const int64_t t = s->t;
     const double td = static_cast<double>(t);
     const double lambda = s->lambda;

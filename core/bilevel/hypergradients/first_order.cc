@@ -12,6 +12,18 @@ double NextLambda(const AlgorithmOptions& o, int64_t t, double lambda) {
   return std::min(next, o.lambda_max);
 }
 
+double NextLambdaFollowing(const AlgorithmOptions& o, int64_t t, double lambda,
+                           const BilevelReport& r) {
+  if (o.lambda_schedule == LambdaSchedule::kPaper) return NextLambda(o, t, lambda);
+  const double error = std::max(r.residual_y, lambda * r.residual_z);
+  // A NaN compares false: a non-finite signal or error takes the floor, and
+  // so does a zero signal unless the error is zero as well.
+  const bool keeping_up = error <= kPenaltyErrorShare * r.grad_y_f;
+  const double exponent = keeping_up ? o.tau : kPenaltyFloorShare * o.tau;
+  const double next = std::pow(1.0 + 1.0 / static_cast<double>(t), exponent) * lambda;
+  return std::min(next, o.lambda_max);
+}
+
 Smoothness SmoothnessIfAuto(const AlgorithmOptions& o, BilevelFamily& family, const VecIn& x,
                             const VecIn& y, const StepData& data) {
   if (!AlphaIsAuto(o) && !BetaIsAuto(o)) return Smoothness{};
@@ -107,9 +119,20 @@ absl::StatusOr<int64_t> PenaltyInnerLoops(BilevelFamily& family, const VecIn& x,
 
 int64_t Hypergradient(BilevelFamily& family, const VecIn& x, const VecIn& y, const VecIn& z,
                       double lambda, const BatchView& upper, const BatchView& inner,
-                      FirstOrderWorkspace* ws, BilevelReport* report) {
-  family.HypergradientDirection(x, y, z, lambda, upper, inner, &ws->gx_f, &ws->gy_f, &ws->gx_g_y,
-                                &ws->gy_g, &ws->gx_g_z, &ws->gz);  // gy_f: grad_y L
+                      FirstOrderWorkspace* ws, BilevelReport* report, GradYF grad_y_f) {
+  if (grad_y_f == GradYF::kMeasure) {
+    // The six gradients apart, then the sum the fused call forms (the
+    // default HypergradientDirection, so h_t and the residuals are the same
+    // numbers); the oracle family's client sends grad_y f and grad_y g(y)
+    // as two vectors instead of their sum, in the same query.
+    family.HypergradientGrads(x, y, z, upper, inner, &ws->gx_f, &ws->gy_f, &ws->gx_g_y, &ws->gy_g,
+                              &ws->gx_g_z, &ws->gz);
+    report->grad_y_f = ws->gy_f.norm();
+    ws->gy_f += lambda * ws->gy_g;  // grad_y L
+  } else {
+    family.HypergradientDirection(x, y, z, lambda, upper, inner, &ws->gx_f, &ws->gy_f, &ws->gx_g_y,
+                                  &ws->gy_g, &ws->gx_g_z, &ws->gz);  // gy_f: grad_y L
+  }
   report->hypergradient.noalias() = ws->gx_f + lambda * (ws->gx_g_y - ws->gx_g_z);
   report->residual_y = ws->gy_f.norm();
   report->residual_z = ws->gz.norm();

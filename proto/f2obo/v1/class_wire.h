@@ -1,8 +1,10 @@
 // How each problem class's core values travel on the wire: one entry per
 // class, each in its own file (<class>_wire.cc) and listed by one line in
-// class_wire.cc.  The
-// generic conversions (convert.h) dispatch here; nothing else on the wire
-// side knows a class's fields.
+// class_wire.cc, each writing its class's member of the problem_class oneof
+// of RoundReport, ExactMetrics, RunningMetrics and SessionInfo.  The
+// generic conversions (convert.h) dispatch here; besides, only
+// wire_upgrade.h (replies of the layout before the oneofs) and
+// class_fields.h (the figures two classes share) know a class's fields.
 #ifndef F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_
 #define F2OBO_PROTO_F2OBO_V1_CLASS_WIRE_H_
 
@@ -17,13 +19,13 @@ namespace f2obo {
 
 struct ClassWire {
   ProblemClass id;
-  // The class's fields of a round report (StepReport::detail).
+  // The class's part of a round report (StepReport::detail).
   void (*report)(const StepReport& r, v1::RoundReport* out);
-  // The class's fields of a step's exact metrics (not the running sums).
+  // The class's part of a step's exact metrics (not the running sums).
   void (*metrics)(const ClassMetrics& m, v1::ExactMetrics* out);
   // The running sums (RunningMetrics::sums, named by the class's layout).
   void (*running)(const RunningMetrics& running, v1::RunningMetrics* out);
-  // The class's fields of SessionInfo and Decision at state `s`.
+  // The class's part of SessionInfo, and its fields of Decision, at state `s`.
   void (*info)(const Problem& p, const SessionState& s, v1::SessionInfo* out);
   void (*decision)(const Problem& p, const SessionState& s, v1::Decision* out);
 };

@@ -1,8 +1,6 @@
-// The multi-task bilevel class on the wire: the top-level fields of
-// RoundReport, ExactMetrics and RunningMetrics that have the same meaning
-// for it (see the proto), their `multitask` sub-messages, SessionInfo's
-// lambda, y_dim (of each y_i) and `multitask`, Decision's lambda (no y: each
-// task has its own).
+// The multi-task bilevel class on the wire: the `multitask` part of
+// RoundReport, ExactMetrics, RunningMetrics and SessionInfo, Decision's
+// lambda (no y: each task has its own).
 #include <variant>
 
 #include "core/multitask/multitask_metrics.h"
@@ -17,18 +15,18 @@ namespace {
 
 void Report(const StepReport& report, v1::RoundReport* out) {
   const MultitaskReport& r = std::get<MultitaskReport>(report.detail);
-  out->set_lambda(r.lambda);
-  out->set_alpha(r.alpha);
-  out->set_beta(r.beta);
-  out->set_gamma(r.gamma);
-  out->set_z_iterations(r.z_iterations);
-  out->set_y_iterations(r.y_iterations);
-  out->set_residual_y(r.residual_y);
-  out->set_residual_z(r.residual_z);
-  out->set_hypergradient_norm(r.direction.norm());
-  out->set_batch_size(r.batch_size);
-  out->set_hyper_batch_size(r.hyper_batch_size);
   v1::MultitaskRoundReport* m = out->mutable_multitask();
+  m->set_lambda(r.lambda);
+  m->set_alpha(r.alpha);
+  m->set_beta(r.beta);
+  m->set_gamma(r.gamma);
+  m->set_z_iterations(r.z_iterations);
+  m->set_y_iterations(r.y_iterations);
+  m->set_residual_y(r.residual_y);
+  m->set_residual_z(r.residual_z);
+  m->set_hypergradient_norm(r.direction.norm());
+  m->set_batch_size(r.batch_size);
+  m->set_hyper_batch_size(r.hyper_batch_size);
   m->set_tasks(r.tasks);
   m->set_new_tasks(r.new_tasks);
   m->set_tasks_touched(r.tasks_touched);
@@ -38,13 +36,12 @@ void Report(const StepReport& report, v1::RoundReport* out) {
 void Metrics(const ClassMetrics& metrics, v1::ExactMetrics* out) {
   const MultitaskMetrics& m = std::get<MultitaskMetrics>(metrics);
   out->set_t(m.t);
-  out->set_regret_term(m.regret_term);
-  out->set_hypergradient_error(m.hypergradient_error);
-  out->set_value(m.value);
-  out->set_true_gradient_norm(m.true_gradient_norm);
-  out->set_inner_converged(m.Converged());
-  out->set_cg_converged(m.Converged());
   v1::MultitaskExactMetrics* mt = out->mutable_multitask();
+  mt->set_regret_term(m.regret_term);
+  mt->set_hypergradient_error(m.hypergradient_error);
+  mt->set_value(m.value);
+  mt->set_true_gradient_norm(m.true_gradient_norm);
+  mt->set_converged(m.Converged());
   mt->set_tasks_evaluated(m.tasks_evaluated);
   mt->set_tasks_touched(m.tasks_touched);
   mt->set_unconverged_tasks(m.unconverged_tasks);
@@ -62,22 +59,23 @@ void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
   const auto sum = [&](MultitaskSum i) {
     return static_cast<size_t>(i) < running.sums.size() ? running.sums[i] : 0.0;
   };
-  out->set_blreg(sum(kMultitaskBlreg));
-  out->set_unconverged_steps(static_cast<int64_t>(sum(kMultitaskUnconvergedSteps)));
+  v1::MultitaskRunningMetrics* o = out->mutable_multitask();
+  o->set_blreg(sum(kMultitaskBlreg));
+  o->set_unconverged_steps(static_cast<int64_t>(sum(kMultitaskUnconvergedSteps)));
   for (int i = 0; i < kReportedTasks; ++i) {
-    out->mutable_multitask()->add_task_regret(
-        sum(static_cast<MultitaskSum>(kMultitaskTaskRegret + i)));
+    o->add_task_regret(sum(static_cast<MultitaskSum>(kMultitaskTaskRegret + i)));
   }
   SampleRunning(running, kMultitaskSampleSlots, out);
 }
 
 void Info(const Problem& p, const SessionState& s, v1::SessionInfo* out) {
-  out->set_lambda(s.scalars[kMultitaskLambda]);
+  v1::MultitaskInfo* o = out->mutable_multitask();
+  o->set_lambda(s.scalars[kMultitaskLambda]);
   const TaskTable* table = MultitaskTable(p);
   if (table == nullptr) return;
-  out->set_y_dim(table->vector_size(0));
-  out->mutable_multitask()->set_tasks(MultitaskTaskCount(p));
-  out->mutable_multitask()->set_tasks_touched(table->touched(s));
+  o->set_y_dim(table->vector_size(0));
+  o->set_tasks(MultitaskTaskCount(p));
+  o->set_tasks_touched(table->touched(s));
 }
 
 void Decision(const Problem& /*p*/, const SessionState& s, v1::Decision* out) {

@@ -1,6 +1,7 @@
 // The simple bilevel class on the wire: RoundReport.simple,
-// ExactMetrics.simple, RunningMetrics.simple and Decision.iterate (the
-// decision itself is Decision.x, as for every class).
+// ExactMetrics.simple, RunningMetrics.simple, SessionInfo.simple (empty: the
+// class's x is SessionInfo.x_dim) and Decision.iterate (the decision itself
+// is Decision.x, as for every class).
 #include <variant>
 
 #include "core/simple/simple_state.h"
@@ -56,7 +57,9 @@ void Running(const RunningMetrics& running, v1::RunningMetrics* out) {
   SampleRunning(running, kSimpleSampleSlots, out);
 }
 
-void Info(const Problem& /*p*/, const SessionState& /*s*/, v1::SessionInfo* /*out*/) {}
+void Info(const Problem& /*p*/, const SessionState& /*s*/, v1::SessionInfo* out) {
+  out->mutable_simple();
+}
 
 void Decision(const Problem& /*p*/, const SessionState& s, v1::Decision* out) {
   ToRepeated(s.x, out->mutable_iterate());

@@ -293,8 +293,10 @@ function renderHeading(ids) {
         `${s.evaluated_steps + (s.skipped_steps || 0)} due step(s)` +
         (s.skipped_steps ? ` \u00b7 estimate ${fmt(s.estimate)} \u00b1 ` +
                            fmt(s.estimate_standard_error) : '');
-    $('subtitle').textContent = s ? `${s.algorithm} on ${s.family} \u00b7 x: ${s.x_dim}, ` +
-        `y: ${s.y_dim} \u00b7 t = ${s.next_t - 1} \u00b7 ${exact}` : '';
+    // y: the bilevel and multi-task classes' (a simple bilevel session has x only).
+    const dims = `x: ${s && s.x_dim}` + (s && s.y_dim !== undefined ? `, y: ${s.y_dim}` : '');
+    $('subtitle').textContent = s ? `${s.algorithm} on ${s.family} \u00b7 ${dims} ` +
+        `\u00b7 t = ${s.next_t - 1} \u00b7 ${exact}` : '';
     $('legend').innerHTML = '';
     return;
   }

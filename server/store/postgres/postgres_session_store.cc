@@ -41,6 +41,55 @@ CREATE TABLE f2obo_fences (
   key text PRIMARY KEY, target text NOT NULL, target_sum bigint NOT NULL);
 )sql";
 
+// Version 2 over version 1: the write versions and the step as one
+// statement.  Old rows get version 0; every write from now on a new value.
+constexpr const char* kVersion2Sql = R"sql(
+CREATE SEQUENCE f2obo_gen;
+ALTER TABLE f2obo_sessions ADD COLUMN gen bigint NOT NULL DEFAULT 0;
+-- A step of one session, compare-and-set from (p_t - 1, p_gen; p_gen NULL:
+-- not compared): its row, its parts (p_clear: every stored part removed
+-- first; p_trim_from: those at or beyond it; then each of p_idx stored, or
+-- removed if its bytes are empty), its reply (the cache keeps the keys in
+-- (p_t - p_keep_replies, p_t]).  Returns the new write version, NULL if the
+-- session is not stored at (p_t - 1, p_gen) (nothing written).
+CREATE FUNCTION f2obo_step(p_id text, p_t bigint, p_gen bigint, p_head bytea, p_head_sum bigint,
+    p_parts bigint, p_clear boolean, p_trim_from bigint, p_idx bigint[], p_part bytea[],
+    p_part_sum bigint[], p_reply bytea, p_reply_sum bigint, p_keep_replies bigint,
+    p_sync boolean) RETURNS bigint LANGUAGE plpgsql AS $f$
+DECLARE
+  g bigint;
+BEGIN
+  IF NOT p_sync THEN
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+  UPDATE f2obo_sessions SET state = p_head, state_sum = p_head_sum, parts = p_parts,
+         next_t = p_t, gen = nextval('f2obo_gen')
+   WHERE id = p_id AND next_t = p_t - 1 AND (p_gen IS NULL OR gen = p_gen)
+  RETURNING gen INTO g;
+  IF g IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF p_clear THEN
+    DELETE FROM f2obo_state_parts WHERE id = p_id;
+  ELSIF p_trim_from IS NOT NULL THEN
+    DELETE FROM f2obo_state_parts WHERE id = p_id AND idx >= p_trim_from;
+  END IF;
+  IF cardinality(p_idx) > 0 THEN
+    DELETE FROM f2obo_state_parts s USING unnest(p_idx, p_part) AS u(idx, part)
+     WHERE s.id = p_id AND s.idx = u.idx AND length(u.part) = 0;
+    INSERT INTO f2obo_state_parts (id, idx, part, part_sum)
+    SELECT p_id, u.idx, u.part, u.part_sum
+      FROM unnest(p_idx, p_part, p_part_sum) AS u(idx, part, part_sum)
+     WHERE length(u.part) > 0
+    ON CONFLICT (id, idx) DO UPDATE SET part = EXCLUDED.part, part_sum = EXCLUDED.part_sum;
+  END IF;
+  INSERT INTO f2obo_replies (id, t, reply, reply_sum) VALUES (p_id, p_t, p_reply, p_reply_sum)
+  ON CONFLICT (id, t) DO UPDATE SET reply = EXCLUDED.reply, reply_sum = EXCLUDED.reply_sum;
+  DELETE FROM f2obo_replies WHERE id = p_id AND t <= p_t - p_keep_replies;
+  RETURN g;
+END $f$;
+)sql";
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -93,17 +142,33 @@ absl::Status PostgresSessionStore::CreateSchema(pg::Conn& c) {
       return fail(absl::FailedPreconditionError(absl::StrCat(
           "the PostgreSQL store (", c.server(), ") has table f2obo_schema without a version")));
     }
+    if (absl::Status s = Migrate(c, version); !s.ok()) return fail(s);
     return c.Exec("closing the schema", "COMMIT").status();
   }
+  // A new database: version 1's tables, migrated as an old one is (one
+  // path to the current schema).
   if (absl::StatusOr<pg::Result> r = c.Exec("creating the schema", kSchemaSql); !r.ok()) {
     return fail(r.status());
   }
-  const std::string insert =
-      absl::StrCat("INSERT INTO f2obo_schema (version) VALUES (", kSchemaVersion, ")");
-  if (absl::StatusOr<pg::Result> r = c.Exec("creating the schema", insert.c_str()); !r.ok()) {
+  if (absl::StatusOr<pg::Result> r =
+          c.Exec("creating the schema", "INSERT INTO f2obo_schema (version) VALUES (1)");
+      !r.ok()) {
     return fail(r.status());
   }
+  if (absl::Status s = Migrate(c, 1); !s.ok()) return fail(s);
   return c.Exec("creating the schema", "COMMIT").status();
+}
+
+absl::Status PostgresSessionStore::Migrate(pg::Conn& c, int64_t version) {
+  if (version >= kSchemaVersion) return absl::OkStatus();
+  if (version < 2) {
+    if (absl::StatusOr<pg::Result> r = c.Exec("migrating the schema to version 2", kVersion2Sql);
+        !r.ok()) {
+      return r.status();
+    }
+  }
+  const std::string set = absl::StrCat("UPDATE f2obo_schema SET version = ", kSchemaVersion);
+  return c.Exec("migrating the schema", set.c_str()).status();
 }
 
 absl::StatusOr<std::unique_ptr<pg::Conn>> PostgresSessionStore::Acquire(Deadline deadline) {
@@ -154,12 +219,13 @@ void PostgresSessionStore::Release(std::unique_ptr<pg::Conn> c) {
 }
 
 absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline deadline, bool sync,
-                                            const Body& body, const ReadBack& read_back,
-                                            bool grows) {
+                                            const Body& body, const ReadBack& read_back, bool grows,
+                                            bool one_statement) {
   const auto start = std::chrono::steady_clock::now();
   if (std::chrono::system_clock::now() >= deadline) {
     return absl::DeadlineExceededError(absl::StrCat("deadline passed before ", what));
   }
+  if (one_statement) return TransactOne(what, deadline, body, read_back, grows, start);
   std::unique_ptr<pg::Conn> c;
   absl::Status s;
   // A pooled connection that died with its server (a restart, a failover)
@@ -211,6 +277,65 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   return absl::UnavailableError(absl::StrCat("PostgreSQL store, ", what,
                                              ": the connection broke during COMMIT; not "
                                              "stored (read back): retry"));
+}
+
+absl::Status PostgresSessionStore::TransactOne(absl::string_view what, Deadline deadline,
+                                               const Body& body, const ReadBack& read_back,
+                                               bool grows,
+                                               std::chrono::steady_clock::time_point start) {
+  // The statement commits on its own; a connection that breaks while it
+  // runs leaves its outcome unknown (it may have committed): read back on
+  // a new connection.  Not stored: run again there, once (a pooled
+  // connection that died with its server is only found dead when used).
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(deadline);
+    if (!acquired.ok()) return acquired.status();
+    std::unique_ptr<pg::Conn> c = *std::move(acquired);
+    absl::Status s = grows ? CheckSize(*c) : absl::OkStatus();
+    if (s.ok()) s = body(*c);
+    if (s.ok() || !c->broken()) {
+      Release(std::move(c));
+      if (s.ok()) {
+        CommitObserved(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      return s;
+    }
+    Release(std::move(c));
+    commits_read_back_.fetch_add(1);
+    absl::StatusOr<std::unique_ptr<pg::Conn>> again = Acquire(deadline);
+    absl::StatusOr<bool> stored =
+        again.ok() ? read_back(**again) : absl::StatusOr<bool>(again.status());
+    if (again.ok()) Release(*std::move(again));
+    if (!stored.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("PostgreSQL store, ", what,
+                       ": the connection broke and the outcome could not be read back (",
+                       stored.status().message(), "); retry"));
+    }
+    if (*stored) return absl::OkStatus();
+    if (attempt > 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "PostgreSQL store, ", what, ": the connection broke; not stored (read back): retry"));
+    }
+  }
+}
+
+std::optional<int64_t> PostgresSessionStore::KnownGen(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = gens_.find(id);
+  if (it == gens_.end()) return std::nullopt;
+  return it->second;
+}
+
+void PostgresSessionStore::NoteGen(const std::string& id, int64_t gen) {
+  absl::MutexLock lock(&mu_);
+  gens_[id] = gen;
+}
+
+void PostgresSessionStore::ForgetGen(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  gens_.erase(id);
 }
 
 absl::Status PostgresSessionStore::LimitSize(int64_t max_bytes) {

@@ -22,8 +22,32 @@
 // database may lose the latest steps, never a part of one).
 //
 // Schema: tables f2obo_* with a version row (f2obo_schema); Open creates
-// them in an empty database, and refuses a database whose version is newer
-// than kSchemaVersion before writing anything.
+// them in an empty database, migrates an older version in place (one
+// transaction, under the lock that serializes servers opening it), and
+// refuses a database whose version is newer than kSchemaVersion before
+// writing anything.  Every replica sharing a database must then run a
+// server of the new version: an older one still running writes without
+// the write version below.
+//
+// Write versions: every write of a session's row (a step, a rollback, a
+// checkpoint, its creation) stamps it with a new value of one sequence
+// (f2obo_sessions.gen), never reused, not even by a new session of the same
+// id.  The store remembers the stamp of each session as this server last
+// read (LoadSession) or wrote it, i.e. of the copy it holds, and every
+// write compares it as well as the step index: a copy at the right t but
+// with other contents (another server rolled the session back and stepped
+// it again to the same t) is refused ABORTED like one at another t, and
+// reloaded.  A session this server never read or wrote is compared by its
+// step index alone.
+//
+// Creation is insert-only: PutSession and PutGroupWithSessions of an id
+// already stored (another server created or imported it, perhaps at the
+// same moment) are ALREADY_EXISTS, nothing overwritten.
+//
+// Round trips: a step of one session (its parts up to kArrayBytes, no
+// checkpoint due) is one statement, f2obo_step(), committed on its own (no
+// BEGIN/COMMIT); larger ones, group steps and the other writes are
+// transactions of several statements.
 //
 // What it gives up against the embedded store: a checkpoint in parts is
 // stored as every part of it (copied inside the database from its base
@@ -37,14 +61,18 @@
 #define F2OBO_SERVER_STORE_POSTGRES_POSTGRES_SESSION_STORE_H_
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "server/store/group_reader.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
@@ -52,12 +80,20 @@ namespace pg {
 class Conn;
 }
 
-class PostgresSessionStore : public SessionStore {
+class PostgresSessionStore : public SessionStore, public StoredGroupReader {
  public:
   // 1: sessions, state parts, replies, checkpoints (whole or in parts),
   //    groups, fences.
-  static constexpr int kSchemaVersion = 1;
-  static constexpr int kConnections = 4;
+  // 2: write versions (f2obo_sessions.gen, sequence f2obo_gen), the step as
+  //    one statement (function f2obo_step).
+  static constexpr int kSchemaVersion = 2;
+  // Enough for 8 streams' steps in flight at once (PostgreSQL commits
+  // concurrent transactions with one WAL flush).
+  static constexpr int kConnections = 8;
+  // A step's changed parts are sent as arrays in its one statement up to
+  // this many bytes; beyond, a statement per part (no array near
+  // PostgreSQL's 1 GB value limit).
+  static constexpr size_t kArrayBytes = size_t{1} << 20;
 
   // Connects to `uri` and creates the schema if the database has none.
   // UNAVAILABLE if the database cannot be reached (the message is libpq's:
@@ -72,6 +108,9 @@ class PostgresSessionStore : public SessionStore {
   absl::StatusOr<StoredSession> LoadSession(const std::string& id) override;
   absl::StatusOr<std::vector<SessionSummary>> ListSessions() override;
   absl::StatusOr<int64_t> StoredStepIndex(const std::string& id) override;
+  absl::StatusOr<bool> CopyIsCurrent(const std::string& id, int64_t t) override;
+  absl::StatusOr<StoredGroup> LoadGroup(const std::string& id) override;
+  absl::StatusOr<std::string> GroupOf(const std::string& session_id) override;
   bool shared() const override { return true; }
   absl::Status PutSession(SessionRecord record, Deadline deadline = kNoDeadline) override;
   using SessionStore::PutSession;
@@ -121,6 +160,9 @@ class PostgresSessionStore : public SessionStore {
 
   PostgresSessionStore(std::string uri, Durability durability);
   absl::Status CreateSchema(pg::Conn& c);
+  // Brings a database at schema `version` (>= 1) to kSchemaVersion, in the
+  // caller's transaction.
+  static absl::Status Migrate(pg::Conn& c, int64_t version);
   // A connection from the pool (made, or remade when broken), waiting for
   // one while all are lent, until `deadline` (DEADLINE_EXCEEDED).
   absl::StatusOr<std::unique_ptr<pg::Conn>> Acquire(Deadline deadline);
@@ -129,14 +171,25 @@ class PostgresSessionStore : public SessionStore {
   // with synchronous_commit = off).  `read_back` resolves a COMMIT whose
   // outcome is unknown; `is_write`: refused while the store is over its
   // size cap.
+  // `one_statement`: the body is one statement, committed on its own
+  // (no BEGIN/COMMIT round trips; it must set synchronous_commit itself).
   absl::Status Transact(absl::string_view what, Deadline deadline, bool sync, const Body& body,
-                        const ReadBack& read_back, bool grows = true);
+                        const ReadBack& read_back, bool grows = true, bool one_statement = false);
+  // Transact's one-statement case.
+  absl::Status TransactOne(absl::string_view what, Deadline deadline, const Body& body,
+                           const ReadBack& read_back, bool grows,
+                           std::chrono::steady_clock::time_point start);
+  // Whether a step is written as one statement (CommitStep's fast path).
+  static bool OneStatement(const StepState* parts, int keep_checkpoints);
   // A step's statements (CommitStep, CommitSteps), compare-and-set from
-  // t - 1.
-  absl::Status StepRows(pg::Conn& c, const std::string& id, int64_t t, const StepState* parts,
-                        const std::string* whole, const std::string& reply, int keep_replies,
-                        int keep_checkpoints);
-  absl::Status InsertSession(pg::Conn& c, const SessionRecord& r);
+  // t - 1 and from write version `gen` (none: not compared); the new write
+  // version into *written.
+  absl::Status StepRows(pg::Conn& c, const std::string& id, int64_t t, std::optional<int64_t> gen,
+                        const StepState* parts, const std::string* whole, const std::string& reply,
+                        int keep_replies, int keep_checkpoints, bool sync, int64_t* written);
+  // Insert-only: ALREADY_EXISTS if session r.id is stored.  Its write
+  // version into *written.
+  absl::Status InsertSession(pg::Conn& c, const SessionRecord& r, int64_t* written);
   absl::Status DeleteSessionRows(pg::Conn& c, const std::string& id);
   absl::Status ReplaceReplies(pg::Conn& c, const std::string& id,
                               const std::vector<v1::StepReply>& replies);
@@ -146,26 +199,48 @@ class PostgresSessionStore : public SessionStore {
   absl::Status PutCheckpointRow(pg::Conn& c, const std::string& id, int64_t t,
                                 const std::string& state);
   absl::Status TrimCheckpoints(pg::Conn& c, const std::string& id, int keep);
+  // Why a step's compare-and-set from (`from`, `gen`) matched no row: the
+  // session is not stored (NOT_FOUND) or is at another step index or write
+  // version (ABORTED: another server wrote it; the caller reloads it and
+  // answers from what is stored).
+  static absl::Status Missed(pg::Conn& c, const std::string& id, int64_t from,
+                             std::optional<int64_t> gen);
   // PutCheckpoint's compare-and-set: session `id` stored at next step
-  // index `t` (row locked), else NOT_FOUND or ABORTED.
-  static absl::Status SessionAt(pg::Conn& c, const std::string& id, int64_t t);
+  // index `t` and write version `gen` gets a new write version (*written;
+  // its row locked), else NOT_FOUND or ABORTED.
+  static absl::Status SessionAt(pg::Conn& c, const std::string& id, int64_t t,
+                                std::optional<int64_t> gen, int64_t* written);
+  // Read back of a checkpoint write: whether checkpoint (id, t) is stored;
+  // *written = kStaleGen.
+  static absl::StatusOr<bool> CheckpointStored(pg::Conn& c, const std::string& id, int64_t t,
+                                               int64_t* written);
   // Read back: whether session `id` is stored at next step index `t` with
-  // reply `reply` (a step) / at all.
+  // reply `reply` (a step) / at all; *gen (if given): its write version
+  // when stored exactly so, else kStaleGen.
   static absl::StatusOr<bool> StoredAt(pg::Conn& c, const std::string& id, int64_t t,
-                                       const std::string* reply);
+                                       const std::string* reply, int64_t* gen = nullptr);
   absl::Status CheckSize(pg::Conn& c);
   // LoadAll, or without the sessions (LoadGroupsAndFences).
   absl::StatusOr<LoadedStore> Load(bool with_sessions);
-  // Session `id` read on `c` (in the caller's transaction) into *out:
+  // Session `id` read on `c` (in the caller's transaction) into *out, its
+  // write version into *gen:
   // NOT_FOUND if it is not stored, DATA_LOSS saying which record is
   // damaged, another error if the database failed.
-  absl::Status ReadSession(pg::Conn& c, const std::string& id, StoredSession* out);
+  absl::Status ReadSession(pg::Conn& c, const std::string& id, StoredSession* out, int64_t* gen);
   // Checkpoint (id, t), decoded; a whole one with `whole` set: its stored
   // bytes into *whole instead (verified, not decoded).
   absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& id, int64_t t, std::string* whole);
   // After a step write (or a rollback) of `ids`: a failure in the
   // database marks them (NeedsCompleteState), a success clears them.
   void NoteStepOutcome(const std::vector<std::string>& ids, const absl::Status& s);
+  // The write version of session `id`'s copy this server holds, as it last
+  // read or wrote it (none: never, or deleted since).
+  std::optional<int64_t> KnownGen(const std::string& id) const;
+  // Records it (kStaleGen: the copy is known not to be the stored one,
+  // so its next write is refused and it is reloaded), or forgets it.
+  void NoteGen(const std::string& id, int64_t gen);
+  void ForgetGen(const std::string& id);
+  static constexpr int64_t kStaleGen = -2;  // written versions are >= 0
 
   const std::string uri_;
   const Durability durability_;
@@ -175,6 +250,7 @@ class PostgresSessionStore : public SessionStore {
   int broken_ ABSL_GUARDED_BY(pool_mu_) = 0;  // connections dropped broken, not yet replaced
   mutable absl::Mutex mu_;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, int64_t> gens_ ABSL_GUARDED_BY(mu_);
   int64_t max_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t size_checked_ms_ ABSL_GUARDED_BY(mu_) = 0;
   bool over_size_ ABSL_GUARDED_BY(mu_) = false;

@@ -20,11 +20,14 @@ std::string Dec(int64_t v) { return std::to_string(v); }
 }  // namespace
 
 absl::StatusOr<bool> PostgresSessionStore::StoredAt(pg::Conn& c, const std::string& id, int64_t t,
-                                                    const std::string* reply) {
+                                                    const std::string* reply, int64_t* gen) {
   absl::StatusOr<pg::Result> r =
-      c.Run("reading a session back", "SELECT next_t FROM f2obo_sessions WHERE id = $1::text",
+      c.Run("reading a session back", "SELECT next_t, gen FROM f2obo_sessions WHERE id = $1::text",
             {Param(id)});
   if (!r.ok()) return r.status();
+  // Stored exactly as written: the write version read is the write's (a
+  // later write would have moved the step index on).
+  if (gen != nullptr) *gen = r->rows() == 1 && r->Int(0, 0) == t ? r->Int(0, 1) : kStaleGen;
   if (t == kAnyT) return r->rows() > 0;
   if (r->rows() == 0 || r->Int(0, 0) < t) return false;
   if (reply == nullptr) return r->Int(0, 0) == t;
@@ -61,13 +64,29 @@ absl::Status PostgresSessionStore::PutCheckpointRow(pg::Conn& c, const std::stri
 absl::Status PostgresSessionStore::PutSession(SessionRecord record, Deadline deadline) {
   const std::string id = record.id;
   const int64_t t = record.t;
-  return Transact(
-      "storing a session", deadline, true, [&](pg::Conn& c) { return InsertSession(c, record); },
-      [&](pg::Conn& c) { return StoredAt(c, id, t, nullptr); });
+  const std::string state_sum = Dec(RecordSum("state", id, t, record.state));
+  int64_t written = kStaleGen;
+  const absl::Status s = Transact(
+      "storing a session", deadline, true,
+      [&](pg::Conn& c) { return InsertSession(c, record, &written); },
+      [&](pg::Conn& c) -> absl::StatusOr<bool> {
+        // This write's row, not another server's of the same id: its
+        // state's checksum binds its bytes, id and t.
+        absl::StatusOr<pg::Result> r =
+            c.Run("reading a session back",
+                  "SELECT gen FROM f2obo_sessions WHERE id = $1::text AND next_t = $2::bigint "
+                  "AND state_sum = $3::bigint",
+                  {Param(id), Param(Dec(t)), Param(state_sum)});
+        if (!r.ok()) return r.status();
+        if (r->rows() == 1) written = r->Int(0, 0);
+        return r->rows() == 1;
+      });
+  if (s.ok()) NoteGen(id, written);
+  return s;
 }
 
 absl::Status PostgresSessionStore::DeleteSession(const std::string& id, Deadline deadline) {
-  return Transact(
+  const absl::Status s = Transact(
       "deleting a session", deadline, true, [&](pg::Conn& c) { return DeleteSessionRows(c, id); },
       [&](pg::Conn& c) -> absl::StatusOr<bool> {
         absl::StatusOr<bool> there = StoredAt(c, id, kAnyT, nullptr);
@@ -75,6 +94,8 @@ absl::Status PostgresSessionStore::DeleteSession(const std::string& id, Deadline
         return !*there;
       },
       /*grows=*/false);
+  if (s.ok()) ForgetGen(id);
+  return s;
 }
 
 namespace {
@@ -111,26 +132,40 @@ absl::Status PostgresSessionStore::PutGroupWithSessions(const std::string& id,
   std::vector<std::string> ids;
   for (const SessionRecord& r : members) ids.push_back(r.id);
   const std::string list = MemberList(ids);
+  std::vector<int64_t> written(members.size(), kStaleGen);
   const auto body = [&](pg::Conn& c) {
-    for (const SessionRecord& r : members) {
-      if (absl::Status s = InsertSession(c, r); !s.ok()) return s;
+    // Insert-only, as PutSession: a group or member id another server
+    // stored first is ALREADY_EXISTS, and nothing of this one is written.
+    absl::StatusOr<pg::Result> group =
+        c.Run("storing a group",
+              "INSERT INTO f2obo_groups (id, members, members_sum) VALUES ($1::text, $2::bytea, "
+              "$3::bigint) ON CONFLICT (id) DO NOTHING",
+              {Param(id), Param::Blob(list), Param(Dec(RecordSum("group", id, 0, list)))});
+    if (!group.ok()) return group.status();
+    if (group->affected() != 1) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("group '", id, "' already exists (in the shared store)"));
     }
-    return c
-        .Run("storing a group",
-             "INSERT INTO f2obo_groups (id, members, members_sum) VALUES ($1::text, $2::bytea, "
-             "$3::bigint) ON CONFLICT (id) DO UPDATE SET members = EXCLUDED.members, "
-             "members_sum = EXCLUDED.members_sum",
-             {Param(id), Param::Blob(list), Param(Dec(RecordSum("group", id, 0, list)))})
-        .status();
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (absl::Status s = InsertSession(c, members[i], &written[i]); !s.ok()) return s;
+    }
+    return absl::OkStatus();
   };
   const auto read_back = [&](pg::Conn& c) -> absl::StatusOr<bool> {
     absl::StatusOr<pg::Result> r =
         c.Run("reading a group back", "SELECT members FROM f2obo_groups WHERE id = $1::text",
               {Param(id)});
     if (!r.ok()) return r.status();
+    // Not this write's own versions: its members' copies are reloaded at
+    // their first write.
+    std::fill(written.begin(), written.end(), kStaleGen);
     return r->rows() == 1 && r->Bytes(0, 0) == list;
   };
-  return Transact("storing a group", deadline, true, body, read_back);
+  const absl::Status s = Transact("storing a group", deadline, true, body, read_back);
+  if (s.ok()) {
+    for (size_t i = 0; i < members.size(); ++i) NoteGen(ids[i], written[i]);
+  }
+  return s;
 }
 
 absl::Status PostgresSessionStore::DeleteGroup(const std::string& id,
@@ -149,20 +184,30 @@ absl::Status PostgresSessionStore::DeleteGroup(const std::string& id,
     if (!r.ok()) return r.status();
     return r->rows() == 0;
   };
-  return Transact("deleting a group", deadline, true, body, read_back, /*grows=*/false);
+  const absl::Status s =
+      Transact("deleting a group", deadline, true, body, read_back, /*grows=*/false);
+  if (s.ok()) {
+    for (const std::string& m : members) ForgetGen(m);
+  }
+  return s;
 }
 
 absl::Status PostgresSessionStore::CommitStep(const std::string& id, int64_t t, std::string state,
                                               const v1::StepReply& reply, int keep_replies,
                                               int keep_checkpoints, Deadline deadline) {
   const std::string bytes = reply.SerializeAsString();
+  const bool sync = durability_ == Durability::kSync;
+  const std::optional<int64_t> gen = KnownGen(id);
+  int64_t written = kStaleGen;
   absl::Status s = Transact(
-      absl::StrCat("storing step ", t - 1, " of session '", id, "'"), deadline,
-      durability_ == Durability::kSync,
+      absl::StrCat("storing step ", t - 1, " of session '", id, "'"), deadline, sync,
       [&](pg::Conn& c) {
-        return StepRows(c, id, t, nullptr, &state, bytes, keep_replies, keep_checkpoints);
+        return StepRows(c, id, t, gen, nullptr, &state, bytes, keep_replies, keep_checkpoints, sync,
+                        &written);
       },
-      [&](pg::Conn& c) { return StoredAt(c, id, t, &bytes); });
+      [&](pg::Conn& c) { return StoredAt(c, id, t, &bytes, &written); }, /*grows=*/true,
+      OneStatement(nullptr, keep_checkpoints));
+  if (s.ok()) NoteGen(id, written);
   NoteStepOutcome({id}, s);
   return s;
 }
@@ -196,100 +241,130 @@ absl::Status PostgresSessionStore::CommitSteps(std::vector<SessionStep> steps, i
   std::sort(steps.begin(), steps.end(),
             [](const SessionStep& a, const SessionStep& b) { return a.id < b.id; });
   std::vector<std::string> replies;
-  for (const SessionStep& s : steps) replies.push_back(s.reply.SerializeAsString());
+  std::vector<std::optional<int64_t>> gens;
+  for (const SessionStep& s : steps) {
+    replies.push_back(s.reply.SerializeAsString());
+    gens.push_back(KnownGen(s.id));
+  }
+  std::vector<int64_t> written(steps.size(), kStaleGen);
+  const bool sync = durability_ == Durability::kSync;
+  const bool one = steps.size() == 1 && OneStatement(&steps[0].state, steps[0].keep_checkpoints);
   const absl::Status s = Transact(
       steps.size() == 1
           ? absl::StrCat("storing step ", steps[0].t - 1, " of session '", steps[0].id, "'")
           : absl::StrCat("storing a group step of ", steps.size(), " sessions"),
-      deadline, durability_ == Durability::kSync,
+      deadline, sync,
       [&](pg::Conn& c) {
         for (size_t i = 0; i < steps.size(); ++i) {
           const SessionStep& st = steps[i];
-          if (absl::Status w = StepRows(c, st.id, st.t, &st.state, nullptr, replies[i],
-                                        keep_replies, st.keep_checkpoints);
+          if (absl::Status w = StepRows(c, st.id, st.t, gens[i], &st.state, nullptr, replies[i],
+                                        keep_replies, st.keep_checkpoints, sync, &written[i]);
               !w.ok()) {
             return w;
           }
         }
         return absl::OkStatus();
       },
-      // All or none: the first session tells.
-      [&](pg::Conn& c) { return StoredAt(c, steps[0].id, steps[0].t, &replies[0]); });
+      // All or none: the first session tells (the others' versions are
+      // then unknown: their copies are reloaded at their next write).
+      [&](pg::Conn& c) {
+        std::fill(written.begin(), written.end(), kStaleGen);
+        return StoredAt(c, steps[0].id, steps[0].t, &replies[0], &written[0]);
+      },
+      /*grows=*/true, one);
+  if (s.ok()) {
+    for (size_t i = 0; i < steps.size(); ++i) NoteGen(steps[i].id, written[i]);
+  }
   NoteStepOutcome(ids, s);
   return s;
 }
 
-absl::Status PostgresSessionStore::SessionAt(pg::Conn& c, const std::string& id, int64_t t) {
+absl::Status PostgresSessionStore::SessionAt(pg::Conn& c, const std::string& id, int64_t t,
+                                             std::optional<int64_t> gen, int64_t* written) {
   // Locked to the transaction's end: no step of another server between.
   absl::StatusOr<pg::Result> r =
-      c.Run("reading a session's step index",
-            "SELECT next_t FROM f2obo_sessions WHERE id = $1::text FOR UPDATE", {Param(id)});
+      c.Run("writing a session's version",
+            "UPDATE f2obo_sessions SET gen = nextval('f2obo_gen') WHERE id = $1::text "
+            "AND next_t = $2::bigint AND ($3::bigint IS NULL OR gen = $3::bigint) RETURNING gen",
+            {Param(id), Param(Dec(t)), gen.has_value() ? Param(Dec(*gen)) : Param::Null()});
   if (!r.ok()) return r.status();
-  if (r->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' is not stored"));
-  if (r->Int(0, 0) != t) {
-    return absl::AbortedError(absl::StrCat("session '", id, "' is at step index ", r->Int(0, 0),
-                                           " in the store, not ", t, ": another server wrote it"));
+  if (r->rows() == 1) {
+    *written = r->Int(0, 0);
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  return Missed(c, id, t, gen);
 }
 
 absl::Status PostgresSessionStore::PutCheckpoint(const std::string& id, int64_t t,
                                                  std::string state, int keep) {
-  return Transact(
+  const std::optional<int64_t> gen = KnownGen(id);
+  int64_t written = kStaleGen;
+  const absl::Status s = Transact(
       "storing a checkpoint", kNoDeadline, true,
       [&](pg::Conn& c) {
-        if (absl::Status at = SessionAt(c, id, t); !at.ok()) return at;
+        if (absl::Status at = SessionAt(c, id, t, gen, &written); !at.ok()) return at;
         absl::Status s = PutCheckpointRow(c, id, t, state);
         return s.ok() ? TrimCheckpoints(c, id, std::max(keep, 1)) : s;
       },
-      [&](pg::Conn& c) -> absl::StatusOr<bool> {
-        absl::StatusOr<pg::Result> r =
-            c.Run("reading a checkpoint back",
-                  "SELECT 1 FROM f2obo_checkpoints WHERE id = $1::text AND t = $2::bigint",
-                  {Param(id), Param(Dec(t))});
-        if (!r.ok()) return r.status();
-        return r->rows() == 1;
-      });
+      [&](pg::Conn& c) { return CheckpointStored(c, id, t, &written); });
+  if (s.ok()) NoteGen(id, written);
+  return s;
 }
 
 absl::Status PostgresSessionStore::PutCheckpoint(const std::string& id, int64_t t,
                                                  CheckpointParts parts, int keep) {
-  return Transact(
+  const std::optional<int64_t> gen = KnownGen(id);
+  int64_t written = kStaleGen;
+  const absl::Status s = Transact(
       "storing a checkpoint", kNoDeadline, true,
       [&](pg::Conn& c) {
-        if (absl::Status at = SessionAt(c, id, t); !at.ok()) return at;
+        if (absl::Status at = SessionAt(c, id, t, gen, &written); !at.ok()) return at;
         absl::Status s = InsertCheckpointParts(c, id, t, parts.head, parts);
         return s.ok() ? TrimCheckpoints(c, id, std::max(keep, 1)) : s;
       },
-      [&](pg::Conn& c) -> absl::StatusOr<bool> {
-        absl::StatusOr<pg::Result> r =
-            c.Run("reading a checkpoint back",
-                  "SELECT 1 FROM f2obo_checkpoints WHERE id = $1::text AND t = $2::bigint",
-                  {Param(id), Param(Dec(t))});
-        if (!r.ok()) return r.status();
-        return r->rows() == 1;
-      });
+      [&](pg::Conn& c) { return CheckpointStored(c, id, t, &written); });
+  if (s.ok()) NoteGen(id, written);
+  return s;
+}
+
+absl::StatusOr<bool> PostgresSessionStore::CheckpointStored(pg::Conn& c, const std::string& id,
+                                                            int64_t t, int64_t* written) {
+  // The session's version is not known to be this write's: its copy is
+  // reloaded at its next write.
+  *written = kStaleGen;
+  absl::StatusOr<pg::Result> r =
+      c.Run("reading a checkpoint back",
+            "SELECT 1 FROM f2obo_checkpoints WHERE id = $1::text AND t = $2::bigint",
+            {Param(id), Param(Dec(t))});
+  if (!r.ok()) return r.status();
+  return r->rows() == 1;
 }
 
 absl::Status PostgresSessionStore::RollbackSession(const std::string& id, int64_t t,
                                                    std::string state,
                                                    const std::vector<v1::StepReply>& replies,
                                                    int64_t from_t) {
+  const std::optional<int64_t> gen = KnownGen(id);
+  int64_t written = kStaleGen;
   const auto body = [&](pg::Conn& c) -> absl::Status {
-    absl::StatusOr<pg::Result> moved =
-        c.Run("rolling a session back",
-              "UPDATE f2obo_sessions SET state = $3::bytea, state_sum = $4::bigint, parts = NULL, "
-              "next_t = $2::bigint WHERE id = $1::text AND ($5::bigint < 0 OR next_t = $5::bigint)",
-              {Param(id), Param(Dec(t)), Param::Blob(state),
-               Param(Dec(RecordSum("state", id, t, state))), Param(Dec(from_t))});
+    absl::StatusOr<pg::Result> moved = c.Run(
+        "rolling a session back",
+        "UPDATE f2obo_sessions SET state = $3::bytea, state_sum = $4::bigint, parts = NULL, "
+        "next_t = $2::bigint, gen = nextval('f2obo_gen') WHERE id = $1::text "
+        "AND ($5::bigint < 0 OR next_t = $5::bigint) "
+        "AND ($6::bigint IS NULL OR gen = $6::bigint) RETURNING gen",
+        {Param(id), Param(Dec(t)), Param::Blob(state), Param(Dec(RecordSum("state", id, t, state))),
+         Param(Dec(from_t)), gen.has_value() ? Param(Dec(*gen)) : Param::Null()});
     if (!moved.ok()) return moved.status();
-    if (moved->affected() != 1) {
+    if (moved->rows() != 1) {
       absl::StatusOr<bool> there = StoredAt(c, id, kAnyT, nullptr);
       if (!there.ok()) return there.status();
       if (!*there) return absl::NotFoundError(absl::StrCat("session '", id, "' is not stored"));
       return absl::AbortedError(absl::StrCat("session '", id, "' is not at step index ", from_t,
-                                             " in the store: another server wrote it"));
+                                             " in the store, or was written since this server "
+                                             "read it: another server wrote it"));
     }
+    written = moved->Int(0, 0);
     for (const char* sql :
          {"DELETE FROM f2obo_state_parts WHERE id = $1::text AND $2::bigint >= 0",
           "DELETE FROM f2obo_checkpoint_parts WHERE id = $1::text AND t > $2::bigint",
@@ -304,14 +379,19 @@ absl::Status PostgresSessionStore::RollbackSession(const std::string& id, int64_
   };
   absl::Status s = Transact(
       "rolling a session back", kNoDeadline, true, body, [&](pg::Conn& c) -> absl::StatusOr<bool> {
-        absl::StatusOr<pg::Result> r =
-            c.Run("reading a session back",
-                  "SELECT state FROM f2obo_sessions WHERE id = $1::text AND next_t = $2::bigint",
-                  {Param(id), Param(Dec(t))});
+        absl::StatusOr<pg::Result> r = c.Run(
+            "reading a session back",
+            "SELECT state, gen FROM f2obo_sessions WHERE id = $1::text AND next_t = $2::bigint",
+            {Param(id), Param(Dec(t))});
         if (!r.ok()) return r.status();
-        return r->rows() == 1 && r->Bytes(0, 0) == state;
+        const bool stored = r->rows() == 1 && r->Bytes(0, 0) == state;
+        written = stored ? r->Int(0, 1) : kStaleGen;
+        return stored;
       });
-  if (s.ok()) NoteStepOutcome({id}, s);
+  if (s.ok()) {
+    NoteGen(id, written);
+    NoteStepOutcome({id}, s);
+  }
   return s;
 }
 

@@ -63,10 +63,10 @@ absl::StatusOr<Checkpoint> JoinRows(pg::Conn& c, const char* sql, const std::str
 }  // namespace
 
 absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& id,
-                                               StoredSession* out) {
+                                               StoredSession* out, int64_t* gen) {
   absl::StatusOr<pg::Result> row =
       c.Run("reading a session",
-            "SELECT spec, spec_sum, state, state_sum, parts, next_t FROM f2obo_sessions "
+            "SELECT spec, spec_sum, state, state_sum, parts, next_t, gen FROM f2obo_sessions "
             "WHERE id = $1::text",
             {Param(id)});
   if (!row.ok()) return row.status();
@@ -74,6 +74,7 @@ absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& i
   StoredSession& st = *out;
   st.id = id;
   const int64_t t = row->Int(0, 5);
+  *gen = row->Int(0, 6);
   const absl::string_view spec = row->Bytes(0, 0);
   const std::string state(row->Bytes(0, 2));
   if (std::string p = SumProblem(*row, 0, 1, "spec", id, 0, spec); !p.empty()) {
@@ -135,7 +136,8 @@ absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::strin
   absl::Status s =
       c.Exec("loading a session", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").status();
   StoredSession out;
-  if (s.ok()) s = ReadSession(c, id, &out);
+  int64_t gen = kStaleGen;
+  if (s.ok()) s = ReadSession(c, id, &out, &gen);
   if (!c.broken()) (void)c.Exec("loading a session", "COMMIT");
   Release(*std::move(acquired));
   if (!s.ok()) {
@@ -144,7 +146,22 @@ absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::strin
     }
     return s;
   }
+  // The copy the caller builds from it is at this write version.
+  NoteGen(id, gen);
   return out;
+}
+
+absl::StatusOr<bool> PostgresSessionStore::CopyIsCurrent(const std::string& id, int64_t t) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  absl::StatusOr<pg::Result> row =
+      (*acquired)->Run("reading a session's step index",
+                       "SELECT next_t, gen FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
+  Release(*std::move(acquired));
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+  const std::optional<int64_t> gen = KnownGen(id);
+  return row->Int(0, 0) == t && (!gen.has_value() || *gen == row->Int(0, 1));
 }
 
 absl::StatusOr<std::vector<SessionSummary>> PostgresSessionStore::ListSessions() {
@@ -181,6 +198,58 @@ absl::StatusOr<int64_t> PostgresSessionStore::StoredStepIndex(const std::string&
   return row->Int(0, 0);
 }
 
+namespace {
+
+// Group row `i` of `r` (id, members, members_sum), verified.
+absl::StatusOr<StoredGroup> GroupOfRow(const pg::Result& r, int i) {
+  StoredGroup g;
+  g.id = std::string(r.Bytes(i, 0));
+  const absl::string_view members = r.Bytes(i, 1);
+  if (std::string p = SumProblem(r, i, 2, "group", g.id, 0, members); !p.empty()) {
+    return absl::DataLossError(absl::StrCat("group '", g.id, "': member list ", p));
+  }
+  for (absl::string_view m : absl::StrSplit(members, '\n', absl::SkipEmpty())) {
+    g.members.emplace_back(m);
+  }
+  return g;
+}
+
+}  // namespace
+
+absl::StatusOr<StoredGroup> PostgresSessionStore::LoadGroup(const std::string& id) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  absl::StatusOr<pg::Result> row = (*acquired)->Run(
+      "reading a group", "SELECT id, members, members_sum FROM f2obo_groups WHERE id = $1::text",
+      {Param(id)});
+  Release(*std::move(acquired));
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
+  return GroupOfRow(*row, 0);
+}
+
+absl::StatusOr<std::string> PostgresSessionStore::GroupOf(const std::string& session_id) {
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  if (!acquired.ok()) return acquired.status();
+  // The member lists holding the id's bytes, then an exact match of one
+  // member among them.
+  absl::StatusOr<pg::Result> rows =
+      (*acquired)->Run("finding a session's group",
+                       "SELECT id, members, members_sum FROM f2obo_groups "
+                       "WHERE position(convert_to($1::text, 'UTF8') IN members) > 0",
+                       {Param(session_id)});
+  Release(*std::move(acquired));
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->rows(); ++i) {
+    absl::StatusOr<StoredGroup> g = GroupOfRow(*rows, i);
+    if (!g.ok()) continue;  // reported where it is loaded
+    for (const std::string& m : g->members) {
+      if (m == session_id) return g->id;
+    }
+  }
+  return std::string();
+}
+
 absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() { return Load(true); }
 
 absl::StatusOr<LoadedStore> PostgresSessionStore::LoadGroupsAndFences() { return Load(false); }
@@ -205,7 +274,8 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
   }
   for (size_t n = 0; s.ok() && n < ids.size(); ++n) {
     StoredSession st;
-    const absl::Status read = ReadSession(c, ids[n], &st);
+    int64_t gen = kStaleGen;
+    const absl::Status read = ReadSession(c, ids[n], &st, &gen);
     if (absl::IsNotFound(read)) continue;  // deleted meanwhile: not in this snapshot
     if (absl::IsDataLoss(read)) {
       out.damaged.push_back(absl::StrCat("session '", ids[n], "': ", read.message()));
@@ -215,6 +285,7 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
       s = read;
       break;
     }
+    NoteGen(ids[n], gen);
     out.sessions.push_back(std::move(st));
   }
   if (s.ok()) {
@@ -222,17 +293,12 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
         c.Run("listing groups", "SELECT id, members, members_sum FROM f2obo_groups ORDER BY id");
     s = groups.status();
     for (int i = 0; s.ok() && i < groups->rows(); ++i) {
-      StoredGroup g;
-      g.id = std::string(groups->Bytes(i, 0));
-      const absl::string_view members = groups->Bytes(i, 1);
-      if (std::string p = SumProblem(*groups, i, 2, "group", g.id, 0, members); !p.empty()) {
-        out.damaged.push_back(absl::StrCat("group '", g.id, "': member list ", p));
+      absl::StatusOr<StoredGroup> g = GroupOfRow(*groups, i);
+      if (!g.ok()) {
+        out.damaged.push_back(std::string(g.status().message()));
         continue;
       }
-      for (absl::string_view m : absl::StrSplit(members, '\n', absl::SkipEmpty())) {
-        g.members.emplace_back(m);
-      }
-      out.groups.push_back(std::move(g));
+      out.groups.push_back(*std::move(g));
     }
   }
   if (s.ok()) {

@@ -23,25 +23,59 @@ std::string Sum(absl::string_view tag, absl::string_view id, int64_t t, absl::st
   return Dec(RecordSum(tag, id, t, blob));
 }
 
-// Why a compare-and-set from `from` matched no row: the session is not
-// stored (NOT_FOUND) or is at another step index (ABORTED: another server
-// committed; the caller reloads it and answers from what is stored).
-absl::Status Missed(pg::Conn& c, const std::string& id, int64_t from) {
+absl::Status Ok(const absl::StatusOr<pg::Result>& r) { return r.status(); }
+
+// A bigint[] parameter in text form: {1,2,3}.
+std::string IntArray(const std::vector<int64_t>& v) {
+  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
+}
+
+void Put32(std::string* out, uint32_t v) {
+  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
+  out->append(b, 4);
+}
+
+// A bytea[] parameter in PostgreSQL's binary array format (array_recv):
+// dimensions, a has-nulls flag, the element type (bytea, oid 17), each
+// dimension's length and lower bound, then each element's length and
+// bytes, integers in network byte order.
+std::string ByteaArray(const std::vector<const std::string*>& items) {
+  std::string out;
+  Put32(&out, items.empty() ? 0 : 1);
+  Put32(&out, 0);
+  Put32(&out, 17);
+  if (items.empty()) return out;
+  Put32(&out, static_cast<uint32_t>(items.size()));
+  Put32(&out, 1);
+  for (const std::string* item : items) {
+    Put32(&out, static_cast<uint32_t>(item->size()));
+    out.append(*item);
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status PostgresSessionStore::Missed(pg::Conn& c, const std::string& id, int64_t from,
+                                          std::optional<int64_t> gen) {
   absl::StatusOr<pg::Result> r =
       c.Run("reading a session's step index",
-            "SELECT next_t FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
+            "SELECT next_t, gen FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
   if (!r.ok()) return r.status();
   if (r->rows() == 0) {
     return absl::NotFoundError(absl::StrCat("session '", id, "' is not in the store"));
+  }
+  if (r->Int(0, 0) == from && gen.has_value()) {
+    return absl::AbortedError(absl::StrCat(
+        "session '", id, "' is at step index ", from,
+        " in the store, but written since this server read it (write version ", r->Int(0, 1),
+        ", this copy's ", *gen, "): another server wrote it (reload it)"));
   }
   return absl::AbortedError(absl::StrCat("session '", id, "' is at step index ", r->Int(0, 0),
                                          " in the store, not ", from,
                                          ": another server wrote it (reload it)"));
 }
-
-absl::Status Ok(const absl::StatusOr<pg::Result>& r) { return r.status(); }
-
-}  // namespace
 
 absl::Status PostgresSessionStore::DeleteSessionRows(pg::Conn& c, const std::string& id) {
   for (const char* sql : {"DELETE FROM f2obo_sessions WHERE id = $1::text",
@@ -77,21 +111,35 @@ absl::Status PostgresSessionStore::ReplaceReplies(pg::Conn& c, const std::string
   return absl::OkStatus();
 }
 
-absl::Status PostgresSessionStore::InsertSession(pg::Conn& c, const SessionRecord& r) {
-  if (absl::Status s = DeleteSessionRows(c, r.id); !s.ok()) return s;
+absl::Status PostgresSessionStore::InsertSession(pg::Conn& c, const SessionRecord& r,
+                                                 int64_t* written) {
   const std::string spec = r.spec.SerializeAsString();
   const bool in_parts = r.parts != nullptr;
-  if (absl::Status s = Ok(
-          c.Run("storing a session",
-                "INSERT INTO f2obo_sessions (id, spec, spec_sum, state, state_sum, parts, next_t) "
-                "VALUES ($1::text, $2::bytea, $3::bigint, $4::bytea, $5::bigint, $6::bigint, "
-                "$7::bigint)",
-                {Param(r.id), Param::Blob(spec), Param(Sum("spec", r.id, 0, spec)),
-                 Param::Blob(r.state), Param(Sum("state", r.id, r.t, r.state)),
-                 in_parts ? Param(Dec(static_cast<int64_t>(r.parts->aux.size()))) : Param::Null(),
-                 Param(Dec(r.t))}));
-      !s.ok()) {
-    return s;
+  // Insert-only: of two servers creating (or importing) one id at once,
+  // the second waits on the first's row and finds it taken once the
+  // first commits.
+  absl::StatusOr<pg::Result> inserted =
+      c.Run("storing a session",
+            "INSERT INTO f2obo_sessions (id, spec, spec_sum, state, state_sum, parts, next_t, gen) "
+            "VALUES ($1::text, $2::bytea, $3::bigint, $4::bytea, $5::bigint, $6::bigint, "
+            "$7::bigint, nextval('f2obo_gen')) ON CONFLICT (id) DO NOTHING RETURNING gen",
+            {Param(r.id), Param::Blob(spec), Param(Sum("spec", r.id, 0, spec)),
+             Param::Blob(r.state), Param(Sum("state", r.id, r.t, r.state)),
+             in_parts ? Param(Dec(static_cast<int64_t>(r.parts->aux.size()))) : Param::Null(),
+             Param(Dec(r.t))});
+  if (!inserted.ok()) return inserted.status();
+  if (inserted->rows() != 1) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("session '", r.id, "' already exists (in the shared store)"));
+  }
+  *written = inserted->Int(0, 0);
+  // Nothing of an earlier session of this id is left (a deletion removes
+  // all of it); removed all the same, in case.
+  for (const char* sql : {"DELETE FROM f2obo_state_parts WHERE id = $1::text",
+                          "DELETE FROM f2obo_replies WHERE id = $1::text",
+                          "DELETE FROM f2obo_checkpoints WHERE id = $1::text",
+                          "DELETE FROM f2obo_checkpoint_parts WHERE id = $1::text"}) {
+    if (absl::Status s = Ok(c.Run("storing a session", sql, {Param(r.id)})); !s.ok()) return s;
   }
   CheckpointParts first;  // the first checkpoint, in parts: every part
   if (in_parts) {
@@ -196,65 +244,63 @@ absl::Status PostgresSessionStore::TrimCheckpoints(pg::Conn& c, const std::strin
   return absl::OkStatus();
 }
 
+bool PostgresSessionStore::OneStatement(const StepState* parts, int keep_checkpoints) {
+  if (keep_checkpoints > 0) return false;
+  if (parts == nullptr) return true;
+  size_t bytes = 0;
+  for (const auto& row : parts->aux_rows) bytes += row.second.size();
+  return bytes <= kArrayBytes;
+}
+
 absl::Status PostgresSessionStore::StepRows(pg::Conn& c, const std::string& id, int64_t t,
-                                            const StepState* parts, const std::string* whole,
-                                            const std::string& reply, int keep_replies,
-                                            int keep_checkpoints) {
+                                            std::optional<int64_t> gen, const StepState* parts,
+                                            const std::string* whole, const std::string& reply,
+                                            int keep_replies, int keep_checkpoints, bool sync,
+                                            int64_t* written) {
   const std::string& head = parts != nullptr ? parts->head : *whole;
-  absl::StatusOr<pg::Result> moved = c.Run(
-      "storing a step",
-      "UPDATE f2obo_sessions SET state = $3::bytea, state_sum = $4::bigint, parts = $5::bigint, "
-      "next_t = $2::bigint WHERE id = $1::text AND next_t = $6::bigint",
-      {Param(id), Param(Dec(t)), Param::Blob(head), Param(Sum("state", id, t, head)),
-       parts != nullptr ? Param(Dec(parts->aux_count)) : Param::Null(), Param(Dec(t - 1))});
-  if (!moved.ok()) return moved.status();
-  if (moved->affected() != 1) return Missed(c, id, t - 1);
-  if (parts == nullptr || parts->complete) {
-    if (absl::Status s = Ok(c.Run(
-            "storing a step", "DELETE FROM f2obo_state_parts WHERE id = $1::text", {Param(id)}));
-        !s.ok()) {
-      return s;
-    }
-  } else if (parts->trim) {
-    if (absl::Status s =
-            Ok(c.Run("storing a step",
-                     "DELETE FROM f2obo_state_parts WHERE id = $1::text AND idx >= $2::bigint",
-                     {Param(id), Param(Dec(parts->aux_count))}));
-        !s.ok()) {
-      return s;
+  // The changed parts go with the row in one statement (f2obo_step) unless
+  // they are large: then one statement each, after it.
+  const bool in_arrays = OneStatement(parts, 0);
+  std::vector<int64_t> idx, sums;
+  std::vector<const std::string*> bytes;
+  if (parts != nullptr && in_arrays) {
+    for (const auto& [i, b] : parts->aux_rows) {
+      idx.push_back(i);
+      bytes.push_back(&b);
+      sums.push_back(RecordSum("part", id, i, b));
     }
   }
-  if (parts != nullptr) {
-    for (const auto& [idx, bytes] : parts->aux_rows) {
+  const bool clear = parts == nullptr || parts->complete;
+  const bool trim = !clear && parts->trim;
+  const std::string part_array = ByteaArray(bytes);
+  absl::StatusOr<pg::Result> moved = c.Run(
+      "storing a step",
+      "SELECT f2obo_step($1::text, $2::bigint, $3::bigint, $4::bytea, $5::bigint, $6::bigint, "
+      "$7::boolean, $8::bigint, $9::bigint[], $10::bytea[], $11::bigint[], $12::bytea, "
+      "$13::bigint, $14::bigint, $15::boolean)",
+      {Param(id), Param(Dec(t)), gen.has_value() ? Param(Dec(*gen)) : Param::Null(),
+       Param::Blob(head), Param(Sum("state", id, t, head)),
+       parts != nullptr ? Param(Dec(parts->aux_count)) : Param::Null(), Param(clear ? "t" : "f"),
+       trim ? Param(Dec(parts->aux_count)) : Param::Null(), Param(IntArray(idx)),
+       Param::Blob(part_array), Param(IntArray(sums)), Param::Blob(reply),
+       Param(Sum("reply", id, t, reply)), Param(Dec(keep_replies)), Param(sync ? "t" : "f")});
+  if (!moved.ok()) return moved.status();
+  if (moved->rows() != 1 || moved->IsNull(0, 0)) return Missed(c, id, t - 1, gen);
+  *written = moved->Int(0, 0);
+  if (parts != nullptr && !in_arrays) {
+    for (const auto& [i, b] : parts->aux_rows) {
       absl::StatusOr<pg::Result> r =
-          bytes.empty()
+          b.empty()
               ? c.Run("storing a step",
                       "DELETE FROM f2obo_state_parts WHERE id = $1::text AND idx = $2::bigint",
-                      {Param(id), Param(Dec(idx))})
+                      {Param(id), Param(Dec(i))})
               : c.Run("storing a step",
                       "INSERT INTO f2obo_state_parts (id, idx, part, part_sum) "
                       "VALUES ($1::text, $2::bigint, $3::bytea, $4::bigint) ON CONFLICT (id, idx) "
                       "DO UPDATE SET part = EXCLUDED.part, part_sum = EXCLUDED.part_sum",
-                      {Param(id), Param(Dec(idx)), Param::Blob(bytes),
-                       Param(Sum("part", id, idx, bytes))});
+                      {Param(id), Param(Dec(i)), Param::Blob(b), Param(Sum("part", id, i, b))});
       if (!r.ok()) return r.status();
     }
-  }
-  // The reply, keyed by t; the cache keeps the keys in (t - keep, t].
-  if (absl::Status s = Ok(
-          c.Run("storing a step's reply",
-                "INSERT INTO f2obo_replies (id, t, reply, reply_sum) VALUES ($1::text, $2::bigint, "
-                "$3::bytea, $4::bigint) ON CONFLICT (id, t) DO UPDATE SET reply = EXCLUDED.reply, "
-                "reply_sum = EXCLUDED.reply_sum",
-                {Param(id), Param(Dec(t)), Param::Blob(reply), Param(Sum("reply", id, t, reply))}));
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = Ok(c.Run("trimming replies",
-                                "DELETE FROM f2obo_replies WHERE id = $1::text AND t <= $2::bigint",
-                                {Param(id), Param(Dec(t - keep_replies))}));
-      !s.ok()) {
-    return s;
   }
   if (keep_checkpoints <= 0) return absl::OkStatus();
   absl::Status s;

@@ -225,7 +225,7 @@ def test_fields_the_proto_gains_are_accepted_by_name():
 
 def reply():
     r = pb.StepReply(session_id="s", t=3, x=[0.5, -0.0, 1e-300])
-    setattr(r.report, "lambda", 15.0)
+    setattr(r.report.bilevel, "lambda", 15.0)
     r.report.upper_loss_before = 0.7
     return r
 
@@ -240,12 +240,37 @@ def test_step_result_exposes_fields_and_the_report():
     assert r.replayed is False
     assert "upper_loss_before" in dir(r) and "lambda_" in dir(r)
     d = r.to_dict()
-    assert d["report"]["lambda"] == 15.0 and d["latest_exact"] is None
+    assert d["report"]["bilevel"]["lambda"] == 15.0 and d["latest_exact"] is None
     with pytest.raises(AttributeError) as e:
         r.upper_los
     assert "'upper_los'" in str(e.value) and "upper_loss_before" in str(e.value)
     with pytest.raises(AttributeError):
         r.t = 4
+
+
+def test_views_answer_for_the_fields_of_the_problem_class_part_that_is_set():
+    # A multi-task round: lambda_ is its part's, as a bilevel round's is
+    # the bilevel part's; a simple bilevel round has none.
+    m = pb.StepMetrics(t=2)
+    setattr(m.report.multitask, "lambda", 2.5)
+    m.report.multitask.tasks = 3
+    m.exact.multitask.regret_term = 0.25
+    m.exact.running.multitask.blreg = 1.5
+    v = f2obo.StepMetrics(m)
+    assert v.lambda_ == 2.5 and v.report.lambda_ == 2.5 and v.tasks == 3
+    assert v.regret_term == 0.25 and v.exact.running.blreg == 1.5
+    assert "lambda_" in dir(v) and "blreg" in dir(v.exact.running)
+    s = pb.StepReply(t=1)
+    s.report.simple.inner_loss_before = 0.5
+    r = f2obo.StepResult(s)
+    assert r.inner_loss_before == 0.5
+    with pytest.raises(AttributeError):
+        r.lambda_
+    info = pb.SessionInfo(session_id="a", x_dim=3)
+    info.bilevel.y_dim = 7
+    info.metrics.bilevel.blreg = 0.125
+    i = f2obo.SessionInfo(info)
+    assert i.y_dim == 7 and i.x_dim == 3 and i.metrics.blreg == 0.125
 
 
 def test_views_pickle_and_compare():

@@ -79,16 +79,59 @@ def test_a_session_whose_vectors_cannot_fit_a_message_is_refused_at_create(start
 
 
 def test_admission_counts_what_an_oracle_session_holds(start_server):
-    # 100 MB admit a built-in session of y = 10^6 (7 vectors of 8 MB) but
-    # not an oracle session of that size
-    server = start_server("--max_total_state_bytes=100000000", "--max_message_bytes=16777216")
+    # An oracle session counts 12 vectors of y (y and z, and a step's peak
+    # of 10 more: server/session_footprint.h).  90 MB admit a built-in
+    # session of y = 10^6 (7 vectors of 8 MB) and an oracle session of
+    # y = 900,000 (86.4 MB; 16 vectors, as counted before its copies were
+    # cut, would not fit), but not an oracle session of y = 10^6 (96 MB)
+    server = start_server("--max_total_state_bytes=90000000", "--max_message_bytes=16777216")
     with f2obo.Client(server.address) as client:
         client.wait_ready()
         client.create_session(family="quadratic", x_dim=X_DIM, y_dim=1_000_000,
                               session_id="builtin", algorithm="f2obo", alpha=0.1, beta=0.1)
         client.delete_session("builtin")
+        client.create_session(family="oracle", x_dim=X_DIM, y_dim=900_000, session_id="fits",
+                              **COMMON)
+        client.delete_session("fits")
         with pytest.raises(f2obo.ResourceExhausted,
                            match=r"and what an oracle session's stream holds\) does not fit the "
-                                 r"memory limit max_total_state_bytes = 100000000 "
+                                 r"memory limit max_total_state_bytes = 90000000 "
                                  r"\(--max_total_state_bytes"):
             client.create_session(family="oracle", x_dim=X_DIM, y_dim=1_000_000, **COMMON)
+
+
+def _rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def test_an_oracle_session_holds_under_three_copies_of_y_between_steps(start_server):
+    # Between steps an oracle session keeps y and z and no other vector of
+    # y's size: the round's copy, the algorithm's gradients, the points its
+    # stream built recipes on and the step's messages are freed (and their
+    # pages returned).  Two sessions of 2 x 10^6 parameters (16 MB a
+    # vector), each stepped on a stream kept open: the server grows by
+    # less than three vectors a session (it held ~14 as built before).
+    y_dim = 2_000_000
+    y_bytes = 8 * y_dim
+    server = start_server()
+    with f2obo.Client(server.address) as client:
+        client.wait_ready()
+        client.list_sessions()
+        base = _rss_bytes(server.proc.pid)
+        streams = []
+        for i in range(2):
+            s = client.create_session(family="oracle", x_dim=X_DIM, y_dim=y_dim,
+                                      session_id="big%d" % i, **COMMON)
+            stream = f2obo.OracleStream(client, s.id)
+            evaluate = quadratic_oracle(y_dim)
+            for _ in range(3):
+                stream.step(evaluate, upper_rows=4, inner_rows=4)
+            streams.append(stream)
+        grown = _rss_bytes(server.proc.pid) - base
+        for stream in streams:
+            stream.close()
+    assert grown < 2 * 3 * y_bytes, "%.1f copies of y a session" % (grown / 2 / y_bytes)

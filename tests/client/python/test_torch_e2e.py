@@ -1,7 +1,9 @@
 """f2obo.torch over real gRPC: the Tuner's trajectory
 equals that of an oracle session whose client computes the same network's
 derivatives by hand in numpy (to 1e-10, float64), for f2obo and sf2obo
-(the server's mini-batch rows); the module follows the session's y; the
+(the server's mini-batch rows), and for the Tuner's defaults (f2obo, no
+step size given: the server's automatic steps reach the client as the
+recipes' coefficients); the module follows the session's y; the
 example's tuned network beats its untuned start on held-out rows.
 """
 import os
@@ -92,9 +94,15 @@ BOX = (np.concatenate([np.full(2, BOX_WD[0]), np.full(C, BOX_CW[0])]),
        np.concatenate([np.full(2, BOX_WD[1]), np.full(C, BOX_CW[1])]))
 
 
+# The Tuner's defaults: no algorithm (f2obo) and no step size.
+DEFAULTS = dict(seed=5, inner_steps=3)
+
+
 def tuner(client, algorithm):
     hp = {"wd": f2obo.torch.Hyperparameter(torch.tensor(X0[:2]), box=BOX_WD),
           "cw": f2obo.torch.Hyperparameter(torch.tensor(X0[2:]), box=BOX_CW)}
+    if algorithm == "defaults":
+        return f2obo.torch.Tuner(client, mlp(), hp, train_loss, val_loss, **DEFAULTS)
     return f2obo.torch.Tuner(client, mlp(), hp, train_loss, val_loss, algorithm=algorithm,
                              **COMMON)
 
@@ -104,13 +112,16 @@ def as_torch(batch):
     return torch.from_numpy(X), torch.from_numpy(y)
 
 
-@pytest.mark.parametrize("algorithm", ["f2obo", "sf2obo"])
+@pytest.mark.parametrize("algorithm", ["f2obo", "sf2obo", "defaults"])
 def test_tuner_follows_a_hand_derived_client(start_server, algorithm):
     server = start_server()
     with f2obo.Client(server.address) as client:
         theta0 = np.concatenate([p.detach().numpy().ravel() for p in mlp().parameters()])
+        options = dict(algorithm=algorithm, **COMMON)
+        if algorithm == "defaults":
+            options = dict(algorithm="f2obo", **DEFAULTS)
         ref = client.create_session(family="oracle", x_dim=len(X0), y_dim=len(theta0),
-                                    algorithm=algorithm, x0=X0, y0=theta0, box=BOX, **COMMON)
+                                    x0=X0, y0=theta0, box=BOX, **options)
         with tuner(client, algorithm) as tuned, f2obo.OracleStream(client, ref.id) as stream:
             # y comes with each step's reply: step() never reads the decision
             tuned.sync = lambda: pytest.fail("Tuner.step asked for the decision")

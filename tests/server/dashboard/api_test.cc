@@ -257,7 +257,8 @@ TEST(WriteStep, DueStepsCarryTheirProbabilityCoverageAndEstimate) {
   v1::StepMetrics evaluated;
   evaluated.set_t(8);
   evaluated.set_exact_probability(1.0);
-  evaluated.mutable_exact()->mutable_running()->set_blreg(2.0);
+  evaluated.mutable_report()->mutable_bilevel();
+  evaluated.mutable_exact()->mutable_running()->mutable_bilevel()->set_blreg(2.0);
   evaluated.mutable_exact()->mutable_running()->set_evaluated_steps(4);
   evaluated.mutable_exact()->mutable_running()->set_estimate(10.0);
   JsonWriter w2;
@@ -281,7 +282,7 @@ TEST(WriteStep, DueStepsCarryTheirProbabilityCoverageAndEstimate) {
 TEST(WriteStep, ExactFieldsOnlyWhenComputedAndNonFiniteAsNull) {
   v1::StepMetrics m;
   m.set_t(5);
-  m.mutable_report()->set_lambda(2);
+  m.mutable_report()->mutable_bilevel()->set_lambda(2);
   m.mutable_report()->set_upper_loss_before(std::numeric_limits<double>::quiet_NaN());
   m.mutable_report()->set_accuracy_before(0.75);
   m.set_exact_skipped_reason("metrics worker behind");
@@ -297,10 +298,10 @@ TEST(WriteStep, ExactFieldsOnlyWhenComputedAndNonFiniteAsNull) {
     EXPECT_FALSE(s.fields().count(key)) << key;
   }
 
-  m.mutable_exact()->set_regret_term(std::numeric_limits<double>::infinity());
-  m.mutable_exact()->mutable_running()->set_blreg(4.5);
-  m.mutable_exact()->set_drift(0.25);
-  m.mutable_report()->set_cap_hit(true);
+  m.mutable_exact()->mutable_bilevel()->set_regret_term(std::numeric_limits<double>::infinity());
+  m.mutable_exact()->mutable_running()->mutable_bilevel()->set_blreg(4.5);
+  m.mutable_exact()->mutable_bilevel()->set_drift(0.25);
+  m.mutable_report()->mutable_bilevel()->set_cap_hit(true);
   JsonWriter w2;
   WriteStep(m, w2);
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(w2.str(), &s).ok()) << w2.str();
@@ -313,12 +314,13 @@ TEST(WriteStep, ExactFieldsOnlyWhenComputedAndNonFiniteAsNull) {
   // converged: every solve the step's metrics rest on, the previous step's
   // inner solve included when variation and drift were computed.
   const auto converged = [&](bool inner, bool cg, std::optional<bool> previous) {
-    m.mutable_exact()->set_inner_converged(inner);
-    m.mutable_exact()->set_cg_converged(cg);
+    v1::BilevelExactMetrics* e = m.mutable_exact()->mutable_bilevel();
+    e->set_inner_converged(inner);
+    e->set_cg_converged(cg);
     if (previous.has_value()) {
-      m.mutable_exact()->set_previous_inner_converged(*previous);
+      e->set_previous_inner_converged(*previous);
     } else {
-      m.mutable_exact()->clear_previous_inner_converged();
+      e->clear_previous_inner_converged();
     }
     JsonWriter out;
     WriteStep(m, out);
@@ -352,13 +354,13 @@ TEST(WriteStep, EachClassWritesItsOwnFields) {
 
   v1::StepMetrics mt;
   mt.set_t(3);
-  mt.mutable_report()->set_lambda(1.5);
+  mt.mutable_report()->mutable_multitask()->set_lambda(1.5);
   mt.mutable_report()->mutable_multitask()->set_tasks(2);
   mt.mutable_report()->mutable_multitask()->set_tasks_touched(700);
   v1::ExactMetrics* e = mt.mutable_exact();
-  e->set_regret_term(0.125);
-  e->set_true_gradient_norm(0.75);
-  e->mutable_running()->set_blreg(9);
+  e->mutable_multitask()->set_regret_term(0.125);
+  e->mutable_multitask()->set_true_gradient_norm(0.75);
+  e->mutable_running()->mutable_multitask()->set_blreg(9);
   e->mutable_multitask()->set_tasks_evaluated(256);
   e->mutable_multitask()->set_seconds(0.5);
   v1::MultitaskTaskMetrics* tm = e->mutable_multitask()->add_tasks();
@@ -376,7 +378,7 @@ TEST(WriteStep, EachClassWritesItsOwnFields) {
   EXPECT_EQ(At(m, "gradient_norm").number_value(), 0.75);
   EXPECT_EQ(At(m, "tasks_evaluated").number_value(), 256);
   EXPECT_EQ(At(m, "exact_seconds").number_value(), 0.5);
-  EXPECT_FALSE(At(m, "converged").bool_value());  // the flags were left false
+  EXPECT_FALSE(At(m, "converged").bool_value());  // the flag was left false
   const auto& tasks = At(m, "task_metrics").list_value().values();
   ASSERT_EQ(tasks.size(), 1);
   EXPECT_EQ(At(tasks[0].struct_value(), "task").number_value(), 3);

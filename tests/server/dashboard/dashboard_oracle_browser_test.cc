@@ -91,7 +91,7 @@ TEST(DashboardBrowser, OracleSessionsShowTheirHyperparametersAndNoBLReg) {
   spec.mutable_family()->Clear();
   spec.mutable_family()->set_name("oracle");
   spec.mutable_family()->set_x_dim(built_in.x_dim());
-  spec.mutable_family()->set_y_dim(built_in.y_dim());
+  spec.mutable_family()->set_y_dim(built_in.bilevel().y_dim());
   spec.mutable_metrics()->clear_exact_every();
   // Named as a Tuner names its hyperparameter dict.
   v1::XGroup* first = spec.add_x_groups();

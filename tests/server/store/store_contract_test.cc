@@ -236,7 +236,10 @@ TEST_P(StoreContractTest, RollbackOfASessionNotStoredIsNotFound) {
   EXPECT_TRUE(absl::IsNotFound(s)) << s;
 }
 
-TEST_P(StoreContractTest, APutReplacesEveryRecordOfAnEarlierSessionOfTheSameId) {
+// A store of one server's own replaces an earlier session of the id; a
+// shared one refuses (another server's session, perhaps created at the
+// same moment) and keeps it whole.
+TEST_P(StoreContractTest, APutOfAStoredIdReplacesItOrIsRefusedByASharedStore) {
   ASSERT_TRUE(store_
                   ->PutSession("a", ContractSpec("a"), WholeBytes(ContractState(1, 1.0, 4)), 1, {},
                                /*checkpoint=*/true)
@@ -250,7 +253,20 @@ TEST_P(StoreContractTest, APutReplacesEveryRecordOfAnEarlierSessionOfTheSameId) 
   // A new session "a" (say, imported over it): no part, reply or checkpoint
   // of the old one survives.
   const SessionState fresh = ContractState(1, 9.0, 1);
-  ASSERT_TRUE(store_->PutSession("a", ContractSpec("aa"), WholeBytes(fresh), 1).ok());
+  const absl::Status put = store_->PutSession("a", ContractSpec("aa"), WholeBytes(fresh), 1);
+  if (store_->shared()) {
+    EXPECT_TRUE(absl::IsAlreadyExists(put)) << put;
+    Reopen();
+    const LoadedStore loaded = Load();
+    ASSERT_EQ(loaded.sessions.size(), 1u);
+    const StoredSession& a = loaded.sessions[0];
+    EXPECT_EQ(a.spec.SerializeAsString(), ContractSpec("a").SerializeAsString());
+    EXPECT_TRUE(a.state.BitEquals(ContractCheckpoint(s)));
+    EXPECT_THAT(ReplySteps(a), ElementsAre(1));
+    EXPECT_THAT(a.checkpoints, ElementsAre(1, 2));
+    return;
+  }
+  ASSERT_TRUE(put.ok()) << put;
   Reopen();
   const LoadedStore loaded = Load();
   ASSERT_EQ(loaded.sessions.size(), 1u);

@@ -32,6 +32,7 @@ std::vector<double> OscillatingRegret(const std::string& algorithm,
   AlgorithmOptions& o = config.options;
   o.lambda1 = 5;
   o.tau = 1;
+  o.lambda_schedule = LambdaSchedule::kPaper;  // Theorem 4.1's lambda_t = lambda_1 t^tau
   o.alpha = 1;
   o.beta = 0.5;
   o.gamma = 0.1;

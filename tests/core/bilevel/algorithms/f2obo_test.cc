@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Cholesky>
+#include <cmath>
+#include <limits>
 #include <random>
 
+#include "core/bilevel/bilevel_state.h"
+#include "core/bilevel/hypergradients/first_order.h"
 #include "core/session.h"
 #include "tests/core/bilevel/families/family_checks.h"
 #include "tests/core/test_streams.h"
@@ -185,11 +189,12 @@ TEST(F2obo, AutoStepSizesOnSoftmaxFamiliesComeFromRowNormBounds) {
   EXPECT_DOUBLE_EQ(r.alpha, r.lambda * r.beta);
 }
 
-TEST(F2obo, LambdaFollowsTheScheduleAndItsCap) {
+TEST(F2obo, LambdaFollowsThePapersScheduleAndItsCapByOption) {
   FamilyConfig fam;
   fam.name = "quadratic";
   fam.x_dim = fam.y_dim = 1;
   SessionConfig config = ConfigFor("f2obo", fam, ConstraintSet::None());
+  config.options.lambda_schedule = LambdaSchedule::kPaper;
   config.options.tau = 0.5;
   config.options.lambda_max = 12.0;
   auto session = *Session::Create(config);
@@ -200,6 +205,89 @@ TEST(F2obo, LambdaFollowsTheScheduleAndItsCap) {
     EXPECT_NEAR(BilevelView(session->state()).lambda, std::min(12.0, 5.0 * std::sqrt(t)), 1e-12);
     ASSERT_TRUE(session->Step(step).ok());
   }
+}
+
+// rho = max(||grad_y L||, lambda ||grad_y g(z)||) / ||grad_y f||: the factor
+// (1 + 1/t)^tau applies while rho <= 1/2, (1 + 1/t)^(tau/2) otherwise (also
+// with an error and no signal, or a non-finite one); lambda_schedule = paper
+// applies the full factor always.
+TEST(F2obo, FollowedLambdaGrowsFullyWhileTheInnerErrorIsAtMostHalfTheSignalElseAtHalfTheRate) {
+  AlgorithmOptions o;
+  EXPECT_EQ(o.lambda_schedule, LambdaSchedule::kFollow) << "the default";
+  o.tau = 1.0;
+  const double full = 5.0 * 1.25, floor = 5.0 * std::sqrt(1.25);
+  BilevelReport r;
+  r.grad_y_f = 2.0;
+  r.residual_y = 1.0;  // rho = 1 / 2
+  r.residual_z = 0.1;  // lambda residual_z = 0.5: rho 1/4
+  EXPECT_DOUBLE_EQ(NextLambdaFollowing(o, 4, 5.0, r), full);
+  r.residual_y = std::nextafter(1.0, 2.0);
+  EXPECT_DOUBLE_EQ(NextLambdaFollowing(o, 4, 5.0, r), floor);
+  r.residual_y = 0.0;
+  r.residual_z = 0.2001;  // lambda residual_z = 1.0005: rho > 1/2
+  EXPECT_DOUBLE_EQ(NextLambdaFollowing(o, 4, 5.0, r), floor);
+  r.residual_z = 0.01;
+  r.grad_y_f = 0.0;  // an error and no signal
+  EXPECT_DOUBLE_EQ(NextLambdaFollowing(o, 4, 5.0, r), floor);
+  r.grad_y_f = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_DOUBLE_EQ(NextLambdaFollowing(o, 4, 5.0, r), floor);
+  o.lambda_schedule = LambdaSchedule::kPaper;
+  EXPECT_DOUBLE_EQ(NextLambdaFollowing(o, 4, 5.0, r), full);
+  EXPECT_EQ(NextLambdaFollowing(o, 4, 5.0, r), NextLambda(o, 4, 5.0));
+  o.lambda_schedule = LambdaSchedule::kFollow;
+  o.tau = 0.0;
+  EXPECT_EQ(NextLambdaFollowing(o, 4, 5.0, r), 5.0) << "tau = 0: constant either way";
+  o.tau = 1.0;
+  r.grad_y_f = 1.0;
+  o.lambda_max = 5.5;
+  EXPECT_EQ(NextLambdaFollowing(o, 4, 5.0, r), 5.5) << "the cap still applies";
+}
+
+// On a static stream the loops converge and the followed lambda grows with
+// the paper's; on a stream whose g_t moves every step (fresh rows) the
+// z-loop's residual stays at the batch-to-batch change of g_t and lambda
+// grows at the floor's rate, lambda_1 t^(tau/2), where the paper's reaches
+// lambda_1 t.
+TEST(F2obo, FollowedLambdaGrowsLikeThePapersOnAStaticStreamAndAtTheFloorOnAMovingOne) {
+  std::mt19937_64 rng(21);
+  const int d1 = 3, d2 = 6;
+  const Matrix M = testing::WellConditioned(d2, d1, 0.7, 1.3, rng);
+  const Vector c = RandomVector(d2, rng), d = RandomVector(d2, rng);
+  FamilyConfig quad;
+  quad.name = "quadratic";
+  quad.x_dim = d1;
+  quad.y_dim = d2;
+  quad.mu = 2.0;
+  SessionConfig config = ConfigFor("f2obo", quad, ConstraintSet::None());
+  config.options.inner_steps = 20;
+  ASSERT_EQ(config.options.lambda_schedule, LambdaSchedule::kFollow);
+  auto fixed_stream = *Session::Create(config);
+  const StepData step = testing::QuadraticStep(M, c, d);
+  for (int t = 1; t <= 200; ++t) ASSERT_TRUE(fixed_stream->Step(step).ok());
+  EXPECT_GT(BilevelView(fixed_stream->state()).lambda, 500.0)
+      << "lambda_1 = 5, paper: 1,005; floor: 71";
+
+  FamilyConfig ridge;
+  ridge.name = "ridge_hpo";
+  ridge.features = 5;
+  ridge.mu0 = 0.1;
+  SessionConfig moving = ConfigFor("f2obo", ridge, ConstraintSet::Box(0.0, 1.0));
+  SessionConfig paper = moving;
+  paper.options.lambda_schedule = LambdaSchedule::kPaper;
+  auto followed = *Session::Create(moving);
+  auto grown = *Session::Create(paper);
+  const Vector w = RandomVector(5, rng);
+  for (int t = 1; t <= 200; ++t) {
+    StepData fresh;
+    fresh.inner = testing::RegressionBatch(16, w, 1.0, false, rng);
+    fresh.upper = testing::RegressionBatch(16, w, 1.0, false, rng);
+    ASSERT_TRUE(followed->Step(fresh).ok());
+    ASSERT_TRUE(grown->Step(fresh).ok());
+  }
+  EXPECT_NEAR(BilevelView(grown->state()).lambda, 5.0 * 201, 1e-9);
+  const double floor = 5.0 * std::sqrt(201.0);  // 70.9
+  EXPECT_GE(BilevelView(followed->state()).lambda, floor * (1 - 1e-12));
+  EXPECT_LT(BilevelView(followed->state()).lambda, 2.0 * floor);
 }
 
 TEST(F2oboSingleLoop, DefaultsToOneInnerStepAndRejectsMore) {

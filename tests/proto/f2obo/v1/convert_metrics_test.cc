@@ -14,9 +14,9 @@ TEST(ConvertMetrics, ExactMetricsCarryEveryConvergenceFlag) {
   m.cg_converged = false;
   v1::ExactMetrics out;
   ToProto(m, RunningMetrics{}, &out);
-  EXPECT_TRUE(out.inner_converged());
-  EXPECT_FALSE(out.cg_converged());
-  EXPECT_FALSE(out.has_previous_inner_converged());  // no variation, no drift
+  EXPECT_TRUE(out.bilevel().inner_converged());
+  EXPECT_FALSE(out.bilevel().cg_converged());
+  EXPECT_FALSE(out.bilevel().has_previous_inner_converged());  // no variation, no drift
 
   m.variation = 0.5;
   m.drift = 0.25;
@@ -24,8 +24,8 @@ TEST(ConvertMetrics, ExactMetricsCarryEveryConvergenceFlag) {
     m.previous_inner_converged = previous;
     v1::ExactMetrics wire;
     ToProto(m, RunningMetrics{}, &wire);
-    ASSERT_TRUE(wire.has_previous_inner_converged());
-    EXPECT_EQ(wire.previous_inner_converged(), previous);
+    ASSERT_TRUE(wire.bilevel().has_previous_inner_converged());
+    EXPECT_EQ(wire.bilevel().previous_inner_converged(), previous);
   }
 }
 
@@ -40,10 +40,10 @@ TEST(ConvertMetrics, RunningMetricsCarryTheUnconvergedCounts) {
   v1::RunningMetrics out;
   ToProto(ProblemClass::kBilevel, r, &out);
   EXPECT_EQ(out.evaluated_steps(), 10);
-  EXPECT_EQ(out.blreg(), 2.5);
-  EXPECT_EQ(out.drift_steps(), 9);
-  EXPECT_EQ(out.unconverged_steps(), 3);
-  EXPECT_EQ(out.unconverged_drift_steps(), 4);
+  EXPECT_EQ(out.bilevel().blreg(), 2.5);
+  EXPECT_EQ(out.bilevel().drift_steps(), 9);
+  EXPECT_EQ(out.bilevel().unconverged_steps(), 3);
+  EXPECT_EQ(out.bilevel().unconverged_drift_steps(), 4);
 }
 
 }  // namespace

@@ -135,9 +135,9 @@ TEST_F(PostgresStoreTest, TwoServersNeverBothCommitOneStep) {
         ++aborted;
         // Behind: catch up as a reloading server would (its copy = store's).
         while (true) {
-          absl::StatusOr<LoadedStore> l = s->LoadAll();
-          if (!l.ok() || l->sessions.empty()) return;
-          const int64_t at = l->sessions[0].state.state.t;
+          absl::StatusOr<StoredSession> l = s->LoadSession("s");
+          if (!l.ok()) return;
+          const int64_t at = l->state.state.t;
           if (at > t) {
             t = at - 1;
             break;
@@ -151,6 +151,105 @@ TEST_F(PostgresStoreTest, TwoServersNeverBothCommitOneStep) {
   tb.join();
   EXPECT_EQ(Sql("SELECT next_t FROM f2obo_sessions WHERE id = 's'"), "52");
   EXPECT_EQ(won.load(), 50);
+}
+
+TEST_F(PostgresStoreTest, TwoServersCreatingOneIdAtOnceKeepTheFirstAndRefuseTheOther) {
+  auto a = Open();
+  auto b = Open();
+  // Each round, both create the same id with their own state at once;
+  // exactly one is stored, the other is ALREADY_EXISTS and overwrote
+  // nothing.
+  for (int round = 0; round < 20; ++round) {
+    const std::string id = "c" + std::to_string(round);
+    absl::Status made[2];
+    std::atomic<int> ready{0};
+    const auto create = [&](PostgresSessionStore* s, int who) {
+      ++ready;
+      while (ready.load() < 2) {
+      }
+      made[who] = s->PutSession(id, SpecFor(id), StateBytes(1, who + 1.0), 1);
+    };
+    std::thread ta(create, a.get(), 0), tb(create, b.get(), 1);
+    ta.join();
+    tb.join();
+    ASSERT_NE(made[0].ok(), made[1].ok()) << made[0] << " / " << made[1];
+    const int winner = made[0].ok() ? 0 : 1;
+    EXPECT_TRUE(absl::IsAlreadyExists(made[1 - winner])) << made[1 - winner];
+    absl::StatusOr<StoredSession> stored = a->LoadSession(id);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(SerializeCheckpoint(stored->state), StateBytes(1, winner + 1.0)) << "overwritten";
+  }
+  // And a create of a stored id, not racing, the same.
+  const absl::Status again = b->PutSession("c0", SpecFor("c0"), StateBytes(1, 9.0), 1);
+  EXPECT_TRUE(absl::IsAlreadyExists(again)) << again;
+  EXPECT_NE(SerializeCheckpoint(a->LoadSession("c0")->state), StateBytes(1, 9.0));
+}
+
+TEST_F(PostgresStoreTest, ACopyAtTheStoredStepIndexButRewrittenSinceIsRefused) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_TRUE(a->PutSession("s", SpecFor("s"), StateBytes(1, 1), 1).ok());
+  for (int64_t t = 1; t <= 4; ++t) {
+    ASSERT_TRUE(a->CommitStep("s", t + 1, StateBytes(t + 1, 1), ReplyFor("s", t), 4).ok());
+  }
+  // b reads it at 5, rolls it back to 3 and steps it to 5 again with other
+  // data: the same step index as a's copy, other contents.
+  ASSERT_TRUE(b->LoadSession("s").ok());
+  ASSERT_TRUE(b->RollbackSession("s", 3, StateBytes(3, 1), {}, 5).ok());
+  for (int64_t t = 3; t <= 4; ++t) {
+    ASSERT_TRUE(b->CommitStep("s", t + 1, StateBytes(t + 1, 2), ReplyFor("s", t), 4).ok());
+  }
+  EXPECT_TRUE(b->CopyIsCurrent("s", 5).value_or(false));
+  EXPECT_FALSE(a->CopyIsCurrent("s", 5).value_or(true)) << "a's copy taken for the stored one";
+  // a's step 5 on its copy is refused (the step index alone would let it
+  // through), nothing written.
+  const absl::Status stale = a->CommitStep("s", 6, StateBytes(6, 1), ReplyFor("s", 5), 4);
+  EXPECT_TRUE(absl::IsAborted(stale)) << stale;
+  EXPECT_NE(stale.message().find("written since"), std::string::npos) << stale;
+  const absl::Status checkpoint = a->PutCheckpoint("s", 5, StateBytes(5, 1), 2);
+  EXPECT_TRUE(absl::IsAborted(checkpoint)) << checkpoint;
+  const absl::Status rollback = a->RollbackSession("s", 3, StateBytes(3, 1), {}, 5);
+  EXPECT_TRUE(absl::IsAborted(rollback)) << rollback;
+  absl::StatusOr<StoredSession> truth = b->LoadSession("s");
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  EXPECT_EQ(SerializeCheckpoint(truth->state), StateBytes(5, 2));
+  // Reloaded, a's copy is the stored one and steps on it.
+  ASSERT_TRUE(a->LoadSession("s").ok());
+  EXPECT_TRUE(a->CopyIsCurrent("s", 5).value_or(false));
+  ASSERT_TRUE(a->CommitStep("s", 6, StateBytes(6, 2), ReplyFor("s", 5), 4).ok());
+  // Now b's copy is the one behind.
+  EXPECT_FALSE(b->CopyIsCurrent("s", 5).value_or(true));
+  EXPECT_TRUE(absl::IsAborted(b->CommitStep("s", 6, StateBytes(6, 3), ReplyFor("s", 5), 4)));
+  EXPECT_EQ(Sql("SELECT next_t FROM f2obo_sessions WHERE id = 's'"), "6");
+}
+
+TEST_F(PostgresStoreTest, AVersionOneDatabaseIsMigratedAndItsSessionsStep) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutSession("old", SpecFor("old"), StateBytes(1, 1), 1).ok());
+    ASSERT_TRUE(store->CommitStep("old", 2, StateBytes(2, 1), ReplyFor("old", 1), 4).ok());
+  }
+  // The database as version 1 left it: without what version 2 added.
+  Sql("DROP FUNCTION f2obo_step; ALTER TABLE f2obo_sessions DROP COLUMN gen; "
+      "DROP SEQUENCE f2obo_gen; UPDATE f2obo_schema SET version = 1");
+  ASSERT_EQ(Sql("SELECT count(*) FROM information_schema.columns WHERE column_name = 'gen'"), "0");
+  auto a = Open();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(Sql("SELECT version FROM f2obo_schema"),
+            std::to_string(PostgresSessionStore::kSchemaVersion));
+  EXPECT_EQ(Sql("SELECT gen FROM f2obo_sessions WHERE id = 'old'"), "0");
+  // Its sessions load and step, with write versions from now on.
+  auto b = Open();
+  absl::StatusOr<StoredSession> loaded = a->LoadSession("old");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(SerializeCheckpoint(loaded->state), StateBytes(2, 1));
+  ASSERT_TRUE(b->LoadSession("old").ok());
+  ASSERT_TRUE(a->CommitStep("old", 3, StateBytes(3, 1), ReplyFor("old", 2), 4).ok());
+  EXPECT_NE(Sql("SELECT gen FROM f2obo_sessions WHERE id = 'old'"), "0");
+  EXPECT_TRUE(absl::IsAborted(b->CommitStep("old", 3, StateBytes(3, 2), ReplyFor("old", 2), 4)));
+  // Opening it again changes nothing.
+  ASSERT_NE(Open(), nullptr);
+  EXPECT_EQ(Sql("SELECT next_t FROM f2obo_sessions WHERE id = 'old'"), "3");
 }
 
 TEST_F(PostgresStoreTest, NewerSchemaIsRefusedAndNothingWritten) {
@@ -204,7 +303,11 @@ TEST_F(PostgresStoreTest, KillNineOfTheDatabaseMidStreamLosesNoAcknowledgedStep)
         acked = t++;
       } else if (absl::IsAborted(r)) {
         // A retry of a step whose first COMMIT did reach the database
-        // (its outcome was unknown then): stored, not acknowledged.
+        // (its outcome was unknown then): stored, not acknowledged; the
+        // session reloaded as a server does, and continued from there.
+        absl::StatusOr<StoredSession> l = store->LoadSession("s");
+        ASSERT_TRUE(l.ok()) << l.status();
+        ASSERT_EQ(l->state.state.t, t + 1);
         ++t;
       } else {
         ASSERT_TRUE(absl::IsUnavailable(r)) << r;

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The shared PostgreSQL store against the embedded SQLite store, side by
+# side: a throwaway PostgreSQL 15 on loopback (initdb in a temporary
+# directory, fsync = on, synchronous_commit = on), and for each round one
+# f2obo-server on each store (a fresh database / data directory each run),
+# driven by the same `f2obo-cli bench` streams of tiny steps with
+# --durability=sync, embedded and PostgreSQL alternating:
+#   * 8 streams: steps/s, PostgreSQL / embedded (the goal: >= 0.5);
+#   * 1 stream: step p50, PostgreSQL - embedded (the goal: <= 0.3 ms).
+# Prints every run's line and each round's two figures, then their medians.
+# Usage: bench/service/pg_vs_embedded.sh [BUILD_DIR] [ROUNDS]
+#   (needs the targets f2obo-server and f2obo-cli, and PostgreSQL's server
+#   programs: scripts/deps.sh --test; F2OBO_PG_BINDIR overrides where)
+set -euo pipefail
+build="${1:-build}"
+rounds="${2:-3}"
+cli="$build/client/f2obo-cli"
+server="$build/server/f2obo-server"
+bindir="${F2OBO_PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}"
+[ -x "$bindir/initdb" ] || bindir=/usr/lib/postgresql/15/bin
+work="$(mktemp -d)"
+pid=
+as_pg=()
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  [ -f "$work/pg/postmaster.pid" ] &&
+    "${as_pg[@]}" "$bindir/pg_ctl" stop -D "$work/pg" -m immediate >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# PostgreSQL refuses to run as root: as the postgres user then.
+if [ "$(id -u)" = 0 ]; then
+  as_pg=(runuser -u postgres --)
+  chown postgres "$work"
+fi
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"${as_pg[@]}" "$bindir/initdb" -D "$work/pg" -U f2obo --auth=trust >"$work/initdb.log" 2>&1 || {
+  cat "$work/initdb.log" >&2
+  exit 1
+}
+cat >>"$work/pg/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$work'
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+max_connections = 50
+shared_buffers = 128MB
+EOF
+"${as_pg[@]}" "$bindir/pg_ctl" start -w -D "$work/pg" -l "$work/pg.log" >/dev/null
+psql_() { "$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U f2obo -d postgres -c "$1" >/dev/null; }
+
+tiny=(--exact_every=0 --family=ridge_hpo --features=16 --rows_per_step=8 --algorithm=f2obo)
+rate_of() { echo "$1" | grep -oE '[0-9.]+ steps/s' | head -1 | cut -d' ' -f1; }
+p50_of() { echo "$1" | grep -oE ' p50 [0-9.]+ ms' | head -1 | awk '{ print $2 }'; }
+run=0
+
+run_one() {  # store streams steps
+  local store="$1" streams="$2" steps="$3" where line port_s out
+  run=$((run + 1))
+  if [ "$store" = pg ]; then
+    psql_ "CREATE DATABASE bench_$run"
+    where=(--store="postgresql://f2obo@127.0.0.1:$port/bench_$run")
+  else
+    where=(--data_dir="$work/data_$run")
+  fi
+  rm -f "$work/banner"
+  mkfifo "$work/banner"
+  "$server" --listen=127.0.0.1:0 --metrics_listen= --durability=sync "${where[@]}" \
+    >"$work/banner" 2>"$work/server.log" &
+  pid=$!
+  read -r line <"$work/banner"
+  port_s="$(echo "$line" | sed -E 's/.*listening on [^ ]+:([0-9]+),.*/\1/')"
+  if ! out="$("$cli" bench --server="127.0.0.1:$port_s" --sessions="$streams" \
+                 --threads="$streams" --steps="$steps" "${tiny[@]}" 2>&1)"; then
+    echo "f2obo-cli bench failed ($store, $streams streams):" >&2
+    echo "$out" >&2
+    cat "$work/server.log" >&2
+    exit 1
+  fi
+  kill -TERM "$pid"
+  wait "$pid" || true
+  pid=
+  rm -rf "$work/data_$run"
+  [ "$store" = pg ] && psql_ "DROP DATABASE bench_$run"
+  printf '%-8s %2s streams  %s steps/s  p50 %s ms  (%s)\n' "$store" "$streams" \
+    "$(rate_of "$out")" "$(p50_of "$out")" "$(echo "$out" | grep -oE 'p50 .* p99 [0-9.]+ ms' | head -1)" >&2
+  echo "$(rate_of "$out") $(p50_of "$out")"
+}
+
+ratios=()
+deltas=()
+for r in $(seq 1 "$rounds"); do
+  read -r e8 _ <<<"$(run_one embedded 8 500)"
+  read -r p8 _ <<<"$(run_one pg 8 500)"
+  read -r _ e1 <<<"$(run_one embedded 1 2000)"
+  read -r _ p1 <<<"$(run_one pg 1 2000)"
+  ratio="$(awk -v a="$p8" -v b="$e8" 'BEGIN { printf "%.2f", a / b }')"
+  delta="$(awk -v a="$p1" -v b="$e1" 'BEGIN { printf "%.3f", a - b }')"
+  echo "round $r: 8 sync streams PostgreSQL / embedded steps/s = $p8 / $e8 = $ratio;" \
+    "1 stream p50 PostgreSQL - embedded = $p1 - $e1 = $delta ms"
+  ratios+=("$ratio")
+  deltas+=("$delta")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+echo "median of $rounds rounds: steps/s ratio $(median "${ratios[@]}") (goal >= 0.5)," \
+  "p50 difference $(median "${deltas[@]}") ms (goal <= 0.3)"

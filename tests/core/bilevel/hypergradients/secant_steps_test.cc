@@ -1,0 +1,111 @@
+// The secant rule of core/bilevel/hypergradients/secant_steps.h on closed forms:
+// gradient descent on a quadratic with eigenvalues in [1, 100], no L given.
+#include "core/bilevel/hypergradients/secant_steps.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace f2obo {
+namespace {
+
+constexpr double kLambda = 4.0;
+
+// g(u) = 0.5 u' A u, A = diag(1, ..., 100): L = 100, mu = 1.
+Vector Curvatures() { return Vector::LinSpaced(20, 1.0, 100.0); }
+
+// Runs the z-loop alone (the y-loop's direction zero) for n iterations.
+struct Trace {
+  std::vector<double> steps;  // a_k, k = 0 (the probe) .. n-1
+  std::vector<double> secants;
+  double grad_ratio = 0.0;  // ||grad(u_n)|| / ||grad(u_0)||
+};
+
+Trace GradientDescent(SecantSteps* rule, int n, Vector u) {
+  const Vector a = Curvatures();
+  Trace run;
+  Vector g = a.cwiseProduct(u), g_prev;
+  const double g0 = g.norm();
+  for (int k = 0; k < n; ++k) {
+    if (k > 0) {
+      rule->Observe(kLambda, g_prev.norm(), (g - g_prev).norm(), 0.0, 0.0);
+      run.secants.push_back(rule->Estimate(kLambda).l_g1);
+    }
+    const StepSizes s = rule->Next(kLambda, u.norm(), g.norm(), 0.0, 0.0);
+    EXPECT_DOUBLE_EQ(s.beta * kLambda, s.alpha);
+    run.steps.push_back(s.alpha);
+    u -= s.alpha * g;
+    g_prev = g;
+    g = a.cwiseProduct(u);
+  }
+  run.grad_ratio = g.norm() / g0;
+  return run;
+}
+
+TEST(SecantSteps, GradientDescentWithoutLConvergesWithStepsBetweenAdgdsBounds) {
+  SecantSteps rule{Vector()};
+  const Vector u0 = Vector::Constant(20, 3.0);
+  const Trace run = GradientDescent(&rule, 400, u0);
+  // The probe moves u by kProbe max(1, ||u||).
+  EXPECT_NEAR(run.steps[0] * (Curvatures().cwiseProduct(u0)).norm(),
+              SecantSteps::kProbe * u0.norm(), 1e-12);
+  for (size_t k = 1; k < run.steps.size(); ++k) {
+    const double secant = run.secants[k - 1];
+    EXPECT_GE(secant, 1.0 - 1e-9);  // a secant lies in [mu, L]
+    EXPECT_LE(secant, 100.0 + 1e-9);
+    EXPECT_LE(run.steps[k] * secant, 0.5 + 1e-12);         // a_k <= 1/(2 L_k)
+    EXPECT_GE(run.steps[k], 1.0 / (2.0 * 100.0) - 1e-15);  // >= 1/(2L) after the probe
+  }
+  // Gradient descent at 1/(2L) would need ~ 2 kappa ln(1e8) = 3,700
+  // iterations for 1e-8; the longer adaptive steps take fewer.
+  EXPECT_LT(run.grad_ratio, 1e-8);
+}
+
+TEST(SecantSteps, AStepCutBySpuriousCurvatureGrowsBackByAtMostSqrtOnePlusTheta) {
+  SecantSteps rule{Vector()};
+  GradientDescent(&rule, 50, Vector::Constant(20, 3.0));
+  const double settled = rule.Part()[0];
+  // A kink: the gradient jumps by 1e4 times the move.
+  rule.Next(kLambda, 1.0, 1.0, 0.0, 0.0);
+  rule.Observe(kLambda, 1.0, 1e4 * settled, 0.0, 0.0);
+  EXPECT_GT(settled, 1.0 / (2.0 * 100.0));
+  EXPECT_DOUBLE_EQ(rule.Part()[0], 1.0 / (2.0 * 1e4));  // 1/(2 L_k), L_k = 1e4
+  // Then a tame secant: the step grows back, each time by at most
+  // sqrt(1 + theta), theta the last ratio.
+  for (int k = 0; k < 40; ++k) {
+    const Vector before = rule.Part();
+    rule.Next(kLambda, 1.0, 1.0, 0.0, 0.0);
+    rule.Observe(kLambda, 1.0, 1.0 * before[0], 0.0, 0.0);  // secant 1
+    EXPECT_LE(rule.Part()[0], std::sqrt(1.0 + before[1]) * before[0] * (1.0 + 1e-12));
+  }
+  EXPECT_NEAR(rule.Part()[0], 0.5, 1e-12);  // back to 1/(2 L_k), L_k = 1
+}
+
+TEST(SecantSteps, TheYLoopsSecantBoundsTheMatchedStep) {
+  SecantSteps rule{Vector()};
+  rule.Next(kLambda, 1.0, 1.0, 1.0, 1.0);
+  // z's secant 1 (bound 1/2), y's secant 40 = L_f + lambda L_g (bound
+  // lambda / 80 = 0.05): the y-loop's decides, and l_f1 = 40 - 4 = 36.
+  const double a = rule.Next(kLambda, 1.0, 1.0, 1.0, 1.0).alpha;
+  rule.Observe(kLambda, 1.0, a, 1.0, 40.0 * a / kLambda);
+  EXPECT_DOUBLE_EQ(rule.Part()[0], kLambda / 80.0);
+  EXPECT_DOUBLE_EQ(rule.Estimate(kLambda).l_g1, 1.0);
+  EXPECT_DOUBLE_EQ(rule.Estimate(kLambda).l_f1, 36.0);
+}
+
+TEST(SecantSteps, NoMoveKeepsTheProbeAndBadPartsAreRefused) {
+  SecantSteps rule{Vector()};
+  EXPECT_EQ(rule.Next(kLambda, 1.0, 0.0, 1.0, 0.0).alpha, 0.0);  // nothing to move
+  rule.Observe(kLambda, 0.0, 0.0, 0.0, 0.0);
+  EXPECT_EQ(rule.Part()[0], 0.0);
+  EXPECT_TRUE(CheckSecantPart(rule.Part()).ok());
+  Vector bad(2);
+  bad << -1.0, 0.0;
+  EXPECT_FALSE(CheckSecantPart(bad).ok());
+  bad << std::nan(""), 0.0;
+  EXPECT_FALSE(CheckSecantPart(bad).ok());
+  EXPECT_FALSE(CheckSecantPart(Vector(3)).ok());
+}
+
+}  // namespace
+}  // namespace f2obo
