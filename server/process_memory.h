@@ -52,9 +52,8 @@ void TuneAllocator();
 // stay resident as the arenas' free space (measured: 24 MB after one
 // session of 10^6 parameters stepped, three copies of its y) unless
 // trimmed.  Costs a walk of the arenas, small beside an oracle step's
-// round trips of megabytes, so it is done only on streams that carried a
-// message of at least kReturnFreeMemoryBytes (small sessions' are not worth
-// the arenas' locks).
+// round trips of megabytes, so it is done only after an answer of at least
+// kReturnFreeMemoryBytes (smaller ones are not worth the arenas' locks).
 void ReturnFreeMemory();
 inline constexpr size_t kReturnFreeMemoryBytes = size_t{256} << 10;
 

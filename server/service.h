@@ -194,8 +194,8 @@ class F2oboService final : public v1::F2obo::Service {
   // that fails (its status), or on a message that could not be decoded
   // (INVALID_ARGUMENT, reported as `method`); with `stop_when_cancelled`,
   // also at a cancellation seen after a reply; with `return_free_memory`,
-  // the allocator's free pages are returned after each reply once the
-  // stream has carried a large message (kReturnFreeMemoryBytes).
+  // the allocator's free pages are returned after each reply to a large
+  // message (kReturnFreeMemoryBytes).
   template <typename Request, typename Reply, typename StepFn>
   grpc::Status ServeStream(const char* method, const char* open_label, grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<Reply, Request>* stream, const StepFn& step,
@@ -229,7 +229,6 @@ grpc::Status F2oboService::ServeStream(const char* method, const char* open_labe
   const grpc::Status allowed = OpenStream(method, open_label, ctx);
   if (!allowed.ok()) return allowed;
   Request request;
-  bool large_messages = false;  // a request of kReturnFreeMemoryBytes or more seen
   for (;;) {
     const absl::StatusOr<bool> got = v1::ReadMessage(stream, &request);
     if (!got.ok()) return Undecodable(method, got.status());
@@ -247,13 +246,10 @@ grpc::Status F2oboService::ServeStream(const char* method, const char* open_labe
     const bool written = stream->Write(reply);
     // An oracle step's messages (megabytes of gRPC slices) freed: their
     // pages back to the OS before the client's next step (process_memory.h).
-    // Only on a stream that has carried a large message: the trim walks and
-    // locks every arena, a cost a small session's thousands of steps a
-    // second need not pay.  (After every later reply, not only the large
-    // message's: a step's large buffers are freed at its end.)
-    if (return_free_memory) {
-      large_messages = large_messages || request.ByteSizeLong() >= kReturnFreeMemoryBytes;
-      if (large_messages) ReturnFreeMemory();
+    // Only after a large answer: the trim walks and locks every arena, a
+    // cost a small session's thousands of steps a second need not pay.
+    if (return_free_memory && request.ByteSizeLong() >= kReturnFreeMemoryBytes) {
+      ReturnFreeMemory();
     }
     if (!written) return grpc::Status::OK;
     if (stop_when_cancelled && ctx->IsCancelled()) return grpc::Status::OK;
