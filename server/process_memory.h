@@ -7,7 +7,6 @@
 #define F2OBO_SERVER_PROCESS_MEMORY_H_
 
 #include <algorithm>
-#include <cstddef>
 #include <cstdint>
 #include <thread>
 
@@ -52,10 +51,8 @@ void TuneAllocator();
 // stay resident as the arenas' free space (measured: 24 MB after one
 // session of 10^6 parameters stepped, three copies of its y) unless
 // trimmed.  Costs a walk of the arenas, small beside an oracle step's
-// round trips of megabytes, so it is done only after an answer of at least
-// kReturnFreeMemoryBytes (smaller ones are not worth the arenas' locks).
+// round trips.
 void ReturnFreeMemory();
-inline constexpr size_t kReturnFreeMemoryBytes = size_t{256} << 10;
 
 // Gauge f2obo_process_heap_bytes{state="in_use"|"free"} and, given the
 // metrics pipeline's tally, the largest structure that grows with sessions:

@@ -194,8 +194,7 @@ class F2oboService final : public v1::F2obo::Service {
   // that fails (its status), or on a message that could not be decoded
   // (INVALID_ARGUMENT, reported as `method`); with `stop_when_cancelled`,
   // also at a cancellation seen after a reply; with `return_free_memory`,
-  // the allocator's free pages are returned after each reply to a large
-  // message (kReturnFreeMemoryBytes).
+  // the allocator's free pages are returned after each reply.
   template <typename Request, typename Reply, typename StepFn>
   grpc::Status ServeStream(const char* method, const char* open_label, grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<Reply, Request>* stream, const StepFn& step,
@@ -246,11 +245,7 @@ grpc::Status F2oboService::ServeStream(const char* method, const char* open_labe
     const bool written = stream->Write(reply);
     // An oracle step's messages (megabytes of gRPC slices) freed: their
     // pages back to the OS before the client's next step (process_memory.h).
-    // Only after a large answer: the trim walks and locks every arena, a
-    // cost a small session's thousands of steps a second need not pay.
-    if (return_free_memory && request.ByteSizeLong() >= kReturnFreeMemoryBytes) {
-      ReturnFreeMemory();
-    }
+    if (return_free_memory) ReturnFreeMemory();
     if (!written) return grpc::Status::OK;
     if (stop_when_cancelled && ctx->IsCancelled()) return grpc::Status::OK;
   }
