@@ -73,8 +73,7 @@ absl::StatusOr<std::vector<std::string>> GroupManager::Members(const std::string
   absl::MutexLock lock(&mu_);
   if (busy_.count(id) > 0) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
   // (Created or learnt meanwhile by another call: that one stands.)
-  auto& groups = const_cast<std::map<std::string, Group>&>(groups_);
-  const auto it = groups.emplace(id, Group{std::move(stored->members), ""}).first;
+  const auto it = groups_.emplace(id, Group{std::move(stored->members), ""}).first;
   if (!it->second.unavailable.empty()) return absl::FailedPreconditionError(it->second.unavailable);
   return it->second.members;
 }

@@ -129,7 +129,9 @@ class GroupManager {
   // A shared store's (null otherwise): groups other servers created.
   StoredGroupReader* const group_reader_;
   mutable absl::Mutex mu_;
-  std::map<std::string, Group> groups_ ABSL_GUARDED_BY(mu_);
+  // Mutable: with a shared store a lookup (Members) also learns a group
+  // another server created, as a cache of the store's rows.
+  mutable std::map<std::string, Group> groups_ ABSL_GUARDED_BY(mu_);
   // Groups being created or deleted (id -> member ids): their ids and their
   // members' ids are claimed, so no request can slip in between the
   // member sessions and the group record.

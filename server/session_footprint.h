@@ -39,12 +39,16 @@ inline constexpr int64_t kMemoryBytesPerYEntry = 8 * (3 * 2 + 1);
 // An oracle session (docs/oracle-protocol.md, "Memory", the table this
 // mirrors): between steps it holds y and z and no other vector of y's
 // size; while a step runs, kOracleStepYCopies more at its peak (the
-// round's copy of y and z, the algorithm's two gradients, the client's
-// z_k and y_k the recipes build on, and an answer of two gradients in
-// flight, as gRPC's slices and decoded).  Admission counts both: any
-// session may step at any time, and nothing bounds how many at once.
+// round's copy of y and z, the algorithm's three gradients, the client's
+// z_k and y_k the recipes build on, an answer of three gradients in flight,
+// as gRPC's slices and decoded, and the automatic inner steps' two previous
+// directions).  The defaults need them all: the penalty schedule that
+// follows the inner loops reads grad_y f and grad_y g apart (three
+// gradients, not two), and automatic steps keep two secant vectors.
+// Admission counts both: any session may step at any time, and nothing
+// bounds how many at once.
 inline constexpr int64_t kOracleIdleYCopies = 2;
-inline constexpr int64_t kOracleStepYCopies = 10;
+inline constexpr int64_t kOracleStepYCopies = 15;
 
 }  // namespace f2obo::server
 

@@ -121,10 +121,12 @@ int64_t Hypergradient(BilevelFamily& family, const VecIn& x, const VecIn& y, con
                       double lambda, const BatchView& upper, const BatchView& inner,
                       FirstOrderWorkspace* ws, BilevelReport* report, GradYF grad_y_f) {
   if (grad_y_f == GradYF::kMeasure) {
-    // The six gradients apart, then the sum the fused call forms (the
-    // default HypergradientDirection, so h_t and the residuals are the same
-    // numbers); the oracle family's client sends grad_y f and grad_y g(y)
-    // as two vectors instead of their sum, in the same query.
+    // The six gradients apart, then the sum the fused call forms: the same
+    // numbers as the fused call for families on the default
+    // HypergradientDirection (the built-in ones); the oracle family's client
+    // fuses in its own arithmetic, so there it may differ in the last bits.
+    // The client sends grad_y f and grad_y g(y) as two vectors instead of
+    // their sum, in the same query.
     family.HypergradientGrads(x, y, z, upper, inner, &ws->gx_f, &ws->gy_f, &ws->gx_g_y, &ws->gy_g,
                               &ws->gx_g_z, &ws->gz);
     report->grad_y_f = ws->gy_f.norm();

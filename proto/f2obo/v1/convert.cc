@@ -155,6 +155,14 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec, Unrea
   }
   c.options = DefaultAlgorithmOptions(c.algorithm);
   if (absl::Status s = ApplyOptions(spec.options(), &c.options); !s.ok()) return s;
+  // A spec a server wrote names every option its algorithm read then; one
+  // without lambda_schedule was written before the option existed, when
+  // F2OBO and AF2OBO ran the paper's schedule (lambda_t = lambda_1 t^tau,
+  // Alg. 1 line 11).  Such a session resumes as it ran; `follow` is the
+  // default only for sessions created since.
+  if (unread == UnreadOptions::kDrop && !spec.options().has_lambda_schedule()) {
+    c.options.lambda_schedule = LambdaSchedule::kPaper;
+  }
   absl::StatusOr<ConstraintSet> set = ToConstraint(spec.constraint(), f.name());
   if (!set.ok()) return set.status();
   c.constraint = *std::move(set);

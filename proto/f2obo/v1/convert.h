@@ -18,7 +18,9 @@ namespace f2obo {
 // kRefuse: INVALID_ARGUMENT naming it (CheckOptionsRead), for a spec a user
 // writes (create, fork, a client's own check).  kDrop: ignored, for a spec
 // a server wrote (stored sessions, exports): servers before 2026-11-23
-// wrote every option, and the ones the algorithm did not read never acted.
+// wrote every option, and the ones the algorithm did not read never acted;
+// an option such a spec lacks is one added since, and takes the behaviour
+// the session had when it was written (lambda_schedule: paper).
 enum class UnreadOptions { kRefuse, kDrop };
 
 // Spec -> config: the class (given, or the family's), the algorithm (given,

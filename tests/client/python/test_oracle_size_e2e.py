@@ -79,12 +79,11 @@ def test_a_session_whose_vectors_cannot_fit_a_message_is_refused_at_create(start
 
 
 def test_admission_counts_what_an_oracle_session_holds(start_server):
-    # An oracle session counts 12 vectors of y (y and z, and a step's peak
-    # of 10 more: server/session_footprint.h).  90 MB admit a built-in
+    # An oracle session counts 17 vectors of y (y and z, and a step's peak
+    # of 15 more: server/session_footprint.h).  125 MB admit a built-in
     # session of y = 10^6 (7 vectors of 8 MB) and an oracle session of
-    # y = 900,000 (86.4 MB; 16 vectors, as counted before its copies were
-    # cut, would not fit), but not an oracle session of y = 10^6 (96 MB)
-    server = start_server("--max_total_state_bytes=90000000", "--max_message_bytes=16777216")
+    # y = 900,000 (122.4 MB), but not an oracle session of y = 10^6 (136 MB)
+    server = start_server("--max_total_state_bytes=125000000", "--max_message_bytes=16777216")
     with f2obo.Client(server.address) as client:
         client.wait_ready()
         client.create_session(family="quadratic", x_dim=X_DIM, y_dim=1_000_000,
@@ -95,7 +94,7 @@ def test_admission_counts_what_an_oracle_session_holds(start_server):
         client.delete_session("fits")
         with pytest.raises(f2obo.ResourceExhausted,
                            match=r"and what an oracle session's stream holds\) does not fit the "
-                                 r"memory limit max_total_state_bytes = 90000000 "
+                                 r"memory limit max_total_state_bytes = 125000000 "
                                  r"\(--max_total_state_bytes"):
             client.create_session(family="oracle", x_dim=X_DIM, y_dim=1_000_000, **COMMON)
 

@@ -79,7 +79,7 @@ Batch Rows(const Shape& s, const RowMatrix& means, std::mt19937_64& rng) {
 }
 
 // The trajectories were recorded with the fixed upper step gamma = 0.001,
-// the default before the automatic one (core/hypergradients/upper_step.h):
+// the default before the automatic one (core/bilevel/hypergradients/upper_step.h):
 // a gamma set must still give them bit for bit.
 // Likewise the penalty schedule: lambda_1 t^tau, before F2OBO's and
 // AF2OBO's default followed the inner loops (NextLambdaFollowing); the

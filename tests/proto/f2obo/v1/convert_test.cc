@@ -148,6 +148,30 @@ TEST(ToSessionConfig, ASetOptionTheAlgorithmDoesNotReadIsRefusedOrDropped) {
   EXPECT_TRUE(ToSessionConfig(spec).ok());
 }
 
+// lambda_schedule was added with `follow` as its default: a spec a server
+// wrote before (stored, exported) lacks it and resumes with the schedule it
+// ran, the paper's; a user's spec without it gets the default, and a spec
+// that names it keeps it either way.
+TEST(ToSessionConfig, AServerWrittenSpecWithoutLambdaScheduleKeepsThePapersSchedule) {
+  v1::SessionSpec spec;
+  spec.mutable_family()->set_name("quadratic");
+  spec.mutable_family()->set_x_dim(2);
+  spec.mutable_family()->set_y_dim(3);
+  spec.set_algorithm("f2obo");
+  absl::StatusOr<SessionConfig> created = ToSessionConfig(spec);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->options.lambda_schedule, LambdaSchedule::kFollow);
+  absl::StatusOr<SessionConfig> stored = ToSessionConfig(spec, UnreadOptions::kDrop);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->options.lambda_schedule, LambdaSchedule::kPaper);
+  // Written by this server: filled in, so it resumes as created.
+  v1::SessionSpec filled = ToSessionSpec(*created, 0);
+  ASSERT_TRUE(filled.options().has_lambda_schedule());
+  absl::StatusOr<SessionConfig> reloaded = ToSessionConfig(filled, UnreadOptions::kDrop);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_EQ(reloaded->options.lambda_schedule, LambdaSchedule::kFollow);
+}
+
 // A group's shared options go to the members that read them; the member's
 // own win; an empty member algorithm is the shared spec's.
 TEST(GroupMemberSpecs, SharedOptionsReachTheMembersThatReadThem) {
