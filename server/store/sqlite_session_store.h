@@ -359,9 +359,6 @@ class SqliteSessionStore final : public SessionStore {
   std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int queued_waited_ ABSL_GUARDED_BY(mu_) = 0;  // writes in queue_ a caller waits for
-  // Enqueue wakes the writer for a waited write once queue_ holds this
-  // many (more than 1 while the writer gathers a sync batch).
-  int wake_at_waited_ ABSL_GUARDED_BY(mu_) = 1;
   size_t max_queued_bytes_seen_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t unwaited_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);

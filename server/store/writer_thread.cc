@@ -137,12 +137,7 @@ absl::Status SqliteSessionStore::Enqueue(const std::shared_ptr<Write>& w, bool w
   // Wake the writer when it has something new to decide on: a first write
   // (it sleeps on an empty queue), one a caller waits for, or a queue over
   // its gathering threshold (see WriterLoop).  Not for every write gathered.
-  // While the writer gathers a sync batch, only the write that completes
-  // it wakes it (one wake-up a batch, not one a write).
-  if (was_empty || (wait && queued_waited_ >= wake_at_waited_) ||
-      2 * queued_bytes_ >= max_queued_bytes_) {
-    writer_cv_.Signal();
-  }
+  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.Signal();
   if (!wait) return absl::OkStatus();
   if (deadline != std::chrono::system_clock::time_point::max()) {
     const absl::Time until = absl::FromChrono(deadline);
@@ -233,11 +228,9 @@ void SqliteSessionStore::WriterLoop() {
         // fewer.  A single stream (1 waited write) never waits.
         const absl::Time until =
             absl::Now() + std::min(last_commit_, absl::Microseconds(kSyncGatherMaxMicros));
-        wake_at_waited_ = last_batch_waited_;
         while (!stopping_ && queued_waited_ < last_batch_waited_ &&
                2 * queued_bytes_ < max_queued_bytes_ && !writer_cv_.WaitWithDeadline(&mu_, until)) {
         }
-        wake_at_waited_ = 1;
       }
       last_batch_waited_ = queued_waited_;
       batch.swap(queue_);
