@@ -108,9 +108,6 @@ class SqliteSessionStore final : public SessionStore {
   static constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
   // Under kNone, how long the writer gathers writes nobody waits for.
   static constexpr int kNoneBatchWindowMicros = 5000;
-  // Under kSync, the longest the writer waits for the callers of its last
-  // batch to come back with their next writes (WriterLoop).
-  static constexpr int kSyncGatherMaxMicros = 2000;
   // Records of at least this many bytes go to side files (side_files.cc):
   // one such record through SQLite holds the single writer ~0.1 s.
   static constexpr size_t kSideFileBytes = size_t{16} << 20;
@@ -359,17 +356,10 @@ class SqliteSessionStore final : public SessionStore {
   std::deque<std::shared_ptr<Write>> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int queued_waited_ ABSL_GUARDED_BY(mu_) = 0;  // writes in queue_ a caller waits for
-  // Enqueue wakes the writer for a waited write once queue_ holds this
-  // many (more than 1 while the writer gathers a sync batch).
-  int wake_at_waited_ ABSL_GUARDED_BY(mu_) = 1;
   size_t max_queued_bytes_seen_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t unwaited_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Writer thread only (kSync's gathering, WriterLoop): the waited writes
-  // of the last batch and how long its transaction took.
-  int last_batch_waited_ = 0;
-  absl::Duration last_commit_ = absl::ZeroDuration();
   std::atomic<int> fail_writes_rc_{0};  // FailWritesForTesting
   // The checkpoints' part rows are left out of the check at start
   // (CheckFile) and checked at the first read of a checkpoint in parts:

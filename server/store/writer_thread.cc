@@ -137,12 +137,7 @@ absl::Status SqliteSessionStore::Enqueue(const std::shared_ptr<Write>& w, bool w
   // Wake the writer when it has something new to decide on: a first write
   // (it sleeps on an empty queue), one a caller waits for, or a queue over
   // its gathering threshold (see WriterLoop).  Not for every write gathered.
-  // While the writer gathers a sync batch, only the write that completes
-  // it wakes it (one wake-up a batch, not one a write).
-  if (was_empty || (wait && queued_waited_ >= wake_at_waited_) ||
-      2 * queued_bytes_ >= max_queued_bytes_) {
-    writer_cv_.Signal();
-  }
+  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.Signal();
   if (!wait) return absl::OkStatus();
   if (deadline != std::chrono::system_clock::time_point::max()) {
     const absl::Time until = absl::FromChrono(deadline);
@@ -221,30 +216,10 @@ void SqliteSessionStore::WriterLoop() {
                !writer_cv_.WaitWithDeadline(&mu_, until)) {
         }
       }
-      if (durability_ == Durability::kSync && queued_waited_ < last_batch_waited_) {
-        // The callers whose writes the last commit finished are on their
-        // way back with their next steps (reply, client, round): a batch
-        // started without them makes them wait a whole fsync more, and
-        // batches alternate between few and many writes (3.2-3.5 steps a
-        // fsync with 8 streams).  So wait for as many waited writes as the
-        // last batch had, but never longer than that batch's transaction
-        // took (nor kSyncGatherMaxMicros): if they do not come, at most
-        // the cost of one commit is lost, and the next batch expects
-        // fewer.  A single stream (1 waited write) never waits.
-        const absl::Time until =
-            absl::Now() + std::min(last_commit_, absl::Microseconds(kSyncGatherMaxMicros));
-        wake_at_waited_ = last_batch_waited_;
-        while (!stopping_ && queued_waited_ < last_batch_waited_ &&
-               2 * queued_bytes_ < max_queued_bytes_ && !writer_cv_.WaitWithDeadline(&mu_, until)) {
-        }
-        wake_at_waited_ = 1;
-      }
-      last_batch_waited_ = queued_waited_;
       batch.swap(queue_);
       queued_bytes_ = 0;
       queued_waited_ = 0;
     }
-    const absl::Time began = absl::Now();
     // Tests make the writer slow here (a large write holding it).
     for (const auto& w : batch) {
       FaultPoint("store_write", std::string(KeyOf(w->op))).IgnoreError();
@@ -260,7 +235,6 @@ void SqliteSessionStore::WriterLoop() {
       batch_ok = w->status.ok();
     }
     if (batch_ok) batch_ok = ExecCached("COMMIT").ok();
-    last_commit_ = absl::Now() - began;
     if (batch_ok) {
       for (const auto& w : batch) {
         const StepWrite* step = std::get_if<StepWrite>(&w->op);
