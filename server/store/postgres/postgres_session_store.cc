@@ -261,11 +261,7 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   // knows.  Asked on a new connection (the write is either all there or
   // not at all).
   Release(std::move(c));
-  commits_read_back_.fetch_add(1);
-  absl::StatusOr<std::unique_ptr<pg::Conn>> again = Acquire(deadline);
-  absl::StatusOr<bool> stored =
-      again.ok() ? read_back(**again) : absl::StatusOr<bool>(again.status());
-  if (again.ok()) Release(*std::move(again));
+  absl::StatusOr<bool> stored = ReadBackOnNewConnection(read_back, deadline);
   if (!stored.ok()) {
     return absl::UnavailableError(
         absl::StrCat("PostgreSQL store, ", what,
@@ -277,6 +273,16 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   return absl::UnavailableError(absl::StrCat("PostgreSQL store, ", what,
                                              ": the connection broke during COMMIT; not "
                                              "stored (read back): retry"));
+}
+
+absl::StatusOr<bool> PostgresSessionStore::ReadBackOnNewConnection(const ReadBack& read_back,
+                                                                   Deadline deadline) {
+  commits_read_back_.fetch_add(1);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> again = Acquire(deadline);
+  if (!again.ok()) return again.status();
+  absl::StatusOr<bool> stored = read_back(**again);
+  Release(*std::move(again));
+  return stored;
 }
 
 absl::Status PostgresSessionStore::TransactOne(absl::string_view what, Deadline deadline,
@@ -302,11 +308,7 @@ absl::Status PostgresSessionStore::TransactOne(absl::string_view what, Deadline 
       return s;
     }
     Release(std::move(c));
-    commits_read_back_.fetch_add(1);
-    absl::StatusOr<std::unique_ptr<pg::Conn>> again = Acquire(deadline);
-    absl::StatusOr<bool> stored =
-        again.ok() ? read_back(**again) : absl::StatusOr<bool>(again.status());
-    if (again.ok()) Release(*std::move(again));
+    absl::StatusOr<bool> stored = ReadBackOnNewConnection(read_back, deadline);
     if (!stored.ok()) {
       return absl::UnavailableError(
           absl::StrCat("PostgreSQL store, ", what,

@@ -175,6 +175,10 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   // (no BEGIN/COMMIT round trips; it must set synchronous_commit itself).
   absl::Status Transact(absl::string_view what, Deadline deadline, bool sync, const Body& body,
                         const ReadBack& read_back, bool grows = true, bool one_statement = false);
+  // Whether a write whose connection broke was stored, asked on a new
+  // connection (a write is either all there or not at all); counted in
+  // commits_read_back_.
+  absl::StatusOr<bool> ReadBackOnNewConnection(const ReadBack& read_back, Deadline deadline);
   // Transact's one-statement case.
   absl::Status TransactOne(absl::string_view what, Deadline deadline, const Body& body,
                            const ReadBack& read_back, bool grows,
