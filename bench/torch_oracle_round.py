@@ -172,6 +172,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("server_binary")
     ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--durability", default="none")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--hidden", type=int, default=128)
@@ -206,7 +207,8 @@ def main():
         for t, protocol in zip(tuners, protocols):
             t._stream.recipes = protocol != "values"
         times = time_interleaved(
-            [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds)
+            [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds,
+            a.warmup)
         hand_ms = times[0]
         # What each protocol moved: one more round with fresh counters.
         moved = []
