@@ -30,15 +30,16 @@
 // bound of the curvature along the one direction moved, and a nonconvex
 // model has flat directions.  On the torch Tuner's tanh MLP (bench/
 // torch_tuner_defaults.py, seed 1) the step climbed from ~1 to 3.9 (8x
-// the example's explicit 0.5) over 20 rounds of flat secants just before
+// the example's explicit 0.5) over rounds of flat secants just before
 // the stream's class balance flipped; the next batches' sharp directions
-// then threw y off (residuals and ||h_t|| up 10x), the hypergradient's
+// then threw y off (||h_t|| up 14x, the y-residual 3-5x), the hypergradient's
 // bias drove the first layer's weight decay to the box edge and the loops
 // never caught up again (steps ~0.1): the tuned network lost to its
-// frozen start in 2 of 3 seeds.  With the cap the step is 1 / (2 L^_k),
-// L^_k = max(L_k, L^_{k-1} / 1.05): a maximum of the recent secants that
-// forgets at 5% per iteration (~20 iterations, 5 rounds at K = 3, per
-// e-fold), i.e. the largest curvature seen over the region the iterates
+// frozen start in 2 of 3 seeds.  With the cap (where AdGD's does not
+// bind) the step is 1 / (2 L^_k), L^_k = max(L_k, L^_{k-1} / 1.05): a
+// maximum of the recent secants that forgets at 5% per iteration (~20
+// iterations, 7 rounds at K = 3, per e-fold), i.e. the largest curvature
+// seen over the region the iterates
 // recently crossed, while a secant above it still cuts the step at once.
 // AdGD's Theorem 1 is kept: its proof uses the two caps only as upper
 // bounds (a_k <= sqrt(1 + theta_{k-1}) a_{k-1}, a_k <= 1/(2 L_k)), and
