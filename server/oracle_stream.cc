@@ -244,6 +244,11 @@ absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, s
   if (absl::Status fired = watchdog_->Disarm(); !fired.ok()) return fired;
   if (!read.ok()) return read.status();  // a message that could not be decoded
   if (!*read) {
+    // gRPC cancels a call whose deadline passed; say which of the two it was.
+    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the client's deadline passed while the round waited for its answers to ", asked));
+    }
     if (ctx_->IsCancelled()) {
       return absl::CancelledError(absl::StrCat(
           "the client cancelled the call while the round waited for its answers to ", asked));
