@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/store/postgres/pg_conn.h"
+#include "server/store/postgres/pg_pool.h"
 
 namespace f2obo::server {
 
@@ -99,7 +100,7 @@ int64_t NowMs() {
 }  // namespace
 
 PostgresSessionStore::PostgresSessionStore(std::string uri, Durability durability)
-    : uri_(std::move(uri)), durability_(durability) {}
+    : durability_(durability), pool_(std::move(uri), kConnections) {}
 
 PostgresSessionStore::~PostgresSessionStore() = default;
 
@@ -109,8 +110,7 @@ absl::StatusOr<std::unique_ptr<PostgresSessionStore>> PostgresSessionStore::Open
   absl::StatusOr<std::unique_ptr<pg::Conn>> c = pg::Conn::Connect(uri);
   if (!c.ok()) return c.status();
   if (absl::Status s = store->CreateSchema(**c); !s.ok()) return s;
-  absl::MutexLock lock(&store->pool_mu_);
-  store->idle_.push_back(*std::move(c));
+  store->pool_.Add(*std::move(c));
   return store;
 }
 
@@ -171,53 +171,6 @@ absl::Status PostgresSessionStore::Migrate(pg::Conn& c, int64_t version) {
   return c.Exec("migrating the schema", set.c_str()).status();
 }
 
-absl::StatusOr<std::unique_ptr<pg::Conn>> PostgresSessionStore::Acquire(Deadline deadline) {
-  std::unique_ptr<pg::Conn> c;
-  {
-    absl::MutexLock lock(&pool_mu_);
-    const auto room = [this]() ABSL_SHARED_LOCKS_REQUIRED(pool_mu_) {
-      return !idle_.empty() || lent_ < kConnections;
-    };
-    if (deadline == kNoDeadline) {
-      pool_mu_.Await(absl::Condition(&room));
-    } else if (!pool_mu_.AwaitWithDeadline(absl::Condition(&room), absl::FromChrono(deadline))) {
-      return absl::DeadlineExceededError(
-          "deadline passed waiting for the PostgreSQL store (not written)");
-    }
-    ++lent_;
-    if (!idle_.empty()) {
-      c = std::move(idle_.back());
-      idle_.pop_back();
-    }
-  }
-  if (c != nullptr && !c->broken()) return c;
-  // None yet, or one that broke: a new connection (through a multi-host
-  // URI, to whichever server is the primary now).
-  absl::StatusOr<std::unique_ptr<pg::Conn>> made = pg::Conn::Connect(uri_);
-  absl::MutexLock lock(&pool_mu_);
-  if (!made.ok()) {
-    --lent_;
-    return absl::UnavailableError(absl::StrCat(made.status().message(), " (not written: retry)"));
-  }
-  if (c != nullptr) ++broken_;
-  if (broken_ > 0) {  // this one replaces a broken one
-    --broken_;
-    reconnects_.fetch_add(1);
-  }
-  return made;
-}
-
-void PostgresSessionStore::Release(std::unique_ptr<pg::Conn> c) {
-  absl::MutexLock lock(&pool_mu_);
-  --lent_;
-  if (c == nullptr) return;
-  if (c->broken()) {
-    ++broken_;
-  } else {
-    idle_.push_back(std::move(c));
-  }
-}
-
 absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline deadline, bool sync,
                                             const Body& body, const ReadBack& read_back, bool grows,
                                             bool one_statement) {
@@ -232,12 +185,12 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   // is only found dead when used: if BEGIN finds it so, nothing was sent,
   // and the transaction starts again on a new one.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(deadline);
+    absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(deadline);
     if (!acquired.ok()) return acquired.status();
     c = *std::move(acquired);
     s = c->Exec(what, "BEGIN").status();
     if (s.ok() || !c->broken()) break;
-    Release(std::move(c));
+    pool_.Release(std::move(c));
   }
   if (c == nullptr) return s;
   if (s.ok() && grows) s = CheckSize(*c);
@@ -245,12 +198,12 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   if (s.ok()) s = body(*c);
   if (!s.ok()) {
     if (!c->broken()) (void)c->Exec("rolling back", "ROLLBACK");
-    Release(std::move(c));
+    pool_.Release(std::move(c));
     return s;
   }
   absl::StatusOr<pg::Result> committed = c->Exec(what, "COMMIT");
   if (committed.ok() || !c->broken()) {
-    Release(std::move(c));
+    pool_.Release(std::move(c));
     if (committed.ok()) {
       CommitObserved(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -260,7 +213,7 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
   // The connection broke during COMMIT: stored or not, only the database
   // knows.  Asked on a new connection (the write is either all there or
   // not at all).
-  Release(std::move(c));
+  pool_.Release(std::move(c));
   absl::StatusOr<bool> stored = ReadBackOnNewConnection(read_back, deadline);
   if (!stored.ok()) {
     return absl::UnavailableError(
@@ -278,10 +231,10 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
 absl::StatusOr<bool> PostgresSessionStore::ReadBackOnNewConnection(const ReadBack& read_back,
                                                                    Deadline deadline) {
   commits_read_back_.fetch_add(1);
-  absl::StatusOr<std::unique_ptr<pg::Conn>> again = Acquire(deadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> again = pool_.Acquire(deadline);
   if (!again.ok()) return again.status();
   absl::StatusOr<bool> stored = read_back(**again);
-  Release(*std::move(again));
+  pool_.Release(*std::move(again));
   return stored;
 }
 
@@ -294,20 +247,20 @@ absl::Status PostgresSessionStore::TransactOne(absl::string_view what, Deadline 
   // a new connection.  Not stored: run again there, once (a pooled
   // connection that died with its server is only found dead when used).
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(deadline);
+    absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(deadline);
     if (!acquired.ok()) return acquired.status();
     std::unique_ptr<pg::Conn> c = *std::move(acquired);
     absl::Status s = grows ? CheckSize(*c) : absl::OkStatus();
     if (s.ok()) s = body(*c);
     if (s.ok() || !c->broken()) {
-      Release(std::move(c));
+      pool_.Release(std::move(c));
       if (s.ok()) {
         CommitObserved(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
       return s;
     }
-    Release(std::move(c));
+    pool_.Release(std::move(c));
     absl::StatusOr<bool> stored = ReadBackOnNewConnection(read_back, deadline);
     if (!stored.ok()) {
       return absl::UnavailableError(

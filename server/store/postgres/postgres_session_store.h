@@ -2,7 +2,7 @@
 // which several servers share: the store contract of session_store.h, each
 // call one transaction, with the compare-and-set it describes.
 //
-// Connections: a small pool (kConnections) of libpq connections to the
+// Connections: a small pool (kConnections, pg_pool.h) of libpq connections to the
 // URI, each lent to one call at a time; PostgreSQL's group commit batches
 // concurrent calls' commits.  A connection found broken is replaced on the
 // next call (a multi-host URI with target_session_attrs=read-write finds
@@ -77,13 +77,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "server/store/group_reader.h"
+#include "server/store/postgres/pg_pool.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
-namespace pg {
-class Conn;
-}
-
 class PostgresSessionStore : public SessionStore, public StoredGroupReader {
  public:
   // 1: sessions, state parts, replies, checkpoints (whole or in parts),
@@ -149,13 +146,12 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   Durability durability() const override { return durability_; }
 
   // Connections made after the first ones (a broken one replaced).
-  int64_t reconnects() const override { return reconnects_.load(); }
+  int64_t reconnects() const override { return pool_.reconnects(); }
   // Commits whose outcome was unknown (the connection broke during
   // COMMIT) and was read back.
   int64_t commits_read_back() const override { return commits_read_back_.load(); }
 
  private:
-  class Lease;
   // A transaction's body: the statements, on the lent connection.
   using Body = std::function<absl::Status(pg::Conn&)>;
   // After a COMMIT whose outcome is unknown: whether the write is stored,
@@ -167,10 +163,6 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   // Brings a database at schema `version` (>= 1) to kSchemaVersion, in the
   // caller's transaction.
   static absl::Status Migrate(pg::Conn& c, int64_t version);
-  // A connection from the pool (made, or remade when broken), waiting for
-  // one while all are lent, until `deadline` (DEADLINE_EXCEEDED).
-  absl::StatusOr<std::unique_ptr<pg::Conn>> Acquire(Deadline deadline);
-  void Release(std::unique_ptr<pg::Conn> c);
   // BEGIN, `body`, COMMIT on a pooled connection (`sync`: false commits
   // with synchronous_commit = off).  `read_back` resolves a COMMIT whose
   // outcome is unknown; `is_write`: refused while the store is over its
@@ -250,19 +242,14 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   void ForgetGen(const std::string& id);
   static constexpr int64_t kStaleGen = -2;  // written versions are >= 0
 
-  const std::string uri_;
   const Durability durability_;
-  absl::Mutex pool_mu_;
-  std::vector<std::unique_ptr<pg::Conn>> idle_ ABSL_GUARDED_BY(pool_mu_);
-  int lent_ ABSL_GUARDED_BY(pool_mu_) = 0;
-  int broken_ ABSL_GUARDED_BY(pool_mu_) = 0;  // connections dropped broken, not yet replaced
+  pg::Pool pool_;
   mutable absl::Mutex mu_;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::string, int64_t> gens_ ABSL_GUARDED_BY(mu_);
   int64_t max_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t size_checked_ms_ ABSL_GUARDED_BY(mu_) = 0;
   bool over_size_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<int64_t> reconnects_{0};
   std::atomic<int64_t> commits_read_back_{0};
 };
 
