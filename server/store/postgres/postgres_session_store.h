@@ -21,7 +21,7 @@
 // kNone's steps commit with synchronous_commit = off (a crash of the
 // database may lose the latest steps, never a part of one).
 //
-// Schema: tables f2obo_* with a version row (f2obo_schema); Open creates
+// Schema (pg_schema.h): tables f2obo_* with a version row (f2obo_schema); Open creates
 // them in an empty database, migrates an older version in place (one
 // transaction, under the lock that serializes servers opening it), and
 // refuses a database whose version is newer than kSchemaVersion before
@@ -78,16 +78,14 @@
 #include "absl/synchronization/mutex.h"
 #include "server/store/group_reader.h"
 #include "server/store/postgres/pg_pool.h"
+#include "server/store/postgres/pg_schema.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
 class PostgresSessionStore : public SessionStore, public StoredGroupReader {
  public:
-  // 1: sessions, state parts, replies, checkpoints (whole or in parts),
-  //    groups, fences.
-  // 2: write versions (f2obo_sessions.gen, sequence f2obo_gen), the step as
-  //    one statement (function f2obo_step).
-  static constexpr int kSchemaVersion = 2;
+  // The schema version this server writes (pg_schema.h).
+  static constexpr int kSchemaVersion = pg::Schema::kVersion;
   // Enough for 8 streams' steps in flight at once (PostgreSQL commits
   // concurrent transactions with one WAL flush).
   static constexpr int kConnections = 8;
@@ -159,10 +157,6 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   using ReadBack = std::function<absl::StatusOr<bool>(pg::Conn&)>;
 
   PostgresSessionStore(std::string uri, Durability durability);
-  absl::Status CreateSchema(pg::Conn& c);
-  // Brings a database at schema `version` (>= 1) to kSchemaVersion, in the
-  // caller's transaction.
-  static absl::Status Migrate(pg::Conn& c, int64_t version);
   // BEGIN, `body`, COMMIT on a pooled connection (`sync`: false commits
   // with synchronous_commit = off).  `read_back` resolves a COMMIT whose
   // outcome is unknown; `is_write`: refused while the store is over its
