@@ -8,7 +8,9 @@ default durability), reads its VmRSS (/proc/<pid>/status), creates
 a numpy oracle whose work is O(y_dim):
     g(x, y) = 1/2 ||y - x_0 c||^2 + 1/2 mu ||y||^2,   f(x, y) = 1/2 ||y - d||^2,
 then reads VmRSS again (and VmHWM, the peak).  Prints the growth per
-session in MiB and in copies of y (y_dim float64).
+session in MiB and in copies of y (y_dim float64), and the peak over the
+idle server in copies of y (with --sessions=1: what one step holds at its
+peak).  --float32: the answers on the float32 wire (OracleStepOpen.float32).
 
     /usr/bin/python3 bench/oracle_session_memory.py build/server/f2obo-server [--y_dim=1000000]
     /usr/bin/python3 bench/oracle_session_memory.py build/server/f2obo-server --y_dim=10000000 \
@@ -74,6 +76,10 @@ def main(argv=None):
     ap.add_argument("--max_message_bytes", type=int, default=0,
                     help="the server's and the client's message limit (0: their defaults, "
                          "64 MiB: one vector of at most ~8.3 x 10^6 float64)")
+    ap.add_argument("--float32", action="store_true",
+                    help="answers on the float32 wire")
+    ap.add_argument("--automatic_steps", action="store_true",
+                    help="alpha and beta automatic (the Tuner's default: two secant vectors)")
     a = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="f2obo-mem-")
     proc = subprocess.Popen([a.server_binary, "--listen=127.0.0.1:0",
@@ -96,9 +102,11 @@ def main(argv=None):
             for i in range(a.sessions):
                 s = client.create_session(family="oracle", x_dim=4, y_dim=a.y_dim,
                                           algorithm="f2obo", inner_steps=a.inner_steps,
-                                          alpha=0.1, beta=0.1, gamma=0.01, box=(0.0, 1.0),
-                                          seed=i)
+                                          gamma=0.01, box=(0.0, 1.0), seed=i,
+                                          **({} if a.automatic_steps
+                                             else dict(alpha=0.1, beta=0.1)))
                 stream = f2obo.OracleStream(client, s.id)
+                stream.float32 = a.float32
                 evaluate = oracle(a.y_dim, i)
                 for _ in range(a.steps):
                     stream.step(evaluate, upper_rows=64, inner_rows=64)
@@ -111,10 +119,11 @@ def main(argv=None):
             for stream in streams:
                 stream.close()
         per = (end - base) / 1024 / a.sessions
-        print("y_dim %d (y = %.2f MiB), %d sessions x %d steps (K = %d): RSS per session "
-              "%.1f MiB = %.1f copies of y; server peak %.1f MiB"
-              % (a.y_dim, y_mib, a.sessions, a.steps, a.inner_steps, per, per / y_mib,
-                 peak / 1024))
+        print("y_dim %d (y = %.2f MiB), %d sessions x %d steps (K = %d, %s answers): RSS per "
+              "session %.1f MiB = %.1f copies of y; server peak %.1f MiB = idle + %.1f copies "
+              "of y" % (a.y_dim, y_mib, a.sessions, a.steps, a.inner_steps,
+                        "float32" if a.float32 else "float64", per, per / y_mib, peak / 1024,
+                        (peak - base) / 1024 / y_mib))
     finally:
         proc.terminate()
         proc.wait(timeout=60)

@@ -4,7 +4,9 @@ answered by f2obo.torch) vs hand-written in PyTorch in one process (the
 speed goal: service <= 1.2 x hand at 10^5 and 10^6 parameters).
 
 Model: MLP 784-H-10 (tanh; H = --hidden: 128 gives 101,770 parameters,
-1258 gives 1,000,120), float64; x = one
+1258 gives 1,000,120, 12579 gives 10,000,315), float64 (--float32: the
+model, the data and the hand-written round in float32, and the Tuner's
+gradients on the float32 wire, OracleStepOpen.float32); x = one
 weight decay per layer (2 entries, box [0, 0.01]).  Batches: 64 rows
 (upper and inner), random Fashion-MNIST-shaped data, a ring of 8 steps.
     g(y; x) = CE(inner) + 1/2 sum_l x_l ||W_l||^2 + 1/2 mu0 ||y||^2
@@ -21,13 +23,14 @@ GetDecision to load y into the module.  Hand side: the round as one
 would write it in PyTorch (torch.autograd.grad through functional_call).
 
     /usr/bin/python3 bench/torch_oracle_round.py build/server/f2obo-server [--rounds=40]
-        [--hidden=1258] [--protocols=recipes,values]
+        [--hidden=1258] [--protocols=recipes,values,recipes-f64wire] [--float32]
 
 prints milliseconds per round (median of --rounds after 3 warm-up rounds,
 the versions run in turn round by round) and the ratio, the bytes each
 protocol moved per round and per inner iteration and its round trips per
 round (--protocols: the recipe protocol of docs/oracle-protocol.md, and
-points sent as values as before it; both synced every step), and with
+points sent as values as before it; recipes-f64wire: recipes with a
+float32 model's gradients sent as float64; all synced every step), and with
 --profile where the service side's time goes.
 """
 import argparse
@@ -51,12 +54,13 @@ torch.set_num_threads(1)
 K, ALPHA, BETA, GAMMA, LAMBDA1, TAU, MU0 = 5, 0.1, 0.1, 0.001, 5.0, 1.0, 1e-3
 D, C, ROWS = 784, 10, 64
 HIDDEN = 128  # --hidden
+DTYPE = torch.float64  # --float32
 
 
 def mlp():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(D, HIDDEN), torch.nn.Tanh(),
-                               torch.nn.Linear(HIDDEN, C)).double()
+                               torch.nn.Linear(HIDDEN, C)).to(DTYPE)
 
 
 def g_loss(model, hp, batch):
@@ -74,9 +78,15 @@ def f_loss(model, hp, batch):
 
 def ring(n=8, seed=1):
     g = torch.Generator().manual_seed(seed)
-    return [tuple((torch.rand(ROWS, D, generator=g, dtype=torch.float64),
+    return [tuple((torch.rand(ROWS, D, generator=g, dtype=torch.float64).to(DTYPE),
                    torch.randint(0, C, (ROWS,), generator=g)) for _ in range(2))
             for _ in range(n)]
+
+
+def t_wire(protocol, float32):
+    """Whether the Tuner of `protocol` sends float32 (its default for a
+    float32 model)."""
+    return float32 and protocol != "recipes-f64wire"
 
 
 # ---- hand-written, one process ------------------------------------------------
@@ -89,7 +99,7 @@ class Hand:
         self.sizes = [p.numel() for _, p in self.model.named_parameters()]
         self.y = torch.cat([p.detach().reshape(-1) for p in self.model.parameters()])
         self.z = self.y.clone()
-        self.x = torch.full((2,), 1e-3, dtype=torch.float64)
+        self.x = torch.full((2,), 1e-3, dtype=DTYPE)
         self.lam, self.t = LAMBDA1, 1
 
     def call(self, loss, x, theta, batch):
@@ -128,11 +138,13 @@ class Hand:
 
 # ---- through the service -------------------------------------------------------
 
-def start_server(binary, durability, budget):
+def start_server(binary, durability, budget, max_message_bytes):
     data = tempfile.mkdtemp(prefix="f2obo-bench-")
     proc = subprocess.Popen([binary, "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
                              "--data_dir=" + data, "--durability=" + durability,
-                             "--round_budget_seconds=%g" % budget],
+                             "--round_budget_seconds=%g" % budget]
+                            + (["--max_message_bytes=%d" % max_message_bytes]
+                               if max_message_bytes else []),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     m = re.search(r"listening on [^ ]+:(\d+)", proc.stdout.readline())
     if not m:
@@ -160,33 +172,43 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("server_binary")
     ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--durability", default="none")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--hidden", type=int, default=128)
     # A loaded machine's 10^6-parameter round can outlast the default 30 s.
     ap.add_argument("--round_budget_seconds", type=float, default=30)
     ap.add_argument("--protocols", default="recipes,values")
+    ap.add_argument("--float32", action="store_true")
+    # Above ~8.3 x 10^6 parameters one y (float64) exceeds the default 64 MiB
+    # message: raised on the server and the client (0: the defaults).
+    ap.add_argument("--max_message_bytes", type=int, default=0)
     a = ap.parse_args()
-    global HIDDEN
+    global HIDDEN, DTYPE
     HIDDEN = a.hidden
+    DTYPE = torch.float32 if a.float32 else torch.float64
     protocols = a.protocols.split(",")
     steps = ring()
     hand = Hand()
     n_params = hand.y.numel()
 
-    proc, data, address = start_server(a.server_binary, a.durability, a.round_budget_seconds)
+    proc, data, address = start_server(a.server_binary, a.durability, a.round_budget_seconds,
+                                       a.max_message_bytes)
     try:
-        client = f2obo.Client(address)
+        client = f2obo.Client(address, **({"max_message_bytes": a.max_message_bytes}
+                                          if a.max_message_bytes else {}))
         tuners = [f2obo.torch.Tuner(
             client, mlp(), {"wd": f2obo.torch.Hyperparameter(
-                torch.full((2,), 1e-3, dtype=torch.float64), box=(0.0, 0.01))},
+                torch.full((2,), 1e-3, dtype=DTYPE), box=(0.0, 0.01))},
             g_loss, f_loss, algorithm="f2obo", inner_steps=K, alpha=ALPHA, beta=BETA,
-            gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=1)
-            for _ in protocols]
+            gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=1,
+            float32_wire=None if p != "recipes-f64wire" else False)
+            for p in protocols]
         for t, protocol in zip(tuners, protocols):
-            t._stream.recipes = protocol == "recipes"
+            t._stream.recipes = protocol != "values"
         times = time_interleaved(
-            [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds)
+            [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds,
+            a.warmup)
         hand_ms = times[0]
         # What each protocol moved: one more round with fresh counters.
         moved = []
@@ -208,16 +230,17 @@ def main():
         proc.terminate()
         proc.wait()
         shutil.rmtree(data, ignore_errors=True)
-    print("MLP %d-%d-%d: %d parameters, %d-row batches, K = %d, float64, torch %s, "
+    print("MLP %d-%d-%d: %d parameters, %d-row batches, K = %d, %s, torch %s, "
           "threads %d, server --durability=%s"
-          % (D, HIDDEN, C, n_params, ROWS, K, torch.__version__, torch.get_num_threads(),
-             a.durability))
+          % (D, HIDDEN, C, n_params, ROWS, K, str(DTYPE).replace("torch.", ""),
+             torch.__version__, torch.get_num_threads(), a.durability))
     print("%-44s %10s %8s %12s %12s %12s" % ("round", "ms", "x hand", "MB down", "MB up",
                                             "round trips"))
     print("%-44s %10.2f %8.2f" % ("hand-written PyTorch, one process", hand_ms, 1.0))
     for protocol, ms, m in zip(protocols, times[1:], moved):
+        wire = "float32" if t_wire(protocol, a.float32) else "float64"
         print("%-44s %10.2f %8.2f %12.3f %12.3f %12d"
-              % ("service (%s), weights synced every step" % protocol, ms, ms / hand_ms,
+              % ("service (%s, %s wire), synced every step" % (protocol, wire), ms, ms / hand_ms,
                  m.get("down_bytes", 0) / 1e6, m.get("up_bytes", 0) / 1e6,
                  m.get("requests", 0) + 1))
     for protocol, m in zip(protocols, moved):

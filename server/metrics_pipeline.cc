@@ -12,9 +12,10 @@ namespace f2obo::server {
 
 SessionMetrics::SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
                                MetricsAccumulator accumulate, std::shared_ptr<BufferTally> tally,
-                               int64_t start_t)
+                               int64_t start_t, size_t buffered_bytes)
     : id_(std::move(id)),
       start_t_(start_t),
+      buffered_bytes_(buffered_bytes),
       evaluator_(std::move(evaluator)),
       accumulate_(std::move(accumulate)),
       tally_(std::move(tally)),
@@ -23,8 +24,11 @@ SessionMetrics::SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator>
       sampler_(std::hash<std::string>()(id_) ^ 0x5eed26u) {}
 
 MetricsPipeline::MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer,
-                                 ExactSampling sampling)
-    : max_pending_(max_pending_jobs), sampling_(sampling), observer_(std::move(observer)) {
+                                 ExactSampling sampling, size_t buffered_bytes)
+    : max_pending_(max_pending_jobs),
+      sampling_(sampling),
+      buffered_bytes_(buffered_bytes),
+      observer_(std::move(observer)) {
   for (int i = 0; i < std::max(1, threads); ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -36,7 +40,8 @@ std::shared_ptr<SessionMetrics> MetricsPipeline::Open(std::string session_id,
                                                       int64_t start_t,
                                                       std::vector<v1::StepMetrics> history) {
   std::shared_ptr<SessionMetrics> s(new SessionMetrics(std::move(session_id), std::move(evaluator),
-                                                       std::move(accumulate), tally_, start_t));
+                                                       std::move(accumulate), tally_, start_t,
+                                                       buffered_bytes_));
   std::sort(history.begin(), history.end(),
             [](const v1::StepMetrics& a, const v1::StepMetrics& b) { return a.t() < b.t(); });
   for (v1::StepMetrics& m : history) {
@@ -243,7 +248,7 @@ void SessionMetrics::Publish(const v1::StepMetrics& m) {
   published_.push_back(std::move(entry));
   published_bytes_ += size;
   int64_t change = static_cast<int64_t>(size);
-  while (published_bytes_ > kBufferedBytes && published_.size() > 1) {
+  while (published_bytes_ > buffered_bytes_ && published_.size() > 1) {
     const size_t dropped = published_.front().bytes.size() + kEntryOverhead;
     published_.pop_front();
     published_bytes_ -= dropped;

@@ -10,8 +10,9 @@
 //
 // The ring of published messages is bounded in bytes, not in messages: a
 // message is kept serialized (one allocation, no sub-message objects) and a
-// session keeps its newest kBufferedBytes of them, so a server's memory for
-// metrics is at most max_sessions x kBufferedBytes whatever the mix of
+// session keeps its newest buffered_bytes of them (--metrics_buffer_bytes,
+// by default kBufferedBytes), so a server's memory for metrics is at most
+// max_sessions x buffered_bytes whatever the mix of
 // messages with and without exact metrics (a ring of 1,024 parsed messages
 // held ~550 KB a session, and more as the share with exact metrics rose).
 //
@@ -117,7 +118,8 @@ class SessionMetrics {
  public:
   // The ring's budget: serialized sizes plus kEntryOverhead a message (its
   // deque slot and allocation), the newest messages that fit (at least one).
-  // About a thousand steps at ~250 bytes a message.
+  // By default (kBufferedBytes) about a thousand steps at ~250 bytes a
+  // message; MetricsPipeline's buffered_bytes sets it.
   static constexpr size_t kBufferedBytes = 256 * 1024;
   static constexpr size_t kEntryOverhead = 48;
 
@@ -153,8 +155,8 @@ class SessionMetrics {
   };
 
   SessionMetrics(std::string id, std::unique_ptr<MetricsEvaluator> evaluator,
-                 MetricsAccumulator accumulate, std::shared_ptr<BufferTally> tally,
-                 int64_t start_t);
+                 MetricsAccumulator accumulate, std::shared_ptr<BufferTally> tally, int64_t start_t,
+                 size_t buffered_bytes);
   void Publish(const v1::StepMetrics& m);
   // The first buffered entry with t > after_t.
   std::deque<Entry>::const_iterator FirstAfter(int64_t after_t) const
@@ -162,6 +164,7 @@ class SessionMetrics {
 
   const std::string id_;
   const int64_t start_t_;
+  const size_t buffered_bytes_;  // the ring's budget
   // The session's turn: held while one of its jobs is taken and processed,
   // by a worker or a helping step thread; guards what processing uses.
   // Ordered before mu_.
@@ -176,7 +179,7 @@ class SessionMetrics {
   std::deque<MetricsJob> jobs_ ABSL_GUARDED_BY(mu_);
   bool scheduled_ ABSL_GUARDED_BY(mu_) = false;  // in the ready queue or running
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<Entry> published_ ABSL_GUARDED_BY(mu_);  // the newest kBufferedBytes
+  std::deque<Entry> published_ ABSL_GUARDED_BY(mu_);  // the newest buffered_bytes_
   size_t published_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // accounted size of published_
   bool full_ ABSL_GUARDED_BY(mu_) = false;            // a message was ever dropped
   std::optional<v1::ExactMetrics> latest_exact_ ABSL_GUARDED_BY(mu_);
@@ -185,8 +188,10 @@ class SessionMetrics {
 
 class MetricsPipeline {
  public:
+  // `buffered_bytes`: each session's ring budget (SessionMetrics).
   MetricsPipeline(int threads, int max_pending_jobs, MetricsObserver observer,
-                  ExactSampling sampling = {});
+                  ExactSampling sampling = {},
+                  size_t buffered_bytes = SessionMetrics::kBufferedBytes);
   ~MetricsPipeline();  // Stop()s
 
   // A session's channel.  `evaluator` computes the exact metrics (its own
@@ -227,6 +232,7 @@ class MetricsPipeline {
 
   const int max_pending_;
   const ExactSampling sampling_;
+  const size_t buffered_bytes_;
   MetricsObserver observer_;
   // Shared with each SessionMetrics, which may outlive the pipeline.
   const std::shared_ptr<BufferTally> tally_ = std::make_shared<BufferTally>();

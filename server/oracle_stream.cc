@@ -12,18 +12,30 @@
 namespace f2obo::server {
 namespace {
 
-// Copies `bytes` (little-endian float64, the x86 and aarch64 layout) into
-// `out`, which has `n` entries; INVALID_ARGUMENT naming `field` (and, for
-// a number that is not finite, `what` it is) unless there are exactly n of
-// them, all finite.
-absl::Status CopyVector(const std::string& bytes, int n, const std::string& field,
+// Copies `bytes` (little-endian float64, or float32 when `float32`: the
+// x86 and aarch64 layouts) into `out`, which has `n` entries, widening
+// floats exactly; INVALID_ARGUMENT naming `field` (and, for a number that
+// is not finite, `what` it is) unless there are exactly n of them, all
+// finite.
+absl::Status CopyVector(const std::string& bytes, int n, bool float32, const std::string& field,
                         const std::string& what, Vector* out) {
-  const size_t want = static_cast<size_t>(n) * sizeof(double);
+  const size_t size = float32 ? sizeof(float) : sizeof(double);
+  const size_t want = static_cast<size_t>(n) * size;
   if (bytes.size() != want) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", bytes.size(), " bytes, expected ",
-                                                   n, " float64 (", want, " bytes)"));
+                                                   n, float32 ? " float32 (" : " float64 (", want,
+                                                   " bytes)"));
   }
-  std::memcpy(out->data(), bytes.data(), want);
+  if (float32) {
+    const char* in = bytes.data();
+    for (int i = 0; i < n; ++i) {
+      float v;
+      std::memcpy(&v, in + i * sizeof(float), sizeof(float));
+      (*out)[i] = static_cast<double>(v);
+    }
+  } else {
+    std::memcpy(out->data(), bytes.data(), want);
+  }
   for (int i = 0; i < n; ++i) {
     if (!std::isfinite((*out)[i])) {
       return absl::InvalidArgumentError(
@@ -54,6 +66,8 @@ absl::Status StreamOracle::EvaluateGroups(absl::Span<OracleQuery> queries) {
   // fit a message: usually all of them.
   const int64_t budget = shape_.max_message_bytes - kOracleMessageSlack;
   const auto vector_bytes = [](size_t n) { return static_cast<int64_t>(8 * n + 16); };
+  const int64_t answer_entry = shape_.float32 ? 4 : 8;  // the answers' number size
+  const auto answer_bytes_of = [&](int n) { return answer_entry * n + 16; };
   size_t begin = 0;
   std::vector<const double*> fresh;  // new points of the group (by address)
   while (begin < queries.size()) {
@@ -74,8 +88,8 @@ absl::Status StreamOracle::EvaluateGroups(absl::Span<OracleQuery> queries) {
         const bool by_recipe = !terms_.empty() && p.size() == static_cast<size_t>(shape_.y_dim);
         request += by_recipe ? 64 : vector_bytes(p.size());
       }
-      const int64_t answer = 32 + (q.grad_x != nullptr ? vector_bytes(shape_.x_dim) : 0) +
-                             (q.grad_y != nullptr ? vector_bytes(shape_.y_dim) : 0);
+      const int64_t answer = 32 + (q.grad_x != nullptr ? answer_bytes_of(shape_.x_dim) : 0) +
+                             (q.grad_y != nullptr ? answer_bytes_of(shape_.y_dim) : 0);
       if (end > begin && (request_bytes + request > budget || answer_bytes + answer > budget)) {
         fresh.resize(fresh.size() - added);
         break;
@@ -244,6 +258,11 @@ absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, s
   if (absl::Status fired = watchdog_->Disarm(); !fired.ok()) return fired;
   if (!read.ok()) return read.status();  // a message that could not be decoded
   if (!*read) {
+    // gRPC cancels a call whose deadline passed; say which of the two it was.
+    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the client's deadline passed while the round waited for its answers to ", asked));
+    }
     if (ctx_->IsCancelled()) {
       return absl::CancelledError(absl::StrCat(
           "the client cancelled the call while the round waited for its answers to ", asked));
@@ -299,27 +318,47 @@ absl::Status StreamOracle::Fill(const v1::OracleAnswers& answers, uint64_t first
       *q.value = a.value();
     }
     // A fused query's answer is fused_y (a recipe client's; the others'
-    // fused queries were expanded).
-    if (!(q.fused ? a.grad_y() : a.fused_y()).empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, q.fused ? ".grad_y" : ".fused_y",
-                                                     ": not asked (query ", a.query(), ")"));
+    // fused queries were expanded).  The stream's wire says which of each
+    // pair of fields carries the numbers: the other one stays empty.
+    const bool f32 = shape_.float32;
+    const std::string* fields[2][2] = {
+        {&a.grad_x(), &a.grad_x_f32()},
+        {q.fused ? &a.fused_y() : &a.grad_y(), q.fused ? &a.fused_y_f32() : &a.grad_y_f32()}};
+    const char* names[2][2] = {
+        {".grad_x", ".grad_x_f32"},
+        {q.fused ? ".fused_y" : ".grad_y", q.fused ? ".fused_y_f32" : ".grad_y_f32"}};
+    const std::string* other_y[2] = {q.fused ? &a.grad_y() : &a.fused_y(),
+                                     q.fused ? &a.grad_y_f32() : &a.fused_y_f32()};
+    const char* other_names[2] = {q.fused ? ".grad_y" : ".fused_y",
+                                  q.fused ? ".grad_y_f32" : ".fused_y_f32"};
+    for (int w = 0; w < 2; ++w) {
+      if (!other_y[w]->empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, other_names[w], ": not asked (query ", a.query(), ")"));
+      }
     }
-    const std::pair<Vector*, const std::string*> grads[2] = {
-        {q.grad_x, &a.grad_x()}, {q.grad_y, q.fused ? &a.fused_y() : &a.grad_y()}};
+    Vector* const grads[2] = {q.grad_x, q.grad_y};
     const int dims[2] = {shape_.x_dim, shape_.y_dim};
-    const char* names[2] = {".grad_x", q.fused ? ".fused_y" : ".grad_y"};
     const char* ofs[2] = {"gradient in x",
                           q.fused ? "gradient in y of f + fuse_g g" : "gradient in y"};
     for (int j = 0; j < 2; ++j) {
-      if (grads[j].first == nullptr) {
-        if (!grads[j].second->empty()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(field, names[j], ": not asked (query ", a.query(), ")"));
+      if (grads[j] == nullptr) {
+        for (int w = 0; w < 2; ++w) {
+          if (!fields[j][w]->empty()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(field, names[j][w], ": not asked (query ", a.query(), ")"));
+          }
         }
         continue;
       }
-      if (absl::Status s = CopyVector(*grads[j].second, dims[j], absl::StrCat(field, names[j]),
-                                      what(ofs[j]), grads[j].first);
+      if (!fields[j][!f32]->empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, names[j][!f32], ": this stream's answers are ",
+                         f32 ? "float32" : "float64", " (open.float32 = ", f32 ? "true" : "false",
+                         "): send ", names[j][f32] + 1, " (query ", a.query(), ")"));
+      }
+      if (absl::Status s = CopyVector(*fields[j][f32], dims[j], f32,
+                                      absl::StrCat(field, names[j][f32]), what(ofs[j]), grads[j]);
           !s.ok()) {
         return s;
       }

@@ -116,6 +116,9 @@ class StreamOracle final : public Oracle {
     // (server/oracle_recipes.h), fused queries asked as such.  Else a
     // fused query is asked as f's and g's gradients, summed here.
     bool recipes = false;
+    // The client answers its gradients as float32 (OracleStepOpen.float32,
+    // OracleAnswer's *_f32 fields), widened here: the round stays float64.
+    bool float32 = false;
   };
   // All pointers must outlive the step (until Detach); `session_stop` is
   // the session's own stop request (its Delete stops the wait too).

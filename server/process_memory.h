@@ -58,7 +58,7 @@ void ReturnFreeMemory();
 // metrics pipeline's tally, the largest structure that grows with sessions:
 // f2obo_metrics_buffer_bytes (every session's ring of published step
 // metrics) and f2obo_metrics_buffers_full (sessions whose ring is at its
-// budget, SessionMetrics::kBufferedBytes, and drops its oldest messages),
+// budget, --metrics_buffer_bytes, and drops its oldest messages),
 // and f2obo_metrics_jobs_queued (steps whose metrics are not yet computed;
 // each holds the step's batches).
 class ProcessMemoryGauges {

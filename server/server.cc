@@ -105,7 +105,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->pipeline_ = std::make_unique<MetricsPipeline>(
       options.metrics_threads, options.max_pending_metrics,
       [sm](const v1::StepMetrics& m) { sm->OnStepMetrics(m); },
-      ExactSampling{options.min_exact_probability, options.exact_sample_probability});
+      ExactSampling{options.min_exact_probability, options.exact_sample_probability},
+      static_cast<size_t>(options.metrics_buffer_bytes));
   Limits limits = options.limits;
   limits.max_message_bytes = options.max_message_bytes;
   s->sessions_ = std::make_unique<SessionManager>(limits, s->pipeline_.get(), s->store_.get());

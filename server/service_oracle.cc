@@ -78,6 +78,7 @@ absl::Status F2oboService::OracleStep(grpc::ServerContext* ctx, OracleStream* st
   // Recipes for the bilevel family's y (the multi-task and simple classes
   // keep the values protocol: their rounds' points are no such chain).
   shape.recipes = open.recipes() && family == "oracle";
+  shape.float32 = open.float32();
   // The oracle sees the session's stop flag without owning its entry: the
   // session's family keeps the step's oracle after the step (to tell a
   // new step's apart, core/oracle.h OracleCalls), and an owning pointer

@@ -18,8 +18,8 @@ from the server (a session created without one); the table ends with the
 defaults' bar for it on every task, and for f2obo on the bilevel tasks, and the
 command exits 1 when a bar is not met.
 
-Writes bench/quality/results/{suite.csv,table.md,meta.txt}, the PNGs
-bench/quality/quality_*.png, and (with --experiments) the table into
+Writes bench/quality/results/{suite.csv,table.md,meta.txt} and the PNGs
+bench/quality/quality_*.png (with --out DIR, both into DIR instead), and (with --experiments) the table into
 bench/EXPERIMENTS.md between the "quality-suite" markers, and the "done
 when" table (each class default against the untuned start, the best fixed
 hyperparameter in hindsight and Optuna, over the seeds; results/done_when.md)
@@ -66,7 +66,10 @@ def parse_args():
                     help="comma-separated seeds (default: --seed only); adds a mean/spread table")
     ap.add_argument("--no-search", dest="search", action="store_false",
                     help="skip the grid and Optuna baselines")
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--out", default=None,
+                    help="directory for the tables and the PNGs (default: the tracked "
+                         "bench/quality/results/ and bench/quality/quality_*.png; a test or a "
+                         "trial run gives its own, so that no tracked file changes)")
     ap.add_argument("--experiments", action="store_true",
                     help="write the table into bench/EXPERIMENTS.md")
     ap.add_argument("--rsvrb_options", default="",
@@ -360,6 +363,9 @@ def main():
     args = parse_args()
     sys.path.insert(0, os.path.join(os.path.abspath(args.build), "python"))
     import f2obo  # noqa: E402  (built into <build>/python)
+    plots_dir = args.out if args.out is not None else HERE
+    if args.out is None:
+        args.out = os.path.join(HERE, "results")
     os.makedirs(args.out, exist_ok=True)
     started = time.time()
     when = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
@@ -430,7 +436,7 @@ def main():
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(text + "\n")
     print(text)
-    pngs = plot(runs, HERE)  # the first seed's runs
+    pngs = plot(runs, plots_dir)  # the first seed's runs
     print("plots: " + ", ".join(os.path.relpath(p) for p in pngs))
     if args.experiments:
         write_experiments(text)

@@ -62,12 +62,13 @@ int64_t AccountedBytes(const std::vector<v1::StepMetrics>& messages) {
   return bytes;
 }
 
-TEST(MetricsRing, KeepsTheNewestStepsThatFitItsByteBudget) {
-  MetricsPipeline pipeline(1, 64, nullptr);
+// A ring of `budget` bytes overflowed: it keeps the newest steps that fit.
+void ExpectRingKeepsTheNewestStepsThatFit(size_t budget) {
+  MetricsPipeline pipeline(1, 64, nullptr, ExactSampling{}, budget);
   std::shared_ptr<SessionMetrics> channel = OpenQuadraticChannel(pipeline, "ring");
   // Enough steps to overflow the budget several times over whatever a
   // message's size (each costs at least kEntryOverhead).
-  const int n = static_cast<int>(2 * SessionMetrics::kBufferedBytes / 64);
+  const int n = static_cast<int>(2 * budget / 64);
   PublishSteps(pipeline, channel, n);
   const std::vector<v1::StepMetrics> kept = channel->Snapshot(0);
   ASSERT_FALSE(kept.empty());
@@ -78,12 +79,12 @@ TEST(MetricsRing, KeepsTheNewestStepsThatFitItsByteBudget) {
     ASSERT_EQ(kept[i].session_id(), "ring");
   }
   const int64_t bytes = AccountedBytes(kept);
-  EXPECT_LE(bytes, static_cast<int64_t>(SessionMetrics::kBufferedBytes));
+  EXPECT_LE(bytes, static_cast<int64_t>(budget));
   // Full: within a message or two of the budget (the messages differ by a
   // few bytes).
   const int64_t one =
       static_cast<int64_t>(kept.front().ByteSizeLong() + SessionMetrics::kEntryOverhead);
-  EXPECT_GT(bytes, static_cast<int64_t>(SessionMetrics::kBufferedBytes) - 2 * one);
+  EXPECT_GT(bytes, static_cast<int64_t>(budget) - 2 * one);
   EXPECT_EQ(pipeline.buffers().bytes.load(), bytes);
   EXPECT_EQ(pipeline.buffers().full_sessions.load(), 1);
   // A watch from before the oldest kept step starts at the oldest kept one.
@@ -91,6 +92,15 @@ TEST(MetricsRing, KeepsTheNewestStepsThatFitItsByteBudget) {
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->t(), kept.front().t());
   EXPECT_EQ(channel->Snapshot(kept.back().t() - 3).size(), 3u);
+}
+
+TEST(MetricsRing, KeepsTheNewestStepsThatFitItsByteBudget) {
+  ExpectRingKeepsTheNewestStepsThatFit(SessionMetrics::kBufferedBytes);
+}
+
+// --metrics_buffer_bytes: a smaller budget holds fewer steps, as exactly.
+TEST(MetricsRing, ASmallerBudgetSetByThePipelineBoundsTheRing) {
+  ExpectRingKeepsTheNewestStepsThatFit(8 * 1024);
 }
 
 TEST(MetricsRing, ARingBelowItsBudgetKeepsEveryStepAndIsNotFull) {

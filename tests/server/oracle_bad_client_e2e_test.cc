@@ -167,7 +167,12 @@ TEST_F(OracleBadClient, SilentClientIsStoppedByItsDeadline) {
   Start();
   const OracleOutcome out =
       BadStep([](int index, v1::OracleAnswers*) { return index != 1; }, /*timeout=*/2.0);
-  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The client's own timer says DEADLINE_EXCEEDED; when the server's timer
+  // for the same deadline fires first, its cancellation of the stream
+  // (HTTP/2 RST_STREAM with CANCEL) reaches the client as CANCELLED.
+  // Either way the round ended and BadStep checked the session unchanged.
+  EXPECT_THAT(out.status.error_code(),
+              ::testing::AnyOf(grpc::StatusCode::DEADLINE_EXCEEDED, grpc::StatusCode::CANCELLED));
 }
 
 TEST_F(OracleBadClient, DisconnectMidRoundLosesOnlyThatRound) {

@@ -47,6 +47,8 @@ TEST(ServerFlags, EachRuleRefusesABadValueNamingTheFlag) {
       {[](ServerOptions& o) { o.shutdown_grace_seconds = -1; },
        "--shutdown_grace_seconds: must be finite and >= 0"},
       {[](ServerOptions& o) { o.max_pending_metrics = 0; }, "--max_pending_metrics: must be >= 1"},
+      {[](ServerOptions& o) { o.metrics_buffer_bytes = 1000; },
+       "--metrics_buffer_bytes: must be >= 4096"},
       {[](ServerOptions& o) { o.max_message_bytes = 1000; },
        "--max_message_bytes: must be >= 65536"},
       {[](ServerOptions& o) { o.limits.max_batch_cols = 0; }, "--max_batch_cols: must be >= 1"},

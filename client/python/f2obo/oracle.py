@@ -65,7 +65,10 @@ step() opens a new one.
 Wire protocol (proto/f2obo/v1/oracle.proto, OracleClientMessage): all of a
 round's independent queries come in one request; each point is sent once
 per stream and named by id afterwards (this module keeps them until the
-server says forget); vectors are raw little-endian float64 bytes.  This
+server says forget); vectors are raw little-endian float64 bytes (the
+answers' float32 with `stream.float32 = True`: half the bytes up, the
+trajectory then equal to a float64 stream's to the gradients' rounding to
+float32, not to 1e-12).  This
 module speaks the recipe protocol (docs/oracle-protocol.md) where the
 server serves it: the y-gradients it answered are kept, and the server
 names each new y or z as `base + coef * kept gradient`, computed here in
@@ -95,6 +98,7 @@ if TYPE_CHECKING:
 Answer = Tuple[Optional[float], Optional[np.ndarray], Optional[np.ndarray]]
 _END = object()
 _F64 = np.dtype("<f8")
+_F32 = np.dtype("<f4")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,18 +118,22 @@ class OracleQuery:
     task: Optional[int] = None
 
 
-def _bytes(v: Optional[np.ndarray], want: bool, what: str) -> bytes:
+def _bytes(v: Optional[np.ndarray], want: bool, what: str, dtype: np.dtype = _F64) -> bytes:
     if not want:
         return b""
     if v is None:
         raise ValueError("evaluate: %s was asked but None was returned" % what)
-    return np.ascontiguousarray(v, dtype=_F64).reshape(-1).tobytes()
+    return np.ascontiguousarray(v, dtype=dtype).reshape(-1).tobytes()
 
 
-def _array(v: Optional[np.ndarray], what: str) -> np.ndarray:
+def _array(v: Optional[np.ndarray], what: str, float32: bool = False) -> np.ndarray:
+    """v as a flat float64 array; float32 kept as such on a float32 wire
+    (the fused sum is then computed in float32, the model's precision)."""
     if v is None:
         raise ValueError("evaluate: %s was asked but None was returned" % what)
-    return np.ascontiguousarray(v, dtype=_F64).reshape(-1)
+    v = np.asarray(v)
+    keep32 = float32 and v.dtype == np.float32
+    return np.ascontiguousarray(v, dtype=_F32 if keep32 else _F64).reshape(-1)
 
 
 class OracleStream:
@@ -155,6 +163,11 @@ class OracleStream:
         self.y: Optional[List[np.ndarray]] = None
         # Ask for the recipe protocol (module doc); False: points as values.
         self.recipes = True
+        # Answer gradients as float32 (OracleStepOpen.float32: half the
+        # bytes up; the server widens them, its state stays float64; the
+        # trajectory then differs from a float64 one's by the gradients'
+        # rounding to float32).  False (default): float64.
+        self.float32 = False
         # Counters (what a benchmark reads): "requests", "recipes" (points
         # named by recipe), "down_bytes" (the server's messages), "up_bytes"
         # (this client's), summed over steps.
@@ -232,7 +245,7 @@ class OracleStream:
             self._open()
         self._outbox.put(pb.OracleClientMessage(open=pb.OracleStepOpen(
             session_id=self.session_id, t=t, upper_rows=upper_rows, inner_rows=inner_rows,
-            tasks=open_tasks, recipes=self.recipes)))
+            tasks=open_tasks, recipes=self.recipes, float32=self.float32)))
         try:
             while True:
                 message = next(self._call, _END)
@@ -319,21 +332,35 @@ class OracleStream:
             raise ValueError("evaluate_many: %d answers to %d queries"
                              % (len(results), len(queries)))
         answers = pb.OracleAnswers()
+        f32 = self.float32
+        wire = _F32 if f32 else _F64
         for i, q in enumerate(request.queries):
             value, gx, gy = results[i]
             a = answers.answers.add(query=q.id)
             if q.value:
                 a.value = float(value)
-            a.grad_x = _bytes(gx, q.grad_x, "grad_x")
             if q.fused_y:
-                gf = _array(gy, "f's grad_y")
-                gg = _array(results[g_part[i]][2], "g's grad_y")
-                gy = gf + q.fuse_g * gg  # the product rounded, then the sum
-                a.fused_y = gy.tobytes()
+                gf = _array(gy, "f's grad_y", f32)
+                gg = _array(results[g_part[i]][2], "g's grad_y", f32)
+                # The product rounded, then the sum (in float32 when both
+                # parts are: the wire rounds to it anyway).
+                gy = gf + gf.dtype.type(q.fuse_g) * gg
+            y_bytes = _bytes(gy, q.grad_y or q.fused_y, "grad_y", wire)
+            if f32:
+                a.grad_x_f32 = _bytes(gx, q.grad_x, "grad_x", _F32)
+                if q.fused_y:
+                    a.fused_y_f32 = y_bytes
+                else:
+                    a.grad_y_f32 = y_bytes
             else:
-                a.grad_y = _bytes(gy, q.grad_y, "grad_y")
+                a.grad_x = _bytes(gx, q.grad_x, "grad_x")
+                if q.fused_y:
+                    a.fused_y = y_bytes
+                else:
+                    a.grad_y = y_bytes
             if q.keep_y:
-                kept = np.array(gy, dtype=_F64).reshape(-1)
+                # What the server received (widened exactly), for its recipes.
+                kept = np.frombuffer(y_bytes, dtype=wire).astype(_F64)
                 kept.flags.writeable = False
                 self._points[q.keep_y] = kept
         for i in request.forget:

@@ -50,10 +50,13 @@ of y and are not tuned.
 
 Dtype and device: the autograd work runs in the module's dtype (or
 `dtype=`) on the module's device: the points the server names are made
-there and the gradients leave it only to be sent (float64 on the wire), so
-a CUDA model stays on its GPU (one host-device copy per point and per
-gradient) and a float32 model stays float32 (the session's state is
-float64 on the server).
+there and the gradients leave it only to be sent, so a CUDA model stays on
+its GPU (one host-device copy per point and per gradient) and a float32
+model stays float32 (the session's state is float64 on the server).  The
+gradients travel as float32 when the autograd work is float32 or narrower
+(OracleStepOpen.float32: half the bytes up, and nothing the model computed
+is lost), else as float64; `float32_wire=False` forces float64 (`True`:
+float32 for a float64 model too).  Points come as float64 either way.
 
 Constraint set of x: every Hyperparameter has a box (lo, hi), a scalar or
 per-entry (the default: unbounded); the session's box is theirs side by
@@ -140,15 +143,17 @@ class Tuner:
     module) if the model's fingerprint matches it; else a new session is
     created with `create` keywords (algorithm, default f2obo; alpha, beta,
     gamma, seed, ...; create_session's), x0 = the hyperparameters' values,
-    y0 = the module's parameters.  `dtype`: the precision of the autograd work (the
-    wire is float64; default the module's).
+    y0 = the module's parameters.  `dtype`: the precision of the autograd work
+    (default the module's).  `float32_wire`: the gradients sent as float32
+    (default: when `dtype` is float32 or narrower; module doc).
     """
 
     def __init__(self, client: Any, model: torch.nn.Module,
                  hparams: Mapping[str, Union[Hyperparameter, torch.Tensor]],
                  train_loss: Loss, val_loss: Loss, *, session_id: str = "",
                  resume: bool = False, sync_every: int = 1,
-                 dtype: Optional[torch.dtype] = None, **create: Any) -> None:
+                 dtype: Optional[torch.dtype] = None, float32_wire: Optional[bool] = None,
+                 **create: Any) -> None:
         self.client = client
         self.model = model
         self.train_loss = train_loss
@@ -160,6 +165,8 @@ class Tuner:
         if not self._params:
             raise ValueError("Tuner: the model has no parameters")
         self.dtype = dtype or self._params[0][1].dtype
+        self.float32_wire = (torch.finfo(self.dtype).bits <= 32 if float32_wire is None
+                             else bool(float32_wire))
         # Where the autograd work runs: the module's device (a CUDA model's
         # points are made there, its gradients leave it only for the wire).
         self.device = self._params[0][1].device
@@ -192,13 +199,14 @@ class Tuner:
                          hparams: Mapping[str, Union[Hyperparameter, torch.Tensor]],
                          train_loss: Loss, val_loss: Loss, *, session_id: str,
                          sync_every: int = 1, dtype: Optional[torch.dtype] = None,
-                         **create: Any) -> "Tuner":
+                         float32_wire: Optional[bool] = None, **create: Any) -> "Tuner":
         """Resumes session `session_id` if it exists (`create` is then not
         used), else creates it with `create`: the same line serves the
         first run of a script and its restarts."""
         if not session_id:
             raise ValueError("Tuner.create_or_resume: give the session_id to resume or create")
-        kw = dict(session_id=session_id, sync_every=sync_every, dtype=dtype)
+        kw = dict(session_id=session_id, sync_every=sync_every, dtype=dtype,
+                  float32_wire=float32_wire)
         try:
             client.get_session(session_id)
         except errors.NotFound:
@@ -227,6 +235,7 @@ class Tuner:
             self._stream.close()
         self._session = session
         self._stream = OracleStream(self.client, session.id)
+        self._stream.float32 = self.float32_wire
 
     def _x_groups(self) -> Dict[str, Any]:
         """The hyperparameters' names as the session's x_groups (the
@@ -395,7 +404,8 @@ class Tuner:
                 entry = [int(k) for k in np.unravel_index(i - a, tuple(shape))] if len(shape) else []
                 raise self._not_finite(q, t, "its gradient with respect to %s %r%s is %r" % (
                     noun, name, entry if entry else "", float(g[i])))
-            out.append(g.to(torch.float64).cpu().numpy())
+            # The wire's precision: a float32 gradient is not widened here.
+            out.append(g.to(torch.float32 if self.float32_wire else torch.float64).cpu().numpy())
         return value, out[0], out[1]
 
     def _not_finite(self, q: OracleQuery, t: int, what: str) -> errors.InvalidArgument:

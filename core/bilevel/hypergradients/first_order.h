@@ -132,7 +132,7 @@ OptionSet PenaltyRoundOptions();
 absl::Status CheckPenaltyOptions(const AlgorithmOptions& o);
 
 // gamma_schedule = theory needs a gamma set: the automatic step (gamma = 0,
-// core/hypergradients/upper_step.h) has no gamma to scale.
+// core/bilevel/hypergradients/upper_step.h) has no gamma to scale.
 absl::Status CheckUpperStepOptions(const AlgorithmOptions& o);
 // The multi-task rounds keep the fixed step: gamma > 0.
 inline constexpr double kMultitaskDefaultGamma = 0.001;

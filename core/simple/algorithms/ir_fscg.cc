@@ -244,7 +244,18 @@ absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> Create(const SimpleAlgorithmCon
 // optimum than 10 in 5 of 5 seeds (bench/EXPERIMENTS.md, "Defaults that
 // work on real streams", section 11); computing it from the data (from the
 // first step's rows: the schedule must not move) keeps that balance when f
-// and g differ in scale.  A value set is used as given; the paper preset
+// and g differ in scale.  Scale: x scaled by c (features by 1/c, the set
+// by c) scales L_f and L_g by 1/c^2 and the iterates by c; f and g scaled
+// together leave varsigma and the iterates as they are (both tested).  f
+// scaled alone by a moves varsigma by 1/sqrt(a), not the 1/a that would
+// leave the iterates unchanged: the sum of the two gaps this balances adds
+// F's units to G's.  The unit-free balance, the product of the two leading
+// constants (v L_f + L_g)^2 / v, is least at v = L_g / L_f; tried as the
+// default it was farther from the optimum in 4 of 5 seeds of the suite's
+// regression (distance mean +13%): from the first step's 4 inner and 16
+// upper rows the ratio is noisy (0.48-2.50 where all rows give 0.75-1.59),
+// and the square root halves that noise in log scale (bench/RESULTS.md,
+// "IR-FSCG's defaults").  A value set is used as given; the paper preset
 // keeps 10.
 void Defaults(AlgorithmOptions* o) {
   o->reg_decay = 0.5;

@@ -19,6 +19,7 @@ bool TakeOldFields(google::protobuf::Message* m, google::protobuf::Message* old)
   if (unknown->empty()) return false;
   std::string bytes;
   if (!unknown->SerializeToString(&bytes) || !old->ParseFromString(bytes)) {
+    old->Clear();  // a failed parse leaves what it read so far
     return false;  // not of the old layout: left as it is
   }
   UnknownFieldSet* rest = old->GetReflection()->MutableUnknownFields(old);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace f2obo {
@@ -45,7 +46,7 @@ Trace GradientDescent(SecantSteps* rule, int n, Vector u) {
 TEST(SecantSteps, GradientDescentWithoutLConvergesWithStepsBetweenAdgdsBounds) {
   SecantSteps rule{Vector()};
   const Vector u0 = Vector::Constant(20, 3.0);
-  const Trace run = GradientDescent(&rule, 400, u0);
+  const Trace run = GradientDescent(&rule, 500, u0);
   // The probe moves u by kProbe max(1, ||u||).
   EXPECT_NEAR(run.steps[0] * (Curvatures().cwiseProduct(u0)).norm(),
               SecantSteps::kProbe * u0.norm(), 1e-12);
@@ -61,7 +62,12 @@ TEST(SecantSteps, GradientDescentWithoutLConvergesWithStepsBetweenAdgdsBounds) {
   EXPECT_LT(run.grad_ratio, 1e-8);
 }
 
-TEST(SecantSteps, AStepCutBySpuriousCurvatureGrowsBackByAtMostSqrtOnePlusTheta) {
+// The most the step may grow from `before` ([a, theta]) in one iteration.
+double GrowthCap(const Vector& before) {
+  return std::min(std::sqrt(1.0 + before[1]), SecantSteps::kMaxGrowth) * before[0] * (1.0 + 1e-12);
+}
+
+TEST(SecantSteps, AStepCutBySpuriousCurvatureGrowsBackByAtMostTheGrowthCap) {
   SecantSteps rule{Vector()};
   GradientDescent(&rule, 50, Vector::Constant(20, 3.0));
   const double settled = rule.Part()[0];
@@ -71,14 +77,33 @@ TEST(SecantSteps, AStepCutBySpuriousCurvatureGrowsBackByAtMostSqrtOnePlusTheta) 
   EXPECT_GT(settled, 1.0 / (2.0 * 100.0));
   EXPECT_DOUBLE_EQ(rule.Part()[0], 1.0 / (2.0 * 1e4));  // 1/(2 L_k), L_k = 1e4
   // Then a tame secant: the step grows back, each time by at most
-  // sqrt(1 + theta), theta the last ratio.
-  for (int k = 0; k < 40; ++k) {
+  // min(sqrt(1 + theta), kMaxGrowth), theta the last ratio: the factor
+  // 1e4 back in log(1e4) / log(1.05) = 189 iterations.
+  for (int k = 0; k < 200; ++k) {
     const Vector before = rule.Part();
     rule.Next(kLambda, 1.0, 1.0, 0.0, 0.0);
     rule.Observe(kLambda, 1.0, 1.0 * before[0], 0.0, 0.0);  // secant 1
-    EXPECT_LE(rule.Part()[0], std::sqrt(1.0 + before[1]) * before[0] * (1.0 + 1e-12));
+    EXPECT_LE(rule.Part()[0], GrowthCap(before));
   }
   EXPECT_NEAR(rule.Part()[0], 0.5, 1e-12);  // back to 1/(2 L_k), L_k = 1
+}
+
+// The torch Tuner's failure before the cap: a run of flat secants let
+// AdGD's sqrt(1 + theta) compound the step 8x within a few rounds.  Here
+// twenty secants 100x flatter than the settled curvature grow the step by
+// at most kMaxGrowth^20 = 2.65x, not to 1/(2 L_k) = 100x.
+TEST(SecantSteps, ARunOfFlatSecantsGrowsTheStepByAtMostTheGrowthCapPerIteration) {
+  SecantSteps rule{Vector()};
+  rule.Next(kLambda, 1.0, 1.0, 0.0, 0.0);
+  rule.Observe(kLambda, 1.0, 1.0 * 1e-3, 0.0, 0.0);  // the probe's secant: L = 1
+  ASSERT_DOUBLE_EQ(rule.Part()[0], 0.5);
+  for (int k = 0; k < 20; ++k) {
+    const Vector before = rule.Part();
+    rule.Next(kLambda, 1.0, 1.0, 0.0, 0.0);
+    rule.Observe(kLambda, 1.0, 0.01 * before[0], 0.0, 0.0);  // secant 0.01
+    EXPECT_LE(rule.Part()[0], GrowthCap(before));
+  }
+  EXPECT_NEAR(rule.Part()[0], 0.5 * std::pow(SecantSteps::kMaxGrowth, 20), 1e-9);
 }
 
 TEST(SecantSteps, TheYLoopsSecantBoundsTheMatchedStep) {

@@ -150,6 +150,47 @@ TEST(IrFscg, AutomaticVarsigmaIsSqrtOfTheFirstStepsSmoothnessRatioKeptForTheSess
   }
 }
 
+// The automatic varsigma = sqrt(L_g / L_f) and the scale of the problem:
+// f and g scaled together by a (their rows and targets by sqrt(a)) leave
+// varsigma as it is and multiply sigma_t f + g by a, so every LMO call,
+// x_t and z_t are the same; x scaled by c (features by 1/c, the ball's
+// radius by c) gives x_t and z_t scaled by c.  Powers of 2 make every
+// operation exact, so the runs agree bit for bit.
+TEST(IrFscg, AutomaticVarsigmaGivesTheSameIteratesWhenTheLossesOrXAreRescaled) {
+  OverParameterizedRegression p(6, 4, 10, 0.1, 21);
+  RegisteredFamily family("least_squares", 6);
+  const auto make = [](double radius) {
+    return MakeAlgorithm("ir_fscg", ConstraintSet::L1Ball(radius), 6,
+                         [](AlgorithmOptions* o) { o->window_rows = 16; });
+  };
+  std::unique_ptr<SimpleAlgorithm> base = make(1.5), losses = make(1.5), wide = make(3.0);
+  SimpleRun b(*base, Vector::Zero(6), 3), l(*losses, Vector::Zero(6), 3),
+      w(*wide, Vector::Zero(6), 3);
+  int moved = 0;  // steps at which x changed: the runs are not trivially still
+  for (int k = 0; k < 40; ++k) {
+    const StepData d = p.CyclicStep(k, 3, 2);
+    StepData dl = d, dw = d;
+    for (Batch* batch : {&dl.upper, &dl.inner}) {  // f and g x 16
+      batch->dense *= 4.0;
+      batch->targets *= 4.0;
+    }
+    dw.upper.dense *= 0.5;  // x x 2
+    dw.inner.dense *= 0.5;
+    const Vector before = b.x;
+    ASSERT_TRUE(b.Step(*base, family, d).ok());
+    ASSERT_TRUE(l.Step(*losses, family, dl).ok());
+    ASSERT_TRUE(w.Step(*wide, family, dw).ok());
+    moved += b.x != before;
+    ASSERT_EQ(l.x, b.x) << k;
+    ASSERT_EQ(l.decision, b.decision) << k;
+    ASSERT_EQ(w.x, 2.0 * b.x) << k;
+    ASSERT_EQ(w.decision, 2.0 * b.decision) << k;
+  }
+  EXPECT_GT(moved, 30);
+  EXPECT_EQ(l.aux[4][1], b.aux[4][1]);
+  EXPECT_EQ(w.aux[4][1], b.aux[4][1]);
+}
+
 // A state written before automatic varsigma held aux[4] = {W}: UpgradeAux adds the
 // option's varsigma, and the session goes on bit for bit as one that never
 // left the new layout.
