@@ -10,18 +10,9 @@
 #include "server/store/postgres/pg_conn.h"
 #include "server/store/postgres/pg_pool.h"
 #include "server/store/postgres/pg_schema.h"
+#include "server/store/postgres/pg_size_cap.h"
 
 namespace f2obo::server {
-
-namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 PostgresSessionStore::PostgresSessionStore(std::string uri, Durability durability)
     : durability_(durability), pool_(std::move(uri), kConnections) {}
@@ -60,7 +51,7 @@ absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline dea
     pool_.Release(std::move(c));
   }
   if (c == nullptr) return s;
-  if (s.ok() && grows) s = CheckSize(*c);
+  if (s.ok() && grows) s = size_cap_.Check(*c);
   if (s.ok() && !sync) s = c->Exec(what, "SET LOCAL synchronous_commit = off").status();
   if (s.ok()) s = body(*c);
   if (!s.ok()) {
@@ -117,7 +108,7 @@ absl::Status PostgresSessionStore::TransactOne(absl::string_view what, Deadline 
     absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(deadline);
     if (!acquired.ok()) return acquired.status();
     std::unique_ptr<pg::Conn> c = *std::move(acquired);
-    absl::Status s = grows ? CheckSize(*c) : absl::OkStatus();
+    absl::Status s = grows ? size_cap_.Check(*c) : absl::OkStatus();
     if (s.ok()) s = body(*c);
     if (s.ok() || !c->broken()) {
       pool_.Release(std::move(c));
@@ -161,36 +152,7 @@ void PostgresSessionStore::ForgetGen(const std::string& id) {
 }
 
 absl::Status PostgresSessionStore::LimitSize(int64_t max_bytes) {
-  absl::MutexLock lock(&mu_);
-  max_bytes_ = max_bytes;
-  size_checked_ms_ = 0;
-  over_size_ = false;
-  return absl::OkStatus();
-}
-
-absl::Status PostgresSessionStore::CheckSize(pg::Conn& c) {
-  int64_t cap;
-  {
-    absl::MutexLock lock(&mu_);
-    cap = max_bytes_;
-    if (cap <= 0) return absl::OkStatus();
-    if (NowMs() - size_checked_ms_ < 1000) {
-      return over_size_ ? absl::ResourceExhaustedError(absl::StrCat(
-                              "the PostgreSQL store is at its cap (--max_store_bytes ", cap, ")"))
-                        : absl::OkStatus();
-    }
-  }
-  absl::StatusOr<pg::Result> r =
-      c.Run("reading the store's size", "SELECT pg_database_size(current_database())::bigint");
-  if (!r.ok()) return r.status();
-  const int64_t size = r->Int(0, 0);
-  absl::MutexLock lock(&mu_);
-  size_checked_ms_ = NowMs();
-  over_size_ = size >= cap;
-  if (over_size_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the PostgreSQL store holds ", size, " bytes, at its cap (--max_store_bytes ", cap, ")"));
-  }
+  size_cap_.Set(max_bytes);
   return absl::OkStatus();
 }
 

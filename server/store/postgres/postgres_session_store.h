@@ -79,6 +79,7 @@
 #include "server/store/group_reader.h"
 #include "server/store/postgres/pg_pool.h"
 #include "server/store/postgres/pg_schema.h"
+#include "server/store/postgres/pg_size_cap.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
@@ -213,7 +214,6 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   // when stored exactly so, else kStaleGen.
   static absl::StatusOr<bool> StoredAt(pg::Conn& c, const std::string& id, int64_t t,
                                        const std::string* reply, int64_t* gen = nullptr);
-  absl::Status CheckSize(pg::Conn& c);
   // LoadAll, or without the sessions (LoadGroupsAndFences).
   absl::StatusOr<LoadedStore> Load(bool with_sessions);
   // Session `id` read on `c` (in the caller's transaction) into *out, its
@@ -241,9 +241,7 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   mutable absl::Mutex mu_;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::string, int64_t> gens_ ABSL_GUARDED_BY(mu_);
-  int64_t max_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t size_checked_ms_ ABSL_GUARDED_BY(mu_) = 0;
-  bool over_size_ ABSL_GUARDED_BY(mu_) = false;
+  pg::SizeCap size_cap_;
   std::atomic<int64_t> commits_read_back_{0};
 };
 
