@@ -86,7 +86,7 @@ def ring(n=8, seed=1):
 def t_wire(protocol, float32):
     """Whether the Tuner of `protocol` sends float32 (its default for a
     float32 model)."""
-    return float32 and protocol != "recipes-f64wire"
+    return float32 and not protocol.startswith("recipes-f64wire")
 
 
 # ---- hand-written, one process ------------------------------------------------
@@ -180,6 +180,8 @@ def main():
     ap.add_argument("--round_budget_seconds", type=float, default=30)
     ap.add_argument("--protocols", default="recipes,values")
     ap.add_argument("--float32", action="store_true")
+    ap.add_argument("--compare_server", default="",
+                    help="another server binary, stepped by one more Tuner in the same run")
     # Above ~8.3 x 10^6 parameters one y (float64) exceeds the default 64 MiB
     # message: raised on the server and the client (0: the defaults).
     ap.add_argument("--max_message_bytes", type=int, default=0)
@@ -194,18 +196,28 @@ def main():
 
     proc, data, address = start_server(a.server_binary, a.durability, a.round_budget_seconds,
                                        a.max_message_bytes)
+    servers = [(proc, data)]
+    limits = {"max_message_bytes": a.max_message_bytes} if a.max_message_bytes else {}
     try:
-        client = f2obo.Client(address, **({"max_message_bytes": a.max_message_bytes}
-                                          if a.max_message_bytes else {}))
+        client = f2obo.Client(address, **limits)
+        clients = [client] * len(protocols)
+        if a.compare_server:
+            # Another build's server, its Tuner (the first protocol) one more
+            # version of the same interleaved run.
+            p2, d2, address2 = start_server(a.compare_server, a.durability,
+                                            a.round_budget_seconds, a.max_message_bytes)
+            servers.append((p2, d2))
+            clients.append(f2obo.Client(address2, **limits))
+            protocols.append(protocols[0] + " (--compare_server)")
         tuners = [f2obo.torch.Tuner(
-            client, mlp(), {"wd": f2obo.torch.Hyperparameter(
+            c, mlp(), {"wd": f2obo.torch.Hyperparameter(
                 torch.full((2,), 1e-3, dtype=DTYPE), box=(0.0, 0.01))},
             g_loss, f_loss, algorithm="f2obo", inner_steps=K, alpha=ALPHA, beta=BETA,
             gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=1,
             float32_wire=None if p != "recipes-f64wire" else False)
-            for p in protocols]
+            for p, c in zip(protocols, clients)]
         for t, protocol in zip(tuners, protocols):
-            t._stream.recipes = protocol != "values"
+            t._stream.recipes = not protocol.startswith("values")
         times = time_interleaved(
             [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds,
             a.warmup)
@@ -225,11 +237,13 @@ def main():
             pstats.Stats(prof).sort_stats("tottime").print_stats(18)
         for t in tuners:
             t.close()
-        client.close()
+        for c in set(clients):
+            c.close()
     finally:
-        proc.terminate()
-        proc.wait()
-        shutil.rmtree(data, ignore_errors=True)
+        for p, d in servers:
+            p.terminate()
+            p.wait()
+            shutil.rmtree(d, ignore_errors=True)
     print("MLP %d-%d-%d: %d parameters, %d-row batches, K = %d, %s, torch %s, "
           "threads %d, server --durability=%s"
           % (D, HIDDEN, C, n_params, ROWS, K, str(DTYPE).replace("torch.", ""),

@@ -15,6 +15,11 @@ namespace f2obo::server {
 // The bytes a message may take beyond its vectors (ids, flags, framing).
 inline constexpr int64_t kOracleMessageSlack = 64 << 10;
 
+// A y of at least this many bytes (float64) gets its answers one y-sized
+// vector a message (StreamOracle::EvaluateGroups): 4 MiB, 524,288
+// parameters, where a round's work dwarfs a round trip on loopback.
+inline constexpr int64_t kOracleOneAnswerBytes = 4 << 20;
+
 // OK if an oracle session of this family can send each of its vectors (x
 // or y: a point, a gradient) in a message of `max_message_bytes`; else
 // RESOURCE_EXHAUSTED naming y_dim, the limit and its flag.

@@ -68,6 +68,17 @@ absl::Status StreamOracle::EvaluateGroups(absl::Span<OracleQuery> queries) {
   const auto vector_bytes = [](size_t n) { return static_cast<int64_t>(8 * n + 16); };
   const int64_t answer_entry = shape_.float32 ? 4 : 8;  // the answers' number size
   const auto answer_bytes_of = [&](int n) { return answer_entry * n + 16; };
+  // A large model's answers come one y-sized vector a message: the answer
+  // in flight (gRPC's slices and the decoded message, alive together while
+  // it is parsed) is then two vectors, not two per gradient of the request
+  // (three gradients in an F2OBO inner iteration under the default
+  // schedule: 6 y of a step's peak, docs/oracle-protocol.md "Memory").
+  // The price, a round trip per further gradient, is small beside the
+  // client's evaluation of such a model.
+  const int64_t answer_budget =
+      8 * static_cast<int64_t>(shape_.y_dim) >= kOracleOneAnswerBytes
+          ? std::min(budget, answer_bytes_of(shape_.y_dim) + answer_bytes_of(shape_.x_dim) + 64)
+          : budget;
   size_t begin = 0;
   std::vector<const double*> fresh;  // new points of the group (by address)
   while (begin < queries.size()) {
@@ -90,7 +101,8 @@ absl::Status StreamOracle::EvaluateGroups(absl::Span<OracleQuery> queries) {
       }
       const int64_t answer = 32 + (q.grad_x != nullptr ? answer_bytes_of(shape_.x_dim) : 0) +
                              (q.grad_y != nullptr ? answer_bytes_of(shape_.y_dim) : 0);
-      if (end > begin && (request_bytes + request > budget || answer_bytes + answer > budget)) {
+      if (end > begin &&
+          (request_bytes + request > budget || answer_bytes + answer > answer_budget)) {
         fresh.resize(fresh.size() - added);
         break;
       }

@@ -38,6 +38,9 @@ def run(client, session_id, float32, recipes, evaluate_of=evaluator):
 
 
 def session(client, algorithm="f2obo"):
+    # A loaded machine's first connection can outlast gRPC's handshake
+    # timeout: wait for the channel before the first call.
+    client.wait_ready(120)
     return client.create_session(family="oracle", x_dim=D, y_dim=D * C + C,
                                  **dict(COMMON, algorithm=algorithm))
 
@@ -75,8 +78,8 @@ def test_a_float32_recipe_stream_follows_the_float64_one_to_float32_rounding(
     # y differs at all shows the wire was float32.
     server = start_server()
     with f2obo.Client(server.address) as client:
-        ref, f64 = create_pair(client, algorithm)
         f32 = session(client, algorithm)
+        ref, f64 = create_pair(client, algorithm)
         run(client, f64.id, float32=False, recipes=True)
         stats = run(client, f32.id, float32=True, recipes=True)
         assert stats["recipes"] > 0
@@ -164,6 +167,7 @@ def test_a_float32_module_sends_float32_unless_told_not_to(start_server):
         return torch.nn.functional.cross_entropy(m(X), y)
     server = start_server()
     with f2obo.Client(server.address) as client:
+        client.wait_ready(120)
         tuners = [f2obo.torch.Tuner(
             client, model(), {"wd": f2obo.torch.Hyperparameter(torch.tensor([0.01]),
                                                                box=(0.0, 0.1))},

@@ -134,3 +134,37 @@ def test_an_oracle_session_holds_under_three_copies_of_y_between_steps(start_ser
         for stream in streams:
             stream.close()
     assert grown < 2 * 3 * y_bytes, "%.1f copies of y a session" % (grown / 2 / y_bytes)
+
+
+def test_a_large_model_answers_one_vector_of_y_a_message_with_the_same_trajectory(
+        start_server):
+    # From 4 MiB of y (524,288 float64) on, each answer message carries one
+    # y-sized vector (server/oracle_message_limits.h, kOracleOneAnswerBytes):
+    # the answer in flight on the server is then one vector and its decoded
+    # copy, not three of each.  y = 600,000: the queries of a round come in
+    # more requests than a round of y = 500,000 (below the line) needs, and
+    # the trajectory does not depend on how they were grouped (the round
+    # of a 1 MiB message limit above).
+    server = start_server()
+    counts = {}
+    for y_dim in (500_000, 600_000):
+        evaluate = quadratic_oracle(y_dim)
+        per_message = counts.setdefault(y_dim, [])
+        with f2obo.Client(server.address) as client:
+            session = client.create_session(family="oracle", x_dim=X_DIM, y_dim=y_dim,
+                                            **COMMON)
+            with f2obo.OracleStream(client, session.id) as stream:
+                answer = stream._answer
+
+                def spy(request, evaluate_many, answer=answer, per_message=per_message):
+                    message = answer(request, evaluate_many)
+                    per_message.append(sum(1 for a in message.answers.answers
+                                           if a.grad_y or a.fused_y))
+                    return message
+                stream._answer = spy
+                stream.step(evaluate, upper_rows=4, inner_rows=4)
+            assert session.info().next_t == 2
+    assert max(counts[600_000]) == 1, counts[600_000]
+    assert max(counts[500_000]) > 1, counts[500_000]
+    assert sum(counts[600_000]) == sum(counts[500_000])
+    assert len(counts[600_000]) > len(counts[500_000])
