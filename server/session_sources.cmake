@@ -38,6 +38,7 @@ set(F2OBO_SESSION_SOURCES
   store/postgres/pg_pool.cc
   store/postgres/pg_schema.cc
   store/postgres/pg_size_cap.cc
+  store/postgres/pg_transactions.cc
   store/postgres/postgres_session_store.cc
   store/postgres/postgres_store_calls.cc
   store/postgres/postgres_store_load.cc

@@ -80,6 +80,7 @@
 #include "server/store/postgres/pg_pool.h"
 #include "server/store/postgres/pg_schema.h"
 #include "server/store/postgres/pg_size_cap.h"
+#include "server/store/postgres/pg_transactions.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
@@ -148,32 +149,16 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   int64_t reconnects() const override { return pool_.reconnects(); }
   // Commits whose outcome was unknown (the connection broke during
   // COMMIT) and was read back.
-  int64_t commits_read_back() const override { return commits_read_back_.load(); }
+  int64_t commits_read_back() const override { return transactions_.read_backs(); }
 
  private:
-  // A transaction's body: the statements, on the lent connection.
-  using Body = std::function<absl::Status(pg::Conn&)>;
-  // After a COMMIT whose outcome is unknown: whether the write is stored,
-  // read on a new connection.
-  using ReadBack = std::function<absl::StatusOr<bool>(pg::Conn&)>;
+  using Body = pg::Transactions::Body;
+  using ReadBack = pg::Transactions::ReadBack;
 
   PostgresSessionStore(std::string uri, Durability durability);
-  // BEGIN, `body`, COMMIT on a pooled connection (`sync`: false commits
-  // with synchronous_commit = off).  `read_back` resolves a COMMIT whose
-  // outcome is unknown; `is_write`: refused while the store is over its
-  // size cap.
-  // `one_statement`: the body is one statement, committed on its own
-  // (no BEGIN/COMMIT round trips; it must set synchronous_commit itself).
+  // A transaction on a pooled connection (pg::Transactions::Run).
   absl::Status Transact(absl::string_view what, Deadline deadline, bool sync, const Body& body,
                         const ReadBack& read_back, bool grows = true, bool one_statement = false);
-  // Whether a write whose connection broke was stored, asked on a new
-  // connection (a write is either all there or not at all); counted in
-  // commits_read_back_.
-  absl::StatusOr<bool> ReadBackOnNewConnection(const ReadBack& read_back, Deadline deadline);
-  // Transact's one-statement case.
-  absl::Status TransactOne(absl::string_view what, Deadline deadline, const Body& body,
-                           const ReadBack& read_back, bool grows,
-                           std::chrono::steady_clock::time_point start);
   // Whether a step is written as one statement (CommitStep's fast path).
   static bool OneStatement(const StepState* parts, int keep_checkpoints);
   // A step's statements (CommitStep, CommitSteps), compare-and-set from
@@ -242,7 +227,7 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::string, int64_t> gens_ ABSL_GUARDED_BY(mu_);
   pg::SizeCap size_cap_;
-  std::atomic<int64_t> commits_read_back_{0};
+  pg::Transactions transactions_;
 };
 
 }  // namespace f2obo::server
