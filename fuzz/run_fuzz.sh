@@ -30,7 +30,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     { cat "$build/configure.log" >&2; exit 1; }
 fi
 start=$(date +%s)
-cmake --build "$build" --target step_fuzzer make_corpus -j "$jobs" >"$build/build.log" 2>&1 ||
+cmake --build "$build" --target fuzz_programs -j "$jobs" >"$build/build.log" 2>&1 ||
   { tail -n 60 "$build/build.log" >&2; exit 1; }
 echo "run_fuzz.sh: fuzzer built in $(( $(date +%s) - start )) s"
 

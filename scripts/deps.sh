@@ -38,6 +38,8 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(clang-14 libclang-rt-14-dev llvm-14)
   # scripts/check_format.sh (ctest "format"): the committed .clang-format.
   packages+=(clang-format-14)
+  # bench/service/thread_cpu.sh: CPU time and switches per thread (perf stat).
+  packages+=(linux-perf)
 fi
 # A machine whose last package run was interrupted refuses every apt-get
 # until dpkg finishes configuring; doing it first is harmless otherwise.

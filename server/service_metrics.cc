@@ -1,7 +1,9 @@
 #include "server/service_metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -138,6 +140,9 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   for (const presentation::ClassPresentation* p : presentation::Presentations()) {
     classes_.emplace_back(p, p->new_series(r));
   }
+  steps_total_ = &steps_->WithLabels({});
+  rows_total_ = &rows_->WithLabels({});
+  round_seconds_ = &round_latency_->WithLabels({});
 }
 
 void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double seconds) {
@@ -153,7 +158,10 @@ void ServiceMetrics::OnRollback(const std::string& id, int64_t to_t) {
   rollbacks_->WithLabels({}).Increment();
   if (!per_session_) return;
   absl::MutexLock lock(&series_mu_);
-  if (live_.contains(id)) t_->WithLabels({id}).Set(static_cast<double>(to_t));
+  if (!live_.contains(id)) return;
+  const auto it = series_.find(id);
+  metrics::Gauge& t = it != series_.end() ? *it->second.t : t_->WithLabels({id});
+  t.Set(static_cast<double>(to_t));
 }
 
 void ServiceMetrics::OnFork(const std::string&) { forks_->WithLabels({}).Increment(); }
@@ -170,9 +178,9 @@ void ServiceMetrics::OnSessionCreated(const std::string& id) {
 void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   const v1::RoundReport& r = m.report();
   const presentation::ClassPresentation& of = presentation::PresentationOf(r);
-  steps_->WithLabels({}).Increment();
-  rows_->WithLabels({}).Increment(static_cast<double>(r.rows_processed()));
-  round_latency_->WithLabels({}).Observe(r.round_seconds());
+  steps_total_->Increment();
+  rows_total_->Increment(static_cast<double>(r.rows_processed()));
+  round_seconds_->Observe(r.round_seconds());
   if (r.bilevel().cap_hit()) cap_hits_->WithLabels({}).Increment();  // af2obo's (bilevel)
   if (!m.exact_skipped_reason().empty()) exact_skipped_->WithLabels({}).Increment();
   if (m.has_exact() && !of.exact_converged(m.exact())) {
@@ -181,22 +189,45 @@ void ServiceMetrics::OnStepMetrics(const v1::StepMetrics& m) {
   if (!per_session_) return;
   absl::MutexLock lock(&series_mu_);
   if (!live_.contains(m.session_id())) return;
-  const std::vector<std::string> id = {m.session_id()};
-  t_->WithLabels(id).Set(static_cast<double>(m.t()));
-  upper_loss_->WithLabels(id).Set(r.upper_loss_before());
+  const std::string& id = m.session_id();
+  const auto [it, first] = series_.try_emplace(id);
+  SessionSeries& series = it->second;
+  if (first) {
+    series.t = &t_->WithLabels({id});
+    series.upper_loss = &upper_loss_->WithLabels({id});
+  }
+  series.t->Set(static_cast<double>(m.t()));
+  series.upper_loss->Set(r.upper_loss_before());
   if (const v1::RunningMetrics* running = presentation::RunningOf(m)) {
-    exact_evaluated_->WithLabels(id).Set(static_cast<double>(running->evaluated_steps()));
-    exact_skipped_steps_->WithLabels(id).Set(static_cast<double>(running->skipped_steps()));
+    if (series.exact_evaluated == nullptr) {
+      series.exact_evaluated = &exact_evaluated_->WithLabels({id});
+      series.exact_skipped_steps = &exact_skipped_steps_->WithLabels({id});
+    }
+    series.exact_evaluated->Set(static_cast<double>(running->evaluated_steps()));
+    series.exact_skipped_steps->Set(static_cast<double>(running->skipped_steps()));
   }
-  if (m.exact_probability() > 0.0) exact_probability_->WithLabels(id).Set(m.exact_probability());
-  std::vector<std::string>& names = hyperparameter_names_[m.session_id()];
-  names.clear();
-  for (const v1::Hyperparameter& h : m.hyperparameters()) {
-    hyperparameter_->WithLabels({m.session_id(), h.name()}).Set(h.value());
-    names.push_back(h.name());
+  if (m.exact_probability() > 0.0) {
+    if (series.exact_probability == nullptr) {
+      series.exact_probability = &exact_probability_->WithLabels({id});
+    }
+    series.exact_probability->Set(m.exact_probability());
   }
-  for (auto& [p, series] : classes_) {
-    if (p == &of) series->Update(m.session_id(), m);
+  // The step's hyperparameters, in the same order step after step: each
+  // found at its place in the list kept from the last step, else looked up.
+  auto& kept = series.hyperparameters;
+  kept.resize(std::min<size_t>(kept.size(), m.hyperparameters_size()));
+  for (int i = 0; i < m.hyperparameters_size(); ++i) {
+    const v1::Hyperparameter& h = m.hyperparameters(i);
+    const size_t at = static_cast<size_t>(i);
+    if (at == kept.size()) {
+      kept.emplace_back(h.name(), &hyperparameter_->WithLabels({id, h.name()}));
+    } else if (kept[at].first != h.name()) {
+      kept[at] = {h.name(), &hyperparameter_->WithLabels({id, h.name()})};
+    }
+    kept[at].second->Set(h.value());
+  }
+  for (auto& [p, class_series] : classes_) {
+    if (p == &of) class_series->Update(id, m);
   }
 }
 
@@ -209,13 +240,15 @@ void ServiceMetrics::OnSessionDeleted(const std::string& id) {
   exact_evaluated_->Remove({id});
   exact_skipped_steps_->Remove({id});
   exact_probability_->Remove({id});
-  if (const auto it = hyperparameter_names_.find(id); it != hyperparameter_names_.end()) {
-    for (const std::string& name : it->second) hyperparameter_->Remove({id, name});
-    hyperparameter_names_.erase(it);
+  if (const auto it = series_.find(id); it != series_.end()) {
+    for (const auto& [name, gauge] : it->second.hyperparameters) {
+      hyperparameter_->Remove({id, name});
+    }
+    series_.erase(it);
   }
   // A session's class is not known here: every class drops its series of
   // the id (a no-op for the others).
-  for (auto& [p, series] : classes_) series->Remove(id);
+  for (auto& [p, class_series] : classes_) class_series->Remove(id);
 }
 
 }  // namespace f2obo::server

@@ -56,9 +56,24 @@ class ServiceMetrics final : public ServiceObserver {
   // touch a removed series nor bring it back.
   absl::Mutex series_mu_;
   absl::flat_hash_set<std::string> live_ ABSL_GUARDED_BY(series_mu_);
-  // The names of each session's f2obo_session_hyperparameter series.
-  absl::flat_hash_map<std::string, std::vector<std::string>> hyperparameter_names_
-      ABSL_GUARDED_BY(series_mu_);
+  // A live session's series, looked up by name at its first step and kept
+  // (each step updated them through a lookup by label strings: a third of
+  // the metrics worker's time on tiny steps).  Valid until
+  // OnSessionDeleted removes them, under series_mu_ like every use.
+  struct SessionSeries {
+    metrics::Gauge* t = nullptr;
+    metrics::Gauge* upper_loss = nullptr;
+    metrics::Gauge* exact_evaluated = nullptr;  // these three: at their first use
+    metrics::Gauge* exact_skipped_steps = nullptr;
+    metrics::Gauge* exact_probability = nullptr;
+    // Its f2obo_session_hyperparameter series, by name, as of its last step.
+    std::vector<std::pair<std::string, metrics::Gauge*>> hyperparameters;
+  };
+  absl::flat_hash_map<std::string, SessionSeries> series_ ABSL_GUARDED_BY(series_mu_);
+  // The unlabelled series every step updates (never removed).
+  metrics::Counter* steps_total_;
+  metrics::Counter* rows_total_;
+  metrics::Histogram* round_seconds_;
   metrics::CounterFamily* requests_;
   metrics::CounterFamily* errors_;
   metrics::HistogramFamily* latency_;

@@ -35,6 +35,10 @@ set(F2OBO_SESSION_SOURCES
   store/store_factory.cc
   store/writer_thread.cc
   store/postgres/pg_conn.cc
+  store/postgres/pg_pool.cc
+  store/postgres/pg_schema.cc
+  store/postgres/pg_size_cap.cc
+  store/postgres/pg_transactions.cc
   store/postgres/postgres_session_store.cc
   store/postgres/postgres_store_calls.cc
   store/postgres/postgres_store_load.cc

@@ -299,7 +299,9 @@ absl::Status SqliteSessionStore::ApplyOp(const StepWrite& w) {
     // newer head (and checks the row exists); this head's side file, if
     // any, is named by no row.
     if (!w.state_file.name.empty()) released_.push_back(w.state_file.name);
-    if (absl::Status s = SaveReply(w); !s.ok()) return s;
+    if (!w.reply_superseded) {
+      if (absl::Status s = SaveReply(w); !s.ok()) return s;
+    }
     return w.keep_checkpoints > 0 ? checkpoint() : absl::OkStatus();
   }
   Stmt a(*writer_sql_,

@@ -191,6 +191,10 @@ class SqliteSessionStore final : public SessionStore {
   size_t max_queued_bytes_seen() const ABSL_LOCKS_EXCLUDED(mu_);
   // Step writes whose state a later step of the same batch replaced (kNone).
   int64_t superseded_states() const { return superseded_states_.load(); }
+  // Step replies and aux parts not written because a later step of the same
+  // batch replaced them (kNone; StepWrite::reply_superseded, aux_superseded).
+  int64_t superseded_replies() const { return superseded_replies_.load(); }
+  int64_t superseded_parts() const { return superseded_parts_.load(); }
   const std::string& path() const { return path_; }
 
  private:
@@ -259,7 +263,8 @@ class SqliteSessionStore final : public SessionStore {
   // into the state as it is read.
   absl::StatusOr<Checkpoint> JoinParts(sqlite3* db, const std::string& id, const std::string& head,
                                        int64_t count) const;
-  // Sets StepWrite::state_superseded across `batch`.
+  // Sets StepWrite::state_superseded, reply_superseded and aux_superseded
+  // across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
   absl::Status DeleteSessionRows(const std::string& id);
   // Checkpoints (checkpoints.cc).  Inserts checkpoint (id, t) and drops all
@@ -367,6 +372,8 @@ class SqliteSessionStore final : public SessionStore {
   mutable absl::Mutex parts_check_mu_;
   mutable std::optional<std::string> parts_check_ ABSL_GUARDED_BY(parts_check_mu_);
   std::atomic<int64_t> superseded_states_{0};
+  std::atomic<int64_t> superseded_replies_{0};
+  std::atomic<int64_t> superseded_parts_{0};
   std::thread writer_;
 };
 

@@ -72,6 +72,12 @@ absl::Status SqliteSessionStore::SaveParts(const StepWrite& w) {
   for (size_t i = 0; i < w.aux_rows.size(); ++i) {
     const auto& [index, bytes] = w.aux_rows[i];
     const SideFile& file = i < w.aux_files.size() ? w.aux_files[i] : kInRow;
+    if (i < w.aux_superseded.size() && w.aux_superseded[i]) {
+      // A later step of this transaction writes the part: this row would
+      // be replaced; its side file, if any, is named by no row.
+      if (!file.name.empty()) released_.push_back(file.name);
+      continue;
+    }
     if (bytes.empty() && file.name.empty()) {
       Stmt d(*writer_sql_, "DELETE FROM state_parts WHERE id = ? AND idx = ?");
       if (absl::Status s = d.Text(1, w.id).Int(2, index).Run("dropping a state part"); !s.ok()) {

@@ -101,6 +101,15 @@ struct StepWrite {
   // checkpoint) is written.  Set by the writer for the batched transaction
   // only, never when writes are retried one by one.
   bool state_superseded = false;
+  // Set likewise: the same session's last step in this batch's run of
+  // steps trims the reply cache to the replies after this step's (it keeps
+  // keep_replies), so this reply is not written: the transaction ends with
+  // the rows it would end with had it been written and trimmed.
+  bool reply_superseded = false;
+  // Set likewise, one per aux_rows entry (or empty: none): a later step of
+  // the same run writes the same part, whose row replaces this one in the
+  // same transaction; not written.
+  std::vector<bool> aux_superseded;
 };
 
 // CommitSteps: a group's steps, all stored or none.

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 
@@ -164,20 +165,40 @@ absl::Status SqliteSessionStore::Enqueue(const std::shared_ptr<Write>& w, bool w
 }
 
 void SqliteSessionStore::MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch) {
-  // Walk backwards, remembering whether each key's next write is a step.
-  std::unordered_map<std::string_view, bool> next_is_step;
+  // Walk backwards, remembering for each key the run of steps that follows
+  // the write (up to the key's next write of another kind): whether there
+  // is one, the replies its last step trims (those keyed at or below
+  // trimmed_to) and the aux parts its steps write.
+  struct Run {
+    bool steps = false;
+    int64_t trimmed_to = 0;
+    std::unordered_set<int64_t> parts;
+  };
+  std::unordered_map<std::string_view, Run> runs;
   for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
     WriteOp& op = (*it)->op;
     const std::string_view key = KeyOf(op);
     StepWrite* step = std::get_if<StepWrite>(&op);
-    if (step != nullptr) {
-      const auto next = next_is_step.find(key);
-      step->state_superseded = next != next_is_step.end() && next->second;
+    Run& run = runs[key];
+    if (step == nullptr) {
+      // Group writes name a group id (a group's steps: none), not their
+      // members': a member's step before a group write is never superseded
+      // (its next write is not a step of the same id), which is always safe.
+      run = Run{};
+      continue;
     }
-    // Group writes name a group id (a group's steps: none), not their
-    // members': a member's step before a group write is never superseded
-    // (its next write is not a step of the same id), which is always safe.
-    next_is_step[key] = step != nullptr;
+    step->state_superseded = run.steps;
+    step->reply_superseded = run.steps && step->t <= run.trimmed_to;
+    step->aux_superseded.assign(step->aux_rows.size(), false);
+    if (run.steps) {
+      for (size_t i = 0; i < step->aux_rows.size(); ++i) {
+        step->aux_superseded[i] = run.parts.count(step->aux_rows[i].first) > 0;
+      }
+    } else {
+      run.steps = true;
+      run.trimmed_to = step->t - step->keep_replies;  // SaveReply keeps (t - keep, t]
+    }
+    for (const auto& row : step->aux_rows) run.parts.insert(row.first);
   }
 }
 
@@ -237,8 +258,12 @@ void SqliteSessionStore::WriterLoop() {
     if (batch_ok) batch_ok = ExecCached("COMMIT").ok();
     if (batch_ok) {
       for (const auto& w : batch) {
-        const StepWrite* step = std::get_if<StepWrite>(&w->op);
-        superseded_states_ += step != nullptr && step->state_superseded ? 1 : 0;
+        if (const StepWrite* step = std::get_if<StepWrite>(&w->op)) {
+          superseded_states_ += step->state_superseded ? 1 : 0;
+          superseded_replies_ += step->reply_superseded ? 1 : 0;
+          superseded_parts_ +=
+              std::count(step->aux_superseded.begin(), step->aux_superseded.end(), true);
+        }
         NoteStepOutcome(*w);
       }
     }
@@ -249,7 +274,11 @@ void SqliteSessionStore::WriterLoop() {
       ExecCached("ROLLBACK").IgnoreError();
       TakeReleasedFiles();  // (released by nothing durable)
       for (const auto& w : batch) {
-        if (StepWrite* step = std::get_if<StepWrite>(&w->op)) step->state_superseded = false;
+        if (StepWrite* step = std::get_if<StepWrite>(&w->op)) {
+          step->state_superseded = false;
+          step->reply_superseded = false;
+          step->aux_superseded.clear();
+        }
       }
       for (const auto& w : batch) {
         absl::Status s = ExecCached("BEGIN IMMEDIATE");

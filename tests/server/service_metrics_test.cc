@@ -93,6 +93,59 @@ TEST(ServiceMetrics, UnconvergedExactMetricsAreCountedAndConvergedOnesAreNot) {
   EXPECT_EQ(Value(registry.Render(), name), 4);
 }
 
+// A bilevel step of session "s" at t with hyperparameters `names` (value:
+// t + the name's place).
+v1::StepMetrics StepWith(int64_t t, const std::vector<std::string>& names) {
+  v1::StepMetrics m;
+  m.set_session_id("s");
+  m.set_t(t);
+  m.mutable_report()->mutable_bilevel();
+  m.mutable_report()->set_upper_loss_before(0.5 * t);
+  for (size_t i = 0; i < names.size(); ++i) {
+    v1::Hyperparameter* h = m.add_hyperparameters();
+    h->set_name(names[i]);
+    h->set_value(static_cast<double>(t + i));
+  }
+  return m;
+}
+
+TEST(ServiceMetrics, ASessionsSeriesFollowItsStepsAndGoWithItsDeletion) {
+  metrics::Registry registry;
+  ServiceMetrics metrics(&registry, /*per_session_labels=*/true);
+  const std::string hp = "f2obo_session_hyperparameter";
+  metrics.OnSessionCreated("s");
+  metrics.OnStepMetrics(StepWith(1, {"lr", "reg"}));
+  metrics.OnStepMetrics(StepWith(2, {"lr", "reg"}));
+  std::string text = registry.Render();
+  EXPECT_EQ(Of(text, "f2obo_session_step"), 2);
+  EXPECT_EQ(Of(text, "f2obo_session_prequential_loss"), 1.0);
+  EXPECT_EQ(Of(text, hp, ",name=\"lr\""), 2);
+  EXPECT_EQ(Of(text, hp, ",name=\"reg\""), 3);
+  // A step naming other hyperparameters: the new name gets its series.
+  metrics.OnStepMetrics(StepWith(3, {"lr", "momentum"}));
+  text = registry.Render();
+  EXPECT_EQ(Of(text, hp, ",name=\"momentum\""), 4);
+  EXPECT_EQ(Of(text, hp, ",name=\"lr\""), 3);
+  metrics.OnRollback("s", 2);
+  EXPECT_EQ(Of(registry.Render(), "f2obo_session_step"), 2);
+
+  metrics.OnSessionDeleted("s");
+  text = registry.Render();
+  EXPECT_EQ(Of(text, "f2obo_session_step"), -1);
+  EXPECT_EQ(Of(text, hp, ",name=\"lr\""), -1);
+  EXPECT_EQ(Of(text, hp, ",name=\"momentum\""), -1);
+  // A late message of the deleted session brings nothing back.
+  metrics.OnStepMetrics(StepWith(4, {"lr"}));
+  EXPECT_EQ(Of(registry.Render(), "f2obo_session_step"), -1);
+  // A new session of the same id starts its own series.
+  metrics.OnSessionCreated("s");
+  metrics.OnStepMetrics(StepWith(1, {"lr"}));
+  text = registry.Render();
+  EXPECT_EQ(Of(text, "f2obo_session_step"), 1);
+  EXPECT_EQ(Of(text, hp, ",name=\"lr\""), 1);
+  EXPECT_EQ(Value(text, "f2obo_steps_total"), 5);
+}
+
 TEST(ServiceMetrics, MultitaskSessionsGetTheirOwnSeriesAndPerTaskOnlyForTheFirstTasks) {
   metrics::Registry registry;
   ServiceMetrics metrics(&registry, /*per_session_labels=*/true);

@@ -2,7 +2,7 @@
 // which several servers share: the store contract of session_store.h, each
 // call one transaction, with the compare-and-set it describes.
 //
-// Connections: a small pool (kConnections) of libpq connections to the
+// Connections: a small pool (kConnections, pg_pool.h) of libpq connections to the
 // URI, each lent to one call at a time; PostgreSQL's group commit batches
 // concurrent calls' commits.  A connection found broken is replaced on the
 // next call (a multi-host URI with target_session_attrs=read-write finds
@@ -21,7 +21,7 @@
 // kNone's steps commit with synchronous_commit = off (a crash of the
 // database may lose the latest steps, never a part of one).
 //
-// Schema: tables f2obo_* with a version row (f2obo_schema); Open creates
+// Schema (pg_schema.h): tables f2obo_* with a version row (f2obo_schema); Open creates
 // them in an empty database, migrates an older version in place (one
 // transaction, under the lock that serializes servers opening it), and
 // refuses a database whose version is newer than kSchemaVersion before
@@ -45,9 +45,13 @@
 // same moment) are ALREADY_EXISTS, nothing overwritten.
 //
 // Round trips: a step of one session (its parts up to kArrayBytes, no
-// checkpoint due) is one statement, f2obo_step(), committed on its own (no
-// BEGIN/COMMIT); larger ones, group steps and the other writes are
-// transactions of several statements.
+// checkpoint due) is one statement (a plain SQL statement with one
+// data-modifying CTE per table, prepared once per connection), committed
+// on its own (no BEGIN/COMMIT); larger ones, group steps and the other
+// writes are transactions of several statements.  Schema 2's function
+// f2obo_step() does the same; it stays for servers of the release that
+// called it, but PL/pgSQL running its five statements one by one cost
+// ~40% more of the database's time per step.
 //
 // What it gives up against the embedded store: a checkpoint in parts is
 // stored as every part of it (copied inside the database from its base
@@ -73,20 +77,17 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "server/store/group_reader.h"
+#include "server/store/postgres/pg_pool.h"
+#include "server/store/postgres/pg_schema.h"
+#include "server/store/postgres/pg_size_cap.h"
+#include "server/store/postgres/pg_transactions.h"
 #include "server/store/session_store.h"
 
 namespace f2obo::server {
-namespace pg {
-class Conn;
-}
-
 class PostgresSessionStore : public SessionStore, public StoredGroupReader {
  public:
-  // 1: sessions, state parts, replies, checkpoints (whole or in parts),
-  //    groups, fences.
-  // 2: write versions (f2obo_sessions.gen, sequence f2obo_gen), the step as
-  //    one statement (function f2obo_step).
-  static constexpr int kSchemaVersion = 2;
+  // The schema version this server writes (pg_schema.h).
+  static constexpr int kSchemaVersion = pg::Schema::kVersion;
   // Enough for 8 streams' steps in flight at once (PostgreSQL commits
   // concurrent transactions with one WAL flush).
   static constexpr int kConnections = 8;
@@ -145,44 +146,19 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   Durability durability() const override { return durability_; }
 
   // Connections made after the first ones (a broken one replaced).
-  int64_t reconnects() const override { return reconnects_.load(); }
+  int64_t reconnects() const override { return pool_.reconnects(); }
   // Commits whose outcome was unknown (the connection broke during
   // COMMIT) and was read back.
-  int64_t commits_read_back() const override { return commits_read_back_.load(); }
+  int64_t commits_read_back() const override { return transactions_.read_backs(); }
 
  private:
-  class Lease;
-  // A transaction's body: the statements, on the lent connection.
-  using Body = std::function<absl::Status(pg::Conn&)>;
-  // After a COMMIT whose outcome is unknown: whether the write is stored,
-  // read on a new connection.
-  using ReadBack = std::function<absl::StatusOr<bool>(pg::Conn&)>;
+  using Body = pg::Transactions::Body;
+  using ReadBack = pg::Transactions::ReadBack;
 
   PostgresSessionStore(std::string uri, Durability durability);
-  absl::Status CreateSchema(pg::Conn& c);
-  // Brings a database at schema `version` (>= 1) to kSchemaVersion, in the
-  // caller's transaction.
-  static absl::Status Migrate(pg::Conn& c, int64_t version);
-  // A connection from the pool (made, or remade when broken), waiting for
-  // one while all are lent, until `deadline` (DEADLINE_EXCEEDED).
-  absl::StatusOr<std::unique_ptr<pg::Conn>> Acquire(Deadline deadline);
-  void Release(std::unique_ptr<pg::Conn> c);
-  // BEGIN, `body`, COMMIT on a pooled connection (`sync`: false commits
-  // with synchronous_commit = off).  `read_back` resolves a COMMIT whose
-  // outcome is unknown; `is_write`: refused while the store is over its
-  // size cap.
-  // `one_statement`: the body is one statement, committed on its own
-  // (no BEGIN/COMMIT round trips; it must set synchronous_commit itself).
+  // A transaction on a pooled connection (pg::Transactions::Run).
   absl::Status Transact(absl::string_view what, Deadline deadline, bool sync, const Body& body,
                         const ReadBack& read_back, bool grows = true, bool one_statement = false);
-  // Whether a write whose connection broke was stored, asked on a new
-  // connection (a write is either all there or not at all); counted in
-  // commits_read_back_.
-  absl::StatusOr<bool> ReadBackOnNewConnection(const ReadBack& read_back, Deadline deadline);
-  // Transact's one-statement case.
-  absl::Status TransactOne(absl::string_view what, Deadline deadline, const Body& body,
-                           const ReadBack& read_back, bool grows,
-                           std::chrono::steady_clock::time_point start);
   // Whether a step is written as one statement (CommitStep's fast path).
   static bool OneStatement(const StepState* parts, int keep_checkpoints);
   // A step's statements (CommitStep, CommitSteps), compare-and-set from
@@ -223,7 +199,6 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   // when stored exactly so, else kStaleGen.
   static absl::StatusOr<bool> StoredAt(pg::Conn& c, const std::string& id, int64_t t,
                                        const std::string* reply, int64_t* gen = nullptr);
-  absl::Status CheckSize(pg::Conn& c);
   // LoadAll, or without the sessions (LoadGroupsAndFences).
   absl::StatusOr<LoadedStore> Load(bool with_sessions);
   // Session `id` read on `c` (in the caller's transaction) into *out, its
@@ -246,20 +221,13 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   void ForgetGen(const std::string& id);
   static constexpr int64_t kStaleGen = -2;  // written versions are >= 0
 
-  const std::string uri_;
   const Durability durability_;
-  absl::Mutex pool_mu_;
-  std::vector<std::unique_ptr<pg::Conn>> idle_ ABSL_GUARDED_BY(pool_mu_);
-  int lent_ ABSL_GUARDED_BY(pool_mu_) = 0;
-  int broken_ ABSL_GUARDED_BY(pool_mu_) = 0;  // connections dropped broken, not yet replaced
+  pg::Pool pool_;
   mutable absl::Mutex mu_;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::string, int64_t> gens_ ABSL_GUARDED_BY(mu_);
-  int64_t max_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t size_checked_ms_ ABSL_GUARDED_BY(mu_) = 0;
-  bool over_size_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<int64_t> reconnects_{0};
-  std::atomic<int64_t> commits_read_back_{0};
+  pg::SizeCap size_cap_;
+  pg::Transactions transactions_;
 };
 
 }  // namespace f2obo::server

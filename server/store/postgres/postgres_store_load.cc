@@ -129,7 +129,7 @@ absl::Status PostgresSessionStore::ReadSession(pg::Conn& c, const std::string& i
 }
 
 absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::string& id) {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   pg::Conn& c = **acquired;
   // One snapshot: the row, its parts and its replies of one commit.
@@ -139,7 +139,7 @@ absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::strin
   int64_t gen = kStaleGen;
   if (s.ok()) s = ReadSession(c, id, &out, &gen);
   if (!c.broken()) (void)c.Exec("loading a session", "COMMIT");
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   if (!s.ok()) {
     if (absl::IsDataLoss(s)) {
       return absl::DataLossError(absl::StrCat("session '", id, "': ", s.message()));
@@ -152,12 +152,12 @@ absl::StatusOr<StoredSession> PostgresSessionStore::LoadSession(const std::strin
 }
 
 absl::StatusOr<bool> PostgresSessionStore::CopyIsCurrent(const std::string& id, int64_t t) {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   absl::StatusOr<pg::Result> row =
       (*acquired)->Run("reading a session's step index",
                        "SELECT next_t, gen FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
   const std::optional<int64_t> gen = KnownGen(id);
@@ -165,11 +165,11 @@ absl::StatusOr<bool> PostgresSessionStore::CopyIsCurrent(const std::string& id, 
 }
 
 absl::StatusOr<std::vector<SessionSummary>> PostgresSessionStore::ListSessions() {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   absl::StatusOr<pg::Result> rows = (*acquired)->Run(
       "listing sessions", "SELECT id, spec, spec_sum, next_t FROM f2obo_sessions ORDER BY id");
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   if (!rows.ok()) return rows.status();
   std::vector<SessionSummary> out;
   out.reserve(static_cast<size_t>(rows->rows()));
@@ -187,12 +187,12 @@ absl::StatusOr<std::vector<SessionSummary>> PostgresSessionStore::ListSessions()
 }
 
 absl::StatusOr<int64_t> PostgresSessionStore::StoredStepIndex(const std::string& id) {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   absl::StatusOr<pg::Result> row =
       (*acquired)->Run("reading a session's step index",
                        "SELECT next_t FROM f2obo_sessions WHERE id = $1::text", {Param(id)});
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
   return row->Int(0, 0);
@@ -217,19 +217,19 @@ absl::StatusOr<StoredGroup> GroupOfRow(const pg::Result& r, int i) {
 }  // namespace
 
 absl::StatusOr<StoredGroup> PostgresSessionStore::LoadGroup(const std::string& id) {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   absl::StatusOr<pg::Result> row = (*acquired)->Run(
       "reading a group", "SELECT id, members, members_sum FROM f2obo_groups WHERE id = $1::text",
       {Param(id)});
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return absl::NotFoundError(absl::StrCat("group '", id, "' not found"));
   return GroupOfRow(*row, 0);
 }
 
 absl::StatusOr<std::string> PostgresSessionStore::GroupOf(const std::string& session_id) {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   // The member lists holding the id's bytes, then an exact match of one
   // member among them.
@@ -238,7 +238,7 @@ absl::StatusOr<std::string> PostgresSessionStore::GroupOf(const std::string& ses
                        "SELECT id, members, members_sum FROM f2obo_groups "
                        "WHERE position(convert_to($1::text, 'UTF8') IN members) > 0",
                        {Param(session_id)});
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   if (!rows.ok()) return rows.status();
   for (int i = 0; i < rows->rows(); ++i) {
     absl::StatusOr<StoredGroup> g = GroupOfRow(*rows, i);
@@ -255,7 +255,7 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::LoadAll() { return Load(true);
 absl::StatusOr<LoadedStore> PostgresSessionStore::LoadGroupsAndFences() { return Load(false); }
 
 absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   pg::Conn& c = **acquired;
   LoadedStore out;
@@ -315,14 +315,14 @@ absl::StatusOr<LoadedStore> PostgresSessionStore::Load(bool with_sessions) {
     }
   }
   if (!c.broken()) (void)c.Exec("loading sessions", s.ok() ? "COMMIT" : "ROLLBACK");
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   if (!s.ok()) return s;
   return out;
 }
 
 absl::StatusOr<Checkpoint> PostgresSessionStore::ReadCheckpoint(const std::string& id, int64_t t,
                                                                 std::string* whole) {
-  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = Acquire(kNoDeadline);
+  absl::StatusOr<std::unique_ptr<pg::Conn>> acquired = pool_.Acquire(kNoDeadline);
   if (!acquired.ok()) return acquired.status();
   pg::Conn& c = **acquired;
   absl::StatusOr<Checkpoint> out = [&]() -> absl::StatusOr<Checkpoint> {
@@ -363,7 +363,7 @@ absl::StatusOr<Checkpoint> PostgresSessionStore::ReadCheckpoint(const std::strin
     return decoded;
   }();
   if (!c.broken()) (void)c.Exec("reading a checkpoint", "COMMIT");
-  Release(*std::move(acquired));
+  pool_.Release(*std::move(acquired));
   return out;
 }
 

@@ -212,6 +212,38 @@ TEST_F(StoreTest, NoneBatchesWriteEachSessionsNewestStateButEveryReplyAndCheckpo
   }
 }
 
+TEST_F(StoreTest, NoneBatchesSkipRepliesTheBatchTrimsAndKeepTheNewest) {
+  // More steps than the cache keeps, gathered into shared transactions: the
+  // replies the batch's last step trims are not written, and the cache
+  // ends as if every reply had been: exactly the newest kKeep.
+  constexpr int kCommits = 60;
+  {
+    auto store = SqliteSessionStore::Open(dir_, Durability::kNone);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutSession("p", SpecFor("p"), StateBytes(1, 3), 1).ok());
+    for (int64_t t = 1; t <= kCommits; ++t) {
+      ASSERT_TRUE(
+          (*store)->CommitStep("p", t + 1, StateBytes(t + 1, 3), ReplyFor("p", t), kKeep).ok());
+    }
+    // The writer is woken by the first write and gathers the others; a
+    // write waited for comes after them in its queue.
+    ASSERT_TRUE((*store)->PutSession("z", SpecFor("z"), StateBytes(1, 1), 1).ok());
+    EXPECT_GT((*store)->superseded_replies(), 0);
+  }
+  const LoadedStore loaded = Reload(dir_);
+  EXPECT_THAT(loaded.damaged, IsEmpty());
+  ASSERT_THAT(loaded.sessions, SizeIs(2));
+  ASSERT_EQ(loaded.sessions[0].id, "p");  // (sorted by id: then "z")
+  EXPECT_EQ(SerializeCheckpoint(loaded.sessions[0].state), StateBytes(kCommits + 1, 3));
+  ASSERT_THAT(loaded.sessions[0].replies, SizeIs(kKeep));
+  for (int i = 0; i < kKeep; ++i) {
+    const int64_t t = kCommits - kKeep + 1 + i;
+    EXPECT_EQ(loaded.sessions[0].replies[i].SerializeAsString(),
+              ReplyFor("p", t).SerializeAsString())
+        << t;
+  }
+}
+
 TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
   auto store = SqliteSessionStore::Open(dir_, Durability::kNone);
   ASSERT_TRUE(store.ok()) << store.status();

@@ -381,5 +381,22 @@ TEST_F(PostgresStoreTest, CommitWhoseOutcomeIsUnknownIsReadBack) {
                   .ok());
 }
 
+TEST_F(PostgresStoreTest, AStoreAtItsSizeCapRefusesGrowthButNotDeletion) {
+  auto store = Open();
+  ASSERT_TRUE(store->PutSession("s", SpecFor("s"), StateBytes(1, 1.0), 1).ok());
+  // Any database is larger than one byte.
+  ASSERT_TRUE(store->LimitSize(1).ok());
+  const absl::Status refused = store->PutSession("t", SpecFor("t"), StateBytes(1, 2.0), 1);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_NE(refused.message().find("--max_store_bytes"), absl::string_view::npos) << refused;
+  EXPECT_TRUE(absl::IsNotFound(store->LoadSession("t").status())) << "written while refused";
+  // Deleting frees room: allowed at the cap.
+  EXPECT_TRUE(store->DeleteSession("s").ok());
+  // Without a cap the same write is stored.
+  ASSERT_TRUE(store->LimitSize(0).ok());
+  EXPECT_TRUE(store->PutSession("t", SpecFor("t"), StateBytes(1, 2.0), 1).ok());
+  EXPECT_TRUE(store->LoadSession("t").ok());
+}
+
 }  // namespace
 }  // namespace f2obo::server

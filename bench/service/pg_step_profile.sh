@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Where a `sync` step's time goes on the PostgreSQL store, against the
+# embedded store: one stream of tiny steps (as pg_vs_embedded.sh) on each,
+# on a throwaway PostgreSQL 15 on loopback (fsync = on, synchronous_commit
+# = on, full_page_writes = on; pg_stat_statements loaded, track_wal_io_timing
+# on, to read the database's own timings).  Prints per step:
+#   client     the client-observed p50 (f2obo-cli bench);
+#   store call the server's mean time in the store's commit call (the
+#              libpq round trip: f2obo_store_commit_seconds sum / count);
+#   executor   PostgreSQL's mean execution time of the step statement
+#              (pg_stat_statements), and the statements per step;
+#   flush      the WAL's mean fdatasync (pg_stat_wal: wal_sync_time /
+#              wal_sync), flushes per step, WAL bytes and full-page images
+#              per step;
+#   CPU        milliseconds of CPU per step of the server and of its
+#              database connections (/proc, so loaded machines count too).
+# The load average is printed with each run: the machine may be shared.
+# Usage: bench/service/pg_step_profile.sh [BUILD_DIR] [STEPS]
+#   (needs f2obo-server and f2obo-cli, PostgreSQL's server programs and
+#   contrib: scripts/deps.sh --test; F2OBO_PG_BINDIR overrides where)
+set -euo pipefail
+build="${1:-build}"
+steps="${2:-2000}"
+cli="$build/client/f2obo-cli"
+server="$build/server/f2obo-server"
+bindir="${F2OBO_PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}"
+[ -x "$bindir/initdb" ] || bindir=/usr/lib/postgresql/15/bin
+work="$(mktemp -d)"
+pid=
+as_pg=()
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  [ -f "$work/pg/postmaster.pid" ] &&
+    "${as_pg[@]}" "$bindir/pg_ctl" stop -D "$work/pg" -m immediate >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ "$(id -u)" = 0 ]; then
+  as_pg=(runuser -u postgres --)
+  chown postgres "$work"
+fi
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"${as_pg[@]}" "$bindir/initdb" -D "$work/pg" -U f2obo --auth=trust >"$work/initdb.log" 2>&1 || {
+  cat "$work/initdb.log" >&2
+  exit 1
+}
+cat >>"$work/pg/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$work'
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+max_connections = 50
+shared_buffers = 128MB
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
+track_wal_io_timing = on
+EOF
+"${as_pg[@]}" "$bindir/pg_ctl" start -w -D "$work/pg" -l "$work/pg.log" >/dev/null
+q() { "$bindir/psql" -X -q -At -h 127.0.0.1 -p "$port" -U f2obo -d "$1" -c "$2"; }
+# CPU ticks (user + system) of the given processes.
+ticks() {
+  local t=0 p f
+  for p in "$@"; do
+    f="$(cut -d')' -f2 "/proc/$p/stat" 2>/dev/null)" || continue
+    t=$((t + $(echo "$f" | awk '{ print $12 + $13 }')))
+  done
+  echo "$t"
+}
+hz="$(getconf CLK_TCK)"
+tiny=(--exact_every=0 --family=ridge_hpo --features=16 --rows_per_step=8 --algorithm=f2obo)
+
+run() {  # store
+  local store="$1" where line port_s mport out db=profile_$RANDOM conns s0 b0 s1 b1
+  if [ "$store" = pg ]; then
+    q postgres "CREATE DATABASE $db"
+    q "$db" "CREATE EXTENSION pg_stat_statements" >/dev/null
+    where=(--store="postgresql://f2obo@127.0.0.1:$port/$db")
+  else
+    where=(--data_dir="$work/data")
+  fi
+  rm -f "$work/banner"
+  mkfifo "$work/banner"
+  "$server" --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 --durability=sync "${where[@]}" \
+    >"$work/banner" 2>"$work/server.log" &
+  pid=$!
+  read -r line <"$work/banner"
+  port_s="$(echo "$line" | sed -E 's/.*listening on [^ ]+:([0-9]+),.*/\1/')"
+  mport="$(echo "$line" | sed -E 's|.*metrics on [^ ]+:([0-9]+)/.*|\1|')"
+  if [ "$store" = pg ]; then
+    q postgres "SELECT pg_stat_reset_shared('wal')" >/dev/null
+    q "$db" "SELECT pg_stat_statements_reset()" >/dev/null
+  fi
+  conns() { pgrep -u "$(stat -c %U "$work/pg")" -f "postgres: f2obo $db" || true; }
+  s0="$(ticks "$pid")"
+  b0="$(ticks $(conns))"
+  local load
+  load="$(cut -d' ' -f1 /proc/loadavg)"
+  out="$("$cli" bench --server="127.0.0.1:$port_s" --sessions=1 --threads=1 --steps="$steps" \
+           "${tiny[@]}" 2>&1)" || {
+    echo "$out" >&2
+    exit 1
+  }
+  s1="$(ticks "$pid")"
+  b1="$(ticks $(conns))"
+  local p50 commit
+  p50="$(echo "$out" | grep -oE ' p50 [0-9.]+ ms' | head -1 | awk '{ print $2 }')"
+  commit="$(curl -s "127.0.0.1:$mport/metrics" | awk '
+    /^f2obo_store_commit_seconds_sum/ { s = $2 } /^f2obo_store_commit_seconds_count/ { n = $2 }
+    END { if (n > 0) printf "%.3f", 1000 * s / n; else printf "-" }')"
+  printf '%-8s load %5s  client p50 %s ms  store call mean %s ms' "$store" "$load" "$p50" "$commit"
+  if [ "$store" = pg ]; then
+    # The step statement: the one called once per step, at the top level.
+    q "$db" "SELECT format('  executor mean %s ms (%s statements/step)',
+               round((SELECT mean_exec_time FROM pg_stat_statements WHERE toplevel
+                      AND calls >= $steps ORDER BY calls DESC LIMIT 1)::numeric, 3),
+               round((SELECT sum(calls) FROM pg_stat_statements WHERE toplevel)::numeric
+                     / $steps, 2))" | tr -d '\n'
+    q postgres "SELECT format('  flush mean %s ms (%s/step), WAL %s B/step, %s FPI',
+                 round((wal_sync_time / greatest(wal_sync, 1))::numeric, 3),
+                 round(wal_sync::numeric / $steps, 2), round(wal_bytes / $steps),
+                 wal_fpi) FROM pg_stat_wal" | tr -d '\n'
+  fi
+  printf '  CPU/step: server %.3f ms' "$(awk -v t=$((s1 - s0)) -v hz="$hz" -v n="$steps" \
+    'BEGIN { print 1000 * t / hz / n }')"
+  [ "$store" = pg ] && printf ', database %.3f ms' "$(awk -v t=$((b1 - b0)) -v hz="$hz" \
+    -v n="$steps" 'BEGIN { print 1000 * t / hz / n }')"
+  echo
+  kill -TERM "$pid"
+  wait "$pid" || true
+  pid=
+  rm -rf "$work/data"
+  [ "$store" = pg ] && q postgres "DROP DATABASE $db"
+  return 0
+}
+
+for round in 1 2; do
+  run embedded
+  run pg
+done
