@@ -63,15 +63,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "f2obo/v1/f2obo.pb.h"
-#include "server/dashboard/json_writer.h"
 #include "server/groups.h"
 #include "server/metrics/http_exporter.h"
+#include "server/presentation/json_writer.h"
 #include "server/session_manager.h"
 
 namespace f2obo::dashboard {
 
 using HttpRequest = metrics::HttpExporter::Request;
 using HttpResponse = metrics::HttpExporter::Response;
+using JsonWriter = server::presentation::JsonWriter;
 
 // `groups` may be null (no groups listed).
 HttpResponse ServeSessions(const server::SessionManager& sessions,

@@ -15,5 +15,4 @@ add_custom_command(
 target_sources(f2obo_server_lib PRIVATE
   ${F2OBO_DASHBOARD_DIR}/api.cc
   ${F2OBO_DASHBOARD_DIR}/dashboard.cc
-  ${F2OBO_DASHBOARD_DIR}/json_writer.cc
   ${F2OBO_DASHBOARD_PAGE_CC})

@@ -104,7 +104,7 @@ class Series final : public ClassSeries {
 
 std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_unique<Series>(r); }
 
-void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
+void StepJson(const v1::StepMetrics& m, JsonWriter& w) {
   const v1::BilevelRoundReport& r = m.report().bilevel();
   if (r.cap_hit()) w.Key("cap_hit").Bool(true);
   w.Key("lambda")
@@ -142,7 +142,7 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
       .Bool(ExactConverged(m.exact()));
 }
 
-void SessionJson(const v1::SessionInfo& info, dashboard::JsonWriter& w) {
+void SessionJson(const v1::SessionInfo& info, JsonWriter& w) {
   const v1::BilevelRunningMetrics& running = info.metrics().bilevel();
   w.Key("lambda")
       .Number(info.bilevel().lambda())

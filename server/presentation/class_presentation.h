@@ -15,8 +15,8 @@
 
 #include "core/problem_class.h"
 #include "f2obo/v1/f2obo.pb.h"
-#include "server/dashboard/json_writer.h"
 #include "server/metrics/registry.h"
+#include "server/presentation/json_writer.h"
 
 namespace f2obo::server::presentation {
 
@@ -45,8 +45,8 @@ struct ClassPresentation {
   std::unique_ptr<ClassSeries> (*new_series)(metrics::Registry* r);
   // The class's fields of one /api/metrics step and of one /api/sessions
   // entry, written into the object `w` has open.
-  void (*step_json)(const v1::StepMetrics& m, dashboard::JsonWriter& w);
-  void (*session_json)(const v1::SessionInfo& info, dashboard::JsonWriter& w);
+  void (*step_json)(const v1::StepMetrics& m, JsonWriter& w);
+  void (*session_json)(const v1::SessionInfo& info, JsonWriter& w);
 };
 
 // Every class's entry (the bilevel class's first).

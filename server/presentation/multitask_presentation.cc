@@ -125,7 +125,7 @@ std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_
 // The shared keys (lambda, iterations, regret_term, blreg,
 // hypergradient_error, value, converged) have the bilevel class's meaning
 // for F, so the dashboard's charts of them show multi-task sessions too.
-void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
+void StepJson(const v1::StepMetrics& m, JsonWriter& w) {
   const v1::MultitaskRoundReport& r = m.report().multitask();
   w.Key("lambda")
       .Number(r.lambda())
@@ -172,7 +172,7 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
   w.EndArray();
 }
 
-void SessionJson(const v1::SessionInfo& info, dashboard::JsonWriter& w) {
+void SessionJson(const v1::SessionInfo& info, JsonWriter& w) {
   const v1::MultitaskRunningMetrics& running = info.metrics().multitask();
   w.Key("lambda")
       .Number(info.multitask().lambda())

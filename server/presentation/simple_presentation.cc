@@ -77,7 +77,7 @@ class Series final : public ClassSeries {
 
 std::unique_ptr<ClassSeries> NewSeries(metrics::Registry* r) { return std::make_unique<Series>(r); }
 
-void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
+void StepJson(const v1::StepMetrics& m, JsonWriter& w) {
   w.Key("inner_loss_before").Number(m.report().simple().inner_loss_before());
   if (!m.has_exact()) return;
   const v1::SimpleExactMetrics& e = m.exact().simple();
@@ -95,7 +95,7 @@ void StepJson(const v1::StepMetrics& m, dashboard::JsonWriter& w) {
   if (e.has_outer_gap()) w.Key("outer_gap").Number(e.outer_gap());
 }
 
-void SessionJson(const v1::SessionInfo& info, dashboard::JsonWriter& w) {
+void SessionJson(const v1::SessionInfo& info, JsonWriter& w) {
   const v1::SimpleRunningMetrics& sm = info.metrics().simple();
   w.Key("inner_gap_sum")
       .Number(sm.inner_gap_sum())

@@ -1,4 +1,5 @@
-// A minimal streaming JSON writer for the dashboard's API (no dependency).
+// A minimal streaming JSON writer (no dependency): the presentation layer
+// writes each class's JSON with it, the dashboard's API its pages.
 //
 //   JsonWriter w;
 //   w.BeginObject().Key("t").Int(3).Key("x").BeginArray().Number(0.5).EndArray()
@@ -12,8 +13,8 @@
 // member.
 //
 // Thread-safety: none; one writer per response.
-#ifndef F2OBO_SERVER_DASHBOARD_JSON_WRITER_H_
-#define F2OBO_SERVER_DASHBOARD_JSON_WRITER_H_
+#ifndef F2OBO_SERVER_PRESENTATION_JSON_WRITER_H_
+#define F2OBO_SERVER_PRESENTATION_JSON_WRITER_H_
 
 #include <cstdint>
 #include <string>
@@ -21,7 +22,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace f2obo::dashboard {
+namespace f2obo::server::presentation {
 
 class JsonWriter {
  public:
@@ -47,6 +48,6 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace f2obo::dashboard
+}  // namespace f2obo::server::presentation
 
-#endif  // F2OBO_SERVER_DASHBOARD_JSON_WRITER_H_
+#endif  // F2OBO_SERVER_PRESENTATION_JSON_WRITER_H_

@@ -1,4 +1,4 @@
-#include "server/dashboard/json_writer.h"
+#include "server/presentation/json_writer.h"
 
 #include <cmath>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace f2obo::dashboard {
+namespace f2obo::server::presentation {
 
 void JsonWriter::BeforeValue() {
   if (after_key_) {
@@ -123,4 +123,4 @@ void JsonWriter::AppendEscaped(absl::string_view s) {
   out_ += '"';
 }
 
-}  // namespace f2obo::dashboard
+}  // namespace f2obo::server::presentation

@@ -1,4 +1,4 @@
-#include "server/dashboard/json_writer.h"
+#include "server/presentation/json_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-namespace f2obo::dashboard {
+namespace f2obo::server::presentation {
 namespace {
 
 std::string One(double v) {
@@ -101,4 +101,4 @@ TEST(JsonWriter, IntegersAreExactAtTheExtremes) {
 }
 
 }  // namespace
-}  // namespace f2obo::dashboard
+}  // namespace f2obo::server::presentation
