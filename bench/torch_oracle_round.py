@@ -214,7 +214,7 @@ def main():
                 torch.full((2,), 1e-3, dtype=DTYPE), box=(0.0, 0.01))},
             g_loss, f_loss, algorithm="f2obo", inner_steps=K, alpha=ALPHA, beta=BETA,
             gamma=GAMMA, lambda1=LAMBDA1, tau=TAU, sync_every=1,
-            float32_wire=None if p != "recipes-f64wire" else False)
+            float32_wire=None if t_wire(p, True) else False)
             for p, c in zip(protocols, clients)]
         for t, protocol in zip(tuners, protocols):
             t._stream.recipes = not protocol.startswith("values")

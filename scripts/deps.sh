@@ -3,6 +3,7 @@
 #   deps.sh          build + run dependencies
 #   deps.sh --test   also the tools the test suite drives (promtool, the Python
 #                    client's packages, headless Chromium, PostgreSQL)
+#   deps.sh --bench  also what only benchmarks use (perf), beside --test's
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -17,7 +18,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )
-if [ "${1:-}" = "--test" ]; then
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   packages+=(prometheus python3-grpcio python3-protobuf openssl python3-yaml)
   # The scale-out tests run the replicas behind a real nginx (deploy/nginx).
   packages+=(nginx)
@@ -38,6 +39,8 @@ if [ "${1:-}" = "--test" ]; then
   packages+=(clang-14 libclang-rt-14-dev llvm-14)
   # scripts/check_format.sh (ctest "format"): the committed .clang-format.
   packages+=(clang-format-14)
+fi
+if [ "${1:-}" = "--bench" ]; then
   # bench/service/thread_cpu.sh: CPU time and switches per thread (perf stat).
   packages+=(linux-perf)
 fi

@@ -7,7 +7,7 @@
 # other processes' load out of the figures far better than steps/s on a
 # shared machine; run two servers in turn (A B A B) to compare them, and
 # quote the load printed.
-# Needs perf (Debian: linux-perf; scripts/deps.sh --test).
+# Needs perf (Debian: linux-perf; scripts/deps.sh --bench).
 # Usage: bench/service/thread_cpu.sh SERVER [SHAPE] [STEPS] [STREAMS]
 #   SHAPE: tiny (ridge_hpo 8 x 16, none; the default), 784 (logistic_hpo
 #   8 x 784, none) or sync (tiny steps, --durability=sync);

@@ -173,5 +173,34 @@ TEST(LogisticHpoFamily, RequiresBoxKeepingGStronglyConvex) {
   EXPECT_FALSE(fam->ValidateConstraint(ConstraintSet::Ball(1.0)).ok());
 }
 
+// The fused grad_y g at two points equals two separate evaluations at the
+// shapes where it takes each of its paths: both models in one small
+// product (the shape above), each model alone in a small product while the
+// pair is past the small kernels' limit (32 x 128 x C, C = 10 and 15: the
+// quality suite's digits shape), and the blocked product (C = 20).
+TEST(LogisticHpoFamily, FusedGradYAtTwoPointsEqualsTwoEvaluationsAtEveryShape) {
+  for (const int classes : {10, 15, 20}) {
+    constexpr int kRows = 32, kFeatures = 128;
+    std::mt19937_64 rng(31 + classes);
+    FamilyConfig c;
+    c.features = kFeatures;
+    c.classes = classes;
+    c.mu0 = 0.05;
+    auto fam = *LogisticHpoFamily::Create(c);
+    Batch b;
+    b.dense = RandomMatrix(kRows, kFeatures, rng);
+    std::uniform_int_distribution<int> label(0, classes - 1);
+    for (int i = 0; i < kRows; ++i) b.labels.push_back(label(rng));
+    const int y_dim = fam->y_dim();
+    const Vector x = RandomVector(kFeatures, rng).cwiseAbs() * 0.01;
+    const Vector y1 = RandomVector(y_dim, rng, 0.1), y2 = RandomVector(y_dim, rng, 0.1);
+    Vector pair1(y_dim), pair2(y_dim), alone1(y_dim), alone2(y_dim);
+    fam->GradYGPair(x, y1, y2, BatchView::All(b), &pair1, &pair2);
+    fam->G(x, y1, BatchView::All(b), nullptr, &alone1);
+    fam->G(x, y2, BatchView::All(b), nullptr, &alone2);
+    EXPECT_LE((pair1 - alone1).norm(), 1e-13 * alone1.norm()) << classes << " classes";
+    EXPECT_LE((pair2 - alone2).norm(), 1e-13 * alone2.norm()) << classes << " classes";
+  }
+}
 }  // namespace
 }  // namespace f2obo
