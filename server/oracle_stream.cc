@@ -200,6 +200,7 @@ absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries, bool last) {
   keep_.clear();
   v1::OracleServerMessage out;
   v1::OracleRequest* request = out.mutable_request();
+  request->set_float32(shape_.float32);
   const uint64_t first = points_->next_id;
   points_->next_id += queries.size();
   for (size_t i = 0; i < queries.size(); ++i) {

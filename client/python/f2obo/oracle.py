@@ -332,7 +332,9 @@ class OracleStream:
             raise ValueError("evaluate_many: %d answers to %d queries"
                              % (len(results), len(queries)))
         answers = pb.OracleAnswers()
-        f32 = self.float32
+        # The server says whether it reads float32 (a server that predates
+        # the float32 wire never does): asked for and acknowledged.
+        f32 = self.float32 and request.float32
         wire = _F32 if f32 else _F64
         for i, q in enumerate(request.queries):
             value, gx, gy = results[i]

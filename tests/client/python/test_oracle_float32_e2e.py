@@ -136,9 +136,18 @@ def test_a_bad_float32_answer_is_refused_naming_the_field_and_changes_nothing(
                 gy[3 if case == "nan" else 2] = np.nan if case == "nan" else 1e39
                 return gy
             bad = spoil if case in ("short", "nan", "beyond float32") else None
+            answer = stream._answer
+            if case == "float32 field on a float64 stream":
+                # The client sends float32 only where the server said it
+                # reads it: a client that ignores that is made here.
+                def ignoring_the_server(request, evaluate_many):
+                    request.float32 = True
+                    return answer(request, evaluate_many)
+                stream._answer = ignoring_the_server
             with pytest.raises(f2obo.InvalidArgument, match=message):
                 stream.step(answering(stream, flip, bad, bad_f=case == "short"), upper_rows=32,
                             inner_rows=32)
+            stream._answer = answer
             assert s.info().next_t == 1
             stream.float32 = True
             got = stream.step(evaluator(STEPS[0]), upper_rows=32, inner_rows=32)
@@ -185,3 +194,28 @@ def test_a_float32_module_sends_float32_unless_told_not_to(start_server):
         assert np.abs(x[0] - x[1]).max() <= 64 * 2.0 ** -24 * 0.1
         for t in tuners:
             t.close()
+
+
+def test_float32_is_sent_only_where_the_server_acknowledges_it():
+    # A server that predates the float32 wire ignores OracleStepOpen.float32,
+    # never sets OracleRequest.float32 and reads the float64 fields only: a
+    # client that asked for float32 answers it in float64 (no server needed:
+    # the requests are built here as each server would send them).
+    from f2obo._stubs import pb
+    stream = f2obo.OracleStream(None, "s")
+    stream.float32 = True
+    grad_y = np.linspace(-1.0, 1.0, 4)
+    for acknowledged in (False, True):
+        request = pb.OracleRequest(float32=acknowledged)
+        request.points.add(id=1, values=np.arange(3.0).tobytes())
+        request.points.add(id=2, values=np.arange(4.0).tobytes())
+        request.queries.add(id=3, function=pb.OracleQuery.G, x=1, y=2, all_rows=True,
+                            grad_y=True)
+        message = stream._answer(request, lambda queries: [(None, None, grad_y)])
+        answer = message.answers.answers[0]
+        if acknowledged:
+            assert answer.grad_y_f32 == grad_y.astype(np.float32).tobytes()
+            assert answer.grad_y == b""
+        else:
+            assert answer.grad_y == grad_y.tobytes()
+            assert answer.grad_y_f32 == b""
