@@ -23,42 +23,10 @@ build="${1:-build}"
 steps="${2:-2000}"
 cli="$build/client/f2obo-cli"
 server="$build/server/f2obo-server"
-bindir="${F2OBO_PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}"
-[ -x "$bindir/initdb" ] || bindir=/usr/lib/postgresql/15/bin
-work="$(mktemp -d)"
-pid=
-as_pg=()
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-  [ -f "$work/pg/postmaster.pid" ] &&
-    "${as_pg[@]}" "$bindir/pg_ctl" stop -D "$work/pg" -m immediate >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-if [ "$(id -u)" = 0 ]; then
-  as_pg=(runuser -u postgres --)
-  chown postgres "$work"
-fi
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"${as_pg[@]}" "$bindir/initdb" -D "$work/pg" -U f2obo --auth=trust >"$work/initdb.log" 2>&1 || {
-  cat "$work/initdb.log" >&2
-  exit 1
-}
-cat >>"$work/pg/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = '$work'
-fsync = on
-synchronous_commit = on
-full_page_writes = on
-max_connections = 50
-shared_buffers = 128MB
-shared_preload_libraries = 'pg_stat_statements'
-pg_stat_statements.track = all
-track_wal_io_timing = on
-EOF
-"${as_pg[@]}" "$bindir/pg_ctl" start -w -D "$work/pg" -l "$work/pg.log" >/dev/null
+. "$(dirname "$0")/pg_cluster.sh"
+start_pg_cluster \
+  "shared_preload_libraries = 'pg_stat_statements'" "pg_stat_statements.track = all" \
+  "track_wal_io_timing = on"
 q() { "$bindir/psql" -X -q -At -h 127.0.0.1 -p "$port" -U f2obo -d "$1" -c "$2"; }
 # CPU ticks (user + system) of the given processes.
 ticks() {

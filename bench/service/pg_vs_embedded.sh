@@ -16,40 +16,8 @@ build="${1:-build}"
 rounds="${2:-3}"
 cli="$build/client/f2obo-cli"
 server="$build/server/f2obo-server"
-bindir="${F2OBO_PG_BINDIR:-$(pg_config --bindir 2>/dev/null || true)}"
-[ -x "$bindir/initdb" ] || bindir=/usr/lib/postgresql/15/bin
-work="$(mktemp -d)"
-pid=
-as_pg=()
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-  [ -f "$work/pg/postmaster.pid" ] &&
-    "${as_pg[@]}" "$bindir/pg_ctl" stop -D "$work/pg" -m immediate >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# PostgreSQL refuses to run as root: as the postgres user then.
-if [ "$(id -u)" = 0 ]; then
-  as_pg=(runuser -u postgres --)
-  chown postgres "$work"
-fi
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"${as_pg[@]}" "$bindir/initdb" -D "$work/pg" -U f2obo --auth=trust >"$work/initdb.log" 2>&1 || {
-  cat "$work/initdb.log" >&2
-  exit 1
-}
-cat >>"$work/pg/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = '$work'
-fsync = on
-synchronous_commit = on
-full_page_writes = on
-max_connections = 50
-shared_buffers = 128MB
-EOF
-"${as_pg[@]}" "$bindir/pg_ctl" start -w -D "$work/pg" -l "$work/pg.log" >/dev/null
+. "$(dirname "$0")/pg_cluster.sh"
+start_pg_cluster
 psql_() { "$bindir/psql" -X -q -h 127.0.0.1 -p "$port" -U f2obo -d postgres -c "$1" >/dev/null; }
 
 tiny=(--exact_every=0 --family=ridge_hpo --features=16 --rows_per_step=8 --algorithm=f2obo)
