@@ -183,6 +183,12 @@ class SqliteSessionStore final : public SessionStore {
   void FailWritesForTesting(int rc) { fail_writes_rc_ = rc; }
   // Tests: lowers the maximum record size (the default is 1 GB).
   void LimitRecordBytesForTesting(int bytes);
+  // Tests: while held, the writer takes nothing from its queue, so the
+  // writes queued meanwhile are certain to share its next batch (kNone's
+  // skips of superseded states, replies and parts); released, it takes them
+  // all at once.  While held, a write waited for (every kSync write, and a
+  // kNone write over the queue bound) blocks its caller.
+  void HoldWriterForTesting(bool hold) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Writes that failed with no caller waiting for them (kNone's steps);
   // each is also reported on stderr (rate-limited).
@@ -365,7 +371,8 @@ class SqliteSessionStore final : public SessionStore {
   int64_t unwaited_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<int> fail_writes_rc_{0};  // FailWritesForTesting
+  bool writer_held_ ABSL_GUARDED_BY(mu_) = false;  // HoldWriterForTesting
+  std::atomic<int> fail_writes_rc_{0};             // FailWritesForTesting
   // The checkpoints' part rows are left out of the check at start
   // (CheckFile) and checked at the first read of a checkpoint in parts:
   // unset until then, then "" (sound) or the problems found.

@@ -222,12 +222,18 @@ void SqliteSessionStore::NoteStepOutcome(const StepWrite& w, const absl::Status&
   }
 }
 
+void SqliteSessionStore::HoldWriterForTesting(bool hold) {
+  absl::MutexLock lock(&mu_);
+  writer_held_ = hold;
+  if (!hold) writer_cv_.Signal();
+}
+
 void SqliteSessionStore::WriterLoop() {
   for (;;) {
     std::deque<std::shared_ptr<Write>> batch;
     {
       absl::MutexLock lock(&mu_);
-      while (!stopping_ && queue_.empty()) writer_cv_.Wait(&mu_);
+      while (!stopping_ && (queue_.empty() || writer_held_)) writer_cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopping, and drained
       if (durability_ == Durability::kNone) {
         // Nobody waits for these writes: gather more, so that a session's
@@ -243,7 +249,7 @@ void SqliteSessionStore::WriterLoop() {
     }
     // Tests make the writer slow here (a large write holding it).
     for (const auto& w : batch) {
-      FaultPoint("store_write", std::string(KeyOf(w->op))).IgnoreError();
+      FaultPoint("store_write", KeyOf(w->op)).IgnoreError();
     }
     MarkSupersededStates(batch);
     room_cv_.SignalAll();  // room for writers held back by the bound
