@@ -294,13 +294,15 @@ class OracleStream:
             # base + coef * a per term: the product rounded, then the sum
             # (as `v += coef * a`), without a copy of the base or a
             # temporary per term beyond the first.
+            # A float32 answer kept as sent is widened exactly by the
+            # float64 loop (dtype=), as the server widens it.
             v: Optional[np.ndarray] = None
             for term in r.terms:
                 if v is None:
-                    v = np.multiply(self._points[term.point], term.coef)
+                    v = np.multiply(self._points[term.point], term.coef, dtype=_F64)
                     np.add(self._points[r.base], v, out=v)
                 else:
-                    v += term.coef * self._points[term.point]
+                    v += np.multiply(self._points[term.point], term.coef, dtype=_F64)
             if v is None:
                 v = self._points[r.base].copy()
             v.flags.writeable = False
@@ -375,10 +377,9 @@ class OracleStream:
                 else:
                     a.grad_y = y_bytes
             if q.keep_y:
-                # What the server received (widened exactly), for its recipes.
-                kept = np.frombuffer(y_bytes, dtype=wire).astype(_F64, copy=False)
-                kept.flags.writeable = False
-                self._points[q.keep_y] = kept
+                # What the server received, for its recipes (a read-only
+                # view of the sent bytes; float32 widened where used).
+                self._points[q.keep_y] = np.frombuffer(y_bytes, dtype=wire)
         for i in request.forget:
             self._points.pop(i, None)
         return out
