@@ -279,6 +279,22 @@ absl::Status StreamOracle::Ask(absl::Span<OracleQuery> queries, bool last) {
   return absl::OkStatus();
 }
 
+absl::Status EndedRead(std::chrono::system_clock::time_point now,
+                       std::chrono::system_clock::time_point deadline, bool cancelled,
+                       const std::string& asked) {
+  // gRPC cancels a call whose deadline passed; say which of the two it was.
+  if (deadline - now <= kDeadlineTransit) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the client's deadline passed while the round waited for its answers to ", asked));
+  }
+  if (cancelled) {
+    return absl::CancelledError(absl::StrCat(
+        "the client cancelled the call while the round waited for its answers to ", asked));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the client closed the stream while the round waited for its answers to ", asked));
+}
+
 absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, size_t count) {
   const std::string asked = absl::StrCat("queries ", first, "..", first + count - 1);
   v1::OracleClientMessage in;
@@ -287,17 +303,8 @@ absl::Status StreamOracle::Receive(v1::OracleAnswers* answers, uint64_t first, s
   if (absl::Status fired = watchdog_->Disarm(); !fired.ok()) return fired;
   if (!read.ok()) return read.status();  // a message that could not be decoded
   if (!*read) {
-    // gRPC cancels a call whose deadline passed; say which of the two it was.
-    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "the client's deadline passed while the round waited for its answers to ", asked));
-    }
-    if (ctx_->IsCancelled()) {
-      return absl::CancelledError(absl::StrCat(
-          "the client cancelled the call while the round waited for its answers to ", asked));
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the client closed the stream while the round waited for its answers to ", asked));
+    return EndedRead(std::chrono::system_clock::now(), ctx_->deadline(), ctx_->IsCancelled(),
+                     asked);
   }
   if (!in.has_answers()) {
     return absl::InvalidArgumentError(

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "core/family_config.h"
 #include "core/oracle.h"
@@ -105,6 +107,23 @@ struct OraclePoints {
 
 // A hash of v's bytes (whether a kept answer is still what the client keeps).
 size_t VectorHash(const Vector& v);
+
+// How long before the server's own clock reaches a call's deadline a read
+// can already have been ended by it: the client's timer fires at the
+// deadline it set, while the server's copy (the grpc-timeout header added
+// to the call's arrival) is later by the request's transit, so a read the
+// deadline ended usually ends just before the server's deadline.  100 ms:
+// far above a loopback or LAN transit, far below the deadline a round with
+// an oracle is given.
+inline constexpr std::chrono::milliseconds kDeadlineTransit{100};
+
+// Why a read of the client's answers to `asked` (the queries' range)
+// ended without a message at `now`: DEADLINE_EXCEEDED at or within
+// kDeadlineTransit before `deadline`, else CANCELLED if the call was
+// (`cancelled`), else INVALID_ARGUMENT (the client closed the stream).
+absl::Status EndedRead(std::chrono::system_clock::time_point now,
+                       std::chrono::system_clock::time_point deadline, bool cancelled,
+                       const std::string& asked);
 
 class StreamOracle final : public Oracle {
  public:
