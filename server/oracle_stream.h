@@ -45,6 +45,7 @@
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/call_round_control.h"
 #include "server/oracle_message_limits.h"
+#include "server/oracle_recipes.h"
 #include "server/oracle_watchdog.h"
 
 namespace f2obo::server {
@@ -98,6 +99,10 @@ struct OraclePoints {
   std::vector<uint64_t> forget;    // to tell the client in the next request
   // Points of more doubles than this are not kept between steps.
   static constexpr size_t kSmallPoint = 4096;
+  // The storage of a large point evicted during the step, reused for the
+  // next new one (a y-sized vector's pages are faulted in once a step, not
+  // once a point); freed at EndStep.
+  std::vector<double> spare;
 };
 
 // A hash of v's bytes (whether a kept answer is still what the client keeps).
@@ -187,6 +192,7 @@ class StreamOracle final : public Oracle {
   // ids of the last Evaluate's kept answers, forgotten in this one's last
   // request; the answers this request's queries keep.
   std::vector<OraclePoints::Kept> terms_;
+  std::vector<RecipeTerm> term_entries_;  // terms_'s vectors and largest entries
   std::vector<uint64_t> stale_;
   std::vector<std::pair<uint64_t, const Vector*>> keep_;
 };

@@ -14,7 +14,8 @@
 #              wal_sync), flushes per step, WAL bytes and full-page images
 #              per step, and the database's write transactions per step;
 #   CPU        milliseconds of CPU per step of the server and of its
-#              database connections (/proc, so loaded machines count too).
+#              database connections (/proc, so loaded machines count too),
+#              and their context switches per step (the wake-ups).
 # The load average is printed with each run: the machine may be shared.
 # With BEFORE_SERVER (another f2obo-server binary), each round also runs it
 # on PostgreSQL (row "pg-before"), in turn with the build's.
@@ -45,6 +46,15 @@ ticks() {
     t=$((t + $(echo "$f" | awk '{ print $12 + $13 }')))
   done
   echo "$t"
+}
+# Context switches (voluntary + involuntary) of the given processes' threads.
+switches() {
+  local n=0 p
+  for p in "$@"; do
+    n=$((n + $(cat /proc/"$p"/task/*/status 2>/dev/null |
+      awk '/ctxt_switches/ { s += $2 } END { print s + 0 }')))
+  done
+  echo "$n"
 }
 hz="$(getconf CLK_TCK)"
 tiny=(--exact_every=0 --family=ridge_hpo --features=16 --rows_per_step=8 --algorithm=f2obo)
@@ -77,6 +87,9 @@ run() {  # store (embedded, pg, pg-before)
   conns() { pgrep -u "$(stat -c %U "$work/pg")" -f "postgres: f2obo $db" || true; }
   s0="$(ticks "$pid")"
   b0="$(ticks $(conns))"
+  local w0 v0 w1 v1
+  w0="$(switches "$pid")"
+  v0="$(switches $(conns))"
   local load
   load="$(cut -d' ' -f1 /proc/loadavg)"
   out="$("$cli" bench --server="127.0.0.1:$port_s" --sessions="$streams" --threads="$streams" --steps="$per_stream" \
@@ -86,6 +99,8 @@ run() {  # store (embedded, pg, pg-before)
   }
   s1="$(ticks "$pid")"
   b1="$(ticks $(conns))"
+  w1="$(switches "$pid")"
+  v1="$(switches $(conns))"
   local p50 commit
   p50="$(echo "$out" | grep -oE ' p50 [0-9.]+ ms' | head -1 | awk '{ print $2 }')"
   commit="$(curl -s "127.0.0.1:$mport/metrics" | awk '
@@ -117,6 +132,10 @@ run() {  # store (embedded, pg, pg-before)
     'BEGIN { print 1000 * t / hz / n }')"
   [ "$store" != embedded ] && printf ', database %.3f ms' "$(awk -v t=$((b1 - b0)) -v hz="$hz" \
     -v n="$steps" 'BEGIN { print 1000 * t / hz / n }')"
+  printf '  context switches/step: server %.2f' "$(awk -v d=$((w1 - w0)) -v n="$steps" \
+    'BEGIN { print d / n }')"
+  [ "$store" != embedded ] && printf ', database %.2f' "$(awk -v d=$((v1 - v0)) -v n="$steps" \
+    'BEGIN { print d / n }')"
   echo
   kill -TERM "$pid"
   wait "$pid" || true
