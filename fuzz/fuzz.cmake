@@ -47,8 +47,8 @@ target_link_libraries(f2obo_fuzz_harness PUBLIC f2obo_api)
 
 # Precompiled headers: most of a core or session source's compile here is
 # parsing Eigen, Abseil and the generated messages; with them ~1.9 s less of
-# CPU per source, ~200 s of this build's ~630 (bench/RESULTS.md "Build and
-# CI"), which runs inside ctest.  Not for the generated code nor
+# CPU per source, and this build runs inside ctest (its CPU today:
+# bench/RESULTS.md "Build and CI").  Not for the generated code nor
 # make_corpus's sources, which are compiled with other sanitizer options.
 set(F2OBO_FUZZ_PCH_HEADERS <algorithm> <cmath> <cstdint> <memory> <string> <utility> <vector>
   <Eigen/Dense> <absl/status/statusor.h> <absl/strings/str_cat.h>)

@@ -37,6 +37,7 @@ CallRoundControl::CallRoundControl(const grpc::ServerContext* call, const RoundS
       budget_seconds_(budget_seconds),
       start_(Clock::now()),
       budget_end_(has_budget_ ? start_ + Seconds(budget_seconds) : Clock::time_point::max()),
+      deadline_(call != nullptr ? call->deadline() : std::chrono::system_clock::time_point::max()),
       last_look_(start_),
       next_cancel_look_(start_ + kCancelLookEvery) {}
 
@@ -70,7 +71,7 @@ absl::Status CallRoundControl::Look(Clock::time_point now) {
         "server is shutting down and its grace period is over; round stopped");
   }
   if (call_ != nullptr) {
-    if (std::chrono::system_clock::now() >= call_->deadline()) {
+    if (std::chrono::system_clock::now() >= deadline_) {
       return absl::DeadlineExceededError("the client's deadline passed; round stopped");
     }
     if (now >= next_cancel_look_) {  // (see kCancelLookEvery)

@@ -71,6 +71,9 @@ class CallRoundControl final : public RoundControl {
   const double budget_seconds_;
   const Clock::time_point start_;
   const Clock::time_point budget_end_;
+  // The call's deadline, read once: ServerContext::deadline() converts
+  // gRPC's clock to the system clock on every call (two clock reads).
+  const std::chrono::system_clock::time_point deadline_;
   Clock::time_point last_look_;
   Clock::time_point next_cancel_look_;
   int64_t stride_ = 1;

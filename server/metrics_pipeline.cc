@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/metrics/sampling.h"
 #include "f2obo/v1/convert.h"
+#include "server/hyperparameters.h"
 
 namespace f2obo::server {
 
@@ -190,7 +191,11 @@ void MetricsPipeline::Process(SessionMetrics& s, MetricsJob job) {
   msg.set_session_id(s.id_);
   msg.set_t(job.t);
   ToProto(job.report, msg.mutable_report());
-  for (v1::Hyperparameter& h : job.hyperparameters) *msg.add_hyperparameters() = std::move(h);
+  if (job.x_groups != nullptr) {
+    for (v1::Hyperparameter& h : HyperparametersOf(*job.x_groups, job.x)) {
+      *msg.add_hyperparameters() = std::move(h);
+    }
+  }
   s.evaluator_->Observe(*job.data);
   if (job.exact_due) {
     msg.set_exact_probability(job.probability);

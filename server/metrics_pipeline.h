@@ -70,6 +70,7 @@
 #include "core/problem.h"
 #include "core/rng.h"
 #include "core/session.h"
+#include "core/session_config.h"
 #include "f2obo/v1/f2obo.pb.h"
 
 namespace f2obo::server {
@@ -84,9 +85,12 @@ struct MetricsJob {
   // sampled with, and the draw.  0: not decided yet.
   double probability = 0.0;
   bool sampled = false;
-  // The decision the step left, by the session's shown groups of x
-  // (server/hyperparameters.h); published with the step's metrics.
-  std::vector<v1::Hyperparameter> hyperparameters;
+  // The decision x the step left and the session's shown groups of it
+  // (server/hyperparameters.h): the groups' means are published with the
+  // step's metrics, computed by the worker (named messages a step were a
+  // tenth of a tiny step's own work on its request thread).
+  std::vector<double> x;
+  std::shared_ptr<const std::vector<SessionConfig::XGroup>> x_groups;
 };
 
 // The sampling design's knobs (server --min_exact_probability,

@@ -67,7 +67,8 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
                   "gRPC handlers running now (a stream counts once per message being processed; an "
                   "open WatchMetrics counts while it waits).",
                   {}));
-  in_flight_->WithLabels({}).Set(0);  // exported from the start
+  in_flight_now_ = &in_flight_->WithLabels({});
+  in_flight_now_->Set(0);  // exported from the start
   round_latency_ = OrDie(r->AddHistogram(
       "f2obo_round_duration_seconds",
       "Time of one optimization round (validation, prequential metrics, round).", {}, rpc_buckets));
@@ -145,10 +146,22 @@ ServiceMetrics::ServiceMetrics(metrics::Registry* r, bool per_session_labels)
   round_seconds_ = &round_latency_->WithLabels({});
 }
 
+ServiceMetrics::RpcSeries ServiceMetrics::RpcSeriesOf(const char* method) {
+  const absl::string_view name(method);
+  {
+    absl::ReaderMutexLock lock(&rpc_mu_);
+    if (const auto it = rpc_series_.find(name); it != rpc_series_.end()) return it->second;
+  }
+  const RpcSeries made{&requests_->WithLabels({method}), &latency_->WithLabels({method})};
+  absl::MutexLock lock(&rpc_mu_);
+  return rpc_series_.try_emplace(name, made).first->second;
+}
+
 void ServiceMetrics::OnRpc(const char* method, grpc::StatusCode code, double seconds) {
-  requests_->WithLabels({method}).Increment();
+  const RpcSeries series = RpcSeriesOf(method);
+  series.requests->Increment();
   if (code != grpc::StatusCode::OK) errors_->WithLabels({method, CodeName(code)}).Increment();
-  latency_->WithLabels({method}).Observe(seconds);
+  series.latency->Observe(seconds);
 }
 
 void ServiceMetrics::OnGroupMemberStep(grpc::StatusCode code) {
@@ -166,7 +179,7 @@ void ServiceMetrics::OnRollback(const std::string& id, int64_t to_t) {
 
 void ServiceMetrics::OnFork(const std::string&) { forks_->WithLabels({}).Increment(); }
 
-void ServiceMetrics::OnInFlight(int delta) { in_flight_->WithLabels({}).Add(delta); }
+void ServiceMetrics::OnInFlight(int delta) { in_flight_now_->Add(delta); }
 void ServiceMetrics::OnUndecodableRequest() { undecodable_->WithLabels({}).Increment(); }
 
 void ServiceMetrics::OnSessionCreated(const std::string& id) {

@@ -70,7 +70,19 @@ class ServiceMetrics final : public ServiceObserver {
     std::vector<std::pair<std::string, metrics::Gauge*>> hyperparameters;
   };
   absl::flat_hash_map<std::string, SessionSeries> series_ ABSL_GUARDED_BY(series_mu_);
+  // Each RPC label's request counter and latency histogram, looked up by
+  // label strings at its first call and kept (never removed): OnRpc is on
+  // every step's path, where the lookup by a vector of label strings cost
+  // about a microsecond a message.
+  struct RpcSeries {
+    metrics::Counter* requests = nullptr;
+    metrics::Histogram* latency = nullptr;
+  };
+  absl::Mutex rpc_mu_;
+  absl::flat_hash_map<std::string, RpcSeries> rpc_series_ ABSL_GUARDED_BY(rpc_mu_);
+  RpcSeries RpcSeriesOf(const char* method);
   // The unlabelled series every step updates (never removed).
+  metrics::Gauge* in_flight_now_;
   metrics::Counter* steps_total_;
   metrics::Counter* rows_total_;
   metrics::Histogram* round_seconds_;

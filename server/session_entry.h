@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/session.h"
+#include "core/session_config.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "server/metrics_pipeline.h"
 
@@ -70,6 +71,10 @@ struct SessionEntry {
   // names one lock, so the analysis does not check this pointer.
   std::shared_ptr<Session> session;
   std::deque<v1::StepReply> replies ABSL_GUARDED_BY(mu);  // newest last
+  // The groups x is shown in (ShownXGroups of the session's config and
+  // x's size, which a rollback keeps), made at the first step and handed
+  // to every step's metrics job.
+  std::shared_ptr<const std::vector<SessionConfig::XGroup>> shown_x_groups ABSL_GUARDED_BY(mu);
   // Whether the store's row holds session->state() in parts (so a step
   // writes only the parts it changed): true after a create, import or
   // fork (Installs::RecordOf); false after a load or rollback, which leave

@@ -232,8 +232,14 @@ absl::StatusOr<StepRunner::PreparedStep> StepRunner::PrepareStep(SessionEntry& e
   p.reply.set_session_id(e.id);
   p.reply.set_t(t);
   ToRepeated(s.problem().Decision(s.pending_state()), p.reply.mutable_x());
-  p.job.hyperparameters = HyperparametersOf(ShownXGroups(s.config(), p.reply.x_size()),
-                                            absl::MakeConstSpan(p.reply.x()));
+  if (e.shown_x_groups == nullptr) {
+    e.shown_x_groups = std::make_shared<const std::vector<SessionConfig::XGroup>>(
+        ShownXGroups(s.config(), p.reply.x_size()));
+  }
+  if (!e.shown_x_groups->empty()) {  // (the worker names and averages them)
+    p.job.x_groups = e.shown_x_groups;
+    p.job.x.assign(p.reply.x().begin(), p.reply.x().end());
+  }
   ToProto(*report, p.reply.mutable_report());
   if (std::optional<v1::ExactMetrics> latest = e.metrics->LatestExact()) {
     *p.reply.mutable_latest_exact() = *std::move(latest);
@@ -279,7 +285,7 @@ v1::StepReply StepRunner::CommitPrepared(PreparedStep& p,
   p.job.data = data;
   p.job.exact_due = e.exact_every > 0 && p.t % e.exact_every == 0;
   pipeline_->Enqueue(e.metrics, std::move(p.job));
-  return p.reply;
+  return std::move(p.reply);  // (the cache holds the one copy)
 }
 
 StepState StepRunner::StepStateOf(const SessionEntry& e, const SessionStore* store,

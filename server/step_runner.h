@@ -170,7 +170,8 @@ class StepRunner {
   static void NoteStored(SessionEntry& e, const PreparedStep& p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
   // Makes a stored prepared step current, published, cached and sent to
-  // the metrics pipeline; returns its reply (requires p.e->mu, asserted).
+  // the metrics pipeline; returns its reply, moved out of `p` (requires
+  // p.e->mu, asserted).
   v1::StepReply CommitPrepared(PreparedStep& p, const std::shared_ptr<const StepData>& data);
 
   const Limits& limits_;

@@ -291,9 +291,20 @@ class OracleStream:
             v = np.frombuffer(p.values, dtype=_F64)
             self._points[p.id] = v  # read-only: a view of the message's bytes
         for r in request.recipes:
-            v = self._points[r.base].copy()
+            # base + coef * a per term: the product rounded, then the sum
+            # (as `v += coef * a`), without a copy of the base or a
+            # temporary per term beyond the first.
+            # A float32 answer kept as sent is widened exactly by the
+            # float64 loop (dtype=), as the server widens it.
+            v: Optional[np.ndarray] = None
             for term in r.terms:
-                v += term.coef * self._points[term.point]  # the product rounded, then the sum
+                if v is None:
+                    v = np.multiply(self._points[term.point], term.coef, dtype=_F64)
+                    np.add(self._points[r.base], v, out=v)
+                else:
+                    v += np.multiply(self._points[term.point], term.coef, dtype=_F64)
+            if v is None:
+                v = self._points[r.base].copy()
             v.flags.writeable = False
             self._points[r.id] = v
         tasks = len(self._open_tasks) > 0
@@ -331,7 +342,11 @@ class OracleStream:
         if len(results) != len(queries):
             raise ValueError("evaluate_many: %d answers to %d queries"
                              % (len(results), len(queries)))
-        answers = pb.OracleAnswers()
+        # Filled in place: wrapping a finished OracleAnswers in the
+        # message would copy its y-sized bytes once more.
+        out = pb.OracleClientMessage()
+        answers = out.answers
+        answers.SetInParent()  # an answer to a request without queries is still one
         # The server says whether it reads float32 (a server that predates
         # the float32 wire never does): asked for and acknowledged.
         f32 = self.float32 and request.float32
@@ -346,7 +361,8 @@ class OracleStream:
                 gg = _array(results[g_part[i]][2], "g's grad_y", f32)
                 # The product rounded, then the sum (in float32 when both
                 # parts are: the wire rounds to it anyway).
-                gy = gf + gf.dtype.type(q.fuse_g) * gg
+                gy = np.multiply(gg, gf.dtype.type(q.fuse_g))
+                np.add(gf, gy, out=gy)
             y_bytes = _bytes(gy, q.grad_y or q.fused_y, "grad_y", wire)
             if f32:
                 a.grad_x_f32 = _bytes(gx, q.grad_x, "grad_x", _F32)
@@ -361,10 +377,9 @@ class OracleStream:
                 else:
                     a.grad_y = y_bytes
             if q.keep_y:
-                # What the server received (widened exactly), for its recipes.
-                kept = np.frombuffer(y_bytes, dtype=wire).astype(_F64)
-                kept.flags.writeable = False
-                self._points[q.keep_y] = kept
+                # What the server received, for its recipes (a read-only
+                # view of the sent bytes; float32 widened where used).
+                self._points[q.keep_y] = np.frombuffer(y_bytes, dtype=wire)
         for i in request.forget:
             self._points.pop(i, None)
-        return pb.OracleClientMessage(answers=answers)
+        return out

@@ -37,53 +37,14 @@ CREATE TABLE f2obo_fences (
   key text PRIMARY KEY, target text NOT NULL, target_sum bigint NOT NULL);
 )sql";
 
-// Version 2 over version 1: the write versions and the step as one
-// statement.  Old rows get version 0; every write from now on a new value.
+// Version 2 over version 1: the write versions.  Old rows get version 0;
+// every write from now on a new value.  (Development builds before the
+// step became a statement of the server's own, postgres_store_writes.cc,
+// also created a PL/pgSQL function f2obo_step() here; no release called
+// it, and databases they migrated keep it, unused.)
 constexpr const char* kVersion2Sql = R"sql(
 CREATE SEQUENCE f2obo_gen;
 ALTER TABLE f2obo_sessions ADD COLUMN gen bigint NOT NULL DEFAULT 0;
--- A step of one session, compare-and-set from (p_t - 1, p_gen; p_gen NULL:
--- not compared): its row, its parts (p_clear: every stored part removed
--- first; p_trim_from: those at or beyond it; then each of p_idx stored, or
--- removed if its bytes are empty), its reply (the cache keeps the keys in
--- (p_t - p_keep_replies, p_t]).  Returns the new write version, NULL if the
--- session is not stored at (p_t - 1, p_gen) (nothing written).
-CREATE FUNCTION f2obo_step(p_id text, p_t bigint, p_gen bigint, p_head bytea, p_head_sum bigint,
-    p_parts bigint, p_clear boolean, p_trim_from bigint, p_idx bigint[], p_part bytea[],
-    p_part_sum bigint[], p_reply bytea, p_reply_sum bigint, p_keep_replies bigint,
-    p_sync boolean) RETURNS bigint LANGUAGE plpgsql AS $f$
-DECLARE
-  g bigint;
-BEGIN
-  IF NOT p_sync THEN
-    PERFORM set_config('synchronous_commit', 'off', true);
-  END IF;
-  UPDATE f2obo_sessions SET state = p_head, state_sum = p_head_sum, parts = p_parts,
-         next_t = p_t, gen = nextval('f2obo_gen')
-   WHERE id = p_id AND next_t = p_t - 1 AND (p_gen IS NULL OR gen = p_gen)
-  RETURNING gen INTO g;
-  IF g IS NULL THEN
-    RETURN NULL;
-  END IF;
-  IF p_clear THEN
-    DELETE FROM f2obo_state_parts WHERE id = p_id;
-  ELSIF p_trim_from IS NOT NULL THEN
-    DELETE FROM f2obo_state_parts WHERE id = p_id AND idx >= p_trim_from;
-  END IF;
-  IF cardinality(p_idx) > 0 THEN
-    DELETE FROM f2obo_state_parts s USING unnest(p_idx, p_part) AS u(idx, part)
-     WHERE s.id = p_id AND s.idx = u.idx AND length(u.part) = 0;
-    INSERT INTO f2obo_state_parts (id, idx, part, part_sum)
-    SELECT p_id, u.idx, u.part, u.part_sum
-      FROM unnest(p_idx, p_part, p_part_sum) AS u(idx, part, part_sum)
-     WHERE length(u.part) > 0
-    ON CONFLICT (id, idx) DO UPDATE SET part = EXCLUDED.part, part_sum = EXCLUDED.part_sum;
-  END IF;
-  INSERT INTO f2obo_replies (id, t, reply, reply_sum) VALUES (p_id, p_t, p_reply, p_reply_sum)
-  ON CONFLICT (id, t) DO UPDATE SET reply = EXCLUDED.reply, reply_sum = EXCLUDED.reply_sum;
-  DELETE FROM f2obo_replies WHERE id = p_id AND t <= p_t - p_keep_replies;
-  RETURN g;
-END $f$;
 )sql";
 
 }  // namespace

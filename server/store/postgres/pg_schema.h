@@ -19,9 +19,7 @@ class Schema {
  public:
   // 1: sessions, state parts, replies, checkpoints (whole or in parts),
   //    groups, fences.
-  // 2: write versions (f2obo_sessions.gen, sequence f2obo_gen), the step as
-  //    one statement (function f2obo_step, which servers since send as a
-  //    plain statement of their own instead: postgres_store_writes.cc).
+  // 2: write versions (f2obo_sessions.gen, sequence f2obo_gen).
   static constexpr int kVersion = 2;
 
   // Creates the schema in a database that has none, or brings an older one

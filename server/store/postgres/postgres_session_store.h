@@ -48,10 +48,7 @@
 // checkpoint due) is one statement (a plain SQL statement with one
 // data-modifying CTE per table, prepared once per connection), committed
 // on its own (no BEGIN/COMMIT); larger ones, group steps and the other
-// writes are transactions of several statements.  Schema 2's function
-// f2obo_step() does the same; it stays for servers of the release that
-// called it, but PL/pgSQL running its five statements one by one cost
-// ~40% more of the database's time per step.
+// writes are transactions of several statements.
 //
 // What it gives up against the embedded store: a checkpoint in parts is
 // stored as every part of it (copied inside the database from its base

@@ -57,10 +57,10 @@ std::string ByteaArray(const std::vector<const std::string*>& items) {
 
 // A step of one session as one plain SQL statement, prepared once per
 // connection: compare-and-set of its row from (t - 1, gen; gen NULL: not
-// compared), then, only if that matched, its parts and its reply.  What
-// schema 2's plpgsql function f2obo_step() does, with the same parameters,
-// in ~40% less of the database's executor time per step (bench/RESULTS.md):
-// one plan and one snapshot instead of five statements through PL/pgSQL.
+// compared), then, only if that matched, its parts and its reply: one plan
+// and one snapshot, ~40% less of the database's executor time per step
+// than the same five statements run one by one in PL/pgSQL
+// (bench/RESULTS.md).
 // Its writes share the statement's snapshot, so each row is written by at
 // most one of them: the parts removed ($7 clear: all; $8 trim: those at or
 // beyond it; those given empty) never include one given with bytes, which

@@ -176,6 +176,8 @@ TEST_F(StoreTest, NoneBatchesWriteEachSessionsNewestStateButEveryReplyAndCheckpo
     }
     // Two sessions interleaved, a checkpoint every kEvery steps, and a
     // rollback of "q" in the middle (a write of another kind between steps).
+    // The steps before it share one batch: the writer is held until then.
+    (*store)->HoldWriterForTesting(true);
     for (int64_t t = 1; t <= kCommits; ++t) {
       for (const std::string id : {"p", "q"}) {
         const double seed = id == "p" ? 3 : 4;
@@ -185,6 +187,7 @@ TEST_F(StoreTest, NoneBatchesWriteEachSessionsNewestStateButEveryReplyAndCheckpo
                         .ok());
       }
       if (t == kCommits / 2) {
+        (*store)->HoldWriterForTesting(false);  // the rollback is waited for
         ASSERT_TRUE((*store)->RollbackSession("q", t + 1, StateBytes(t + 1, 4), {}).ok());
       }
     }
@@ -221,12 +224,14 @@ TEST_F(StoreTest, NoneBatchesSkipRepliesTheBatchTrimsAndKeepTheNewest) {
     auto store = SqliteSessionStore::Open(dir_, Durability::kNone);
     ASSERT_TRUE(store.ok()) << store.status();
     ASSERT_TRUE((*store)->PutSession("p", SpecFor("p"), StateBytes(1, 3), 1).ok());
+    // Held, the writer takes all the steps as one batch when released; a
+    // write waited for comes after them in its queue.
+    (*store)->HoldWriterForTesting(true);
     for (int64_t t = 1; t <= kCommits; ++t) {
       ASSERT_TRUE(
           (*store)->CommitStep("p", t + 1, StateBytes(t + 1, 3), ReplyFor("p", t), kKeep).ok());
     }
-    // The writer is woken by the first write and gathers the others; a
-    // write waited for comes after them in its queue.
+    (*store)->HoldWriterForTesting(false);
     ASSERT_TRUE((*store)->PutSession("z", SpecFor("z"), StateBytes(1, 1), 1).ok());
     EXPECT_GT((*store)->superseded_replies(), 0);
   }

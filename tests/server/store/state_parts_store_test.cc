@@ -109,12 +109,15 @@ TEST_F(StoreTest, BatchedStepsOfOneSessionKeepEveryStepsParts) {
     ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
     s.t = 2;
     ASSERT_TRUE(store->CommitStep("a", 2, Delta(s, All(s)), ReplyFor("a", 1), kKeep).ok());
+    // Held, the writer takes the steps as one batch when released.
+    store->HoldWriterForTesting(true);
     for (int64_t t = 3; t <= 40; ++t) {
       s.t = t;
       const int i = static_cast<int>(t % 8);
       s.aux[i][1] = static_cast<double>(t);
       ASSERT_TRUE(store->CommitStep("a", t, Delta(s, {i}), ReplyFor("a", t - 1), kKeep).ok());
     }
+    store->HoldWriterForTesting(false);
     // A part a later step of the same batch rewrites is written once (a
     // write waited for comes after the steps in the writer's queue).
     ASSERT_TRUE(store->DeleteSession("none").ok());

@@ -14,36 +14,15 @@
 #include "server/store/postgres/postgres_session_store.h"
 #include "tests/server/store/postgres/pg_cluster.h"
 #include "tests/server/store/postgres/pg_database_test.h"
+#include "tests/server/store/postgres/pg_test_records.h"
 
 namespace f2obo::server {
 namespace {
 
 using testing::PgCluster;
-
-std::string StateBytes(int64_t t, double seed) {
-  SessionState s;
-  s.t = t;
-  s.x = Vector::Constant(16, seed + static_cast<double>(t));
-  s.vectors = {Vector::Constant(3, -seed)};
-  s.scalars = {0.5 * static_cast<double>(t)};
-  return SerializeCheckpoint(Checkpoint{"quadratic", "f2obo", s, RunningMetrics{}});
-}
-
-v1::SessionSpec SpecFor(const std::string& id) {
-  v1::SessionSpec spec;
-  spec.set_algorithm("f2obo");
-  spec.mutable_family()->set_name("quadratic");
-  spec.add_x0(static_cast<double>(id.size()));
-  return spec;
-}
-
-v1::StepReply ReplyFor(const std::string& id, int64_t t) {
-  v1::StepReply r;
-  r.set_session_id(id);
-  r.set_t(t);
-  r.add_x(static_cast<double>(t) / 3.0);
-  return r;
-}
+using testing::ReplyFor;
+using testing::SpecFor;
+using testing::StateBytes;
 
 class PostgresStoreTest : public testing::PgDatabaseTest</*kSyncStandby=*/true> {
  protected:
@@ -230,7 +209,7 @@ TEST_F(PostgresStoreTest, AVersionOneDatabaseIsMigratedAndItsSessionsStep) {
     ASSERT_TRUE(store->CommitStep("old", 2, StateBytes(2, 1), ReplyFor("old", 1), 4).ok());
   }
   // The database as version 1 left it: without what version 2 added.
-  Sql("DROP FUNCTION f2obo_step; ALTER TABLE f2obo_sessions DROP COLUMN gen; "
+  Sql("ALTER TABLE f2obo_sessions DROP COLUMN gen; "
       "DROP SEQUENCE f2obo_gen; UPDATE f2obo_schema SET version = 1");
   ASSERT_EQ(Sql("SELECT count(*) FROM information_schema.columns WHERE column_name = 'gen'"), "0");
   auto a = Open();
