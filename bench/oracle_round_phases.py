@@ -40,7 +40,6 @@ def _answer(self, request, em):
     s = time.perf_counter()
     r = orig_answer(self, request, em)
     add("client _answer total", time.perf_counter() - s)
-    s = time.perf_counter(); n = r.ByteSize(); add("answer ByteSize", time.perf_counter() - s)
     return r
 O.OracleStream._answer = _answer
 
