@@ -283,7 +283,8 @@ absl::Status EndedRead(std::chrono::system_clock::time_point now,
                        std::chrono::system_clock::time_point deadline, bool cancelled,
                        const std::string& asked) {
   // gRPC cancels a call whose deadline passed; say which of the two it was.
-  if (deadline - now <= kDeadlineTransit) {
+  // A read that ended uncancelled is the client's own close, whenever.
+  if (now >= deadline || (cancelled && deadline - now <= kDeadlineTransit)) {
     return absl::DeadlineExceededError(absl::StrCat(
         "the client's deadline passed while the round waited for its answers to ", asked));
   }

@@ -118,9 +118,10 @@ size_t VectorHash(const Vector& v);
 inline constexpr std::chrono::milliseconds kDeadlineTransit{100};
 
 // Why a read of the client's answers to `asked` (the queries' range)
-// ended without a message at `now`: DEADLINE_EXCEEDED at or within
-// kDeadlineTransit before `deadline`, else CANCELLED if the call was
-// (`cancelled`), else INVALID_ARGUMENT (the client closed the stream).
+// ended without a message at `now`: DEADLINE_EXCEEDED at or after
+// `deadline`, or a cancellation within kDeadlineTransit before it; else
+// CANCELLED if the call was (`cancelled`), else INVALID_ARGUMENT (the
+// client closed the stream itself).
 absl::Status EndedRead(std::chrono::system_clock::time_point now,
                        std::chrono::system_clock::time_point deadline, bool cancelled,
                        const std::string& asked);

@@ -28,7 +28,9 @@
 //  * kSync: CommitStep returns only once the write is durable (WAL,
 //    synchronous=FULL).  The writer batches the writes pending from all
 //    sessions into one transaction (group commit), so concurrent streams
-//    share fsyncs instead of queueing for one each.
+//    share fsyncs instead of queueing for one each; while several sessions
+//    stream it holds a commit up to kSyncGatherMicros for their steps, and
+//    any write arriving then waits with them (a lone stream is never held).
 //  * kNone: the same writes, without fsync and without waiting for them
 //    (benchmarks; a crash may lose recent steps).  The queue of writes not
 //    yet applied is bounded (kMaxQueuedBytes): past it, CommitStep waits.
@@ -193,8 +195,9 @@ class SqliteSessionStore final : public SessionStore {
   // Tests: while held, the writer takes nothing from its queue, so the
   // writes queued meanwhile are certain to share its next batch (kNone's
   // skips of superseded states, replies and parts); released, it takes them
-  // all at once.  While held, a write waited for (every kSync write, and a
-  // kNone write over the queue bound) blocks its caller.
+  // all at once.  While held, a write waited for blocks its caller: every
+  // kSync write, and under kNone every write but a step within the queue
+  // bound (puts, rollbacks, deletes, groups, fences, checkpoints).
   void HoldWriterForTesting(bool hold) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Writes that failed with no caller waiting for them (kNone's steps);
@@ -208,6 +211,9 @@ class SqliteSessionStore final : public SessionStore {
   // batch replaced them (kNone; StepWrite::reply_superseded, aux_superseded).
   int64_t superseded_replies() const { return superseded_replies_.load(); }
   int64_t superseded_parts() const { return superseded_parts_.load(); }
+  // Commits the kSync writer held for the steps of streaming sessions
+  // (kSyncGatherMicros; tests: a lone stream is never held).
+  int64_t sync_gathers() const { return sync_gathers_.load(); }
   const std::string& path() const { return path_; }
 
  private:
@@ -404,6 +410,7 @@ class SqliteSessionStore final : public SessionStore {
   std::atomic<int64_t> superseded_states_{0};
   std::atomic<int64_t> superseded_replies_{0};
   std::atomic<int64_t> superseded_parts_{0};
+  std::atomic<int64_t> sync_gathers_{0};
   std::thread writer_;
 };
 

@@ -279,9 +279,10 @@ void SqliteSessionStore::WriterLoop() {
         // it writes (the fsync, its I/O waits and wake-ups, the WAL
         // frames of pages the steps share), so the streams' steps on their
         // way are waited for, up to kSyncGatherMicros, and share it: with
-        // 8 streams on 2 cores, 3 steps a commit became 6-8 and the
-        // server's CPU a step fell by a third (bench/RESULTS.md).  A lone
-        // stream, or sessions stepping less often, are not held.
+        // 8 streams on 2 cores, 3 steps a commit became 6-8 (the server's
+        // CPU a step: bench/RESULTS.md).  A lone stream is not held; other
+        // writes arriving while streams are expected wait with them.
+        ++sync_gathers_;
         wake_at_waited_ = expected;
         const absl::Time until = absl::Now() + absl::Microseconds(kSyncGatherMicros);
         while (!stopping_ && queued_waited_ < expected &&
