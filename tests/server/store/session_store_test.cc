@@ -260,20 +260,6 @@ TEST_F(StoreTest, AFailedWriteNobodyWaitsForIsCountedNotLostSilently) {
   EXPECT_EQ((*store)->unwaited_failures(), 1);
 }
 
-TEST_F(StoreTest, SyncNeverHoldsALoneStreamsCommits) {
-  // One session stepping back to back is a stream, but the only one: the
-  // kSync writer has no other session's step to wait for, so it commits
-  // each step at once instead of holding it up to kSyncGatherMicros.
-  auto store = SqliteSessionStore::Open(dir_, Durability::kSync);
-  ASSERT_TRUE(store.ok()) << store.status();
-  ASSERT_TRUE((*store)->PutSession("p", SpecFor("p"), StateBytes(1, 3), 1).ok());
-  for (int64_t t = 1; t <= 100; ++t) {
-    ASSERT_TRUE(
-        (*store)->CommitStep("p", t + 1, StateBytes(t + 1, 3), ReplyFor("p", t), kKeep).ok());
-  }
-  EXPECT_EQ((*store)->sync_gathers(), 0);
-}
-
 // A step write whose caller's deadline passes while it
 // still waits in the queue (the writer busy with an earlier batch, held
 // here at its fault point) is withdrawn and never applied; the write the
