@@ -146,7 +146,10 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
   v1::OraclePoint* p = request->add_points();
   p->set_id(id);
   p->set_values(values.data(), bytes);
-  std::vector<double> copy = std::move(points_->spare);
+  // The spare y-sized storage only for a point that is not small: a small
+  // one is kept across steps, and would carry the spare's capacity along.
+  std::vector<double> copy;
+  if (values.size() > OraclePoints::kSmallPoint) copy = std::move(points_->spare);
   copy.assign(values.begin(), values.end());
   held.emplace_back(id, std::move(copy));
   points_->held_bytes += bytes;

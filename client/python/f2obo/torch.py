@@ -366,7 +366,8 @@ class Tuner:
                 self.sync()  # where the session really is
                 if t is not None or attempt == 1 or self._at_t == step_t:
                     raise
-        self._converted = None  # the step's last point: not kept past it
+            finally:
+                self._converted = None  # the step's last point: not kept past it
         self._x = torch.from_numpy(np.array(result.x, dtype=np.float64))
         self._steps += 1
         if result.replayed or self._stream.y is None:

@@ -78,7 +78,8 @@
 // secant steps have AdGD's Theorem 1 instead (convergence for convex,
 // locally smooth g_t and L_t with no L given; its proof uses the two caps
 // only as upper bounds), and every step is at least half the smoothness
-// step (L_g <= L_g1, L_L <= L_f1 + lambda_t L_g1).  1 gives the smoothness
+// step where the family's L_g1 is a bound (L_g <= L_g1, L_L <= L_f1 +
+// lambda_t L_g1; a power-iteration estimate of L_g1 is not).  1 gives the smoothness
 // step throughout (the former default).
 //
 // The two loops are independent given x_t.  While both are still running
@@ -108,12 +109,17 @@ double ZTolerance(const AlgorithmOptions& o, double lambda) {
   return o.delta_z > 0.0 ? o.delta_z : YTolerance(o, lambda) / lambda;
 }
 
+// Secant steps (header): both steps automatic and allowed to grow.
+bool UsesSecantSteps(const AlgorithmOptions& o) {
+  return o.inner_step_growth > 1.0 && AlphaIsAuto(o) && BetaIsAuto(o);
+}
+
 class Af2obo final : public BilevelAlgorithm {
  public:
   explicit Af2obo(const BilevelAlgorithmContext& ctx)
       : o_(ctx.options),
         ws_(ctx.x_dim, ctx.y_dim),
-        sws_(ctx.y_dim),
+        sws_(UsesSecantSteps(ctx.options) ? ctx.y_dim : 0),  // else no y-sized copies
         upper_step_(ctx.options, ctx.constraint, ctx.x_dim, /*slot=*/0) {}
 
   std::vector<int> AuxLayout() const override {
@@ -143,8 +149,7 @@ class Af2obo final : public BilevelAlgorithm {
     int kz = 0, ky = 0;
     bool z_done = false, y_done = false;
     int64_t rows = 0;
-    // Secant steps (header): both steps automatic and allowed to grow.
-    const bool secant = o_.inner_step_growth > 1.0 && AlphaIsAuto(o_) && BetaIsAuto(o_);
+    const bool secant = UsesSecantSteps(o_);
     SecantSteps rule(alpha, o_.inner_step_growth);
     bool z_moved = false, y_moved = false;  // in the iteration before
     double a = alpha, b = beta;
