@@ -26,7 +26,9 @@ would write it in PyTorch (torch.autograd.grad through functional_call).
         [--hidden=1258] [--protocols=recipes,values,recipes-f64wire] [--float32]
 
 prints milliseconds per round (median of --rounds after 3 warm-up rounds,
-the versions run in turn round by round) and the ratio, the bytes each
+the versions run in turn round by round) and the ratio, the CPU
+milliseconds per round (this process's, all threads, plus the service's
+server process's: median) and their ratio, the bytes each
 protocol moved per round and per inner iteration and its round trips per
 round (--protocols: the recipe protocol of docs/oracle-protocol.md, and
 points sent as values as before it; recipes-f64wire: recipes with a
@@ -35,6 +37,7 @@ float32 model's gradients sent as float64; all synced every step), and with
 """
 import argparse
 import cProfile
+import os
 import pstats
 import re
 import shutil
@@ -153,19 +156,35 @@ def start_server(binary, durability, budget, max_message_bytes):
     return proc, data, "127.0.0.1:" + m.group(1)
 
 
-def time_interleaved(fns, steps, rounds, warmup=3):
+def process_cpu(pid):
+    """Seconds of CPU (user + system, all threads) process `pid` used."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def time_interleaved(fns, steps, rounds, warmup=3, pids=()):
     """Median ms per round of each of `fns`, run in turn round by round, so
-    that the other load of a shared machine falls on all of them alike."""
+    that the other load of a shared machine falls on all of them alike;
+    and the median CPU ms of this process plus the server `pids[i]` (None:
+    none) a round uses, which a loaded machine inflates less than the
+    time."""
     for i in range(warmup):
         for fn in fns:
             fn(steps[i % len(steps)])
     times = [[] for _ in fns]
+    cpus = [[] for _ in fns]
+    pids = list(pids) + [None] * (len(fns) - len(pids))
     for i in range(rounds):
-        for fn, out in zip(fns, times):
-            start = time.perf_counter()
+        for fn, out, cpu, pid in zip(fns, times, cpus, pids):
+            server = process_cpu(pid) if pid else 0.0
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn(steps[i % len(steps)])
             out.append(time.perf_counter() - start)
-    return [1e3 * statistics.median(t) for t in times]
+            cpu.append(time.process_time() - start_cpu
+                       + (process_cpu(pid) - server if pid else 0.0))
+    return ([1e3 * statistics.median(t) for t in times],
+            [1e3 * statistics.median(c) for c in cpus])
 
 
 def main():
@@ -218,9 +237,11 @@ def main():
             for p, c in zip(protocols, clients)]
         for t, protocol in zip(tuners, protocols):
             t._stream.recipes = not protocol.startswith("values")
-        times = time_interleaved(
+        pids = [None] + [servers[1 if p.endswith("(--compare_server)") else 0][0].pid
+                         for p in protocols]
+        times, cpus = time_interleaved(
             [hand.round] + [lambda s, t=t: t.step(*s) for t in tuners], steps, a.rounds,
-            a.warmup)
+            a.warmup, pids)
         hand_ms = times[0]
         # What each protocol moved: one more round with fresh counters.
         moved = []
@@ -248,14 +269,15 @@ def main():
           "threads %d, server --durability=%s"
           % (D, HIDDEN, C, n_params, ROWS, K, str(DTYPE).replace("torch.", ""),
              torch.__version__, torch.get_num_threads(), a.durability))
-    print("%-44s %10s %8s %12s %12s %12s" % ("round", "ms", "x hand", "MB down", "MB up",
-                                            "round trips"))
-    print("%-44s %10.2f %8.2f" % ("hand-written PyTorch, one process", hand_ms, 1.0))
-    for protocol, ms, m in zip(protocols, times[1:], moved):
+    print("%-44s %10s %8s %12s %8s %12s %12s %12s" % (
+        "round", "ms", "x hand", "CPU ms", "x hand", "MB down", "MB up", "round trips"))
+    print("%-44s %10.2f %8.2f %12.2f %8.2f" % ("hand-written PyTorch, one process", hand_ms, 1.0,
+                                              cpus[0], 1.0))
+    for protocol, ms, cpu, m in zip(protocols, times[1:], cpus[1:], moved):
         wire = "float32" if t_wire(protocol, a.float32) else "float64"
-        print("%-44s %10.2f %8.2f %12.3f %12.3f %12d"
+        print("%-44s %10.2f %8.2f %12.2f %8.2f %12.3f %12.3f %12d"
               % ("service (%s, %s wire), synced every step" % (protocol, wire), ms, ms / hand_ms,
-                 m.get("down_bytes", 0) / 1e6, m.get("up_bytes", 0) / 1e6,
+                 cpu, cpu / cpus[0], m.get("down_bytes", 0) / 1e6, m.get("up_bytes", 0) / 1e6,
                  m.get("requests", 0) + 1))
     for protocol, m in zip(protocols, moved):
         print("%s: %.1f bytes per parameter per inner iteration (whole round / K; y = %d "

@@ -201,8 +201,11 @@ std::unique_ptr<Session> Open(Input& in, server::SessionManager& mgr, std::strin
     return nullptr;
   }
   FUZZ_CHECK(info->session_id() == kId, "the manager named the session ", info->session_id());
-  // What the manager accepted, the core accepts too.
-  absl::StatusOr<SessionConfig> config = ToSessionConfig(*spec);
+  // What the manager accepted, the core accepts too.  An imported spec is
+  // read as the manager reads it: options it does not name resume as they
+  // ran before they existed (lambda_schedule, inner_step_growth).
+  absl::StatusOr<SessionConfig> config = ToSessionConfig(
+      *spec, in.exported.has_value() ? UnreadOptions::kDrop : UnreadOptions::kRefuse);
   FUZZ_CHECK(config.ok(), "an accepted spec does not convert: ", config.status().ToString());
   absl::StatusOr<std::unique_ptr<Session>> twin;
   if (!in.exported.has_value()) {

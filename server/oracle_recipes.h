@@ -20,6 +20,7 @@
 #ifndef F2OBO_SERVER_ORACLE_RECIPES_H_
 #define F2OBO_SERVER_ORACLE_RECIPES_H_
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -35,11 +36,26 @@ inline constexpr double kRecipeTolerance = 1e-13;
 // r += coef * a, entry by entry, in the recipe arithmetic above.
 void ApplyRecipeTerm(absl::Span<double> r, double coef, absl::Span<const double> a);
 
-// The coefficient c with base + c * a equal to `v` within kRecipeTolerance
-// (the result, as the client computes it, in *out), or nullopt.  All three
-// of one size.
-std::optional<double> FindRecipe(absl::Span<const double> base, absl::Span<const double> a,
-                                 absl::Span<const double> v, std::vector<double>* out);
+// A term's vector and its largest entry in magnitude (where FindRecipe
+// reads the coefficient): found once per vector, tried against several
+// bases.
+struct RecipeTerm {
+  absl::Span<const double> a;
+  size_t at = 0;
+  double a_max = 0.0;
+};
+RecipeTerm LargestEntry(absl::Span<const double> a);
+
+// The largest |v_i| (NaN if there is one; 0 for an empty v).
+double MaxAbs(absl::Span<const double> v);
+
+// The coefficient c with base + c * term.a equal to `v` within
+// kRecipeTolerance * v_max (v_max: v's largest entry in magnitude; the
+// result, as the client computes it, in *out, resized), or nullopt.  All
+// three of one size.
+std::optional<double> FindRecipe(absl::Span<const double> base, const RecipeTerm& term,
+                                 absl::Span<const double> v, double v_max,
+                                 std::vector<double>* out);
 
 }  // namespace f2obo::server
 

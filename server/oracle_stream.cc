@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "f2obo/v1/decode_traits.h"
@@ -26,20 +27,29 @@ absl::Status CopyVector(const std::string& bytes, int n, bool float32, const std
                                                    n, float32 ? " float32 (" : " float64 (", want,
                                                    " bytes)"));
   }
+  // One pass: widen (or copy) and test finiteness together (a NaN or
+  // inf fails |v| <= max; the loop vectorizes, the error's entry is
+  // looked for only when there is one).
+  double* o = out->data();
+  bool finite = true;
+  constexpr double kMax = std::numeric_limits<double>::max();
   if (float32) {
     const char* in = bytes.data();
     for (int i = 0; i < n; ++i) {
       float v;
-      std::memcpy(&v, in + i * sizeof(float), sizeof(float));
-      (*out)[i] = static_cast<double>(v);
+      std::memcpy(&v, in + static_cast<size_t>(i) * sizeof(float), sizeof(float));
+      o[i] = static_cast<double>(v);
+      finite &= std::abs(o[i]) <= kMax;
     }
   } else {
-    std::memcpy(out->data(), bytes.data(), want);
+    std::memcpy(o, bytes.data(), want);
+    for (int i = 0; i < n; ++i) finite &= std::abs(o[i]) <= kMax;
   }
+  if (finite) return absl::OkStatus();
   for (int i = 0; i < n; ++i) {
-    if (!std::isfinite((*out)[i])) {
+    if (!std::isfinite(o[i])) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, "[", i, "]: ", (*out)[i], " is not finite (", what, ")"));
+          absl::StrCat(field, "[", i, "]: ", o[i], " is not finite (", what, ")"));
     }
   }
   return absl::OkStatus();
@@ -136,14 +146,20 @@ absl::Status StreamOracle::Evaluate(absl::Span<OracleQuery> queries) {
   // The last Evaluate's kept answers: terms of this one's recipes while
   // unchanged (the round has not written them since), then forgotten.
   terms_.clear();
+  term_entries_.clear();
   stale_.clear();
   for (const OraclePoints::Kept& k : points_->kept) {
     stale_.push_back(k.id);
-    if (k.values != nullptr && VectorHash(*k.values) == k.hash) terms_.push_back(k);
+    if (k.values != nullptr && VectorHash(*k.values) == k.hash) {
+      terms_.push_back(k);
+      term_entries_.push_back(LargestEntry(
+          absl::Span<const double>(k.values->data(), static_cast<size_t>(k.values->size()))));
+    }
   }
   points_->kept.clear();
   const absl::Status s = EvaluateGroups(queries);
   terms_.clear();
+  term_entries_.clear();
   return s;
 }
 
@@ -267,7 +283,8 @@ absl::Status EndedRead(std::chrono::system_clock::time_point now,
                        std::chrono::system_clock::time_point deadline, bool cancelled,
                        const std::string& asked) {
   // gRPC cancels a call whose deadline passed; say which of the two it was.
-  if (deadline - now <= kDeadlineTransit) {
+  // A read that ended uncancelled is the client's own close, whenever.
+  if (now >= deadline || (cancelled && deadline - now <= kDeadlineTransit)) {
     return absl::DeadlineExceededError(absl::StrCat(
         "the client's deadline passed while the round waited for its answers to ", asked));
   }

@@ -45,6 +45,7 @@
 #include "f2obo/v1/f2obo.grpc.pb.h"
 #include "server/call_round_control.h"
 #include "server/oracle_message_limits.h"
+#include "server/oracle_recipes.h"
 #include "server/oracle_watchdog.h"
 
 namespace f2obo::server {
@@ -98,6 +99,10 @@ struct OraclePoints {
   std::vector<uint64_t> forget;    // to tell the client in the next request
   // Points of more doubles than this are not kept between steps.
   static constexpr size_t kSmallPoint = 4096;
+  // The storage of a large point evicted during the step, reused for the
+  // next new one (a y-sized vector's pages are faulted in once a step, not
+  // once a point); freed at EndStep.
+  std::vector<double> spare;
 };
 
 // A hash of v's bytes (whether a kept answer is still what the client keeps).
@@ -113,9 +118,10 @@ size_t VectorHash(const Vector& v);
 inline constexpr std::chrono::milliseconds kDeadlineTransit{100};
 
 // Why a read of the client's answers to `asked` (the queries' range)
-// ended without a message at `now`: DEADLINE_EXCEEDED at or within
-// kDeadlineTransit before `deadline`, else CANCELLED if the call was
-// (`cancelled`), else INVALID_ARGUMENT (the client closed the stream).
+// ended without a message at `now`: DEADLINE_EXCEEDED at or after
+// `deadline`, or a cancellation within kDeadlineTransit before it; else
+// CANCELLED if the call was (`cancelled`), else INVALID_ARGUMENT (the
+// client closed the stream itself).
 absl::Status EndedRead(std::chrono::system_clock::time_point now,
                        std::chrono::system_clock::time_point deadline, bool cancelled,
                        const std::string& asked);
@@ -187,6 +193,7 @@ class StreamOracle final : public Oracle {
   // ids of the last Evaluate's kept answers, forgotten in this one's last
   // request; the answers this request's queries keep.
   std::vector<OraclePoints::Kept> terms_;
+  std::vector<RecipeTerm> term_entries_;  // terms_'s vectors and largest entries
   std::vector<uint64_t> stale_;
   std::vector<std::pair<uint64_t, const Vector*>> keep_;
 };

@@ -97,6 +97,7 @@ void OraclePoints::EndStep() {
   for (const auto& h : held) held_bytes += h.second.size() * sizeof(double);
   named = std::move(kept_named);
   done_ids.clear();
+  std::vector<double>().swap(spare);
 }
 
 void StreamOracle::Detach() {
@@ -145,7 +146,12 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
   v1::OraclePoint* p = request->add_points();
   p->set_id(id);
   p->set_values(values.data(), bytes);
-  held.emplace_back(id, std::vector<double>(values.begin(), values.end()));
+  // The spare y-sized storage only for a point that is not small: a small
+  // one is kept across steps, and would carry the spare's capacity along.
+  std::vector<double> copy;
+  if (values.size() > OraclePoints::kSmallPoint) copy = std::move(points_->spare);
+  copy.assign(values.begin(), values.end());
+  held.emplace_back(id, std::move(copy));
   points_->held_bytes += bytes;
   in_request_.push_back(id);
   return id;
@@ -153,8 +159,7 @@ uint64_t StreamOracle::PointId(absl::Span<const double> values, v1::OracleReques
 
 uint64_t StreamOracle::RecipeId(absl::Span<const double> values, v1::OracleRequest* request) {
   auto& held = points_->held;
-  double v_max = 0.0;
-  for (const double v : values) v_max = std::max(v_max, std::abs(v));
+  const double v_max = MaxAbs(values);
   const double tol = kRecipeTolerance * std::max(v_max, 1e-300);
   // A point the client holds a few ulps away (the server's z after a
   // round whose z the client built by recipe): the client's is used.
@@ -169,13 +174,14 @@ uint64_t StreamOracle::RecipeId(absl::Span<const double> values, v1::OracleReque
     }
   }
   // base + c * answer: z_k - alpha grad_y g(z_k), y_k - beta (fused
-  // gradient at y_k), Algorithm 1 lines 5-6.
-  std::vector<double> point;
+  // gradient at y_k), Algorithm 1 lines 5-6.  The result goes into the
+  // storage of a point evicted earlier (no fresh pages to fault in).
+  std::vector<double> point = std::move(points_->spare);
   for (auto it = held.rbegin(); it != held.rend(); ++it) {
     if (it->second.size() != values.size()) continue;
-    for (const OraclePoints::Kept& k : terms_) {
-      const absl::Span<const double> a(k.values->data(), static_cast<size_t>(k.values->size()));
-      const std::optional<double> c = FindRecipe(it->second, a, values, &point);
+    for (size_t t = 0; t < terms_.size(); ++t) {
+      const std::optional<double> c =
+          FindRecipe(it->second, term_entries_[t], values, v_max, &point);
       if (!c.has_value()) continue;
       const uint64_t id = points_->next_id++;
       v1::OraclePointRecipe* r = request->add_recipes();
@@ -183,13 +189,14 @@ uint64_t StreamOracle::RecipeId(absl::Span<const double> values, v1::OracleReque
       r->set_base(it->first);
       v1::OracleRecipeTerm* term = r->add_terms();
       term->set_coef(*c);
-      term->set_point(k.id);
+      term->set_point(terms_[t].id);
       points_->held_bytes += point.size() * sizeof(double);
       held.emplace_back(id, std::move(point));
       in_request_.push_back(id);
       return id;
     }
   }
+  points_->spare = std::move(point);
   return 0;
 }
 
@@ -205,6 +212,9 @@ void StreamOracle::Evict(v1::OracleRequest* request) {
          !InRequest(held.front().first)) {
     request->add_forget(held.front().first);
     points_->held_bytes -= held.front().second.size() * sizeof(double);
+    if (held.front().second.size() > OraclePoints::kSmallPoint && points_->spare.empty()) {
+      points_->spare = std::move(held.front().second);  // the next new point's storage
+    }
     held.pop_front();
   }
 }

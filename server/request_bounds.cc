@@ -15,25 +15,42 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-// Whether a message of type `d` can hold a string at any depth.  Most of a
-// step's bytes are batches of numbers (Batch, DenseMatrix, CsrMatrix):
-// walking them field by field on every step cost more than the rest of the
-// check, and their types never hold a string.  Memoized per thread (no lock
-// on the request path); a type on a cycle counts as holding strings while
-// it is being decided, which can only make the walk look further.
-bool MayHoldStrings(const Descriptor* d) {
-  thread_local std::unordered_map<const Descriptor*, bool> known;
-  if (const auto it = known.find(d); it != known.end()) return it->second;
-  known[d] = true;  // (a recursive type, while deciding)
+// Whether a message of type `d` can hold a string at any depth (decided
+// once per type; `deciding` holds the verdicts so far).
+bool MayHoldStrings(const Descriptor* d, std::unordered_map<const Descriptor*, bool>* deciding) {
+  if (const auto it = deciding->find(d); it != deciding->end()) return it->second;
+  (*deciding)[d] = true;  // a recursive type, while deciding: look further
   bool holds = false;
   for (int i = 0; i < d->field_count() && !holds; ++i) {
     const FieldDescriptor* f = d->field(i);
-    holds =
-        f->type() == FieldDescriptor::TYPE_STRING ||
-        (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && MayHoldStrings(f->message_type()));
+    holds = f->type() == FieldDescriptor::TYPE_STRING ||
+            (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+             MayHoldStrings(f->message_type(), deciding));
   }
-  known[d] = holds;
+  (*deciding)[d] = holds;
   return holds;
+}
+
+// The fields of a message type `d` that can hold a string at any depth:
+// its string fields and those of message types that can.  Most of a step's
+// bytes are batches of numbers (Batch, DenseMatrix, CsrMatrix): walking
+// them, or listing a request's set fields by reflection, on every step cost
+// more than the rest of the check.  Memoized per thread (no lock on the
+// request path).
+const std::vector<const FieldDescriptor*>& StringFields(const Descriptor* d) {
+  thread_local std::unordered_map<const Descriptor*, std::vector<const FieldDescriptor*>> known;
+  thread_local std::unordered_map<const Descriptor*, bool> holds;
+  if (const auto it = known.find(d); it != known.end()) return it->second;
+  std::vector<const FieldDescriptor*> fields;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->type() == FieldDescriptor::TYPE_STRING ||
+        (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+         MayHoldStrings(f->message_type(), &holds))) {
+      fields.push_back(f);
+    }
+  }
+  return known.emplace(d, std::move(fields)).first->second;
 }
 
 // The first over-long string of a message: its path (built only once one
@@ -71,12 +88,13 @@ bool CheckField(const Message& m, const FieldDescriptor* f, int i, TooLong* foun
 
 bool Check(const Message& m, TooLong* found) {
   const Reflection* r = m.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  r->ListFields(m, &fields);  // set fields only: numbers and bytes are skipped cheaply
-  for (const FieldDescriptor* f : fields) {
-    const bool string = f->type() == FieldDescriptor::TYPE_STRING;
-    const bool message = f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE;
-    if (!string && !(message && MayHoldStrings(f->message_type()))) continue;
+  for (const FieldDescriptor* f : StringFields(m.GetDescriptor())) {
+    // An unset string reads as "" (within the bound); an unset message is
+    // not walked (its default instance holds no strings).
+    const bool unset_message = !f->is_repeated() &&
+                               f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+                               !r->HasField(m, f);
+    if (unset_message) continue;
     const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
     for (int i = 0; i < n; ++i) {
       if (!CheckField(m, f, i, found)) return false;

@@ -82,7 +82,7 @@ def problem(seed):
                 default=float(np.sqrt(lg / lf)))
 
 
-def run(P, varsigma, seed, steps, window=1000, p=0.5, rule=None):
+def run(P, varsigma, seed, steps, window=1000, p=0.5, rule=None, state=None):
     """The decision's (distance, g, f - f*) after `steps` steps."""
     At, bt, Av, bv, r = P["At"], P["bt"], P["Av"], P["bv"], P["r"]
     rng = np.random.default_rng(seed)
@@ -96,7 +96,9 @@ def run(P, varsigma, seed, steps, window=1000, p=0.5, rule=None):
     x = np.zeros(At.shape[1])
     prev, mean, weight, z = x.copy(), x.copy(), 0.0, x.copy()
     sigma = lambda i, v: v * (max(i, q) + 1.0) ** -p  # noqa: E731
-    state = {"least_g": None}
+    state = {} if state is None else state
+    state["least_g"] = None
+    last_sigma = sigma(0, varsigma)  # sigma_{i-1} as used, under its varsigma
     for k in range(steps):
         if k % q == 0:
             df, dg = grad(Av, bv, x), grad(At, bt, x)
@@ -110,8 +112,12 @@ def run(P, varsigma, seed, steps, window=1000, p=0.5, rule=None):
         s = lmo_l1(sigma(k, varsigma) * df + dg, r)
         prev, x = x, x + alpha * (s - x)
         i = k + 1
-        w = 0.0 if i <= q else (i + 1) * i * (sigma(i - 1, varsigma) - sigma(i, varsigma))
-        if w > 0.0:  # a rule that raises varsigma would make it negative: dropped
+        # Theorem 3's weights over the sigma sequence as it was run: a rule
+        # that raised varsigma makes one negative (dropped: the proof needs
+        # sigma_t nonincreasing).
+        w = 0.0 if i <= q else (i + 1) * i * (last_sigma - sigma(i, varsigma))
+        last_sigma = sigma(i, varsigma)
+        if w > 0.0:
             weight += w
             mean = mean + (w / weight) * (x - mean)
         lead = (i + 1) * i * sigma(i, varsigma)
@@ -122,7 +128,9 @@ def run(P, varsigma, seed, steps, window=1000, p=0.5, rule=None):
 
 
 def balance(v, x, z, df, dg, state, P):
-    infeasible = fw_gap(dg, x, P["r"]) > kkt_residual(df, dg, x, P["r"])
+    gap_g, residual = fw_gap(dg, x, P["r"]), kkt_residual(df, dg, x, P["r"])
+    state.setdefault("certificates", []).extend((gap_g, residual))
+    infeasible = gap_g > residual
     return v / 2 ** 0.25 if infeasible else v * 2 ** 0.25
 
 
@@ -150,13 +158,16 @@ def main():
             print("  best fixed %g: distance %.3g" % (best, fixed[best][0]), flush=True)
             continue
         v0 = P["default"]
+        seen = {}  # the balance rule's certificates: FW gap of g, KKT residual
         rows = [("default %.3g" % v0, run(P, v0, seed, args.steps)),
-                ("balance", run(P, v0, seed, args.steps, rule=balance)),
+                ("balance", run(P, v0, seed, args.steps, rule=balance, state=seen)),
                 ("monotone", run(P, v0, seed, args.steps, rule=monotone)),
                 ("monotone8", run(P, 8 * v0, seed, args.steps, rule=monotone))]
         print("  best fixed %g: %.3g; %s" % (best, fixed[best][0], "; ".join(
             "%s: %.3g (%.2fx, f-f* %+.3g)" % (name, d[0], d[0] / fixed[best][0], d[2])
             for name, d in rows)), flush=True)
+        print("  the balance rule's certificates (FW gap of g, KKT residual) at its iterates: "
+              "%.3g-%.3g" % (min(seen["certificates"]), max(seen["certificates"])), flush=True)
 
 
 if __name__ == "__main__":

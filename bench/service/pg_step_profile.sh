@@ -148,5 +148,5 @@ run() {  # store (embedded, pg, pg-before)
 for round in 1 2; do
   run embedded
   run pg
-  [ -n "$before" ] && run pg-before
+  if [ -n "$before" ]; then run pg-before; fi
 done

@@ -47,14 +47,12 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "core/state.h"
 #include "f2obo/v1/f2obo.pb.h"
 #include "server/store/session_store.h"
@@ -110,11 +108,6 @@ class SqliteSessionStore final : public SessionStore {
   static constexpr size_t kMaxQueuedBytes = size_t{64} << 20;
   // Under kNone, how long the writer gathers writes nobody waits for.
   static constexpr int kNoneBatchWindowMicros = 5000;
-  // Under kSync, how long the writer holds a commit at most for the steps
-  // of sessions that stream (each came back within kSyncStreamMicros of its
-  // previous commit), so that they share it (WriterLoop).
-  static constexpr int kSyncGatherMicros = 1000;
-  static constexpr int kSyncStreamMicros = 5000;
   // Records of at least this many bytes go to side files (side_files.cc):
   // one such record through SQLite holds the single writer ~0.1 s.
   static constexpr size_t kSideFileBytes = size_t{16} << 20;
@@ -193,8 +186,9 @@ class SqliteSessionStore final : public SessionStore {
   // Tests: while held, the writer takes nothing from its queue, so the
   // writes queued meanwhile are certain to share its next batch (kNone's
   // skips of superseded states, replies and parts); released, it takes them
-  // all at once.  While held, a write waited for (every kSync write, and a
-  // kNone write over the queue bound) blocks its caller.
+  // all at once.  While held, a write waited for blocks its caller: every
+  // kSync write, and under kNone every write but a step within the queue
+  // bound (puts, rollbacks, deletes, groups, fences, checkpoints).
   void HoldWriterForTesting(bool hold) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Writes that failed with no caller waiting for them (kNone's steps);
@@ -276,11 +270,6 @@ class SqliteSessionStore final : public SessionStore {
   // into the state as it is read.
   absl::StatusOr<Checkpoint> JoinParts(sqlite3* db, const std::string& id, const std::string& head,
                                        int64_t count) const;
-  // kSync's gathering (writer thread): how many streaming sessions were
-  // committed within the last kSyncStreamMicros (their next steps are
-  // expected), and, after a commit, which of its sessions stream.
-  int ExpectedStreams(absl::Time now);
-  void NoteStreams(const std::deque<std::shared_ptr<Write>>& batch, absl::Time committed);
   // Sets StepWrite::state_superseded, reply_superseded and aux_superseded
   // across `batch`.
   void MarkSupersededStates(const std::deque<std::shared_ptr<Write>>& batch);
@@ -384,18 +373,7 @@ class SqliteSessionStore final : public SessionStore {
   std::set<std::string> needs_complete_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool writer_held_ ABSL_GUARDED_BY(mu_) = false;  // HoldWriterForTesting
-  // A waited write wakes the writer once this many are queued (raised
-  // while the writer gathers under kSync, so it wakes once, not per write).
-  int wake_at_waited_ ABSL_GUARDED_BY(mu_) = 1;
-  // Writer thread: the sessions committed within the last
-  // kSyncStreamMicros, and whether each streams (its write came back
-  // within that long of its commit before).
-  struct Recent {
-    absl::Time committed;
-    bool streams = false;
-  };
-  std::unordered_map<std::string, Recent> recent_;
-  std::atomic<int> fail_writes_rc_{0};  // FailWritesForTesting
+  std::atomic<int> fail_writes_rc_{0};             // FailWritesForTesting
   // The checkpoints' part rows are left out of the check at start
   // (CheckFile) and checked at the first read of a checkpoint in parts:
   // unset until then, then "" (sound) or the problems found.

@@ -22,7 +22,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "server/store/record_sum.h"
 #include "server/store/sqlite_session_store.h"
 #include "server/store/sqlite_stmt.h"
@@ -216,9 +215,8 @@ inline int64_t CheckpointPartSum(const std::string& id, int64_t t, int64_t index
 struct SqliteSessionStore::Write {
   explicit Write(store_detail::WriteOp o) : op(std::move(o)) {}
   store_detail::WriteOp op;
-  size_t bytes = 0;      // payload size, for the queue bound
-  bool waited = false;   // a caller waits for `status`
-  absl::Time queued_at;  // when queued, if waited (kSync's gathering)
+  size_t bytes = 0;     // payload size, for the queue bound
+  bool waited = false;  // a caller waits for `status`
   bool done = false;
   absl::CondVar done_cv;  // its caller (Submit): `done` set (under the store's mu_)
   absl::Status status;

@@ -130,20 +130,15 @@ absl::Status SqliteSessionStore::Enqueue(const std::shared_ptr<Write>& w, bool w
   }
   if (stopping_) return absl::UnavailableError("store: shutting down");
   w->waited = wait;
-  if (wait) w->queued_at = absl::Now();
   const bool was_empty = queue_.empty();
   queue_.push_back(w);
   queued_bytes_ += w->bytes;
   queued_waited_ += wait ? 1 : 0;
   max_queued_bytes_seen_ = std::max(max_queued_bytes_seen_, queued_bytes_);
   // Wake the writer when it has something new to decide on: a first write
-  // (it sleeps on an empty queue), the writes waited for it gathers, or a
-  // queue over its gathering threshold (see WriterLoop).  Not for every
-  // write gathered.
-  if (was_empty || (wait && queued_waited_ >= wake_at_waited_) ||
-      2 * queued_bytes_ >= max_queued_bytes_) {
-    writer_cv_.Signal();
-  }
+  // (it sleeps on an empty queue), one a caller waits for, or a queue over
+  // its gathering threshold (see WriterLoop).  Not for every write gathered.
+  if (was_empty || wait || 2 * queued_bytes_ >= max_queued_bytes_) writer_cv_.Signal();
   if (!wait) return absl::OkStatus();
   if (deadline != std::chrono::system_clock::time_point::max()) {
     const absl::Time until = absl::FromChrono(deadline);
@@ -227,33 +222,6 @@ void SqliteSessionStore::NoteStepOutcome(const StepWrite& w, const absl::Status&
   }
 }
 
-int SqliteSessionStore::ExpectedStreams(absl::Time now) {
-  const absl::Duration window = absl::Microseconds(kSyncStreamMicros);
-  int expected = 0;
-  for (auto it = recent_.begin(); it != recent_.end();) {
-    if (now - it->second.committed > window) {
-      it = recent_.erase(it);  // its next step, if any, comes too late to matter
-    } else {
-      expected += it->second.streams ? 1 : 0;
-      ++it;
-    }
-  }
-  return expected;
-}
-
-void SqliteSessionStore::NoteStreams(const std::deque<std::shared_ptr<Write>>& batch,
-                                     absl::Time committed) {
-  const absl::Duration window = absl::Microseconds(kSyncStreamMicros);
-  for (const auto& w : batch) {
-    const StepWrite* step = std::get_if<StepWrite>(&w->op);
-    if (step == nullptr || !w->waited) continue;
-    const auto [it, added] = recent_.try_emplace(step->id, Recent{committed, false});
-    if (added) continue;
-    it->second.streams = w->queued_at - it->second.committed < window;
-    it->second.committed = committed;
-  }
-}
-
 void SqliteSessionStore::HoldWriterForTesting(bool hold) {
   absl::MutexLock lock(&mu_);
   writer_held_ = hold;
@@ -274,20 +242,6 @@ void SqliteSessionStore::WriterLoop() {
         while (!stopping_ && queued_waited_ == 0 && 2 * queued_bytes_ < max_queued_bytes_ &&
                !writer_cv_.WaitWithDeadline(&mu_, until)) {
         }
-      } else if (const int expected = ExpectedStreams(absl::Now()); queued_waited_ < expected) {
-        // kSync: a commit costs the writer about as much CPU as the steps
-        // it writes (the fsync, its I/O waits and wake-ups, the WAL
-        // frames of pages the steps share), so the streams' steps on their
-        // way are waited for, up to kSyncGatherMicros, and share it: with
-        // 8 streams on 2 cores, 3 steps a commit became 6-8 and the
-        // server's CPU a step fell by a third (bench/RESULTS.md).  A lone
-        // stream, or sessions stepping less often, are not held.
-        wake_at_waited_ = expected;
-        const absl::Time until = absl::Now() + absl::Microseconds(kSyncGatherMicros);
-        while (!stopping_ && queued_waited_ < expected &&
-               !writer_cv_.WaitWithDeadline(&mu_, until)) {
-        }
-        wake_at_waited_ = 1;
       }
       batch.swap(queue_);
       queued_bytes_ = 0;
@@ -342,7 +296,6 @@ void SqliteSessionStore::WriterLoop() {
         NoteStepOutcome(*w);
       }
     }
-    if (durability_ == Durability::kSync) NoteStreams(batch, absl::Now());
     // The side files of writes nobody waits for (a waiting caller settles
     // its own, off this thread).
     for (const auto& w : batch) {

@@ -32,6 +32,9 @@ TEST(OracleReadEnd, AnEarlierEndIsACancellationOrTheClientsClose) {
   const Clock::time_point early = deadline - kDeadlineTransit - milliseconds(1);
   EXPECT_EQ(EndedRead(early, deadline, true, "q").code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(EndedRead(early, deadline, false, "q").code(), absl::StatusCode::kInvalidArgument);
+  // A close by the client just before its deadline is still its close.
+  EXPECT_EQ(EndedRead(deadline - milliseconds(2), deadline, false, "q").code(),
+            absl::StatusCode::kInvalidArgument);
   // No deadline at all (time_point::max()): never the deadline's.
   EXPECT_EQ(EndedRead(Clock::now(), Clock::time_point::max(), true, "q").code(),
             absl::StatusCode::kCancelled);

@@ -136,6 +136,30 @@ def _array(v: Optional[np.ndarray], what: str, float32: bool = False) -> np.ndar
     return np.ascontiguousarray(v, dtype=_F32 if keep32 else _F64).reshape(-1)
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _len_field(number: int, length: int) -> bytes:
+    """The key and length of a length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(length)
+
+
+# OracleAnswer's fields of a y-sized gradient (proto/f2obo/v1/oracle.proto),
+# by (fused, float32).
+_Y_FIELD = {(False, False): 4, (True, False): 5, (False, True): 7, (True, True): 8}
+
+
+def _serialize(message: Any) -> bytes:
+    """OracleSteps' request serializer: an answer comes encoded already."""
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
 class OracleStream:
     """One OracleSteps stream to the server, for the steps of one session.
 
@@ -182,7 +206,12 @@ class OracleStream:
     def _open(self) -> None:
         self._outbox = queue.SimpleQueue()
         self._points = {}
-        self._call = self.client.stub.OracleSteps(
+        # The generated stub's method, but answers may come as their bytes
+        # (_answer encodes a y-sized gradient with one copy, not three).
+        steps = self.client._channel.stream_stream(
+            "/f2obo.v1.F2obo/OracleSteps", request_serializer=_serialize,
+            response_deserializer=pb.OracleServerMessage.FromString)
+        self._call = steps(
             iter(self._outbox.get, _END), metadata=self.client.metadata(self.session_id),
             timeout=self.timeout)
 
@@ -263,7 +292,7 @@ class OracleStream:
                 answer = self._answer(message.request, evaluate_many)
                 self._count("requests", 1)
                 self._count("recipes", len(message.request.recipes))
-                self._count("up_bytes", answer.ByteSize())
+                self._count("up_bytes", len(answer))
                 self._outbox.put(answer)
         except grpc.RpcError as e:
             self.close()
@@ -286,14 +315,25 @@ class OracleStream:
 
     def _answer(self, request: "pb.OracleRequest",
                 evaluate_many: Callable[[List[OracleQuery]], Sequence[Answer]]
-                ) -> "pb.OracleClientMessage":
+                ) -> bytes:
         for p in request.points:
             v = np.frombuffer(p.values, dtype=_F64)
             self._points[p.id] = v  # read-only: a view of the message's bytes
         for r in request.recipes:
-            v = self._points[r.base].copy()
+            # base + coef * a per term: the product rounded, then the sum
+            # (as `v += coef * a`), without a copy of the base or a
+            # temporary per term beyond the first.
+            # A float32 answer kept as sent is widened exactly by the
+            # float64 loop (dtype=), as the server widens it.
+            v: Optional[np.ndarray] = None
             for term in r.terms:
-                v += term.coef * self._points[term.point]  # the product rounded, then the sum
+                if v is None:
+                    v = np.multiply(self._points[term.point], term.coef, dtype=_F64)
+                    np.add(self._points[r.base], v, out=v)
+                else:
+                    v += np.multiply(self._points[term.point], term.coef, dtype=_F64)
+            if v is None:
+                v = self._points[r.base].copy()
             v.flags.writeable = False
             self._points[r.id] = v
         tasks = len(self._open_tasks) > 0
@@ -331,14 +371,19 @@ class OracleStream:
         if len(results) != len(queries):
             raise ValueError("evaluate_many: %d answers to %d queries"
                              % (len(results), len(queries)))
-        answers = pb.OracleAnswers()
         # The server says whether it reads float32 (a server that predates
         # the float32 wire never does): asked for and acknowledged.
         f32 = self.float32 and request.float32
         wire = _F32 if f32 else _F64
+        # Each answer's small fields by protobuf, its y-sized gradient
+        # appended as the field's key, length and the array's own bytes
+        # (fields may come in any order), the message joined once: one copy
+        # of the gradient (tobytes, the field's set and the serialization
+        # were three).
+        encoded: List[Tuple[bytes, bytes, Any, int]] = []
         for i, q in enumerate(request.queries):
             value, gx, gy = results[i]
-            a = answers.answers.add(query=q.id)
+            a = pb.OracleAnswer(query=q.id)
             if q.value:
                 a.value = float(value)
             if q.fused_y:
@@ -346,25 +391,41 @@ class OracleStream:
                 gg = _array(results[g_part[i]][2], "g's grad_y", f32)
                 # The product rounded, then the sum (in float32 when both
                 # parts are: the wire rounds to it anyway).
-                gy = gf + gf.dtype.type(q.fuse_g) * gg
-            y_bytes = _bytes(gy, q.grad_y or q.fused_y, "grad_y", wire)
+                gy = np.multiply(gg, gf.dtype.type(q.fuse_g))
+                np.add(gf, gy, out=gy)
             if f32:
                 a.grad_x_f32 = _bytes(gx, q.grad_x, "grad_x", _F32)
-                if q.fused_y:
-                    a.fused_y_f32 = y_bytes
-                else:
-                    a.grad_y_f32 = y_bytes
             else:
                 a.grad_x = _bytes(gx, q.grad_x, "grad_x")
-                if q.fused_y:
-                    a.fused_y = y_bytes
-                else:
-                    a.grad_y = y_bytes
-            if q.keep_y:
-                # What the server received (widened exactly), for its recipes.
-                kept = np.frombuffer(y_bytes, dtype=wire).astype(_F64)
-                kept.flags.writeable = False
-                self._points[q.keep_y] = kept
+            y: Any = b""
+            key = b""
+            if q.grad_y or q.fused_y:
+                if gy is None:
+                    raise ValueError("evaluate: grad_y was asked but None was returned")
+                y = memoryview(np.ascontiguousarray(gy, dtype=wire).reshape(-1)).cast("B")
+                key = _len_field(_Y_FIELD[(bool(q.fused_y), f32)], y.nbytes)
+            small = a.SerializeToString()
+            encoded.append((small, key, y, q.keep_y))
+        parts: List[Any] = []
+        keeps: List[Tuple[int, int, int]] = []  # (id, offset in the message, entries)
+        inner = sum(len(sm) + len(k) + memoryview(y).nbytes for sm, k, y, _ in encoded)
+        inner += sum(len(_len_field(1, len(sm) + len(k) + memoryview(y).nbytes))
+                     for sm, k, y, _ in encoded)
+        parts.append(_len_field(2, inner))
+        offset = len(parts[0])
+        for small, key, y, keep in encoded:
+            n = memoryview(y).nbytes
+            head = _len_field(1, len(small) + len(key) + n)
+            parts += [head, small, key, y]
+            offset += len(head) + len(small) + len(key)
+            if keep:
+                keeps.append((keep, offset, n // wire.itemsize))
+            offset += n
+        out = b"".join(parts)
+        for keep, at, n in keeps:
+            # What the server received, for its recipes (a read-only
+            # view of the sent bytes; float32 widened where used).
+            self._points[keep] = np.frombuffer(out, dtype=wire, count=n, offset=at)
         for i in request.forget:
             self._points.pop(i, None)
-        return pb.OracleClientMessage(answers=answers)
+        return out

@@ -180,6 +180,7 @@ class Tuner:
         self._x = torch.from_numpy(self._flat_x())
         self._steps = 0
         self._stream: Optional[OracleStream] = None
+        self._converted: Optional[Tuple[np.ndarray, torch.Tensor]] = None  # _point's
         if resume:
             self.session = Session(client, session_id)  # checks, then loads x_t and y_t
         else:
@@ -365,6 +366,8 @@ class Tuner:
                 self.sync()  # where the session really is
                 if t is not None or attempt == 1 or self._at_t == step_t:
                     raise
+            finally:
+                self._converted = None  # the step's last point: not kept past it
         self._x = torch.from_numpy(np.array(result.x, dtype=np.float64))
         self._steps += 1
         if result.replayed or self._stream.y is None:
@@ -375,9 +378,21 @@ class Tuner:
                 self._load_y(self._stream.y[0])  # y_{t+1}, sent with the reply
         return result
 
+    def _point(self, v: np.ndarray) -> torch.Tensor:
+        """The server's point `v` in the model's dtype and device: the last
+        one converted is reused (a fused answer asks f and g at one y, the
+        stream hands both the same array), as a new leaf of the same
+        storage."""
+        cached = self._converted
+        if cached is None or cached[0] is not v:
+            cached = (v, torch.tensor(v, dtype=self.dtype, device=self.device))
+            if v.size > 4096:
+                self._converted = cached
+        return cached[1].detach()
+
     def _answer(self, q: OracleQuery, batch: Batch, t: int):
-        x = torch.tensor(q.x, dtype=self.dtype, device=self.device).requires_grad_(q.want_grad_x)
-        y = torch.tensor(q.y, dtype=self.dtype, device=self.device).requires_grad_(q.want_grad_y)
+        x = self._point(q.x).requires_grad_(q.want_grad_x)
+        y = self._point(q.y).requires_grad_(q.want_grad_y)
         loss_fn = self.val_loss if q.function == "f" else self.train_loss
         with torch.set_grad_enabled(q.want_grad_x or q.want_grad_y):
             loss = loss_fn(_ModelAt(self.model, self._split(y, self._y_layout)),
@@ -398,7 +413,10 @@ class Tuner:
                 out.append(np.zeros(v.numel()))
                 continue
             g = g.detach()
-            if not bool(torch.isfinite(g).all()):
+            # A finite sum has finite terms (an inf or NaN entry makes it inf
+            # or NaN): one pass without a temporary; the entry is looked for
+            # only when the sum is not finite (it may also have overflowed).
+            if not bool(torch.isfinite(g.sum())) and not bool(torch.isfinite(g).all()):
                 i = int(torch.nonzero(~torch.isfinite(g))[0, 0])
                 name, a, _, shape = next(e for e in layout if e[1] <= i < e[2])
                 entry = [int(k) for k in np.unravel_index(i - a, tuple(shape))] if len(shape) else []

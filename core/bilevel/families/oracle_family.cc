@@ -116,17 +116,15 @@ void OracleFamily::HypergradientDirection(const VecIn& x, const VecIn& y, const 
                                           const BatchView& inner, Vector* gx_f, Vector* gy_l,
                                           Vector* gx_g_y, Vector* /*gy_g*/, Vector* gx_g_z,
                                           Vector* gz) {
-  OracleQuery q[3] = {Query(OracleQuery::Function::kF, x, y, upper),
-                      Query(OracleQuery::Function::kG, x, y, inner),
-                      Query(OracleQuery::Function::kG, x, z, inner)};
-  q[0].grad_x = gx_f;
-  q[0].grad_y = gy_l;
-  q[0].fused = true;
-  q[0].fuse_g = lambda;
-  q[0].g_rows = inner.rows;
-  q[1].grad_x = gx_g_y;
-  q[2].grad_x = gx_g_z;
-  q[2].grad_y = gz;
+  // z's query first, as in the inner iterations (z_k, then y_k): an
+  // answerer that keeps only the two latest points (a large model's
+  // oracle stream, which asks one query a request) then still holds z_K
+  // when it builds z_{K+1} from it, before y_{K+1} replaces the older one.
+  std::array<OracleQuery, 3> q =
+      HypergradientQueries(x, y, z, upper, inner, gx_f, gy_l, gx_g_y, gx_g_z, gz);
+  q[1].fused = true;  // f's grad_y + lambda g's: grad_y L
+  q[1].fuse_g = lambda;
+  q[1].g_rows = inner.rows;
   calls_.Ask(absl::MakeSpan(q));
 }
 
@@ -134,16 +132,24 @@ void OracleFamily::HypergradientGrads(const VecIn& x, const VecIn& y, const VecI
                                       const BatchView& upper, const BatchView& inner, Vector* gx_f,
                                       Vector* gy_f, Vector* gx_g_y, Vector* gy_g, Vector* gx_g_z,
                                       Vector* gz) {
-  OracleQuery q[3] = {Query(OracleQuery::Function::kF, x, y, upper),
-                      Query(OracleQuery::Function::kG, x, y, inner),
-                      Query(OracleQuery::Function::kG, x, z, inner)};
-  q[0].grad_x = gx_f;
-  q[0].grad_y = gy_f;
-  q[1].grad_x = gx_g_y;
-  q[1].grad_y = gy_g;
-  q[2].grad_x = gx_g_z;
-  q[2].grad_y = gz;
+  std::array<OracleQuery, 3> q =
+      HypergradientQueries(x, y, z, upper, inner, gx_f, gy_f, gx_g_y, gx_g_z, gz);
+  q[2].grad_y = gy_g;
   calls_.Ask(absl::MakeSpan(q));
+}
+
+std::array<OracleQuery, 3> OracleFamily::HypergradientQueries(
+    const VecIn& x, const VecIn& y, const VecIn& z, const BatchView& upper, const BatchView& inner,
+    Vector* gx_f, Vector* gy_f, Vector* gx_g_y, Vector* gx_g_z, Vector* gz) {
+  std::array<OracleQuery, 3> q = {Query(OracleQuery::Function::kG, x, z, inner),
+                                  Query(OracleQuery::Function::kF, x, y, upper),
+                                  Query(OracleQuery::Function::kG, x, y, inner)};
+  q[0].grad_x = gx_g_z;
+  q[0].grad_y = gz;
+  q[1].grad_x = gx_f;
+  q[1].grad_y = gy_f;
+  q[2].grad_x = gx_g_y;
+  return q;
 }
 
 void OracleFamily::Unsupported(const char* what, Vector* out) {

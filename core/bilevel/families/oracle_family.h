@@ -23,6 +23,7 @@
 #ifndef F2OBO_CORE_BILEVEL_FAMILIES_ORACLE_FAMILY_H_
 #define F2OBO_CORE_BILEVEL_FAMILIES_ORACLE_FAMILY_H_
 
+#include <array>
 #include <memory>
 
 #include "absl/types/span.h"
@@ -78,6 +79,14 @@ class OracleFamily final : public BilevelFamily {
   OracleFamily(int d1, int d2) : d1_(d1), d2_(d2) {}
   static OracleQuery Query(OracleQuery::Function fn, const VecIn& x, const VecIn& y,
                            const BatchView& view);
+  // A hypergradient's three queries, g at z first (HypergradientDirection
+  // says why): g(x, z) into gx_g_z and gz, f(x, y) into gx_f and gy_f,
+  // g(x, y) into gx_g_y (its grad_y left to the caller).
+  static std::array<OracleQuery, 3> HypergradientQueries(const VecIn& x, const VecIn& y,
+                                                         const VecIn& z, const BatchView& upper,
+                                                         const BatchView& inner, Vector* gx_f,
+                                                         Vector* gy_f, Vector* gx_g_y,
+                                                         Vector* gx_g_z, Vector* gz);
   void Unsupported(const char* what, Vector* out);
 
   const int d1_, d2_;

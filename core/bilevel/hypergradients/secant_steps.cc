@@ -74,7 +74,7 @@ void SecantSteps::Observe(double lambda, double gz_prev, double dgz, double d_pr
     if (l_l_ > 0.0) bound = std::min(bound, lambda / (2.0 * l_l_));
   }
   if (!seen) return;  // neither iterate moved: the step stands
-  const double cap = a_ > 0.0 ? std::min(std::sqrt(1.0 + theta_), kMaxGrowth) * a_ : kInf;
+  const double cap = a_ > 0.0 ? std::min(std::sqrt(1.0 + theta_), max_growth_) * a_ : kInf;
   const double next = std::min(cap, bound);
   // No curvature seen after the probe (g and L linear along the move):
   // probe again rather than take an unbounded step.

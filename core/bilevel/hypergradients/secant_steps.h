@@ -78,10 +78,14 @@
 // Secants need one batch through a round's loop: sf2obo's mini-batches
 // change the function between iterations, and af2obo's loops are not
 // served (create refuses automatic steps for them through an oracle).
+// AF2OBO on the built-in families uses the rule inside each round's loops,
+// from the round's smoothness step instead of the probe and with its own
+// growth cap (core/bilevel/algorithms/af2obo.cc, inner_step_growth).
 #ifndef F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECANT_STEPS_H_
 #define F2OBO_CORE_BILEVEL_HYPERGRADIENTS_SECANT_STEPS_H_
 
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -114,12 +118,19 @@ class SecantSteps {
 
   // From the part of the state (empty: a session's first round).
   explicit SecantSteps(const Vector& part);
+  // From a known step a0 > 0 (AF2OBO: the round's smoothness step) instead
+  // of the probe, AdGD's theta_0 = +inf, and growth cap max_growth per
+  // iteration instead of kMaxGrowth.
+  SecantSteps(double a0, double max_growth)
+      : a_(a0), theta_(std::numeric_limits<double>::infinity()), max_growth_(max_growth) {}
   Vector Part() const;
 
   // The steps for the iteration at z (gradient norm gz) and y (direction
   // norm d): the current a (alpha = a, beta = a / lambda), or the probe
   // while no secant has been seen.
   StepSizes Next(double lambda, double z_norm, double gz_norm, double y_norm, double d_norm);
+  // The current a without a probe (a rule built from a0 > 0).
+  StepSizes Current(double lambda) { return Next(lambda, 0.0, 0.0, 0.0, 0.0); }
 
   // The secant of the step just taken with Next's sizes: z moved by alpha
   // times its previous gradient (norm gz_prev) and the gradient changed by
@@ -133,6 +144,7 @@ class SecantSteps {
  private:
   double a_ = 0.0;
   double theta_ = 0.0;
+  double max_growth_ = kMaxGrowth;
   double last_ = 0.0;  // the z-step Next gave (a_, or the probe)
   double l_g_ = 0.0, l_l_ = 0.0;
 };

@@ -261,10 +261,10 @@ absl::StatusOr<std::unique_ptr<SimpleAlgorithm>> Create(const SimpleAlgorithmCon
 // "Simple bilevel").  Only a nonincreasing sigma_t keeps Theorem 3's proof
 // (its averaging weights (i+1) i (sigma_{i-1} - sigma_i) must stay >= 0),
 // so a rule may lower varsigma, not raise it; lowered on observed growth
-// of g at z_k it fell on the Frank-Wolfe zig-zag and ended 2-6.5x the best
+// of g at z_k it fell on the Frank-Wolfe zig-zag and ended 1.5-6.2x the best
 // fixed value, and a balance on the FW gaps (the method's only
-// certificates, 100-1000x the gaps balanced on the suite's regression)
-// 2.6-14x: each behind this default in every seed.
+// certificates, tens to thousands of times the g it balances on the
+// suite's regression) 2.6-14.7x: each behind this default in every seed.
 void Defaults(AlgorithmOptions* o) {
   o->reg_decay = 0.5;
   o->reg_scale = 0.0;

@@ -163,6 +163,11 @@ absl::StatusOr<SessionConfig> ToSessionConfig(const v1::SessionSpec& spec, Unrea
   if (unread == UnreadOptions::kDrop && !spec.options().has_lambda_schedule()) {
     c.options.lambda_schedule = LambdaSchedule::kPaper;
   }
+  // Likewise inner_step_growth: AF2OBO's loops took the smoothness step
+  // throughout before it existed.
+  if (unread == UnreadOptions::kDrop && !spec.options().has_inner_step_growth()) {
+    c.options.inner_step_growth = 1.0;
+  }
   absl::StatusOr<ConstraintSet> set = ToConstraint(spec.constraint(), f.name());
   if (!set.ok()) return set.status();
   c.constraint = *std::move(set);

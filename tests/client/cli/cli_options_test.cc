@@ -38,7 +38,8 @@ std::vector<std::string> Candidates(const OptionInfo& info) {
     case OptionType::kDouble:
       break;
   }
-  return {"0.015625", "0.75", "2.5", "40"};
+  // 1.5 last: a factor in [1, 2] (inner_step_growth), after the others.
+  return {"0.015625", "0.75", "2.5", "40", "1.5"};
 }
 
 // Options set with the one under test, when a non-default value of it is

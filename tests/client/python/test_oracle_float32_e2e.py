@@ -211,7 +211,8 @@ def test_float32_is_sent_only_where_the_server_acknowledges_it():
         request.points.add(id=2, values=np.arange(4.0).tobytes())
         request.queries.add(id=3, function=pb.OracleQuery.G, x=1, y=2, all_rows=True,
                             grad_y=True)
-        message = stream._answer(request, lambda queries: [(None, None, grad_y)])
+        message = pb.OracleClientMessage.FromString(  # the bytes the stream sends
+            stream._answer(request, lambda queries: [(None, None, grad_y)]))
         answer = message.answers.answers[0]
         if acknowledged:
             assert answer.grad_y_f32 == grad_y.astype(np.float32).tobytes()

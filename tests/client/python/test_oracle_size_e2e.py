@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import f2obo
+from f2obo._stubs import pb
 
 X_DIM = 4
 COMMON = dict(algorithm="f2obo", inner_steps=3, alpha=0.1, beta=0.1, gamma=0.01,
@@ -157,8 +158,9 @@ def test_a_large_model_answers_one_vector_of_y_a_message_with_the_same_trajector
                 answer = stream._answer
 
                 def spy(request, evaluate_many, answer=answer, per_message=per_message):
-                    message = answer(request, evaluate_many)
-                    per_message.append(sum(1 for a in message.answers.answers
+                    message = answer(request, evaluate_many)  # its bytes on the wire
+                    parsed = pb.OracleClientMessage.FromString(message)
+                    per_message.append(sum(1 for a in parsed.answers.answers
                                            if a.grad_y or a.fused_y))
                     return message
                 stream._answer = spy

@@ -107,10 +107,11 @@ TEST_F(StoreTest, BatchedStepsOfOneSessionKeepEveryStepsParts) {
   {
     auto store = *SqliteSessionStore::Open(dir_, Durability::kNone);
     ASSERT_TRUE(store->PutSession("a", SpecFor("a"), Whole(s), 1).ok());
+    // Held before step 2 (the writer could otherwise be gathering it while
+    // the hold is set), the writer takes the steps as one batch when released.
+    store->HoldWriterForTesting(true);
     s.t = 2;
     ASSERT_TRUE(store->CommitStep("a", 2, Delta(s, All(s)), ReplyFor("a", 1), kKeep).ok());
-    // Held, the writer takes the steps as one batch when released.
-    store->HoldWriterForTesting(true);
     for (int64_t t = 3; t <= 40; ++t) {
       s.t = t;
       const int i = static_cast<int>(t % 8);

@@ -83,10 +83,13 @@ Batch Rows(const Shape& s, const RowMatrix& means, std::mt19937_64& rng) {
 // a gamma set must still give them bit for bit.
 // Likewise the penalty schedule: lambda_1 t^tau, before F2OBO's and
 // AF2OBO's default followed the inner loops (NextLambdaFollowing); the
-// other algorithms do not read it.
+// other algorithms do not read it.  And AF2OBO's automatic inner steps:
+// the smoothness step throughout (inner_step_growth = 1), before its
+// default took secant steps (core/bilevel/algorithms/af2obo.cc).
 void PinRecordedGamma(AlgorithmOptions* o) {
   if (o->gamma == 0.0) o->gamma = 0.001;
   o->lambda_schedule = LambdaSchedule::kPaper;
+  o->inner_step_growth = 1.0;
 }
 
 uint64_t Trajectory(const std::string& algorithm, const Shape& shape, bool auto_steps) {

@@ -106,6 +106,22 @@ TEST(SecantSteps, ARunOfFlatSecantsGrowsTheStepByAtMostTheGrowthCapPerIteration)
   EXPECT_NEAR(rule.Part()[0], 0.5 * std::pow(SecantSteps::kMaxGrowth, 20), 1e-9);
 }
 
+// AF2OBO's form: from a known step a0 (no probe), AdGD's theta_0 = +inf,
+// and its own growth cap; a secant still cuts the step at once.
+TEST(SecantSteps, FromAKnownStepGrowsByTheGivenCapAndASecantCutsIt) {
+  SecantSteps rule(0.5, 1.2);
+  EXPECT_DOUBLE_EQ(rule.Current(kLambda).alpha, 0.5);  // a0, not a probe
+  EXPECT_DOUBLE_EQ(rule.Current(kLambda).beta, 0.5 / kLambda);
+  for (int k = 1; k <= 5; ++k) {
+    const double a = rule.Current(kLambda).alpha;
+    rule.Observe(kLambda, 1.0, 1e-3 * a, 0.0, 0.0);  // flat: secant 1e-3
+    EXPECT_NEAR(rule.Part()[0], 0.5 * std::pow(1.2, k), 1e-12);
+  }
+  const double a = rule.Current(kLambda).alpha;
+  rule.Observe(kLambda, 1.0, 10.0 * a, 0.0, 0.0);  // secant 10: bound 1/20
+  EXPECT_DOUBLE_EQ(rule.Part()[0], 0.05);
+}
+
 TEST(SecantSteps, TheYLoopsSecantBoundsTheMatchedStep) {
   SecantSteps rule{Vector()};
   rule.Next(kLambda, 1.0, 1.0, 1.0, 1.0);

@@ -172,6 +172,28 @@ TEST(ToSessionConfig, AServerWrittenSpecWithoutLambdaScheduleKeepsThePapersSched
   EXPECT_EQ(reloaded->options.lambda_schedule, LambdaSchedule::kFollow);
 }
 
+// inner_step_growth likewise (AF2OBO's secant steps, default 1.05): a
+// spec a server wrote before lacks it and resumes with the smoothness step
+// throughout (1).
+TEST(ToSessionConfig, AServerWrittenSpecWithoutInnerStepGrowthKeepsTheSmoothnessStep) {
+  v1::SessionSpec spec;
+  spec.mutable_family()->set_name("quadratic");
+  spec.mutable_family()->set_x_dim(2);
+  spec.mutable_family()->set_y_dim(3);
+  spec.set_algorithm("af2obo");
+  absl::StatusOr<SessionConfig> created = ToSessionConfig(spec);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->options.inner_step_growth, 1.05);
+  absl::StatusOr<SessionConfig> stored = ToSessionConfig(spec, UnreadOptions::kDrop);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->options.inner_step_growth, 1.0);
+  v1::SessionSpec filled = ToSessionSpec(*created, 0);
+  ASSERT_TRUE(filled.options().has_inner_step_growth());
+  absl::StatusOr<SessionConfig> reloaded = ToSessionConfig(filled, UnreadOptions::kDrop);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_EQ(reloaded->options.inner_step_growth, 1.05);
+}
+
 // A group's shared options go to the members that read them; the member's
 // own win; an empty member algorithm is the shared spec's.
 TEST(GroupMemberSpecs, SharedOptionsReachTheMembersThatReadThem) {
