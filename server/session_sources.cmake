@@ -35,6 +35,7 @@ set(F2OBO_SESSION_SOURCES
   store/store_factory.cc
   store/writer_thread.cc
   store/postgres/pg_conn.cc
+  store/postgres/pg_batcher.cc
   store/postgres/pg_pool.cc
   store/postgres/pg_schema.cc
   store/postgres/pg_size_cap.cc

@@ -104,7 +104,10 @@ Conn::~Conn() { PQfinish(c_); }
 
 bool Conn::broken() const { return PQstatus(c_) != CONNECTION_OK; }
 
-std::string Conn::server() const { return absl::StrCat(PQhost(c_), ":", PQport(c_)); }
+std::string Conn::server() const {
+  if (c_ == nullptr) return "(closed)";
+  return absl::StrCat(PQhost(c_), ":", PQport(c_));
+}
 
 absl::Status Conn::Check(absl::string_view what, PGresult* r) const {
   const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
@@ -119,8 +122,51 @@ absl::Status Conn::Check(absl::string_view what, PGresult* r) const {
                                                           : std::string()));
 }
 
-absl::StatusOr<Result> Conn::Run(absl::string_view what, const char* sql,
-                                 std::initializer_list<Param> params) {
+namespace {
+
+// PQexecPrepared's parameter arrays over `params` (which they view).
+struct Arrays {
+  explicit Arrays(const std::vector<Param>& params) {
+    terminated.reserve(params.size());
+    for (const Param& p : params) {
+      if (p.null) {
+        values.push_back(nullptr);
+        lengths.push_back(0);
+        formats.push_back(0);
+      } else if (p.binary) {
+        values.push_back(p.bytes.data());
+        lengths.push_back(static_cast<int>(p.bytes.size()));
+        formats.push_back(1);
+      } else {
+        terminated.emplace_back(p.bytes);
+        values.push_back(terminated.back().c_str());
+        lengths.push_back(0);
+        formats.push_back(0);
+      }
+    }
+  }
+  int size() const { return static_cast<int>(values.size()); }
+  std::vector<const char*> values;
+  std::vector<int> lengths, formats;
+  std::vector<std::string> terminated;  // text parameters need a NUL
+};
+
+std::vector<Param> ParamsOf(const Statement& statement) {
+  std::vector<Param> params;
+  params.reserve(statement.values.size());
+  for (const Statement::Value& v : statement.values) {
+    if (v.null) {
+      params.push_back(Param::Null());
+    } else {
+      params.push_back(v.binary ? Param::Blob(v.bytes) : Param(v.bytes));
+    }
+  }
+  return params;
+}
+
+}  // namespace
+
+absl::StatusOr<const std::string*> Conn::Prepared(absl::string_view what, const char* sql) {
   auto it = prepared_.find(sql);
   if (it == prepared_.end()) {
     std::string name = absl::StrCat("f2obo_", prepared_.size());
@@ -130,33 +176,101 @@ absl::StatusOr<Result> Conn::Run(absl::string_view what, const char* sql,
     if (!s.ok()) return s;
     it = prepared_.emplace(sql, std::move(name)).first;
   }
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  std::vector<std::string> terminated;  // text parameters need a NUL
-  terminated.reserve(params.size());
-  for (const Param& p : params) {
-    if (p.null) {
-      values.push_back(nullptr);
-      lengths.push_back(0);
-      formats.push_back(0);
-    } else if (p.binary) {
-      values.push_back(p.bytes.data());
-      lengths.push_back(static_cast<int>(p.bytes.size()));
-      formats.push_back(1);
-    } else {
-      terminated.emplace_back(p.bytes);
-      values.push_back(terminated.back().c_str());
-      lengths.push_back(0);
-      formats.push_back(0);
-    }
-  }
-  PGresult* r = PQexecPrepared(c_, it->second.c_str(), static_cast<int>(values.size()),
-                               values.data(), lengths.data(), formats.data(), /*binary=*/1);
+  return &it->second;
+}
+
+absl::StatusOr<Result> Conn::RunParams(absl::string_view what, const char* sql,
+                                       const std::vector<Param>& params) {
+  absl::StatusOr<const std::string*> name = Prepared(what, sql);
+  if (!name.ok()) return name.status();
+  const Arrays a(params);
+  PGresult* r = PQexecPrepared(c_, (*name)->c_str(), a.size(), a.values.data(), a.lengths.data(),
+                               a.formats.data(), /*binary=*/1);
   if (absl::Status s = Check(what, r); !s.ok()) {
     if (r != nullptr) PQclear(r);
     return s;
   }
   return Result(r);
+}
+
+absl::StatusOr<Result> Conn::Run(absl::string_view what, const char* sql,
+                                 std::initializer_list<Param> params) {
+  return RunParams(what, sql, std::vector<Param>(params));
+}
+
+absl::StatusOr<Result> Conn::Run(absl::string_view what, const Statement& statement) {
+  return RunParams(what, statement.sql, ParamsOf(statement));
+}
+
+absl::StatusOr<std::vector<Result>> Conn::RunPipeline(absl::string_view what,
+                                                      const std::vector<const Statement*>& batch) {
+  std::vector<const std::string*> names;
+  for (const Statement* st : batch) {  // prepared before the pipeline starts
+    absl::StatusOr<const std::string*> name = Prepared(what, st->sql);
+    if (!name.ok()) return name.status();
+    names.push_back(*name);
+  }
+  const auto failed = [&](const char* doing) {
+    return absl::UnavailableError(
+        absl::StrCat("PostgreSQL store, ", what, ": ", doing, ": ",
+                     absl::StripTrailingAsciiWhitespace(PQerrorMessage(c_))));
+  };
+  if (PQenterPipelineMode(c_) != 1) return failed("entering pipeline mode");
+  absl::Status first_error;
+  for (size_t i = 0; i < batch.size() && first_error.ok(); ++i) {
+    const std::vector<Param> params = ParamsOf(*batch[i]);
+    const Arrays a(params);
+    if (PQsendQueryPrepared(c_, names[i]->c_str(), a.size(), a.values.data(), a.lengths.data(),
+                            a.formats.data(), /*binary=*/1) != 1) {
+      first_error = failed("sending a statement");
+    }
+  }
+  // What was sent is one transaction up to this Sync, committed at it.
+  if (first_error.ok() && PQpipelineSync(c_) != 1) first_error = failed("sending Sync");
+  if (!first_error.ok()) {
+    // Not all sent: the connection is in an unknown state (nothing of an
+    // unsynced pipeline commits); not reused.
+    PQfinish(c_);
+    c_ = nullptr;
+    return first_error;
+  }
+  std::vector<Result> results;
+  results.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    PGresult* r = PQgetResult(c_);
+    if (r == nullptr) {
+      first_error = failed("reading a result");
+      break;
+    }
+    const ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_ABORTED) {
+      PQclear(r);
+    } else if (absl::Status s = Check(what, r); !s.ok()) {
+      PQclear(r);
+      if (first_error.ok()) first_error = s;
+    } else {
+      results.emplace_back(r);
+    }
+    // Each statement's results end with a null one.
+    while (PGresult* extra = PQgetResult(c_)) PQclear(extra);
+    if (broken()) break;
+  }
+  if (!broken()) {
+    PGresult* sync = PQgetResult(c_);
+    const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    if (sync != nullptr) PQclear(sync);
+    if (!synced && first_error.ok()) first_error = failed("reading the Sync");
+  }
+  if (!broken() && PQexitPipelineMode(c_) != 1) {
+    // Results left unread: the connection's state is not known, so it is
+    // not reused (broken() from now on; the Sync may have committed).
+    if (first_error.ok()) first_error = failed("leaving pipeline mode");
+    PQfinish(c_);
+    c_ = nullptr;
+  }
+  if (broken()) return first_error.ok() ? failed("the connection broke") : first_error;
+  if (!first_error.ok()) return first_error;
+  return results;
 }
 
 absl::StatusOr<Result> Conn::Exec(absl::string_view what, const char* sql) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,6 +62,31 @@ struct Param {
   bool null = false;
 };
 
+// A statement with parameters of its own (Param only views them), for
+// Conn::RunPipeline: the caller keeps it alive while it runs.
+struct Statement {
+  const char* sql = nullptr;
+  void Text(std::string v) { Add(std::move(v), false, false); }
+  void Blob(std::string v) { Add(std::move(v), true, false); }
+  void Null() { Add(std::string(), false, true); }
+  // The bytes of the parameters, what Run's limits are judged by.
+  size_t bytes() const { return bytes_; }
+
+  struct Value {
+    std::string bytes;
+    bool binary;
+    bool null;
+  };
+  std::vector<Value> values;
+
+ private:
+  void Add(std::string v, bool binary, bool null) {
+    bytes_ += v.size();
+    values.push_back(Value{std::move(v), binary, null});
+  }
+  size_t bytes_ = 0;
+};
+
 class Conn {
  public:
   // Connects to `uri` (a libpq URI or conninfo; multi-host and
@@ -76,6 +102,14 @@ class Conn {
   // `params` ($1, $2, ...); `what` names it in errors.
   absl::StatusOr<Result> Run(absl::string_view what, const char* sql,
                              std::initializer_list<Param> params = {});
+  absl::StatusOr<Result> Run(absl::string_view what, const Statement& statement);
+  // Runs `batch` in pipeline mode: every statement sent, then one Sync, so
+  // they are one transaction (committed on its own at the Sync, one round
+  // trip and one commit for them all).  Each one's rows, in order; if one
+  // fails, none is committed and its error is returned (broken(): the
+  // outcome is unknown, the connection broke).
+  absl::StatusOr<std::vector<Result>> RunPipeline(absl::string_view what,
+                                                  const std::vector<const Statement*>& batch);
   // Runs `sql` unprepared, with no parameters (BEGIN, COMMIT, DDL).
   absl::StatusOr<Result> Exec(absl::string_view what, const char* sql);
   // Whether the connection is gone (the server died, the network broke):
@@ -87,6 +121,11 @@ class Conn {
  private:
   explicit Conn(PGconn* c) : c_(c) {}
   absl::Status Check(absl::string_view what, PGresult* r) const;
+  // The name of `sql` prepared on this connection (prepared now if new).
+  absl::StatusOr<const std::string*> Prepared(absl::string_view what, const char* sql);
+  // Runs prepared statement `sql` with `params` (no pipeline).
+  absl::StatusOr<Result> RunParams(absl::string_view what, const char* sql,
+                                   const std::vector<Param>& params);
 
   PGconn* c_;
   std::unordered_map<const char*, std::string> prepared_;  // sql -> statement name

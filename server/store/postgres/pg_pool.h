@@ -40,6 +40,8 @@ class Pool {
   // Gives back what Acquire lent (null: dropped); a broken one is dropped
   // and replaced at a later Acquire.
   void Release(std::unique_ptr<Conn> c);
+  // At most this many connections at once.
+  int size() const { return size_; }
   // Connections made to replace broken ones.
   int64_t reconnects() const { return reconnects_.load(); }
 

@@ -7,13 +7,11 @@
 namespace f2obo::server::pg {
 
 absl::Status Transactions::Run(absl::string_view what, Deadline deadline, bool sync,
-                               const Body& body, const ReadBack& read_back, bool grows,
-                               bool one_statement) {
+                               const Body& body, const ReadBack& read_back, bool grows) {
   const auto start = std::chrono::steady_clock::now();
   if (std::chrono::system_clock::now() >= deadline) {
     return absl::DeadlineExceededError(absl::StrCat("deadline passed before ", what));
   }
-  if (one_statement) return RunOne(what, deadline, body, read_back, grows, start);
   std::unique_ptr<Conn> c;
   absl::Status s;
   // A pooled connection that died with its server (a restart, a failover)
@@ -62,6 +60,37 @@ absl::Status Transactions::Run(absl::string_view what, Deadline deadline, bool s
                                              "stored (read back): retry"));
 }
 
+absl::Status Transactions::RunBatched(absl::string_view what, Deadline deadline,
+                                      const std::string& key, const Statement& statement,
+                                      const Batcher::Finish& finish, const ReadBack& read_back,
+                                      bool grows) {
+  const auto start = std::chrono::steady_clock::now();
+  if (std::chrono::system_clock::now() >= deadline) {
+    return absl::DeadlineExceededError(absl::StrCat("deadline passed before ", what));
+  }
+  const Body alone = [&](Conn& c) -> absl::Status {
+    absl::StatusOr<Result> r = c.Run(what, statement);
+    if (!r.ok()) return r.status();
+    return finish(c, *r);
+  };
+  if (statement.bytes() > Batcher::kMaxBytes) {
+    return RunOne(what, deadline, alone, read_back, grows, start, /*broke=*/false);
+  }
+  const Batcher::Done done = batcher_.Run(key, statement, finish, deadline, grows);
+  switch (done.outcome) {
+    case Batcher::Outcome::kDone:
+      if (done.status.ok()) {
+        committed_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      return done.status;
+    case Batcher::Outcome::kAlone:
+      return RunOne(what, deadline, alone, read_back, grows, start, /*broke=*/false);
+    case Batcher::Outcome::kUnknown:  // all of the batch committed, or none
+      break;
+  }
+  return RunOne(what, deadline, alone, read_back, grows, start, /*broke=*/true);
+}
+
 absl::StatusOr<bool> Transactions::ReadBackOnNewConnection(const ReadBack& read_back,
                                                            Deadline deadline) {
   read_backs_.fetch_add(1);
@@ -74,25 +103,28 @@ absl::StatusOr<bool> Transactions::ReadBackOnNewConnection(const ReadBack& read_
 
 absl::Status Transactions::RunOne(absl::string_view what, Deadline deadline, const Body& body,
                                   const ReadBack& read_back, bool grows,
-                                  std::chrono::steady_clock::time_point start) {
+                                  std::chrono::steady_clock::time_point start, bool broke) {
   // The statement commits on its own; a connection that breaks while it
   // runs leaves its outcome unknown (it may have committed): read back on
   // a new connection.  Not stored: run again there, once (a pooled
   // connection that died with its server is only found dead when used).
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<std::unique_ptr<Conn>> acquired = pool_->Acquire(deadline);
-    if (!acquired.ok()) return acquired.status();
-    std::unique_ptr<Conn> c = *std::move(acquired);
-    absl::Status s = grows ? cap_->Check(*c) : absl::OkStatus();
-    if (s.ok()) s = body(*c);
-    if (s.ok() || !c->broken()) {
+    if (attempt > 0 || !broke) {
+      absl::StatusOr<std::unique_ptr<Conn>> acquired = pool_->Acquire(deadline);
+      if (!acquired.ok()) return acquired.status();
+      std::unique_ptr<Conn> c = *std::move(acquired);
+      absl::Status s = grows ? cap_->Check(*c) : absl::OkStatus();
+      if (s.ok()) s = body(*c);
+      const bool broken = c->broken();
       pool_->Release(std::move(c));
-      if (s.ok()) {
-        committed_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (s.ok() || !broken) {
+        if (s.ok()) {
+          committed_(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+        return s;
       }
-      return s;
     }
-    pool_->Release(std::move(c));
     absl::StatusOr<bool> stored = ReadBackOnNewConnection(read_back, deadline);
     if (!stored.ok()) {
       return absl::UnavailableError(

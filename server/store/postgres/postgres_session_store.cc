@@ -34,9 +34,9 @@ absl::StatusOr<std::unique_ptr<PostgresSessionStore>> PostgresSessionStore::Open
 }
 
 absl::Status PostgresSessionStore::Transact(absl::string_view what, Deadline deadline, bool sync,
-                                            const Body& body, const ReadBack& read_back, bool grows,
-                                            bool one_statement) {
-  return transactions_.Run(what, deadline, sync, body, read_back, grows, one_statement);
+                                            const Body& body, const ReadBack& read_back,
+                                            bool grows) {
+  return transactions_.Run(what, deadline, sync, body, read_back, grows);
 }
 
 std::optional<int64_t> PostgresSessionStore::KnownGen(const std::string& id) const {

@@ -3,8 +3,8 @@
 // call one transaction, with the compare-and-set it describes.
 //
 // Connections: a small pool (kConnections, pg_pool.h) of libpq connections to the
-// URI, each lent to one call at a time; PostgreSQL's group commit batches
-// concurrent calls' commits.  A connection found broken is replaced on the
+// URI, each lent to one call at a time; PostgreSQL's group commit shares
+// one WAL flush among concurrent calls' commits.  A connection found broken is replaced on the
 // next call (a multi-host URI with target_session_attrs=read-write finds
 // the new primary after a failover); while no connection can be made,
 // calls fail UNAVAILABLE (retry), and nothing is acknowledged that is not
@@ -47,8 +47,13 @@
 // Round trips: a step of one session (its parts up to kArrayBytes, no
 // checkpoint due) is one statement (a plain SQL statement with one
 // data-modifying CTE per table, prepared once per connection), committed
-// on its own (no BEGIN/COMMIT); larger ones, group steps and the other
-// writes are transactions of several statements.
+// on its own (no BEGIN/COMMIT), and steps of several sessions queued at one
+// moment are sent together on one connection in pipeline mode as one
+// transaction (pg_batcher.h: one round trip, one commit and one wake-up of
+// the database's backend for all of them; each keeps its own
+// compare-and-set, and a failed batch is run again step by step); larger
+// steps, group steps and the other writes are transactions of several
+// statements.
 //
 // What it gives up against the embedded store: a checkpoint in parts is
 // stored as every part of it (copied inside the database from its base
@@ -147,6 +152,11 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   // Commits whose outcome was unknown (the connection broke during
   // COMMIT) and was read back.
   int64_t commits_read_back() const override { return transactions_.read_backs(); }
+  // Batches of one-statement steps committed together (pg_batcher.h): how
+  // many were sent, the steps in them, the steps waiting for one now.
+  int64_t step_batches() const { return transactions_.batcher().batches(); }
+  int64_t batched_steps() const { return transactions_.batcher().statements(); }
+  int64_t steps_queued() const { return transactions_.batcher().queued(); }
 
  private:
   using Body = pg::Transactions::Body;
@@ -155,9 +165,22 @@ class PostgresSessionStore : public SessionStore, public StoredGroupReader {
   PostgresSessionStore(std::string uri, Durability durability);
   // A transaction on a pooled connection (pg::Transactions::Run).
   absl::Status Transact(absl::string_view what, Deadline deadline, bool sync, const Body& body,
-                        const ReadBack& read_back, bool grows = true, bool one_statement = false);
+                        const ReadBack& read_back, bool grows = true);
   // Whether a step is written as one statement (CommitStep's fast path).
   static bool OneStatement(const StepState* parts, int keep_checkpoints);
+  // kStepSql's statement for a step (its one statement, its parts in
+  // arrays when OneStatement), and what its rows say: the new write version
+  // into *written, or why the compare-and-set missed (Missed).
+  static pg::Statement StepStatement(const std::string& id, int64_t t, std::optional<int64_t> gen,
+                                     const StepState* parts, const std::string* whole,
+                                     const std::string& reply, int keep_replies, bool sync);
+  static absl::Status StepMoved(pg::Conn& c, const pg::Result& r, const std::string& id, int64_t t,
+                                std::optional<int64_t> gen, int64_t* written);
+  // A step as one statement, committed in a batch with other sessions'
+  // steps (pg::Transactions::RunBatched); `read_back` as Transact's.
+  absl::Status BatchedStep(const std::string& what, Deadline deadline, const std::string& id,
+                           int64_t t, std::optional<int64_t> gen, const pg::Statement& statement,
+                           const ReadBack& read_back, int64_t* written);
   // A step's statements (CommitStep, CommitSteps), compare-and-set from
   // t - 1 and from write version `gen` (none: not compared); the new write
   // version into *written.

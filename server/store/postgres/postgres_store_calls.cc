@@ -199,14 +199,20 @@ absl::Status PostgresSessionStore::CommitStep(const std::string& id, int64_t t, 
   const bool sync = durability_ == Durability::kSync;
   const std::optional<int64_t> gen = KnownGen(id);
   int64_t written = kStaleGen;
-  absl::Status s = Transact(
-      absl::StrCat("storing step ", t - 1, " of session '", id, "'"), deadline, sync,
-      [&](pg::Conn& c) {
-        return StepRows(c, id, t, gen, nullptr, &state, bytes, keep_replies, keep_checkpoints, sync,
-                        &written);
-      },
-      [&](pg::Conn& c) { return StoredAt(c, id, t, &bytes, &written); }, /*grows=*/true,
-      OneStatement(nullptr, keep_checkpoints));
+  const std::string what = absl::StrCat("storing step ", t - 1, " of session '", id, "'");
+  const ReadBack read_back = [&](pg::Conn& c) { return StoredAt(c, id, t, &bytes, &written); };
+  absl::Status s =
+      OneStatement(nullptr, keep_checkpoints)
+          ? BatchedStep(what, deadline, id, t, gen,
+                        StepStatement(id, t, gen, nullptr, &state, bytes, keep_replies, sync),
+                        read_back, &written)
+          : Transact(
+                what, deadline, sync,
+                [&](pg::Conn& c) {
+                  return StepRows(c, id, t, gen, nullptr, &state, bytes, keep_replies,
+                                  keep_checkpoints, sync, &written);
+                },
+                read_back);
   if (s.ok()) NoteGen(id, written);
   NoteStepOutcome({id}, s);
   return s;
@@ -249,34 +255,52 @@ absl::Status PostgresSessionStore::CommitSteps(std::vector<SessionStep> steps, i
   std::vector<int64_t> written(steps.size(), kStaleGen);
   const bool sync = durability_ == Durability::kSync;
   const bool one = steps.size() == 1 && OneStatement(&steps[0].state, steps[0].keep_checkpoints);
-  const absl::Status s = Transact(
+  const std::string what =
       steps.size() == 1
           ? absl::StrCat("storing step ", steps[0].t - 1, " of session '", steps[0].id, "'")
-          : absl::StrCat("storing a group step of ", steps.size(), " sessions"),
-      deadline, sync,
-      [&](pg::Conn& c) {
-        for (size_t i = 0; i < steps.size(); ++i) {
-          const SessionStep& st = steps[i];
-          if (absl::Status w = StepRows(c, st.id, st.t, gens[i], &st.state, nullptr, replies[i],
-                                        keep_replies, st.keep_checkpoints, sync, &written[i]);
-              !w.ok()) {
-            return w;
-          }
-        }
-        return absl::OkStatus();
-      },
-      // All or none: the first session tells (the others' versions are
-      // then unknown: their copies are reloaded at their next write).
-      [&](pg::Conn& c) {
-        std::fill(written.begin(), written.end(), kStaleGen);
-        return StoredAt(c, steps[0].id, steps[0].t, &replies[0], &written[0]);
-      },
-      /*grows=*/true, one);
+          : absl::StrCat("storing a group step of ", steps.size(), " sessions");
+  // All or none: the first session tells (the others' versions are then
+  // unknown: their copies are reloaded at their next write).
+  const ReadBack read_back = [&](pg::Conn& c) {
+    std::fill(written.begin(), written.end(), kStaleGen);
+    return StoredAt(c, steps[0].id, steps[0].t, &replies[0], &written[0]);
+  };
+  const absl::Status s =
+      one ? BatchedStep(what, deadline, steps[0].id, steps[0].t, gens[0],
+                        StepStatement(steps[0].id, steps[0].t, gens[0], &steps[0].state, nullptr,
+                                      replies[0], keep_replies, sync),
+                        read_back, &written[0])
+          : Transact(
+                what, deadline, sync,
+                [&](pg::Conn& c) {
+                  for (size_t i = 0; i < steps.size(); ++i) {
+                    const SessionStep& st = steps[i];
+                    if (absl::Status w =
+                            StepRows(c, st.id, st.t, gens[i], &st.state, nullptr, replies[i],
+                                     keep_replies, st.keep_checkpoints, sync, &written[i]);
+                        !w.ok()) {
+                      return w;
+                    }
+                  }
+                  return absl::OkStatus();
+                },
+                read_back);
   if (s.ok()) {
     for (size_t i = 0; i < steps.size(); ++i) NoteGen(steps[i].id, written[i]);
   }
   NoteStepOutcome(ids, s);
   return s;
+}
+
+absl::Status PostgresSessionStore::BatchedStep(const std::string& what, Deadline deadline,
+                                               const std::string& id, int64_t t,
+                                               std::optional<int64_t> gen,
+                                               const pg::Statement& statement,
+                                               const ReadBack& read_back, int64_t* written) {
+  return transactions_.RunBatched(
+      what, deadline, id, statement,
+      [&](pg::Conn& c, const pg::Result& r) { return StepMoved(c, r, id, t, gen, written); },
+      read_back, /*grows=*/true);
 }
 
 absl::Status PostgresSessionStore::SessionAt(pg::Conn& c, const std::string& id, int64_t t,

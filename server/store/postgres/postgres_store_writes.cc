@@ -297,14 +297,14 @@ bool PostgresSessionStore::OneStatement(const StepState* parts, int keep_checkpo
   return bytes <= kArrayBytes;
 }
 
-absl::Status PostgresSessionStore::StepRows(pg::Conn& c, const std::string& id, int64_t t,
-                                            std::optional<int64_t> gen, const StepState* parts,
-                                            const std::string* whole, const std::string& reply,
-                                            int keep_replies, int keep_checkpoints, bool sync,
-                                            int64_t* written) {
+pg::Statement PostgresSessionStore::StepStatement(const std::string& id, int64_t t,
+                                                  std::optional<int64_t> gen,
+                                                  const StepState* parts, const std::string* whole,
+                                                  const std::string& reply, int keep_replies,
+                                                  bool sync) {
   const std::string& head = parts != nullptr ? parts->head : *whole;
   // The changed parts go with the row in one statement (kStepSql) unless
-  // they are large: then one statement each, after it.
+  // they are large: then one statement each, after it (StepRows).
   const bool in_arrays = OneStatement(parts, 0);
   std::vector<int64_t> idx, sums;
   std::vector<const std::string*> bytes;
@@ -317,18 +317,44 @@ absl::Status PostgresSessionStore::StepRows(pg::Conn& c, const std::string& id, 
   }
   const bool clear = parts == nullptr || parts->complete;
   const bool trim = !clear && parts->trim;
-  const std::string part_array = ByteaArray(bytes);
-  absl::StatusOr<pg::Result> moved = c.Run(
-      "storing a step", kStepSql,
-      {Param(id), Param(Dec(t)), gen.has_value() ? Param(Dec(*gen)) : Param::Null(),
-       Param::Blob(head), Param(Sum("state", id, t, head)),
-       parts != nullptr ? Param(Dec(parts->aux_count)) : Param::Null(), Param(clear ? "t" : "f"),
-       trim ? Param(Dec(parts->aux_count)) : Param::Null(), Param(IntArray(idx)),
-       Param::Blob(part_array), Param(IntArray(sums)), Param::Blob(reply),
-       Param(Sum("reply", id, t, reply)), Param(Dec(keep_replies)), Param(sync ? "t" : "f")});
+  pg::Statement st;
+  st.sql = kStepSql;
+  st.Text(id);
+  st.Text(Dec(t));
+  gen.has_value() ? st.Text(Dec(*gen)) : st.Null();
+  st.Blob(head);
+  st.Text(Sum("state", id, t, head));
+  parts != nullptr ? st.Text(Dec(parts->aux_count)) : st.Null();
+  st.Text(clear ? "t" : "f");
+  trim ? st.Text(Dec(parts->aux_count)) : st.Null();
+  st.Text(IntArray(idx));
+  st.Blob(ByteaArray(bytes));
+  st.Text(IntArray(sums));
+  st.Blob(reply);
+  st.Text(Sum("reply", id, t, reply));
+  st.Text(Dec(keep_replies));
+  st.Text(sync ? "t" : "f");
+  return st;
+}
+
+absl::Status PostgresSessionStore::StepMoved(pg::Conn& c, const pg::Result& r,
+                                             const std::string& id, int64_t t,
+                                             std::optional<int64_t> gen, int64_t* written) {
+  if (r.rows() != 1 || r.IsNull(0, 0)) return Missed(c, id, t - 1, gen);
+  *written = r.Int(0, 0);
+  return absl::OkStatus();
+}
+
+absl::Status PostgresSessionStore::StepRows(pg::Conn& c, const std::string& id, int64_t t,
+                                            std::optional<int64_t> gen, const StepState* parts,
+                                            const std::string* whole, const std::string& reply,
+                                            int keep_replies, int keep_checkpoints, bool sync,
+                                            int64_t* written) {
+  const bool in_arrays = OneStatement(parts, 0);
+  absl::StatusOr<pg::Result> moved =
+      c.Run("storing a step", StepStatement(id, t, gen, parts, whole, reply, keep_replies, sync));
   if (!moved.ok()) return moved.status();
-  if (moved->rows() != 1 || moved->IsNull(0, 0)) return Missed(c, id, t - 1, gen);
-  *written = moved->Int(0, 0);
+  if (absl::Status s = StepMoved(c, *moved, id, t, gen, written); !s.ok()) return s;
   if (parts != nullptr && !in_arrays) {
     for (const auto& [i, b] : parts->aux_rows) {
       absl::StatusOr<pg::Result> r =

@@ -20,6 +20,12 @@ target_link_libraries(postgres_store_test PRIVATE f2obo_server_lib f2obo_pg_clus
   GTest::gtest_main)
 add_test(NAME postgres.store COMMAND postgres_store_test)
 set_tests_properties(postgres.store PROPERTIES LABELS postgres TIMEOUT 300)
+# Steps of several sessions committed as one batch (pg_batcher.h).
+add_executable(postgres_batch_test server/store/postgres/postgres_batch_test.cc)
+target_link_libraries(postgres_batch_test PRIVATE f2obo_server_lib f2obo_pg_cluster
+  GTest::gtest_main)
+add_test(NAME postgres.batch COMMAND postgres_batch_test)
+set_tests_properties(postgres.batch PROPERTIES LABELS postgres TIMEOUT 300)
 add_executable(store_contract_postgres_test server/store/postgres/store_contract_postgres.cc)
 target_link_libraries(store_contract_postgres_test PRIVATE f2obo_store_contract f2obo_pg_cluster
   GTest::gtest_main)
